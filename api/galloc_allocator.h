@@ -1,0 +1,141 @@
+/*
+ * galloc_allocator.h: create a device allocator, allocate and free device memory.
+ *
+ * A galloc_allocator_t owns one device (a backend state) and one allocator
+ * implementation behind an ops table: today the native caching pool, which
+ * reproduces PyTorch's CUDA caching allocator exactly. Every call is
+ * thread-safe: the allocator serializes calls with its own lock.
+ *
+ * Errors: every call returns a galloc_status_t; on failure the allocator's
+ * last-error message (galloc_last_error) says what happened with figures. A
+ * failed call changes no allocator state except what PyTorch itself changes on
+ * that path (an OOM counts num_ooms and may have released cached segments).
+ */
+#ifndef GALLOC_ALLOCATOR_H
+#define GALLOC_ALLOCATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_backend.h"
+#include "api/galloc_stats.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct galloc_allocator galloc_allocator_t;
+
+/* Size of the per-allocator error message buffer, NUL included. */
+#define GALLOC_ERROR_MAX 1024
+
+/*
+ * galloc_allocator_create: open device `device` of backend `backend` and create
+ * a caching allocator on it, configured by `conf`.
+ *   backend: a registered backend name ("sim"), or NULL to take the config's
+ *            device_backend (default "sim").
+ *   device:  device index >= 0.
+ *   conf:    a PYTORCH_CUDA_ALLOC_CONF-style string, e.g.
+ *            "max_split_size_mb:512,roundup_power2_divisions:4", or NULL/"" for
+ *            PyTorch's defaults. galloc's own keys (sim_capacity:80GiB, ...) are
+ *            accepted in the same string. The environment is not read here.
+ *   out:     receives the allocator; set to NULL on failure.
+ *   err:     if non-NULL, receives a message on failure (errlen bytes, NUL-terminated).
+ * Returns GALLOC_OK; GALLOC_E_INVAL (NULL out, device < 0); GALLOC_E_CONFIG (bad
+ * conf string, message names key and value); GALLOC_E_UNAVAILABLE (unknown
+ * backend, or its library/device missing); GALLOC_E_NOMEM.
+ */
+GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf,
+                                                   galloc_allocator_t **out, char *err, size_t errlen);
+
+/*
+ * galloc_allocator_destroy: release every segment back to the device and free
+ * the allocator. Blocks still allocated become invalid. NULL is a no-op. Must
+ * not race with other calls on the same allocator.
+ */
+GALLOC_API void galloc_allocator_destroy(galloc_allocator_t *a);
+
+/*
+ * galloc_malloc: allocate `size` bytes usable on `stream` and store the device
+ * address in *ptr. size 0 stores NULL and changes nothing (as PyTorch).
+ * Returns GALLOC_OK; GALLOC_E_INVAL (NULL a or ptr); GALLOC_E_OOM with PyTorch's
+ * "CUDA out of memory. Tried to allocate ..." message (also for size >= 2^60,
+ * "Tried to allocate more than 1EB memory."); GALLOC_E_DEVICE if the device
+ * failed otherwise; GALLOC_E_NOMEM if host memory for bookkeeping ran out.
+ * On failure *ptr is NULL. Addresses from the sim backend are not
+ * dereferenceable unless it runs in backed mode (sim_backed:True).
+ */
+GALLOC_API galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr);
+
+/*
+ * galloc_free: return a block from galloc_malloc on this allocator to its pool.
+ * NULL is a no-op (GALLOC_OK). Returns GALLOC_E_NOT_OWNED for a pointer this
+ * allocator did not hand out or already freed (including interior pointers),
+ * leaving the allocator untouched; GALLOC_E_INVAL for a NULL allocator.
+ */
+GALLOC_API galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr);
+
+/*
+ * galloc_empty_cache: release every cached segment that holds no live block
+ * back to the device (PyTorch's torch.cuda.empty_cache: counts
+ * num_sync_all_streams once). Returns GALLOC_OK, GALLOC_E_INVAL, or
+ * GALLOC_E_DEVICE if the device refused a free.
+ */
+GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
+
+/*
+ * galloc_set_memory_fraction: cap this allocator's reserved memory at
+ * fraction * device total (PyTorch's set_per_process_memory_fraction; new
+ * segments beyond the cap fail as out of memory, cached blocks are still reused).
+ * Returns GALLOC_E_INVAL unless 0 <= fraction <= 1.
+ */
+GALLOC_API galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction);
+
+/*
+ * galloc_memory_info: the device's free and total bytes (cudaMemGetInfo).
+ * Returns GALLOC_OK, GALLOC_E_INVAL for NULL arguments, or the backend's status.
+ */
+GALLOC_API galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *free_bytes, size_t *total_bytes);
+
+/*
+ * galloc_memory_stats: copy every stat into *out (out->struct_size must be set,
+ * see galloc_stats_t). Returns GALLOC_OK or GALLOC_E_INVAL.
+ */
+GALLOC_API galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out);
+
+/* galloc_stats_reset_peak: every peak = current (PyTorch's reset_peak_memory_stats). */
+GALLOC_API galloc_status_t galloc_stats_reset_peak(galloc_allocator_t *a);
+
+/* galloc_stats_reset_accumulated: zero every allocated/freed total and the
+ * num_* counters (PyTorch's reset_accumulated_memory_stats). */
+GALLOC_API galloc_status_t galloc_stats_reset_accumulated(galloc_allocator_t *a);
+
+/*
+ * galloc_last_error: copy the allocator's last failure message into buf
+ * (len bytes, NUL-terminated, truncated if needed). Returns the status of that
+ * last failure (GALLOC_OK and "" if nothing failed yet), or GALLOC_E_INVAL for
+ * NULL arguments. Taken under the lock: never a pointer another thread rewrites.
+ */
+GALLOC_API galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, size_t len);
+
+/*
+ * galloc_check: walk every segment and verify the invariants: blocks tile their
+ * segments, no two free neighbours are left unmerged, free blocks are exactly
+ * those in the best-fit trees, the pointer map holds exactly the live blocks,
+ * and every stat's current value equals a recount. Returns GALLOC_OK or
+ * GALLOC_E_CORRUPT with the first violation in the last-error message. O(n).
+ */
+GALLOC_API galloc_status_t galloc_check(galloc_allocator_t *a);
+
+/*
+ * galloc_allocator_backend: the name of the backend the allocator runs on
+ * (static string), or NULL for a NULL allocator.
+ */
+GALLOC_API const char *galloc_allocator_backend(const galloc_allocator_t *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GALLOC_ALLOCATOR_H */

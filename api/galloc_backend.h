@@ -1,0 +1,125 @@
+/*
+ * galloc_backend.h: the device backend interface (one ops struct per device layer).
+ *
+ * A backend hands whole segments of device memory to the caching pool and, where
+ * the device supports it, virtual-memory ranges (expandable segments) and
+ * stream events (cross-stream frees). Backends are registered by name; a config
+ * string's "device_backend:<name>" selects one at run time.
+ *
+ * Versioning: struct_size and version come first. A member is used only if
+ * struct_size covers it and it is non-NULL, so members are appended, never
+ * inserted or reordered (model: SQLite's sqlite3_vfs iVersion).
+ *
+ * Locking: galloc calls every member with the owning allocator's lock held, so a
+ * backend state is never entered by two threads at once through one allocator.
+ * A backend must not call back into galloc.
+ */
+#ifndef GALLOC_BACKEND_H
+#define GALLOC_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device stream handle (a CUstream / hipStream_t cast to an integer); 0 is
+ * the default (legacy) stream. Opaque to galloc except for ordering and
+ * equality. */
+typedef uintptr_t galloc_stream_t;
+
+#define GALLOC_BACKEND_OPS_V1 1 /* bump only if an existing member changes meaning */
+
+/* Flags for galloc_backend_args_t.flags. */
+#define GALLOC_BACKEND_F_BACKED 0x1u /* sim: back segments with real host memory */
+
+/* What a backend is opened with. Fields a backend does not use are ignored. */
+typedef struct galloc_backend_args {
+    uint32_t struct_size;     /* sizeof(galloc_backend_args_t) of the caller */
+    int device;               /* device index, >= 0 */
+    uint64_t capacity;        /* sim: simulated device size in bytes (0: 80 GiB) */
+    const char *library_path; /* driver library to dlopen; NULL: the vendor default */
+    uint32_t flags;           /* GALLOC_BACKEND_F_* */
+    /* Fault injection (sim honours these; 0 = off). Counted over segment_alloc
+     * and map calls together, 1-based. */
+    uint64_t fail_nth;   /* only the Nth device allocation fails */
+    uint64_t fail_from;  /* every device allocation from the Nth on fails */
+    uint64_t fail_above; /* every device allocation larger than this many bytes fails */
+} galloc_backend_args_t;
+
+typedef struct galloc_backend_ops {
+    uint32_t struct_size; /* sizeof(galloc_backend_ops_t) the backend was compiled with */
+    uint32_t version;     /* GALLOC_BACKEND_OPS_V1 */
+    const char *name;     /* unique; "device_backend:<name>" selects it */
+
+    /* ---- Required. ---- */
+
+    /* open: create a backend state for args->device. On failure return a status
+     * (GALLOC_E_UNAVAILABLE when a library or device is missing) and write a
+     * message naming what is missing into err (errlen bytes, NUL-terminated). */
+    galloc_status_t (*open)(const galloc_backend_args_t *args, void **state, char *err, size_t errlen);
+    /* close: release everything the state still holds, then the state. */
+    void (*close)(void *state);
+    /* segment_alloc: bytes of device memory usable from stream s at *addr.
+     * GALLOC_E_OOM when the device is out of memory (the pool then frees cache
+     * and retries), any other status is a hard failure. */
+    galloc_status_t (*segment_alloc)(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr);
+    /* segment_free: give back a segment from segment_alloc (whole, same size). */
+    galloc_status_t (*segment_free)(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s);
+    /* mem_info: device free and total bytes, as cudaMemGetInfo reports them. */
+    galloc_status_t (*mem_info)(void *state, size_t *free_bytes, size_t *total_bytes);
+
+    /* ---- Optional: NULL = not supported. ---- */
+
+    /* Virtual memory (expandable segments need all five). granularity: the
+     * page size maps must be multiples of. va_reserve: reserve an address range
+     * of bytes, backed by nothing. map: back [addr, addr+bytes) (inside a
+     * reserved range, page aligned) with new physical memory, usable from every
+     * stream; GALLOC_E_OOM when the device is full. unmap: release the physical
+     * memory behind a mapped range. va_release: free a reserved range (all
+     * unmapped first). */
+    galloc_status_t (*granularity)(void *state, size_t *bytes);
+    galloc_status_t (*va_reserve)(void *state, size_t bytes, uintptr_t *addr);
+    galloc_status_t (*va_release)(void *state, uintptr_t addr, size_t bytes);
+    galloc_status_t (*map)(void *state, uintptr_t addr, size_t bytes);
+    galloc_status_t (*unmap)(void *state, uintptr_t addr, size_t bytes);
+
+    /* Events (cross-stream frees need all four). event_create: a reusable event
+     * handle. event_record: capture the work queued on stream s so far.
+     * event_query: GALLOC_OK when complete, GALLOC_E_NOT_READY when not.
+     * event_synchronize: wait until complete. */
+    galloc_status_t (*event_create)(void *state, uintptr_t *event);
+    galloc_status_t (*event_destroy)(void *state, uintptr_t event);
+    galloc_status_t (*event_record)(void *state, uintptr_t event, galloc_stream_t s);
+    galloc_status_t (*event_query)(void *state, uintptr_t event);
+    galloc_status_t (*event_synchronize)(void *state, uintptr_t event);
+
+    /* error_string: describe the last failure of this state (e.g. a CUresult's
+     * name and text) into buf; optional, used to enrich galloc's messages. */
+    void (*error_string)(void *state, char *buf, size_t len);
+    /* Append new members here; never insert or reorder. */
+} galloc_backend_ops_t;
+
+/*
+ * galloc_backend_register: add a backend (e.g. a user's own device layer) to the
+ * process-wide registry so that "device_backend:<ops->name>" selects it.
+ * ops must stay valid until the process ends. Returns GALLOC_E_INVAL if ops is
+ * NULL, struct_size/version are unknown, a required member is NULL, or the name
+ * is empty or longer than 31 bytes; GALLOC_E_CONFIG if the name is taken;
+ * GALLOC_E_NOMEM if the registry is full (64 entries). Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_backend_register(const galloc_backend_ops_t *ops);
+
+/*
+ * galloc_backend_find: the registered backend called name, or NULL.
+ * Built-in backends ("sim") are always registered. Thread-safe.
+ */
+GALLOC_API const galloc_backend_ops_t *galloc_backend_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GALLOC_BACKEND_H */

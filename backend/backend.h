@@ -1,0 +1,143 @@
+/*
+ * backend.h: the backend layer's interface to the pool: an opened device
+ * (ops + state) and one inline wrapper per ops member.
+ *
+ * The pool never calls ops->x directly: each wrapper checks that the member
+ * exists (struct_size covers it and it is non-NULL) and counts the call, so
+ * this file is the single place device calls pass through (fault injection and
+ * tracing hook in here).
+ *
+ * Locking: the caller holds the owning allocator's lock for every call.
+ */
+#ifndef GA_BACKEND_H
+#define GA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_backend.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An opened device. */
+typedef struct ga_backend {
+    const galloc_backend_ops_t *ops; /* the backend's table (static lifetime) */
+    void *state;                     /* what ops->open returned */
+} ga_backend_t;
+
+#define GA_BACKEND_HAS(ops, m)                                                                     \
+    (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size && (ops)->m != NULL)
+
+/*
+ * ga_backend_open: find `name` in the registry and open it with args. On
+ * failure b is untouched and err says why (unknown name, or the backend's own
+ * message): GALLOC_E_UNAVAILABLE for an unknown backend.
+ */
+galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_backend_args_t *args, char *err,
+                                size_t errlen);
+
+/* ga_backend_close: close an opened backend (no-op if b->ops is NULL). */
+void ga_backend_close(ga_backend_t *b);
+
+static inline galloc_status_t ga_backend_segment_alloc(ga_backend_t *b, size_t n, galloc_stream_t s, uintptr_t *a)
+{
+    return b->ops->segment_alloc(b->state, n, s, a);
+}
+
+static inline galloc_status_t ga_backend_segment_free(ga_backend_t *b, uintptr_t a, size_t n, galloc_stream_t s)
+{
+    return b->ops->segment_free(b->state, a, n, s);
+}
+
+static inline galloc_status_t ga_backend_mem_info(ga_backend_t *b, size_t *free_bytes, size_t *total)
+{
+    return b->ops->mem_info(b->state, free_bytes, total);
+}
+
+static inline galloc_status_t ga_backend_granularity(ga_backend_t *b, size_t *n)
+{
+    if (!GA_BACKEND_HAS(b->ops, granularity))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->granularity(b->state, n);
+}
+
+static inline galloc_status_t ga_backend_va_reserve(ga_backend_t *b, size_t n, uintptr_t *a)
+{
+    if (!GA_BACKEND_HAS(b->ops, va_reserve))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->va_reserve(b->state, n, a);
+}
+
+static inline galloc_status_t ga_backend_va_release(ga_backend_t *b, uintptr_t a, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, va_release))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->va_release(b->state, a, n);
+}
+
+static inline galloc_status_t ga_backend_map(ga_backend_t *b, uintptr_t a, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, map))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->map(b->state, a, n);
+}
+
+static inline galloc_status_t ga_backend_unmap(ga_backend_t *b, uintptr_t a, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, unmap))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->unmap(b->state, a, n);
+}
+
+static inline galloc_status_t ga_backend_event_create(ga_backend_t *b, uintptr_t *e)
+{
+    if (!GA_BACKEND_HAS(b->ops, event_create))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->event_create(b->state, e);
+}
+
+static inline galloc_status_t ga_backend_event_destroy(ga_backend_t *b, uintptr_t e)
+{
+    if (!GA_BACKEND_HAS(b->ops, event_destroy))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->event_destroy(b->state, e);
+}
+
+static inline galloc_status_t ga_backend_event_record(ga_backend_t *b, uintptr_t e, galloc_stream_t s)
+{
+    if (!GA_BACKEND_HAS(b->ops, event_record))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->event_record(b->state, e, s);
+}
+
+static inline galloc_status_t ga_backend_event_query(ga_backend_t *b, uintptr_t e)
+{
+    if (!GA_BACKEND_HAS(b->ops, event_query))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->event_query(b->state, e);
+}
+
+static inline galloc_status_t ga_backend_event_synchronize(ga_backend_t *b, uintptr_t e)
+{
+    if (!GA_BACKEND_HAS(b->ops, event_synchronize))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->event_synchronize(b->state, e);
+}
+
+/* ga_backend_error_string: the backend's description of its last failure, or "". */
+static inline void ga_backend_error_string(ga_backend_t *b, char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    if (GA_BACKEND_HAS(b->ops, error_string))
+        b->ops->error_string(b->state, buf, len);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_BACKEND_H */

@@ -1,0 +1,137 @@
+/*
+ * stats.c: resets, copies and the flattened-key view of galloc_stats_t.
+ *
+ * The key table is generated from GALLOC_STATS_FIELDS, whose order is
+ * PyTorch's sorted key order, so galloc_stats_foreach yields
+ * torch.cuda.memory_stats()'s keys in the same order.
+ */
+#include "stats/stats.h"
+
+#include <stddef.h>
+#include <string.h>
+
+typedef struct key_entry {
+    const char *key; /* flattened PyTorch key */
+    size_t offset;   /* offset of its int64_t in galloc_stats_t */
+} key_entry_t;
+
+/* Within an array PyTorch's sort puts pools as all, large_pool, small_pool and
+ * fields as allocated, current, freed, peak. */
+#define STAT4_(prefix, member)                                                                     \
+    {prefix ".allocated", offsetof(galloc_stats_t, member.allocated)},                             \
+        {prefix ".current", offsetof(galloc_stats_t, member.current)},                             \
+        {prefix ".freed", offsetof(galloc_stats_t, member.freed)},                                 \
+        {prefix ".peak", offsetof(galloc_stats_t, member.peak)},
+#define ARRAY_(name)                                                                               \
+    STAT4_(#name ".all", name[GALLOC_STAT_ALL])                                                    \
+    STAT4_(#name ".large_pool", name[GALLOC_STAT_LARGE_POOL])                                      \
+    STAT4_(#name ".small_pool", name[GALLOC_STAT_SMALL_POOL])
+#define STAT_(name) STAT4_(#name, name)
+#define INT_(name) {#name, offsetof(galloc_stats_t, name)},
+
+static const key_entry_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)};
+
+#undef STAT4_
+#undef ARRAY_
+#undef STAT_
+#undef INT_
+
+_Static_assert(sizeof(keys) / sizeof(keys[0]) == GALLOC_STATS_KEY_COUNT, "PyTorch reports 122 keys");
+
+static int64_t value_at(const galloc_stats_t *s, size_t offset)
+{
+    int64_t v;
+    memcpy(&v, (const char *)s + offset, sizeof(v));
+    return v;
+}
+
+size_t galloc_stats_foreach(const galloc_stats_t *s, galloc_stats_visit_fn fn, void *ctx)
+{
+    if (s == NULL || fn == NULL)
+        return 0;
+    for (size_t i = 0; i < GALLOC_STATS_KEY_COUNT; i++) {
+        if (fn(ctx, keys[i].key, value_at(s, keys[i].offset)) != 0)
+            return i + 1;
+    }
+    return GALLOC_STATS_KEY_COUNT;
+}
+
+galloc_status_t galloc_stats_lookup(const galloc_stats_t *s, const char *key, int64_t *value)
+{
+    if (s == NULL || key == NULL || value == NULL)
+        return GALLOC_E_INVAL;
+    /* The table is sorted (PyTorch's order is strcmp order): binary search. */
+    size_t lo = 0, hi = GALLOC_STATS_KEY_COUNT;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(key, keys[mid].key);
+        if (c == 0) {
+            *value = value_at(s, keys[mid].offset);
+            return GALLOC_OK;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return GALLOC_E_INVAL;
+}
+
+void ga_stats_init(galloc_stats_t *s, uint64_t max_split_size)
+{
+    memset(s, 0, sizeof(*s));
+    s->struct_size = sizeof(*s);
+    s->max_split_size = (int64_t)max_split_size;
+}
+
+static void reset_peak_one(galloc_stat_t *st)
+{
+    st->peak = st->current;
+}
+
+static void reset_acc_one(galloc_stat_t *st)
+{
+    st->allocated = 0;
+    st->freed = 0;
+}
+
+void ga_stats_reset_peak(galloc_stats_t *s)
+{
+#define ARRAY_(name)                                                                               \
+    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                    \
+        reset_peak_one(&s->name[p]);
+#define STAT_(name) reset_peak_one(&s->name);
+#define INT_(name)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+#undef ARRAY_
+#undef STAT_
+#undef INT_
+}
+
+void ga_stats_reset_accumulated(galloc_stats_t *s)
+{
+#define ARRAY_(name)                                                                               \
+    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                    \
+        reset_acc_one(&s->name[p]);
+#define STAT_(name) reset_acc_one(&s->name);
+#define INT_(name)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+#undef ARRAY_
+#undef STAT_
+#undef INT_
+    /* Every plain counter but max_split_size (PyTorch's resetAccumulatedStats). */
+    s->num_alloc_retries = 0;
+    s->num_ooms = 0;
+    s->num_sync_all_streams = 0;
+    s->num_device_alloc = 0;
+    s->num_device_free = 0;
+}
+
+void ga_stats_copy(galloc_stats_t *dst, const galloc_stats_t *src)
+{
+    uint32_t want = dst->struct_size;
+    if (want > sizeof(*src))
+        want = sizeof(*src);
+    if (want > sizeof(uint32_t))
+        memcpy((char *)dst + sizeof(uint32_t), (const char *)src + sizeof(uint32_t), want - sizeof(uint32_t));
+}

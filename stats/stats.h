@@ -1,0 +1,71 @@
+/*
+ * stats.h: the stats layer's interface: PyTorch's Stat algebra on galloc_stats_t.
+ *
+ * Locking: none inside; the caller (the pool) holds its allocator's lock for
+ * every update and copies the struct out under that lock for readers.
+ *
+ * Rules (pytorch/pytorch c10/core/CachingDeviceAllocator.h, Stat):
+ *   increase(n): current += n; peak = max(peak, current); allocated += n
+ *   decrease(n): current -= n; freed += n (peak untouched)
+ * Peak moves with current on every increase, never at read time, so a copy
+ * taken at any moment is exact.
+ */
+#ifndef GA_STATS_H
+#define GA_STATS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "api/galloc_stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+static inline void ga_stat_increase(galloc_stat_t *s, int64_t n)
+{
+    s->current += n;
+    if (s->current > s->peak)
+        s->peak = s->current;
+    s->allocated += n;
+}
+
+static inline void ga_stat_decrease(galloc_stat_t *s, int64_t n)
+{
+    s->current -= n;
+    s->freed += n;
+}
+
+/* ga_stat_update: apply a signed change to "all" and to the block's pool, as
+ * PyTorch does for every stat array change (get_stat_types_for_pool). A zero
+ * change is not recorded (PyTorch's update_stat skips it, so allocated/freed
+ * totals do not move). */
+static inline void ga_stat_update(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t delta)
+{
+    if (delta > 0) {
+        ga_stat_increase(&arr[GALLOC_STAT_ALL], delta);
+        ga_stat_increase(&arr[pool], delta);
+    } else if (delta < 0) {
+        ga_stat_decrease(&arr[GALLOC_STAT_ALL], -delta);
+        ga_stat_decrease(&arr[pool], -delta);
+    }
+}
+
+/* ga_stats_init: all zero, max_split_size as PyTorch reports it (the configured
+ * bytes cast to int64: -1 when unlimited). */
+void ga_stats_init(galloc_stats_t *s, uint64_t max_split_size);
+
+/* ga_stats_reset_peak: every array's and oversize stat's peak = current. */
+void ga_stats_reset_peak(galloc_stats_t *s);
+
+/* ga_stats_reset_accumulated: allocated = freed = 0 everywhere and the num_*
+ * counters zeroed; current, peak and max_split_size kept. */
+void ga_stats_reset_accumulated(galloc_stats_t *s);
+
+/* ga_stats_copy: copy src into dst up to dst->struct_size (which is kept). */
+void ga_stats_copy(galloc_stats_t *dst, const galloc_stats_t *src);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_STATS_H */
