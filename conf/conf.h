@@ -50,7 +50,10 @@ enum {
     GA_CONF_SET_SIM_CAPACITY = 1u << 11,
     GA_CONF_SET_SIM_BACKED = 1u << 12,
     GA_CONF_SET_SIM_FAULTS = 1u << 13,
-    GA_CONF_SET_DRIVER_PATH = 1u << 14
+    GA_CONF_SET_DRIVER_PATH = 1u << 14,
+    GA_CONF_SET_LARGE_SEGMENT = 1u << 15,
+    GA_CONF_SET_MEMORY_FRACTION = 1u << 16,
+    GA_CONF_SET_SIM_MANUAL_EVENTS = 1u << 17
 };
 
 /* The effective settings. Defaults are PyTorch's (ga_conf_defaults). */
@@ -70,11 +73,17 @@ typedef struct ga_conf {
     char device_backend[GA_CONF_NAME_MAX]; /* device_backend: sim | cuda | hip | registered name; default "sim" */
     uint64_t sim_capacity;                 /* sim_capacity: bytes; default 80 GiB */
     bool sim_backed;                       /* sim_backed: real host memory behind sim segments */
+    bool sim_manual_events;                /* sim_manual_events: events complete only when their stream is synchronized */
     uint64_t sim_fail_nth;                 /* sim_fail_nth: Nth device allocation fails (0 off) */
     uint64_t sim_fail_from;                /* sim_fail_from: every device allocation from the Nth fails */
     uint64_t sim_fail_above;               /* sim_fail_above: device allocations above this size fail */
     char driver_path[GA_CONF_PATH_MAX];    /* driver_path: library to dlopen ("" = vendor default) */
     uint32_t set;                          /* GA_CONF_SET_* bits of keys given explicitly */
+    /* Newest PyTorch main's keys (c10/core/AllocatorConfig.h, c10/cuda/CUDAAllocatorConfig.h). */
+    uint64_t large_segment_size;           /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
+                                              segment for requests in (1 MiB, 10 MiB), the minimum of
+                                              max_split_size and the default of max_non_split_rounding_size */
+    double per_process_memory_fraction;    /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
 } ga_conf_t;
 
 /* ga_conf_defaults: PyTorch's defaults plus galloc's (sim, 80 GiB). */
@@ -88,6 +97,10 @@ void ga_conf_defaults(ga_conf_t *c);
  * values unless named. All or nothing: on error *c is untouched, the status is
  * GALLOC_E_CONFIG and err (errlen bytes) names the key, the offending value,
  * what is allowed and the byte offset. Never reads outside s.
+ * As in newest PyTorch main, max_non_split_rounding_size resets to
+ * large_segment_size (20 MiB unless large_segment_size_mb is given), which is
+ * not itself reset. The set bits of the four reset keys are cleared too.
+ * GALLOC_E_INVAL if c is NULL. err may be NULL.
  */
 galloc_status_t ga_conf_parse(const char *s, ga_conf_t *c, char *err, size_t errlen);
 
@@ -107,7 +120,10 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len);
  * unset), then GALLOC_CONF, then the string given at create time. Each layer
  * overrides only the keys it names (no PyTorch reset between layers). Any
  * argument may be NULL. All or nothing: on error *c is untouched and err names
- * the source ("GALLOC_CONF: ...") as well as key, value and offset.
+ * the source ("GALLOC_CONF: ...", "PYTORCH_ALLOC_CONF: ...",
+ * "PYTORCH_CUDA_ALLOC_CONF: ...", "create string: ...") as well as key, value
+ * and offset. GALLOC_E_INVAL if c is NULL. Note: the newest PyTorch main read
+ * tries PYTORCH_CUDA_ALLOC_CONF before PYTORCH_ALLOC_CONF (see conf/load.c).
  */
 galloc_status_t ga_conf_load(ga_conf_t *c, const char *create_str, const char *galloc_conf,
                              const char *pytorch_alloc_conf, const char *pytorch_cuda_alloc_conf, char *err,

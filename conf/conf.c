@@ -1,0 +1,468 @@
+/*
+ * conf.c: the grammar and the key table: one config string
+ * ("key:value,key:value") applied onto a ga_conf_t (load.c layers several).
+ *
+ * PyTorch reference (facts restated, no code copied):
+ * - Keys, values and messages follow newest main: c10/core/AllocatorConfig.{h,cpp}
+ *   (AcceleratorAllocatorConfig::parseArgs, parseMaxSplitSize,
+ *   parseLargeSegmentSize, parseRoundUpPower2Divisions; ConfigTokenizer) and
+ *   c10/cuda/CUDAAllocatorConfig.{h,cpp} (CUDAAllocatorConfig::parseArgs,
+ *   getKeys, parsePinnedNumRegisterThreads, parsePerProcessMemoryFraction).
+ * - max_split_size_mb and max_non_split_rounding_mb must be >= large_segment_size_mb
+ *   (default 20, so 20 is accepted; 2.x's CUDAAllocatorConfig demanded > 20).
+ *   large_segment_size_mb must be > 10 (kMinLargeAlloc / kMB) and is applied
+ *   before every other key wherever it appears; we check the >= rule after the
+ *   whole string instead, which accepts and rejects the same strings.
+ * - roundup_power2_divisions list: the first numeric entry also fills every
+ *   interval below it; ">" fills the intervals AFTER the last numeric entry
+ *   (newest main; 2.x also overwrote the last entry itself).
+ * - Every parse resets max_split_size, roundup_power2_divisions and
+ *   garbage_collection_threshold, and sets max_non_split_rounding_size to
+ *   large_segment_size; other keys keep their values unless named.
+ *
+ * galloc is stricter than PyTorch where PyTorch silently misreads: a missing
+ * ':' or ',' between tokens is an error (newest main's checkToken result is
+ * ignored by its callers), values must be read whole (value.c), and negative
+ * numbers are rejected (stoull("-1") wraps to 2^64 - 1 there).
+ *
+ * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool,
+ * no CUDA graphs and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb
+ * (whole number > 0), graph_capture_record_stream_reuse, pinned_free_catch_all,
+ * throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
+ * string galloc accepts is one PyTorch accepts. Any other key is rejected.
+ *
+ * galloc's own keys (device_backend, sim_*, driver_path) share the grammar.
+ *
+ * Invariant: parsing works on a copy; *c changes only when the whole string
+ * was accepted.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf/conf_int.h"
+
+typedef enum kind {
+    K_BACKEND,     /* native | cudaMallocAsync | hipMallocAsync */
+    K_SPLIT_MB,    /* max_split_size_mb */
+    K_NONSPLIT_MB, /* max_non_split_rounding_mb */
+    K_LARGE_MB,    /* large_segment_size_mb */
+    K_GC,          /* garbage_collection_threshold, (0, 1) */
+    K_FRACTION,    /* per_process_memory_fraction, [0, 1] */
+    K_ROUNDUP,     /* roundup_power2_divisions */
+    K_BOOL,        /* True | False */
+    K_THREADS,     /* pinned_num_register_threads */
+    K_POSITIVE_MB, /* pinned_reserve_segment_size_mb */
+    K_NAME,        /* device_backend */
+    K_CAPACITY,    /* sim_capacity */
+    K_COUNT,       /* sim_fail_nth, sim_fail_from */
+    K_SIZE,        /* sim_fail_above */
+    K_PATH         /* driver_path */
+} kind_t;
+
+#define FIELD(f) offsetof(ga_conf_t, f)
+#define NOT_STORED SIZE_MAX
+
+/* One row per spelling; the hip spellings are PyTorch's ROCm aliases. */
+static const struct key {
+    const char *name;
+    kind_t kind;
+    uint32_t set_bit; /* 0: accepted, checked, not stored */
+    size_t field;     /* for K_BOOL, K_COUNT, K_SIZE, K_CAPACITY */
+} keys[] = {
+    {"backend", K_BACKEND, GA_CONF_SET_BACKEND, NOT_STORED},
+    {"large_segment_size_mb", K_LARGE_MB, GA_CONF_SET_LARGE_SEGMENT, NOT_STORED},
+    {"max_split_size_mb", K_SPLIT_MB, GA_CONF_SET_MAX_SPLIT, NOT_STORED},
+    {"max_non_split_rounding_mb", K_NONSPLIT_MB, GA_CONF_SET_MAX_NON_SPLIT_ROUNDING, NOT_STORED},
+    {"garbage_collection_threshold", K_GC, GA_CONF_SET_GC_THRESHOLD, NOT_STORED},
+    {"roundup_power2_divisions", K_ROUNDUP, GA_CONF_SET_ROUNDUP, NOT_STORED},
+    {"expandable_segments", K_BOOL, GA_CONF_SET_EXPANDABLE, FIELD(expandable_segments)},
+    {"release_lock_on_cudamalloc", K_BOOL, GA_CONF_SET_RELEASE_LOCK, FIELD(release_lock_on_cudamalloc)},
+    {"release_lock_on_hipmalloc", K_BOOL, GA_CONF_SET_RELEASE_LOCK, FIELD(release_lock_on_cudamalloc)},
+    {"per_process_memory_fraction", K_FRACTION, GA_CONF_SET_MEMORY_FRACTION, NOT_STORED},
+    {"pinned_use_cuda_host_register", K_BOOL, GA_CONF_SET_PINNED_REGISTER, FIELD(pinned_use_cuda_host_register)},
+    {"pinned_use_hip_host_register", K_BOOL, GA_CONF_SET_PINNED_REGISTER, FIELD(pinned_use_cuda_host_register)},
+    {"pinned_num_register_threads", K_THREADS, GA_CONF_SET_PINNED_THREADS, NOT_STORED},
+    {"pinned_use_background_threads", K_BOOL, GA_CONF_SET_PINNED_BACKGROUND, FIELD(pinned_use_background_threads)},
+    {"pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0, NOT_STORED},
+    {"graph_capture_record_stream_reuse", K_BOOL, 0, NOT_STORED},
+    {"pinned_free_catch_all", K_BOOL, 0, NOT_STORED},
+    {"throw_on_cudamalloc_oom", K_BOOL, 0, NOT_STORED},
+    {"device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND, NOT_STORED},
+    {"sim_capacity", K_CAPACITY, GA_CONF_SET_SIM_CAPACITY, FIELD(sim_capacity)},
+    {"sim_backed", K_BOOL, GA_CONF_SET_SIM_BACKED, FIELD(sim_backed)},
+    {"sim_manual_events", K_BOOL, GA_CONF_SET_SIM_MANUAL_EVENTS, FIELD(sim_manual_events)},
+    {"sim_fail_nth", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_nth)},
+    {"sim_fail_from", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_from)},
+    {"sim_fail_above", K_SIZE, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_above)},
+    {"driver_path", K_PATH, GA_CONF_SET_DRIVER_PATH, NOT_STORED},
+};
+
+#define SIZE_UNITS "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+
+/* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
+typedef struct pending {
+    bool given;    /* named in this string */
+    size_t off;    /* offset of its value */
+    uint64_t mb;   /* the value as written */
+} pending_t;
+
+typedef struct parser {
+    ga_lex_t lx;
+    ga_tok_t tok;      /* the current token */
+    ga_conf_t *c;      /* the copy being filled */
+    char *err;         /* may be NULL */
+    size_t errlen;
+    bool reset;        /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
+    bool roundup_seen; /* a second roundup key in one string adds to the first, as in PyTorch */
+    pending_t split, nonsplit, large;
+} parser_t;
+
+static void next(parser_t *p)
+{
+    ga_conf_lex_next(&p->lx, &p->tok);
+}
+
+/* Every value error reads "<key>: expected <allowed>, got "<value>" (offset N)". */
+static galloc_status_t say(parser_t *p, const char *key, const char *allowed, const char *value, bool quote,
+                           size_t off)
+{
+    const char *q = quote ? "\"" : "";
+    if (p->err != NULL && p->errlen > 0)
+        snprintf(p->err, p->errlen, "%s: expected %s, got %s%s%s (offset %zu)", key, allowed, q, value, q, off);
+    return GALLOC_E_CONFIG;
+}
+
+/* The error about the current token. */
+static galloc_status_t fail(parser_t *p, const char *key, const char *allowed)
+{
+    char shown[256];
+    ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
+    return say(p, key, allowed, shown, p->tok.kind != GA_TOK_END, p->tok.off);
+}
+
+/* As fail, adding why a well-formed number was refused. */
+static galloc_status_t fail_num(parser_t *p, const char *key, const char *allowed, ga_num_t why)
+{
+    char text[200];
+    snprintf(text, sizeof(text), "%s%s", allowed,
+             why == GA_NUM_RANGE     ? " (this one does not fit in 64 bits)"
+             : why == GA_NUM_INEXACT ? " (this one is not a whole number of bytes)"
+                                     : "");
+    return fail(p, key, text);
+}
+
+static bool is_pow2(uint64_t v)
+{
+    return v != 0 && (v & (v - 1)) == 0;
+}
+
+static void min_mb_text(const parser_t *p, char *buf, size_t len)
+{
+    uint64_t mb = p->c->large_segment_size / GA_CONF_MIB;
+    snprintf(buf, len, "a whole number of MiB >= %" PRIu64 "%s", mb,
+             p->c->large_segment_size != GA_CONF_LARGE_BUFFER ? " (large_segment_size_mb)" : "");
+}
+
+/* max_split_size_mb, max_non_split_rounding_mb: stored now, range-checked in finish(). */
+static galloc_status_t apply_mb(parser_t *p, const char *key, pending_t *pend, uint64_t *field)
+{
+    uint64_t mb;
+    ga_num_t r = ga_conf_read_whole(&p->tok, &mb);
+    if (r != GA_NUM_OK) {
+        char allowed[96];
+        min_mb_text(p, allowed, sizeof(allowed));
+        return fail_num(p, key, allowed, r);
+    }
+    pend->given = true;
+    pend->off = p->tok.off;
+    pend->mb = mb;
+    *field = (mb < GA_CONF_MAX_MB ? mb : GA_CONF_MAX_MB) * GA_CONF_MIB; /* PyTorch's clamp, not an error */
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_divisions(parser_t *p, const char *key, uint64_t *d, bool allow_zero)
+{
+    ga_num_t r = ga_conf_read_whole(&p->tok, d);
+    if (r == GA_NUM_OK && ((allow_zero && *d == 0) || (is_pow2(*d) && *d <= GA_CONF_MAX_DIVISIONS)))
+        return GALLOC_OK;
+    return fail(p, key, allow_zero ? "0 or a power of two up to 2147483648 (divisions)"
+                                   : "a power of two from 1 to 2147483648, or a list such as "
+                                     "[256:1,512:2,1024:4,>:8]");
+}
+
+/* "[b:N, ..., >:N]" with p->tok on '['; leaves p->tok on ']'. */
+static galloc_status_t apply_roundup_list(parser_t *p, const char *key, uint32_t *div)
+{
+    bool first = true;
+    unsigned last = 0; /* index of the last numeric entry */
+    next(p);
+    while (p->tok.kind != GA_TOK_CLOSE) {
+        if (p->tok.kind != GA_TOK_WORD)
+            return fail(p, key, "an interval (a power of two in MiB, or '>') or ']'");
+        bool rest = ga_conf_word_is(&p->tok, ">");
+        uint64_t bound = 0;
+        if (!rest && (ga_conf_read_whole(&p->tok, &bound) != GA_NUM_OK || !is_pow2(bound)))
+            return fail(p, key, "an interval: a power of two in MiB, or '>'");
+        next(p);
+        if (p->tok.kind != GA_TOK_COLON)
+            return fail(p, key, "':' after the interval");
+        next(p);
+        uint64_t d;
+        galloc_status_t st = apply_divisions(p, key, &d, true);
+        if (st != GALLOC_OK)
+            return st;
+        if (rest) {
+            for (unsigned i = last + 1; i < GA_CONF_DIVISION_INTERVALS; i++)
+                div[i] = (uint32_t)d;
+        } else {
+            unsigned idx = ga_conf_floor_log2(bound);
+            if (idx > GA_CONF_DIVISION_INTERVALS - 1)
+                idx = GA_CONF_DIVISION_INTERVALS - 1;
+            for (unsigned i = 0; first && i < idx; i++)
+                div[i] = (uint32_t)d;
+            first = false;
+            div[idx] = (uint32_t)d;
+            last = idx;
+        }
+        next(p);
+        if (p->tok.kind == GA_TOK_COMMA)
+            next(p); /* "[64:8,]" is accepted, as PyTorch does */
+        else if (p->tok.kind != GA_TOK_CLOSE)
+            return fail(p, key, "',' or ']' after the entry");
+    }
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_roundup(parser_t *p, const char *key)
+{
+    uint32_t *div = p->c->roundup_power2_divisions;
+    if (!p->roundup_seen) /* a ga_conf_load layer replaces the whole list it names */
+        memset(p->c->roundup_power2_divisions, 0, sizeof(p->c->roundup_power2_divisions));
+    p->roundup_seen = true;
+    if (p->tok.kind == GA_TOK_OPEN)
+        return apply_roundup_list(p, key, div);
+    uint64_t d;
+    galloc_status_t st = apply_divisions(p, key, &d, false);
+    if (st != GALLOC_OK)
+        return st;
+    for (unsigned i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)
+        div[i] = (uint32_t)d;
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_name(parser_t *p, const char *key)
+{
+    const ga_tok_t *t = &p->tok;
+    bool ok = t->len >= 1 && t->len < GA_CONF_NAME_MAX;
+    for (size_t i = 0; ok && i < t->len; i++) {
+        char ch = t->text[i];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+    }
+    if (!ok)
+        return fail(p, key, "a backend name of 1 to 31 letters, digits or '_'");
+    memset(p->c->device_backend, 0, sizeof(p->c->device_backend));
+    memcpy(p->c->device_backend, t->text, t->len);
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_path(parser_t *p, const char *key)
+{
+    const ga_tok_t *t = &p->tok;
+    if (t->len >= GA_CONF_PATH_MAX || t->spaced) /* "/my lib/x.so" would otherwise become "/mylib/x.so" */
+        return fail(p, key, "a path of 1 to 255 bytes without ',', ':', '[', ']' or whitespace");
+    memset(p->c->driver_path, 0, sizeof(p->c->driver_path));
+    memcpy(p->c->driver_path, t->text, t->len);
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_bool(parser_t *p, const struct key *k)
+{
+    bool v = ga_conf_word_is(&p->tok, "True");
+    if (!v && !ga_conf_word_is(&p->tok, "False"))
+        return fail(p, k->name, "True or False");
+    if (k->field != NOT_STORED)
+        *(bool *)((char *)p->c + k->field) = v;
+    return GALLOC_OK;
+}
+
+static galloc_status_t apply_double(parser_t *p, const char *key, double *out, bool closed)
+{
+    double v = 0;
+    bool ok = p->tok.kind == GA_TOK_WORD && p->tok.len < GA_CONF_TOK_CAP &&
+              ga_conf_read_decimal(p->tok.text, &v) == GA_NUM_OK;
+    if (ok)
+        ok = closed ? v >= 0.0 && v <= 1.0 : v > 0.0 && v < 1.0;
+    if (!ok)
+        return fail(p, key, closed ? "a number in [0.0, 1.0]" : "a number in (0.0, 1.0), both ends excluded");
+    *out = v;
+    return GALLOC_OK;
+}
+
+/* The value of key k, p->tok on its first token; leaves p->tok on its last. */
+static galloc_status_t apply(parser_t *p, const struct key *k)
+{
+    ga_conf_t *c = p->c;
+    uint64_t v = 0;
+    ga_num_t r;
+    if (p->tok.kind != GA_TOK_WORD && !(k->kind == K_ROUNDUP && p->tok.kind == GA_TOK_OPEN))
+        return fail(p, k->name, "a value after ':'");
+    switch (k->kind) {
+    case K_BACKEND:
+        if (ga_conf_word_is(&p->tok, "native"))
+            c->backend = GA_CONF_BACKEND_NATIVE;
+        else if (ga_conf_word_is(&p->tok, "cudaMallocAsync") || ga_conf_word_is(&p->tok, "hipMallocAsync"))
+            c->backend = GA_CONF_BACKEND_ASYNC;
+        else
+            return fail(p, k->name, "native, cudaMallocAsync or hipMallocAsync");
+        return GALLOC_OK;
+    case K_SPLIT_MB:
+        return apply_mb(p, k->name, &p->split, &c->max_split_size);
+    case K_NONSPLIT_MB:
+        return apply_mb(p, k->name, &p->nonsplit, &c->max_non_split_rounding_size);
+    case K_LARGE_MB:
+        r = ga_conf_read_whole(&p->tok, &v);
+        if (r != GA_NUM_OK || v <= GA_CONF_MIN_LARGE_ALLOC_MB)
+            return fail_num(p, k->name, "a whole number of MiB > 10", r);
+        p->large = (pending_t){.given = true, .off = p->tok.off, .mb = v};
+        c->large_segment_size = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
+        return GALLOC_OK;
+    case K_GC:
+        return apply_double(p, k->name, &c->garbage_collection_threshold, false);
+    case K_FRACTION:
+        return apply_double(p, k->name, &c->per_process_memory_fraction, true);
+    case K_ROUNDUP:
+        return apply_roundup(p, k->name);
+    case K_BOOL:
+        return apply_bool(p, k);
+    case K_THREADS:
+        if (ga_conf_read_whole(&p->tok, &v) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
+            return fail(p, k->name, "a power of two from 1 to 128");
+        c->pinned_num_register_threads = (uint32_t)v;
+        return GALLOC_OK;
+    case K_POSITIVE_MB:
+        r = ga_conf_read_whole(&p->tok, &v);
+        return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
+    case K_NAME:
+        return apply_name(p, k->name);
+    case K_CAPACITY:
+        r = ga_conf_read_size(&p->tok, &v);
+        if (r != GA_NUM_OK || v == 0 || v > (uint64_t)INT64_MAX)
+            return fail_num(p, k->name,
+                            "a size from 1 to 9223372036854775807 bytes: bytes, or a number with unit " SIZE_UNITS,
+                            r);
+        break;
+    case K_COUNT:
+        r = ga_conf_read_whole(&p->tok, &v);
+        if (r != GA_NUM_OK)
+            return fail_num(p, k->name, "a whole number (0 = off)", r);
+        break;
+    case K_SIZE:
+        r = ga_conf_read_size(&p->tok, &v);
+        if (r != GA_NUM_OK)
+            return fail_num(p, k->name, "a size (0 = off): bytes, or a number with unit " SIZE_UNITS, r);
+        break;
+    case K_PATH:
+        return apply_path(p, k->name);
+    }
+    *(uint64_t *)((char *)c + k->field) = v;
+    return GALLOC_OK;
+}
+
+static const struct key *find_key(const ga_tok_t *t)
+{
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (ga_conf_word_is(t, keys[i].name))
+            return &keys[i];
+    return NULL;
+}
+
+/* A *_mb value below large_segment_size: blame the value if this string gave
+ * it, else the large_segment_size_mb that this string raised above it. */
+static galloc_status_t check_min(parser_t *p, const char *key, const pending_t *pend, uint64_t bytes, uint32_t bit)
+{
+    ga_conf_t *c = p->c;
+    char num[24], allowed[160];
+    if (!(c->set & bit) || bytes >= c->large_segment_size)
+        return GALLOC_OK;
+    if (pend->given && pend->mb < c->large_segment_size / GA_CONF_MIB) {
+        snprintf(num, sizeof(num), "%" PRIu64, pend->mb);
+        min_mb_text(p, allowed, sizeof(allowed));
+        return say(p, key, allowed, num, true, pend->off);
+    }
+    if (p->large.given) {
+        snprintf(num, sizeof(num), "%" PRIu64, p->large.mb);
+        snprintf(allowed, sizeof(allowed), "a whole number of MiB > 10 and <= %s (%" PRIu64 ", set earlier)", key,
+                 bytes / GA_CONF_MIB);
+        return say(p, "large_segment_size_mb", allowed, num, true, p->large.off);
+    }
+    return GALLOC_OK;
+}
+
+static galloc_status_t finish(parser_t *p)
+{
+    ga_conf_t *c = p->c;
+    /* PyTorch sets max_non_split_rounding_size to large_segment_size on every
+     * parse; a load layer leaves one that an earlier source named. */
+    if (!p->nonsplit.given && (p->reset || !(c->set & GA_CONF_SET_MAX_NON_SPLIT_ROUNDING)))
+        c->max_non_split_rounding_size = c->large_segment_size;
+    galloc_status_t st = check_min(p, "max_split_size_mb", &p->split, c->max_split_size, GA_CONF_SET_MAX_SPLIT);
+    if (st == GALLOC_OK)
+        st = check_min(p, "max_non_split_rounding_mb", &p->nonsplit, c->max_non_split_rounding_size,
+                       GA_CONF_SET_MAX_NON_SPLIT_ROUNDING);
+    return st;
+}
+
+/* item (',' item)* [','], item = key ':' value; empty is fine. */
+static galloc_status_t parse_items(parser_t *p)
+{
+    next(p);
+    while (p->tok.kind != GA_TOK_END) {
+        if (p->tok.kind != GA_TOK_WORD)
+            return fail(p, "config", "a key");
+        const struct key *k = find_key(&p->tok);
+        if (k == NULL) {
+            char shown[256]; /* PyTorch's wording: "Unrecognized key '<key>' in CUDA allocator config." */
+            ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
+            if (p->err != NULL && p->errlen > 0)
+                snprintf(p->err, p->errlen, "Unrecognized key '%s' in allocator config (offset %zu)", shown,
+                         p->tok.off);
+            return GALLOC_E_CONFIG;
+        }
+        next(p);
+        if (p->tok.kind != GA_TOK_COLON)
+            return fail(p, k->name, "':' after the key");
+        next(p);
+        galloc_status_t st = apply(p, k);
+        if (st != GALLOC_OK)
+            return st;
+        p->c->set |= k->set_bit;
+        next(p);
+        if (p->tok.kind == GA_TOK_COMMA)
+            next(p); /* a trailing comma is fine (newest main's test "expandable_segments:False,") */
+        else if (p->tok.kind != GA_TOK_END)
+            return fail(p, k->name, "',' or the end of the string after the value");
+    }
+    return finish(p);
+}
+
+galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char *err, size_t errlen)
+{
+    ga_conf_t tmp = *c;
+    parser_t p = {.c = &tmp, .err = err, .errlen = errlen, .reset = reset};
+    if (reset) {
+        tmp.max_split_size = UINT64_MAX;
+        tmp.garbage_collection_threshold = 0.0;
+        memset(tmp.roundup_power2_divisions, 0, sizeof(tmp.roundup_power2_divisions));
+        tmp.set &= ~(uint32_t)(GA_CONF_SET_MAX_SPLIT | GA_CONF_SET_MAX_NON_SPLIT_ROUNDING | GA_CONF_SET_ROUNDUP |
+                               GA_CONF_SET_GC_THRESHOLD);
+    }
+    ga_conf_lex_init(&p.lx, s);
+    galloc_status_t st = parse_items(&p);
+    if (st == GALLOC_OK) {
+        *c = tmp;
+        if (err != NULL && errlen > 0)
+            err[0] = '\0';
+    }
+    return st;
+}

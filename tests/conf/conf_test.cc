@@ -1,0 +1,535 @@
+// conf_test: the config grammar (newest PyTorch main's rules), every key with
+// valid, boundary and invalid values, exact error texts, all-or-nothing, the
+// roundup_power2_divisions lists, per-parse resets and ga_conf_load precedence.
+#include "tests/conf/conf_test_util.h"
+
+namespace conf_test {
+namespace {
+
+TEST(ConfDefaults, PyTorchAndGallocDefaults)
+{
+    ga_conf_t c;
+    memset(&c, 0xab, sizeof(c));
+    ga_conf_defaults(&c);
+    EXPECT_EQ(c.backend, GA_CONF_BACKEND_NATIVE);
+    EXPECT_EQ(c.max_split_size, UINT64_MAX);
+    EXPECT_EQ(c.max_non_split_rounding_size, 20971520u);
+    EXPECT_EQ(c.large_segment_size, 20971520u);
+    EXPECT_EQ(c.garbage_collection_threshold, 0.0);
+    EXPECT_EQ(divs(c), std::vector<uint32_t>(16, 0));
+    EXPECT_FALSE(c.expandable_segments || c.release_lock_on_cudamalloc || c.pinned_use_cuda_host_register ||
+                 c.pinned_use_background_threads || c.sim_backed || c.sim_manual_events);
+    EXPECT_EQ(c.pinned_num_register_threads, 1u);
+    EXPECT_EQ(c.per_process_memory_fraction, 1.0);
+    EXPECT_STREQ(c.device_backend, "sim");
+    EXPECT_EQ(c.sim_capacity, 85899345920u);
+    EXPECT_EQ(c.sim_fail_nth + c.sim_fail_from + c.sim_fail_above, 0u);
+    EXPECT_STREQ(c.driver_path, "");
+    EXPECT_EQ(c.set, 0u);
+}
+
+// Every stored integer or boolean key: value read, set bit, nothing else changed.
+struct U64Case {
+    const char *s;
+    uint64_t (*get)(const ga_conf_t &);
+    uint64_t want;
+    uint32_t bit;
+};
+#define GET(f) [](const ga_conf_t &c) { return (uint64_t)c.f; }
+
+TEST(ConfKeys, ValidAndBoundaryValues)
+{
+    const U64Case cases[] = {
+        {"backend:native", GET(backend), GA_CONF_BACKEND_NATIVE, GA_CONF_SET_BACKEND},
+        {"backend:cudaMallocAsync", GET(backend), GA_CONF_BACKEND_ASYNC, GA_CONF_SET_BACKEND},
+        {"backend:hipMallocAsync", GET(backend), GA_CONF_BACKEND_ASYNC, GA_CONF_SET_BACKEND},
+        {"max_split_size_mb:20", GET(max_split_size), 20 * kMiB, GA_CONF_SET_MAX_SPLIT}, // newest main: >= 20
+        {"max_split_size_mb:21", GET(max_split_size), 21 * kMiB, GA_CONF_SET_MAX_SPLIT},
+        {"max_split_size_mb:512", GET(max_split_size), 536870912, GA_CONF_SET_MAX_SPLIT},
+        {"max_split_size_mb:0020", GET(max_split_size), 20 * kMiB, GA_CONF_SET_MAX_SPLIT},
+        {"max_split_size_mb:17592186044415", GET(max_split_size), 18446744073708503040u, GA_CONF_SET_MAX_SPLIT},
+        // PyTorch clamps to SIZE_MAX / 2^20 MiB rather than failing
+        {"max_split_size_mb:18446744073709551615", GET(max_split_size), 18446744073708503040u, GA_CONF_SET_MAX_SPLIT},
+        {"max_non_split_rounding_mb:20", GET(max_non_split_rounding_size), 20 * kMiB,
+         GA_CONF_SET_MAX_NON_SPLIT_ROUNDING},
+        {"max_non_split_rounding_mb:64", GET(max_non_split_rounding_size), 64 * kMiB,
+         GA_CONF_SET_MAX_NON_SPLIT_ROUNDING},
+        {"large_segment_size_mb:11", GET(large_segment_size), 11 * kMiB, GA_CONF_SET_LARGE_SEGMENT},
+        {"large_segment_size_mb:11", GET(max_non_split_rounding_size), 11 * kMiB, GA_CONF_SET_LARGE_SEGMENT},
+        {"expandable_segments:True", GET(expandable_segments), 1, GA_CONF_SET_EXPANDABLE},
+        {"expandable_segments:False", GET(expandable_segments), 0, GA_CONF_SET_EXPANDABLE},
+        {"release_lock_on_cudamalloc:True", GET(release_lock_on_cudamalloc), 1, GA_CONF_SET_RELEASE_LOCK},
+        {"release_lock_on_hipmalloc:True", GET(release_lock_on_cudamalloc), 1, GA_CONF_SET_RELEASE_LOCK},
+        {"pinned_use_cuda_host_register:True", GET(pinned_use_cuda_host_register), 1, GA_CONF_SET_PINNED_REGISTER},
+        {"pinned_use_hip_host_register:True", GET(pinned_use_cuda_host_register), 1, GA_CONF_SET_PINNED_REGISTER},
+        {"pinned_num_register_threads:1", GET(pinned_num_register_threads), 1, GA_CONF_SET_PINNED_THREADS},
+        {"pinned_num_register_threads:8", GET(pinned_num_register_threads), 8, GA_CONF_SET_PINNED_THREADS},
+        {"pinned_num_register_threads:128", GET(pinned_num_register_threads), 128, GA_CONF_SET_PINNED_THREADS},
+        {"pinned_use_background_threads:True", GET(pinned_use_background_threads), 1, GA_CONF_SET_PINNED_BACKGROUND},
+        {"sim_capacity:80GiB", GET(sim_capacity), 85899345920u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:24576MiB", GET(sim_capacity), 25769803776u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1073741824", GET(sim_capacity), 1073741824u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1.5GB", GET(sim_capacity), 1500000000u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1.5GiB", GET(sim_capacity), 1610612736u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:0.5KiB", GET(sim_capacity), 512, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1kb", GET(sim_capacity), 1000, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:2KIB", GET(sim_capacity), 2048, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:3mB", GET(sim_capacity), 3000000, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:3tb", GET(sim_capacity), 3000000000000u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1TiB", GET(sim_capacity), 1099511627776u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:7B", GET(sim_capacity), 7, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:1", GET(sim_capacity), 1, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_capacity:9223372036854775807", GET(sim_capacity), 9223372036854775807u, GA_CONF_SET_SIM_CAPACITY},
+        {"sim_backed:True", GET(sim_backed), 1, GA_CONF_SET_SIM_BACKED},
+        {"sim_manual_events:True", GET(sim_manual_events), 1, GA_CONF_SET_SIM_MANUAL_EVENTS},
+        {"sim_manual_events:False", GET(sim_manual_events), 0, GA_CONF_SET_SIM_MANUAL_EVENTS},
+        {"sim_fail_nth:3", GET(sim_fail_nth), 3, GA_CONF_SET_SIM_FAULTS},
+        {"sim_fail_nth:18446744073709551615", GET(sim_fail_nth), UINT64_MAX, GA_CONF_SET_SIM_FAULTS},
+        {"sim_fail_from:0", GET(sim_fail_from), 0, GA_CONF_SET_SIM_FAULTS},
+        {"sim_fail_from:7", GET(sim_fail_from), 7, GA_CONF_SET_SIM_FAULTS},
+        {"sim_fail_above:2MiB", GET(sim_fail_above), 2097152, GA_CONF_SET_SIM_FAULTS},
+        {"sim_fail_above:0", GET(sim_fail_above), 0, GA_CONF_SET_SIM_FAULTS},
+    };
+    for (const U64Case &k : cases) {
+        SCOPED_TRACE(k.s);
+        Parsed p = parse(k.s);
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_EQ(k.get(p.c), k.want);
+        EXPECT_EQ(p.c.set, k.bit);
+        EXPECT_EQ(p.err, "");
+    }
+}
+
+TEST(ConfKeys, DecimalAndStringValues)
+{
+    const struct {
+        const char *s;
+        double gc, fraction;
+    } dec[] = {
+        {"garbage_collection_threshold:0.5", 0.5, 1.0},   {"garbage_collection_threshold:0.8", 0.8, 1.0},
+        {"garbage_collection_threshold:.25", 0.25, 1.0},  {"garbage_collection_threshold:5e-1", 0.5, 1.0},
+        {"garbage_collection_threshold:+0.000001", 1e-6, 1.0}, {"garbage_collection_threshold:0.999999", 0.999999, 1.0},
+        {"per_process_memory_fraction:0", 0.0, 0.0},      {"per_process_memory_fraction:1", 0.0, 1.0},
+        {"per_process_memory_fraction:1.0", 0.0, 1.0},    {"per_process_memory_fraction:0.75", 0.0, 0.75},
+    };
+    for (const auto &d : dec) {
+        SCOPED_TRACE(d.s);
+        Parsed p = parse(d.s);
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_EQ(p.c.garbage_collection_threshold, d.gc);
+        EXPECT_EQ(p.c.per_process_memory_fraction, d.fraction);
+    }
+    Parsed p = parse("device_backend:cuda,driver_path:/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_STREQ(p.c.device_backend, "cuda");
+    EXPECT_STREQ(p.c.driver_path, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+    EXPECT_EQ(p.c.set, (uint32_t)(GA_CONF_SET_DEVICE_BACKEND | GA_CONF_SET_DRIVER_PATH));
+    std::string name31(31, 'a'), path255 = "/" + std::string(254, 'p');
+    p = parse(("device_backend:" + name31 + ",driver_path:" + path255).c_str());
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(std::string(p.c.device_backend), name31);
+    EXPECT_EQ(std::string(p.c.driver_path), path255);
+}
+
+// Keys PyTorch accepts that galloc checks but does not store.
+TEST(ConfKeys, AcceptedButNotStored)
+{
+    for (const char *s : {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
+                          "graph_capture_record_stream_reuse:True", "pinned_free_catch_all:False",
+                          "throw_on_cudamalloc_oom:True"}) {
+        SCOPED_TRACE(s);
+        Parsed p = parse(s);
+        ga_conf_t d;
+        ga_conf_defaults(&d);
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_TRUE(Same(p.c, d));
+    }
+}
+
+TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
+{
+    const std::string long_path = "/" + std::string(255, 'p');
+    const std::string long_key(10000, 'k');
+    const std::string long_num(10000, '9');
+    const struct {
+        std::string s, msg;
+    } cases[] = {
+        {"max_split_size_mb:19", "max_split_size_mb: expected a whole number of MiB >= 20, got \"19\" (offset 18)"},
+        {"max_split_size_mb:abc", "max_split_size_mb: expected a whole number of MiB >= 20, got \"abc\" (offset 18)"},
+        {"max_split_size_mb:512MB",
+         "max_split_size_mb: expected a whole number of MiB >= 20, got \"512MB\" (offset 18)"},
+        {"max_split_size_mb:-1", "max_split_size_mb: expected a whole number of MiB >= 20, got \"-1\" (offset 18)"},
+        {"max_split_size_mb:1.5e3",
+         "max_split_size_mb: expected a whole number of MiB >= 20, got \"1.5e3\" (offset 18)"},
+        {"max_split_size_mb:99999999999999999999999", "max_split_size_mb: expected a whole number of MiB >= 20 (this "
+                                                      "one does not fit in 64 bits), got \"99999999999999999999999\" "
+                                                      "(offset 18)"},
+        {"max_split_size_mb:" + long_num, "max_split_size_mb: expected a whole number of MiB >= 20 (this one does not "
+                                          "fit in 64 bits), got \"" + std::string(48, '9') + "...\" (offset 18)"},
+        {"   max_split_size_mb : 5 x",
+         "max_split_size_mb: expected a whole number of MiB >= 20, got \"5 x\" (offset 23)"},
+        {"max_split_size_mb:\x01\"\\", "max_split_size_mb: expected a whole number of MiB >= 20, got "
+                                       "\"\\x01\\x22\\x5c\" (offset 18)"},
+        {"max_split_size_mb:", "max_split_size_mb: expected a value after ':', got the end of the string (offset 18)"},
+        {"max_split_size_mb", "max_split_size_mb: expected ':' after the key, got the end of the string (offset 17)"},
+        {"max_split_size_mb,512", "max_split_size_mb: expected ':' after the key, got \",\" (offset 17)"},
+        {"max_split_size_mb:512:", "max_split_size_mb: expected ',' or the end of the string after the value, got "
+                                   "\":\" (offset 21)"},
+        {"max_split_size_mb:[512]", "max_split_size_mb: expected a value after ':', got \"[\" (offset 18)"},
+        {"max_non_split_rounding_mb:19", "max_non_split_rounding_mb: expected a whole number of MiB >= 20, got \"19\" "
+                                         "(offset 26)"},
+        {"large_segment_size_mb:10",
+         "large_segment_size_mb: expected a whole number of MiB > 10, got \"10\" (offset 22)"},
+        {"max_split_size_mb:20,large_segment_size_mb:25", "max_split_size_mb: expected a whole number of MiB >= 25 "
+                                                          "(large_segment_size_mb), got \"20\" (offset 18)"},
+        {"garbage_collection_threshold:0", "garbage_collection_threshold: expected a number in (0.0, 1.0), both ends "
+                                           "excluded, got \"0\" (offset 29)"},
+        {"garbage_collection_threshold:1", "garbage_collection_threshold: expected a number in (0.0, 1.0), both ends "
+                                           "excluded, got \"1\" (offset 29)"},
+        {"garbage_collection_threshold:abc", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                             "ends excluded, got \"abc\" (offset 29)"},
+        {"garbage_collection_threshold:0.8x", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                              "ends excluded, got \"0.8x\" (offset 29)"},
+        {"garbage_collection_threshold:nan", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                             "ends excluded, got \"nan\" (offset 29)"},
+        {"garbage_collection_threshold:-0.5", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                              "ends excluded, got \"-0.5\" (offset 29)"},
+        {"garbage_collection_threshold:1e-400", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                                "ends excluded, got \"1e-400\" (offset 29)"},
+        {"per_process_memory_fraction:1.5", "per_process_memory_fraction: expected a number in [0.0, 1.0], got "
+                                            "\"1.5\" (offset 28)"},
+        {"roundup_power2_divisions:3", "roundup_power2_divisions: expected a power of two from 1 to 2147483648, or a "
+                                       "list such as [256:1,512:2,1024:4,>:8], got \"3\" (offset 25)"},
+        {"roundup_power2_divisions:0", "roundup_power2_divisions: expected a power of two from 1 to 2147483648, or a "
+                                       "list such as [256:1,512:2,1024:4,>:8], got \"0\" (offset 25)"},
+        {"roundup_power2_divisions:4294967296", "roundup_power2_divisions: expected a power of two from 1 to "
+                                                "2147483648, or a list such as [256:1,512:2,1024:4,>:8], got "
+                                                "\"4294967296\" (offset 25)"},
+        {"roundup_power2_divisions:[256:3]", "roundup_power2_divisions: expected 0 or a power of two up to 2147483648 "
+                                             "(divisions), got \"3\" (offset 30)"},
+        {"roundup_power2_divisions:[3:4]", "roundup_power2_divisions: expected an interval: a power of two in MiB, or "
+                                           "'>', got \"3\" (offset 26)"},
+        {"roundup_power2_divisions:[0:4]", "roundup_power2_divisions: expected an interval: a power of two in MiB, or "
+                                           "'>', got \"0\" (offset 26)"},
+        {"roundup_power2_divisions:[256 1]", "roundup_power2_divisions: expected an interval: a power of two in MiB, "
+                                             "or '>', got \"256 1\" (offset 26)"},
+        {"roundup_power2_divisions:[256]", "roundup_power2_divisions: expected ':' after the interval, got \"]\" "
+                                           "(offset 29)"},
+        {"roundup_power2_divisions:[256:1", "roundup_power2_divisions: expected ',' or ']' after the entry, got the "
+                                            "end of the string (offset 31)"},
+        {"roundup_power2_divisions:[256:1,", "roundup_power2_divisions: expected an interval (a power of two in MiB, "
+                                             "or '>') or ']', got the end of the string (offset 32)"},
+        {"roundup_power2_divisions:[[256:1]]", "roundup_power2_divisions: expected an interval (a power of two in "
+                                               "MiB, or '>') or ']', got \"[\" (offset 26)"},
+        {"expandable_segments:true", "expandable_segments: expected True or False, got \"true\" (offset 20)"},
+        {"expandable_segments:TRUE", "expandable_segments: expected True or False, got \"TRUE\" (offset 20)"},
+        {"expandable_segments:1", "expandable_segments: expected True or False, got \"1\" (offset 20)"},
+        {"release_lock_on_cudamalloc:yes",
+         "release_lock_on_cudamalloc: expected True or False, got \"yes\" (offset 27)"},
+        {"release_lock_on_hipmalloc:no", "release_lock_on_hipmalloc: expected True or False, got \"no\" (offset 26)"},
+        {"pinned_use_cuda_host_register:x",
+         "pinned_use_cuda_host_register: expected True or False, got \"x\" (offset 30)"},
+        {"pinned_use_background_threads:0",
+         "pinned_use_background_threads: expected True or False, got \"0\" (offset 30)"},
+        {"pinned_num_register_threads:3", "pinned_num_register_threads: expected a power of two from 1 to 128, got "
+                                          "\"3\" (offset 28)"},
+        {"pinned_num_register_threads:256", "pinned_num_register_threads: expected a power of two from 1 to 128, got "
+                                            "\"256\" (offset 28)"},
+        {"pinned_num_register_threads:0", "pinned_num_register_threads: expected a power of two from 1 to 128, got "
+                                          "\"0\" (offset 28)"},
+        {"pinned_reserve_segment_size_mb:0", "pinned_reserve_segment_size_mb: expected a whole number of MiB > 0, got "
+                                             "\"0\" (offset 31)"},
+        {"graph_capture_record_stream_reuse:maybe", "graph_capture_record_stream_reuse: expected True or False, got "
+                                                    "\"maybe\" (offset 34)"},
+        {"backend:cudamallocasync", "backend: expected native, cudaMallocAsync or hipMallocAsync, got "
+                                    "\"cudamallocasync\" (offset 8)"},
+        {"Backend:native", "Unrecognized key 'Backend' in allocator config (offset 0)"},
+        {"foo:123,bar:456", "Unrecognized key 'foo' in allocator config (offset 0)"},
+        {"expandable_segments:True,foo:1", "Unrecognized key 'foo' in allocator config (offset 25)"},
+        {long_key + ":1", "Unrecognized key '" + std::string(48, 'k') + "...' in allocator config (offset 0)"},
+        {",expandable_segments:True", "config: expected a key, got \",\" (offset 0)"},
+        {"expandable_segments:True,,max_split_size_mb:512", "config: expected a key, got \",\" (offset 25)"},
+        {":", "config: expected a key, got \":\" (offset 0)"},
+        {"device_backend:si-m", "device_backend: expected a backend name of 1 to 31 letters, digits or '_', got "
+                                "\"si-m\" (offset 15)"},
+        {"device_backend:" + std::string(32, 'a'), "device_backend: expected a backend name of 1 to 31 letters, "
+                                                   "digits or '_', got \"" + std::string(32, 'a') + "\" (offset 15)"},
+        {"sim_capacity:0", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                           "with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, got \"0\" (offset 13)"},
+        {"sim_capacity:80 G", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                              "with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, got \"80 G\" (offset 13)"},
+        {"sim_capacity:1.5", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                             "with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (this one is not a whole number of "
+                             "bytes), got \"1.5\" (offset 13)"},
+        {"sim_capacity:16777216TiB", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a "
+                                     "number with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (this one does not fit "
+                                     "in 64 bits), got \"16777216TiB\" (offset 13)"},
+        {"sim_capacity:8EiB", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                              "with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, got \"8EiB\" (offset 13)"},
+        {"sim_capacity:9223372036854775808", "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: "
+                                             "bytes, or a number with unit B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, "
+                                             "got \"9223372036854775808\" (offset 13)"},
+        {"sim_backed:yes", "sim_backed: expected True or False, got \"yes\" (offset 11)"},
+        {"sim_manual_events:1", "sim_manual_events: expected True or False, got \"1\" (offset 18)"},
+        {"sim_fail_nth:-1", "sim_fail_nth: expected a whole number (0 = off), got \"-1\" (offset 13)"},
+        {"sim_fail_from:18446744073709551616", "sim_fail_from: expected a whole number (0 = off) (this one does not "
+                                               "fit in 64 bits), got \"18446744073709551616\" (offset 14)"},
+        {"sim_fail_above:1x", "sim_fail_above: expected a size (0 = off): bytes, or a number with unit B, KB, MB, GB, "
+                              "TB, KiB, MiB, GiB or TiB, got \"1x\" (offset 15)"},
+        {"driver_path:/opt/my lib/libcuda.so", "driver_path: expected a path of 1 to 255 bytes without ',', ':', '[', "
+                                               "']' or whitespace, got \"/opt/my lib/libcuda.so\" (offset 12)"},
+        {"driver_path:" + long_path, "driver_path: expected a path of 1 to 255 bytes without ',', ':', '[', ']' or "
+                                     "whitespace, got \"/" + std::string(47, 'p') + "...\" (offset 12)"},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.s.substr(0, 80));
+        Parsed p = parse(k.s.c_str());
+        EXPECT_EQ(p.st, GALLOC_E_CONFIG);
+        EXPECT_EQ(p.err, k.msg);
+    }
+}
+
+TEST(ConfErrors, AllOrNothing)
+{
+    Parsed p = parse("expandable_segments:True,max_split_size_mb:512,roundup_power2_divisions:4,sim_capacity:1GiB");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    ga_conf_t before = p.c;
+    char err[256];
+    // The valid prefix (and the per-parse resets) must not leak into the settings.
+    EXPECT_EQ(ga_conf_parse("expandable_segments:False,device_backend:cuda,max_split_size_mb:abc", &p.c, err,
+                            sizeof(err)),
+              GALLOC_E_CONFIG);
+    EXPECT_EQ(memcmp(&before, &p.c, sizeof(before)), 0);
+    EXPECT_EQ(ga_conf_load(&p.c, "expandable_segments:False", "sim_capacity:0", nullptr, nullptr, err, sizeof(err)),
+              GALLOC_E_CONFIG);
+    EXPECT_EQ(memcmp(&before, &p.c, sizeof(before)), 0);
+}
+
+TEST(ConfErrors, NullArgumentsAndSmallBuffers)
+{
+    ga_conf_t c;
+    ga_conf_defaults(&c);
+    char err[16] = "untouched";
+    EXPECT_EQ(ga_conf_parse("x", nullptr, err, sizeof(err)), GALLOC_E_INVAL);
+    EXPECT_STREQ(err, "ga_conf_parse: ");
+    EXPECT_EQ(ga_conf_load(nullptr, nullptr, nullptr, nullptr, nullptr, err, sizeof(err)), GALLOC_E_INVAL);
+    EXPECT_EQ(ga_conf_parse("foo:1", &c, nullptr, 0), GALLOC_E_CONFIG);
+    EXPECT_EQ(ga_conf_parse("foo:1", &c, err, 1), GALLOC_E_CONFIG);
+    EXPECT_STREQ(err, "");
+    EXPECT_EQ(ga_conf_parse("foo:1", &c, err, 12), GALLOC_E_CONFIG);
+    EXPECT_STREQ(err, "Unrecognize");
+    EXPECT_EQ(ga_conf_parse("expandable_segments:True", &c, err, sizeof(err)), GALLOC_OK);
+    EXPECT_STREQ(err, ""); // success clears a previous message
+}
+
+TEST(ConfGrammar, WhitespaceCaseAndCommas)
+{
+    Parsed p = parse("  max_split_size_mb : 512 ");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.max_split_size, 512 * kMiB);
+    p = parse("max_split _size_mb:5 12"); // newest main drops whitespace inside words too
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.max_split_size, 512 * kMiB);
+    p = parse("\tgarbage_collection_threshold:\n0.6\r,\vexpandable_segments:\fTrue");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.garbage_collection_threshold, 0.6);
+    EXPECT_TRUE(p.c.expandable_segments);
+    p = parse("Max_split_size_mb:512");
+    EXPECT_EQ(p.err, "Unrecognized key 'Max_split_size_mb' in allocator config (offset 0)");
+    p = parse("expandable_segments:False,"); // trailing comma (newest main's own test)
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.set, (uint32_t)GA_CONF_SET_EXPANDABLE);
+    p = parse("max_split_size_mb:512, ,");
+    EXPECT_EQ(p.err, "config: expected a key, got \",\" (offset 23)");
+    ga_conf_t d;
+    ga_conf_defaults(&d);
+    for (const char *empty : {"", "   ", " \t\n\v\f\r ", (const char *)nullptr}) {
+        p = parse(empty);
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_TRUE(Same(p.c, d));
+    }
+}
+
+TEST(ConfGrammar, PyTorchUsersStrings)
+{
+    const struct {
+        const char *s, *normalized;
+        uint64_t max_split;
+        double gc;
+        uint32_t div1g;
+        bool expandable;
+        ga_conf_backend_t backend;
+    } cases[] = {
+        {"expandable_segments:True", "expandable_segments:True", UINT64_MAX, 0, 0, true, GA_CONF_BACKEND_NATIVE},
+        {"max_split_size_mb:512", "max_split_size_mb:512", 512 * kMiB, 0, 0, false, GA_CONF_BACKEND_NATIVE},
+        {"max_split_size_mb:512,roundup_power2_divisions:4,garbage_collection_threshold:0.8",
+         "max_split_size_mb:512,garbage_collection_threshold:0.8,roundup_power2_divisions:4", 512 * kMiB, 0.8, 4,
+         false, GA_CONF_BACKEND_NATIVE},
+        {"garbage_collection_threshold:0.6,max_split_size_mb:128",
+         "max_split_size_mb:128,garbage_collection_threshold:0.6", 128 * kMiB, 0.6, 0, false, GA_CONF_BACKEND_NATIVE},
+        {"backend:cudaMallocAsync", "backend:cudaMallocAsync", UINT64_MAX, 0, 0, false, GA_CONF_BACKEND_ASYNC},
+        {"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+         UINT64_MAX, 0, 4, false, GA_CONF_BACKEND_NATIVE},
+        {"expandable_segments:True,max_split_size_mb:256", "max_split_size_mb:256,expandable_segments:True",
+         256 * kMiB, 0, 0, true, GA_CONF_BACKEND_NATIVE},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.s);
+        Parsed p = parse(k.s);
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_EQ(p.c.max_split_size, k.max_split);
+        EXPECT_EQ(p.c.garbage_collection_threshold, k.gc);
+        EXPECT_EQ(ga_conf_roundup_divisions(&p.c, 1200 * kMiB), k.div1g);
+        EXPECT_EQ(p.c.expandable_segments, k.expandable);
+        EXPECT_EQ(p.c.backend, k.backend);
+        EXPECT_EQ(format(p.c), k.normalized);
+    }
+}
+
+TEST(ConfRoundup, ListsFollowNewestMain)
+{
+    using V = std::vector<uint32_t>;
+    const struct {
+        const char *list;
+        V want;
+    } cases[] = {
+        // newest main's test: 2048 MiB reads 8 (2.x's ">" rule would overwrite it with 2)
+        {"[128:8,256:16,512:1,2048:8,>:2]", V{8, 8, 8, 8, 8, 8, 8, 8, 16, 1, 0, 8, 2, 2, 2, 2}},
+        {"[64:8,128:2,256:4,512:2,1024:4,>:1]", V{8, 8, 8, 8, 8, 8, 8, 2, 4, 2, 4, 1, 1, 1, 1, 1}},
+        {"[256:1,512:2,1024:4,>:8]", V{1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 8, 8, 8, 8}},
+        {"[>:4]", V{0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4}},
+        {"[>:4,64:8]", V{8, 8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4, 4}},
+        {"[1:2,65536:4]", V{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}},
+        {"[64:8,]", V{8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {"[ 64 : 8 , 128 : 0 ]", V{8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+        {"[]", V(16, 0)},
+        {"4", V(16, 4)},
+        {"1", V(16, 1)},
+        {"2147483648", V(16, 2147483648u)},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.list);
+        Parsed p = parse((std::string("roundup_power2_divisions:") + k.list).c_str());
+        ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+        EXPECT_EQ(divs(p.c), k.want);
+        EXPECT_EQ(p.c.set, (uint32_t)GA_CONF_SET_ROUNDUP);
+    }
+    Parsed p = parse("roundup_power2_divisions:[128:8,256:16,512:1,2048:8,>:2]");
+    const uint64_t mib[] = {64, 128, 256, 512, 1024, 2048, 4096};
+    const uint32_t want[] = {8, 8, 16, 1, 0, 8, 2};
+    for (int i = 0; i < 7; i++)
+        EXPECT_EQ(ga_conf_roundup_divisions(&p.c, mib[i] * kMiB), want[i]) << mib[i] << " MiB";
+    // Two roundup keys in one string add up, as in PyTorch (no reset between them).
+    p = parse("roundup_power2_divisions:[64:8],roundup_power2_divisions:[>:2]");
+    EXPECT_EQ(divs(p.c), (V{8, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}));
+}
+
+TEST(ConfRoundup, IntervalOfASize)
+{
+    ga_conf_t c;
+    ga_conf_defaults(&c);
+    for (uint32_t i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)
+        c.roundup_power2_divisions[i] = 100 + i;
+    const struct {
+        size_t size;
+        uint32_t want;
+    } cases[] = {{0, 100},          {1, 100},         {kMiB, 100},     {2 * kMiB - 1, 100},        {2 * kMiB, 101},
+                 {4 * kMiB, 102},   {kGiB - 1, 109},  {kGiB, 110},     {32 * kGiB - 1, 114},       {32 * kGiB, 115},
+                 {64 * kGiB, 115},  {SIZE_MAX, 115}};
+    for (const auto &k : cases)
+        EXPECT_EQ(ga_conf_roundup_divisions(&c, k.size), k.want) << k.size;
+}
+
+// Each parse resets PyTorch's four per-parse keys; the others stay.
+TEST(ConfParse, PerParseResetsAndLargeSegment)
+{
+    Parsed p = parse("max_split_size_mb:512,max_non_split_rounding_mb:64,garbage_collection_threshold:0.5,"
+                     "roundup_power2_divisions:4,expandable_segments:True,large_segment_size_mb:30");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    char err[256];
+    ASSERT_EQ(ga_conf_parse("pinned_use_background_threads:True", &p.c, err, sizeof(err)), GALLOC_OK) << err;
+    EXPECT_EQ(p.c.max_split_size, UINT64_MAX);
+    EXPECT_EQ(p.c.max_non_split_rounding_size, 30 * kMiB); // back to large_segment_size, which is kept
+    EXPECT_EQ(p.c.large_segment_size, 30 * kMiB);
+    EXPECT_EQ(p.c.garbage_collection_threshold, 0.0);
+    EXPECT_EQ(divs(p.c), std::vector<uint32_t>(16, 0));
+    EXPECT_TRUE(p.c.expandable_segments);
+    EXPECT_EQ(p.c.set,
+              (uint32_t)(GA_CONF_SET_EXPANDABLE | GA_CONF_SET_LARGE_SEGMENT | GA_CONF_SET_PINNED_BACKGROUND));
+    ASSERT_EQ(ga_conf_parse(nullptr, &p.c, err, sizeof(err)), GALLOC_OK);
+    EXPECT_TRUE(p.c.pinned_use_background_threads);
+    // newest main's allocator_config_test figures
+    p = parse("large_segment_size_mb:15,max_split_size_mb:20,max_non_split_rounding_mb:40,"
+              "garbage_collection_threshold:0.8");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.large_segment_size, 15 * kMiB);
+    EXPECT_EQ(p.c.max_split_size, 20 * kMiB);
+    EXPECT_EQ(p.c.max_non_split_rounding_size, 40 * kMiB);
+    EXPECT_EQ(p.c.garbage_collection_threshold, 0.8);
+    p = parse("max_split_size_mb:15,large_segment_size_mb:15"); // large_segment_size_mb applies wherever it stands
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.max_split_size, 15 * kMiB);
+    p = parse("large_segment_size_mb:12,max_non_split_rounding_mb:12,max_split_size_mb:12");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.max_non_split_rounding_size, 12 * kMiB);
+    p = parse("max_non_split_rounding_mb:30,large_segment_size_mb:31");
+    EXPECT_EQ(p.err, "max_non_split_rounding_mb: expected a whole number of MiB >= 31 (large_segment_size_mb), got "
+                     "\"30\" (offset 26)");
+}
+
+TEST(ConfLoad, PrecedenceAndNoResetBetweenSources)
+{
+    ga_conf_t c;
+    char err[512];
+    ASSERT_EQ(ga_conf_load(&c, "max_split_size_mb:512", "max_split_size_mb:256,expandable_segments:True",
+                           "max_split_size_mb:128,garbage_collection_threshold:0.6", nullptr, err, sizeof(err)),
+              GALLOC_OK)
+        << err;
+    EXPECT_EQ(c.max_split_size, 512 * kMiB); // create string > GALLOC_CONF > PyTorch variable
+    EXPECT_TRUE(c.expandable_segments);
+    EXPECT_EQ(c.garbage_collection_threshold, 0.6); // no PyTorch reset between layers
+    EXPECT_EQ(format(c), "max_split_size_mb:512,garbage_collection_threshold:0.6,expandable_segments:True");
+    // Only the first PyTorch variable that is set is read; PYTORCH_ALLOC_CONF comes first, even when empty.
+    ASSERT_EQ(ga_conf_load(&c, nullptr, nullptr, "expandable_segments:True", "max_split_size_mb:64", err, 512),
+              GALLOC_OK);
+    EXPECT_EQ(format(c), "expandable_segments:True");
+    ASSERT_EQ(ga_conf_load(&c, nullptr, nullptr, "", "max_split_size_mb:64", err, 512), GALLOC_OK);
+    EXPECT_EQ(format(c), "");
+    ASSERT_EQ(ga_conf_load(&c, nullptr, nullptr, nullptr, "max_split_size_mb:64", err, 512), GALLOC_OK);
+    EXPECT_EQ(format(c), "max_split_size_mb:64");
+    // The result starts from the defaults, not from *c.
+    ASSERT_EQ(ga_conf_load(&c, nullptr, nullptr, nullptr, nullptr, err, 512), GALLOC_OK);
+    EXPECT_EQ(format(c), "");
+    // A later layer naming a list replaces it; one naming large_segment_size_mb moves an unnamed max_non_split.
+    ASSERT_EQ(ga_conf_load(&c, "large_segment_size_mb:32", "roundup_power2_divisions:[>:2]",
+                           "roundup_power2_divisions:[64:8]", nullptr, err, 512),
+              GALLOC_OK);
+    EXPECT_EQ(divs(c), (std::vector<uint32_t>{0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}));
+    EXPECT_EQ(c.max_non_split_rounding_size, 32 * kMiB);
+    ASSERT_EQ(ga_conf_load(&c, "large_segment_size_mb:32", nullptr, "max_non_split_rounding_mb:64", nullptr, err, 512),
+              GALLOC_OK);
+    EXPECT_EQ(c.max_non_split_rounding_size, 64 * kMiB);
+    // Errors name the source.
+    const struct {
+        const char *create, *galloc, *alloc, *cuda, *msg;
+    } bad[] = {
+        {nullptr, "max_split_size_mb:1", nullptr, nullptr,
+         "GALLOC_CONF: max_split_size_mb: expected a whole number of MiB >= 20, got \"1\" (offset 18)"},
+        {"sim_backed:1", nullptr, nullptr, nullptr,
+         "create string: sim_backed: expected True or False, got \"1\" (offset 11)"},
+        {nullptr, nullptr, "foo:1", nullptr,
+         "PYTORCH_ALLOC_CONF: Unrecognized key 'foo' in allocator config (offset 0)"},
+        {nullptr, nullptr, nullptr, "x",
+         "PYTORCH_CUDA_ALLOC_CONF: Unrecognized key 'x' in allocator config (offset 0)"},
+        {nullptr, "large_segment_size_mb:64", "max_split_size_mb:32", nullptr,
+         "GALLOC_CONF: large_segment_size_mb: expected a whole number of MiB > 10 and <= max_split_size_mb (32, set "
+         "earlier), got \"64\" (offset 22)"},
+    };
+    for (const auto &k : bad) {
+        EXPECT_EQ(ga_conf_load(&c, k.create, k.galloc, k.alloc, k.cuda, err, sizeof(err)), GALLOC_E_CONFIG);
+        EXPECT_STREQ(err, k.msg);
+    }
+}
+
+} // namespace
+} // namespace conf_test
