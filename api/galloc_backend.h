@@ -34,7 +34,8 @@ typedef uintptr_t galloc_stream_t;
 #define GALLOC_BACKEND_OPS_V1 1 /* bump only if an existing member changes meaning */
 
 /* Flags for galloc_backend_args_t.flags. */
-#define GALLOC_BACKEND_F_BACKED 0x1u /* sim: back segments with real host memory */
+#define GALLOC_BACKEND_F_BACKED 0x1u        /* sim: back segments with real host memory */
+#define GALLOC_BACKEND_F_MANUAL_EVENTS 0x2u /* sim: events complete only when their stream is synchronized */
 
 /* What a backend is opened with. Fields a backend does not use are ignored. */
 typedef struct galloc_backend_args {
@@ -74,7 +75,8 @@ typedef struct galloc_backend_ops {
 
     /* ---- Optional: NULL = not supported. ---- */
 
-    /* Virtual memory (expandable segments need all five). granularity: the
+    /* Virtual memory (expandable segments need all five). The pool maps and
+     * unmaps one page (its segment page size) per call. granularity: the
      * page size maps must be multiples of. va_reserve: reserve an address range
      * of bytes, backed by nothing. map: back [addr, addr+bytes) (inside a
      * reserved range, page aligned) with new physical memory, usable from every
@@ -100,6 +102,8 @@ typedef struct galloc_backend_ops {
     /* error_string: describe the last failure of this state (e.g. a CUresult's
      * name and text) into buf; optional, used to enrich galloc's messages. */
     void (*error_string)(void *state, char *buf, size_t len);
+    /* stream_synchronize: wait until the work queued on stream s has completed. */
+    galloc_status_t (*stream_synchronize)(void *state, galloc_stream_t s);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

@@ -127,6 +127,13 @@ static inline galloc_status_t ga_backend_event_synchronize(ga_backend_t *b, uint
     return b->ops->event_synchronize(b->state, e);
 }
 
+static inline galloc_status_t ga_backend_stream_synchronize(ga_backend_t *b, galloc_stream_t s)
+{
+    if (!GA_BACKEND_HAS(b->ops, stream_synchronize))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->stream_synchronize(b->state, s);
+}
+
 /* ga_backend_error_string: the backend's description of its last failure, or "". */
 static inline void ga_backend_error_string(ga_backend_t *b, char *buf, size_t len)
 {

@@ -1,0 +1,414 @@
+/*
+ * sim.c: the simulated device ("sim"): the caching pool, its tests and the
+ * trace replay tool run on it without a GPU, on a device of any size. Modes,
+ * address layout, fault injection and event semantics are described in sim.h.
+ *
+ * Like a strict driver it checks the contract; a violation returns
+ * GALLOC_E_INVAL, changes nothing and is counted.
+ *
+ * Invariants: seg_bytes + mapped_bytes <= capacity <= INT64_MAX; a
+ * reservation's mapped_pages equals the bits set in its page bitmap; every live
+ * segment is in the hash table exactly once; unbacked addresses only grow.
+ * Host memory is allocated on cold paths only (segment_alloc, va_reserve and
+ * event_create may grow a table); frees and the event path allocate nothing.
+ */
+#include "backend/sim_int.h"
+
+/* Human-readable size for messages, in PyTorch's style ("40.00 GiB"). */
+static const char *human(char *buf, size_t len, uint64_t n)
+{
+    static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)n;
+    size_t u = 0;
+    for (; v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0]); u++)
+        v /= 1024;
+    snprintf(buf, len, u == 0 ? "%.0f %s" : "%.2f %s", v, unit[u]);
+    return buf;
+}
+
+galloc_status_t ga_sim_fail(sim_t *sim, galloc_status_t st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sim->msg, sizeof(sim->msg), fmt, ap);
+    va_end(ap);
+    if (st == GALLOC_E_INVAL)
+        sim->violations++;
+    return st;
+}
+
+static galloc_status_t os_fail(sim_t *sim, galloc_status_t st, const char *call, uint64_t bytes)
+{
+    char e[128], h[32];
+    const char *text = strerror_r(errno, e, sizeof(e));
+    return ga_sim_fail(sim, st, "backed mode: %s of %s failed: %s", call, human(h, sizeof(h), bytes), text);
+}
+
+/* Every device allocation (segment_alloc, map) passes here once its arguments
+ * are valid, so attempts are numbered alike whether they succeed or not. */
+static galloc_status_t charge(sim_t *sim, const char *what, uint64_t bytes)
+{
+    char h1[32], h2[32], h3[32];
+    uint64_t n = ++sim->alloc_calls;
+    if (n == sim->fail_nth || (sim->fail_from != 0 && n >= sim->fail_from) ||
+        (sim->fail_above != 0 && bytes > sim->fail_above)) {
+        sim->faults_injected++;
+        return ga_sim_fail(sim, GALLOC_E_OOM, "injected fault on device allocation #%" PRIu64 " (%s of %s)", n, what,
+                    human(h1, sizeof(h1), bytes));
+    }
+    uint64_t avail = sim->capacity - sim->seg_bytes - sim->mapped_bytes;
+    if (bytes > avail)
+        return ga_sim_fail(sim, GALLOC_E_OOM, "out of memory: %s requested, %s free (device %d, %s total)",
+                    human(h1, sizeof(h1), bytes), human(h2, sizeof(h2), avail), sim->device,
+                    human(h3, sizeof(h3), sim->capacity));
+    return GALLOC_OK;
+}
+
+/* A granularity-aligned address range of span bytes (a multiple of GRAN):
+ * bump-allocated, or in backed mode an mmap trimmed to alignment. */
+static galloc_status_t range_get(sim_t *sim, uint64_t span, int prot, uintptr_t *addr)
+{
+    char h1[32], h2[32];
+    if (!sim->backed) {
+        if (span > VA_END - sim->va_next)
+            return ga_sim_fail(sim, GALLOC_E_OOM, "simulated address space exhausted: %s requested, %s left",
+                        human(h1, sizeof(h1), span), human(h2, sizeof(h2), VA_END - sim->va_next));
+        *addr = (uintptr_t)sim->va_next;
+        sim->va_next += span;
+        return GALLOC_OK;
+    }
+    char *p = mmap(NULL, span + GRAN, prot, MAP_FLAGS, -1, 0);
+    if (p == MAP_FAILED)
+        return os_fail(sim, GALLOC_E_OOM, "mmap", span);
+    uintptr_t a = ((uintptr_t)p + GRAN - 1) & ~(uintptr_t)(GRAN - 1);
+    size_t head = a - (uintptr_t)p;
+    if (head != 0)
+        munmap(p, head);
+    munmap((char *)a + span, GRAN - head);
+    *addr = a;
+    return GALLOC_OK;
+}
+
+static galloc_status_t range_put(sim_t *sim, uintptr_t addr, uint64_t span)
+{
+    if (sim->backed && munmap((void *)addr, span) != 0)
+        return os_fail(sim, GALLOC_E_DEVICE, "munmap", span);
+    return GALLOC_OK;
+}
+
+/* array, grown if needed to hold one more element (cold paths only); NULL if
+ * out of host memory, array and *cap then unchanged. */
+void *ga_sim_grow(void *array, size_t *cap, size_t used, size_t elem)
+{
+    if (used < *cap)
+        return array;
+    size_t n = *cap ? *cap * 2 : 16;
+    void *t = n <= SIZE_MAX / 2 / elem ? realloc(array, n * elem) : NULL;
+    if (t != NULL)
+        *cap = n;
+    return t;
+}
+
+/* ---- Live segments: open addressing, linear probing, load <= 1/2. ---- */
+
+static size_t seg_hash(uintptr_t addr, size_t mask)
+{
+    /* addresses are granularity aligned: drop the zero bits, then Fibonacci-mix */
+    return (size_t)(((uint64_t)addr / GRAN * 0x9E3779B97F4A7C15ull) >> 29) & mask;
+}
+
+/* The slot holding addr, or the empty slot where it would go (load <= 1/2, so one exists). */
+static size_t seg_slot(const seg_t *t, size_t mask, uintptr_t addr)
+{
+    size_t i = seg_hash(addr, mask);
+    while (t[i].addr != addr && t[i].addr != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Make room for one more segment before anything is charged, so a failed
+ * growth leaves the device untouched. */
+static galloc_status_t seg_make_room(sim_t *sim)
+{
+    if ((sim->seg_count + 1) * 2 <= sim->seg_cap)
+        return GALLOC_OK;
+    size_t cap = sim->seg_cap ? sim->seg_cap * 2 : 64;
+    seg_t *t = calloc(cap, sizeof(*t));
+    if (t == NULL)
+        return ga_sim_fail(sim, GALLOC_E_NOMEM, "segment table: cannot grow to %zu entries", cap);
+    for (size_t i = 0; i < sim->seg_cap; i++)
+        if (sim->segs[i].addr != 0)
+            t[seg_slot(t, cap - 1, sim->segs[i].addr)] = sim->segs[i];
+    free(sim->segs);
+    sim->segs = t;
+    sim->seg_cap = cap;
+    return GALLOC_OK;
+}
+
+/* Backward-shift deletion: no tombstones, so lookups never slow down with churn. */
+static void seg_del(sim_t *sim, size_t i)
+{
+    size_t mask = sim->seg_cap - 1;
+    for (size_t j = (i + 1) & mask; sim->segs[j].addr != 0; j = (j + 1) & mask) {
+        size_t home = seg_hash(sim->segs[j].addr, mask);
+        /* j may fill the hole at i unless its home lies cyclically in (i, j] */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            sim->segs[i] = sim->segs[j];
+            i = j;
+        }
+    }
+    sim->segs[i] = (seg_t){0};
+    sim->seg_count--;
+}
+
+/* ---- Required members. ---- */
+
+#define ARG_HAS(a, f) (offsetof(galloc_backend_args_t, f) + sizeof((a)->f) <= (a)->struct_size)
+/* snprintf(NULL, 0, ...) is valid, so a caller without a buffer is fine */
+#define OPEN_FAIL(st, ...) return (snprintf(err, err ? errlen : 0, __VA_ARGS__), (st))
+
+static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
+{
+    if (args == NULL || state == NULL)
+        OPEN_FAIL(GALLOC_E_INVAL, "args and state must not be NULL");
+    if (!ARG_HAS(args, device))
+        OPEN_FAIL(GALLOC_E_INVAL, "args->struct_size %" PRIu32 " is too small", args->struct_size);
+    if (args->device < 0)
+        OPEN_FAIL(GALLOC_E_INVAL, "device index %d is negative", args->device);
+    uint64_t capacity = ARG_HAS(args, capacity) && args->capacity != 0 ? args->capacity : GA_SIM_DEFAULT_CAPACITY;
+    if (capacity > (uint64_t)INT64_MAX)
+        OPEN_FAIL(GALLOC_E_INVAL, "capacity %" PRIu64 " exceeds INT64_MAX", capacity);
+    sim_t *sim = malloc(sizeof(*sim));
+    if (sim == NULL)
+        OPEN_FAIL(GALLOC_E_NOMEM, "cannot allocate the simulator state");
+    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = capacity, .va_next = GA_SIM_VA_BASE,
+                   .backed = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_BACKED) != 0,
+                   .manual_events = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_MANUAL_EVENTS) != 0,
+                   .fail_nth = ARG_HAS(args, fail_nth) ? args->fail_nth : 0,
+                   .fail_from = ARG_HAS(args, fail_from) ? args->fail_from : 0,
+                   .fail_above = ARG_HAS(args, fail_above) ? args->fail_above : 0};
+    *state = sim;
+    return GALLOC_OK;
+}
+
+/* Frees whatever is still live without complaint: tests read ga_sim_counters
+ * first to see leaks. */
+static void sim_close(void *state)
+{
+    sim_t *sim = state;
+    for (size_t i = 0; i < sim->seg_cap; i++)
+        if (sim->segs[i].addr != 0)
+            range_put(sim, sim->segs[i].addr, ROUND_GRAN(sim->segs[i].bytes));
+    for (size_t i = 0; i < sim->n_resv; i++) {
+        range_put(sim, sim->resv[i].base, sim->resv[i].bytes);
+        free(sim->resv[i].map);
+    }
+    free(sim->segs);
+    free(sim->resv);
+    free(sim->ev);
+    free(sim);
+}
+
+static galloc_status_t sim_segment_alloc(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr)
+{
+    sim_t *sim = state;
+    (void)s; /* every stream sees all memory */
+    if (addr == NULL || bytes == 0)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_alloc(%zu bytes): %s", bytes,
+                    addr == NULL ? "addr is NULL" : "zero-byte segment");
+    galloc_status_t st = charge(sim, "segment_alloc", bytes);
+    if (st == GALLOC_OK)
+        st = seg_make_room(sim);
+    uintptr_t a = 0;
+    if (st == GALLOC_OK)
+        st = range_get(sim, ROUND_GRAN(bytes), PROT_READ | PROT_WRITE, &a); /* bytes <= capacity: no wrap */
+    if (st != GALLOC_OK)
+        return st;
+    sim->segs[seg_slot(sim->segs, sim->seg_cap - 1, a)] = (seg_t){.addr = a, .bytes = bytes};
+    sim->seg_count++;
+    sim->seg_bytes += bytes;
+    *addr = a;
+    return GALLOC_OK;
+}
+
+static galloc_status_t sim_segment_free(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s)
+{
+    sim_t *sim = state;
+    (void)s;
+    size_t i = sim->seg_cap != 0 && addr != 0 ? seg_slot(sim->segs, sim->seg_cap - 1, addr) : 0;
+    if (sim->seg_cap == 0 || addr == 0 || sim->segs[i].addr != addr)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): not a live segment", addr, bytes);
+    if (sim->segs[i].bytes != bytes)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): the segment is %zu bytes", addr, bytes,
+                    sim->segs[i].bytes);
+    galloc_status_t st = range_put(sim, addr, ROUND_GRAN(bytes));
+    if (st != GALLOC_OK)
+        return st;
+    seg_del(sim, i);
+    sim->seg_bytes -= bytes;
+    return GALLOC_OK;
+}
+
+static galloc_status_t sim_mem_info(void *state, size_t *free_bytes, size_t *total_bytes)
+{
+    sim_t *sim = state;
+    if (free_bytes == NULL || total_bytes == NULL)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "mem_info: NULL output");
+    *free_bytes = sim->capacity - sim->seg_bytes - sim->mapped_bytes;
+    *total_bytes = sim->capacity;
+    return GALLOC_OK;
+}
+
+/* ---- Virtual memory. ---- */
+
+static galloc_status_t sim_granularity(void *state, size_t *bytes)
+{
+    if (bytes == NULL)
+        return ga_sim_fail(state, GALLOC_E_INVAL, "granularity: NULL output");
+    *bytes = GRAN;
+    return GALLOC_OK;
+}
+
+/* The reservation holding addr, or NULL. A linear scan: reservations are few
+ * (expandable segments reserve one range per stream) and map / unmap are device
+ * calls, not the allocator's hot path. */
+static resv_t *resv_find(sim_t *sim, uintptr_t addr)
+{
+    for (size_t i = 0; i < sim->n_resv; i++)
+        if (addr - sim->resv[i].base < sim->resv[i].bytes) /* wraps high when addr < base */
+            return &sim->resv[i];
+    return NULL;
+}
+
+static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr)
+{
+    sim_t *sim = state;
+    char h[32];
+    if (addr == NULL || bytes == 0)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_reserve(%zu bytes): %s", bytes,
+                    addr == NULL ? "addr is NULL" : "empty range");
+    if (bytes > GA_SIM_MAX_RESERVATION)
+        return ga_sim_fail(sim, GALLOC_E_OOM, "va_reserve: %s exceeds the simulated limit of 128.00 TiB per range",
+                    human(h, sizeof(h), bytes));
+    uint64_t span = ROUND_GRAN(bytes);
+    size_t pages = span / GRAN;
+    resv_t *t = ga_sim_grow(sim->resv, &sim->resv_cap, sim->n_resv, sizeof(resv_t));
+    if (t == NULL)
+        return ga_sim_fail(sim, GALLOC_E_NOMEM, "reservation table: cannot grow past %zu entries", sim->resv_cap);
+    sim->resv = t;
+    uint64_t *map = calloc((pages + 63) / 64, sizeof(uint64_t));
+    if (map == NULL)
+        return ga_sim_fail(sim, GALLOC_E_NOMEM, "va_reserve: cannot allocate the page bitmap of %zu pages", pages);
+    uintptr_t base;
+    galloc_status_t st = range_get(sim, span, PROT_NONE, &base);
+    if (st != GALLOC_OK) {
+        free(map);
+        return st;
+    }
+    sim->resv[sim->n_resv++] = (resv_t){.base = base, .bytes = span, .mapped_pages = 0, .map = map};
+    *addr = base;
+    return GALLOC_OK;
+}
+
+static galloc_status_t sim_va_release(void *state, uintptr_t addr, size_t bytes)
+{
+    sim_t *sim = state;
+    resv_t *r = resv_find(sim, addr);
+    if (r == NULL || r->base != addr || bytes == 0 || bytes > r->bytes || ROUND_GRAN(bytes) != r->bytes)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): not a reserved range of that size", addr,
+                    bytes);
+    if (r->mapped_pages != 0)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): %zu pages are still mapped", addr, bytes,
+                    r->mapped_pages);
+    galloc_status_t st = range_put(sim, r->base, r->bytes);
+    if (st != GALLOC_OK)
+        return st;
+    free(r->map);
+    *r = sim->resv[--sim->n_resv]; /* order does not matter: move the last entry into the hole */
+    return GALLOC_OK;
+}
+
+/* map (on) or unmap (off) whole pages of one reservation. Pages are tracked one
+ * by one, so any run of mapped pages may be unmapped, including part of what
+ * one map call mapped (a driver backend matches this with one handle per page). */
+static galloc_status_t remap(sim_t *sim, const char *op, uintptr_t addr, size_t bytes, bool on)
+{
+    if (bytes == 0 || addr % GRAN != 0 || bytes % GRAN != 0)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): address and size must be non-zero multiples of %s",
+                    op, addr, bytes, "the 2 MiB granularity");
+    resv_t *r = resv_find(sim, addr);
+    if (r == NULL || bytes > r->bytes - (addr - r->base))
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): not inside one reserved range", op, addr, bytes);
+    size_t first = (addr - r->base) / GRAN, n = bytes / GRAN, mapped = 0;
+    for (size_t p = first; p < first + n; p++)
+        mapped += (size_t)(r->map[p / 64] >> (p % 64)) & 1u;
+    if (mapped != (on ? 0 : n))
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): %zu of its %zu pages are mapped", op, addr, bytes,
+                    mapped, n);
+    galloc_status_t st = on ? charge(sim, "map", bytes) : GALLOC_OK;
+    if (st != GALLOC_OK)
+        return st;
+    if (sim->backed && on && mprotect((void *)addr, bytes, PROT_READ | PROT_WRITE) != 0)
+        return os_fail(sim, GALLOC_E_OOM, "mprotect", bytes);
+    /* unmap drops the host pages first: if that fails the range is still mapped and intact */
+    if (sim->backed && !on &&
+        (madvise((void *)addr, bytes, MADV_DONTNEED) != 0 || mprotect((void *)addr, bytes, PROT_NONE) != 0))
+        return os_fail(sim, GALLOC_E_DEVICE, "madvise/mprotect", bytes);
+    for (size_t p = first; p < first + n; p++)
+        r->map[p / 64] ^= (uint64_t)1 << (p % 64); /* all were unmapped, or all mapped: each page flips */
+    r->mapped_pages = on ? r->mapped_pages + n : r->mapped_pages - n;
+    sim->mapped_bytes = on ? sim->mapped_bytes + bytes : sim->mapped_bytes - bytes;
+    return GALLOC_OK;
+}
+
+static galloc_status_t sim_map(void *state, uintptr_t addr, size_t bytes)
+{
+    return remap(state, "map", addr, bytes, true);
+}
+
+static galloc_status_t sim_unmap(void *state, uintptr_t addr, size_t bytes)
+{
+    return remap(state, "unmap", addr, bytes, false);
+}
+
+static void sim_error_string(void *state, char *buf, size_t len)
+{
+    const sim_t *sim = state;
+    if (buf != NULL && len > 0)
+        snprintf(buf, len, "%s", sim->msg);
+}
+
+const galloc_backend_ops_t ga_backend_sim = {
+    .struct_size = sizeof(galloc_backend_ops_t), .version = GALLOC_BACKEND_OPS_V1, .name = "sim",
+    .open = sim_open, .close = sim_close, .segment_alloc = sim_segment_alloc, .segment_free = sim_segment_free,
+    .mem_info = sim_mem_info, .granularity = sim_granularity, .va_reserve = sim_va_reserve,
+    .va_release = sim_va_release, .map = sim_map, .unmap = sim_unmap, .event_create = ga_sim_event_create,
+    .event_destroy = ga_sim_event_destroy, .event_record = ga_sim_event_record, .event_query = ga_sim_event_query,
+    .event_synchronize = ga_sim_event_synchronize, .error_string = sim_error_string,
+    .stream_synchronize = ga_sim_stream_synchronize,
+};
+
+/* ---- Controls for tests and tools (sim.h). ---- */
+
+galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_from, uint64_t fail_above)
+{
+    sim_t *sim = ga_sim_of(state);
+    if (sim == NULL)
+        return GALLOC_E_INVAL;
+    sim->fail_nth = fail_nth;
+    sim->fail_from = fail_from;
+    sim->fail_above = fail_above;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
+{
+    sim_t *sim = ga_sim_of(state);
+    if (sim == NULL || out == NULL)
+        return GALLOC_E_INVAL;
+    *out = (ga_sim_counters_t){.alloc_calls = sim->alloc_calls, .faults_injected = sim->faults_injected,
+                               .live_segments = sim->seg_count, .live_mapped_bytes = sim->mapped_bytes,
+                               .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
+                               .live_reservations = sim->n_resv, .live_events = sim->live_events};
+    return GALLOC_OK;
+}

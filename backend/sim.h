@@ -1,0 +1,111 @@
+/*
+ * sim.h: controls of the simulated device ("sim" backend) for tests and tools.
+ *
+ * The sim backend itself is reached through its ops table (ga_backend_sim,
+ * normally via the registry and backend/backend.h). This header adds what no
+ * real device has: fault injection changed at run time, counters a test can
+ * assert on, and manual completion of stream work for event tests and replay.
+ *
+ * Modes. Unbacked (the default) backs nothing: addresses come from a bump
+ * allocator over [GA_SIM_VA_BASE, INT64_MAX], each segment or reservation
+ * aligned to GA_SIM_GRANULARITY, never reused, so a replay gets the same
+ * addresses on every run and an 80 GiB device costs a few KiB of host memory.
+ * Running out of that range (or asking va_reserve for more than
+ * GA_SIM_MAX_RESERVATION) is GALLOC_E_OOM, as with a real driver.
+ * Backed (GALLOC_BACKEND_F_BACKED) hands out real host mmaps aligned the same
+ * way, so tests can write through them; addresses are then the kernel's. Both
+ * modes charge the same bytes: a segment its requested size, a map its range.
+ *
+ * Contract checks. Like a strict driver, sim rejects with GALLOC_E_INVAL, and
+ * counts as a violation, a segment_free of anything but a live segment of that
+ * exact size, a map / unmap not in whole 2 MiB pages of one reservation, a map
+ * over a mapped page, an unmap of an unmapped page, a va_release of anything but
+ * a whole reservation or with pages still mapped, an unknown event handle, and
+ * NULL outputs. Unmap may cover any run of mapped pages, including part of
+ * what one map call mapped.
+ *
+ * Events. A handle names a slot and its generation, so a destroyed handle is
+ * rejected. See ga_sim_set_manual_events for completion.
+ *
+ * Locking: none. The backend is entered under the owning allocator's lock;
+ * these functions take no lock, so call them only when no other thread is
+ * inside the backend (between allocator calls, on the thread that drives it).
+ *
+ * Every function takes the `state` that ops->open returned (ga_backend_t.state)
+ * and returns GALLOC_E_INVAL if state is NULL or not a sim state.
+ */
+#ifndef GA_BACKEND_SIM_H
+#define GA_BACKEND_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/galloc_backend.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ops table; registered as "sim" through backends.def. */
+extern const galloc_backend_ops_t ga_backend_sim;
+
+/* The simulated device's page size: segments are aligned to it, va_reserve
+ * rounds to it, map/unmap work in whole pages of it (CUDA's usual granularity). */
+#define GA_SIM_GRANULARITY ((uint64_t)2 << 20)
+/* Capacity when args->capacity is 0: an 80 GiB device. */
+#define GA_SIM_DEFAULT_CAPACITY ((uint64_t)80 << 30)
+/* Unbacked mode: the first address handed out. Addresses grow upward from here
+ * and are never reused, so a replay gives the same addresses every run; the
+ * range ends at INT64_MAX, so an address always fits an int64_t. */
+#define GA_SIM_VA_BASE ((uint64_t)0x7f0000000000)
+/* The largest va_reserve: the per-page bitmap of a reservation stays <= 8 MiB. */
+#define GA_SIM_MAX_RESERVATION ((uint64_t)1 << 47)
+
+/* What the simulated device has seen since open (ga_sim_counters). */
+typedef struct ga_sim_counters {
+    uint64_t alloc_calls;       /* device allocations (segment_alloc + map calls that passed argument checks),
+                                   the numbering fail_nth / fail_from refer to */
+    uint64_t faults_injected;   /* allocations failed by fail_nth / fail_from / fail_above */
+    uint64_t live_segments;     /* segments allocated and not yet freed */
+    uint64_t live_mapped_bytes; /* bytes currently mapped into reservations */
+    uint64_t used_bytes;        /* charged to capacity: live segment bytes + live mapped bytes */
+    uint64_t violations;        /* calls rejected with GALLOC_E_INVAL (caller broke the contract) */
+    uint64_t live_reservations; /* va_reserve ranges not yet released */
+    uint64_t live_events;       /* events created and not yet destroyed */
+} ga_sim_counters_t;
+
+/*
+ * ga_sim_set_faults: replace the fault-injection settings given at open
+ * (0 = off). fail_nth and fail_from count device allocations from open, 1-based
+ * (read ga_sim_counters' alloc_calls: the next call is alloc_calls + 1);
+ * fail_above fails every allocation of more than that many bytes. An injected
+ * fault returns GALLOC_E_OOM and changes nothing but the counters.
+ */
+galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_from, uint64_t fail_above);
+
+/* ga_sim_counters: copy the counters into *out. Read them before close to see
+ * leaks: close frees whatever is still live without complaint. */
+galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out);
+
+/*
+ * ga_sim_set_manual_events: off (the default), an event completes as soon as it
+ * is recorded. On, a recorded event stays pending (event_query returns
+ * GALLOC_E_NOT_READY) until ga_sim_stream_complete runs for its stream, or
+ * event_synchronize waits for it: a wait finishes the stream's work up to that
+ * record, so it also completes the events recorded before it on the same
+ * stream. Re-recording an event makes it pending again. An event never
+ * recorded is complete (as in CUDA). Turning manual mode off completes every
+ * pending event.
+ */
+galloc_status_t ga_sim_set_manual_events(void *state, bool on);
+
+/* ga_sim_stream_complete: finish the work queued on stream s so far: every
+ * event recorded on s before this call completes. Events recorded later stay
+ * pending. Allocates nothing. */
+galloc_status_t ga_sim_stream_complete(void *state, galloc_stream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_BACKEND_SIM_H */

@@ -1,0 +1,21 @@
+// conformance.h: the behaviour every device backend must show, as one function
+// to call from a backend's test with its registered name.
+//
+// Only what the ops contract in api/galloc_backend.h promises is checked, with
+// figures a real driver also meets (a real device may round a segment up, so
+// free memory must drop by at least the bytes allocated, not exactly). Optional
+// members (virtual memory, events) are exercised when the backend has them.
+// A backend that cannot open (GALLOC_E_UNAVAILABLE: no driver, no device)
+// makes the calling test skip.
+#ifndef GA_TESTS_BACKEND_CONFORMANCE_H
+#define GA_TESTS_BACKEND_CONFORMANCE_H
+
+extern "C" {
+#include "api/galloc_backend.h"
+}
+
+// Opens backend `name` with args, runs the checks with GoogleTest assertions,
+// closes it. Call from a TEST body; failures are reported against that test.
+void ga_test_backend_conformance(const char *name, const galloc_backend_args_t &args);
+
+#endif  // GA_TESTS_BACKEND_CONFORMANCE_H
