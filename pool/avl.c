@@ -1,0 +1,185 @@
+/*
+ * avl.c: intrusive AVL tree (see avl.h). Balance is restored bottom-up from
+ * the changed node with at most one single or double rotation per level.
+ */
+#include "pool/avl.h"
+
+static int height(const ga_avl_node_t *n)
+{
+    return n ? n->height : 0;
+}
+
+static void fix_height(ga_avl_node_t *n)
+{
+    int hl = height(n->left), hr = height(n->right);
+    n->height = (hl > hr ? hl : hr) + 1;
+}
+
+void ga_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp)
+{
+    t->root = NULL;
+    t->cmp = cmp;
+    t->count = 0;
+}
+
+/* Point whatever referenced old (its parent or the root) at new. */
+static void replace_child(ga_avl_t *t, ga_avl_node_t *parent, ga_avl_node_t *old, ga_avl_node_t *new_)
+{
+    if (parent == NULL)
+        t->root = new_;
+    else if (parent->left == old)
+        parent->left = new_;
+    else
+        parent->right = new_;
+    if (new_ != NULL)
+        new_->parent = parent;
+}
+
+static ga_avl_node_t *rotate_left(ga_avl_t *t, ga_avl_node_t *x)
+{
+    ga_avl_node_t *y = x->right;
+    replace_child(t, x->parent, x, y);
+    x->right = y->left;
+    if (y->left)
+        y->left->parent = x;
+    y->left = x;
+    x->parent = y;
+    fix_height(x);
+    fix_height(y);
+    return y;
+}
+
+static ga_avl_node_t *rotate_right(ga_avl_t *t, ga_avl_node_t *x)
+{
+    ga_avl_node_t *y = x->left;
+    replace_child(t, x->parent, x, y);
+    x->left = y->right;
+    if (y->right)
+        y->right->parent = x;
+    y->right = x;
+    x->parent = y;
+    fix_height(x);
+    fix_height(y);
+    return y;
+}
+
+/* Walk from n to the root restoring heights and balance. */
+static void rebalance(ga_avl_t *t, ga_avl_node_t *n)
+{
+    while (n != NULL) {
+        fix_height(n);
+        int bal = height(n->left) - height(n->right);
+        if (bal > 1) {
+            if (height(n->left->left) < height(n->left->right))
+                rotate_left(t, n->left);
+            n = rotate_right(t, n);
+        } else if (bal < -1) {
+            if (height(n->right->right) < height(n->right->left))
+                rotate_right(t, n->right);
+            n = rotate_left(t, n);
+        }
+        n = n->parent;
+    }
+}
+
+void ga_avl_insert(ga_avl_t *t, ga_avl_node_t *n)
+{
+    ga_avl_node_t *parent = NULL, **link = &t->root;
+    while (*link != NULL) {
+        parent = *link;
+        link = t->cmp(n, parent) < 0 ? &parent->left : &parent->right;
+    }
+    n->left = n->right = NULL;
+    n->parent = parent;
+    n->height = 1;
+    *link = n;
+    t->count++;
+    rebalance(t, parent);
+}
+
+void ga_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
+{
+    ga_avl_node_t *fix;
+    if (n->left != NULL && n->right != NULL) {
+        /* Put n's in-order successor s (leftmost of the right subtree) in n's place. */
+        ga_avl_node_t *s = n->right;
+        while (s->left != NULL)
+            s = s->left;
+        if (s->parent != n) {
+            fix = s->parent;
+            replace_child(t, s->parent, s, s->right);
+            s->right = n->right;
+            s->right->parent = s;
+        } else {
+            fix = s;
+        }
+        replace_child(t, n->parent, n, s);
+        s->left = n->left;
+        s->left->parent = s;
+        s->height = n->height;
+    } else {
+        fix = n->parent;
+        replace_child(t, n->parent, n, n->left ? n->left : n->right);
+    }
+    n->left = n->right = n->parent = NULL;
+    t->count--;
+    rebalance(t, fix);
+}
+
+ga_avl_node_t *ga_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key)
+{
+    ga_avl_node_t *n = t->root, *best = NULL;
+    while (n != NULL) {
+        if (t->cmp(n, key) < 0) {
+            n = n->right;
+        } else {
+            best = n;
+            n = n->left;
+        }
+    }
+    return best;
+}
+
+ga_avl_node_t *ga_avl_first(const ga_avl_t *t)
+{
+    ga_avl_node_t *n = t->root;
+    if (n != NULL)
+        while (n->left != NULL)
+            n = n->left;
+    return n;
+}
+
+ga_avl_node_t *ga_avl_last(const ga_avl_t *t)
+{
+    ga_avl_node_t *n = t->root;
+    if (n != NULL)
+        while (n->right != NULL)
+            n = n->right;
+    return n;
+}
+
+ga_avl_node_t *ga_avl_next(const ga_avl_node_t *n)
+{
+    if (n->right != NULL) {
+        n = n->right;
+        while (n->left != NULL)
+            n = n->left;
+        return (ga_avl_node_t *)n;
+    }
+    while (n->parent != NULL && n->parent->right == n)
+        n = n->parent;
+    return n->parent;
+}
+
+ga_avl_node_t *ga_avl_prev(const ga_avl_node_t *n)
+{
+    if (n->left != NULL) {
+        n = n->left;
+        while (n->right != NULL)
+            n = n->right;
+        return (ga_avl_node_t *)n;
+    }
+    while (n->parent != NULL && n->parent->left == n)
+        n = n->parent;
+    return n->parent;
+}

@@ -1,0 +1,193 @@
+/*
+ * check.c: galloc_check's walk. Verifies, in O(n):
+ *   - blocks tile every segment exactly, prev/next links agree, each block
+ *     names its segment, pool and stream;
+ *   - no two free neighbours are left unmerged;
+ *   - free blocks are exactly the free sets' members, in (stream, size, address) order;
+ *   - allocated blocks are exactly the pointer map's entries;
+ *   - every stat's current value equals a recount, and total_allocated_memory
+ *     equals reserved_bytes.all.current.
+ * The first violation is reported through ga_fail with GALLOC_E_CORRUPT.
+ */
+#include <inttypes.h>
+
+#include "pool/pool_int.h"
+
+typedef struct recount {
+    int64_t v[GALLOC_STAT_POOLS]; /* per pool index, "all" derived */
+} recount_t;
+
+#define RECOUNTS(X)                                                                                \
+    X(segment) X(reserved_bytes) X(allocation) X(allocated_bytes) X(active) X(active_bytes)       \
+        X(requested_bytes) X(inactive_split) X(inactive_split_bytes)
+
+typedef struct counts {
+#define FIELD_(name) recount_t name;
+    RECOUNTS(FIELD_)
+#undef FIELD_
+    int64_t oversize_allocations, oversize_segments;
+    size_t free_blocks, allocated_blocks, unmapped_blocks, pending_blocks;
+} counts_t;
+
+static void add(recount_t *r, galloc_stat_pool_t pool, int64_t n)
+{
+    r->v[GALLOC_STAT_ALL] += n;
+    r->v[pool] += n;
+}
+
+static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts_t *c)
+{
+    galloc_stat_pool_t sp = s->pool->stat;
+    int64_t mapped_bytes = 0;
+    if (s->head == NULL || s->head->prev != NULL || s->head->addr != s->base)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR ": head block missing or misplaced", s->base);
+    uintptr_t expect = s->base;
+    bool split = s->head->next != NULL;
+    for (const ga_block_t *b = s->head; b != NULL; b = b->next) {
+        if (b->addr != expect || b->size == 0 || b->size % GA_MIN_BLOCK_SIZE != 0)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR ": block at 0x%" PRIxPTR
+                           " (size %zu) does not tile the segment", s->base, b->addr, b->size);
+        if (b->seg != s || b->pool != s->pool || b->stream != s->stream)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "block 0x%" PRIxPTR ": wrong segment, pool or stream", b->addr);
+        if (b->next != NULL && b->next->prev != b)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "block 0x%" PRIxPTR ": next->prev link broken", b->addr);
+        if (!b->mapped && (!s->expandable || b->allocated))
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "block 0x%" PRIxPTR ": unmapped yet allocated or not expandable",
+                           b->addr);
+        if (s->expandable && !b->mapped) {
+            if ((b->addr - s->base) % s->page != 0 || b->size % s->page != 0)
+                return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped range 0x%" PRIxPTR " not page aligned", b->addr);
+            if (b->next != NULL && !b->next->mapped)
+                return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped ranges 0x%" PRIxPTR " and its next left unmerged",
+                               b->addr);
+            c->unmapped_blocks++;
+            expect = b->addr + b->size;
+            continue;
+        }
+        mapped_bytes += (int64_t)b->size;
+        if (!b->allocated && b->event_count > 0) {
+            /* Freed, waiting on other streams: still active, no longer allocated. */
+            c->pending_blocks++;
+            add(&c->active, sp, 1);
+            add(&c->active_bytes, sp, (int64_t)b->size);
+            add(&c->requested_bytes, sp, (int64_t)b->requested);
+        } else if (b->allocated) {
+            if (ga_ptrmap_find(&p->ptrs, b->addr) != b)
+                return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map",
+                               b->addr);
+            c->allocated_blocks++;
+            add(&c->allocation, sp, 1);
+            add(&c->allocated_bytes, sp, (int64_t)b->size);
+            add(&c->active, sp, 1);
+            add(&c->active_bytes, sp, (int64_t)b->size);
+            add(&c->requested_bytes, sp, (int64_t)b->requested);
+            if (b->size >= p->conf.max_split_size)
+                c->oversize_allocations++;
+        } else {
+            if (b->next != NULL && !b->next->allocated && b->next->mapped && b->next->event_count == 0)
+                return ga_fail(p->err, GALLOC_E_CORRUPT, "free blocks 0x%" PRIxPTR " and 0x%" PRIxPTR " left unmerged",
+                               b->addr, b->next->addr);
+            c->free_blocks++;
+            if (split && !s->expandable) {
+                add(&c->inactive_split, sp, 1);
+                add(&c->inactive_split_bytes, sp, (int64_t)b->size);
+            }
+        }
+        expect = b->addr + b->size;
+    }
+    if (expect != s->base + s->size)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR ": blocks cover %zu of %zu bytes", s->base,
+                       (size_t)(expect - s->base), s->size);
+    if (s->expandable) {
+        /* Reserved memory is what is mapped; PyTorch counts no segment for it. */
+        add(&c->reserved_bytes, sp, mapped_bytes);
+        return GALLOC_OK;
+    }
+    add(&c->segment, sp, 1);
+    add(&c->reserved_bytes, sp, (int64_t)s->size);
+    if (s->size >= p->conf.max_split_size)
+        c->oversize_segments++;
+    return GALLOC_OK;
+}
+
+/* Free-set members must be free, ordered, and counted once. */
+static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *members)
+{
+    const ga_block_t *prev = NULL;
+    for (ga_block_t *b = ga_blockpool_first(bp); b != NULL; b = ga_blockpool_next(b)) {
+        if (b->allocated || !b->mapped || b->pool != bp)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "free set holds block 0x%" PRIxPTR " that is allocated or foreign",
+                           b->addr);
+        if (prev != NULL && bp->free.cmp(&prev->node, &b->node) >= 0)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "free set out of order at block 0x%" PRIxPTR, b->addr);
+        prev = b;
+        (*members)++;
+    }
+    if (*members != bp->free.count)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", bp->free.count, *members);
+    return GALLOC_OK;
+}
+
+static galloc_status_t compare(ga_pool_t *p, const char *name, const galloc_stat_t *arr, const recount_t *r)
+{
+    static const char *const pools[] = {"all", "small_pool", "large_pool"};
+    for (int i = 0; i < GALLOC_STAT_POOLS; i++)
+        if (arr[i].current != r->v[i])
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "stat %s.%s.current is %" PRId64 " but a recount gives %" PRId64,
+                           name, pools[i], arr[i].current, r->v[i]);
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_check(ga_pool_t *p)
+{
+    counts_t c = {0};
+    galloc_status_t st;
+    for (const ga_segment_t *s = p->segments; s != NULL; s = s->next)
+        if ((st = check_segment(p, s, &c)) != GALLOC_OK)
+            return st;
+    size_t in_sets = 0;
+    if ((st = check_free_set(p, &p->small, &in_sets)) != GALLOC_OK)
+        return st;
+    size_t small_members = in_sets;
+    in_sets = 0;
+    if ((st = check_free_set(p, &p->large, &in_sets)) != GALLOC_OK)
+        return st;
+    in_sets += small_members;
+    size_t unmapped_members = 0;
+    ga_blockpool_t *pools[2] = {&p->small, &p->large};
+    for (int i = 0; i < 2; i++) {
+        for (ga_avl_node_t *n = ga_avl_first(&pools[i]->unmapped); n != NULL; n = ga_avl_next(n)) {
+            const ga_block_t *b = (const ga_block_t *)((const char *)n - offsetof(ga_block_t, node));
+            if (b->mapped || b->allocated || b->pool != pools[i])
+                return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped set holds block 0x%" PRIxPTR " that is mapped",
+                               b->addr);
+            unmapped_members++;
+        }
+    }
+    if (unmapped_members != c.unmapped_blocks)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu unmapped ranges in segments but %zu in the unmapped sets",
+                       c.unmapped_blocks, unmapped_members);
+    if (in_sets != c.free_blocks)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu free blocks in segments but %zu in the free sets", c.free_blocks,
+                       in_sets);
+    if (p->pending_blocks != c.pending_blocks)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu blocks wait on events but %zu are counted", c.pending_blocks,
+                       p->pending_blocks);
+    if (p->ptrs.count != c.allocated_blocks)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,
+                       p->ptrs.count);
+#define COMPARE_(name)                                                                             \
+    if ((st = compare(p, #name, p->stats.name, &c.name)) != GALLOC_OK)                             \
+        return st;
+    RECOUNTS(COMPARE_)
+#undef COMPARE_
+    if (p->stats.oversize_allocations.current != c.oversize_allocations ||
+        p->stats.oversize_segments.current != c.oversize_segments)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "oversize stats (%" PRId64 ", %" PRId64 ") differ from a recount (%" PRId64
+                       ", %" PRId64 ")", p->stats.oversize_allocations.current, p->stats.oversize_segments.current,
+                       c.oversize_allocations, c.oversize_segments);
+    if ((int64_t)p->total_allocated_memory != p->stats.reserved_bytes[GALLOC_STAT_ALL].current)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "total_allocated_memory %zu differs from reserved_bytes %" PRId64,
+                       p->total_allocated_memory, p->stats.reserved_bytes[GALLOC_STAT_ALL].current);
+    return GALLOC_OK;
+}

@@ -1,0 +1,253 @@
+/*
+ * expandable.c: expandable segments (expandable_segments:True), as PyTorch's
+ * ExpandableSegment, find_expandable_block, map_block, unmap_block and
+ * try_allocate_expandable_block do (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp).
+ *
+ * One expandable segment per (stream, pool) at a time grows page by page: a
+ * virtual range of 1 1/8 the device's memory (getReservedVirtualMemorySize) is
+ * reserved once, pages of 2 MiB (small pool) or 20 MiB (large pool) are mapped
+ * at the end of what is mapped when a request finds no free block, and whole
+ * free pages are unmapped by empty_cache and the OOM path. Inside a segment,
+ * blocks split (remainder >= 512 B) and merge like any others; an unmapped
+ * range is a block with mapped == false kept in the pool's unmapped set.
+ *
+ * Accounting as PyTorch's: reserved_bytes follows mapped bytes; each mapping
+ * call counts one num_device_alloc, each unmapping call one num_device_free;
+ * the segment, oversize_segments and inactive_split stats never count
+ * expandable segments.
+ */
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+static bool allocatable(const ga_block_t *b)
+{
+    return b != NULL && !b->allocated && b->event_count == 0;
+}
+
+/* Enough free-or-unmapped address space from b on to hold size bytes? */
+static bool has_space(const ga_block_t *b, size_t size)
+{
+    size_t bytes = 0;
+    while (bytes < size && allocatable(b)) {
+        bytes += b->size;
+        b = b->next;
+    }
+    return bytes >= size;
+}
+
+/* A new expandable segment for (stream, pool): its whole range is one unmapped block. */
+static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    size_t page = ap->pool->is_small ? GA_SMALL_BUFFER : GA_LARGE_BUFFER;
+    size_t reserve = p->device_total + p->device_total / 8;
+    size_t pages = (reserve + page - 1) / page;
+    if (pages == 0)
+        pages = 1;
+    uintptr_t base = 0;
+    if (ga_backend_va_reserve(p->backend, pages * page, &base) != GALLOC_OK)
+        return NULL;
+    ga_segment_t *seg = ga_records_get_segment(&p->records);
+    ga_block_t *b = ga_records_get_block(&p->records);
+    seg->base = base;
+    seg->size = pages * page;
+    seg->expandable = true;
+    seg->page = page;
+    seg->stream = ap->stream;
+    seg->pool = ap->pool;
+    seg->head = b;
+    ga_pool_link_segment(p, seg);
+    b->addr = base;
+    b->size = seg->size;
+    b->requested = 0;
+    b->stream = ap->stream;
+    b->pool = ap->pool;
+    b->seg = seg;
+    b->prev = b->next = NULL;
+    b->hash_next = NULL;
+    b->gc_count_base = 0;
+    b->allocated = false;
+    b->mapped = false;
+    b->event_count = 0;
+    b->uses = NULL;
+    ga_blockpool_insert_unmapped(ap->pool, b);
+    return b;
+}
+
+/* PyTorch's find_expandable_block: the lowest address of any segment of this
+ * stream and pool where enough free and unmapped space follows. */
+static ga_block_t *find_block(ga_pool_t *p, ga_alloc_params_t *ap, size_t size)
+{
+    for (ga_block_t *c = ga_blockpool_unmapped_first(ap->pool, ap->stream); c != NULL && c->stream == ap->stream;
+         c = ga_blockpool_unmapped_next(c)) {
+        ga_block_t *start = allocatable(c->prev) ? c->prev : c;
+        if (has_space(start, size))
+            return start;
+    }
+    return new_segment(p, ap);
+}
+
+/* Map the pages [first, last) of seg; all or nothing, as ExpandableSegment::map. */
+static bool map_pages(ga_pool_t *p, const ga_segment_t *seg, size_t first, size_t last)
+{
+    for (size_t i = first; i < last; i++) {
+        if (ga_backend_map(p->backend, seg->base + i * seg->page, seg->page) != GALLOC_OK) {
+            while (i-- > first)
+                (void)ga_backend_unmap(p->backend, seg->base + i * seg->page, seg->page);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* PyTorch's map_block: back the first `size` bytes (rounded up to pages) of an
+ * unmapped block, merge it with free neighbours, count it. */
+static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size)
+{
+    ga_segment_t *seg = b->seg;
+    size_t first = (b->addr - seg->base) / seg->page;
+    size_t last = (b->addr + size - seg->base + seg->page - 1) / seg->page;
+    size_t mapped = (last - first) * seg->page;
+    if (ga_records_reserve(&p->records, 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
+        return false;
+    ga_blockpool_remove_unmapped(b->pool, b);
+    b->mapped = true;
+    if (mapped < b->size) {
+        /* The rest of the range stays unmapped, right after b. */
+        ga_block_t *rest = ga_records_get_block(&p->records);
+        *rest = *b;
+        rest->addr = b->addr + mapped;
+        rest->size = b->size - mapped;
+        rest->mapped = false;
+        rest->prev = b;
+        rest->next = b->next;
+        if (b->next != NULL)
+            b->next->prev = rest;
+        b->next = rest;
+        b->size = mapped;
+        ga_blockpool_insert_unmapped(b->pool, rest);
+    }
+    ga_pool_try_merge(p, b, b->prev);
+    ga_pool_try_merge(p, b, b->next);
+    ga_blockpool_insert(b->pool, b);
+    p->total_allocated_memory += mapped;
+    ga_stat_update(p->stats.reserved_bytes, b->pool->stat, (int64_t)mapped);
+    p->stats.num_device_alloc++;
+    return true;
+}
+
+/* PyTorch's try_allocate_expandable_block: map until a free block of at least
+ * ap->size exists at the candidate, then take it out of the free set. */
+galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    size_t size = ap->size;
+    if (ga_records_reserve(&p->records, 1, 1) != GALLOC_OK)
+        return GALLOC_E_NOMEM;
+    ga_block_t *c = find_block(p, ap, size);
+    if (c == NULL)
+        return GALLOC_E_OOM;
+    if (!c->mapped && !map_block(p, c, c->size < size ? c->size : size))
+        return GALLOC_E_OOM;
+    while (c->size < size) {
+        /* invariant: c is free and mapped, followed by an unmapped range */
+        ga_block_t *next = c->next;
+        size_t remaining = size - c->size;
+        if (!map_block(p, next, remaining < next->size ? remaining : next->size))
+            return GALLOC_E_OOM;
+        c = next; /* map_block merged c into next */
+    }
+    /* The split that follows needs a record; mapped pages stay cached if not. */
+    if (ga_records_reserve(&p->records, 1, 0) != GALLOC_OK)
+        return GALLOC_E_NOMEM;
+    ga_blockpool_remove(ap->pool, c);
+    ap->block = c;
+    return GALLOC_OK;
+}
+
+/* Give a fully unmapped segment's address range back (release_expandable_segment). */
+static void release_segment(ga_pool_t *p, ga_block_t *b)
+{
+    ga_segment_t *seg = b->seg;
+    if (ga_backend_va_release(p->backend, seg->base, seg->size) != GALLOC_OK)
+        return; /* keep it: still consistent, retried by the next empty_cache */
+    ga_blockpool_remove_unmapped(b->pool, b);
+    ga_pool_unlink_segment(p, seg);
+    ga_records_put_block(&p->records, b);
+    ga_records_put_segment(&p->records, seg);
+}
+
+void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
+{
+    ga_segment_t *seg = b->seg;
+    /* Only whole pages strictly inside the block (ExpandableSegment::unmap). */
+    size_t first = (b->addr - seg->base + seg->page - 1) / seg->page;
+    size_t last = (b->addr + b->size - seg->base) / seg->page;
+    if (first >= last || ga_records_reserve(&p->records, 2, 0) != GALLOC_OK)
+        return;
+    size_t done = first;
+    while (done < last && ga_backend_unmap(p->backend, seg->base + done * seg->page, seg->page) == GALLOC_OK)
+        done++;
+    if (done == first)
+        return;
+    uintptr_t ustart = seg->base + first * seg->page;
+    size_t usize = (done - first) * seg->page;
+    ga_blockpool_remove(b->pool, b);
+
+    size_t before = ustart - b->addr;
+    if (before > 0) {
+        /* prev? -> free part before the unmapped pages -> b */
+        ga_block_t *f = ga_records_get_block(&p->records);
+        *f = *b;
+        f->size = before;
+        f->prev = b->prev;
+        f->next = b;
+        if (b->prev != NULL)
+            b->prev->next = f;
+        else
+            seg->head = f;
+        b->prev = f;
+        ga_blockpool_insert(b->pool, f);
+    }
+    size_t after = b->size - before - usize;
+    if (after > 0) {
+        ga_block_t *f = ga_records_get_block(&p->records);
+        *f = *b;
+        f->addr = ustart + usize;
+        f->size = after;
+        f->prev = b;
+        f->next = b->next;
+        if (b->next != NULL)
+            b->next->prev = f;
+        b->next = f;
+        ga_blockpool_insert(b->pool, f);
+    }
+    b->addr = ustart;
+    b->size = usize;
+    b->mapped = false;
+    ga_pool_try_merge(p, b, b->prev);
+    ga_pool_try_merge(p, b, b->next);
+    ga_blockpool_insert_unmapped(b->pool, b);
+    p->total_allocated_memory -= usize;
+    ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)usize);
+    p->stats.num_device_free++;
+    if (b->prev == NULL && b->next == NULL)
+        release_segment(p, b);
+}
+
+void ga_pool_expandable_teardown(ga_pool_t *p, ga_segment_t *seg)
+{
+    /* Mapped runs start and end on page boundaries: unmap them page by page. */
+    for (ga_block_t *b = seg->head; b != NULL; b = b->next) {
+        if (!b->mapped)
+            continue;
+        size_t first = (b->addr - seg->base) / seg->page;
+        size_t last = (b->addr + b->size - seg->base + seg->page - 1) / seg->page;
+        for (size_t i = first; i < last; i++) {
+            uintptr_t a = seg->base + i * seg->page;
+            /* A page shared with the previous mapped block was unmapped already. */
+            if (b->prev != NULL && b->prev->mapped && a < b->addr)
+                continue;
+            (void)ga_backend_unmap(p->backend, a, seg->page);
+        }
+    }
+    (void)ga_backend_va_release(p->backend, seg->base, seg->size);
+}

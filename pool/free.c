@@ -1,0 +1,115 @@
+/*
+ * free.c: returning a block to its pool, merging it with free neighbours
+ * (PyTorch's free, free_block and try_merge_blocks in
+ * c10/cuda/CUDACachingAllocator.cpp). Segments are never released here:
+ * reserved memory only falls through empty_cache, the OOM path or GC.
+ */
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg)
+{
+    seg->prev = NULL;
+    seg->next = p->segments;
+    if (p->segments != NULL)
+        p->segments->prev = seg;
+    p->segments = seg;
+}
+
+void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
+{
+    if (seg->prev != NULL)
+        seg->prev->next = seg->next;
+    else
+        p->segments = seg->next;
+    if (seg->next != NULL)
+        seg->next->prev = seg->prev;
+}
+
+/* PyTorch's try_merge_blocks: only free neighbours in the same mapped state
+ * merge (an unmapped expandable range never joins a mapped block). */
+size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
+{
+    if (src == NULL || src->allocated || src->event_count > 0 || src->mapped != dst->mapped)
+        return 0;
+    if (dst->prev == src) {
+        dst->addr = src->addr;
+        dst->prev = src->prev;
+        if (dst->prev != NULL)
+            dst->prev->next = dst;
+        else
+            dst->seg->head = dst;
+    } else {
+        dst->next = src->next;
+        if (dst->next != NULL)
+            dst->next->prev = dst;
+    }
+    size_t absorbed = src->size;
+    dst->size += absorbed;
+    if (src->mapped)
+        ga_blockpool_remove(src->pool, src);
+    else
+        ga_blockpool_remove_unmapped(src->pool, src);
+    ga_records_put_block(&p->records, src);
+    return absorbed;
+}
+
+void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
+{
+    size_t original_size = b->size;
+    size_t requested = b->requested;
+    galloc_stat_pool_t sp = b->pool->stat;
+    int64_t net_blocks = 0, net_bytes = 0;
+
+    ga_block_t *candidates[2] = {b->prev, b->next};
+    for (int i = 0; i < 2; i++) {
+        size_t absorbed = ga_pool_try_merge(p, b, candidates[i]);
+        if (absorbed > 0) {
+            net_blocks -= 1;
+            net_bytes -= (int64_t)absorbed;
+        }
+    }
+    ga_blockpool_insert(b->pool, b);
+    if (ga_block_is_split(b)) {
+        net_blocks += 1;
+        net_bytes += (int64_t)b->size;
+    }
+    /* PyTorch leaves expandable segments out of inactive_split: their free
+     * pages can always be released. */
+    if (!b->seg->expandable) {
+        ga_stat_update(p->stats.inactive_split, sp, net_blocks);
+        ga_stat_update(p->stats.inactive_split_bytes, sp, net_bytes);
+    }
+    ga_stat_update(p->stats.active, sp, -1);
+    ga_stat_update(p->stats.active_bytes, sp, -(int64_t)original_size);
+    ga_stat_update(p->stats.requested_bytes, sp, -(int64_t)requested);
+    b->requested = 0;
+}
+
+galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
+{
+    if (ptr == NULL)
+        return GALLOC_OK;
+    ga_block_t *b = ga_ptrmap_find(&p->ptrs, (uintptr_t)ptr);
+    if (b == NULL)
+        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
+                                                   "already freed, or not the start of a block)",
+                       ptr);
+    /* Used on other streams: record their events first (the only step that can fail). */
+    if (b->uses != NULL) {
+        galloc_status_t st = ga_pool_insert_events(p, b);
+        if (st != GALLOC_OK)
+            return st;
+    }
+    ga_ptrmap_remove(&p->ptrs, b);
+    b->allocated = false;
+    galloc_stat_pool_t sp = b->pool->stat;
+    ga_stat_update(p->stats.allocation, sp, -1);
+    ga_stat_update(p->stats.allocated_bytes, sp, -(int64_t)b->size);
+    if (b->size >= p->conf.max_split_size)
+        ga_stat_decrease(&p->stats.oversize_allocations, 1);
+    /* With events pending the block stays active until process_events sees them done. */
+    if (b->event_count == 0)
+        ga_pool_free_block(p, b);
+    return GALLOC_OK;
+}

@@ -1,0 +1,229 @@
+/*
+ * malloc.c: serving a request, as PyTorch's DeviceCachingAllocator::malloc does
+ * (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp):
+ *   round the size, pick the pool, best-fit search in the pool's free set;
+ *   on a miss: garbage-collect (if a fraction and a threshold are set), ask the
+ *   device for a new segment, else free oversize cached blocks and retry, else
+ *   free every cached segment and retry once more (num_alloc_retries), else OOM;
+ *   then split the block if the remainder is worth keeping and hand out the front.
+ *
+ * Invariant kept for galloc's "a failed call changes nothing" rule: every
+ * record and map slot the call may need is reserved before any state changes.
+ */
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+static size_t expandable_size(const ga_block_t *b)
+{
+    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
+}
+
+/* PyTorch's get_free_block: lower_bound on (stream, size); no further search. */
+static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    ga_blockpool_t *bp = ap->pool;
+    uint64_t mss = p->conf.max_split_size;
+    if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
+        bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
+    ga_block_t *b = ga_blockpool_lower_bound(bp, ap->stream, ap->size);
+    if (b == NULL || b->stream != ap->stream)
+        return false;
+    if (b->seg->expandable) {
+        /* For best fit an expandable block counts as the size it can grow to
+         * (itself plus the unmapped range after it), so a later block that can
+         * grow less may be the better choice (get_free_block's expandable_size). */
+        ga_block_t *next = ga_blockpool_next(b);
+        while (b->seg->expandable && next != NULL && next->stream == ap->stream &&
+               expandable_size(next) < expandable_size(b)) {
+            b = next;
+            next = ga_blockpool_next(b);
+        }
+    }
+    /* A normal request never takes an oversize cached block. */
+    if (ap->size < mss && b->size >= mss)
+        return false;
+    /* An oversize request takes an oversize block only within the rounding tolerance. */
+    if (ap->size >= mss && b->size >= ap->size + p->conf.max_non_split_rounding_size)
+        return false;
+    ga_blockpool_remove(bp, b);
+    ap->block = b;
+    return true;
+}
+
+/* PyTorch's alloc_block: a new segment from the device. Returns GALLOC_OK,
+ * GALLOC_E_OOM (the caller may free cache and retry) or a hard failure. */
+galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry)
+{
+    size_t size = ap->alloc_size;
+    if (is_retry)
+        p->stats.num_alloc_retries++;
+    /* The fraction caps reserved memory, checked before the device is asked. */
+    if (p->set_fraction && p->total_allocated_memory + size > p->allowed_memory_maximum)
+        return GALLOC_E_OOM;
+    if (p->conf.expandable_segments)
+        return ga_pool_try_allocate_expandable(p, ap); /* maps pages for the rounded size, not alloc_size */
+    uintptr_t addr = 0;
+    galloc_status_t st = ga_backend_segment_alloc(p->backend, size, ap->stream, &addr);
+    if (st != GALLOC_OK)
+        return st;
+
+    ga_segment_t *seg = ga_records_get_segment(&p->records);
+    ga_block_t *b = ga_records_get_block(&p->records);
+    /* Reserved by ga_pool_malloc before anything changed. */
+    seg->base = addr;
+    seg->size = size;
+    seg->expandable = false;
+    seg->page = 0;
+    seg->stream = ap->stream;
+    seg->pool = ap->pool;
+    seg->head = b;
+    ga_pool_link_segment(p, seg);
+
+    b->addr = addr;
+    b->size = size;
+    b->requested = 0;
+    b->stream = ap->stream;
+    b->pool = ap->pool;
+    b->seg = seg;
+    b->prev = b->next = NULL;
+    b->hash_next = NULL;
+    b->gc_count_base = 0;
+    b->allocated = false;
+    b->mapped = true;
+    b->event_count = 0;
+    b->uses = NULL;
+
+    p->total_allocated_memory += size;
+    ga_stat_update(p->stats.segment, ap->pool->stat, 1);
+    ga_stat_update(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
+    if (size >= p->conf.max_split_size)
+        ga_stat_increase(&p->stats.oversize_segments, 1);
+    p->stats.num_device_alloc++;
+    ap->block = b; /* goes straight to the split step, never into the free set */
+    return GALLOC_OK;
+}
+
+/* PyTorch's should_split: small-pool remainders of 512 B are worth keeping;
+ * large-pool ones only above 1 MiB and never for an oversize request. */
+static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
+{
+    size_t remaining = b->size - size;
+    if (b->pool->is_small || p->conf.expandable_segments)
+        return remaining >= GA_MIN_BLOCK_SIZE;
+    return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
+}
+
+/* PyTorch's alloc_found_block: split off the front if worthwhile, mark
+ * allocated, count. */
+static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    ga_block_t *b = ap->block;
+    galloc_stat_pool_t sp = ap->pool->stat;
+    bool already_split = ga_block_is_split(b);
+
+    if (should_split(p, b, ap->size)) {
+        /* The old record keeps the tail (the free remainder); a new record is the front. */
+        ga_block_t *rest = b;
+        b = ga_records_get_block(&p->records);
+        *b = *rest;
+        b->size = ap->size;
+        b->next = rest;
+        if (b->prev != NULL)
+            b->prev->next = b;
+        else
+            b->seg->head = b;
+        rest->prev = b;
+        rest->addr += ap->size;
+        rest->size -= ap->size;
+        ga_blockpool_insert(ap->pool, rest);
+        if (b->seg->expandable) {
+            /* PyTorch keeps expandable segments out of inactive_split. */
+        } else if (already_split) {
+            /* An inactive split piece shrinks by what is handed out. */
+            ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
+        } else {
+            /* A whole segment is split for the first time: its rest is a new inactive split block. */
+            ga_stat_update(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
+            ga_stat_update(p->stats.inactive_split, sp, 1);
+        }
+    } else if (already_split && !b->seg->expandable) {
+        /* A free split piece becomes active whole. */
+        ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
+        ga_stat_update(p->stats.inactive_split, sp, -1);
+    }
+
+    b->allocated = true;
+    b->requested = ap->orig_size;
+    ga_ptrmap_insert(&p->ptrs, b);
+    ga_stat_update(p->stats.allocation, sp, 1);
+    ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
+    ga_stat_update(p->stats.active, sp, 1);
+    ga_stat_update(p->stats.active_bytes, sp, (int64_t)b->size);
+    ga_stat_update(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
+    if (b->size >= p->conf.max_split_size)
+        ga_stat_increase(&p->stats.oversize_allocations, 1);
+    ap->block = b;
+}
+
+galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
+{
+    *out = NULL;
+    if (size == 0)
+        return GALLOC_OK; /* PyTorch returns a null pointer and counts nothing */
+    if ((uint64_t)size >= GA_ONE_EXABYTE)
+        return ga_fail(p->err, GALLOC_E_OOM, "CUDA out of memory. Tried to allocate more than 1EB memory.");
+
+    /* Blocks freed on other streams whose work has completed come back first. */
+    if (p->pending_head != NULL) {
+        galloc_status_t st = ga_pool_process_events(p);
+        if (st != GALLOC_OK)
+            return st;
+    }
+
+    /* Everything this call may consume: a segment record, its first block, a
+     * split front, and one pointer-map slot. */
+    if (ga_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_ptrmap_reserve(&p->ptrs) != GALLOC_OK)
+        return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
+
+    ga_alloc_params_t ap;
+    ap.orig_size = size;
+    ap.size = ga_round_size(&p->conf, size);
+    ap.pool = ap.size <= GA_SMALL_SIZE ? &p->small : &p->large;
+    ap.alloc_size = ga_allocation_size(ap.size);
+    ap.stream = stream;
+    ap.block = NULL;
+
+    if (!get_free_block(p, &ap)) {
+        if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
+            ga_pool_garbage_collect(p);
+        galloc_status_t st = ga_pool_alloc_block(p, &ap, false);
+        if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
+            st = ga_pool_alloc_block(p, &ap, false);
+        if (st == GALLOC_E_OOM) {
+            bool were_pending = p->pending_blocks > 0;
+            ga_pool_release_cached_blocks(p);
+            /* galloc departs from PyTorch here on purpose: PyTorch retries only
+             * the device allocation, so a block that the synchronization just
+             * returned to a partly used segment cannot serve the request and
+             * the job dies (pytorch/pytorch#189504). galloc searches the pool
+             * again first, counting the retry as PyTorch would. */
+            if (were_pending && get_free_block(p, &ap)) {
+                p->stats.num_alloc_retries++;
+                st = GALLOC_OK;
+            } else {
+                st = ga_pool_alloc_block(p, &ap, true);
+            }
+        }
+        if (st == GALLOC_E_OOM)
+            return ga_pool_oom(p, &ap);
+        if (st != GALLOC_OK) {
+            char why[256];
+            ga_backend_error_string(p->backend, why, sizeof(why));
+            return ga_fail(p->err, st, "device allocation of %zu bytes failed: %s", ap.alloc_size,
+                           why[0] ? why : galloc_strerror(st));
+        }
+    }
+    alloc_found_block(p, &ap);
+    *out = (void *)ap.block->addr;
+    return GALLOC_OK;
+}

@@ -1,0 +1,43 @@
+/*
+ * oom.c: the out-of-memory report, in PyTorch's words and figures
+ * (DeviceCachingAllocator::malloc's failure branch in
+ * c10/cuda/CUDACachingAllocator.cpp). Users grep their logs for this text and
+ * compare the numbers, so it is reproduced exactly, including the double
+ * spaces. "Tried to allocate" shows the segment size PyTorch asked the device
+ * for, not the caller's request. galloc has no NVML, so the per-process part
+ * is empty (as PyTorch prints it when NVML is unavailable).
+ */
+#include <stdio.h>
+
+#include "pool/pool_int.h"
+
+/* The documentation link current PyTorch releases print (2.7 and later). */
+#define OOM_DOC_URL "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+
+galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
+{
+    size_t device_free = 0, device_total = 0;
+    (void)ga_backend_mem_info(p->backend, &device_free, &device_total);
+    p->stats.num_ooms++;
+
+    char tried[32], total[32], free_s[32], allowed[64] = "", alloc_s[32], unalloc[32];
+    ga_format_size(ap->alloc_size, tried, sizeof(tried));
+    ga_format_size(device_total, total, sizeof(total));
+    ga_format_size(device_free, free_s, sizeof(free_s));
+    if (p->set_fraction) {
+        char a[32];
+        ga_format_size(p->allowed_memory_maximum, a, sizeof(a));
+        snprintf(allowed, sizeof(allowed), "%s allowed; ", a);
+    }
+    int64_t allocated = p->stats.allocated_bytes[GALLOC_STAT_ALL].current;
+    int64_t reserved = p->stats.reserved_bytes[GALLOC_STAT_ALL].current;
+    ga_format_size((uint64_t)allocated, alloc_s, sizeof(alloc_s));
+    ga_format_size((uint64_t)(reserved - allocated), unalloc, sizeof(unalloc));
+    return ga_fail(p->err, GALLOC_E_OOM,
+                   "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
+                   "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
+                   "unallocated. If reserved but unallocated memory is large try setting "
+                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                   "Memory Management  (" OOM_DOC_URL ")",
+                   tried, p->device, total, free_s, allowed, alloc_s, unalloc);
+}

@@ -1,0 +1,115 @@
+/*
+ * pool.c: a pool's life cycle and its cold-path calls (memory fraction, device
+ * info, stats copies, empty_cache) plus ga_fail, the one place errors are
+ * recorded.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
+{
+    if (err == NULL)
+        return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    err->status = status;
+    return status;
+}
+
+galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
+                               ga_pool_t **out)
+{
+    *out = NULL;
+    size_t device_free = 0, device_total = 0;
+    galloc_status_t st = ga_backend_mem_info(backend, &device_free, &device_total);
+    if (st != GALLOC_OK)
+        return ga_fail(err, st, "could not read device %d's memory size: %s", device, galloc_strerror(st));
+    const galloc_backend_ops_t *ops = backend->ops;
+    if (conf->expandable_segments && !(GA_BACKEND_HAS(ops, va_reserve) && GA_BACKEND_HAS(ops, va_release) &&
+                                       GA_BACKEND_HAS(ops, map) && GA_BACKEND_HAS(ops, unmap)))
+        return ga_fail(err, GALLOC_E_UNSUPPORTED,
+                       "expandable_segments:True needs a device backend with virtual memory (va_reserve, map, "
+                       "unmap, va_release); \"%s\" has none",
+                       ops->name);
+    ga_pool_t *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
+    p->conf = *conf;
+    p->backend = backend;
+    p->device = device;
+    p->device_total = device_total;
+    p->err = err;
+    ga_blockpool_init(&p->small, true);
+    ga_blockpool_init(&p->large, false);
+    ga_ptrmap_init(&p->ptrs);
+    ga_records_init(&p->records);
+    ga_stats_init(&p->stats, conf->max_split_size);
+    *out = p;
+    return GALLOC_OK;
+}
+
+void ga_pool_destroy(ga_pool_t *p)
+{
+    if (p == NULL)
+        return;
+    /* Every segment goes back, live blocks or not: the caller's pointers die with the allocator. */
+    for (ga_segment_t *s = p->segments; s != NULL; s = s->next) {
+        if (s->expandable)
+            ga_pool_expandable_teardown(p, s);
+        else
+            (void)ga_backend_segment_free(p->backend, s->base, s->size, s->stream);
+    }
+    ga_pool_events_destroy(p);
+    ga_ptrmap_destroy(&p->ptrs);
+    ga_records_destroy(&p->records);
+    free(p);
+}
+
+galloc_status_t ga_pool_empty_cache(ga_pool_t *p)
+{
+    ga_pool_release_cached_blocks(p);
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_set_fraction(ga_pool_t *p, double fraction)
+{
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+        return ga_fail(p->err, GALLOC_E_INVAL, "Invalid fraction value: %g. Allowed range: 0~1", fraction);
+    size_t device_free, device_total;
+    galloc_status_t st = ga_backend_mem_info(p->backend, &device_free, &device_total);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "could not read the device's memory size: %s", galloc_strerror(st));
+    /* PyTorch truncates fraction * total to bytes (setMemoryFraction). */
+    p->allowed_memory_maximum = (size_t)(fraction * (double)device_total);
+    p->set_fraction = true;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_memory_info(ga_pool_t *p, size_t *free_bytes, size_t *total_bytes)
+{
+    galloc_status_t st = ga_backend_mem_info(p->backend, free_bytes, total_bytes);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "device memory info failed: %s", galloc_strerror(st));
+    return GALLOC_OK;
+}
+
+void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out)
+{
+    ga_stats_copy(out, &p->stats);
+}
+
+void ga_pool_reset_peak(ga_pool_t *p)
+{
+    ga_stats_reset_peak(&p->stats);
+}
+
+void ga_pool_reset_accumulated(ga_pool_t *p)
+{
+    ga_stats_reset_accumulated(&p->stats);
+}

@@ -1,0 +1,70 @@
+/*
+ * pool.h: the pool layer's interface to api/: PyTorch's native caching
+ * allocator policy (DeviceCachingAllocator in pytorch/pytorch
+ * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend.
+ *
+ * Locking: the pool has no lock of its own. api/ holds the allocator's lock
+ * around every call, so all functions here run single-threaded per pool.
+ */
+#ifndef GA_POOL_H
+#define GA_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_allocator.h"
+#include "api/galloc_stats.h"
+#include "api/galloc_status.h"
+#include "backend/backend.h"
+#include "conf/conf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An error sink: the status of the last failure and its message. Owned by the
+ * allocator front end, written only under its lock. */
+typedef struct ga_err {
+    galloc_status_t status;     /* last failure's status, GALLOC_OK if none */
+    char msg[GALLOC_ERROR_MAX]; /* its message, NUL-terminated */
+} ga_err_t;
+
+/* ga_fail: record status and a printf-style message in err; returns status so
+ * that every failure is one `return ga_fail(...)` (one breakpoint sees all). */
+galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+typedef struct ga_pool ga_pool_t;
+
+/*
+ * ga_pool_create: a caching pool on an opened backend (not owned: the caller
+ * closes it after ga_pool_destroy). conf is copied. err receives messages for
+ * this and every later call. Returns GALLOC_OK, GALLOC_E_NOMEM, or
+ * GALLOC_E_UNSUPPORTED for settings the backend or pool cannot honour.
+ */
+galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
+                               ga_pool_t **out);
+
+/* ga_pool_destroy: give every segment back to the backend and free the pool. */
+void ga_pool_destroy(ga_pool_t *p);
+
+galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out);
+galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr);
+galloc_status_t ga_pool_empty_cache(ga_pool_t *p);
+galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream);
+galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
+galloc_status_t ga_pool_set_fraction(ga_pool_t *p, double fraction);
+galloc_status_t ga_pool_memory_info(ga_pool_t *p, size_t *free_bytes, size_t *total_bytes);
+void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out);
+void ga_pool_reset_peak(ga_pool_t *p);
+void ga_pool_reset_accumulated(ga_pool_t *p);
+galloc_status_t ga_pool_check(ga_pool_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_POOL_H */

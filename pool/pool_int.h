@@ -1,0 +1,229 @@
+/*
+ * pool_int.h: the pool's private structures. Only the pool sources and tests/pool/ (through
+ * their C shim) include this.
+ *
+ * Model (PyTorch's DeviceCachingAllocator, c10/cuda/CUDACachingAllocator.cpp):
+ *   - a segment is one device allocation; it is tiled by blocks linked in
+ *     address order (prev/next); a block is allocated or free;
+ *   - every free block sits in the free set of its block pool (small or
+ *     large), ordered by (stream, size, address) for best fit;
+ *   - every allocated block sits in the pointer map (address -> block).
+ *
+ * Locking: the allocator's lock (held by api/) covers everything here.
+ * Memory: block and segment records are recycled through free lists; the
+ * hot path (cache hit, free) allocates nothing once the pool has warmed up.
+ */
+#ifndef GA_POOL_INT_H
+#define GA_POOL_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_stats.h"
+#include "backend/backend.h"
+#include "conf/conf.h"
+#include "pool/avl.h"
+#include "pool/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PyTorch's constants (CUDACachingAllocator.cpp / CachingDeviceAllocator.h). */
+#define GA_MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize: rounding unit */
+#define GA_SMALL_SIZE ((size_t)1 << 20)           /* kSmallSize: largest small-pool request */
+#define GA_SMALL_BUFFER ((size_t)2 << 20)         /* kSmallBuffer: small segment size */
+#define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: segment for 1..10 MiB */
+#define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
+#define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
+#define GA_ONE_EXABYTE ((uint64_t)1 << 60)        /* allocate() refuses sizes >= this */
+
+typedef struct ga_block ga_block_t;
+typedef struct ga_segment ga_segment_t;
+
+/* An event record: a backend event handle, pooled and reused (PyTorch's
+ * EventPool). While reserved by record_stream it names the stream to record on;
+ * after the block's free it waits in the pool's pending queue. */
+typedef struct ga_event {
+    uintptr_t handle;         /* backend event (created on the cold path) */
+    galloc_stream_t stream;   /* stream the block was used on */
+    ga_block_t *block;        /* block waiting on this event (pending only) */
+    struct ga_event *next;    /* block's use list / pending queue / free list */
+} ga_event_t;
+
+/* PyTorch's BlockPool: the free blocks of one size class. */
+typedef struct ga_blockpool {
+    ga_avl_t free;                      /* free mapped blocks by (stream, size, address) */
+    ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
+    bool is_small;                      /* small pool (<= 1 MiB requests) */
+    galloc_stat_pool_t stat;            /* GALLOC_STAT_SMALL_POOL or _LARGE_POOL */
+    int64_t get_free_blocks_call_count; /* GC clock: searches while GC is on */
+} ga_blockpool_t;
+
+struct ga_block {
+    uintptr_t addr;            /* device address */
+    size_t size;               /* bytes, a multiple of 512 */
+    size_t requested;          /* caller's unrounded size while allocated */
+    galloc_stream_t stream;    /* the stream the segment was allocated for */
+    ga_blockpool_t *pool;      /* the block pool the segment belongs to */
+    ga_segment_t *seg;         /* owning segment */
+    ga_block_t *prev, *next;   /* address-ordered neighbours within the segment */
+    ga_avl_node_t node;        /* free-set link (free blocks only) */
+    ga_block_t *hash_next;     /* pointer-map chain (allocated) / record free list */
+    int64_t gc_count_base;     /* pool GC clock when last inserted into the free set */
+    bool allocated;            /* handed out to a caller */
+    bool mapped;               /* backed by memory (always, except unmapped expandable ranges) */
+    uint32_t event_count;      /* events still to complete before a freed block returns to its pool */
+    ga_event_t *uses;          /* record_stream: one reserved event per other stream used */
+};
+
+struct ga_segment {
+    uintptr_t base;            /* device address of the segment (expandable: of its VA range) */
+    size_t size;               /* bytes obtained from the backend (expandable: VA range size) */
+    bool expandable;           /* an expandable segment: a VA range mapped page by page */
+    size_t page;               /* expandable: page size (2 MiB small pool, 20 MiB large) */
+    galloc_stream_t stream;    /* stream it was allocated for */
+    ga_blockpool_t *pool;      /* block pool (small or large) */
+    ga_block_t *head;          /* lowest-address block */
+    ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
+};
+
+/* Pointer map: allocated blocks by address, chained hashing. The bucket array
+ * grows only when the number of live blocks exceeds its previous high mark. */
+typedef struct ga_ptrmap {
+    ga_block_t **buckets; /* nbuckets chains */
+    size_t nbuckets;      /* a power of two */
+    size_t count;         /* allocated blocks in the map */
+} ga_ptrmap_t;
+
+/* Record pools: recycled block and segment records, allocated in chunks. */
+typedef struct ga_records {
+    ga_block_t *free_blocks;     /* recycled block records (linked by hash_next) */
+    ga_segment_t *free_segments; /* recycled segment records (linked by next) */
+    void *chunks;                /* every chunk allocated, for destroy */
+    size_t blocks_total;         /* block records ever allocated (growth counter for tests) */
+    size_t segments_total;       /* segment records ever allocated */
+} ga_records_t;
+
+struct ga_pool {
+    ga_conf_t conf;                 /* effective settings (copied at create) */
+    ga_backend_t *backend;          /* the device (not owned) */
+    int device;                     /* device index, for messages */
+    ga_err_t *err;                  /* error sink (the front end's) */
+    ga_blockpool_t small, large;    /* PyTorch's small_blocks / large_blocks */
+    ga_ptrmap_t ptrs;               /* allocated blocks */
+    ga_records_t records;           /* recycled records */
+    ga_segment_t *segments;         /* live segments, most recent first */
+    galloc_stats_t stats;           /* PyTorch's DeviceStats */
+    size_t total_allocated_memory;  /* bytes of live segments (== reserved_bytes.all.current) */
+    size_t device_total;            /* device bytes (sizes expandable VA ranges) */
+    ga_event_t *events_free;        /* pooled event records with live handles */
+    ga_event_t *pending_head;       /* events recorded at frees, oldest first */
+    ga_event_t *pending_tail;
+    size_t pending_blocks;          /* blocks freed but waiting on events */
+    void *event_chunks;             /* allocations holding event records */
+    bool set_fraction;              /* a memory fraction was set */
+    size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
+};
+
+/* Request parameters, PyTorch's AllocParams. */
+typedef struct ga_alloc_params {
+    size_t orig_size;           /* caller's bytes */
+    size_t size;                /* rounded (round_size) */
+    size_t alloc_size;          /* segment size if a new one is needed */
+    galloc_stream_t stream;
+    ga_blockpool_t *pool;
+    ga_block_t *block;          /* result */
+    galloc_status_t status;     /* why alloc_block failed: OOM or other */
+} ga_alloc_params_t;
+
+/* round.c */
+size_t ga_round_size(const ga_conf_t *c, size_t size);
+size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
+size_t ga_allocation_size(size_t rounded);
+void ga_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* records.c */
+void ga_records_init(ga_records_t *r);
+void ga_records_destroy(ga_records_t *r);
+/* Ensure at least n block records and m segment records are free (cold path). */
+galloc_status_t ga_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments);
+ga_block_t *ga_records_get_block(ga_records_t *r);
+void ga_records_put_block(ga_records_t *r, ga_block_t *b);
+ga_segment_t *ga_records_get_segment(ga_records_t *r);
+void ga_records_put_segment(ga_records_t *r, ga_segment_t *s);
+
+/* ptrmap.c */
+void ga_ptrmap_init(ga_ptrmap_t *m);
+void ga_ptrmap_destroy(ga_ptrmap_t *m);
+/* Make room for one more entry (may allocate: GALLOC_E_NOMEM). */
+galloc_status_t ga_ptrmap_reserve(ga_ptrmap_t *m);
+void ga_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b);
+ga_block_t *ga_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr);
+void ga_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
+
+/* blockpool.c: free sets. */
+void ga_blockpool_init(ga_blockpool_t *bp, bool is_small);
+void ga_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
+void ga_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
+void ga_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+void ga_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+/* First unmapped block of `stream` (lowest address), and its successor. */
+ga_block_t *ga_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
+ga_block_t *ga_blockpool_unmapped_next(ga_block_t *b);
+/* First free block not ordered before (stream, size, address 0), or NULL. */
+ga_block_t *ga_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
+ga_block_t *ga_blockpool_first(ga_blockpool_t *bp);
+ga_block_t *ga_blockpool_last(ga_blockpool_t *bp);
+ga_block_t *ga_blockpool_next(ga_block_t *b);
+ga_block_t *ga_blockpool_prev(ga_block_t *b);
+static inline bool ga_block_is_split(const ga_block_t *b)
+{
+    return b->prev != NULL || b->next != NULL;
+}
+
+/* malloc.c */
+galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry);
+
+/* expandable.c: expandable segments (expandable_segments:True). */
+galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t *ap);
+/* Unmap the whole pages inside a free mapped expandable block; releases the
+ * segment's VA range when nothing of it stays mapped. */
+void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b);
+/* Give an expandable segment back whole (destroy): unmap every mapped page, free the VA. */
+void ga_pool_expandable_teardown(ga_pool_t *p, ga_segment_t *seg);
+
+/* streams.c: cross-stream use (record_stream) and deferred frees. */
+galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream);
+/* free() of a block with stream uses: record the events; the block stays active. */
+galloc_status_t ga_pool_insert_events(ga_pool_t *p, ga_block_t *b);
+/* Return blocks whose events have all completed (start of every malloc). */
+galloc_status_t ga_pool_process_events(ga_pool_t *p);
+/* Wait for every pending event and return its block (counts num_sync_all_streams). */
+void ga_pool_synchronize_and_free_events(ga_pool_t *p);
+galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
+void ga_pool_events_destroy(ga_pool_t *p);
+
+/* release.c: giving cached memory back. */
+void ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
+bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap);
+void ga_pool_release_cached_blocks(ga_pool_t *p);
+void ga_pool_garbage_collect(ga_pool_t *p);
+
+/* free.c */
+void ga_pool_free_block(ga_pool_t *p, ga_block_t *b);
+/* Absorb src into dst if src is a free neighbour in the same mapped state;
+ * returns the bytes absorbed (0 if not merged). */
+size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src);
+/* Segment list maintenance. */
+void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg);
+void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);
+
+/* oom.c */
+galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_POOL_INT_H */

@@ -1,0 +1,150 @@
+/*
+ * release.c: giving cached segments back to the device. Three paths, as in
+ * PyTorch's c10/cuda/CUDACachingAllocator.cpp:
+ *   release_available_cached_blocks: free oversize cached blocks to make room
+ *     for one request (only when max_split_size_mb is set);
+ *   release_cached_blocks: free every whole cached segment (empty_cache and
+ *     the last retry before OOM), after synchronizing outstanding events;
+ *   garbage_collect_cached_blocks: free the oldest whole cached segments of
+ *     the large pool until reserved memory is under the GC threshold.
+ */
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+/* PyTorch's release_block: one whole free segment back to the device. If the
+ * device refuses, the segment stays cached (nothing is lost or miscounted). */
+void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
+{
+    ga_segment_t *seg = b->seg;
+    if (ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
+        return;
+    p->stats.num_device_free++;
+    p->total_allocated_memory -= seg->size;
+    ga_stat_update(p->stats.segment, b->pool->stat, -1);
+    ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)seg->size);
+    if (seg->size >= p->conf.max_split_size)
+        ga_stat_decrease(&p->stats.oversize_segments, 1);
+    ga_blockpool_remove(b->pool, b);
+    ga_pool_unlink_segment(p, seg);
+    ga_records_put_block(&p->records, b);
+    ga_records_put_segment(&p->records, seg);
+}
+
+bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap)
+{
+    uint64_t mss = p->conf.max_split_size;
+    if (mss == UINT64_MAX)
+        return false;
+    size_t key = ap->size < mss ? (size_t)mss : ap->size;
+    ga_blockpool_t *bp = ap->pool;
+    ga_block_t *b = ga_blockpool_lower_bound(bp, ap->stream, key);
+    if (b != NULL && b->stream == ap->stream) {
+        /* A piece of a split segment cannot go back alone; PyTorch never expects
+         * one here (it would hand it to cudaFree), galloc declines instead and
+         * lets the full flush run. */
+        if (ga_block_is_split(b) || b->seg->expandable)
+            return false;
+        ga_pool_release_block(p, b);
+        return true;
+    }
+    /* No single block is large enough: free oversize blocks of this stream,
+     * largest first, until enough is released. */
+    ga_block_t *cur = b != NULL ? ga_blockpool_prev(b) : ga_blockpool_last(bp);
+    size_t released = 0;
+    while (cur != NULL && released < key && cur->size >= mss && cur->stream == ap->stream) {
+        ga_block_t *prev = ga_blockpool_prev(cur);
+        /* Oversize blocks are whole segments except in one corner case (an odd
+         * max_split_size_mb can split an oversize segment); PyTorch would hand
+         * such a piece to cudaFree, galloc skips it. */
+        if (!ga_block_is_split(cur) && !cur->seg->expandable) {
+            released += cur->size;
+            ga_pool_release_block(p, cur);
+        }
+        cur = prev;
+    }
+    return released >= key;
+}
+
+/* PyTorch's release_blocks: every whole free segment of one block pool, in
+ * free-set order; free expandable blocks are gathered first (unmapping
+ * changes the free set) and then unmapped page by page. */
+static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
+{
+    ga_block_t *to_unmap = NULL; /* linked through hash_next, unused by free blocks */
+    ga_block_t *b = ga_blockpool_first(bp);
+    while (b != NULL) {
+        ga_block_t *next = ga_blockpool_next(b);
+        if (b->seg->expandable) {
+            b->hash_next = to_unmap;
+            to_unmap = b;
+        } else if (!ga_block_is_split(b)) {
+            ga_pool_release_block(p, b);
+        }
+        b = next;
+    }
+    /* The list is in reverse set order; PyTorch unmaps in set order. */
+    ga_block_t *ordered = NULL;
+    while (to_unmap != NULL) {
+        ga_block_t *n = to_unmap->hash_next;
+        to_unmap->hash_next = ordered;
+        ordered = to_unmap;
+        to_unmap = n;
+    }
+    while (ordered != NULL) {
+        ga_block_t *n = ordered->hash_next;
+        ordered->hash_next = NULL;
+        ga_pool_unmap_block(p, ordered);
+        ordered = n;
+    }
+}
+
+void ga_pool_release_cached_blocks(ga_pool_t *p)
+{
+    /* Blocks waiting on events come back first (counted even when none wait). */
+    ga_pool_synchronize_and_free_events(p);
+    release_blocks(p, &p->large);
+    release_blocks(p, &p->small);
+}
+
+static int64_t gc_age(const ga_block_t *b)
+{
+    return b->pool->get_free_blocks_call_count - b->gc_count_base;
+}
+
+void ga_pool_garbage_collect(ga_pool_t *p)
+{
+    size_t threshold = (size_t)(p->conf.garbage_collection_threshold * (double)p->allowed_memory_maximum);
+    if (p->total_allocated_memory <= threshold)
+        return;
+    size_t target = p->total_allocated_memory - threshold;
+    size_t reclaimed = 0;
+    double total_age = 0.0;
+    size_t freeable = 0;
+    for (ga_block_t *b = ga_blockpool_first(&p->large); b != NULL; b = ga_blockpool_next(b)) {
+        if (!ga_block_is_split(b)) {
+            total_age += (double)gc_age(b);
+            freeable++;
+        }
+    }
+    if (freeable == 0)
+        return;
+    /* Free whole segments whose age is at least the average, recomputing the
+     * average after each full pass, until enough is reclaimed. */
+    bool freed = true;
+    while (reclaimed < target && freed && freeable > 0) {
+        double age_threshold = total_age / (double)freeable;
+        freed = false;
+        ga_block_t *b = ga_blockpool_first(&p->large);
+        while (b != NULL) {
+            ga_block_t *next = ga_blockpool_next(b);
+            if (!ga_block_is_split(b) && !b->seg->expandable && (double)gc_age(b) >= age_threshold) {
+                freed = true;
+                reclaimed += b->size;
+                total_age -= (double)gc_age(b);
+                freeable--;
+                ga_pool_release_block(p, b);
+            }
+            b = next;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * round.c: request rounding, segment sizes and PyTorch's size formatting.
+ *
+ * These decide allocated_bytes and reserved_bytes, so they follow PyTorch to
+ * the byte: round_size / roundup_power2_next_division / get_allocation_size in
+ * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (get_round_size and
+ * get_allocation_size in c10/core/CachingDeviceAllocator.h on newest main), and
+ * c10's format_size for the OOM message.
+ */
+#include <stdio.h>
+
+#include "pool/pool_int.h"
+
+static unsigned log2_floor(uint64_t x)
+{
+    return 63u - (unsigned)__builtin_clzll(x);
+}
+
+/* The candidates between 2^k and 2^(k+1) are 2^k + j * 2^k / divisions; the
+ * result is the smallest candidate >= size. Exact powers of two stay. */
+size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions)
+{
+    if ((size & (size - 1)) == 0)
+        return size;
+    uint64_t floor2 = (uint64_t)1 << log2_floor(size);
+    uint64_t step = floor2 >> log2_floor(divisions);
+    if (step == 0)
+        return (size_t)(floor2 << 1);
+    uint64_t down = (uint64_t)size & ~(step - 1);
+    return down == size ? size : (size_t)(down + step);
+}
+
+size_t ga_round_size(const ga_conf_t *c, size_t size)
+{
+    if (size < GA_MIN_BLOCK_SIZE)
+        return GA_MIN_BLOCK_SIZE;
+    uint32_t d = ga_conf_roundup_divisions(c, size);
+    /* PyTorch applies power-of-two divisions only above 512 * divisions bytes,
+     * so 1200 B under divisions 4 rounds to 1536, not 1280. */
+    if (d > 1 && size > GA_MIN_BLOCK_SIZE * d)
+        return ga_roundup_power2_next_division(size, d);
+    return GA_MIN_BLOCK_SIZE * ((size + GA_MIN_BLOCK_SIZE - 1) / GA_MIN_BLOCK_SIZE);
+}
+
+size_t ga_allocation_size(size_t rounded)
+{
+    if (rounded <= GA_SMALL_SIZE)
+        return GA_SMALL_BUFFER;
+    if (rounded < GA_MIN_LARGE_ALLOC)
+        return GA_LARGE_BUFFER;
+    return GA_ROUND_LARGE * ((rounded + GA_ROUND_LARGE - 1) / GA_ROUND_LARGE);
+}
+
+void ga_format_size(uint64_t bytes, char *buf, size_t len)
+{
+    if (bytes <= 1024)
+        snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+    else if (bytes <= 1048576)
+        snprintf(buf, len, "%.2f KiB", (double)bytes / 1024.0);
+    else if (bytes <= 1073741824ull)
+        snprintf(buf, len, "%.2f MiB", (double)bytes / 1048576.0);
+    else
+        snprintf(buf, len, "%.2f GiB", (double)bytes / 1073741824.0);
+}

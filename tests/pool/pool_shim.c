@@ -1,0 +1,146 @@
+/* pool_shim.c: see pool_shim.h. */
+#include "tests/pool/pool_shim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/backend.h"
+#include "backend/sim.h"
+#include "conf/conf.h"
+#include "pool/pool_int.h"
+
+struct pool_shim {
+    ga_backend_t backend;
+    ga_err_t err;
+    ga_pool_t *pool;
+};
+
+pool_shim_t *pool_shim_new(const char *conf, uint64_t capacity, char *err, size_t errlen)
+{
+    ga_conf_t c;
+    ga_conf_defaults(&c);
+    if (ga_conf_parse(conf, &c, err, errlen) != GALLOC_OK)
+        return NULL;
+    pool_shim_t *s = calloc(1, sizeof(*s));
+    galloc_backend_args_t args = {0};
+    args.struct_size = sizeof(args);
+    args.capacity = capacity;
+    args.flags = (c.sim_manual_events ? GALLOC_BACKEND_F_MANUAL_EVENTS : 0) | (c.sim_backed ? GALLOC_BACKEND_F_BACKED : 0);
+    if (s == NULL || ga_backend_open(&s->backend, "sim", &args, err, errlen) != GALLOC_OK) {
+        free(s);
+        return NULL;
+    }
+    if (ga_pool_create(&c, &s->backend, 0, &s->err, &s->pool) != GALLOC_OK) {
+        snprintf(err, errlen, "%s", s->err.msg);
+        ga_backend_close(&s->backend);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void pool_shim_delete(pool_shim_t *s)
+{
+    if (s == NULL)
+        return;
+    ga_pool_destroy(s->pool);
+    ga_backend_close(&s->backend);
+    free(s);
+}
+
+galloc_status_t pool_shim_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
+{
+    void *p = NULL;
+    galloc_status_t st = ga_pool_malloc(s->pool, size, stream, &p);
+    *addr = (uintptr_t)p;
+    return st;
+}
+
+galloc_status_t pool_shim_free(pool_shim_t *s, uintptr_t addr)
+{
+    return ga_pool_free(s->pool, (void *)addr);
+}
+
+galloc_status_t pool_shim_empty_cache(pool_shim_t *s)
+{
+    return ga_pool_empty_cache(s->pool);
+}
+
+galloc_status_t pool_shim_record_stream(pool_shim_t *s, uintptr_t addr, uintptr_t stream)
+{
+    return ga_pool_record_stream(s->pool, (void *)addr, stream);
+}
+
+galloc_status_t pool_shim_stream_sync(pool_shim_t *s, uintptr_t stream)
+{
+    return ga_pool_stream_synchronize(s->pool, stream);
+}
+
+size_t pool_shim_pending_blocks(pool_shim_t *s)
+{
+    return s->pool->pending_blocks;
+}
+
+galloc_status_t pool_shim_set_fraction(pool_shim_t *s, double f)
+{
+    return ga_pool_set_fraction(s->pool, f);
+}
+
+galloc_status_t pool_shim_check(pool_shim_t *s)
+{
+    return ga_pool_check(s->pool);
+}
+
+void pool_shim_stats(pool_shim_t *s, galloc_stats_t *out)
+{
+    out->struct_size = sizeof(*out);
+    ga_pool_stats(s->pool, out);
+}
+
+const char *pool_shim_error(pool_shim_t *s)
+{
+    return s->err.msg;
+}
+
+size_t pool_shim_block_records(pool_shim_t *s)
+{
+    return s->pool->records.blocks_total;
+}
+
+size_t pool_shim_free_blocks(pool_shim_t *s, int small)
+{
+    return (small ? &s->pool->small : &s->pool->large)->free.count;
+}
+
+size_t pool_shim_segments(pool_shim_t *s)
+{
+    size_t n = 0;
+    for (ga_segment_t *g = s->pool->segments; g != NULL; g = g->next)
+        n++;
+    return n;
+}
+
+size_t pool_shim_round(const char *conf, size_t size)
+{
+    ga_conf_t c;
+    ga_conf_defaults(&c);
+    char err[256];
+    if (ga_conf_parse(conf, &c, err, sizeof(err)) != GALLOC_OK)
+        return 0;
+    return ga_round_size(&c, size);
+}
+
+size_t pool_shim_alloc_size(size_t rounded)
+{
+    return ga_allocation_size(rounded);
+}
+
+void pool_shim_format_size(uint64_t bytes, char *buf, size_t len)
+{
+    ga_format_size(bytes, buf, len);
+}
+
+void pool_shim_fail_from(pool_shim_t *s, uint64_t nth)
+{
+    ga_sim_set_faults(s->backend.state, 0, nth, 0);
+}

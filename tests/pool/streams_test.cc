@@ -1,0 +1,169 @@
+// streams_test: blocks used on several streams (record_stream), deferred frees,
+// and the synchronizing paths, on the sim device with manual events (an event
+// completes only when its stream is synchronized).
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "api/galloc_stats.h"
+#include "tests/pool/pool_shim.h"
+}
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20, GiB = 1ull << 30;
+constexpr int ALL = GALLOC_STAT_ALL;
+constexpr uintptr_t S0 = 0, S1 = 0x1001, S2 = 0x1002;
+
+class Streams : public ::testing::Test {
+  protected:
+    void Make(const char *conf, uint64_t capacity = 80 * GiB)
+    {
+        char err[512] = "";
+        if (s_ != nullptr)
+            pool_shim_delete(s_);
+        s_ = pool_shim_new(conf, capacity, err, sizeof err);
+        ASSERT_NE(s_, nullptr) << err;
+    }
+    void SetUp() override { Make("sim_manual_events:True"); }
+    void TearDown() override
+    {
+        if (s_ != nullptr) {
+            EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
+            pool_shim_delete(s_);
+        }
+    }
+    uintptr_t Alloc(size_t n, uintptr_t stream = S0)
+    {
+        uintptr_t a = 0;
+        EXPECT_EQ(pool_shim_malloc(s_, n, stream, &a), GALLOC_OK) << pool_shim_error(s_);
+        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
+        return a;
+    }
+    void Free(uintptr_t a)
+    {
+        EXPECT_EQ(pool_shim_free(s_, a), GALLOC_OK) << pool_shim_error(s_);
+        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
+    }
+    galloc_stats_t Stats()
+    {
+        galloc_stats_t st;
+        pool_shim_stats(s_, &st);
+        return st;
+    }
+    pool_shim_t *s_ = nullptr;
+};
+
+TEST_F(Streams, BlockIsNotReusedUntilItsEventCompletes)
+{
+    uintptr_t a = Alloc(4096);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 1u);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocation[ALL].current, 0);  // dropped at the free
+    EXPECT_EQ(st.allocated_bytes[ALL].current, 0);
+    EXPECT_EQ(st.active[ALL].current, 1);      // still active until the event completes
+    EXPECT_EQ(st.active_bytes[ALL].current, 4096);
+    EXPECT_EQ(st.requested_bytes[ALL].current, 4096);
+    uintptr_t b = Alloc(4096); // S1 has not finished: a cannot be reused
+    EXPECT_NE(b, a);
+    ASSERT_EQ(pool_shim_stream_sync(s_, S1), GALLOC_OK);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 1u); // returned at the next malloc, as PyTorch does
+    uintptr_t c = Alloc(4096);
+    EXPECT_EQ(c, a);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 0u);
+    EXPECT_EQ(Stats().active[ALL].current, 2);
+    Free(b);
+    Free(c);
+}
+
+TEST_F(Streams, FreeWithoutOtherStreamsIsImmediate)
+{
+    uintptr_t a = Alloc(4096);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S0), GALLOC_OK); // its own stream: no event
+    Free(a);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 0u);
+    EXPECT_EQ(Stats().active[ALL].current, 0);
+    EXPECT_EQ(Alloc(4096), a);
+}
+
+TEST_F(Streams, EveryUsingStreamMustFinish)
+{
+    uintptr_t a = Alloc(4096);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S2), GALLOC_OK);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S2), GALLOC_OK); // recorded once
+    Free(a);
+    ASSERT_EQ(pool_shim_stream_sync(s_, S1), GALLOC_OK);
+    EXPECT_NE(Alloc(4096), a); // S2 still running
+    ASSERT_EQ(pool_shim_stream_sync(s_, S2), GALLOC_OK);
+    EXPECT_EQ(Alloc(4096), a);
+}
+
+TEST_F(Streams, EmptyCacheSynchronizesAndCounts)
+{
+    uintptr_t a = Alloc(4096);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    ASSERT_EQ(pool_shim_empty_cache(s_), GALLOC_OK);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    EXPECT_EQ(st.active[ALL].current, 0);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 0); // the waited-for block made its segment whole
+    EXPECT_EQ(st.num_device_free, 1);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 0u);
+}
+
+TEST_F(Streams, OomSatisfiedAfterSynchronizingSucceeds)
+{
+    // The pending block sits in a segment that also holds a live block, so the
+    // flush cannot release it; only searching the pool again after the
+    // synchronization finds it (PyTorch would OOM here, pytorch/pytorch#189504).
+    Make("sim_manual_events:True", 40 * MiB);
+    uintptr_t keep = Alloc(4 * MiB);       // 20 MiB segment: keep | rest
+    uintptr_t a = Alloc(12 * MiB);         // taken from the same segment
+    uintptr_t big = Alloc(18 * MiB);       // 18 MiB segment: device now has 2 MiB left
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    uintptr_t b = Alloc(12 * MiB); // no free block, no room: flush + sync, then found
+    EXPECT_EQ(b, a);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_ooms, 0);
+    EXPECT_EQ(st.num_alloc_retries, 1);
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    Free(b);
+    Free(keep);
+    Free(big);
+}
+
+TEST_F(Streams, RecordStreamOnUnknownPointers)
+{
+    uintptr_t a = Alloc(4096);
+    Free(a);
+    EXPECT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_E_NOT_OWNED);
+    EXPECT_EQ(pool_shim_record_stream(s_, 0xdead000, S1), GALLOC_E_NOT_OWNED);
+}
+
+TEST_F(Streams, ImmediateEventsInDefaultMode)
+{
+    Make("");
+    uintptr_t a = Alloc(4096);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    EXPECT_EQ(pool_shim_pending_blocks(s_), 1u); // pending until the next malloc polls
+    EXPECT_EQ(Alloc(4096), a);
+}
+
+TEST_F(Streams, EventRecordsAreReused)
+{
+    for (int i = 0; i < 1000; i++) {
+        uintptr_t a = Alloc(4096);
+        ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+        Free(a);
+        ASSERT_EQ(pool_shim_stream_sync(s_, S1), GALLOC_OK);
+    }
+    EXPECT_EQ(Stats().num_device_alloc, 1);
+    EXPECT_LE(pool_shim_pending_blocks(s_), 1u);
+}
+
+} // namespace
