@@ -6,5 +6,6 @@
 #include "api/galloc_backend.h"
 #include "api/galloc_stats.h"
 #include "api/galloc_status.h"
+#include "api/galloc_trace.h"
 
 #endif /* GALLOC_H */

@@ -40,7 +40,10 @@ typedef struct galloc_allocator galloc_allocator_t;
  *   conf:    a PYTORCH_CUDA_ALLOC_CONF-style string, e.g.
  *            "max_split_size_mb:512,roundup_power2_divisions:4", or NULL/"" for
  *            PyTorch's defaults. galloc's own keys (sim_capacity:80GiB, ...) are
- *            accepted in the same string. The environment is not read here.
+ *            accepted in the same string. It is applied on top of the
+ *            environment: PYTORCH_ALLOC_CONF (or, if unset,
+ *            PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then conf; each
+ *            overrides only the keys it names.
  *   out:     receives the allocator; set to NULL on failure.
  *   err:     if non-NULL, receives a message on failure (errlen bytes, NUL-terminated).
  * Returns GALLOC_OK; GALLOC_E_INVAL (NULL out, device < 0); GALLOC_E_CONFIG (bad
@@ -76,6 +79,24 @@ GALLOC_API galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, gal
  * leaving the allocator untouched; GALLOC_E_INVAL for a NULL allocator.
  */
 GALLOC_API galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr);
+
+/*
+ * galloc_record_stream: mark the block at ptr as used on `stream` as well as on
+ * the stream it was allocated for (PyTorch's Tensor.record_stream). When the
+ * block is freed, it is only reused after the work queued on every such stream
+ * up to the free has completed (an event is recorded on each). Returns
+ * GALLOC_OK; GALLOC_E_NOT_OWNED for a pointer that is not a live block of this
+ * allocator; GALLOC_E_UNSUPPORTED if the backend has no events.
+ */
+GALLOC_API galloc_status_t galloc_record_stream(galloc_allocator_t *a, void *ptr, galloc_stream_t stream);
+
+/*
+ * galloc_stream_synchronize: wait until the work queued on `stream` has
+ * completed (cuStreamSynchronize; on the sim device with manual events, this
+ * is what completes them). Blocks waiting on that work become reusable at the
+ * next allocation. Returns GALLOC_OK, GALLOC_E_INVAL, GALLOC_E_UNSUPPORTED.
+ */
+GALLOC_API galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, galloc_stream_t stream);
 
 /*
  * galloc_empty_cache: release every cached segment that holds no live block

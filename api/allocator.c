@@ -1,0 +1,223 @@
+/*
+ * allocator.c: the public allocator calls. Each takes the allocator's lock,
+ * dispatches to the implementation's ops and releases the lock; the
+ * implementation records failures in a.err through ga_fail.
+ *
+ * Configuration sources (lowest precedence first): PyTorch's variable
+ * (PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then the
+ * string given to galloc_allocator_create.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/allocator_int.h"
+
+static void put_err(char *err, size_t errlen, const char *msg)
+{
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "%s", msg);
+}
+
+/* Backend open arguments from the effective settings. */
+static void backend_args(const ga_conf_t *c, int device, galloc_backend_args_t *args)
+{
+    memset(args, 0, sizeof(*args));
+    args->struct_size = sizeof(*args);
+    args->device = device;
+    args->capacity = c->sim_capacity;
+    args->library_path = c->driver_path[0] ? c->driver_path : NULL;
+    args->flags = (c->sim_backed ? GALLOC_BACKEND_F_BACKED : 0) | (c->sim_manual_events ? GALLOC_BACKEND_F_MANUAL_EVENTS : 0);
+    args->fail_nth = c->sim_fail_nth;
+    args->fail_from = c->sim_fail_from;
+    args->fail_above = c->sim_fail_above;
+}
+
+galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf, galloc_allocator_t **out,
+                                        char *err, size_t errlen)
+{
+    char msg[GALLOC_ERROR_MAX];
+    if (out == NULL || device < 0) {
+        put_err(err, errlen, out == NULL ? "galloc_allocator_create: out is NULL" : "device index must be >= 0");
+        return GALLOC_E_INVAL;
+    }
+    *out = NULL;
+    galloc_allocator_t *a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        put_err(err, errlen, "out of host memory creating the allocator");
+        return GALLOC_E_NOMEM;
+    }
+    a->device = device;
+    ga_conf_defaults(&a->conf);
+    galloc_status_t st = ga_conf_load(&a->conf, conf, getenv("GALLOC_CONF"), getenv("PYTORCH_ALLOC_CONF"),
+                                      getenv("PYTORCH_CUDA_ALLOC_CONF"), msg, sizeof(msg));
+    if (st != GALLOC_OK)
+        goto err_free;
+    if (a->conf.backend != GA_CONF_BACKEND_NATIVE) {
+        snprintf(msg, sizeof(msg), "backend:cudaMallocAsync is not available on device backend \"%s\" "
+                                   "(it needs a driver with stream-ordered allocation)",
+                 backend ? backend : a->conf.device_backend);
+        st = GALLOC_E_UNAVAILABLE;
+        goto err_free;
+    }
+    galloc_backend_args_t args;
+    backend_args(&a->conf, device, &args);
+    st = ga_backend_open(&a->backend, backend ? backend : a->conf.device_backend, &args, msg, sizeof(msg));
+    if (st != GALLOC_OK)
+        goto err_free;
+    a->ops = &ga_allocator_native;
+    st = a->ops->create(&a->conf, &a->backend, device, &a->err, &a->impl);
+    if (st != GALLOC_OK) {
+        snprintf(msg, sizeof(msg), "%s", a->err.msg);
+        goto err_close;
+    }
+    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+        snprintf(msg, sizeof(msg), "could not create the allocator's lock");
+        st = GALLOC_E_NOMEM;
+        goto err_destroy;
+    }
+    *out = a;
+    return GALLOC_OK;
+
+err_destroy:
+    a->ops->destroy(a->impl);
+err_close:
+    ga_backend_close(&a->backend);
+err_free:
+    put_err(err, errlen, msg);
+    free(a);
+    return st;
+}
+
+void galloc_allocator_destroy(galloc_allocator_t *a)
+{
+    if (a == NULL)
+        return;
+    a->ops->destroy(a->impl);
+    ga_backend_close(&a->backend);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+/* Run expr under the lock. */
+#define LOCKED(a, expr)                                                                            \
+    do {                                                                                           \
+        pthread_mutex_lock(&(a)->lock);                                                            \
+        expr;                                                                                      \
+        pthread_mutex_unlock(&(a)->lock);                                                          \
+    } while (0)
+
+galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr)
+{
+    if (ptr != NULL)
+        *ptr = NULL;
+    if (a == NULL || ptr == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
+    return st;
+}
+
+galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->free(a->impl, ptr));
+    return st;
+}
+
+galloc_status_t galloc_record_stream(galloc_allocator_t *a, void *ptr, galloc_stream_t stream)
+{
+    if (a == NULL || ptr == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->record_stream(a->impl, ptr, stream));
+    return st;
+}
+
+galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, galloc_stream_t stream)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->stream_synchronize(a->impl, stream));
+    return st;
+}
+
+galloc_status_t galloc_empty_cache(galloc_allocator_t *a)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->empty_cache(a->impl));
+    return st;
+}
+
+galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->set_fraction(a->impl, fraction));
+    return st;
+}
+
+galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *free_bytes, size_t *total_bytes)
+{
+    if (a == NULL || free_bytes == NULL || total_bytes == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->memory_info(a->impl, free_bytes, total_bytes));
+    return st;
+}
+
+galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out)
+{
+    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+        return GALLOC_E_INVAL;
+    LOCKED(a, a->ops->stats(a->impl, out));
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_stats_reset_peak(galloc_allocator_t *a)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    LOCKED(a, a->ops->reset_peak(a->impl));
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_stats_reset_accumulated(galloc_allocator_t *a)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    LOCKED(a, a->ops->reset_accumulated(a->impl));
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, size_t len)
+{
+    if (a == NULL || buf == NULL || len == 0)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, {
+        snprintf(buf, len, "%s", a->err.msg);
+        st = a->err.status;
+    });
+    return st;
+}
+
+galloc_status_t galloc_check(galloc_allocator_t *a)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->check(a->impl));
+    return st;
+}
+
+const char *galloc_allocator_backend(const galloc_allocator_t *a)
+{
+    return a ? a->backend.ops->name : NULL;
+}

@@ -1,0 +1,49 @@
+/*
+ * allocator_int.h: api/'s private view of an allocator: the allocator ops
+ * table (the vtable behind galloc_malloc & co.) and the object itself.
+ *
+ * Locking: galloc_allocator_t.lock is taken by every public call; ops members
+ * run with it held and need no lock of their own.
+ */
+#ifndef GA_ALLOCATOR_INT_H
+#define GA_ALLOCATOR_INT_H
+
+#include <pthread.h>
+
+#include "api/galloc_allocator.h"
+#include "backend/backend.h"
+#include "conf/conf.h"
+#include "pool/pool.h"
+
+/* One allocator implementation: today the native caching pool; the
+ * stream-ordered driver pool and user-supplied allocators plug in here. */
+typedef struct ga_allocator_ops {
+    const char *name; /* "native", ... */
+    galloc_status_t (*create)(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err, void **impl);
+    void (*destroy)(void *impl);
+    galloc_status_t (*malloc)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
+    galloc_status_t (*free)(void *impl, void *ptr);
+    galloc_status_t (*empty_cache)(void *impl);
+    galloc_status_t (*record_stream)(void *impl, void *ptr, galloc_stream_t stream);
+    galloc_status_t (*stream_synchronize)(void *impl, galloc_stream_t stream);
+    galloc_status_t (*set_fraction)(void *impl, double fraction);
+    galloc_status_t (*memory_info)(void *impl, size_t *free_bytes, size_t *total_bytes);
+    void (*stats)(void *impl, galloc_stats_t *out);
+    void (*reset_peak)(void *impl);
+    void (*reset_accumulated)(void *impl);
+    galloc_status_t (*check)(void *impl);
+} ga_allocator_ops_t;
+
+extern const ga_allocator_ops_t ga_allocator_native;
+
+struct galloc_allocator {
+    pthread_mutex_t lock;          /* serializes every call */
+    const ga_allocator_ops_t *ops; /* the implementation */
+    void *impl;                    /* its state */
+    ga_backend_t backend;          /* the opened device */
+    ga_conf_t conf;                /* effective settings */
+    ga_err_t err;                  /* last failure, written under lock */
+    int device;                    /* device index */
+};
+
+#endif /* GA_ALLOCATOR_INT_H */

@@ -1,0 +1,74 @@
+/*
+ * galloc_trace.h: allocation history, snapshots and memory_summary, as PyTorch's
+ * torch.cuda.memory._record_memory_history / _snapshot / _dump_snapshot /
+ * memory_summary provide them. Snapshots open in PyTorch's memory visualizer
+ * (https://pytorch.org/memory_viz, torch/utils/viz/MemoryViz.js).
+ */
+#ifndef GALLOC_TRACE_H
+#define GALLOC_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_allocator.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What is recorded (PyTorch's `enabled`): nothing, state only (frames of live
+ * blocks for snapshots, no trace), or state and the trace of every event. */
+typedef enum galloc_history {
+    GALLOC_HISTORY_NONE = 0,
+    GALLOC_HISTORY_STATE = 1,
+    GALLOC_HISTORY_ALL = 2
+} galloc_history_t;
+
+/* Which events carry a stack (PyTorch's `context`). */
+typedef enum galloc_context {
+    GALLOC_CONTEXT_NONE = 0,  /* no stacks */
+    GALLOC_CONTEXT_STATE = 1, /* stacks of live allocations only */
+    GALLOC_CONTEXT_ALLOC = 2, /* also in the trace's alloc entries */
+    GALLOC_CONTEXT_ALL = 3    /* also for frees */
+} galloc_context_t;
+
+/* Whose frames (PyTorch's `stacks`): the framework's (through the frames
+ * callback, "python") or the framework's plus galloc's native stack ("all"). */
+typedef enum galloc_stacks { GALLOC_STACKS_PYTHON = 0, GALLOC_STACKS_ALL = 1 } galloc_stacks_t;
+
+typedef struct galloc_history_options {
+    uint32_t struct_size;     /* sizeof(galloc_history_options_t) */
+    galloc_history_t enabled; /* NONE stops recording and drops the trace */
+    galloc_context_t context;
+    galloc_stacks_t stacks;
+    size_t max_entries; /* trace ring buffer size; 0 = PyTorch's default (unbounded: galloc uses SIZE_MAX) */
+} galloc_history_options_t;
+
+/*
+ * galloc_record_memory_history: start, change or stop recording (opt NULL or
+ * enabled NONE stops). Returns GALLOC_OK, GALLOC_E_INVAL (bad struct_size or
+ * enum value), GALLOC_E_NOMEM (the ring could not be allocated; recording
+ * state unchanged).
+ */
+GALLOC_API galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt);
+
+typedef enum galloc_snapshot_format {
+    GALLOC_SNAPSHOT_PICKLE = 0, /* what torch.cuda.memory._dump_snapshot writes */
+    GALLOC_SNAPSHOT_JSON = 1    /* same dictionary as JSON (the visualizer reads both) */
+} galloc_snapshot_format_t;
+
+/*
+ * galloc_snapshot_write: write the allocator's state and recorded trace as
+ * PyTorch's snapshot dictionary (segments, device_traces, allocator_settings,
+ * external_annotations) to path. Returns GALLOC_OK, GALLOC_E_INVAL, GALLOC_E_IO
+ * (message names the path and the OS error), GALLOC_E_NOMEM.
+ */
+GALLOC_API galloc_status_t galloc_snapshot_write(galloc_allocator_t *a, const char *path,
+                                                 galloc_snapshot_format_t format);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GALLOC_TRACE_H */

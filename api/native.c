@@ -1,0 +1,88 @@
+/* native.c: the native caching pool (pool/) behind the allocator ops table. */
+#include "api/allocator_int.h"
+
+static galloc_status_t native_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
+                                     void **impl)
+{
+    ga_pool_t *p = NULL;
+    galloc_status_t st = ga_pool_create(conf, backend, device, err, &p);
+    *impl = p;
+    return st;
+}
+
+static void native_destroy(void *impl)
+{
+    ga_pool_destroy(impl);
+}
+
+static galloc_status_t native_malloc(void *impl, size_t size, galloc_stream_t stream, void **ptr)
+{
+    return ga_pool_malloc(impl, size, stream, ptr);
+}
+
+static galloc_status_t native_free(void *impl, void *ptr)
+{
+    return ga_pool_free(impl, ptr);
+}
+
+static galloc_status_t native_empty_cache(void *impl)
+{
+    return ga_pool_empty_cache(impl);
+}
+
+static galloc_status_t native_record_stream(void *impl, void *ptr, galloc_stream_t stream)
+{
+    return ga_pool_record_stream(impl, ptr, stream);
+}
+
+static galloc_status_t native_stream_synchronize(void *impl, galloc_stream_t stream)
+{
+    return ga_pool_stream_synchronize(impl, stream);
+}
+
+static galloc_status_t native_set_fraction(void *impl, double fraction)
+{
+    return ga_pool_set_fraction(impl, fraction);
+}
+
+static galloc_status_t native_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes)
+{
+    return ga_pool_memory_info(impl, free_bytes, total_bytes);
+}
+
+static void native_stats(void *impl, galloc_stats_t *out)
+{
+    ga_pool_stats(impl, out);
+}
+
+static void native_reset_peak(void *impl)
+{
+    ga_pool_reset_peak(impl);
+}
+
+static void native_reset_accumulated(void *impl)
+{
+    ga_pool_reset_accumulated(impl);
+}
+
+static galloc_status_t native_check(void *impl)
+{
+    return ga_pool_check(impl);
+}
+
+const ga_allocator_ops_t ga_allocator_native = {
+    .name = "native",
+    .create = native_create,
+    .destroy = native_destroy,
+    .malloc = native_malloc,
+    .free = native_free,
+    .empty_cache = native_empty_cache,
+    .record_stream = native_record_stream,
+    .stream_synchronize = native_stream_synchronize,
+    .set_fraction = native_set_fraction,
+    .memory_info = native_memory_info,
+    .stats = native_stats,
+    .reset_peak = native_reset_peak,
+    .reset_accumulated = native_reset_accumulated,
+    .check = native_check,
+};
