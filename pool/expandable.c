@@ -5,7 +5,8 @@
  *
  * One expandable segment per (stream, pool) at a time grows page by page: a
  * virtual range of 1 1/8 the device's memory (getReservedVirtualMemorySize) is
- * reserved once, pages of 2 MiB (small pool) or 20 MiB (large pool) are mapped
+ * reserved once, pages of 2 MiB (small pool) or large_segment_size (20 MiB by
+ * default, large pool) are mapped
  * at the end of what is mapped when a request finds no free block, and whole
  * free pages are unmapped by empty_cache and the OOM path. Inside a segment,
  * blocks split (remainder >= 512 B) and merge like any others; an unmapped
@@ -38,7 +39,7 @@ static bool has_space(const ga_block_t *b, size_t size)
 /* A new expandable segment for (stream, pool): its whole range is one unmapped block. */
 static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
 {
-    size_t page = ap->pool->is_small ? GA_SMALL_BUFFER : GA_LARGE_BUFFER;
+    size_t page = ap->pool->is_small ? GA_SMALL_BUFFER : (size_t)p->conf.large_segment_size;
     size_t reserve = p->device_total + p->device_total / 8;
     size_t pages = (reserve + page - 1) / page;
     if (pages == 0)

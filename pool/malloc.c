@@ -189,7 +189,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ap.orig_size = size;
     ap.size = ga_round_size(&p->conf, size);
     ap.pool = ap.size <= GA_SMALL_SIZE ? &p->small : &p->large;
-    ap.alloc_size = ga_allocation_size(ap.size);
+    ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;
 

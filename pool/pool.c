@@ -50,6 +50,10 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_ptrmap_init(&p->ptrs);
     ga_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
+    /* per_process_memory_fraction caps the pool from the start; PyTorch sets a
+     * cap only for a fraction below 1.0 (1.0 leaves GC off). */
+    if (conf->per_process_memory_fraction < 1.0)
+        (void)ga_pool_set_fraction(p, conf->per_process_memory_fraction);
     *out = p;
     return GALLOC_OK;
 }

@@ -34,7 +34,7 @@ extern "C" {
 #define GA_MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize: rounding unit */
 #define GA_SMALL_SIZE ((size_t)1 << 20)           /* kSmallSize: largest small-pool request */
 #define GA_SMALL_BUFFER ((size_t)2 << 20)         /* kSmallBuffer: small segment size */
-#define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: segment for 1..10 MiB */
+#define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: default of large_segment_size_mb */
 #define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
 #define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
 #define GA_ONE_EXABYTE ((uint64_t)1 << 60)        /* allocate() refuses sizes >= this */
@@ -141,7 +141,7 @@ typedef struct ga_alloc_params {
 /* round.c */
 size_t ga_round_size(const ga_conf_t *c, size_t size);
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
-size_t ga_allocation_size(size_t rounded);
+size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
 void ga_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* records.c */

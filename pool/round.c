@@ -42,12 +42,13 @@ size_t ga_round_size(const ga_conf_t *c, size_t size)
     return GA_MIN_BLOCK_SIZE * ((size + GA_MIN_BLOCK_SIZE - 1) / GA_MIN_BLOCK_SIZE);
 }
 
-size_t ga_allocation_size(size_t rounded)
+size_t ga_allocation_size(const ga_conf_t *c, size_t rounded)
 {
     if (rounded <= GA_SMALL_SIZE)
         return GA_SMALL_BUFFER;
+    /* kLargeBuffer, which newest PyTorch main makes large_segment_size_mb. */
     if (rounded < GA_MIN_LARGE_ALLOC)
-        return GA_LARGE_BUFFER;
+        return (size_t)c->large_segment_size;
     return GA_ROUND_LARGE * ((rounded + GA_ROUND_LARGE - 1) / GA_ROUND_LARGE);
 }
 

@@ -132,7 +132,9 @@ size_t pool_shim_round(const char *conf, size_t size)
 
 size_t pool_shim_alloc_size(size_t rounded)
 {
-    return ga_allocation_size(rounded);
+    ga_conf_t c;
+    ga_conf_defaults(&c);
+    return ga_allocation_size(&c, rounded);
 }
 
 void pool_shim_format_size(uint64_t bytes, char *buf, size_t len)

@@ -508,3 +508,33 @@ TEST_F(Pool, RecordsDoNotGrowInSteadyState)
 }
 
 } // namespace
+
+namespace {
+
+TEST(PoolConf, LargeSegmentSizeReplacesTwentyMiB)
+{
+    char err[256];
+    pool_shim_t *s = pool_shim_new("large_segment_size_mb:64", 80ull << 30, err, sizeof err);
+    ASSERT_NE(s, nullptr) << err;
+    uintptr_t a;
+    ASSERT_EQ(pool_shim_malloc(s, 5 << 20, 0, &a), GALLOC_OK);
+    galloc_stats_t st;
+    pool_shim_stats(s, &st);
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_LARGE_POOL].current, 64 << 20);
+    EXPECT_EQ(pool_shim_check(s), GALLOC_OK);
+    pool_shim_delete(s);
+}
+
+TEST(PoolConf, PerProcessMemoryFractionCapsFromTheStart)
+{
+    char err[256];
+    pool_shim_t *s = pool_shim_new("per_process_memory_fraction:0.25", 8ull << 30, err, sizeof err);
+    ASSERT_NE(s, nullptr) << err;
+    uintptr_t a;
+    EXPECT_EQ(pool_shim_malloc(s, 2ull << 30, 0, &a), GALLOC_OK);  // exactly the 2 GiB cap
+    EXPECT_EQ(pool_shim_malloc(s, 2 << 20, 0, &a), GALLOC_E_OOM); // one more segment is over it
+    EXPECT_NE(std::string(pool_shim_error(s)).find("2.00 GiB allowed; "), std::string::npos) << pool_shim_error(s);
+    pool_shim_delete(s);
+}
+
+} // namespace
