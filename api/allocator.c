@@ -221,3 +221,38 @@ const char *galloc_allocator_backend(const galloc_allocator_t *a)
 {
     return a ? a->backend.ops->name : NULL;
 }
+
+/* Private pools: unsupported by implementations without them (ops member NULL). */
+#define MEMPOOL_CALL(a, member, ...)                                                               \
+    do {                                                                                           \
+        if ((a) == NULL)                                                                           \
+            return GALLOC_E_INVAL;                                                                 \
+        if ((a)->ops->member == NULL)                                                              \
+            return GALLOC_E_UNSUPPORTED;                                                           \
+        galloc_status_t st_;                                                                       \
+        LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                 \
+        return st_;                                                                                \
+    } while (0)
+
+galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t *id)
+{
+    if (id == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, mempool_create, id);
+}
+
+galloc_status_t galloc_mempool_begin_allocate(galloc_allocator_t *a, galloc_mempool_id_t id, galloc_route_t route,
+                                              galloc_stream_t stream)
+{
+    MEMPOOL_CALL(a, mempool_begin, id, route, stream);
+}
+
+galloc_status_t galloc_mempool_end_allocate(galloc_allocator_t *a, galloc_mempool_id_t id)
+{
+    MEMPOOL_CALL(a, mempool_end, id);
+}
+
+galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_t id)
+{
+    MEMPOOL_CALL(a, mempool_release, id);
+}

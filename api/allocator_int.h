@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "api/galloc_allocator.h"
+#include "api/galloc_mempool.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/pool.h"
@@ -32,6 +33,11 @@ typedef struct ga_allocator_ops {
     void (*reset_peak)(void *impl);
     void (*reset_accumulated)(void *impl);
     galloc_status_t (*check)(void *impl);
+    /* Private pools; NULL where the implementation has none. */
+    galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
+    galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
+    galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
+    galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);
 } ga_allocator_ops_t;
 
 extern const ga_allocator_ops_t ga_allocator_native;

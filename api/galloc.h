@@ -4,6 +4,7 @@
 
 #include "api/galloc_allocator.h"
 #include "api/galloc_backend.h"
+#include "api/galloc_mempool.h"
 #include "api/galloc_stats.h"
 #include "api/galloc_status.h"
 #include "api/galloc_trace.h"

@@ -1,4 +1,6 @@
 /* native.c: the native caching pool (pool/) behind the allocator ops table. */
+#include <pthread.h>
+
 #include "api/allocator_int.h"
 
 static galloc_status_t native_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
@@ -70,6 +72,27 @@ static galloc_status_t native_check(void *impl)
     return ga_pool_check(impl);
 }
 
+static galloc_status_t native_mempool_create(void *impl, galloc_mempool_id_t *id)
+{
+    return ga_pool_mempool_create(impl, &id->a, &id->b);
+}
+
+static galloc_status_t native_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route,
+                                            galloc_stream_t s)
+{
+    return ga_pool_mempool_begin(impl, id.a, id.b, (int)route, s, (uintptr_t)pthread_self());
+}
+
+static galloc_status_t native_mempool_end(void *impl, galloc_mempool_id_t id)
+{
+    return ga_pool_mempool_end(impl, id.a, id.b);
+}
+
+static galloc_status_t native_mempool_release(void *impl, galloc_mempool_id_t id)
+{
+    return ga_pool_mempool_release(impl, id.a, id.b);
+}
+
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
     .create = native_create,
@@ -85,4 +108,8 @@ const ga_allocator_ops_t ga_allocator_native = {
     .reset_peak = native_reset_peak,
     .reset_accumulated = native_reset_accumulated,
     .check = native_check,
+    .mempool_create = native_mempool_create,
+    .mempool_begin = native_mempool_begin,
+    .mempool_end = native_mempool_end,
+    .mempool_release = native_mempool_release,
 };

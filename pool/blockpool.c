@@ -38,6 +38,7 @@ void ga_blockpool_init(ga_blockpool_t *bp, bool is_small)
     ga_avl_init(&bp->free, cmp_blocks);
     ga_avl_init(&bp->unmapped, cmp_unmapped);
     bp->is_small = is_small;
+    bp->owner = NULL;
     bp->stat = is_small ? GALLOC_STAT_SMALL_POOL : GALLOC_STAT_LARGE_POOL;
     bp->get_free_blocks_call_count = 0;
 }

@@ -153,6 +153,18 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
     if ((st = check_free_set(p, &p->large, &in_sets)) != GALLOC_OK)
         return st;
     in_sets += small_members;
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next) {
+        size_t ns = 0, nl = 0, segs = 0;
+        if ((st = check_free_set(p, &pp->small, &ns)) != GALLOC_OK ||
+            (st = check_free_set(p, &pp->large, &nl)) != GALLOC_OK)
+            return st;
+        in_sets += ns + nl;
+        for (const ga_segment_t *s = p->segments; s != NULL; s = s->next)
+            segs += s->pool->owner == pp;
+        if (segs != pp->segments)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "private pool (%llu, %llu) counts %zu segments but holds %zu",
+                           (unsigned long long)pp->id_a, (unsigned long long)pp->id_b, pp->segments, segs);
+    }
     size_t unmapped_members = 0;
     ga_blockpool_t *pools[2] = {&p->small, &p->large};
     for (int i = 0; i < 2; i++) {

@@ -60,7 +60,9 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     /* The fraction caps reserved memory, checked before the device is asked. */
     if (p->set_fraction && p->total_allocated_memory + size > p->allowed_memory_maximum)
         return GALLOC_E_OOM;
-    if (p->conf.expandable_segments)
+    /* Private pools never use expandable segments (PyTorch's checkpointing of
+     * private pools does not support them). */
+    if (p->conf.expandable_segments && ap->pool->owner == NULL)
         return ga_pool_try_allocate_expandable(p, ap); /* maps pages for the rounded size, not alloc_size */
     uintptr_t addr = 0;
     galloc_status_t st = ga_backend_segment_alloc(p->backend, size, ap->stream, &addr);
@@ -93,6 +95,8 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     b->event_count = 0;
     b->uses = NULL;
 
+    if (ap->pool->owner != NULL)
+        ap->pool->owner->segments++;
     p->total_allocated_memory += size;
     ga_stat_update(p->stats.segment, ap->pool->stat, 1);
     ga_stat_update(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
@@ -108,7 +112,7 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
 static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 {
     size_t remaining = b->size - size;
-    if (b->pool->is_small || p->conf.expandable_segments)
+    if (b->pool->is_small || (p->conf.expandable_segments && b->pool->owner == NULL))
         return remaining >= GA_MIN_BLOCK_SIZE;
     return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
 }
@@ -173,8 +177,9 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     if ((uint64_t)size >= GA_ONE_EXABYTE)
         return ga_fail(p->err, GALLOC_E_OOM, "CUDA out of memory. Tried to allocate more than 1EB memory.");
 
-    /* Blocks freed on other streams whose work has completed come back first. */
-    if (p->pending_head != NULL) {
+    /* Blocks freed on other streams whose work has completed come back first
+     * (not while routing to a private pool: PyTorch skips it during captures). */
+    if (p->pending_head != NULL && p->n_routes == 0) {
         galloc_status_t st = ga_pool_process_events(p);
         if (st != GALLOC_OK)
             return st;
@@ -188,7 +193,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ga_alloc_params_t ap;
     ap.orig_size = size;
     ap.size = ga_round_size(&p->conf, size);
-    ap.pool = ap.size <= GA_SMALL_SIZE ? &p->small : &p->large;
+    ap.pool = ga_pool_get_pool(p, ap.size, stream);
     ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;
@@ -199,7 +204,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         galloc_status_t st = ga_pool_alloc_block(p, &ap, false);
         if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
             st = ga_pool_alloc_block(p, &ap, false);
-        if (st == GALLOC_E_OOM) {
+        /* No full flush while routing to a private pool (a capture in PyTorch). */
+        if (st == GALLOC_E_OOM && p->n_routes == 0) {
             bool were_pending = p->pending_blocks > 0;
             ga_pool_release_cached_blocks(p);
             /* galloc departs from PyTorch here on purpose: PyTorch retries only

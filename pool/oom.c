@@ -31,13 +31,20 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     }
     int64_t allocated = p->stats.allocated_bytes[GALLOC_STAT_ALL].current;
     int64_t reserved = p->stats.reserved_bytes[GALLOC_STAT_ALL].current;
-    ga_format_size((uint64_t)allocated, alloc_s, sizeof(alloc_s));
-    ga_format_size((uint64_t)(reserved - allocated), unalloc, sizeof(unalloc));
+    /* PyTorch adds the FREE cached bytes of private pools to "allocated". */
+    int64_t priv = (int64_t)ga_pool_private_free_bytes(p);
+    char priv_msg[96] = "", priv_s[32];
+    if (priv > 0) {
+        ga_format_size((uint64_t)priv, priv_s, sizeof(priv_s));
+        snprintf(priv_msg, sizeof(priv_msg), "with %s allocated in private pools (e.g., CUDA Graphs), ", priv_s);
+    }
+    ga_format_size((uint64_t)(allocated + priv), alloc_s, sizeof(alloc_s));
+    ga_format_size((uint64_t)(reserved - allocated - priv), unalloc, sizeof(unalloc));
     return ga_fail(p->err, GALLOC_E_OOM,
                    "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
-                   "%sOf the allocated memory %s is allocated by PyTorch, and %s is reserved by PyTorch but "
+                   "%sOf the allocated memory %s is allocated by PyTorch, %sand %s is reserved by PyTorch but "
                    "unallocated. If reserved but unallocated memory is large try setting "
                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                    "Memory Management  (" OOM_DOC_URL ")",
-                   tried, p->device, total, free_s, allowed, alloc_s, unalloc);
+                   tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc);
 }

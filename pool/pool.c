@@ -70,6 +70,7 @@ void ga_pool_destroy(ga_pool_t *p)
             (void)ga_backend_segment_free(p->backend, s->base, s->size, s->stream);
     }
     ga_pool_events_destroy(p);
+    ga_pool_private_destroy(p);
     ga_ptrmap_destroy(&p->ptrs);
     ga_records_destroy(&p->records);
     free(p);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "api/galloc_allocator.h"
+#include "api/galloc_mempool.h"
 #include "api/galloc_stats.h"
 #include "api/galloc_status.h"
 #include "backend/backend.h"
@@ -63,6 +64,11 @@ void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out);
 void ga_pool_reset_peak(ga_pool_t *p);
 void ga_pool_reset_accumulated(ga_pool_t *p);
 galloc_status_t ga_pool_check(ga_pool_t *p);
+galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *id_b);
+galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b, int route, galloc_stream_t stream,
+                                      uintptr_t thread);
+galloc_status_t ga_pool_mempool_end(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
+galloc_status_t ga_pool_mempool_release(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
 
 #ifdef __cplusplus
 }

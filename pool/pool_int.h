@@ -52,8 +52,11 @@ typedef struct ga_event {
     struct ga_event *next;    /* block's use list / pending queue / free list */
 } ga_event_t;
 
+typedef struct ga_private_pool ga_private_pool_t;
+
 /* PyTorch's BlockPool: the free blocks of one size class. */
 typedef struct ga_blockpool {
+    ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
     ga_avl_t free;                      /* free mapped blocks by (stream, size, address) */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
     bool is_small;                      /* small pool (<= 1 MiB requests) */
@@ -89,6 +92,25 @@ struct ga_segment {
     ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
 };
 
+/* PyTorch's PrivatePool: a MemPool's or a graph's small and large pools. */
+struct ga_private_pool {
+    uint64_t id_a, id_b;          /* MempoolId_t */
+    int use_count;                /* users; 0 = freeable */
+    size_t segments;              /* live device segments (PyTorch's cudaMalloc_count) */
+    ga_blockpool_t small, large;  /* its block pools */
+    ga_private_pool_t *next;      /* all private pools */
+};
+
+#define GA_MAX_ROUTES 64
+
+/* An active beginAllocateToPool: which allocations go to which pool. */
+typedef struct ga_route {
+    ga_private_pool_t *pool;
+    int kind;                /* galloc_route_t */
+    galloc_stream_t stream;  /* GALLOC_ROUTE_STREAM */
+    uintptr_t thread;        /* GALLOC_ROUTE_THREAD: the thread that began it */
+} ga_route_t;
+
 /* Pointer map: allocated blocks by address, chained hashing. The bucket array
  * grows only when the number of live blocks exceeds its previous high mark. */
 typedef struct ga_ptrmap {
@@ -123,6 +145,10 @@ struct ga_pool {
     ga_event_t *pending_tail;
     size_t pending_blocks;          /* blocks freed but waiting on events */
     void *event_chunks;             /* allocations holding event records */
+    ga_private_pool_t *private_pools; /* MemPools and graph pools */
+    uint64_t next_pool_id;          /* last id handed out by ga_pool_mempool_create */
+    ga_route_t routes[GA_MAX_ROUTES]; /* active routes, in begin order */
+    size_t n_routes;
     bool set_fraction;              /* a memory fraction was set */
     size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
 };
@@ -204,6 +230,12 @@ galloc_status_t ga_pool_process_events(ga_pool_t *p);
 void ga_pool_synchronize_and_free_events(ga_pool_t *p);
 galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
 void ga_pool_events_destroy(ga_pool_t *p);
+
+/* private.c: private pools. */
+ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
+void ga_pool_release_private_pools(ga_pool_t *p);
+size_t ga_pool_private_free_bytes(const ga_pool_t *p);
+void ga_pool_private_destroy(ga_pool_t *p);
 
 /* release.c: giving cached memory back. */
 void ga_pool_release_block(ga_pool_t *p, ga_block_t *b);

@@ -19,6 +19,8 @@ void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
     if (ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
         return;
     p->stats.num_device_free++;
+    if (b->pool->owner != NULL)
+        b->pool->owner->segments--;
     p->total_allocated_memory -= seg->size;
     ga_stat_update(p->stats.segment, b->pool->stat, -1);
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)seg->size);
@@ -104,6 +106,7 @@ void ga_pool_release_cached_blocks(ga_pool_t *p)
     ga_pool_synchronize_and_free_events(p);
     release_blocks(p, &p->large);
     release_blocks(p, &p->small);
+    ga_pool_release_private_pools(p);
 }
 
 static int64_t gc_age(const ga_block_t *b)

@@ -1,0 +1,72 @@
+/*
+ * galloc_mempool.h: private memory pools, as PyTorch's torch.cuda.MemPool and
+ * CUDA-graph pools (beginAllocateToPool / endAllocateToPool / releasePool in
+ * c10/cuda/CUDACachingAllocator.cpp).
+ *
+ * A private pool has its own small and large block pools: its blocks never
+ * serve the default pool and the default pool's never serve it. Between
+ * galloc_mempool_begin_allocate and galloc_mempool_end_allocate, allocations
+ * that match the route (a stream, or the calling thread) come from the pool.
+ * While any route is active, galloc behaves as PyTorch does during a capture:
+ * pending cross-stream frees are not polled and a failed device allocation
+ * is not followed by a cache flush. Snapshots show a segment's pool as
+ * segment_pool_id.
+ */
+#ifndef GALLOC_MEMPOOL_H
+#define GALLOC_MEMPOOL_H
+
+#include <stdint.h>
+
+#include "api/galloc_allocator.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A pool id, PyTorch's MempoolId_t pair; {0, 0} is the default pool. */
+typedef struct galloc_mempool_id {
+    uint64_t a;
+    uint64_t b;
+} galloc_mempool_id_t;
+
+/* Which allocations a route sends to a pool. */
+typedef enum galloc_route {
+    GALLOC_ROUTE_STREAM = 0, /* allocations on one stream (a graph capture) */
+    GALLOC_ROUTE_THREAD = 1  /* allocations made by the thread that began the route (torch.cuda.use_mem_pool) */
+} galloc_route_t;
+
+/*
+ * galloc_mempool_create: a new private pool with use count 1; its id is
+ * {0, n} with n counting up from 1, like MemPool's ids. Returns GALLOC_OK,
+ * GALLOC_E_INVAL, GALLOC_E_NOMEM.
+ */
+GALLOC_API galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t *id);
+
+/*
+ * galloc_mempool_begin_allocate: route matching allocations to pool id
+ * (stream is used for GALLOC_ROUTE_STREAM only). Returns GALLOC_OK;
+ * GALLOC_E_INVAL for an unknown or released pool, a pool already being routed
+ * to ("already recording to mempool_id" in PyTorch), a bad route, or more than
+ * 64 active routes.
+ */
+GALLOC_API galloc_status_t galloc_mempool_begin_allocate(galloc_allocator_t *a, galloc_mempool_id_t id,
+                                                         galloc_route_t route, galloc_stream_t stream);
+
+/* galloc_mempool_end_allocate: stop routing to pool id. GALLOC_E_INVAL if it
+ * is not being routed to. */
+GALLOC_API galloc_status_t galloc_mempool_end_allocate(galloc_allocator_t *a, galloc_mempool_id_t id);
+
+/*
+ * galloc_mempool_release: drop one use of pool id. At zero the pool becomes
+ * freeable: its cached segments go back to the device at the next
+ * galloc_empty_cache (or OOM flush), and the pool disappears once it holds no
+ * segment. Blocks still allocated from it stay valid until freed. Returns
+ * GALLOC_OK, or GALLOC_E_INVAL for an unknown pool or one still routed to.
+ */
+GALLOC_API galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_t id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GALLOC_MEMPOOL_H */

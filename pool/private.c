@@ -1,0 +1,156 @@
+/*
+ * private.c: private pools (PyTorch's PrivatePool behind torch.cuda.MemPool and
+ * CUDA graphs): create/incref, routing between begin and end, release, and
+ * freeing a released pool's cached segments (release_cached_blocks'
+ * graph_pools_freeable loop in c10/cuda/CUDACachingAllocator.cpp).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "pool/pool_int.h"
+
+static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
+{
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
+        if (pp->id_a == a && pp->id_b == b)
+            return pp;
+    return NULL;
+}
+
+static size_t route_of(const ga_pool_t *p, const ga_private_pool_t *pp)
+{
+    for (size_t i = 0; i < p->n_routes; i++)
+        if (p->routes[i].pool == pp)
+            return i;
+    return SIZE_MAX;
+}
+
+/* PyTorch's get_pool: the first active route whose filter accepts this
+ * allocation decides; otherwise the default pools. The decision uses the
+ * rounded size, as for the default pools. */
+ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
+{
+    bool small = rounded <= GA_SMALL_SIZE;
+    if (p->n_routes != 0) {
+        uintptr_t self = (uintptr_t)pthread_self();
+        for (size_t i = 0; i < p->n_routes; i++) {
+            const ga_route_t *r = &p->routes[i];
+            if (r->kind == GALLOC_ROUTE_STREAM ? r->stream == stream : r->thread == self)
+                return small ? &r->pool->small : &r->pool->large;
+        }
+    }
+    return small ? &p->small : &p->large;
+}
+
+galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *id_b)
+{
+    ga_private_pool_t *pp = calloc(1, sizeof(*pp));
+    if (pp == NULL)
+        return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory creating a memory pool");
+    pp->id_a = 0;
+    pp->id_b = ++p->next_pool_id;
+    pp->use_count = 1;
+    ga_blockpool_init(&pp->small, true);
+    ga_blockpool_init(&pp->large, false);
+    pp->small.owner = pp->large.owner = pp;
+    pp->next = p->private_pools;
+    p->private_pools = pp;
+    *id_a = pp->id_a;
+    *id_b = pp->id_b;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b, int route, galloc_stream_t stream,
+                                      uintptr_t thread)
+{
+    ga_private_pool_t *pp = find(p, id_a, id_b);
+    if (pp == NULL || pp->use_count == 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: no live memory pool (%llu, %llu)",
+                       (unsigned long long)id_a, (unsigned long long)id_b);
+    if (route != GALLOC_ROUTE_STREAM && route != GALLOC_ROUTE_THREAD)
+        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: unknown route %d", route);
+    if (route_of(p, pp) != SIZE_MAX)
+        return ga_fail(p->err, GALLOC_E_INVAL, "beginAllocateToPool: already recording to mempool_id (%llu, %llu)",
+                       (unsigned long long)id_a, (unsigned long long)id_b);
+    if (p->n_routes == GA_MAX_ROUTES)
+        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: more than %d pools routed to at once", GA_MAX_ROUTES);
+    p->routes[p->n_routes++] = (ga_route_t){.pool = pp, .kind = route, .stream = stream, .thread = thread};
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_mempool_end(ga_pool_t *p, uint64_t id_a, uint64_t id_b)
+{
+    ga_private_pool_t *pp = find(p, id_a, id_b);
+    size_t i = pp ? route_of(p, pp) : SIZE_MAX;
+    if (i == SIZE_MAX)
+        return ga_fail(p->err, GALLOC_E_INVAL, "endAllocatePool: not currently recording to mempool_id (%llu, %llu)",
+                       (unsigned long long)id_a, (unsigned long long)id_b);
+    for (; i + 1 < p->n_routes; i++)
+        p->routes[i] = p->routes[i + 1];
+    p->n_routes--;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_mempool_release(ga_pool_t *p, uint64_t id_a, uint64_t id_b)
+{
+    ga_private_pool_t *pp = find(p, id_a, id_b);
+    if (pp == NULL || pp->use_count == 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "release: no live memory pool (%llu, %llu)", (unsigned long long)id_a,
+                       (unsigned long long)id_b);
+    if (route_of(p, pp) != SIZE_MAX)
+        return ga_fail(p->err, GALLOC_E_INVAL, "release: memory pool (%llu, %llu) is still being allocated to",
+                       (unsigned long long)id_a, (unsigned long long)id_b);
+    pp->use_count--;
+    return GALLOC_OK;
+}
+
+/* Whole free segments of freeable pools go back; an empty freeable pool is deleted. */
+void ga_pool_release_private_pools(ga_pool_t *p)
+{
+    ga_private_pool_t **link = &p->private_pools;
+    while (*link != NULL) {
+        ga_private_pool_t *pp = *link;
+        if (pp->use_count > 0) {
+            link = &pp->next;
+            continue;
+        }
+        for (int half = 0; half < 2; half++) {
+            ga_blockpool_t *bp = half ? &pp->large : &pp->small;
+            ga_block_t *b = ga_blockpool_first(bp);
+            while (b != NULL) {
+                ga_block_t *next = ga_blockpool_next(b);
+                if (!ga_block_is_split(b))
+                    ga_pool_release_block(p, b);
+                b = next;
+            }
+        }
+        if (pp->segments == 0) {
+            *link = pp->next;
+            free(pp);
+        } else {
+            link = &pp->next;
+        }
+    }
+}
+
+/* Free cached bytes in private pools: what PyTorch's OOM message calls
+ * "allocated in private pools". */
+size_t ga_pool_private_free_bytes(const ga_pool_t *p)
+{
+    size_t n = 0;
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
+        for (int half = 0; half < 2; half++)
+            for (ga_block_t *b = ga_blockpool_first(half ? &pp->large : &pp->small); b != NULL;
+                 b = ga_blockpool_next(b))
+                n += b->size;
+    return n;
+}
+
+void ga_pool_private_destroy(ga_pool_t *p)
+{
+    while (p->private_pools != NULL) {
+        ga_private_pool_t *pp = p->private_pools;
+        p->private_pools = pp->next;
+        free(pp);
+    }
+}
