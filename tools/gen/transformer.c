@@ -1,0 +1,361 @@
+/*
+ * transformer.c: the events of training a decoder-only transformer (GPT-2
+ * layout, Adam), step by step, in the order PyTorch's autograd creates and
+ * releases the tensors. The text of STEP_MODEL below is the model; it is
+ * printed by `galloc gen --help` and heads every generated trace.
+ *
+ * Sizing rule. Saved activations are sized so that a step keeps exactly what
+ * the budget formula of `galloc budget` counts (34 units per layer, 1 with
+ * checkpointing: ../shared/reference/mission-notes.md): the formula is the
+ * reference the simulated peak is compared with, and a trace keeping a
+ * different amount would make that comparison meaningless. The split of the
+ * 34 follows Korthikanti et al. 2022 ("Reducing Activation Recomputation in
+ * Large Transformer Models", section 4.1), whose per-layer coefficients the
+ * formula takes as element counts. Temporaries that no formula counts (the
+ * attention scores, MLP and gradient buffers) have their natural shape; they
+ * are what the simulated peak adds on top of the formula.
+ *
+ * Invariants: ids are handed out in increasing order from 1 and never reused;
+ * every per-step block is freed before the step ends; once the consumer stops
+ * the run nothing more is emitted.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tools/gen/model_int.h"
+
+static const char STEP_MODEL[] =
+    "Setup: every parameter tensor (embedding, 12 per block, final layer norm) in\n"
+    "  fp16/bf16 (--mixed-precision, 2 bytes) or fp32 (4 bytes); with\n"
+    "  --mixed-precision then an fp32 master copy of each.\n"
+    "Each step, sequence length s (fixed, or drawn per step from --variable-seq-len\n"
+    "  with --seed), one unit = s * batch * d_model elements:\n"
+    "  forward: token ids and labels (int64); embedding output; per block, in\n"
+    "    order, the tensors autograd saves: block input 1 unit, ln1 output 2,\n"
+    "    q 2, k 2, v 2, attention context 1, merged heads 2, dropout mask 1,\n"
+    "    residual 2, ln2 output 2, fc1 output 8, gelu output 8, dropout mask 1\n"
+    "    (34 units, the budget formula's), two small layer-norm statistics;\n"
+    "    temporaries: attention scores and probabilities (batch * heads * s * s\n"
+    "    each), projection and fc2 outputs (1 unit each).\n"
+    "    With --checkpointing only each block's input is kept: the block runs\n"
+    "    without saving, each tensor freed once consumed.\n"
+    "  backward, last block first: (with --checkpointing the block is first\n"
+    "    recomputed, saving its 34 units again), then gradient buffers: 4 units\n"
+    "    through fc2 and GELU (MLP intermediates, 4 * d_model wide), 1 unit per\n"
+    "    residual/layer-norm step, 3 units for q/k/v, recomputed attention\n"
+    "    probabilities and their gradient (batch * heads * s * s each); each saved\n"
+    "    tensor is freed as soon as its gradient is computed. At the first step the\n"
+    "    parameter gradients are created as backward reaches them (2 bytes per\n"
+    "    parameter in mixed precision, else 4) and kept for the whole run.\n"
+    "  optimizer (Adam, fused: no temporaries): at the first step its two fp32\n"
+    "    moments per parameter (8 bytes per parameter), kept for the whole run.\n"
+    "  Every per-step block is freed by the end of its step; weights, masters,\n"
+    "  gradients and optimizer state stay live.\n";
+
+const char *ga_gen_step_model_text(void)
+{
+    return STEP_MODEL;
+}
+
+/* What a block keeps for backward (without checkpointing), and its units. */
+enum slot {
+    S_X,         /* block input, the layer-norm-1 input */
+    S_QKV_IN,    /* ln1 output, the qkv projection input */
+    S_Q,         /* queries */
+    S_K,         /* keys */
+    S_V,         /* values */
+    S_CTX,       /* softmax(qk^T) v, per head */
+    S_PROJ_IN,   /* heads merged: the output projection's input */
+    S_ATTN_MASK, /* attention dropout mask */
+    S_LN2_IN,    /* residual sum, the layer-norm-2 input */
+    S_FC1_IN,    /* ln2 output */
+    S_GELU_IN,   /* fc1 output, 4 * d_model wide */
+    S_FC2_IN,    /* GELU output, 4 * d_model wide */
+    S_MLP_MASK,  /* MLP dropout mask */
+    S_LN1_STATS, /* layer norm 1 mean and rstd (fp32 per token): small-pool blocks */
+    S_LN2_STATS, /* layer norm 2 mean and rstd */
+    N_SLOTS
+};
+
+/* Block parameter tensors (model.c's order) whose gradients backward makes. */
+enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC1_W, P_FC1_B, P_FC2_W, P_FC2_B };
+
+typedef struct gen {
+    const ga_gen_model_t *m; /* the model */
+    ga_gen_emit_fn emit;     /* the consumer */
+    void *ctx;               /* its argument */
+    int stop;                /* emit's non-zero return: once set nothing more is emitted */
+    uint64_t next_id;        /* next block id (ids are never reused) */
+    uint32_t step;           /* current step, GA_GEN_SETUP_STEP before the first */
+    uint64_t elem;           /* bytes per weight / gradient / activation element */
+    uint64_t unit;           /* bytes of s * batch * d_model elements this step */
+    uint64_t scores;         /* bytes of batch * heads * s * s elements this step */
+    uint64_t stats;          /* bytes of one layer norm's mean + rstd: s * batch * 2 fp32 */
+    size_t n_params;         /* parameter tensors */
+    uint64_t *param_elems;   /* [n_params] element counts, summing to --params */
+    uint64_t (*saved)[N_SLOTS]; /* [layers] ids kept for backward, 0 = none */
+    char text[128];          /* the current annotation */
+} gen_t;
+
+static void emit(gen_t *g, const ga_gen_event_t *ev)
+{
+    if (g->stop == 0)
+        g->stop = g->emit(g->ctx, ev);
+}
+
+static uint64_t tensor(gen_t *g, uint64_t bytes, const char *name)
+{
+    uint64_t id = g->next_id++;
+    ga_gen_event_t ev = {.op = GA_GEN_ALLOC, .id = id, .size = bytes, .step = g->step, .text = name};
+    emit(g, &ev);
+    return id;
+}
+
+/* Free *id and forget it, so a slot cannot be freed twice. */
+static void release(gen_t *g, uint64_t *id)
+{
+    ga_gen_event_t ev = {.op = GA_GEN_FREE, .id = *id, .step = g->step};
+    emit(g, &ev);
+    *id = 0;
+}
+
+__attribute__((format(printf, 2, 3))) static void annotate(gen_t *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->text, sizeof(g->text), fmt, ap);
+    va_end(ap);
+    ga_gen_event_t ev = {.op = GA_GEN_ANNOTATE, .step = g->step, .text = g->text};
+    emit(g, &ev);
+}
+
+/* At the first step, backward creates the gradient of each parameter it
+ * reaches; later steps accumulate into them (no allocation). */
+static void param_grad(gen_t *g, size_t param)
+{
+    if (g->step == 0)
+        (void)tensor(g, g->param_elems[param] * g->elem, "parameter gradient");
+}
+
+static void block_grads(gen_t *g, uint32_t layer, unsigned w, unsigned b)
+{
+    size_t base = 1 + (size_t)GA_GEN_BLOCK_TENSORS * layer;
+    param_grad(g, base + w);
+    param_grad(g, base + b);
+}
+
+/* Forward of one block with autograd saving (also the checkpoint recompute):
+ * sv[S_X] is the input; returns the block's output. */
+static uint64_t forward_saved(gen_t *g, uint64_t *sv)
+{
+    uint64_t u = g->unit;
+    sv[S_LN1_STATS] = tensor(g, g->stats, "ln1 statistics");
+    sv[S_QKV_IN] = tensor(g, 2 * u, "ln1 output");
+    sv[S_Q] = tensor(g, 2 * u, "queries");
+    sv[S_K] = tensor(g, 2 * u, "keys");
+    sv[S_V] = tensor(g, 2 * u, "values");
+    uint64_t scores = tensor(g, g->scores, "attention scores");
+    uint64_t probs = tensor(g, g->scores, "attention probabilities");
+    release(g, &scores);
+    sv[S_CTX] = tensor(g, u, "attention context");
+    release(g, &probs); /* memory-efficient attention keeps no s x s matrix for backward */
+    sv[S_PROJ_IN] = tensor(g, 2 * u, "merged heads");
+    uint64_t proj = tensor(g, u, "attention projection");
+    sv[S_ATTN_MASK] = tensor(g, u, "attention dropout mask");
+    sv[S_LN2_IN] = tensor(g, 2 * u, "residual");
+    release(g, &proj);
+    sv[S_LN2_STATS] = tensor(g, g->stats, "ln2 statistics");
+    sv[S_FC1_IN] = tensor(g, 2 * u, "ln2 output");
+    sv[S_GELU_IN] = tensor(g, 8 * u, "fc1 output");
+    sv[S_FC2_IN] = tensor(g, 8 * u, "gelu output");
+    uint64_t fc2 = tensor(g, u, "fc2 output");
+    sv[S_MLP_MASK] = tensor(g, u, "mlp dropout mask");
+    uint64_t out = tensor(g, u, "block output");
+    release(g, &fc2);
+    return out;
+}
+
+/* Forward of one block under checkpointing (no autograd saving): the same
+ * tensors, each freed as soon as the next one is computed. x stays live. */
+static uint64_t forward_unsaved(gen_t *g)
+{
+    uint64_t u = g->unit;
+    uint64_t stats = tensor(g, g->stats, "ln1 statistics");
+    uint64_t ln1 = tensor(g, 2 * u, "ln1 output");
+    release(g, &stats);
+    uint64_t q = tensor(g, 2 * u, "queries"), k = tensor(g, 2 * u, "keys"), v = tensor(g, 2 * u, "values");
+    release(g, &ln1);
+    uint64_t scores = tensor(g, g->scores, "attention scores");
+    uint64_t probs = tensor(g, g->scores, "attention probabilities");
+    release(g, &scores);
+    uint64_t ctx = tensor(g, u, "attention context");
+    release(g, &probs);
+    release(g, &q);
+    release(g, &k);
+    release(g, &v);
+    uint64_t merged = tensor(g, 2 * u, "merged heads");
+    release(g, &ctx);
+    uint64_t proj = tensor(g, u, "attention projection");
+    release(g, &merged);
+    uint64_t res = tensor(g, 2 * u, "residual");
+    release(g, &proj);
+    stats = tensor(g, g->stats, "ln2 statistics");
+    uint64_t ln2 = tensor(g, 2 * u, "ln2 output");
+    release(g, &stats);
+    uint64_t fc1 = tensor(g, 8 * u, "fc1 output");
+    release(g, &ln2);
+    uint64_t gelu = tensor(g, 8 * u, "gelu output");
+    release(g, &fc1);
+    uint64_t fc2 = tensor(g, u, "fc2 output");
+    release(g, &gelu);
+    uint64_t out = tensor(g, u, "block output");
+    release(g, &fc2);
+    release(g, &res);
+    return out;
+}
+
+/* Backward of block `layer`: consumes the gradient of its output (*grad) and
+ * every saved tensor, leaves the gradient of its input in *grad. */
+static void backward(gen_t *g, uint32_t layer, uint64_t *grad)
+{
+    uint64_t u = g->unit, *sv = g->saved[layer];
+    /* MLP. */
+    uint64_t g_mid = tensor(g, 4 * u, "grad of gelu output");
+    block_grads(g, layer, P_FC2_W, P_FC2_B);
+    release(g, &sv[S_FC2_IN]);
+    release(g, &sv[S_MLP_MASK]);
+    uint64_t g_fc1 = tensor(g, 4 * u, "grad of fc1 output");
+    release(g, &g_mid);
+    release(g, &sv[S_GELU_IN]);
+    uint64_t g_ln2 = tensor(g, u, "grad of ln2 output");
+    block_grads(g, layer, P_FC1_W, P_FC1_B);
+    release(g, &g_fc1);
+    release(g, &sv[S_FC1_IN]);
+    uint64_t g_res = tensor(g, u, "grad of residual");
+    block_grads(g, layer, P_LN2_W, P_LN2_B);
+    release(g, &g_ln2);
+    release(g, &sv[S_LN2_IN]);
+    release(g, &sv[S_LN2_STATS]);
+    release(g, grad);
+    /* Attention. */
+    uint64_t g_merged = tensor(g, u, "grad of merged heads");
+    block_grads(g, layer, P_PROJ_W, P_PROJ_B);
+    release(g, &sv[S_PROJ_IN]);
+    release(g, &sv[S_ATTN_MASK]);
+    uint64_t probs = tensor(g, g->scores, "recomputed attention probabilities");
+    uint64_t g_scores = tensor(g, g->scores, "grad of attention scores");
+    uint64_t g_qkv = tensor(g, 3 * u, "grad of q, k, v");
+    release(g, &g_scores);
+    release(g, &probs);
+    release(g, &g_merged);
+    release(g, &sv[S_CTX]);
+    release(g, &sv[S_Q]);
+    release(g, &sv[S_K]);
+    release(g, &sv[S_V]);
+    uint64_t g_ln1 = tensor(g, u, "grad of ln1 output");
+    block_grads(g, layer, P_QKV_W, P_QKV_B);
+    release(g, &g_qkv);
+    release(g, &sv[S_QKV_IN]);
+    uint64_t g_x = tensor(g, u, "grad of block input");
+    block_grads(g, layer, P_LN1_W, P_LN1_B);
+    release(g, &g_ln1);
+    release(g, &sv[S_LN1_STATS]);
+    release(g, &sv[S_X]);
+    release(g, &g_res);
+    *grad = g_x;
+}
+
+static void setup(gen_t *g)
+{
+    annotate(g, "setup: %zu parameter tensors, %" PRIu64 " parameters", g->n_params, g->m->params);
+    for (size_t i = 0; i < g->n_params; i++)
+        (void)tensor(g, g->param_elems[i] * g->elem, "weight");
+    if (g->m->mixed_precision)
+        for (size_t i = 0; i < g->n_params; i++)
+            (void)tensor(g, g->param_elems[i] * 4, "fp32 master weight");
+}
+
+static void step(gen_t *g, uint32_t k)
+{
+    const ga_gen_model_t *m = g->m;
+    uint64_t s = ga_gen_step_seq_len(m, k);
+    g->step = k;
+    g->unit = s * m->batch * m->d_model * g->elem;
+    g->scores = m->batch * ga_gen_heads(m) * s * s * g->elem;
+    g->stats = s * m->batch * 2 * 4;
+    size_t last = g->n_params - 1; /* final layer norm: params last - 1, last */
+
+    annotate(g, "step %" PRIu32 " forward seq_len %" PRIu64, k, s);
+    uint64_t ids = tensor(g, s * m->batch * 8, "input ids");
+    uint64_t labels = tensor(g, s * m->batch * 8, "labels");
+    uint64_t x = tensor(g, g->unit, "embedding output");
+    for (uint32_t l = 0; l < m->layers && g->stop == 0; l++) {
+        g->saved[l][S_X] = x;
+        x = m->checkpointing ? forward_unsaved(g) : forward_saved(g, g->saved[l]);
+    }
+    uint64_t lnf_stats = tensor(g, g->stats, "final ln statistics");
+    uint64_t h = tensor(g, g->unit, "final ln output");
+    uint64_t loss = tensor(g, 4, "loss");
+
+    annotate(g, "step %" PRIu32 " backward", k);
+    uint64_t g_h = tensor(g, g->unit, "grad of final ln output");
+    release(g, &loss);
+    param_grad(g, last - 1);
+    param_grad(g, last);
+    uint64_t grad = tensor(g, g->unit, "grad of last block output");
+    release(g, &g_h);
+    release(g, &h);
+    release(g, &lnf_stats);
+    release(g, &x);
+    for (uint32_t l = m->layers; l-- > 0 && g->stop == 0;) {
+        uint64_t recomputed = 0;
+        if (m->checkpointing)
+            recomputed = forward_saved(g, g->saved[l]); /* reentrant checkpoint: output freed after backward */
+        backward(g, l, &grad);
+        if (recomputed != 0)
+            release(g, &recomputed);
+    }
+    param_grad(g, 0); /* the embedding's gradient comes last */
+    release(g, &grad);
+    release(g, &labels);
+    release(g, &ids);
+
+    annotate(g, "step %" PRIu32 " optimizer", k);
+    if (k == 0) /* Adam creates its state lazily, at its first step */
+        for (size_t i = 0; i < g->n_params; i++) {
+            (void)tensor(g, g->param_elems[i] * 4, "adam exp_avg");
+            (void)tensor(g, g->param_elems[i] * 4, "adam exp_avg_sq");
+        }
+}
+
+int ga_gen_transformer(const ga_gen_model_t *m, ga_gen_emit_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (m == NULL || fn == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "ga_gen_transformer: NULL model or callback");
+        return -1;
+    }
+    if (ga_gen_model_check(m, err, errlen) != 0)
+        return -1;
+    gen_t g = {.m = m, .emit = fn, .ctx = ctx, .next_id = 1, .step = GA_GEN_SETUP_STEP,
+               .elem = ga_gen_elem_bytes(m), .n_params = ga_gen_param_count(m)};
+    g.param_elems = malloc(g.n_params * sizeof(*g.param_elems));
+    g.saved = calloc(m->layers, sizeof(*g.saved));
+    int rc = -1;
+    if (g.param_elems == NULL || g.saved == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "out of host memory for a %" PRIu32 "-layer model", m->layers);
+        goto out_free;
+    }
+    ga_gen_param_elems(m, g.param_elems);
+    setup(&g);
+    for (uint32_t k = 0; k < m->steps && g.stop == 0; k++)
+        step(&g, k);
+    rc = g.stop;
+out_free:
+    free(g.saved);
+    free(g.param_elems);
+    return rc;
+}

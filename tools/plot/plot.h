@@ -1,0 +1,42 @@
+/*
+ * plot.h: draw memory over time, as `galloc replay --plot FILE` collects it
+ * (tools/series.h: per configuration requested / allocated / reserved bytes at
+ * sampled event indices, plus OOM markers), to a PNG or SVG file with cairo.
+ *
+ * The plot: bytes on a GiB axis against the event index; per configuration one
+ * colour, reserved as a solid line, allocated dashed, requested dotted; OOMs
+ * as red crosses on the configuration's reserved curve; the device size as a
+ * grey dashed ceiling; a title, axis labels and ticks, and a legend under the
+ * axes (a line-style key, then one colour per configuration).
+ *
+ * Thread-safety: ga_plot_write uses only its arguments and cairo objects it
+ * creates (cairo and fontconfig lock their own shared caches), so calls
+ * writing different files may run concurrently.
+ */
+#ifndef GA_TOOLS_PLOT_PLOT_H
+#define GA_TOOLS_PLOT_PLOT_H
+
+#include <stddef.h>
+
+#include "tools/series.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * ga_plot_write: draw `in` into `path`; the format comes from the extension,
+ * ".png" or ".svg" (any case). Series arrays may be NULL (that line is not
+ * drawn) except event_index when n > 0.
+ * Returns 0 on success; non-zero with a message in err (errlen bytes,
+ * NUL-terminated) for an unknown extension, NULL or inconsistent input (an
+ * OOM marker naming a series that does not exist), a file that cannot be
+ * created or written (the OS reason is given), or a cairo error. A failed call
+ * leaves no partial file behind and frees everything it allocated.
+ */
+int ga_plot_write(const char *path, const ga_plot_input_t *in, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_PLOT_PLOT_H */
