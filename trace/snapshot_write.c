@@ -1,0 +1,354 @@
+/*
+ * snapshot_write.c: walk a snapshot model and emit PyTorch's snapshot
+ * dictionary through either emitter (pickle or JSON).
+ *
+ * Keys and value types, verified against pytorch/pytorch
+ * torch/csrc/cuda/memory_snapshot.cpp _memory_snapshot_pickled() (commits
+ * 127b7ad1e585768808db4c3d1420a39ca7ac7338, newest read, and
+ * 00067369c9339bed950762afec327514d6fa2566), against what
+ * torch/utils/viz/MemoryViz.js (00067369...) and torch/cuda/_memory_viz.py
+ * (0044eb6704e63eec2a52110f4b1a44331e3d4342) read, and against the TypedDicts
+ * in torch/cuda/memory.py _snapshot() (00b65a04a2d30e498eedcb1e3476abd547f428f1):
+ *   root: "segments" list, "device_traces" list of lists (one per device;
+ *     MemoryViz indexes it by segment device), "allocator_settings" dict,
+ *     "external_annotations" list.
+ *   segment: device int, address int, total_size int, allocated_size int,
+ *     active_size int, requested_size int, stream int (int64_t(stream)),
+ *     segment_type "large"|"small", segment_pool_id (int, int) tuple,
+ *     is_expandable bool, frames list, blocks list.
+ *   block: address int, size int, requested_size int, state
+ *     "active_allocated"|"active_pending_free"|"inactive", frames list.
+ *   trace entry: action str, then "device_free" int for "oom" or "addr" int
+ *     otherwise (never both), size int, stream int, compile_context str
+ *     ("N/A" unless a compile context is pushed: record_trace), user_metadata
+ *     str, frames list, time_us int.
+ *   frame: name str, filename str, line int.
+ *   allocator_settings: PYTORCH_CUDA_ALLOC_CONF str, max_split_size int
+ *     (int64_t of size_t: -1 when unlimited), garbage_collection_threshold
+ *     float, expandable_segments bool, pinned_num_register_threads int,
+ *     release_lock_on_cudamalloc bool, pinned_use_cuda_host_register bool,
+ *     graph_capture_record_stream_reuse bool (127b7ad only),
+ *     roundup_power2_divisions dict {"1": int, "2": int, "4": int, ...} (key
+ *     1, doubling, per entry).
+ *   external_annotation: the metadata pairs (record_function's annotations:
+ *     "name", "stage" = "START"|"END"), then device int, time_us int.
+ * Where galloc differs, deliberately:
+ *   - PyTorch writes "frames" into a trace entry only when it has a context;
+ *     galloc always writes it (an empty list when none), as PyTorch does for
+ *     segments and blocks; MemoryViz and _memory_viz.py accept both.
+ *   - Key order: PyTorch inserts "frames" last (after symbolizing); galloc
+ *     writes it in place. Dicts are unordered for every reader.
+ *   - Addresses are written as unsigned; PyTorch's newest casts to int64, so
+ *     only addresses of 2^63 and more (never seen from CUDA) differ.
+ * Frames lists and frame dicts shared between entries are written once and
+ * then referenced (pickle memo), as PyTorch's pickler memoizes the IValues it
+ * shares; JSON repeats them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/emit.h"
+#include "trace/snapshot.h"
+
+typedef struct writer {
+    ga_trace_emitter_t *e;
+    const ga_snapshot_t *s;
+    const ga_trace_stacks_t *stacks;   /* NULL: no frames */
+    const ga_trace_strtab_t *strings;  /* NULL: no frames */
+    uint32_t *stack_memo;              /* per stack id: memo + 1, 0 = not written yet */
+    uint32_t *frame_memo;              /* per frame id: memo + 1, 0 = not written yet */
+    uint32_t empty_memo;               /* memo + 1 of the shared empty frames list */
+    bool memo;                         /* the emitter memoizes and the tables exist */
+} writer_t;
+
+/* "1", "2", "4", ...: roundup_power2_divisions keys (std::to_string of 1 << i). */
+static const char *const pow2_keys[GA_SNAPSHOT_ROUNDUP_MAX] = {
+    "1",        "2",        "4",        "8",         "16",        "32",        "64",         "128",
+    "256",      "512",      "1024",     "2048",      "4096",      "8192",      "16384",      "32768",
+    "65536",    "131072",   "262144",   "524288",    "1048576",   "2097152",   "4194304",    "8388608",
+    "16777216", "33554432", "67108864", "134217728", "268435456", "536870912", "1073741824", "2147483648",
+};
+
+static void put_cstr(ga_trace_emitter_t *e, const char *s)
+{
+    ga_trace_emit_str(e, s, strlen(s));
+}
+
+static void write_frame(writer_t *w, uint32_t fid)
+{
+    ga_trace_emitter_t *e = w->e;
+    if (w->memo && w->frame_memo[fid] != 0) {
+        ga_trace_emit_memo_get(e, w->frame_memo[fid] - 1);
+        return;
+    }
+    const ga_trace_frame_t *f = ga_trace_stacks_frame(w->stacks, fid);
+    const char *name = "??";
+    const char *file = "??";
+    size_t name_len = 2, file_len = 2;
+    int64_t line = 0;
+    if (f != NULL && (f->pc == 0 || f->symbolized)) {
+        name = ga_trace_strtab_get(w->strings, f->name, &name_len);
+        file = ga_trace_strtab_get(w->strings, f->filename, &file_len);
+        line = f->line;
+    }
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "name");
+    ga_trace_emit_str(e, name, name_len);
+    ga_trace_emit_key(e, "filename");
+    ga_trace_emit_str(e, file, file_len);
+    ga_trace_emit_key(e, "line");
+    ga_trace_emit_i64(e, line);
+    ga_trace_emit_end_dict(e);
+    if (w->memo)
+        w->frame_memo[fid] = ga_trace_emit_memo_put(e) + 1;
+}
+
+static void write_frames(writer_t *w, uint32_t stack_id)
+{
+    ga_trace_emitter_t *e = w->e;
+    uint32_t n = 0;
+    const uint32_t *ids = w->stacks != NULL ? ga_trace_stacks_get(w->stacks, stack_id, &n) : NULL;
+    uint32_t *memo = n == 0 ? &w->empty_memo : (w->memo ? &w->stack_memo[stack_id] : NULL);
+    if (w->memo && *memo != 0) {
+        ga_trace_emit_memo_get(e, *memo - 1);
+        return;
+    }
+    ga_trace_emit_begin_list(e);
+    for (uint32_t i = 0; i < n; i++)
+        write_frame(w, ids[i]);
+    ga_trace_emit_end_list(e);
+    if (w->memo)
+        *memo = ga_trace_emit_memo_put(e) + 1;
+}
+
+static void write_segment(writer_t *w, const ga_snapshot_segment_t *seg)
+{
+    ga_trace_emitter_t *e = w->e;
+    const ga_snapshot_segment_info_t *in = &seg->info;
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "device");
+    ga_trace_emit_i64(e, in->device);
+    ga_trace_emit_key(e, "address");
+    /* int64 as PyTorch writes it (memory_snapshot.cpp): the viewer's unpickler
+     * cannot mix the BigInt an address >= 2^63 would become with numbers. */
+    ga_trace_emit_i64(e, (int64_t)in->address);
+    ga_trace_emit_key(e, "total_size");
+    ga_trace_emit_u64(e, seg->total_size);
+    ga_trace_emit_key(e, "allocated_size");
+    ga_trace_emit_u64(e, seg->allocated_size);
+    ga_trace_emit_key(e, "active_size");
+    ga_trace_emit_u64(e, seg->active_size);
+    ga_trace_emit_key(e, "requested_size");
+    ga_trace_emit_u64(e, seg->requested_size);
+    ga_trace_emit_key(e, "stream");
+    ga_trace_emit_i64(e, (int64_t)in->stream);
+    ga_trace_emit_key(e, "segment_type");
+    ga_trace_emit_atom(e, in->is_large ? "large" : "small");
+    ga_trace_emit_key(e, "segment_pool_id");
+    ga_trace_emit_tuple2(e, in->pool_id[0], in->pool_id[1]);
+    ga_trace_emit_key(e, "is_expandable");
+    ga_trace_emit_bool(e, in->is_expandable);
+    ga_trace_emit_key(e, "frames");
+    write_frames(w, in->stack_id);
+    ga_trace_emit_key(e, "blocks");
+    ga_trace_emit_begin_list(e);
+    uint64_t addr = in->address;
+    for (size_t i = 0; i < seg->nblocks; i++) {
+        const ga_snapshot_block_t *b = &w->s->blocks[seg->first_block + i];
+        ga_trace_emit_begin_dict(e);
+        ga_trace_emit_key(e, "address");
+        ga_trace_emit_i64(e, (int64_t)addr);
+        ga_trace_emit_key(e, "size");
+        ga_trace_emit_u64(e, b->size);
+        ga_trace_emit_key(e, "requested_size");
+        ga_trace_emit_u64(e, b->requested_size);
+        ga_trace_emit_key(e, "state");
+        ga_trace_emit_atom(e, ga_snapshot_state_name((ga_snapshot_block_state_t)b->state));
+        ga_trace_emit_key(e, "frames");
+        write_frames(w, b->stack_id);
+        ga_trace_emit_end_dict(e);
+        addr += b->size;
+    }
+    ga_trace_emit_end_list(e);
+    ga_trace_emit_end_dict(e);
+}
+
+static void write_entry(writer_t *w, const ga_trace_entry_t *t)
+{
+    ga_trace_emitter_t *e = w->e;
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "action");
+    ga_trace_emit_atom(e, ga_trace_action_name((ga_trace_action_t)t->action));
+    if (t->action == GA_TRACE_OOM) {
+        ga_trace_emit_key(e, "device_free");
+        ga_trace_emit_u64(e, t->extra.device_free);
+    } else {
+        ga_trace_emit_key(e, "addr");
+        ga_trace_emit_i64(e, (int64_t)t->addr);
+    }
+    ga_trace_emit_key(e, "size");
+    ga_trace_emit_u64(e, t->size);
+    ga_trace_emit_key(e, "stream");
+    ga_trace_emit_i64(e, (int64_t)t->stream);
+    ga_trace_emit_key(e, "compile_context");
+    ga_trace_emit_atom(e, "N/A");
+    ga_trace_emit_key(e, "user_metadata");
+    ga_trace_emit_atom(e, "");
+    ga_trace_emit_key(e, "frames");
+    write_frames(w, t->stack_id);
+    ga_trace_emit_key(e, "time_us");
+    ga_trace_emit_i64(e, t->time_us);
+    ga_trace_emit_end_dict(e);
+}
+
+static int device_count(const ga_snapshot_t *s)
+{
+    int max = s->device;
+    if (s->trace != NULL && s->trace->device > max)
+        max = s->trace->device;
+    for (size_t i = 0; i < s->nsegs; i++)
+        if (s->segs[i].info.device > max)
+            max = s->segs[i].info.device;
+    return max < 0 ? 1 : max + 1;
+}
+
+static void write_traces(writer_t *w)
+{
+    ga_trace_emitter_t *e = w->e;
+    const ga_trace_t *t = w->s->trace;
+    int n = device_count(w->s);
+    ga_trace_emit_begin_list(e);
+    for (int d = 0; d < n; d++) {
+        ga_trace_emit_begin_list(e);
+        if (t != NULL && d == t->device) {
+            size_t count = ga_trace_ring_size(&t->events);
+            for (size_t i = 0; i < count && ga_trace_emit_ok(e); i++) {
+                const ga_trace_entry_t *te = ga_trace_ring_at(&t->events, i);
+                if (te->action != GA_TRACE_ANNOTATE)
+                    write_entry(w, te);
+            }
+        }
+        ga_trace_emit_end_list(e);
+    }
+    ga_trace_emit_end_list(e);
+}
+
+static void write_settings(writer_t *w)
+{
+    ga_trace_emitter_t *e = w->e;
+    const ga_snapshot_settings_t *st = &w->s->settings;
+    ga_trace_emit_begin_dict(e);
+    if (w->s->has_settings) {
+        ga_trace_emit_key(e, "PYTORCH_CUDA_ALLOC_CONF");
+        put_cstr(e, st->alloc_conf);
+        ga_trace_emit_key(e, "max_split_size");
+        ga_trace_emit_i64(e, st->max_split_size);
+        ga_trace_emit_key(e, "garbage_collection_threshold");
+        ga_trace_emit_f64(e, st->garbage_collection_threshold);
+        ga_trace_emit_key(e, "expandable_segments");
+        ga_trace_emit_bool(e, st->expandable_segments);
+        ga_trace_emit_key(e, "pinned_num_register_threads");
+        ga_trace_emit_i64(e, st->pinned_num_register_threads);
+        ga_trace_emit_key(e, "release_lock_on_cudamalloc");
+        ga_trace_emit_bool(e, st->release_lock_on_cudamalloc);
+        ga_trace_emit_key(e, "pinned_use_cuda_host_register");
+        ga_trace_emit_bool(e, st->pinned_use_cuda_host_register);
+        ga_trace_emit_key(e, "graph_capture_record_stream_reuse");
+        ga_trace_emit_bool(e, st->graph_capture_record_stream_reuse);
+        ga_trace_emit_key(e, "roundup_power2_divisions");
+        ga_trace_emit_begin_dict(e);
+        for (size_t i = 0; i < st->roundup_count; i++) {
+            ga_trace_emit_key(e, pow2_keys[i]);
+            ga_trace_emit_i64(e, st->roundup_power2_divisions[i]);
+        }
+        ga_trace_emit_end_dict(e);
+    }
+    ga_trace_emit_end_dict(e);
+}
+
+static void write_annotations(writer_t *w)
+{
+    ga_trace_emitter_t *e = w->e;
+    const ga_trace_t *t = w->s->trace;
+    ga_trace_emit_begin_list(e);
+    size_t count = t != NULL ? ga_trace_ring_size(&t->annotations) : 0;
+    for (size_t i = 0; i < count && ga_trace_emit_ok(e); i++) {
+        const ga_trace_entry_t *a = ga_trace_ring_at(&t->annotations, i);
+        size_t len;
+        const char *text;
+        ga_trace_emit_begin_dict(e);
+        ga_trace_emit_key(e, "name");
+        text = ga_trace_strtab_get(&t->strings, a->extra.annotation.name, &len);
+        ga_trace_emit_str(e, text, len);
+        ga_trace_emit_key(e, "stage");
+        text = ga_trace_strtab_get(&t->strings, a->extra.annotation.stage, &len);
+        ga_trace_emit_str(e, text, len);
+        ga_trace_emit_key(e, "device");
+        ga_trace_emit_i64(e, t->device);
+        ga_trace_emit_key(e, "time_us");
+        ga_trace_emit_i64(e, a->time_us);
+        ga_trace_emit_end_dict(e);
+    }
+    ga_trace_emit_end_list(e);
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uint64_t x = ((const ga_snapshot_segment_t *)a)->info.address;
+    uint64_t y = ((const ga_snapshot_segment_t *)b)->info.address;
+    return x < y ? -1 : x > y;
+}
+
+galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_format_t format)
+{
+    const ga_trace_emitter_ops_t *ops;
+    if (format == GALLOC_SNAPSHOT_PICKLE)
+        ops = &ga_trace_pickle;
+    else if (format == GALLOC_SNAPSHOT_JSON)
+        ops = &ga_trace_json;
+    else
+        return GALLOC_E_INVAL;
+    if (out == NULL)
+        return GALLOC_E_INVAL;
+    ga_trace_emitter_t *e = malloc(sizeof(*e));
+    if (e == NULL)
+        return GALLOC_E_NOMEM;
+    writer_t w = {.e = e, .s = s};
+    if (s->trace != NULL) {
+        /* Best effort: frames it cannot resolve are written as "??". */
+        (void)ga_trace_stacks_symbolize(&s->trace->stacks);
+        w.stacks = &s->trace->stacks;
+        w.strings = &s->trace->strings;
+    }
+    ga_trace_emit_start(e, ops, out);
+    if (ga_trace_emit_can_memo(e)) {
+        /* Without the tables (no memory) the snapshot is only larger. */
+        size_t nst = w.stacks != NULL ? w.stacks->nstacks : 0;
+        size_t nfr = w.stacks != NULL ? w.stacks->nframes : 0;
+        w.stack_memo = calloc(nst + 1, sizeof(*w.stack_memo));
+        w.frame_memo = calloc(nfr + 1, sizeof(*w.frame_memo));
+        w.memo = w.stack_memo != NULL && w.frame_memo != NULL;
+    }
+    if (s->nsegs > 1)
+        qsort(s->segs, s->nsegs, sizeof(*s->segs), by_address);
+
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "segments");
+    ga_trace_emit_begin_list(e);
+    for (size_t i = 0; i < s->nsegs && ga_trace_emit_ok(e); i++)
+        write_segment(&w, &s->segs[i]);
+    ga_trace_emit_end_list(e);
+    ga_trace_emit_key(e, "device_traces");
+    write_traces(&w);
+    ga_trace_emit_key(e, "allocator_settings");
+    write_settings(&w);
+    ga_trace_emit_key(e, "external_annotations");
+    write_annotations(&w);
+    ga_trace_emit_end_dict(e);
+
+    galloc_status_t rc = ga_trace_emit_finish(e);
+    free(w.stack_memo);
+    free(w.frame_memo);
+    free(e);
+    return rc;
+}

@@ -1,0 +1,313 @@
+/*
+ * stack.c: stack capture and the deduplicating stack store (see stack.h).
+ *
+ * Two open addressing indexes, each kept under half full: frames by (pc) or
+ * (filename, name, line), stacks by the hash of their frame sequence. The hot
+ * path (a stack seen before) hashes the raw frames and compares them with the
+ * stored ones; only a new stack reaches insert_stack, which makes every
+ * allocation it needs before publishing the stack.
+ */
+#include "trace/stack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GA_TRACE_NO_LIBUNWIND
+#include <execinfo.h>
+#else
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+
+/* One frame of a stack being looked up: what identifies it. */
+typedef struct frame_key {
+    uintptr_t pc;
+    int64_t line;
+    uint32_t filename;
+    uint32_t name;
+} frame_key_t;
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint32_t fold(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+static uint32_t frame_hash(const frame_key_t *k)
+{
+    if (k->pc != 0)
+        return fold(mix64(1, k->pc));
+    return fold(mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line));
+}
+
+static bool frame_matches(const ga_trace_frame_t *f, const frame_key_t *k)
+{
+    if (k->pc != 0)
+        return f->pc == k->pc;
+    return f->pc == 0 && f->filename == k->filename && f->name == k->name && f->line == k->line;
+}
+
+__attribute__((noinline)) void ga_trace_stack_capture_raw(ga_trace_raw_stack_t *raw, bool native, unsigned skip,
+                                                          ga_trace_frames_fn fn, void *ctx)
+{
+    raw->npcs = 0;
+    raw->nuser = 0;
+    if (native) {
+        void *pcs[GA_TRACE_MAX_FRAMES + GA_TRACE_MAX_SKIP + 1];
+        if (skip > GA_TRACE_MAX_SKIP)
+            skip = GA_TRACE_MAX_SKIP;
+#ifdef GA_TRACE_NO_LIBUNWIND
+        int n = backtrace(pcs, (int)(sizeof(pcs) / sizeof(pcs[0])));
+#else
+        int n = unw_backtrace(pcs, (int)(sizeof(pcs) / sizeof(pcs[0])));
+#endif
+        /* pcs[0] is this function; the caller's frames start at 1. */
+        for (int i = 1 + (int)skip; i < n && raw->npcs < GA_TRACE_MAX_FRAMES; i++)
+            raw->pcs[raw->npcs++] = (uintptr_t)pcs[i];
+    }
+    if (fn == NULL || raw->npcs >= GA_TRACE_MAX_FRAMES)
+        return;
+    ga_trace_user_frame_t uf[GA_TRACE_MAX_FRAMES];
+    size_t room = GA_TRACE_MAX_FRAMES - raw->npcs;
+    size_t m = fn(ctx, uf, room);
+    if (m > room)
+        m = room;
+    size_t used = 0;
+    for (size_t i = 0; i < m; i++) {
+        const char *file = uf[i].filename != NULL ? uf[i].filename : "";
+        const char *name = uf[i].name != NULL ? uf[i].name : "";
+        size_t fl = strnlen(file, GA_TRACE_RAW_TEXT);
+        size_t nl = strnlen(name, GA_TRACE_RAW_TEXT);
+        if (used + fl + nl > GA_TRACE_RAW_TEXT)
+            break; /* out of text space: keep the innermost frames only */
+        memcpy(raw->text + used, file, fl);
+        memcpy(raw->text + used + fl, name, nl);
+        raw->user[raw->nuser].file_off = (uint16_t)used;
+        raw->user[raw->nuser].file_len = (uint16_t)fl;
+        raw->user[raw->nuser].name_off = (uint16_t)(used + fl);
+        raw->user[raw->nuser].name_len = (uint16_t)nl;
+        raw->user[raw->nuser].line = uf[i].line;
+        raw->nuser++;
+        used += fl + nl;
+    }
+}
+
+void ga_trace_stacks_init(ga_trace_stacks_t *s, ga_trace_strtab_t *strings)
+{
+    memset(s, 0, sizeof(*s));
+    s->strings = strings;
+}
+
+void ga_trace_stacks_free(ga_trace_stacks_t *s)
+{
+    free(s->frames);
+    free(s->frame_index);
+    free(s->ids);
+    free(s->stacks);
+    free(s->stack_index);
+    ga_trace_stacks_init(s, s->strings);
+}
+
+const uint32_t *ga_trace_stacks_get(const ga_trace_stacks_t *s, uint32_t id, uint32_t *n)
+{
+    if (id == 0 || id >= s->nstacks) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->stacks[id].nframes;
+    return s->ids + s->stacks[id].first;
+}
+
+const ga_trace_frame_t *ga_trace_stacks_frame(const ga_trace_stacks_t *s, uint32_t frame_id)
+{
+    if (frame_id == 0 || frame_id >= s->nframes)
+        return NULL;
+    return &s->frames[frame_id];
+}
+
+static void index_put(uint32_t *index, uint32_t size, uint32_t h, uint32_t id)
+{
+    uint32_t mask = size - 1;
+    uint32_t i = h & mask;
+    while (index[i] != 0)
+        i = (i + 1) & mask;
+    index[i] = id;
+}
+
+/* Grow an index so that `count` ids (id 0 included; the newest, count - 1, is
+ * about to be inserted by the caller) stay under half load. The records are an
+ * array of rec_size bytes with their uint32_t hash at hash_off. */
+static bool index_reserve(uint32_t **index, uint32_t *size, uint32_t count, const void *recs, size_t rec_size,
+                          size_t hash_off)
+{
+    if ((size_t)count * 2 <= *size)
+        return true;
+    uint32_t nsize = *size == 0 ? 256 : *size * 2;
+    while ((size_t)count * 2 > nsize)
+        nsize *= 2;
+    uint32_t *ni = calloc(nsize, sizeof(*ni));
+    if (ni == NULL)
+        return false;
+    for (uint32_t id = 1; id + 1 < count; id++) {
+        const char *rec = (const char *)recs + (size_t)id * rec_size;
+        uint32_t h;
+        memcpy(&h, rec + hash_off, sizeof(h));
+        index_put(ni, nsize, h, id);
+    }
+    free(*index);
+    *index = ni;
+    *size = nsize;
+    return true;
+}
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap == 0 ? 64 : *cap;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, ncap * elem);
+    if (p == NULL)
+        return false;
+    *arr = p;
+    *cap = ncap;
+    return true;
+}
+
+static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uint32_t h)
+{
+    if (s->frame_index_size == 0)
+        return 0;
+    uint32_t mask = s->frame_index_size - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t id = s->frame_index[i];
+        if (id == 0 || (s->frames[id].hash == h && frame_matches(&s->frames[id], k)))
+            return id;
+    }
+}
+
+static uint32_t add_frame(ga_trace_stacks_t *s, const frame_key_t *k)
+{
+    uint32_t h = frame_hash(k);
+    uint32_t id = find_frame(s, k, h);
+    if (id != 0)
+        return id;
+    if (s->nframes == 0)
+        s->nframes = 1; /* id 0 is reserved */
+    size_t cap = s->frames_cap;
+    if (s->nframes == UINT32_MAX || !grow((void **)&s->frames, &cap, (size_t)s->nframes + 1, sizeof(*s->frames)))
+        return 0;
+    s->frames_cap = (uint32_t)cap;
+    /* The new frame must be in the array before the rehash reads its hash. */
+    ga_trace_frame_t *f = &s->frames[s->nframes];
+    memset(f, 0, sizeof(*f));
+    f->pc = k->pc;
+    f->line = k->line;
+    f->filename = k->filename;
+    f->name = k->name;
+    f->hash = h;
+    if (!index_reserve(&s->frame_index, &s->frame_index_size, s->nframes + 1, s->frames, sizeof(*s->frames),
+                       offsetof(ga_trace_frame_t, hash)))
+        return 0;
+    id = s->nframes++;
+    index_put(s->frame_index, s->frame_index_size, h, id);
+    return id;
+}
+
+static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+{
+    if (s->stack_index_size == 0)
+        return 0;
+    uint32_t mask = s->stack_index_size - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t id = s->stack_index[i];
+        if (id == 0)
+            return 0;
+        const ga_trace_stack_t *st = &s->stacks[id];
+        if (st->hash != h || st->nframes != n)
+            continue;
+        uint32_t j = 0;
+        while (j < n && frame_matches(&s->frames[s->ids[st->first + j]], &keys[j]))
+            j++;
+        if (j == n)
+            return id;
+    }
+}
+
+/* Cold path: a stack not seen before. */
+static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+{
+    if (s->nstacks == 0)
+        s->nstacks = 1; /* id 0 is the empty stack */
+    size_t ids_cap = s->ids_cap;
+    size_t stacks_cap = s->stacks_cap;
+    if (s->nstacks == UINT32_MAX || !grow((void **)&s->ids, &ids_cap, s->nids + n, sizeof(*s->ids)))
+        return 0;
+    s->ids_cap = ids_cap;
+    if (!grow((void **)&s->stacks, &stacks_cap, (size_t)s->nstacks + 1, sizeof(*s->stacks)))
+        return 0;
+    s->stacks_cap = (uint32_t)stacks_cap;
+    ga_trace_stack_t *st = &s->stacks[s->nstacks];
+    st->first = s->nids;
+    st->nframes = n;
+    st->hash = h;
+    if (!index_reserve(&s->stack_index, &s->stack_index_size, s->nstacks + 1, s->stacks, sizeof(*s->stacks),
+                       offsetof(ga_trace_stack_t, hash)))
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t fid = add_frame(s, &keys[i]);
+        if (fid == 0)
+            return 0; /* frames added so far stay: they are valid, shared entries */
+        s->ids[s->nids + i] = fid;
+    }
+    s->nids += n;
+    uint32_t id = s->nstacks++;
+    index_put(s->stack_index, s->stack_index_size, h, id);
+    return id;
+}
+
+uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t *raw)
+{
+    frame_key_t keys[GA_TRACE_MAX_FRAMES];
+    uint32_t n = 0;
+    uint64_t h = 0x243F6A8885A308D3ull;
+    for (uint32_t i = 0; i < raw->npcs && n < GA_TRACE_MAX_FRAMES; i++, n++) {
+        keys[n].pc = raw->pcs[i];
+        keys[n].line = 0;
+        keys[n].filename = 0;
+        keys[n].name = 0;
+        h = mix64(h, keys[n].pc);
+    }
+    for (uint32_t i = 0; i < raw->nuser && n < GA_TRACE_MAX_FRAMES; i++, n++) {
+        const char *t = raw->text;
+        if (ga_trace_strtab_intern(s->strings, t + raw->user[i].file_off, raw->user[i].file_len,
+                                   &keys[n].filename) != GALLOC_OK ||
+            ga_trace_strtab_intern(s->strings, t + raw->user[i].name_off, raw->user[i].name_len, &keys[n].name) !=
+                GALLOC_OK) {
+            s->failures++;
+            return 0;
+        }
+        keys[n].pc = 0;
+        keys[n].line = raw->user[i].line;
+        h = mix64(mix64(mix64(h, keys[n].filename), keys[n].name), (uint64_t)keys[n].line);
+    }
+    if (n == 0)
+        return 0;
+    uint32_t hash = fold(h);
+    uint32_t id = find_stack(s, keys, n, hash);
+    if (id != 0)
+        return id;
+    id = insert_stack(s, keys, n, hash);
+    if (id == 0)
+        s->failures++;
+    return id;
+}

@@ -1,0 +1,156 @@
+/*
+ * strtab.c: interned strings (see strtab.h). FNV-1a hashes into an open
+ * addressing index kept under half full; text goes into 64 KiB chunks that
+ * never move. Every allocation a new string needs is made before the table is
+ * touched, so a failure leaves it as it was.
+ */
+#include "trace/strtab.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_SIZE ((size_t)64 * 1024) /* > GA_TRACE_STRTAB_MAX_LEN + 1, so any string fits a fresh chunk */
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+void ga_trace_strtab_init(ga_trace_strtab_t *t)
+{
+    memset(t, 0, sizeof(*t));
+}
+
+void ga_trace_strtab_free(ga_trace_strtab_t *t)
+{
+    for (size_t i = 0; i < t->nchunks; i++)
+        free(t->chunks[i]);
+    free(t->chunks);
+    free(t->strs);
+    free(t->index);
+    ga_trace_strtab_init(t);
+}
+
+const char *ga_trace_strtab_get(const ga_trace_strtab_t *t, uint32_t id, size_t *len)
+{
+    if (id == 0 || id >= t->count) {
+        if (len != NULL)
+            *len = 0;
+        return "";
+    }
+    if (len != NULL)
+        *len = t->strs[id].len;
+    return t->strs[id].text;
+}
+
+static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, uint32_t h)
+{
+    if (t->index_size == 0)
+        return 0;
+    uint32_t mask = t->index_size - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t id = t->index[i];
+        if (id == 0)
+            return 0;
+        const ga_trace_strtab_str_t *e = &t->strs[id];
+        if (e->hash == h && e->len == len && memcmp(e->text, s, len) == 0)
+            return id;
+    }
+}
+
+static void index_insert(uint32_t *index, uint32_t size, uint32_t h, uint32_t id)
+{
+    uint32_t mask = size - 1;
+    uint32_t i = h & mask;
+    while (index[i] != 0)
+        i = (i + 1) & mask;
+    index[i] = id;
+}
+
+/* Make room for one more string of len bytes; nothing visible changes on failure. */
+static bool reserve(ga_trace_strtab_t *t, uint32_t len)
+{
+    if (t->count == UINT32_MAX - 1)
+        return false;
+    if (t->count + 1 > t->cap) {
+        uint32_t cap = t->cap == 0 ? 64 : t->cap * 2;
+        ga_trace_strtab_str_t *strs = realloc(t->strs, (size_t)cap * sizeof(*strs));
+        if (strs == NULL)
+            return false;
+        if (t->cap == 0) {
+            strs[0].text = "";
+            strs[0].len = 0;
+            strs[0].hash = 0;
+            t->count = 1;
+        }
+        t->strs = strs;
+        t->cap = cap;
+    }
+    if ((size_t)(t->count + 1) * 2 > t->index_size) {
+        uint32_t size = t->index_size == 0 ? 128 : t->index_size * 2;
+        uint32_t *index = calloc(size, sizeof(*index));
+        if (index == NULL)
+            return false;
+        for (uint32_t id = 1; id < t->count; id++)
+            index_insert(index, size, t->strs[id].hash, id);
+        free(t->index);
+        t->index = index;
+        t->index_size = size;
+    }
+    if (t->nchunks == 0 || t->chunk_used + len + 1 > CHUNK_SIZE) {
+        if (t->nchunks == t->chunks_cap) {
+            size_t cap = t->chunks_cap == 0 ? 8 : t->chunks_cap * 2;
+            char **chunks = realloc(t->chunks, cap * sizeof(*chunks));
+            if (chunks == NULL)
+                return false;
+            t->chunks = chunks;
+            t->chunks_cap = cap;
+        }
+        char *chunk = malloc(CHUNK_SIZE);
+        if (chunk == NULL)
+            return false;
+        t->chunks[t->nchunks++] = chunk;
+        t->chunk_used = 0;
+    }
+    return true;
+}
+
+galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id)
+{
+    if (s == NULL)
+        len = 0;
+    if (len > GA_TRACE_STRTAB_MAX_LEN) {
+        len = GA_TRACE_STRTAB_MAX_LEN;
+        while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+            len--; /* do not split a UTF-8 sequence */
+    }
+    if (len == 0) {
+        *id = 0;
+        return GALLOC_OK;
+    }
+    uint32_t h = hash_bytes(s, len);
+    uint32_t found = lookup(t, s, (uint32_t)len, h);
+    if (found != 0) {
+        *id = found;
+        return GALLOC_OK;
+    }
+    if (!reserve(t, (uint32_t)len))
+        return GALLOC_E_NOMEM;
+    char *text = t->chunks[t->nchunks - 1] + t->chunk_used;
+    memcpy(text, s, len);
+    text[len] = '\0';
+    t->chunk_used += len + 1;
+    uint32_t nid = t->count++;
+    t->strs[nid].text = text;
+    t->strs[nid].len = (uint32_t)len;
+    t->strs[nid].hash = h;
+    index_insert(t->index, t->index_size, h, nid);
+    *id = nid;
+    return GALLOC_OK;
+}

@@ -1,0 +1,37 @@
+/*
+ * summary.h: PyTorch's torch.cuda.memory_summary() text table from a copy of
+ * the stats, character for character (layout: torch/cuda/memory.py
+ * memory_summary, pytorch/pytorch 00b65a04a2d30e498eedcb1e3476abd547f428f1;
+ * see summary.c).
+ *
+ * Locking: none; reads only the caller's copy of the stats.
+ */
+#ifndef GA_TRACE_SUMMARY_H
+#define GA_TRACE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/galloc_stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bytes that always hold a summary whose figures fit their columns (47 lines
+ * of 78 bytes); a figure wider than its column widens its line, so size a
+ * buffer by the return value, not by this, when figures may be huge. */
+#define GA_TRACE_SUMMARY_SIZE 4096
+
+/*
+ * ga_trace_summary: write memory_summary(device, abbreviated) for stats s into
+ * buf (len bytes, NUL-terminated, cut if too small), snprintf-style.
+ * Returns the summary's length in bytes without the NUL (a return >= len
+ * means buf was too small); 0 if s is NULL.
+ */
+size_t ga_trace_summary(char *buf, size_t len, const galloc_stats_t *s, int device, bool abbreviated);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TRACE_SUMMARY_H */

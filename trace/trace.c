@@ -1,0 +1,159 @@
+/*
+ * trace.c: the recorder's setup and its cold operations (see trace.h); the
+ * per-event ga_trace_record is inline in trace.h.
+ */
+#include "trace/trace.h"
+
+#include <string.h>
+#include <time.h>
+
+void ga_trace_init(ga_trace_t *t, int device)
+{
+    memset(t, 0, sizeof(*t));
+    t->device = device;
+    t->enabled = GALLOC_HISTORY_NONE;
+    t->context = GALLOC_CONTEXT_NONE;
+    t->stacks_mode = GALLOC_STACKS_PYTHON;
+    ga_trace_ring_init(&t->events);
+    ga_trace_ring_init(&t->annotations);
+    ga_trace_strtab_init(&t->strings);
+    ga_trace_stacks_init(&t->stacks, &t->strings);
+}
+
+void ga_trace_destroy(ga_trace_t *t)
+{
+    ga_trace_ring_stop(&t->events);
+    ga_trace_ring_stop(&t->annotations);
+    ga_trace_stacks_free(&t->stacks);
+    ga_trace_strtab_free(&t->strings);
+    t->enabled = GALLOC_HISTORY_NONE;
+    t->context = GALLOC_CONTEXT_NONE;
+}
+
+int64_t ga_trace_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void ga_trace_set_frames_fn(ga_trace_t *t, ga_trace_frames_fn fn, void *ctx)
+{
+    t->frames_fn = fn;
+    t->frames_ctx = ctx;
+}
+
+void ga_trace_set_clock(ga_trace_t *t, ga_trace_clock_fn fn, void *ctx)
+{
+    t->clock_fn = fn;
+    t->clock_ctx = ctx;
+}
+
+void ga_trace_clear(ga_trace_t *t)
+{
+    ga_trace_ring_clear(&t->events);
+    ga_trace_ring_clear(&t->annotations);
+}
+
+static void stop(ga_trace_t *t)
+{
+    ga_trace_ring_stop(&t->events);
+    ga_trace_ring_stop(&t->annotations);
+    t->enabled = GALLOC_HISTORY_NONE;
+    t->context = GALLOC_CONTEXT_NONE;
+    t->max_entries = 0;
+}
+
+galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t *opt)
+{
+    if (opt == NULL) {
+        stop(t);
+        return GALLOC_OK;
+    }
+    if (opt->struct_size < offsetof(galloc_history_options_t, max_entries) + sizeof(opt->max_entries))
+        return GALLOC_E_INVAL;
+    if ((unsigned)opt->enabled > GALLOC_HISTORY_ALL || (unsigned)opt->context > GALLOC_CONTEXT_ALL ||
+        (unsigned)opt->stacks > GALLOC_STACKS_ALL)
+        return GALLOC_E_INVAL;
+    if (opt->enabled == GALLOC_HISTORY_NONE) {
+        stop(t);
+        return GALLOC_OK;
+    }
+    size_t max = opt->max_entries == 0 ? SIZE_MAX : opt->max_entries;
+    bool want_trace = opt->enabled == GALLOC_HISTORY_ALL;
+    bool restart = want_trace && (t->enabled != GALLOC_HISTORY_ALL || t->max_entries != max);
+    if (restart) {
+        /* Allocate both new rings before touching the old ones, so that a
+         * failure leaves recording exactly as it was. */
+        ga_trace_ring_t events, annotations;
+        ga_trace_ring_init(&events);
+        ga_trace_ring_init(&annotations);
+        if (ga_trace_ring_start(&events, max, 0) != GALLOC_OK)
+            return GALLOC_E_NOMEM;
+        if (ga_trace_ring_start(&annotations, max, GA_TRACE_ANNOTATION_PREALLOC) != GALLOC_OK) {
+            ga_trace_ring_stop(&events);
+            return GALLOC_E_NOMEM;
+        }
+        ga_trace_ring_stop(&t->events);
+        ga_trace_ring_stop(&t->annotations);
+        t->events = events;
+        t->annotations = annotations;
+    } else if (!want_trace) {
+        ga_trace_ring_stop(&t->events);
+        ga_trace_ring_stop(&t->annotations);
+    }
+    t->enabled = opt->enabled;
+    t->context = opt->context;
+    t->stacks_mode = opt->stacks;
+    t->max_entries = want_trace ? max : 0;
+    if (t->context != GALLOC_CONTEXT_NONE && t->stacks_mode == GALLOC_STACKS_ALL) {
+        /* Warm the unwinder on this thread now rather than on the first
+         * allocation (PyTorch calls unwind::unwind() here for the same reason). */
+        ga_trace_raw_stack_t raw;
+        ga_trace_stack_capture_raw(&raw, true, 0, NULL, NULL);
+    }
+    return GALLOC_OK;
+}
+
+__attribute__((noinline)) uint32_t ga_trace_capture(ga_trace_t *t, unsigned skip)
+{
+    if (t->enabled == GALLOC_HISTORY_NONE || t->context == GALLOC_CONTEXT_NONE)
+        return 0;
+    ga_trace_raw_stack_t raw;
+    ga_trace_stack_capture_raw(&raw, ga_trace_capture_native(t), skip + 1, t->frames_fn, t->frames_ctx);
+    return ga_trace_stacks_intern(&t->stacks, &raw);
+}
+
+uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw)
+{
+    if (t->enabled == GALLOC_HISTORY_NONE || t->context == GALLOC_CONTEXT_NONE)
+        return 0;
+    return ga_trace_stacks_intern(&t->stacks, raw);
+}
+
+void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free,
+                         const int64_t *mempool_id, uint32_t stack_id)
+{
+    ga_trace_entry_t *e = ga_trace_push(t, GA_TRACE_OOM, 0, size, stream, mempool_id, stack_id);
+    if (e != NULL)
+        e->extra.device_free = device_free;
+}
+
+galloc_status_t ga_trace_annotate(ga_trace_t *t, const char *stage, const char *name)
+{
+    if (!ga_trace_recording(t))
+        return GALLOC_OK;
+    uint32_t stage_id, name_id;
+    if (ga_trace_strtab_intern(&t->strings, stage, stage != NULL ? strlen(stage) : 0, &stage_id) != GALLOC_OK ||
+        ga_trace_strtab_intern(&t->strings, name, name != NULL ? strlen(name) : 0, &name_id) != GALLOC_OK)
+        return GALLOC_E_NOMEM;
+    ga_trace_entry_t *e = ga_trace_ring_push(&t->annotations);
+    if (e == NULL)
+        return GALLOC_OK;
+    memset(e, 0, sizeof(*e));
+    e->action = GA_TRACE_ANNOTATE;
+    e->extra.annotation.name = name_id;
+    e->extra.annotation.stage = stage_id;
+    e->time_us = ga_trace_time_us(t);
+    return GALLOC_OK;
+}
