@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/allocator_int.h"
+#include "trace/summary.h"
 
 static void put_err(char *err, size_t errlen, const char *msg)
 {
@@ -222,7 +223,7 @@ const char *galloc_allocator_backend(const galloc_allocator_t *a)
     return a ? a->backend.ops->name : NULL;
 }
 
-/* Private pools: unsupported by implementations without them (ops member NULL). */
+/* Optional ops members: GALLOC_E_UNSUPPORTED where the implementation has none. */
 #define MEMPOOL_CALL(a, member, ...)                                                               \
     do {                                                                                           \
         if ((a) == NULL)                                                                           \
@@ -255,4 +256,57 @@ galloc_status_t galloc_mempool_end_allocate(galloc_allocator_t *a, galloc_mempoo
 galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_t id)
 {
     MEMPOOL_CALL(a, mempool_release, id);
+}
+
+galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt)
+{
+    MEMPOOL_CALL(a, record_history, opt);
+}
+
+galloc_status_t galloc_snapshot_write(galloc_allocator_t *a, const char *path, galloc_snapshot_format_t format)
+{
+    if (path == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, snapshot, path, format);
+}
+
+galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stage, const char *name)
+{
+    if (stage == NULL || name == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, annotate, stage, name);
+}
+
+galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_fn fn, void *ctx)
+{
+    if (a == NULL)
+        return GALLOC_E_INVAL;
+    if (a->ops->set_frames == NULL)
+        return GALLOC_E_UNSUPPORTED;
+    LOCKED(a, a->ops->set_frames(a->impl, fn, ctx));
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, char *buf, size_t len, size_t *needed)
+{
+    if (a == NULL || (buf == NULL && len > 0))
+        return GALLOC_E_INVAL;
+    galloc_stats_t st;
+    st.struct_size = sizeof(st);
+    LOCKED(a, a->ops->stats(a->impl, &st));
+    size_t n = ga_trace_summary(buf, len, &st, a->device, abbreviated);
+    if (needed != NULL)
+        *needed = n;
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t len, size_t *needed)
+{
+    if (a == NULL || (buf == NULL && len > 0))
+        return GALLOC_E_INVAL;
+    /* conf is fixed at create: no lock needed to read it. */
+    size_t n = ga_conf_format(&a->conf, buf, len);
+    if (needed != NULL)
+        *needed = n;
+    return GALLOC_OK;
 }

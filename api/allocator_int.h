@@ -12,6 +12,7 @@
 
 #include "api/galloc_allocator.h"
 #include "api/galloc_mempool.h"
+#include "api/galloc_trace.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/pool.h"
@@ -33,6 +34,11 @@ typedef struct ga_allocator_ops {
     void (*reset_peak)(void *impl);
     void (*reset_accumulated)(void *impl);
     galloc_status_t (*check)(void *impl);
+    /* History and snapshots; NULL where the implementation has none. */
+    galloc_status_t (*record_history)(void *impl, const galloc_history_options_t *opt);
+    galloc_status_t (*snapshot)(void *impl, const char *path, galloc_snapshot_format_t format);
+    galloc_status_t (*annotate)(void *impl, const char *stage, const char *name);
+    void (*set_frames)(void *impl, galloc_frames_fn fn, void *ctx);
     /* Private pools; NULL where the implementation has none. */
     galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);

@@ -151,6 +151,17 @@ GALLOC_API galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, s
 GALLOC_API galloc_status_t galloc_check(galloc_allocator_t *a);
 
 /*
+ * galloc_settings_string: the allocator's effective settings as a normalized
+ * config string (fixed key order, canonical values, only keys that were given
+ * or differ from PyTorch's defaults), e.g. "max_split_size_mb:512,
+ * expandable_segments:True,sim_capacity:80GiB". Parsing it again gives the
+ * same settings. Writes at most len bytes (NUL-terminated, truncated if
+ * short); *needed (if non-NULL) receives the full length. Returns GALLOC_OK or
+ * GALLOC_E_INVAL.
+ */
+GALLOC_API galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t len, size_t *needed);
+
+/*
  * galloc_allocator_backend: the name of the backend the allocator runs on
  * (static string), or NULL for a NULL allocator.
  */

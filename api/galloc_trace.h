@@ -68,6 +68,44 @@ typedef enum galloc_snapshot_format {
 GALLOC_API galloc_status_t galloc_snapshot_write(galloc_allocator_t *a, const char *path,
                                                  galloc_snapshot_format_t format);
 
+/* One frame of a framework's own stack (e.g. a Python frame). */
+typedef struct galloc_frame {
+    const char *filename; /* NULL = "" */
+    const char *name;     /* function name; NULL = "" */
+    int64_t line;
+} galloc_frame_t;
+
+/*
+ * galloc_frames_fn: fill up to max frames, innermost first, and return how
+ * many were filled. The strings need only stay valid until the call returns
+ * (galloc copies them). It is called on the allocating thread WITH the
+ * allocator's lock held: it must not call galloc, and must not wait for a
+ * lock that a thread calling galloc may hold.
+ */
+typedef size_t (*galloc_frames_fn)(void *ctx, galloc_frame_t *frames, size_t max);
+
+/* galloc_set_frames_callback: where framework frames come from (PyTorch's
+ * Python frames); fn NULL removes it. Returns GALLOC_OK or GALLOC_E_INVAL. */
+GALLOC_API galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_fn fn, void *ctx);
+
+/*
+ * galloc_record_annotation: a user annotation in the history (PyTorch's
+ * torch.cuda.memory._record_annotation / record_function ranges), written to
+ * the snapshot's external_annotations. stage is e.g. "START" or "END". A no-op
+ * unless recording with GALLOC_HISTORY_ALL. Returns GALLOC_OK, GALLOC_E_INVAL,
+ * GALLOC_E_NOMEM.
+ */
+GALLOC_API galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stage, const char *name);
+
+/*
+ * galloc_memory_summary: PyTorch's torch.cuda.memory_summary() table of the
+ * allocator's stats into buf (len bytes, NUL-terminated, truncated if short).
+ * Returns GALLOC_OK or GALLOC_E_INVAL; *needed (if non-NULL) receives the
+ * length of the whole text.
+ */
+GALLOC_API galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, char *buf, size_t len,
+                                                 size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,6 +93,26 @@ static galloc_status_t native_mempool_release(void *impl, galloc_mempool_id_t id
     return ga_pool_mempool_release(impl, id.a, id.b);
 }
 
+static galloc_status_t native_record_history(void *impl, const galloc_history_options_t *opt)
+{
+    return ga_pool_record_history(impl, opt);
+}
+
+static galloc_status_t native_snapshot(void *impl, const char *path, galloc_snapshot_format_t format)
+{
+    return ga_pool_snapshot(impl, path, format);
+}
+
+static galloc_status_t native_annotate(void *impl, const char *stage, const char *name)
+{
+    return ga_pool_annotate(impl, stage, name);
+}
+
+static void native_set_frames(void *impl, galloc_frames_fn fn, void *ctx)
+{
+    ga_pool_set_frames(impl, fn, ctx);
+}
+
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
     .create = native_create,
@@ -108,6 +128,10 @@ const ga_allocator_ops_t ga_allocator_native = {
     .reset_peak = native_reset_peak,
     .reset_accumulated = native_reset_accumulated,
     .check = native_check,
+    .record_history = native_record_history,
+    .snapshot = native_snapshot,
+    .annotate = native_annotate,
+    .set_frames = native_set_frames,
     .mempool_create = native_mempool_create,
     .mempool_begin = native_mempool_begin,
     .mempool_end = native_mempool_end,

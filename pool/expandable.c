@@ -56,6 +56,7 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     seg->stream = ap->stream;
     seg->pool = ap->pool;
     seg->head = b;
+    seg->stack_id = 0;
     ga_pool_link_segment(p, seg);
     b->addr = base;
     b->size = seg->size;
@@ -70,6 +71,7 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     b->mapped = false;
     b->event_count = 0;
     b->uses = NULL;
+    b->stack_id = 0;
     ga_blockpool_insert_unmapped(ap->pool, b);
     return b;
 }
@@ -102,7 +104,7 @@ static bool map_pages(ga_pool_t *p, const ga_segment_t *seg, size_t first, size_
 
 /* PyTorch's map_block: back the first `size` bytes (rounded up to pages) of an
  * unmapped block, merge it with free neighbours, count it. */
-static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size)
+static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_id)
 {
     ga_segment_t *seg = b->seg;
     size_t first = (b->addr - seg->base) / seg->page;
@@ -133,6 +135,10 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size)
     p->total_allocated_memory += mapped;
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, (int64_t)mapped);
     p->stats.num_device_alloc++;
+    if (seg->stack_id == 0)
+        seg->stack_id = stack_id;
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_MAP, seg->base + first * seg->page, mapped, b->stream, NULL,
+                    stack_id);
     return true;
 }
 
@@ -146,13 +152,13 @@ galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t 
     ga_block_t *c = find_block(p, ap, size);
     if (c == NULL)
         return GALLOC_E_OOM;
-    if (!c->mapped && !map_block(p, c, c->size < size ? c->size : size))
+    if (!c->mapped && !map_block(p, c, c->size < size ? c->size : size, ap->stack_id))
         return GALLOC_E_OOM;
     while (c->size < size) {
         /* invariant: c is free and mapped, followed by an unmapped range */
         ga_block_t *next = c->next;
         size_t remaining = size - c->size;
-        if (!map_block(p, next, remaining < next->size ? remaining : next->size))
+        if (!map_block(p, next, remaining < next->size ? remaining : next->size, ap->stack_id))
             return GALLOC_E_OOM;
         c = next; /* map_block merged c into next */
     }
@@ -230,6 +236,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     p->total_allocated_memory -= usize;
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)usize);
     p->stats.num_device_free++;
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_UNMAP, ustart, usize, b->stream, NULL, seg->stack_id);
     if (b->prev == NULL && b->next == NULL)
         release_segment(p, b);
 }

@@ -56,6 +56,10 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 
 void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
 {
+    int64_t pid[2];
+    ga_trace_record(&p->trace, GA_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream,
+                    ga_pool_id_of(b->pool, pid), b->stack_id);
+    b->stack_id = 0;
     size_t original_size = b->size;
     size_t requested = b->requested;
     galloc_stat_pool_t sp = b->pool->stat;
@@ -103,6 +107,10 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
     }
     ga_ptrmap_remove(&p->ptrs, b);
     b->allocated = false;
+    int64_t pid[2];
+    uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
+    ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
+                    ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
     galloc_stat_pool_t sp = b->pool->stat;
     ga_stat_update(p->stats.allocation, sp, -1);
     ga_stat_update(p->stats.allocated_bytes, sp, -(int64_t)b->size);

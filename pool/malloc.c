@@ -94,6 +94,7 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     b->mapped = true;
     b->event_count = 0;
     b->uses = NULL;
+    b->stack_id = 0;
 
     if (ap->pool->owner != NULL)
         ap->pool->owner->segments++;
@@ -103,6 +104,10 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_segments, 1);
     p->stats.num_device_alloc++;
+    int64_t pid[2];
+    seg->stack_id = ap->stack_id;
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_ALLOC, addr, size, ap->stream, ga_pool_id_of(ap->pool, pid),
+                    ap->stack_id);
     ap->block = b; /* goes straight to the split step, never into the free set */
     return GALLOC_OK;
 }
@@ -158,6 +163,10 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 
     b->allocated = true;
     b->requested = ap->orig_size;
+    b->stack_id = ap->stack_id;
+    int64_t pid[2];
+    ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
+                    ap->stack_id);
     ga_ptrmap_insert(&p->ptrs, b);
     ga_stat_update(p->stats.allocation, sp, 1);
     ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
@@ -197,6 +206,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;
+    /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
+    ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
     if (!get_free_block(p, &ap)) {
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)

@@ -19,6 +19,9 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     size_t device_free = 0, device_total = 0;
     (void)ga_backend_mem_info(p->backend, &device_free, &device_total);
     p->stats.num_ooms++;
+    int64_t pid[2];
+    ga_trace_record_oom(&p->trace, ap->alloc_size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid),
+                        ap->stack_id);
 
     char tried[32], total[32], free_s[32], allowed[64] = "", alloc_s[32], unalloc[32];
     ga_format_size(ap->alloc_size, tried, sizeof(tried));

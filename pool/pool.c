@@ -45,6 +45,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     p->device = device;
     p->device_total = device_total;
     p->err = err;
+    ga_trace_init(&p->trace, device);
     ga_blockpool_init(&p->small, true);
     ga_blockpool_init(&p->large, false);
     ga_ptrmap_init(&p->ptrs);
@@ -71,6 +72,7 @@ void ga_pool_destroy(ga_pool_t *p)
     }
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
+    ga_trace_destroy(&p->trace);
     ga_ptrmap_destroy(&p->ptrs);
     ga_records_destroy(&p->records);
     free(p);

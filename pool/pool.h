@@ -15,6 +15,7 @@
 
 #include "api/galloc_allocator.h"
 #include "api/galloc_mempool.h"
+#include "api/galloc_trace.h"
 #include "api/galloc_stats.h"
 #include "api/galloc_status.h"
 #include "backend/backend.h"
@@ -64,6 +65,10 @@ void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out);
 void ga_pool_reset_peak(ga_pool_t *p);
 void ga_pool_reset_accumulated(ga_pool_t *p);
 galloc_status_t ga_pool_check(ga_pool_t *p);
+galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_options_t *opt);
+galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot_format_t format);
+galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *name);
+void ga_pool_set_frames(ga_pool_t *p, galloc_frames_fn fn, void *ctx);
 galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *id_b);
 galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b, int route, galloc_stream_t stream,
                                       uintptr_t thread);

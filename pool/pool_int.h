@@ -25,6 +25,7 @@
 #include "conf/conf.h"
 #include "pool/avl.h"
 #include "pool/pool.h"
+#include "trace/trace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +79,7 @@ struct ga_block {
     bool allocated;            /* handed out to a caller */
     bool mapped;               /* backed by memory (always, except unmapped expandable ranges) */
     uint32_t event_count;      /* events still to complete before a freed block returns to its pool */
+    uint32_t stack_id;         /* trace: stack at allocation (0 = none) */
     ga_event_t *uses;          /* record_stream: one reserved event per other stream used */
 };
 
@@ -89,6 +91,7 @@ struct ga_segment {
     galloc_stream_t stream;    /* stream it was allocated for */
     ga_blockpool_t *pool;      /* block pool (small or large) */
     ga_block_t *head;          /* lowest-address block */
+    uint32_t stack_id;         /* trace: stack at the segment's allocation (0 = none) */
     ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
 };
 
@@ -145,6 +148,7 @@ struct ga_pool {
     ga_event_t *pending_tail;
     size_t pending_blocks;          /* blocks freed but waiting on events */
     void *event_chunks;             /* allocations holding event records */
+    ga_trace_t trace;               /* history (recording off by default); ga_pool_t never moves */
     ga_private_pool_t *private_pools; /* MemPools and graph pools */
     uint64_t next_pool_id;          /* last id handed out by ga_pool_mempool_create */
     ga_route_t routes[GA_MAX_ROUTES]; /* active routes, in begin order */
@@ -161,6 +165,7 @@ typedef struct ga_alloc_params {
     galloc_stream_t stream;
     ga_blockpool_t *pool;
     ga_block_t *block;          /* result */
+    uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
     galloc_status_t status;     /* why alloc_block failed: OOM or other */
 } ga_alloc_params_t;
 
@@ -230,6 +235,16 @@ galloc_status_t ga_pool_process_events(ga_pool_t *p);
 void ga_pool_synchronize_and_free_events(ga_pool_t *p);
 galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
 void ga_pool_events_destroy(ga_pool_t *p);
+
+/* The trace's mempool id of a block pool ((0, 0) for the default pool). */
+static inline const int64_t *ga_pool_id_of(const ga_blockpool_t *bp, int64_t buf[2])
+{
+    if (bp->owner == NULL)
+        return NULL;
+    buf[0] = (int64_t)bp->owner->id_a;
+    buf[1] = (int64_t)bp->owner->id_b;
+    return buf;
+}
 
 /* private.c: private pools. */
 ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);

@@ -19,6 +19,9 @@ void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
     if (ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
         return;
     p->stats.num_device_free++;
+    int64_t pid[2];
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_FREE, seg->base, seg->size, seg->stream, ga_pool_id_of(b->pool, pid),
+                    seg->stack_id);
     if (b->pool->owner != NULL)
         b->pool->owner->segments--;
     p->total_allocated_memory -= seg->size;

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "api/galloc_status.h"
+#include "api/galloc_trace.h"
 #include "trace/strtab.h"
 
 #ifdef __cplusplus
@@ -40,13 +41,10 @@ extern "C" {
 #define GA_TRACE_MAX_SKIP 16      /* innermost native frames a caller may skip */
 #define GA_TRACE_RAW_TEXT 4096    /* bytes of framework frame text kept per capture */
 
-/* One frame a framework supplies: its strings need only stay valid until the
- * capture that called the callback returns (they are copied). */
-typedef struct ga_trace_user_frame {
-    const char *filename; /* NULL = "" */
-    const char *name;     /* function name; NULL = "" */
-    int64_t line;
-} ga_trace_user_frame_t;
+/* One frame a framework supplies (the public galloc_frame_t): its strings
+ * need only stay valid until the capture that called the callback returns
+ * (they are copied). */
+typedef galloc_frame_t ga_trace_user_frame_t;
 
 /* Fill up to max_frames frames, innermost first, and return how many were
  * filled. Called on the allocating thread, before the allocator's lock. */

@@ -1,0 +1,113 @@
+/*
+ * snapshot.c: the pool's state as PyTorch's snapshot dictionary
+ * (DeviceCachingAllocator::snapshot in c10/cuda/CUDACachingAllocator.cpp),
+ * built through trace/snapshot.h and written as pickle or JSON, plus the
+ * history switches and annotations that feed it.
+ *
+ * Expandable segments are reported as PyTorch reports them: one segment per
+ * contiguous mapped range (unmapped address space is not memory).
+ */
+#include "pool/pool_int.h"
+#include "trace/snapshot.h"
+#include "trace/summary.h"
+
+static ga_snapshot_block_state_t state_of(const ga_block_t *b)
+{
+    if (b->allocated)
+        return GA_SNAPSHOT_ACTIVE_ALLOCATED;
+    return b->event_count > 0 ? GA_SNAPSHOT_ACTIVE_PENDING_FREE : GA_SNAPSHOT_INACTIVE;
+}
+
+static galloc_status_t add_segment(ga_pool_t *p, ga_snapshot_t *s, const ga_segment_t *seg)
+{
+    ga_snapshot_segment_info_t info = {
+        .device = p->device,
+        .stream = seg->stream,
+        .is_large = !seg->pool->is_small,
+        .is_expandable = seg->expandable,
+        .pool_id = {seg->pool->owner ? (int64_t)seg->pool->owner->id_a : 0,
+                    seg->pool->owner ? (int64_t)seg->pool->owner->id_b : 0},
+        .stack_id = seg->stack_id,
+    };
+    galloc_status_t st = GALLOC_OK;
+    bool open = false;
+    for (const ga_block_t *b = seg->head; b != NULL && st == GALLOC_OK; b = b->next) {
+        if (!b->mapped) {
+            open = false;
+            continue;
+        }
+        if (!open) {
+            info.address = b->addr;
+            st = ga_snapshot_segment(s, &info);
+            open = true;
+        }
+        if (st == GALLOC_OK)
+            st = ga_snapshot_block(s, b->size, b->requested, state_of(b), b->stack_id);
+    }
+    return st;
+}
+
+static galloc_status_t add_settings(ga_pool_t *p, ga_snapshot_t *s)
+{
+    char conf[1024];
+    ga_conf_format(&p->conf, conf, sizeof(conf));
+    ga_snapshot_settings_t set = {
+        .alloc_conf = conf,
+        .max_split_size = (int64_t)p->conf.max_split_size,
+        .garbage_collection_threshold = p->conf.garbage_collection_threshold,
+        .expandable_segments = p->conf.expandable_segments,
+        .pinned_num_register_threads = p->conf.pinned_num_register_threads,
+        .release_lock_on_cudamalloc = p->conf.release_lock_on_cudamalloc,
+        .pinned_use_cuda_host_register = p->conf.pinned_use_cuda_host_register,
+        .roundup_count = GA_CONF_DIVISION_INTERVALS,
+    };
+    for (size_t i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)
+        set.roundup_power2_divisions[i] = p->conf.roundup_power2_divisions[i];
+    return ga_snapshot_settings(s, &set);
+}
+
+galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot_format_t format)
+{
+    ga_snapshot_t s;
+    ga_snapshot_init(&s, &p->trace, p->device);
+    galloc_status_t st = GALLOC_OK;
+    for (const ga_segment_t *seg = p->segments; seg != NULL && st == GALLOC_OK; seg = seg->next)
+        st = add_segment(p, &s, seg);
+    if (st == GALLOC_OK)
+        st = add_settings(p, &s);
+    if (st != GALLOC_OK) {
+        ga_snapshot_destroy(&s);
+        return ga_fail(p->err, st, "snapshot: %s", galloc_strerror(st));
+    }
+    /* PyTorch records a "snapshot" entry with the active bytes when one is taken. */
+    ga_trace_record(&p->trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(&s), 0, NULL, 0);
+    char err[512] = "";
+    st = ga_snapshot_write_path(&s, path, format, err, sizeof(err));
+    ga_snapshot_destroy(&s);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "snapshot: %s", err[0] ? err : galloc_strerror(st));
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_options_t *opt)
+{
+    galloc_status_t st = ga_trace_configure(&p->trace, opt);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "record_memory_history: %s",
+                       st == GALLOC_E_INVAL ? "bad options (struct_size or an enum value out of range)"
+                                            : galloc_strerror(st));
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *name)
+{
+    galloc_status_t st = ga_trace_annotate(&p->trace, stage, name);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "record_annotation: %s", galloc_strerror(st));
+    return GALLOC_OK;
+}
+
+void ga_pool_set_frames(ga_pool_t *p, galloc_frames_fn fn, void *ctx)
+{
+    ga_trace_set_frames_fn(&p->trace, fn, ctx);
+}

@@ -1,0 +1,140 @@
+// snapshot_test: a scripted workload that produces every trace action (alloc,
+// free_requested, free_completed, segment_alloc/free, segment_map/unmap, oom,
+// snapshot) and every block state, written through the public API as pickle
+// and as JSON, then loaded by Debian's python3 (pickle, json) and checked field
+// by field against the allocator's own stats (snapshot_check.py).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+extern "C" {
+#include "api/galloc.h"
+}
+#include "tests/util/python.h"
+
+namespace {
+
+constexpr uint64_t MiB = 1 << 20, GiB = 1ull << 30;
+
+size_t frames(void *, galloc_frame_t *out, size_t max)
+{
+    if (max < 1)
+        return 0;
+    out[0] = {"train.py", "forward", 42};
+    return 1;
+}
+
+TEST(Snapshot, EveryActionRoundTripsThroughPythonPickleAndJson)
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    const char *conf = "expandable_segments:True,sim_capacity:1GiB,sim_manual_events:True";
+    ASSERT_EQ(galloc_allocator_create("sim", 0, conf, &a, err, sizeof err), GALLOC_OK) << err;
+    galloc_history_options_t opt = {sizeof opt, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_PYTHON, 0};
+    ASSERT_EQ(galloc_record_memory_history(a, &opt), GALLOC_OK);
+    ASSERT_EQ(galloc_set_frames_callback(a, frames, nullptr), GALLOC_OK);
+    ASSERT_EQ(galloc_record_annotation(a, "START", "step"), GALLOC_OK);
+
+    void *big = nullptr, *small = nullptr, *priv = nullptr, *pending = nullptr, *huge = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &big), GALLOC_OK);  // segment_map + alloc
+    ASSERT_EQ(galloc_malloc(a, 1000, 0, &small), GALLOC_OK);   // small-pool page
+    galloc_mempool_id_t pool;
+    ASSERT_EQ(galloc_mempool_create(a, &pool), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_begin_allocate(a, pool, GALLOC_ROUTE_THREAD, 0), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 3 * MiB, 0, &priv), GALLOC_OK); // a private pool's plain segment
+    ASSERT_EQ(galloc_mempool_end_allocate(a, pool), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, priv), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_release(a, pool), GALLOC_OK);
+    ASSERT_EQ(galloc_record_stream(a, small, 7), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, small), GALLOC_OK); // free_requested; completes at the flush below
+    // Too big: the flush waits for stream 7, unmaps free pages, frees the
+    // released pool's segment, and the retry still fails.
+    EXPECT_EQ(galloc_malloc(a, 2 * GiB, 0, &huge), GALLOC_E_OOM);
+    size_t free_at_oom = 0, total = 0;
+    ASSERT_EQ(galloc_memory_info(a, &free_at_oom, &total), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 4096, 0, &pending), GALLOC_OK);
+    ASSERT_EQ(galloc_record_stream(a, pending, 7), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, pending), GALLOC_OK); // stays active_pending_free
+    ASSERT_EQ(galloc_record_annotation(a, "END", "step"), GALLOC_OK);
+
+    galloc_stats_t st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    char settings[1024];
+    ASSERT_EQ(galloc_settings_string(a, settings, sizeof settings, nullptr), GALLOC_OK);
+
+    std::string pkl = test_tmp_path("snap.pickle"), js = test_tmp_path("snap.json"),
+                want = test_tmp_path("want.json");
+    ASSERT_EQ(galloc_snapshot_write(a, pkl.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    ASSERT_EQ(galloc_snapshot_write(a, js.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK);
+    {
+        const int ALL = GALLOC_STAT_ALL;
+        std::ofstream o(want);
+        o << "{\"reserved\": " << st.reserved_bytes[ALL].current << ", \"allocated\": "
+          << st.allocated_bytes[ALL].current << ", \"active\": " << st.active_bytes[ALL].current
+          << ", \"requested\": " << st.requested_bytes[ALL].current
+          << ", \"segments\": 2, \"expandable_segments\": 2, \"private_segments\": 0"
+          << ", \"states\": {\"active_allocated\": 1, \"active_pending_free\": 1, \"inactive\": 2}"
+          << ", \"actions\": [\"alloc\", \"free_completed\", \"free_requested\", \"oom\", \"segment_alloc\", "
+             "\"segment_free\", \"segment_map\", \"segment_unmap\", \"snapshot\"]"
+          << ", \"oom_device_free\": " << free_at_oom
+          << ", \"alloc_sizes\": [" << 5 * MiB << ", 1000, " << 3 * MiB << ", 4096]"
+          << ", \"expandable\": true, \"max_split_size\": -1, \"conf\": \"" << settings << "\""
+          << ", \"annotations\": [[\"START\", \"step\"], [\"END\", \"step\"]]}";
+    }
+    std::string out;
+    EXPECT_EQ(test_run_python({"tests/api/snapshot_check.py", pkl, js, want}, &out), 0) << out;
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+
+    // A bad path is an I/O error naming the path; the allocator stays usable.
+    EXPECT_EQ(galloc_snapshot_write(a, "/nonexistent/dir/x.pickle", GALLOC_SNAPSHOT_PICKLE), GALLOC_E_IO);
+    galloc_last_error(a, err, sizeof err);
+    EXPECT_NE(std::string(err).find("/nonexistent/dir/x.pickle"), std::string::npos) << err;
+    EXPECT_EQ(galloc_snapshot_write(a, nullptr, GALLOC_SNAPSHOT_PICKLE), GALLOC_E_INVAL);
+    galloc_allocator_destroy(a);
+}
+
+TEST(Snapshot, MemorySummaryPrintsPyTorchsTable)
+{
+    galloc_allocator_t *a = nullptr;
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "", &a, nullptr, 0), GALLOC_OK);
+    void *p = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 1, 0, &p), GALLOC_OK);
+    char buf[8192];
+    size_t needed = 0;
+    ASSERT_EQ(galloc_memory_summary(a, false, buf, sizeof buf, &needed), GALLOC_OK);
+    std::string s(buf);
+    EXPECT_EQ(needed, s.size());
+    EXPECT_EQ(s.rfind("|===========================================================================|\n"
+                      "|                  PyTorch CUDA memory summary, device ID 0                 |\n",
+                      0),
+              0u)
+        << s;
+    EXPECT_NE(s.find("| Allocated memory      |    512 B   |    512 B   |    512 B   |      0 B   |"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.find("| GPU reserved memory   |   2048 KiB |   2048 KiB |   2048 KiB |      0 B   |"),
+              std::string::npos)
+        << s;
+    galloc_free(a, p);
+    galloc_allocator_destroy(a);
+}
+
+TEST(Snapshot, SettingsStringParsesBack)
+{
+    galloc_allocator_t *a = nullptr, *b = nullptr;
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "max_split_size_mb:512,roundup_power2_divisions:[256:1,512:2,>:4]",
+                                      &a, nullptr, 0),
+              GALLOC_OK);
+    char s1[1024], s2[1024];
+    ASSERT_EQ(galloc_settings_string(a, s1, sizeof s1, nullptr), GALLOC_OK);
+    ASSERT_EQ(galloc_allocator_create("sim", 0, s1, &b, nullptr, 0), GALLOC_OK) << s1;
+    ASSERT_EQ(galloc_settings_string(b, s2, sizeof s2, nullptr), GALLOC_OK);
+    EXPECT_STREQ(s1, s2);
+    EXPECT_NE(std::string(s1).find("max_split_size_mb:512"), std::string::npos) << s1;
+    galloc_allocator_destroy(a);
+    galloc_allocator_destroy(b);
+}
+
+} // namespace
