@@ -116,8 +116,10 @@ static galloc_status_t run(const ga_gen_model_t *m, const char *conf, uint64_t c
     } else if (rc == STOP_ERROR) {
         char msg[GALLOC_ERROR_MAX];
         (void)galloc_last_error(r->a, msg, sizeof(msg));
-        snprintf(err, errlen, "event %" PRIu64 ": %s (%s)", r->fail_event, galloc_status_name(r->st),
-                 msg[0] != '\0' ? msg : galloc_strerror(r->st));
+        /* A long OOM message may be cut to errlen: the status and event come first. */
+        if (snprintf(err, errlen, "event %" PRIu64 ": %s (%s)", r->fail_event, galloc_status_name(r->st),
+                     msg[0] != '\0' ? msg : galloc_strerror(r->st)) >= (int)errlen)
+            err[errlen - 1] = '\0';
         st = r->st;
     } else if (rc == STOP_OOM) {
         st = GALLOC_E_OOM;

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# cli_test.sh: the galloc binary end to end: exit codes 0/1/2, side-by-side
+# columns, events/s, the --json document (parsed back with python3's json),
+# garbled and truncated inputs (exit 2 with file and line, never a crash),
+# standard input, --plot, and a generated 1,000,000-event trace.
+set -uo pipefail
+
+RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
+GALLOC="$RUNFILES/tools/galloc"
+EX="$RUNFILES/examples"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+PY="$(command -v python3 || echo /usr/bin/python3)"
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_exit CODE DESCRIPTION -- COMMAND...: run, keep stdout/stderr in $TMP/out, $TMP/err.
+expect_exit() {
+    local want=$1 what=$2
+    shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$what: exit $got, expected $want"
+        sed 's/^/  out: /' "$TMP/out" | head -20 >&2
+        sed 's/^/  err: /' "$TMP/err" | head -20 >&2
+    fi
+    if [ "$got" -ge 128 ]; then
+        fail "$what: killed by a signal (crash)"
+    fi
+}
+
+expect_in() { # expect_in FILE PATTERN DESCRIPTION
+    grep -q -- "$2" "$1" || fail "$3: '$2' not in $1: $(head -c 600 "$1")"
+}
+
+# ---- exit code 0: replayed without OOM --------------------------------------
+expect_exit 0 "rmm example" -- "$GALLOC" replay "$EX/rmm_small.csv"
+expect_in "$TMP/out" "peak requested" "rmm table"
+expect_in "$TMP/out" "peak reserved" "rmm table"
+expect_in "$TMP/out" "reserved but unallocated" "rmm table"
+expect_in "$TMP/out" "events/s .* [kM]/s" "events/s reported"
+[ -s "$TMP/err" ] && fail "stderr not empty for a redirected run (no progress bar off a terminal): $(cat "$TMP/err")"
+expect_exit 0 "torch example" -- "$GALLOC" replay "$EX/torch_snapshot.pickle"
+expect_in "$TMP/out" "torch_snapshot.pickle device 0" "snapshot device 0"
+expect_in "$TMP/out" "torch_snapshot.pickle device 1" "snapshot device 1"
+expect_exit 0 "stdin" -- bash -c "cat '$EX/rmm_small.csv' | '$GALLOC' replay -"
+expect_in "$TMP/out" "(rmm, 160 events" "stdin read"
+expect_exit 0 "help" -- "$GALLOC" replay --help
+expect_in "$TMP/out" "usage: galloc replay" "help text"
+expect_exit 0 "version" -- "$GALLOC" --version
+
+# ---- exit code 1: an OOM, with side-by-side columns -------------------------
+expect_exit 1 "fragmentation example" -- "$GALLOC" replay --conf "" --conf expandable_segments:True \
+    --conf max_split_size_mb:512 "$EX/fragmentation.trace"
+head -2 "$TMP/out" | tail -1 | grep -q "defaults .*expandable_segments:True .*max_split_size_mb:512" ||
+    fail "three column headers: $(head -2 "$TMP/out")"
+[ "$(grep -c '^verdict ' "$TMP/out")" -eq 1 ] || fail "one verdict row"
+[ "$(grep '^verdict ' "$TMP/out" | grep -o 'fits\|OOM' | wc -l)" -eq 3 ] || fail "three verdicts: $(grep '^verdict' "$TMP/out")"
+expect_in "$TMP/out" "CUDA out of memory. Tried to allocate" "PyTorch's OOM message"
+expect_in "$TMP/out" "OOM at event [0-9,]* (line [0-9]*) after \"step" "OOM event, line and annotation"
+printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 2GiB\n' >"$TMP/oom.trace"
+expect_exit 1 "oom trace" -- "$GALLOC" replay "$TMP/oom.trace"
+expect_exit 1 "device memory option" -- "$GALLOC" replay --device-memory 256MiB "$EX/rmm_small.csv"
+expect_exit 0 "device memory option overrides" -- "$GALLOC" replay --device-memory 2GiB "$TMP/oom.trace" --device-memory 4GiB
+
+# ---- exit code 2: usage and bad input ---------------------------------------
+expect_exit 2 "no trace" -- "$GALLOC" replay
+expect_exit 2 "unknown option" -- "$GALLOC" replay --bogus "$EX/rmm_small.csv"
+expect_exit 2 "bad size" -- "$GALLOC" replay --device-memory 12XB "$EX/rmm_small.csv"
+expect_in "$TMP/err" "bad --device-memory" "bad size message"
+expect_exit 2 "bad format" -- "$GALLOC" replay --format xml "$EX/rmm_small.csv"
+expect_exit 2 "missing file" -- "$GALLOC" replay "$TMP/does-not-exist.csv"
+expect_in "$TMP/err" "does-not-exist.csv: cannot open" "missing file message"
+expect_exit 2 "unknown command" -- "$GALLOC" frobnicate
+expect_exit 2 "bad conf" -- "$GALLOC" replay --conf "" --conf "no_such_key:1" "$EX/rmm_small.csv"
+expect_in "$TMP/err" "no_such_key" "creation failure names the key"
+expect_in "$TMP/out" "could not create the allocator" "creation failure in the table"
+expect_in "$TMP/out" "fits" "the other column still ran"
+head -c 2000 "$EX/rmm_small.csv" >"$TMP/cut.csv"
+expect_exit 2 "truncated csv" -- "$GALLOC" replay "$TMP/cut.csv"
+expect_in "$TMP/err" "cut.csv:[0-9]*: .*fields" "truncated csv names the line"
+head -c 5000 "$EX/torch_snapshot.pickle" >"$TMP/cut.pickle"
+expect_exit 2 "truncated pickle" -- "$GALLOC" replay "$TMP/cut.pickle"
+expect_in "$TMP/err" "cut.pickle: byte [0-9]*: truncated" "truncated pickle names the offset"
+printf 'galloc-trace 1\nalloc 1 10\nalloc 2 zz\nalloc 3 10\n' >"$TMP/bad.trace"
+expect_exit 2 "garbled text trace" -- "$GALLOC" replay "$TMP/bad.trace"
+expect_in "$TMP/err" "bad.trace:3: bad size" "garbled text names the line"
+head -c 3000 /dev/urandom >"$TMP/noise.bin"
+expect_exit 2 "random bytes" -- "$GALLOC" replay "$TMP/noise.bin"
+printf '\x80\x04\x95' >"$TMP/tiny.pickle"
+expect_exit 2 "three-byte pickle" -- "$GALLOC" replay "$TMP/tiny.pickle"
+# Every 50th truncation of each example through the binary: 0, 1 or 2, never a signal.
+for f in rmm_small.csv fragmentation.trace torch_snapshot.pickle; do
+    size=$(wc -c <"$EX/$f")
+    for ((n = 0; n < size; n += size / 50 + 1)); do
+        head -c "$n" "$EX/$f" >"$TMP/t.$f"
+        "$GALLOC" replay "$TMP/t.$f" >/dev/null 2>&1
+        rc=$?
+        [ "$rc" -le 2 ] || fail "$f cut at $n bytes: exit $rc"
+    done
+done
+
+# ---- --json: one document, PyTorch's keys -----------------------------------
+expect_exit 2 "json (one file missing)" -- "$GALLOC" replay --json --conf "" --conf expandable_segments:True \
+    "$EX/fragmentation.trace" "$EX/rmm_small.csv" "$TMP/does-not-exist.csv"
+"$PY" - "$TMP/out" <<'EOF' || fail "json document"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["tool"] == "galloc replay" and doc["backend"] == "sim", doc.keys()
+traces = doc["traces"]
+assert len(traces) == 3, len(traces)
+assert traces[2]["error"] and "cannot open" in traces[2]["error"], traces[2]
+for t in traces[:2]:
+    assert t["error"] is None
+    assert [r["conf"] for r in t["results"]] == ["", "expandable_segments:True"], t["results"]
+    for r in t["results"]:
+        for k in ("memory_stats", "peak_requested_bytes", "peak_reserved_bytes", "ooms", "events", "seconds", "conf"):
+            assert k in r, k
+        ms = r["memory_stats"]
+        assert len(ms) == 122, len(ms)
+        keys = list(ms)
+        assert keys == sorted(keys), "not in PyTorch's (sorted) order"
+        assert keys[0] == "active.all.allocated" and keys[-1] == "segment.small_pool.peak", keys[:1] + keys[-1:]
+        assert r["peak_reserved_bytes"] == ms["reserved_bytes.all.peak"]
+        assert r["peak_requested_bytes"] == ms["requested_bytes.all.peak"]
+        assert r["events"] == t["events"] and r["events"] > 0
+        assert r["seconds"] > 0 and r["events_per_second"] > 0
+        assert ms["num_ooms"] == r["ooms_total"]
+        for o in r["ooms"]:
+            assert set(("event", "size", "message")) <= set(o), o
+            assert o["message"].startswith("CUDA out of memory. Tried to allocate"), o["message"]
+frag = traces[0]["results"]
+assert frag[0]["ooms_total"] > 0 and frag[0]["verdict"] == "OOM (fragmentation)", frag[0]["verdict"]
+EOF
+expect_exit 2 "json with a creation failure" -- "$GALLOC" replay --json --conf bogus:1 "$EX/rmm_small.csv"
+"$PY" -c "
+import json,sys
+r = json.load(open('$TMP/out'))['traces'][0]['results'][0]
+assert r['create_error'] and r['memory_stats'] is None, r
+" || fail "json create_error"
+
+# ---- --plot and --snapshot --------------------------------------------------
+expect_exit 1 "plot" -- "$GALLOC" replay --plot "$TMP/mem.png" --conf "" --conf expandable_segments:True \
+    "$EX/fragmentation.trace"
+[ "$(head -c 4 "$TMP/mem.png" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "plot is not a PNG"
+expect_exit 0 "plot per device" -- "$GALLOC" replay --plot "$TMP/dev.svg" "$EX/torch_snapshot.pickle"
+[ -s "$TMP/dev.1.svg" ] && [ -s "$TMP/dev.2.svg" ] || fail "one numbered plot per device: $(ls "$TMP")"
+"$GALLOC" replay --snapshot "$TMP/s.pickle" "$EX/rmm_small.csv" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if grep -q "not available yet" "$TMP/err"; then
+    [ "$rc" -eq 2 ] || fail "--snapshot unavailable must exit 2"
+else
+    [ "$rc" -eq 0 ] || fail "--snapshot: exit $rc: $(cat "$TMP/err")"
+    "$PY" -c "import pickle; d = pickle.load(open('$TMP/s.pickle', 'rb')); assert 'device_traces' in d" ||
+        fail "snapshot does not load with pickle"
+    "$GALLOC" replay "$TMP/s.pickle" >/dev/null 2>&1 || fail "the written snapshot does not replay"
+fi
+
+# ---- a generated 1,000,000-event trace ---------------------------------------
+"$PY" - "$TMP/million.trace" <<'EOF'
+import random, sys
+rng = random.Random(1)
+with open(sys.argv[1], "w") as f:
+    w = f.write
+    w("galloc-trace 1\n")
+    for i in range(500000):
+        w("alloc %d %d\n" % (i, rng.choice((512, 4096, 65536, 1 << 20, 3 << 20, 24 << 20))))
+        if i >= 1000:
+            w("free %d\n" % (i - 1000))
+    for i in range(499000, 500000):
+        w("free %d\n" % i)
+EOF
+expect_exit 0 "million events" -- "$GALLOC" replay "$TMP/million.trace"
+expect_in "$TMP/out" "1,000,000 events" "million events read"
+echo "1,000,000-event trace: $(grep -E '^(replay time|events/s)' "$TMP/out" | tr -s ' ' | tr '\n' ';') $(grep '^read' "$TMP/out")"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)" >&2
+    exit 1
+fi
+echo "PASS"

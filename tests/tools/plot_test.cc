@@ -1,0 +1,242 @@
+// plot_test.cc: ga_plot_write (tools/plot) writes a valid PNG and SVG of the
+// replay's series, and reports bad paths and bad input with a message and no
+// file left behind.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "tools/plot/plot.h"
+}
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::string TmpPath(const std::string &name)
+{
+    const char *dir = std::getenv("TEST_TMPDIR");
+    return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string ReadFile(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+bool Exists(const std::string &path)
+{
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;
+}
+
+// Two configurations over a few training steps: the saw-tooth of activations
+// on top of the weights, reserved above allocated, one OOM in the second.
+struct Sample {
+    std::vector<double> x, req[2], alloc[2], res[2];
+    ga_series_t series[2];
+    ga_oom_marker_t oom;
+    ga_plot_input_t in;
+
+    Sample()
+    {
+        const int n = 600;
+        for (int k = 0; k < n; k++) {
+            double phase = (k % 150) / 150.0; // forward grows, backward shrinks
+            double act = phase < 0.5 ? phase * 2 : (1 - phase) * 2;
+            x.push_back(k * 10.0);
+            for (int c = 0; c < 2; c++) {
+                double r = (40 + 30 * act) * kGiB;
+                req[c].push_back(r);
+                alloc[c].push_back(r + 0.3 * kGiB);
+                res[c].push_back(c == 0 ? 72 * kGiB : (44 + 36 * (k / (double)n) + 2 * act) * kGiB);
+            }
+        }
+        series[0] = {"defaults", x.size(), x.data(), req[0].data(), alloc[0].data(), res[0].data()};
+        series[1] = {"expandable_segments:True", x.size(), x.data(), req[1].data(), alloc[1].data(),
+                     res[1].data()};
+        oom = {5400.0, 1};
+        in = {"sample.trace", UINT64_C(80) << 30, 6000, 2, series, 1, &oom};
+    }
+};
+
+// Width and height from a PNG's IHDR chunk (big-endian at bytes 16 and 20).
+uint32_t Be32(const std::string &s, size_t at)
+{
+    return (uint32_t)(unsigned char)s[at] << 24 | (uint32_t)(unsigned char)s[at + 1] << 16 |
+           (uint32_t)(unsigned char)s[at + 2] << 8 | (uint32_t)(unsigned char)s[at + 3];
+}
+
+TEST(Plot, WritesPng)
+{
+    Sample s;
+    std::string path = TmpPath("plot.png");
+    char err[256] = "";
+    ASSERT_EQ(ga_plot_write(path.c_str(), &s.in, err, sizeof(err)), 0) << err;
+    std::string png = ReadFile(path);
+    ASSERT_GT(png.size(), 10000u) << "a plot with text and lines is not a few bytes";
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    EXPECT_EQ(Be32(png, 16), 1200u);
+    EXPECT_GE(Be32(png, 20), 600u);
+    EXPECT_EQ(png.substr(png.size() - 8, 4), "IEND");
+    // Keep a copy where Bazel collects test outputs, for a human to look at.
+    if (const char *out = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) {
+        std::ofstream(std::string(out) + "/plot.png", std::ios::binary) << png;
+    }
+}
+
+// A minimal XML check: the prolog, then balanced elements under a single <svg>
+// root in the SVG namespace. Comments, processing instructions and CDATA skipped.
+std::string XmlRoot(const std::string &xml, std::string *problem)
+{
+    std::vector<std::string> stack;
+    std::string root;
+    size_t i = 0;
+    while ((i = xml.find('<', i)) != std::string::npos) {
+        if (xml.compare(i, 4, "<!--") == 0) {
+            i = xml.find("-->", i);
+        } else if (xml.compare(i, 9, "<![CDATA[") == 0) {
+            i = xml.find("]]>", i);
+        } else if (xml.compare(i, 2, "<?") == 0) {
+            i = xml.find("?>", i);
+        } else {
+            size_t end = xml.find('>', i);
+            if (end == std::string::npos) {
+                *problem = "unterminated tag";
+                return "";
+            }
+            std::string tag = xml.substr(i + 1, end - i - 1);
+            bool closing = tag[0] == '/', empty = tag.back() == '/';
+            std::string name = tag.substr(closing ? 1 : 0, tag.find_first_of(" \t\n/>", closing ? 1 : 0) -
+                                                                (closing ? 1 : 0));
+            if (closing) {
+                if (stack.empty() || stack.back() != name) {
+                    *problem = "mismatched </" + name + ">";
+                    return "";
+                }
+                stack.pop_back();
+            } else {
+                if (stack.empty()) {
+                    if (!root.empty()) {
+                        *problem = "second root <" + name + ">";
+                        return "";
+                    }
+                    root = tag;
+                }
+                if (!empty)
+                    stack.push_back(name);
+            }
+            i = end;
+        }
+        if (i == std::string::npos) {
+            *problem = "unterminated comment or section";
+            return "";
+        }
+    }
+    if (!stack.empty())
+        *problem = "unclosed <" + stack.back() + ">";
+    return root;
+}
+
+TEST(Plot, WritesSvg)
+{
+    Sample s;
+    std::string path = TmpPath("plot.SVG"); // the extension is case-insensitive
+    char err[256] = "";
+    ASSERT_EQ(ga_plot_write(path.c_str(), &s.in, err, sizeof(err)), 0) << err;
+    std::string svg = ReadFile(path);
+    ASSERT_EQ(svg.compare(0, 5, "<?xml"), 0);
+    std::string problem;
+    std::string root = XmlRoot(svg, &problem);
+    EXPECT_EQ(problem, "");
+    EXPECT_EQ(root.compare(0, 4, "svg "), 0) << root;
+    EXPECT_NE(root.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos) << root;
+    EXPECT_NE(root.find("width=\"1200"), std::string::npos) << root;
+}
+
+TEST(Plot, EmptyInputStillDrawsAxes)
+{
+    ga_plot_input_t in = {nullptr, 0, 0, 0, nullptr, 0, nullptr};
+    std::string path = TmpPath("empty.png");
+    char err[256] = "";
+    EXPECT_EQ(ga_plot_write(path.c_str(), &in, err, sizeof(err)), 0) << err;
+    EXPECT_GT(ReadFile(path).size(), 1000u);
+    // One point and no requested line are fine too.
+    double x = 0, v = 1 << 20;
+    ga_series_t one = {"", 1, &x, nullptr, &v, &v};
+    in.series = &one;
+    in.n_series = 1;
+    EXPECT_EQ(ga_plot_write(path.c_str(), &in, err, sizeof(err)), 0) << err;
+}
+
+TEST(Plot, UnknownExtension)
+{
+    Sample s;
+    std::string path = TmpPath("plot.jpg");
+    char err[256] = "";
+    EXPECT_NE(ga_plot_write(path.c_str(), &s.in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find(".png or .svg"), std::string::npos) << err;
+    EXPECT_FALSE(Exists(path));
+    EXPECT_NE(ga_plot_write(TmpPath("noext").c_str(), &s.in, err, sizeof(err)), 0);
+}
+
+TEST(Plot, UnwritablePaths)
+{
+    Sample s;
+    char err[256] = "";
+    EXPECT_NE(ga_plot_write("/nonexistent-dir/plot.png", &s.in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("No such file or directory"), std::string::npos) << err;
+    // A directory where the file should go.
+    std::string dir = TmpPath("adir.svg");
+    mkdir(dir.c_str(), 0700);
+    EXPECT_NE(ga_plot_write(dir.c_str(), &s.in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("cannot create"), std::string::npos) << err;
+}
+
+TEST(Plot, WriteErrorRemovesFile)
+{
+    // A full disk: the open succeeds, the writes fail.
+    Sample s;
+    for (const char *name : {"full.png", "full.svg"}) {
+        std::string link = TmpPath(name);
+        unlink(link.c_str());
+        ASSERT_EQ(symlink("/dev/full", link.c_str()), 0);
+        char err[256] = "";
+        EXPECT_NE(ga_plot_write(link.c_str(), &s.in, err, sizeof(err)), 0) << name;
+        EXPECT_NE(std::string(err).find("No space left on device"), std::string::npos) << err;
+        EXPECT_FALSE(Exists(link)) << "the partial output is removed";
+    }
+}
+
+TEST(Plot, BadInput)
+{
+    Sample s;
+    std::string path = TmpPath("bad.png");
+    char err[256] = "";
+    EXPECT_NE(ga_plot_write(path.c_str(), nullptr, err, sizeof(err)), 0);
+    EXPECT_NE(ga_plot_write(nullptr, &s.in, err, sizeof(err)), 0);
+    s.oom.series = 2; // only two series
+    EXPECT_NE(ga_plot_write(path.c_str(), &s.in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("OOM marker 0 names series 2 of 2"), std::string::npos) << err;
+    s.oom.series = 0;
+    s.series[1].event_index = nullptr;
+    EXPECT_NE(ga_plot_write(path.c_str(), &s.in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("no event_index"), std::string::npos) << err;
+    EXPECT_FALSE(Exists(path));
+    // err may be NULL.
+    EXPECT_NE(ga_plot_write(path.c_str(), &s.in, nullptr, 0), 0);
+}
+
+} // namespace

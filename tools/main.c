@@ -1,0 +1,68 @@
+/*
+ * main.c: the galloc command. Dispatches to its subcommands:
+ *   replay  replay allocation traces through galloc (tools/replay_cli.c)
+ *   gen     generate a synthetic training trace     (tools/gen)
+ *   budget  a training step's memory budget          (tools/gen)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/replay_cli.h"
+#ifdef GA_TOOLS_HAVE_GEN
+#include "tools/gen/gen.h"
+#endif
+
+#define GALLOC_TOOL_VERSION "0.1.0"
+
+static void usage(FILE *out)
+{
+    fputs("usage: galloc <command> [options]\n"
+          "commands:\n"
+          "  replay   replay allocation traces (RMM CSV, PyTorch snapshot, galloc text) on a\n"
+          "           simulated GPU under several allocator configurations\n"
+#ifdef GA_TOOLS_HAVE_GEN
+          "  gen      generate a synthetic training-step allocation trace\n"
+          "  budget   estimate a training step's memory budget\n"
+#endif
+          "  help     this text (galloc <command> --help for a command's options)\n"
+          "  --version\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    /* Under `bazel run` the tool starts in its runfiles tree; go back to where
+     * the user typed the command so that relative trace and output paths work. */
+    const char *wd = getenv("BUILD_WORKING_DIRECTORY");
+    if (wd != NULL && chdir(wd) != 0)
+        fprintf(stderr, "galloc: cannot change to %s; relative paths are taken from the runfiles tree\n", wd);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "replay") == 0)
+        return ga_replay_main(argc - 1, argv + 1);
+#ifdef GA_TOOLS_HAVE_GEN
+    if (strcmp(cmd, "gen") == 0)
+        return ga_gen_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "budget") == 0)
+        return ga_budget_main(argc - 1, argv + 1);
+#endif
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2 && strcmp(argv[2], "replay") == 0)
+            ga_replay_usage(stdout);
+        else
+            usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("galloc %s\n", GALLOC_TOOL_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "galloc: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,372 @@
+/*
+ * replay.c: the replay loop of replay.h. Events are read in chunks; every
+ * configuration replays a chunk before the next is read. The per-event work
+ * (apply) is one galloc call and one pointer-map operation; everything else
+ * (OOM records, samples, snapshots) happens on rare events only.
+ *
+ * Invariant: a column's map holds exactly the trace ids whose allocation the
+ * column has replayed and not yet freed; an id whose allocation failed maps to
+ * {NULL, GA_STREAM_NONE}, so its later free is consumed silently instead of
+ * counting as a trace anomaly.
+ */
+#include "tools/replay.h"
+#include "tools/outputs.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Shared by every column while one chunk is replayed. */
+typedef struct chunk_ctx {
+    const ga_event_t *ev;     /* the chunk */
+    size_t n;                 /* its events */
+    uint64_t first;           /* event index of ev[0] */
+    const char *annotation;   /* the last annotate text before the chunk */
+} chunk_ctx_t;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void note_error(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const char *call, galloc_status_t st)
+{
+    if (c->errors++ == 0) {
+        char msg[GALLOC_ERROR_MAX - 256]; /* room for the prefix: the whole line fits first_error */
+        galloc_last_error(c->a, msg, sizeof(msg));
+        snprintf(c->first_error, sizeof(c->first_error), "event %" PRIu64 " (line/entry %" PRIu64 "): %s: %s%s%s",
+                 idx, e->where, call, galloc_strerror(st), msg[0] ? ": " : "", msg);
+    }
+}
+
+static void write_snapshot(ga_replay_column_t *c)
+{
+    if (c->snapshot_path == NULL || c->snapshot_done)
+        return;
+    c->snapshot_done = true;
+    ga_outputs_snapshot(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
+}
+
+/* An allocation failed with out-of-memory: keep the message and figures. */
+static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    c->ooms_total++;
+    if (c->n_ooms < GA_REPLAY_MAX_OOMS) {
+        ga_replay_oom_t *o = &c->ooms[c->n_ooms++];
+        memset(o, 0, sizeof(*o));
+        o->event = idx;
+        o->where = e->where;
+        o->size = e->size;
+        o->expected = e->kind == GA_EV_OOM;
+        o->prologue = (e->flags & GA_EVF_PROLOGUE) != 0;
+        snprintf(o->annotation, sizeof(o->annotation), "%s", x->annotation);
+        galloc_last_error(c->a, o->message, sizeof(o->message));
+        galloc_stats_t s = {.struct_size = sizeof(s)};
+        if (galloc_memory_stats(c->a, &s) == GALLOC_OK) {
+            o->allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
+            o->reserved = s.reserved_bytes[GALLOC_STAT_ALL].current;
+        }
+    }
+    write_snapshot(c); /* the first OOM's state is what a user wants to see */
+}
+
+static void sample(ga_replay_column_t *c, uint64_t idx)
+{
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    if (galloc_memory_stats(c->a, &s) != GALLOC_OK)
+        return;
+    ga_sampler_add(&c->sampler, idx, (double)s.requested_bytes[GALLOC_STAT_ALL].current,
+                   (double)s.allocated_bytes[GALLOC_STAT_ALL].current,
+                   (double)s.reserved_bytes[GALLOC_STAT_ALL].current);
+}
+
+static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    void *p = NULL;
+    galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
+    if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
+        c->expected_ooms++;
+        if (st == GALLOC_OK) {
+            c->expected_avoided++;
+            galloc_free(c->a, p);
+        } else if (st == GALLOC_E_OOM) {
+            record_oom(c, idx, e, x);
+        } else {
+            note_error(c, idx, e, "galloc_malloc", st);
+        }
+        return;
+    }
+    ga_idmap_val_t v = {p, e->stream}, old;
+    if (st != GALLOC_OK) {
+        if (st == GALLOC_E_OOM)
+            record_oom(c, idx, e, x);
+        else
+            note_error(c, idx, e, "galloc_malloc", st);
+        v.ptr = NULL;
+        v.stream = GA_STREAM_NONE; /* its free will be consumed silently */
+    }
+    bool replaced;
+    if (ga_idmap_put(&c->map, e->id, v, &old, &replaced) != 0) {
+        if (p != NULL)
+            galloc_free(c->a, p);
+        c->errors++;
+        return;
+    }
+    if (replaced) { /* the trace lost a free: release the stale block */
+        c->duplicates++;
+        if (old.ptr != NULL)
+            galloc_free(c->a, old.ptr);
+    }
+}
+
+static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
+{
+    ga_idmap_val_t v;
+    if (!ga_idmap_remove(&c->map, e->id, &v)) {
+        c->unmatched++;
+        return;
+    }
+    if (v.stream == GA_STREAM_NONE)
+        return; /* its allocation failed in this configuration */
+    galloc_stream_t other = e->kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)e->stream;
+    if ((e->kind == GA_EV_FREE_PENDING || e->stream != GA_STREAM_NONE) && other != (galloc_stream_t)v.stream) {
+        /* Freed on another stream than it was allocated on: the block may be
+         * reused only after that stream's work, as record_stream arranges. */
+        galloc_status_t st = galloc_record_stream(c->a, v.ptr, other);
+        if (st != GALLOC_OK && st != GALLOC_E_UNSUPPORTED)
+            note_error(c, idx, e, "galloc_record_stream", st);
+    }
+    galloc_status_t st = galloc_free(c->a, v.ptr);
+    if (st != GALLOC_OK)
+        note_error(c, idx, e, "galloc_free", st);
+}
+
+/* Replay one event in one configuration. */
+static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    galloc_status_t st = GALLOC_OK;
+    ga_idmap_val_t v;
+    switch (e->kind) {
+    case GA_EV_ALLOC:
+    case GA_EV_OOM:
+        do_alloc(c, idx, e, x);
+        return;
+    case GA_EV_FREE:
+    case GA_EV_FREE_PENDING:
+        do_free(c, idx, e);
+        return;
+    case GA_EV_FREE_COMPLETED:
+        /* The side stream's work up to here is done: the deferred frees may
+         * complete (on sim they already have at the next allocation). */
+        st = galloc_stream_synchronize(c->a, GA_REPLAY_SIDE_STREAM);
+        if (st == GALLOC_E_UNSUPPORTED)
+            st = GALLOC_OK;
+        break;
+    case GA_EV_RECORD_STREAM:
+        if (!ga_idmap_get(&c->map, e->id, &v)) {
+            c->unmatched++;
+            return;
+        }
+        if (v.stream != GA_STREAM_NONE)
+            st = galloc_record_stream(c->a, v.ptr, (galloc_stream_t)e->stream);
+        if (st == GALLOC_E_UNSUPPORTED)
+            st = GALLOC_OK;
+        break;
+    case GA_EV_STREAM_SYNC:
+        st = galloc_stream_synchronize(c->a, (galloc_stream_t)e->stream);
+        if (st == GALLOC_E_UNSUPPORTED)
+            st = GALLOC_OK;
+        break;
+    case GA_EV_EMPTY_CACHE:
+        st = galloc_empty_cache(c->a);
+        break;
+    case GA_EV_SET_FRACTION:
+        st = galloc_set_memory_fraction(c->a, e->fraction);
+        break;
+    case GA_EV_ANNOTATE:
+        if (c->snapshot_path != NULL && !c->snapshot_done && e->text != NULL)
+            ga_outputs_annotate(c->a, e->text);
+        return;
+    }
+    if (st != GALLOC_OK)
+        note_error(c, idx, e, "replaying the event", st);
+}
+
+static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
+{
+    double t0 = now();
+    for (size_t i = 0; i < x->n; i++) {
+        uint64_t idx = x->first + i;
+        apply(c, idx, &x->ev[i], x);
+        if (idx == c->sampler.next && c->sampler.x != NULL)
+            sample(c, idx);
+    }
+    c->events += x->n;
+    c->seconds += now() - t0;
+}
+
+/* The configuration string handed to galloc: the capacity first, so that a
+ * sim_capacity the user wrote in --conf (later in the string) wins. */
+static char *make_conf(const char *user, const char *backend, uint64_t capacity)
+{
+    bool sim = backend == NULL || strcmp(backend, "sim") == 0;
+    size_t n = (user ? strlen(user) : 0) + 64;
+    char *s = malloc(n);
+    if (s == NULL)
+        return NULL;
+    if (sim && (user == NULL || strstr(user, "sim_capacity") == NULL))
+        snprintf(s, n, "sim_capacity:%" PRIu64 "%s%s", capacity, user && *user ? "," : "", user ? user : "");
+    else
+        snprintf(s, n, "%s", user ? user : "");
+    return s;
+}
+
+static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay_opts_t *o, uint64_t capacity,
+                        size_t i)
+{
+    c->label = strdup(user && *user ? user : "defaults");
+    c->conf = make_conf(user, o->backend, capacity);
+    c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
+    ga_idmap_init(&c->map);
+    c->stats.struct_size = sizeof(c->stats);
+    c->snapshot_path = o->snapshot_paths ? o->snapshot_paths[i] : NULL;
+    if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
+        return -1;
+    c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,
+                                               sizeof(c->create_error));
+    if (c->create_status != GALLOC_OK) {
+        c->a = NULL;
+        return 0;
+    }
+    if (c->snapshot_path != NULL) {
+        if (ga_outputs_record_history(c->a, c->snapshot_error, sizeof(c->snapshot_error)) != 0)
+            c->snapshot_done = true; /* nothing to write: the error says why */
+    }
+    return 0;
+}
+
+/* End of replay: final sample, snapshot if no OOM wrote it, stats, teardown. */
+static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
+{
+    if (c->a == NULL)
+        return;
+    if (c->sampler.x != NULL && events > 0)
+        sample(c, events - 1);
+    if (check) {
+        galloc_status_t st = galloc_check(c->a);
+        if (st != GALLOC_OK) {
+            ga_event_t end = {.where = 0};
+            note_error(c, events, &end, "galloc_check after the replay", st);
+        }
+    }
+    write_snapshot(c);
+    galloc_memory_stats(c->a, &c->stats);
+    galloc_allocator_destroy(c->a); /* releases the blocks still live: no need to free them one by one */
+    c->a = NULL;
+    ga_idmap_free(&c->map);
+}
+
+int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *confs, size_t n_confs,
+                  ga_replay_t *out)
+{
+    static const char *const no_conf[] = {NULL};
+    memset(out, 0, sizeof(*out));
+    if (n_confs == 0) {
+        confs = no_conf;
+        n_confs = 1;
+    }
+    out->device_memory = o->device_memory       ? o->device_memory
+                         : ga_reader_device_memory(r) ? ga_reader_device_memory(r)
+                                                      : GA_REPLAY_DEFAULT_MEMORY;
+    out->cols = calloc(n_confs, sizeof(*out->cols));
+    ga_event_t *ev = malloc(GA_REPLAY_CHUNK * sizeof(*ev));
+    if (out->cols == NULL || ev == NULL)
+        goto err_nomem;
+    out->n_cols = n_confs;
+    for (size_t i = 0; i < n_confs; i++)
+        if (setup_column(&out->cols[i], confs[i], o, out->device_memory, i) != 0)
+            goto err_nomem;
+
+    char annotation[80] = "";
+    for (;;) {
+        /* Read a chunk. It ends early after an annotate event, so that the
+         * annotation (copied here, the reader's text is short-lived) applies
+         * exactly to the events after it. */
+        double t0 = now();
+        size_t n = 0;
+        int rc = 1;
+        char next_annotation[80] = "";
+        bool annotated = false;
+        while (n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[n], out->read_error, sizeof(out->read_error))) > 0) {
+            if (ev[n].kind == GA_EV_ANNOTATE) {
+                size_t k = ev[n].text_len < sizeof(next_annotation) - 1 ? ev[n].text_len : sizeof(next_annotation) - 1;
+                memcpy(next_annotation, ev[n].text, k);
+                next_annotation[k] = '\0';
+                ev[n].text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
+                ev[n].text_len = k;
+                annotated = true;
+                n++;
+                break;
+            }
+            n++;
+        }
+        out->read_seconds += now() - t0;
+        chunk_ctx_t x = {.ev = ev, .n = n, .first = out->events, .annotation = annotation};
+        for (size_t i = 0; i < n_confs && n > 0; i++)
+            if (out->cols[i].a != NULL)
+                replay_chunk(&out->cols[i], &x);
+        out->events += n;
+        if (annotated)
+            memcpy(annotation, next_annotation, sizeof(annotation));
+        if (o->progress != NULL)
+            o->progress(o->progress_ctx, ga_reader_progress(r), out->events);
+        if (rc < 0) {
+            out->read_failed = true;
+            break;
+        }
+        if (rc == 0 && !annotated)
+            break;
+    }
+    ga_reader_notes(r, &out->notes);
+    for (size_t i = 0; i < n_confs; i++)
+        finish_column(&out->cols[i], out->events, o->check);
+    free(ev);
+    return 0;
+
+err_nomem:
+    free(ev);
+    snprintf(out->read_error, sizeof(out->read_error), "out of host memory setting up the replay");
+    ga_replay_release(out);
+    return -1;
+}
+
+void ga_replay_release(ga_replay_t *rp)
+{
+    for (size_t i = 0; rp->cols != NULL && i < rp->n_cols; i++) {
+        ga_replay_column_t *c = &rp->cols[i];
+        galloc_allocator_destroy(c->a);
+        ga_idmap_free(&c->map);
+        ga_sampler_free(&c->sampler);
+        free(c->label);
+        free(c->conf);
+        free(c->ooms);
+    }
+    free(rp->cols);
+    rp->cols = NULL;
+    rp->n_cols = 0;
+}
+
+void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out)
+{
+    const ga_replay_column_t *c = &rp->cols[i];
+    out->label = c->label;
+    out->n = c->sampler.n;
+    out->event_index = c->sampler.x;
+    out->requested = c->sampler.req;
+    out->allocated = c->sampler.alloc;
+    out->reserved = c->sampler.res;
+}

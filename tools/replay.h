@@ -1,0 +1,138 @@
+/*
+ * replay.h: replay one trace (one unit of a trace file) through several
+ * galloc configurations side by side, on the simulated device by default.
+ *
+ * The trace is read once: events are read in chunks of GA_REPLAY_CHUNK, and
+ * each chunk is replayed through every configuration in turn (each has its own
+ * allocator and pointer map), so memory stays bounded for streamed formats
+ * and each configuration's replay time excludes parsing. Costs per event are
+ * O(1): one galloc call and one hash-map operation.
+ *
+ * What each event does is described in docs/trace-format.md ("Replay
+ * semantics"); in short: alloc -> galloc_malloc, free -> galloc_free (after
+ * galloc_record_stream when freed on another stream), a deferred free ->
+ * record_stream on a side stream then free, expected OOM -> an allocation
+ * attempt that is released at once if it succeeds.
+ */
+#ifndef GA_TOOLS_REPLAY_H
+#define GA_TOOLS_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc.h"
+#include "tools/idmap.h"
+#include "tools/series.h"
+#include "tools/trace_reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GA_REPLAY_CHUNK 4096            /* events read before each configuration replays them */
+#define GA_REPLAY_MAX_OOMS 100          /* OOMs kept in detail per configuration (all are counted) */
+#define GA_REPLAY_DEFAULT_MEMORY ((uint64_t)80 << 30)
+/* The stream deferred frees are recorded on: a handle no trace uses. */
+#define GA_REPLAY_SIDE_STREAM ((galloc_stream_t)UINTPTR_MAX - 1)
+
+/* One out-of-memory failure. */
+typedef struct ga_replay_oom {
+    uint64_t event;                 /* 0-based index of the event in the replay */
+    uint64_t where;                 /* its line (CSV, text) or entry index (snapshot); 0 in the prologue */
+    uint64_t size;                  /* bytes requested */
+    bool expected;                  /* the traced run failed here too (RMM "allocate failure", snapshot "oom") */
+    bool prologue;                  /* a block recreated from before the trace's first entry */
+    int64_t allocated;              /* allocated_bytes.all.current right after the failure */
+    int64_t reserved;               /* reserved_bytes.all.current right after the failure */
+    char annotation[80];            /* the last annotate text before it, "" if none */
+    char message[GALLOC_ERROR_MAX]; /* galloc_last_error: PyTorch's "CUDA out of memory. ..." */
+} ga_replay_oom_t;
+
+/* The bounded time series of one configuration (see series.h). */
+typedef struct ga_sampler {
+    size_t n;                 /* points stored */
+    uint64_t stride;          /* events between grid points */
+    uint64_t next;            /* next event index to sample */
+    uint64_t last;            /* event index of the last point (valid when n > 0) */
+    double *x, *req, *alloc, *res; /* GA_SERIES_MAX_POINTS + 1 entries each */
+} ga_sampler_t;
+
+/* One configuration (a column of the comparison). */
+typedef struct ga_replay_column {
+    char *label;                         /* what the user wrote, "defaults" for none */
+    char *conf;                          /* the string given to galloc_allocator_create */
+    galloc_allocator_t *a;               /* NULL once destroyed or if creation failed */
+    ga_idmap_t map;                     /* trace id -> block */
+    galloc_status_t create_status;       /* GALLOC_OK unless creation failed */
+    char create_error[GALLOC_ERROR_MAX]; /* the creation failure */
+    galloc_stats_t stats;                /* memory_stats at the end of the replay */
+    uint64_t events;                     /* events replayed */
+    double seconds;                      /* time spent in this configuration's replay */
+    uint64_t ooms_total;                 /* allocations that failed with out-of-memory */
+    uint64_t expected_ooms;              /* expected OOM points met */
+    uint64_t expected_avoided;           /* ... of which this configuration could allocate */
+    ga_replay_oom_t *ooms;               /* the first GA_REPLAY_MAX_OOMS failures */
+    size_t n_ooms;
+    uint64_t unmatched;                  /* frees / record_streams of ids not live in the trace */
+    uint64_t duplicates;                 /* allocs of an id already live (the stale block is freed) */
+    uint64_t errors;                     /* other failed calls (see first_error) */
+    char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
+    ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
+    const char *snapshot_path;           /* where to write the snapshot, NULL for none */
+    bool snapshot_done;                  /* written (at the first OOM or at the end) */
+    char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
+} ga_replay_column_t;
+
+typedef struct ga_replay_opts {
+    const char *backend;           /* device backend, NULL = "sim" */
+    uint64_t device_memory;        /* sim capacity; 0 = the trace's, else GA_REPLAY_DEFAULT_MEMORY */
+    bool sample;                   /* collect the time series (--plot) */
+    bool check;                    /* galloc_check each allocator at the end (tests); a violation
+                                      counts in errors / first_error */
+    const char *const *snapshot_paths; /* per configuration, or NULL: --snapshot */
+    /* progress: called between chunks with the fraction read (-1 if unknown)
+     * and the events so far; may be NULL. */
+    void (*progress)(void *ctx, double fraction, uint64_t events);
+    void *progress_ctx;
+} ga_replay_opts_t;
+
+/* The outcome of replaying one unit. */
+typedef struct ga_replay {
+    ga_replay_column_t *cols;  /* n_cols configurations */
+    size_t n_cols;
+    uint64_t device_memory;    /* the capacity used */
+    uint64_t events;           /* events read */
+    double read_seconds;       /* time spent reading and parsing */
+    ga_reader_notes_t notes;   /* skipped entries, prologue events */
+    bool read_failed;          /* the trace was bad: see read_error (results cover the events before) */
+    char read_error[512];
+} ga_replay_t;
+
+/*
+ * ga_replay_run: replay the current unit of r (after ga_reader_begin) through
+ * n_confs configurations (confs[i] is a --conf string; NULL or "" means
+ * PyTorch's defaults). Fills *out (release with ga_replay_release). Returns 0
+ * when the replay ran (even if a configuration failed to be created or ran
+ * out of memory: see the columns), -1 if host memory ran out (out->read_error
+ * says so).
+ */
+int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *opts, const char *const *confs, size_t n_confs,
+                  ga_replay_t *out);
+
+/* ga_replay_release: free everything ga_replay_run made. */
+void ga_replay_release(ga_replay_t *rp);
+
+/* ga_replay_series: the sampled series of column i (valid while rp is). */
+void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out);
+
+/* The sampler (sampler.c). init: 0 or -1 (host memory). add: a point at event
+ * index x. finish: the point of the last event if not already there. */
+int ga_sampler_init(ga_sampler_t *s);
+void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, double res);
+void ga_sampler_free(ga_sampler_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_REPLAY_H */
