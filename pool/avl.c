@@ -15,7 +15,7 @@ static void fix_height(ga_avl_node_t *n)
     n->height = (hl > hr ? hl : hr) + 1;
 }
 
-void ga_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp)
+void ga_pool_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp)
 {
     t->root = NULL;
     t->cmp = cmp;
@@ -82,7 +82,7 @@ static void rebalance(ga_avl_t *t, ga_avl_node_t *n)
     }
 }
 
-void ga_avl_insert(ga_avl_t *t, ga_avl_node_t *n)
+void ga_pool_avl_insert(ga_avl_t *t, ga_avl_node_t *n)
 {
     ga_avl_node_t *parent = NULL, **link = &t->root;
     while (*link != NULL) {
@@ -97,7 +97,7 @@ void ga_avl_insert(ga_avl_t *t, ga_avl_node_t *n)
     rebalance(t, parent);
 }
 
-void ga_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
+void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
 {
     ga_avl_node_t *fix;
     if (n->left != NULL && n->right != NULL) {
@@ -126,7 +126,7 @@ void ga_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
     rebalance(t, fix);
 }
 
-ga_avl_node_t *ga_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key)
+ga_avl_node_t *ga_pool_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key)
 {
     ga_avl_node_t *n = t->root, *best = NULL;
     while (n != NULL) {
@@ -140,7 +140,7 @@ ga_avl_node_t *ga_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key)
     return best;
 }
 
-ga_avl_node_t *ga_avl_first(const ga_avl_t *t)
+ga_avl_node_t *ga_pool_avl_first(const ga_avl_t *t)
 {
     ga_avl_node_t *n = t->root;
     if (n != NULL)
@@ -149,7 +149,7 @@ ga_avl_node_t *ga_avl_first(const ga_avl_t *t)
     return n;
 }
 
-ga_avl_node_t *ga_avl_last(const ga_avl_t *t)
+ga_avl_node_t *ga_pool_avl_last(const ga_avl_t *t)
 {
     ga_avl_node_t *n = t->root;
     if (n != NULL)
@@ -158,7 +158,7 @@ ga_avl_node_t *ga_avl_last(const ga_avl_t *t)
     return n;
 }
 
-ga_avl_node_t *ga_avl_next(const ga_avl_node_t *n)
+ga_avl_node_t *ga_pool_avl_next(const ga_avl_node_t *n)
 {
     if (n->right != NULL) {
         n = n->right;
@@ -171,7 +171,7 @@ ga_avl_node_t *ga_avl_next(const ga_avl_node_t *n)
     return n->parent;
 }
 
-ga_avl_node_t *ga_avl_prev(const ga_avl_node_t *n)
+ga_avl_node_t *ga_pool_avl_prev(const ga_avl_node_t *n)
 {
     if (n->left != NULL) {
         n = n->left;

@@ -27,16 +27,16 @@ typedef struct ga_avl {
     size_t count; /* nodes in the tree */
 } ga_avl_t;
 
-void ga_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp);
+void ga_pool_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp);
 /* Insert n (its key must not be in the tree already). */
-void ga_avl_insert(ga_avl_t *t, ga_avl_node_t *n);
+void ga_pool_avl_insert(ga_avl_t *t, ga_avl_node_t *n);
 /* Remove n, which must be in t. */
-void ga_avl_remove(ga_avl_t *t, ga_avl_node_t *n);
+void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n);
 /* The first node not ordered before key (std::set::lower_bound), or NULL. */
-ga_avl_node_t *ga_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key);
-ga_avl_node_t *ga_avl_first(const ga_avl_t *t);
-ga_avl_node_t *ga_avl_last(const ga_avl_t *t);
-ga_avl_node_t *ga_avl_next(const ga_avl_node_t *n);
-ga_avl_node_t *ga_avl_prev(const ga_avl_node_t *n);
+ga_avl_node_t *ga_pool_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key);
+ga_avl_node_t *ga_pool_avl_first(const ga_avl_t *t);
+ga_avl_node_t *ga_pool_avl_last(const ga_avl_t *t);
+ga_avl_node_t *ga_pool_avl_next(const ga_avl_node_t *n);
+ga_avl_node_t *ga_pool_avl_prev(const ga_avl_node_t *n);
 
 #endif /* GA_AVL_H */

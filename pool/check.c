@@ -72,7 +72,7 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
             add(&c->active_bytes, sp, (int64_t)b->size);
             add(&c->requested_bytes, sp, (int64_t)b->requested);
         } else if (b->allocated) {
-            if (ga_ptrmap_find(&p->ptrs, b->addr) != b)
+            if (ga_pool_ptrmap_find(&p->ptrs, b->addr) != b)
                 return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map",
                                b->addr);
             c->allocated_blocks++;
@@ -114,7 +114,7 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
 static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *members)
 {
     const ga_block_t *prev = NULL;
-    for (ga_block_t *b = ga_blockpool_first(bp); b != NULL; b = ga_blockpool_next(b)) {
+    for (ga_block_t *b = ga_pool_blockpool_first(bp); b != NULL; b = ga_pool_blockpool_next(b)) {
         if (b->allocated || !b->mapped || b->pool != bp)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "free set holds block 0x%" PRIxPTR " that is allocated or foreign",
                            b->addr);
@@ -168,7 +168,7 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
     size_t unmapped_members = 0;
     ga_blockpool_t *pools[2] = {&p->small, &p->large};
     for (int i = 0; i < 2; i++) {
-        for (ga_avl_node_t *n = ga_avl_first(&pools[i]->unmapped); n != NULL; n = ga_avl_next(n)) {
+        for (ga_avl_node_t *n = ga_pool_avl_first(&pools[i]->unmapped); n != NULL; n = ga_pool_avl_next(n)) {
             const ga_block_t *b = (const ga_block_t *)((const char *)n - offsetof(ga_block_t, node));
             if (b->mapped || b->allocated || b->pool != pools[i])
                 return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped set holds block 0x%" PRIxPTR " that is mapped",

@@ -47,8 +47,8 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     uintptr_t base = 0;
     if (ga_backend_va_reserve(p->backend, pages * page, &base) != GALLOC_OK)
         return NULL;
-    ga_segment_t *seg = ga_records_get_segment(&p->records);
-    ga_block_t *b = ga_records_get_block(&p->records);
+    ga_segment_t *seg = ga_pool_records_get_segment(&p->records);
+    ga_block_t *b = ga_pool_records_get_block(&p->records);
     seg->base = base;
     seg->size = pages * page;
     seg->expandable = true;
@@ -72,7 +72,7 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     b->event_count = 0;
     b->uses = NULL;
     b->stack_id = 0;
-    ga_blockpool_insert_unmapped(ap->pool, b);
+    ga_pool_blockpool_insert_unmapped(ap->pool, b);
     return b;
 }
 
@@ -80,8 +80,8 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
  * stream and pool where enough free and unmapped space follows. */
 static ga_block_t *find_block(ga_pool_t *p, ga_alloc_params_t *ap, size_t size)
 {
-    for (ga_block_t *c = ga_blockpool_unmapped_first(ap->pool, ap->stream); c != NULL && c->stream == ap->stream;
-         c = ga_blockpool_unmapped_next(c)) {
+    for (ga_block_t *c = ga_pool_blockpool_unmapped_first(ap->pool, ap->stream); c != NULL && c->stream == ap->stream;
+         c = ga_pool_blockpool_unmapped_next(c)) {
         ga_block_t *start = allocatable(c->prev) ? c->prev : c;
         if (has_space(start, size))
             return start;
@@ -110,13 +110,13 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     size_t first = (b->addr - seg->base) / seg->page;
     size_t last = (b->addr + size - seg->base + seg->page - 1) / seg->page;
     size_t mapped = (last - first) * seg->page;
-    if (ga_records_reserve(&p->records, 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
+    if (ga_pool_records_reserve(&p->records, 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
         return false;
-    ga_blockpool_remove_unmapped(b->pool, b);
+    ga_pool_blockpool_remove_unmapped(b->pool, b);
     b->mapped = true;
     if (mapped < b->size) {
         /* The rest of the range stays unmapped, right after b. */
-        ga_block_t *rest = ga_records_get_block(&p->records);
+        ga_block_t *rest = ga_pool_records_get_block(&p->records);
         *rest = *b;
         rest->addr = b->addr + mapped;
         rest->size = b->size - mapped;
@@ -127,11 +127,11 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
             b->next->prev = rest;
         b->next = rest;
         b->size = mapped;
-        ga_blockpool_insert_unmapped(b->pool, rest);
+        ga_pool_blockpool_insert_unmapped(b->pool, rest);
     }
     ga_pool_try_merge(p, b, b->prev);
     ga_pool_try_merge(p, b, b->next);
-    ga_blockpool_insert(b->pool, b);
+    ga_pool_blockpool_insert(b->pool, b);
     p->total_allocated_memory += mapped;
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, (int64_t)mapped);
     p->stats.num_device_alloc++;
@@ -147,7 +147,7 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
 galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     size_t size = ap->size;
-    if (ga_records_reserve(&p->records, 1, 1) != GALLOC_OK)
+    if (ga_pool_records_reserve(&p->records, 1, 1) != GALLOC_OK)
         return GALLOC_E_NOMEM;
     ga_block_t *c = find_block(p, ap, size);
     if (c == NULL)
@@ -163,9 +163,9 @@ galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t 
         c = next; /* map_block merged c into next */
     }
     /* The split that follows needs a record; mapped pages stay cached if not. */
-    if (ga_records_reserve(&p->records, 1, 0) != GALLOC_OK)
+    if (ga_pool_records_reserve(&p->records, 1, 0) != GALLOC_OK)
         return GALLOC_E_NOMEM;
-    ga_blockpool_remove(ap->pool, c);
+    ga_pool_blockpool_remove(ap->pool, c);
     ap->block = c;
     return GALLOC_OK;
 }
@@ -176,10 +176,10 @@ static void release_segment(ga_pool_t *p, ga_block_t *b)
     ga_segment_t *seg = b->seg;
     if (ga_backend_va_release(p->backend, seg->base, seg->size) != GALLOC_OK)
         return; /* keep it: still consistent, retried by the next empty_cache */
-    ga_blockpool_remove_unmapped(b->pool, b);
+    ga_pool_blockpool_remove_unmapped(b->pool, b);
     ga_pool_unlink_segment(p, seg);
-    ga_records_put_block(&p->records, b);
-    ga_records_put_segment(&p->records, seg);
+    ga_pool_records_put_block(&p->records, b);
+    ga_pool_records_put_segment(&p->records, seg);
 }
 
 void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
@@ -188,7 +188,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     /* Only whole pages strictly inside the block (ExpandableSegment::unmap). */
     size_t first = (b->addr - seg->base + seg->page - 1) / seg->page;
     size_t last = (b->addr + b->size - seg->base) / seg->page;
-    if (first >= last || ga_records_reserve(&p->records, 2, 0) != GALLOC_OK)
+    if (first >= last || ga_pool_records_reserve(&p->records, 2, 0) != GALLOC_OK)
         return;
     size_t done = first;
     while (done < last && ga_backend_unmap(p->backend, seg->base + done * seg->page, seg->page) == GALLOC_OK)
@@ -197,12 +197,12 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
         return;
     uintptr_t ustart = seg->base + first * seg->page;
     size_t usize = (done - first) * seg->page;
-    ga_blockpool_remove(b->pool, b);
+    ga_pool_blockpool_remove(b->pool, b);
 
     size_t before = ustart - b->addr;
     if (before > 0) {
         /* prev? -> free part before the unmapped pages -> b */
-        ga_block_t *f = ga_records_get_block(&p->records);
+        ga_block_t *f = ga_pool_records_get_block(&p->records);
         *f = *b;
         f->size = before;
         f->prev = b->prev;
@@ -212,11 +212,11 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
         else
             seg->head = f;
         b->prev = f;
-        ga_blockpool_insert(b->pool, f);
+        ga_pool_blockpool_insert(b->pool, f);
     }
     size_t after = b->size - before - usize;
     if (after > 0) {
-        ga_block_t *f = ga_records_get_block(&p->records);
+        ga_block_t *f = ga_pool_records_get_block(&p->records);
         *f = *b;
         f->addr = ustart + usize;
         f->size = after;
@@ -225,14 +225,14 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
         if (b->next != NULL)
             b->next->prev = f;
         b->next = f;
-        ga_blockpool_insert(b->pool, f);
+        ga_pool_blockpool_insert(b->pool, f);
     }
     b->addr = ustart;
     b->size = usize;
     b->mapped = false;
     ga_pool_try_merge(p, b, b->prev);
     ga_pool_try_merge(p, b, b->next);
-    ga_blockpool_insert_unmapped(b->pool, b);
+    ga_pool_blockpool_insert_unmapped(b->pool, b);
     p->total_allocated_memory -= usize;
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)usize);
     p->stats.num_device_free++;

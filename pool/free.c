@@ -47,10 +47,10 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
     size_t absorbed = src->size;
     dst->size += absorbed;
     if (src->mapped)
-        ga_blockpool_remove(src->pool, src);
+        ga_pool_blockpool_remove(src->pool, src);
     else
-        ga_blockpool_remove_unmapped(src->pool, src);
-    ga_records_put_block(&p->records, src);
+        ga_pool_blockpool_remove_unmapped(src->pool, src);
+    ga_pool_records_put_block(&p->records, src);
     return absorbed;
 }
 
@@ -73,7 +73,7 @@ void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
             net_bytes -= (int64_t)absorbed;
         }
     }
-    ga_blockpool_insert(b->pool, b);
+    ga_pool_blockpool_insert(b->pool, b);
     if (ga_block_is_split(b)) {
         net_blocks += 1;
         net_bytes += (int64_t)b->size;
@@ -94,7 +94,7 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
 {
     if (ptr == NULL)
         return GALLOC_OK;
-    ga_block_t *b = ga_ptrmap_find(&p->ptrs, (uintptr_t)ptr);
+    ga_block_t *b = ga_pool_ptrmap_find(&p->ptrs, (uintptr_t)ptr);
     if (b == NULL)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
                                                    "already freed, or not the start of a block)",
@@ -105,7 +105,7 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
         if (st != GALLOC_OK)
             return st;
     }
-    ga_ptrmap_remove(&p->ptrs, b);
+    ga_pool_ptrmap_remove(&p->ptrs, b);
     b->allocated = false;
     int64_t pid[2];
     uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;

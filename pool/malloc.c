@@ -25,18 +25,18 @@ static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
     uint64_t mss = p->conf.max_split_size;
     if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
         bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
-    ga_block_t *b = ga_blockpool_lower_bound(bp, ap->stream, ap->size);
+    ga_block_t *b = ga_pool_blockpool_lower_bound(bp, ap->stream, ap->size);
     if (b == NULL || b->stream != ap->stream)
         return false;
     if (b->seg->expandable) {
         /* For best fit an expandable block counts as the size it can grow to
          * (itself plus the unmapped range after it), so a later block that can
          * grow less may be the better choice (get_free_block's expandable_size). */
-        ga_block_t *next = ga_blockpool_next(b);
+        ga_block_t *next = ga_pool_blockpool_next(b);
         while (b->seg->expandable && next != NULL && next->stream == ap->stream &&
                expandable_size(next) < expandable_size(b)) {
             b = next;
-            next = ga_blockpool_next(b);
+            next = ga_pool_blockpool_next(b);
         }
     }
     /* A normal request never takes an oversize cached block. */
@@ -45,7 +45,7 @@ static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
     /* An oversize request takes an oversize block only within the rounding tolerance. */
     if (ap->size >= mss && b->size >= ap->size + p->conf.max_non_split_rounding_size)
         return false;
-    ga_blockpool_remove(bp, b);
+    ga_pool_blockpool_remove(bp, b);
     ap->block = b;
     return true;
 }
@@ -69,8 +69,8 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (st != GALLOC_OK)
         return st;
 
-    ga_segment_t *seg = ga_records_get_segment(&p->records);
-    ga_block_t *b = ga_records_get_block(&p->records);
+    ga_segment_t *seg = ga_pool_records_get_segment(&p->records);
+    ga_block_t *b = ga_pool_records_get_block(&p->records);
     /* Reserved by ga_pool_malloc before anything changed. */
     seg->base = addr;
     seg->size = size;
@@ -133,7 +133,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     if (should_split(p, b, ap->size)) {
         /* The old record keeps the tail (the free remainder); a new record is the front. */
         ga_block_t *rest = b;
-        b = ga_records_get_block(&p->records);
+        b = ga_pool_records_get_block(&p->records);
         *b = *rest;
         b->size = ap->size;
         b->next = rest;
@@ -144,7 +144,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
         rest->prev = b;
         rest->addr += ap->size;
         rest->size -= ap->size;
-        ga_blockpool_insert(ap->pool, rest);
+        ga_pool_blockpool_insert(ap->pool, rest);
         if (b->seg->expandable) {
             /* PyTorch keeps expandable segments out of inactive_split. */
         } else if (already_split) {
@@ -167,7 +167,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     int64_t pid[2];
     ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
                     ap->stack_id);
-    ga_ptrmap_insert(&p->ptrs, b);
+    ga_pool_ptrmap_insert(&p->ptrs, b);
     ga_stat_update(p->stats.allocation, sp, 1);
     ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
     ga_stat_update(p->stats.active, sp, 1);
@@ -196,7 +196,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
 
     /* Everything this call may consume: a segment record, its first block, a
      * split front, and one pointer-map slot. */
-    if (ga_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_ptrmap_reserve(&p->ptrs) != GALLOC_OK)
+    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_pool_ptrmap_reserve(&p->ptrs) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
 
     ga_alloc_params_t ap;

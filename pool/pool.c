@@ -46,10 +46,10 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     p->device_total = device_total;
     p->err = err;
     ga_trace_init(&p->trace, device);
-    ga_blockpool_init(&p->small, true);
-    ga_blockpool_init(&p->large, false);
-    ga_ptrmap_init(&p->ptrs);
-    ga_records_init(&p->records);
+    ga_pool_blockpool_init(&p->small, true);
+    ga_pool_blockpool_init(&p->large, false);
+    ga_pool_ptrmap_init(&p->ptrs);
+    ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start; PyTorch sets a
      * cap only for a fraction below 1.0 (1.0 leaves GC off). */
@@ -73,8 +73,8 @@ void ga_pool_destroy(ga_pool_t *p)
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
     ga_trace_destroy(&p->trace);
-    ga_ptrmap_destroy(&p->ptrs);
-    ga_records_destroy(&p->records);
+    ga_pool_ptrmap_destroy(&p->ptrs);
+    ga_pool_records_destroy(&p->records);
     free(p);
 }
 

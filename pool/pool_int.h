@@ -176,39 +176,39 @@ size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
 void ga_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* records.c */
-void ga_records_init(ga_records_t *r);
-void ga_records_destroy(ga_records_t *r);
+void ga_pool_records_init(ga_records_t *r);
+void ga_pool_records_destroy(ga_records_t *r);
 /* Ensure at least n block records and m segment records are free (cold path). */
-galloc_status_t ga_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments);
-ga_block_t *ga_records_get_block(ga_records_t *r);
-void ga_records_put_block(ga_records_t *r, ga_block_t *b);
-ga_segment_t *ga_records_get_segment(ga_records_t *r);
-void ga_records_put_segment(ga_records_t *r, ga_segment_t *s);
+galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments);
+ga_block_t *ga_pool_records_get_block(ga_records_t *r);
+void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b);
+ga_segment_t *ga_pool_records_get_segment(ga_records_t *r);
+void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s);
 
 /* ptrmap.c */
-void ga_ptrmap_init(ga_ptrmap_t *m);
-void ga_ptrmap_destroy(ga_ptrmap_t *m);
+void ga_pool_ptrmap_init(ga_ptrmap_t *m);
+void ga_pool_ptrmap_destroy(ga_ptrmap_t *m);
 /* Make room for one more entry (may allocate: GALLOC_E_NOMEM). */
-galloc_status_t ga_ptrmap_reserve(ga_ptrmap_t *m);
-void ga_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b);
-ga_block_t *ga_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr);
-void ga_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
+galloc_status_t ga_pool_ptrmap_reserve(ga_ptrmap_t *m);
+void ga_pool_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b);
+ga_block_t *ga_pool_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr);
+void ga_pool_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
 
 /* blockpool.c: free sets. */
-void ga_blockpool_init(ga_blockpool_t *bp, bool is_small);
-void ga_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
-void ga_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
-void ga_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
-void ga_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
+void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
+void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
+void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+void ga_pool_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
 /* First unmapped block of `stream` (lowest address), and its successor. */
-ga_block_t *ga_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
-ga_block_t *ga_blockpool_unmapped_next(ga_block_t *b);
+ga_block_t *ga_pool_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
+ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
 /* First free block not ordered before (stream, size, address 0), or NULL. */
-ga_block_t *ga_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
-ga_block_t *ga_blockpool_first(ga_blockpool_t *bp);
-ga_block_t *ga_blockpool_last(ga_blockpool_t *bp);
-ga_block_t *ga_blockpool_next(ga_block_t *b);
-ga_block_t *ga_blockpool_prev(ga_block_t *b);
+ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
+ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
+ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
+ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
+ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
 static inline bool ga_block_is_split(const ga_block_t *b)
 {
     return b->prev != NULL || b->next != NULL;

@@ -50,8 +50,8 @@ galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *i
     pp->id_a = 0;
     pp->id_b = ++p->next_pool_id;
     pp->use_count = 1;
-    ga_blockpool_init(&pp->small, true);
-    ga_blockpool_init(&pp->large, false);
+    ga_pool_blockpool_init(&pp->small, true);
+    ga_pool_blockpool_init(&pp->large, false);
     pp->small.owner = pp->large.owner = pp;
     pp->next = p->private_pools;
     p->private_pools = pp;
@@ -116,9 +116,9 @@ void ga_pool_release_private_pools(ga_pool_t *p)
         }
         for (int half = 0; half < 2; half++) {
             ga_blockpool_t *bp = half ? &pp->large : &pp->small;
-            ga_block_t *b = ga_blockpool_first(bp);
+            ga_block_t *b = ga_pool_blockpool_first(bp);
             while (b != NULL) {
-                ga_block_t *next = ga_blockpool_next(b);
+                ga_block_t *next = ga_pool_blockpool_next(b);
                 if (!ga_block_is_split(b))
                     ga_pool_release_block(p, b);
                 b = next;
@@ -140,8 +140,8 @@ size_t ga_pool_private_free_bytes(const ga_pool_t *p)
     size_t n = 0;
     for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
         for (int half = 0; half < 2; half++)
-            for (ga_block_t *b = ga_blockpool_first(half ? &pp->large : &pp->small); b != NULL;
-                 b = ga_blockpool_next(b))
+            for (ga_block_t *b = ga_pool_blockpool_first(half ? &pp->large : &pp->small); b != NULL;
+                 b = ga_pool_blockpool_next(b))
                 n += b->size;
     return n;
 }

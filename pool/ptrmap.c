@@ -19,20 +19,20 @@ static size_t bucket_of(const ga_ptrmap_t *m, uintptr_t addr)
     return (size_t)(h >> 32) & (m->nbuckets - 1);
 }
 
-void ga_ptrmap_init(ga_ptrmap_t *m)
+void ga_pool_ptrmap_init(ga_ptrmap_t *m)
 {
     m->buckets = NULL;
     m->nbuckets = 0;
     m->count = 0;
 }
 
-void ga_ptrmap_destroy(ga_ptrmap_t *m)
+void ga_pool_ptrmap_destroy(ga_ptrmap_t *m)
 {
     free(m->buckets);
-    ga_ptrmap_init(m);
+    ga_pool_ptrmap_init(m);
 }
 
-galloc_status_t ga_ptrmap_reserve(ga_ptrmap_t *m)
+galloc_status_t ga_pool_ptrmap_reserve(ga_ptrmap_t *m)
 {
     if (m->count + 1 <= m->nbuckets)
         return GALLOC_OK;
@@ -45,7 +45,7 @@ galloc_status_t ga_ptrmap_reserve(ga_ptrmap_t *m)
         ga_block_t *b = m->buckets[i];
         while (b != NULL) {
             ga_block_t *next = b->hash_next;
-            ga_ptrmap_insert(&grown, b);
+            ga_pool_ptrmap_insert(&grown, b);
             b = next;
         }
     }
@@ -54,7 +54,7 @@ galloc_status_t ga_ptrmap_reserve(ga_ptrmap_t *m)
     return GALLOC_OK;
 }
 
-void ga_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b)
+void ga_pool_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b)
 {
     size_t i = bucket_of(m, b->addr);
     b->hash_next = m->buckets[i];
@@ -62,7 +62,7 @@ void ga_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b)
     m->count++;
 }
 
-ga_block_t *ga_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr)
+ga_block_t *ga_pool_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr)
 {
     if (m->nbuckets == 0)
         return NULL;
@@ -72,7 +72,7 @@ ga_block_t *ga_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr)
     return NULL;
 }
 
-void ga_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b)
+void ga_pool_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b)
 {
     ga_block_t **link = &m->buckets[bucket_of(m, b->addr)];
     while (*link != b)

@@ -18,7 +18,7 @@ typedef struct chunk {
     struct chunk *next; /* every chunk, for destroy */
 } chunk_t;
 
-void ga_records_init(ga_records_t *r)
+void ga_pool_records_init(ga_records_t *r)
 {
     r->free_blocks = NULL;
     r->free_segments = NULL;
@@ -27,7 +27,7 @@ void ga_records_init(ga_records_t *r)
     r->segments_total = 0;
 }
 
-void ga_records_destroy(ga_records_t *r)
+void ga_pool_records_destroy(ga_records_t *r)
 {
     chunk_t *c = r->chunks;
     while (c != NULL) {
@@ -35,7 +35,7 @@ void ga_records_destroy(ga_records_t *r)
         free(c);
         c = next;
     }
-    ga_records_init(r);
+    ga_pool_records_init(r);
 }
 
 /* Records are laid out right after the chunk header, suitably aligned. */
@@ -66,14 +66,14 @@ static size_t count_segments(const ga_records_t *r, size_t limit)
     return n;
 }
 
-galloc_status_t ga_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
+galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
 {
     if (count_blocks(r, n_blocks) < n_blocks) {
         ga_block_t *blocks = chunk_new(r, sizeof(ga_block_t), CHUNK_BLOCKS);
         if (blocks == NULL)
             return GALLOC_E_NOMEM;
         for (size_t i = 0; i < CHUNK_BLOCKS; i++)
-            ga_records_put_block(r, &blocks[i]);
+            ga_pool_records_put_block(r, &blocks[i]);
         r->blocks_total += CHUNK_BLOCKS;
     }
     if (count_segments(r, n_segments) < n_segments) {
@@ -81,13 +81,13 @@ galloc_status_t ga_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_se
         if (segs == NULL)
             return GALLOC_E_NOMEM; /* block records stay reserved: harmless */
         for (size_t i = 0; i < CHUNK_SEGMENTS; i++)
-            ga_records_put_segment(r, &segs[i]);
+            ga_pool_records_put_segment(r, &segs[i]);
         r->segments_total += CHUNK_SEGMENTS;
     }
     return GALLOC_OK;
 }
 
-ga_block_t *ga_records_get_block(ga_records_t *r)
+ga_block_t *ga_pool_records_get_block(ga_records_t *r)
 {
     ga_block_t *b = r->free_blocks;
     if (b != NULL)
@@ -95,13 +95,13 @@ ga_block_t *ga_records_get_block(ga_records_t *r)
     return b;
 }
 
-void ga_records_put_block(ga_records_t *r, ga_block_t *b)
+void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
 {
     b->hash_next = r->free_blocks;
     r->free_blocks = b;
 }
 
-ga_segment_t *ga_records_get_segment(ga_records_t *r)
+ga_segment_t *ga_pool_records_get_segment(ga_records_t *r)
 {
     ga_segment_t *s = r->free_segments;
     if (s != NULL)
@@ -109,7 +109,7 @@ ga_segment_t *ga_records_get_segment(ga_records_t *r)
     return s;
 }
 
-void ga_records_put_segment(ga_records_t *r, ga_segment_t *s)
+void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
 {
     s->next = r->free_segments;
     r->free_segments = s;

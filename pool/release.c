@@ -29,10 +29,10 @@ void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
     ga_stat_update(p->stats.reserved_bytes, b->pool->stat, -(int64_t)seg->size);
     if (seg->size >= p->conf.max_split_size)
         ga_stat_decrease(&p->stats.oversize_segments, 1);
-    ga_blockpool_remove(b->pool, b);
+    ga_pool_blockpool_remove(b->pool, b);
     ga_pool_unlink_segment(p, seg);
-    ga_records_put_block(&p->records, b);
-    ga_records_put_segment(&p->records, seg);
+    ga_pool_records_put_block(&p->records, b);
+    ga_pool_records_put_segment(&p->records, seg);
 }
 
 bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap)
@@ -42,7 +42,7 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
         return false;
     size_t key = ap->size < mss ? (size_t)mss : ap->size;
     ga_blockpool_t *bp = ap->pool;
-    ga_block_t *b = ga_blockpool_lower_bound(bp, ap->stream, key);
+    ga_block_t *b = ga_pool_blockpool_lower_bound(bp, ap->stream, key);
     if (b != NULL && b->stream == ap->stream) {
         /* A piece of a split segment cannot go back alone; PyTorch never expects
          * one here (it would hand it to cudaFree), galloc declines instead and
@@ -54,10 +54,10 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
     }
     /* No single block is large enough: free oversize blocks of this stream,
      * largest first, until enough is released. */
-    ga_block_t *cur = b != NULL ? ga_blockpool_prev(b) : ga_blockpool_last(bp);
+    ga_block_t *cur = b != NULL ? ga_pool_blockpool_prev(b) : ga_pool_blockpool_last(bp);
     size_t released = 0;
     while (cur != NULL && released < key && cur->size >= mss && cur->stream == ap->stream) {
-        ga_block_t *prev = ga_blockpool_prev(cur);
+        ga_block_t *prev = ga_pool_blockpool_prev(cur);
         /* Oversize blocks are whole segments except in one corner case (an odd
          * max_split_size_mb can split an oversize segment); PyTorch would hand
          * such a piece to cudaFree, galloc skips it. */
@@ -76,9 +76,9 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
 static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
 {
     ga_block_t *to_unmap = NULL; /* linked through hash_next, unused by free blocks */
-    ga_block_t *b = ga_blockpool_first(bp);
+    ga_block_t *b = ga_pool_blockpool_first(bp);
     while (b != NULL) {
-        ga_block_t *next = ga_blockpool_next(b);
+        ga_block_t *next = ga_pool_blockpool_next(b);
         if (b->seg->expandable) {
             b->hash_next = to_unmap;
             to_unmap = b;
@@ -126,7 +126,7 @@ void ga_pool_garbage_collect(ga_pool_t *p)
     size_t reclaimed = 0;
     double total_age = 0.0;
     size_t freeable = 0;
-    for (ga_block_t *b = ga_blockpool_first(&p->large); b != NULL; b = ga_blockpool_next(b)) {
+    for (ga_block_t *b = ga_pool_blockpool_first(&p->large); b != NULL; b = ga_pool_blockpool_next(b)) {
         if (!ga_block_is_split(b)) {
             total_age += (double)gc_age(b);
             freeable++;
@@ -140,9 +140,9 @@ void ga_pool_garbage_collect(ga_pool_t *p)
     while (reclaimed < target && freed && freeable > 0) {
         double age_threshold = total_age / (double)freeable;
         freed = false;
-        ga_block_t *b = ga_blockpool_first(&p->large);
+        ga_block_t *b = ga_pool_blockpool_first(&p->large);
         while (b != NULL) {
-            ga_block_t *next = ga_blockpool_next(b);
+            ga_block_t *next = ga_pool_blockpool_next(b);
             if (!ga_block_is_split(b) && !b->seg->expandable && (double)gc_age(b) >= age_threshold) {
                 freed = true;
                 reclaimed += b->size;
