@@ -310,3 +310,13 @@ galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t 
         *needed = n;
     return GALLOC_OK;
 }
+
+galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation_t *out)
+{
+    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+        return GALLOC_E_INVAL;
+    if (a->ops->fragmentation == NULL)
+        return GALLOC_E_UNSUPPORTED;
+    LOCKED(a, a->ops->fragmentation(a->impl, out));
+    return GALLOC_OK;
+}

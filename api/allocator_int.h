@@ -34,6 +34,7 @@ typedef struct ga_allocator_ops {
     void (*reset_peak)(void *impl);
     void (*reset_accumulated)(void *impl);
     galloc_status_t (*check)(void *impl);
+    void (*fragmentation)(void *impl, galloc_fragmentation_t *out); /* NULL: no pool */
     /* History and snapshots; NULL where the implementation has none. */
     galloc_status_t (*record_history)(void *impl, const galloc_history_options_t *opt);
     galloc_status_t (*snapshot)(void *impl, const char *path, galloc_snapshot_format_t format);

@@ -126,6 +126,15 @@ GALLOC_API galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *fre
  */
 GALLOC_API galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out);
 
+/*
+ * galloc_fragmentation: where the cached memory is and how usable it is, per
+ * pool (a walk over every segment: O(blocks), meant for peaks and OOMs, not
+ * the hot path). out->struct_size must be sizeof(galloc_fragmentation_t).
+ * Returns GALLOC_OK, GALLOC_E_INVAL, or GALLOC_E_UNSUPPORTED for an allocator
+ * implementation without a pool (cudaMallocAsync).
+ */
+GALLOC_API galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation_t *out);
+
 /* galloc_stats_reset_peak: every peak = current (PyTorch's reset_peak_memory_stats). */
 GALLOC_API galloc_status_t galloc_stats_reset_peak(galloc_allocator_t *a);
 

@@ -104,6 +104,25 @@ typedef struct galloc_backend_ops {
     void (*error_string)(void *state, char *buf, size_t len);
     /* stream_synchronize: wait until the work queued on stream s has completed. */
     galloc_status_t (*stream_synchronize)(void *state, galloc_stream_t s);
+
+    /* Stream-ordered allocation from the device's default memory pool, as
+     * cudaMallocAsync / cudaFreeAsync (backend:cudaMallocAsync needs all six).
+     * A backend whose driver lacks the feature returns GALLOC_E_UNSUPPORTED and
+     * says why through error_string. malloc_async: bytes usable on stream s
+     * from its queue position on; GALLOC_E_OOM when the device is full.
+     * free_async: give back an address from malloc_async, ordered on stream s.
+     * pool_trim: release cached pool memory until at most keep_bytes stay
+     * reserved. pool_usage: the pool's reserved and in-use bytes, current and
+     * high-water (CU_MEMPOOL_ATTR_RESERVED_MEM_* / USED_MEM_*); any output may
+     * be NULL. pool_reset_peak: high-water marks = current values.
+     * device_synchronize: wait for all work queued on the device. */
+    galloc_status_t (*malloc_async)(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr);
+    galloc_status_t (*free_async)(void *state, uintptr_t addr, galloc_stream_t s);
+    galloc_status_t (*pool_trim)(void *state, size_t keep_bytes);
+    galloc_status_t (*pool_usage)(void *state, uint64_t *reserved_current, uint64_t *reserved_high,
+                                  uint64_t *used_current, uint64_t *used_high);
+    galloc_status_t (*pool_reset_peak)(void *state);
+    galloc_status_t (*device_synchronize)(void *state);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

@@ -107,6 +107,25 @@ GALLOC_API size_t galloc_stats_foreach(const galloc_stats_t *s, galloc_stats_vis
  */
 GALLOC_API galloc_status_t galloc_stats_lookup(const galloc_stats_t *s, const char *key, int64_t *value);
 
+/* Fragmentation of one pool index (all / small / large), beyond PyTorch's stats. */
+typedef struct galloc_pool_fragmentation {
+    int64_t reserved_bytes;       /* device memory held (mapped bytes for expandable segments) */
+    int64_t active_bytes;         /* bytes in active blocks (allocated or waiting on streams) */
+    int64_t free_bytes;           /* cached free bytes: reserved - active */
+    int64_t inactive_split_bytes; /* free bytes in segments (or mapped runs of expandable
+                                     segments) that also hold active blocks: memory
+                                     empty_cache cannot give back. PyTorch reports none
+                                     for expandable segments; galloc counts them too. */
+    int64_t largest_free_block;   /* the biggest single free block */
+    int64_t free_blocks;          /* number of free blocks */
+    double external_fragmentation; /* 1 - largest_free_block / free_bytes (0 when nothing is free) */
+} galloc_pool_fragmentation_t;
+
+typedef struct galloc_fragmentation {
+    uint32_t struct_size;                          /* sizeof(galloc_fragmentation_t) */
+    galloc_pool_fragmentation_t pool[GALLOC_STAT_POOLS]; /* indexed by galloc_stat_pool_t */
+} galloc_fragmentation_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -67,6 +67,11 @@ static void native_reset_accumulated(void *impl)
     ga_pool_reset_accumulated(impl);
 }
 
+static void native_fragmentation(void *impl, galloc_fragmentation_t *out)
+{
+    ga_pool_fragmentation(impl, out);
+}
+
 static galloc_status_t native_check(void *impl)
 {
     return ga_pool_check(impl);
@@ -128,6 +133,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .reset_peak = native_reset_peak,
     .reset_accumulated = native_reset_accumulated,
     .check = native_check,
+    .fragmentation = native_fragmentation,
     .record_history = native_record_history,
     .snapshot = native_snapshot,
     .annotate = native_annotate,

@@ -10,6 +10,7 @@
  * The first violation is reported through ga_fail with GALLOC_E_CORRUPT.
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "pool/pool_int.h"
 
@@ -202,4 +203,53 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "total_allocated_memory %zu differs from reserved_bytes %" PRId64,
                        p->total_allocated_memory, p->stats.reserved_bytes[GALLOC_STAT_ALL].current);
     return GALLOC_OK;
+}
+
+/* Fragmentation metrics: one walk over segments (or mapped runs). */
+static void frag_add(galloc_pool_fragmentation_t *f, int64_t active, int64_t free_bytes, int64_t split_free,
+                     int64_t largest, int64_t nfree)
+{
+    f->reserved_bytes += active + free_bytes;
+    f->active_bytes += active;
+    f->free_bytes += free_bytes;
+    f->inactive_split_bytes += split_free;
+    f->free_blocks += nfree;
+    if (largest > f->largest_free_block)
+        f->largest_free_block = largest;
+}
+
+void ga_pool_fragmentation(const ga_pool_t *p, galloc_fragmentation_t *out)
+{
+    galloc_pool_fragmentation_t f[GALLOC_STAT_POOLS];
+    memset(f, 0, sizeof(f));
+    for (const ga_segment_t *s = p->segments; s != NULL; s = s->next) {
+        const ga_block_t *b = s->head;
+        while (b != NULL) {
+            /* A run: a whole plain segment, or a maximal mapped range of an expandable one. */
+            if (!b->mapped) {
+                b = b->next;
+                continue;
+            }
+            int64_t active = 0, free_bytes = 0, largest = 0, nfree = 0;
+            for (; b != NULL && b->mapped; b = b->next) {
+                if (b->allocated || b->event_count > 0) {
+                    active += (int64_t)b->size;
+                } else {
+                    free_bytes += (int64_t)b->size;
+                    nfree++;
+                    if ((int64_t)b->size > largest)
+                        largest = (int64_t)b->size;
+                }
+            }
+            int64_t split_free = active > 0 ? free_bytes : 0;
+            frag_add(&f[GALLOC_STAT_ALL], active, free_bytes, split_free, largest, nfree);
+            frag_add(&f[s->pool->stat], active, free_bytes, split_free, largest, nfree);
+        }
+    }
+    for (int i = 0; i < GALLOC_STAT_POOLS; i++)
+        f[i].external_fragmentation =
+            f[i].free_bytes > 0 ? 1.0 - (double)f[i].largest_free_block / (double)f[i].free_bytes : 0.0;
+    size_t n = out->struct_size < sizeof(*out) ? out->struct_size : sizeof(*out);
+    if (n > sizeof(uint32_t))
+        memcpy((char *)out + offsetof(galloc_fragmentation_t, pool), f, n - offsetof(galloc_fragmentation_t, pool));
 }

@@ -65,6 +65,8 @@ void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out);
 void ga_pool_reset_peak(ga_pool_t *p);
 void ga_pool_reset_accumulated(ga_pool_t *p);
 galloc_status_t ga_pool_check(ga_pool_t *p);
+/* Fragmentation metrics (galloc_fragmentation); out->struct_size is honoured. */
+void ga_pool_fragmentation(const ga_pool_t *p, galloc_fragmentation_t *out);
 galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_options_t *opt);
 galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot_format_t format);
 galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *name);

@@ -312,3 +312,64 @@ TEST(Threads, ConcurrentCallsKeepTheAllocatorConsistent)
 }
 
 } // namespace
+
+namespace {
+
+TEST(Fragmentation, MetricsOfAKnownLayout)
+{
+    galloc_allocator_t *a = nullptr;
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "", &a, nullptr, 0), GALLOC_OK);
+    // One 20 MiB segment: x (5 MiB) live, y (5 MiB) freed, the 10 MiB tail free; and
+    // one 30 MiB segment freed whole.
+    void *x, *y, *z;
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &x), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &y), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 30 * MiB, 0, &z), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, y), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, z), GALLOC_OK);
+    galloc_fragmentation_t f;
+    f.struct_size = sizeof f;
+    ASSERT_EQ(galloc_fragmentation(a, &f), GALLOC_OK);
+    const galloc_pool_fragmentation_t &l = f.pool[GALLOC_STAT_LARGE_POOL];
+    EXPECT_EQ(l.reserved_bytes, (int64_t)(50 * MiB));
+    EXPECT_EQ(l.active_bytes, (int64_t)(5 * MiB));
+    EXPECT_EQ(l.free_bytes, (int64_t)(45 * MiB));
+    EXPECT_EQ(l.inactive_split_bytes, (int64_t)(15 * MiB)); // y merged with the tail, next to live x
+    EXPECT_EQ(l.largest_free_block, (int64_t)(30 * MiB));
+    EXPECT_EQ(l.free_blocks, 2);
+    EXPECT_DOUBLE_EQ(l.external_fragmentation, 1.0 - 30.0 / 45.0);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, (int64_t)(50 * MiB));
+    EXPECT_EQ(f.pool[GALLOC_STAT_SMALL_POOL].reserved_bytes, 0);
+    galloc_stats_t st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    EXPECT_EQ(l.inactive_split_bytes, st.inactive_split_bytes[GALLOC_STAT_LARGE_POOL].current);
+    f.struct_size = 0;
+    EXPECT_EQ(galloc_fragmentation(a, &f), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_fragmentation(nullptr, &f), GALLOC_E_INVAL);
+    galloc_free(a, x);
+    galloc_allocator_destroy(a);
+}
+
+TEST(Fragmentation, ExpandableSegmentsCountInactiveSplitToo)
+{
+    galloc_allocator_t *a = nullptr;
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "expandable_segments:True", &a, nullptr, 0), GALLOC_OK);
+    void *x, *y;
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &x), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &y), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, y), GALLOC_OK);
+    galloc_fragmentation_t f;
+    f.struct_size = sizeof f;
+    ASSERT_EQ(galloc_fragmentation(a, &f), GALLOC_OK);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, (int64_t)(20 * MiB));
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].inactive_split_bytes, (int64_t)(15 * MiB));
+    galloc_stats_t st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    EXPECT_EQ(st.inactive_split_bytes[GALLOC_STAT_ALL].current, 0); // what PyTorch reports
+    galloc_free(a, x);
+    galloc_allocator_destroy(a);
+}
+
+} // namespace
