@@ -54,19 +54,33 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
                                       getenv("PYTORCH_CUDA_ALLOC_CONF"), msg, sizeof(msg));
     if (st != GALLOC_OK)
         goto err_free;
-    if (a->conf.backend != GA_CONF_BACKEND_NATIVE) {
-        snprintf(msg, sizeof(msg), "backend:cudaMallocAsync is not available on device backend \"%s\" "
-                                   "(it needs a driver with stream-ordered allocation)",
-                 backend ? backend : a->conf.device_backend);
-        st = GALLOC_E_UNAVAILABLE;
-        goto err_free;
-    }
     galloc_backend_args_t args;
     backend_args(&a->conf, device, &args);
     st = ga_backend_open(&a->backend, backend ? backend : a->conf.device_backend, &args, msg, sizeof(msg));
     if (st != GALLOC_OK)
         goto err_free;
     a->ops = &ga_allocator_native;
+    if (a->conf.backend == GA_CONF_BACKEND_ASYNC) {
+        /* backend:cudaMallocAsync needs the backend's stream-ordered members;
+         * its create then checks that the driver has the feature. */
+        if (!ga_async_backend_ok(&a->backend, msg, sizeof(msg))) {
+            st = GALLOC_E_UNAVAILABLE;
+            goto err_close;
+        }
+        a->ops = &ga_allocator_async;
+    } else if (a->conf.expandable_segments && GA_BACKEND_HAS(a->backend.ops, granularity)) {
+        /* A backend may have the VMM members but a driver without the feature:
+         * say so now rather than as an out-of-memory at the first malloc. */
+        size_t page = 0;
+        if ((st = ga_backend_granularity(&a->backend, &page)) != GALLOC_OK) {
+            char why[512];
+            ga_backend_error_string(&a->backend, why, sizeof(why));
+            snprintf(msg, sizeof(msg), "expandable_segments:True needs virtual memory management: %s",
+                     why[0] ? why : galloc_strerror(st));
+            st = st == GALLOC_E_NOMEM ? st : GALLOC_E_UNSUPPORTED;
+            goto err_close;
+        }
+    }
     st = a->ops->create(&a->conf, &a->backend, device, &a->err, &a->impl);
     if (st != GALLOC_OK) {
         snprintf(msg, sizeof(msg), "%s", a->err.msg);
@@ -318,5 +332,37 @@ galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation
     if (a->ops->fragmentation == NULL)
         return GALLOC_E_UNSUPPORTED;
     LOCKED(a, a->ops->fragmentation(a->impl, out));
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *out)
+{
+    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+        return GALLOC_E_INVAL;
+    const ga_conf_t *c = &a->conf;
+    galloc_settings_t v = {
+        .struct_size = out->struct_size,
+        .backend = (int)c->backend,
+        .max_split_size = c->max_split_size,
+        .max_non_split_rounding_size = c->max_non_split_rounding_size,
+        .large_segment_size = c->large_segment_size,
+        .garbage_collection_threshold = c->garbage_collection_threshold,
+        .per_process_memory_fraction = c->per_process_memory_fraction,
+        .expandable_segments = c->expandable_segments,
+        .release_lock_on_cudamalloc = c->release_lock_on_cudamalloc,
+        .pinned_use_cuda_host_register = c->pinned_use_cuda_host_register,
+        .pinned_use_background_threads = c->pinned_use_background_threads,
+        .pinned_num_register_threads = c->pinned_num_register_threads,
+        .sim_capacity = c->sim_capacity,
+        .sim_backed = c->sim_backed,
+        .sim_manual_events = c->sim_manual_events,
+    };
+    _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
+    memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));
+    snprintf(v.device_backend, sizeof(v.device_backend), "%s", c->device_backend);
+    snprintf(v.driver_path, sizeof(v.driver_path), "%s", c->driver_path);
+    size_t n = out->struct_size < sizeof(v) ? out->struct_size : sizeof(v);
+    memcpy(out, &v, n);
+    out->struct_size = v.struct_size;
     return GALLOC_OK;
 }

@@ -159,6 +159,32 @@ GALLOC_API galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, s
  */
 GALLOC_API galloc_status_t galloc_check(galloc_allocator_t *a);
 
+/* The effective settings, as a struct (see galloc_settings_string for the string). */
+typedef struct galloc_settings {
+    uint32_t struct_size;                    /* sizeof(galloc_settings_t) */
+    int backend;                             /* 0 native, 1 cudaMallocAsync */
+    uint64_t max_split_size;                 /* bytes; UINT64_MAX = unlimited */
+    uint64_t max_non_split_rounding_size;    /* bytes */
+    uint64_t large_segment_size;             /* bytes (kLargeBuffer, large_segment_size_mb) */
+    double garbage_collection_threshold;     /* 0 = off */
+    double per_process_memory_fraction;      /* 1.0 = no cap at start */
+    uint32_t roundup_power2_divisions[16];   /* per interval [2^(20+i), 2^(21+i)) bytes; 0 = off */
+    bool expandable_segments;
+    bool release_lock_on_cudamalloc;
+    bool pinned_use_cuda_host_register;
+    bool pinned_use_background_threads;
+    uint32_t pinned_num_register_threads;
+    char device_backend[32];                 /* the backend the config names */
+    uint64_t sim_capacity;                   /* bytes */
+    bool sim_backed;
+    bool sim_manual_events;
+    char driver_path[256];
+} galloc_settings_t;
+
+/* galloc_settings_get: copy the effective settings into *out (out->struct_size
+ * must be set; fields past it are not written). GALLOC_OK or GALLOC_E_INVAL. */
+GALLOC_API galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *out);
+
 /*
  * galloc_settings_string: the allocator's effective settings as a normalized
  * config string (fixed key order, canonical values, only keys that were given

@@ -133,6 +133,20 @@ TEST(Snapshot, SettingsStringParsesBack)
     ASSERT_EQ(galloc_settings_string(b, s2, sizeof s2, nullptr), GALLOC_OK);
     EXPECT_STREQ(s1, s2);
     EXPECT_NE(std::string(s1).find("max_split_size_mb:512"), std::string::npos) << s1;
+    galloc_settings_t st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_settings_get(b, &st), GALLOC_OK);
+    EXPECT_EQ(st.max_split_size, 512ull << 20);
+    EXPECT_EQ(st.roundup_power2_divisions[0], 1u);  // the first entry also fills the intervals below it
+    EXPECT_EQ(st.roundup_power2_divisions[8], 1u);  // 256 MiB
+    EXPECT_EQ(st.roundup_power2_divisions[9], 2u);  // 512 MiB
+    EXPECT_EQ(st.roundup_power2_divisions[10], 4u); // '>' fills after the last entry
+    EXPECT_EQ(st.roundup_power2_divisions[15], 4u);
+    EXPECT_FALSE(st.expandable_segments);
+    EXPECT_STREQ(st.device_backend, "sim");
+    EXPECT_EQ(st.sim_capacity, 80ull << 30);
+    st.struct_size = 0;
+    EXPECT_EQ(galloc_settings_get(b, &st), GALLOC_E_INVAL);
     galloc_allocator_destroy(a);
     galloc_allocator_destroy(b);
 }
