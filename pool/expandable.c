@@ -55,23 +55,7 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     seg->page = page;
     seg->stream = ap->stream;
     seg->pool = ap->pool;
-    seg->head = b;
-    seg->stack_id = 0;
-    ga_pool_link_segment(p, seg);
-    b->addr = base;
-    b->size = seg->size;
-    b->requested = 0;
-    b->stream = ap->stream;
-    b->pool = ap->pool;
-    b->seg = seg;
-    b->prev = b->next = NULL;
-    b->hash_next = NULL;
-    b->gc_count_base = 0;
-    b->allocated = false;
-    b->mapped = false;
-    b->event_count = 0;
-    b->uses = NULL;
-    b->stack_id = 0;
+    ga_pool_segment_init(p, seg, b, base, seg->size, false);
     ga_pool_blockpool_insert_unmapped(ap->pool, b);
     return b;
 }

@@ -7,6 +7,15 @@
 #include "pool/pool_int.h"
 #include "stats/stats.h"
 
+void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
+{
+    seg->head = b;
+    seg->stack_id = 0;
+    ga_pool_link_segment(p, seg);
+    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
+                      .mapped = mapped};
+}
+
 void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg)
 {
     seg->prev = NULL;

@@ -78,23 +78,7 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     seg->page = 0;
     seg->stream = ap->stream;
     seg->pool = ap->pool;
-    seg->head = b;
-    ga_pool_link_segment(p, seg);
-
-    b->addr = addr;
-    b->size = size;
-    b->requested = 0;
-    b->stream = ap->stream;
-    b->pool = ap->pool;
-    b->seg = seg;
-    b->prev = b->next = NULL;
-    b->hash_next = NULL;
-    b->gc_count_base = 0;
-    b->allocated = false;
-    b->mapped = true;
-    b->event_count = 0;
-    b->uses = NULL;
-    b->stack_id = 0;
+    ga_pool_segment_init(p, seg, b, addr, size, true);
 
     if (ap->pool->owner != NULL)
         ap->pool->owner->segments++;

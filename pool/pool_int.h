@@ -263,6 +263,9 @@ void ga_pool_free_block(ga_pool_t *p, ga_block_t *b);
 /* Absorb src into dst if src is a free neighbour in the same mapped state;
  * returns the bytes absorbed (0 if not merged). */
 size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src);
+/* A new segment's one block (free, covering it whole), linked into the
+ * segment list; seg's base, size, stream, pool and kind are set by the caller. */
+void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped);
 /* Segment list maintenance. */
 void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg);
 void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);

@@ -5,6 +5,8 @@
 // unmap call; no segment count).
 #include <gtest/gtest.h>
 
+#include "tests/pool/fixture.h"
+
 #include <vector>
 
 extern "C" {
@@ -17,43 +19,9 @@ namespace {
 constexpr uint64_t MiB = 1 << 20, GiB = 1ull << 30;
 constexpr int ALL = GALLOC_STAT_ALL, SMALL = GALLOC_STAT_SMALL_POOL, LARGE = GALLOC_STAT_LARGE_POOL;
 
-class Expandable : public ::testing::Test {
+class Expandable : public PoolFixture {
   protected:
-    void Make(const char *conf, uint64_t capacity = 80 * GiB)
-    {
-        char err[512] = "";
-        if (s_ != nullptr)
-            pool_shim_delete(s_);
-        s_ = pool_shim_new(conf, capacity, err, sizeof err);
-        ASSERT_NE(s_, nullptr) << err;
-    }
     void SetUp() override { Make("expandable_segments:True"); }
-    void TearDown() override
-    {
-        if (s_ != nullptr) {
-            EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-            pool_shim_delete(s_);
-        }
-    }
-    uintptr_t Alloc(size_t n, uintptr_t stream = 0)
-    {
-        uintptr_t a = 0;
-        EXPECT_EQ(pool_shim_malloc(s_, n, stream, &a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-        return a;
-    }
-    void Free(uintptr_t a)
-    {
-        EXPECT_EQ(pool_shim_free(s_, a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-    }
-    galloc_stats_t Stats()
-    {
-        galloc_stats_t st;
-        pool_shim_stats(s_, &st);
-        return st;
-    }
-    pool_shim_t *s_ = nullptr;
 };
 
 TEST_F(Expandable, GrowsByPagesAndStaysContiguous)

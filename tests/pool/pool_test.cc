@@ -4,6 +4,8 @@
 // invariant check (blocks tile segments, stats equal a recount) in TearDown.
 #include <gtest/gtest.h>
 
+#include "tests/pool/fixture.h"
+
 #include <string>
 
 extern "C" {
@@ -16,43 +18,9 @@ namespace {
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 constexpr int ALL = GALLOC_STAT_ALL, SMALL = GALLOC_STAT_SMALL_POOL, LARGE = GALLOC_STAT_LARGE_POOL;
 
-class Pool : public ::testing::Test {
+class Pool : public PoolFixture {
   protected:
-    void Make(const char *conf, uint64_t capacity = 80 * GiB)
-    {
-        char err[512] = "";
-        if (s_ != nullptr)
-            pool_shim_delete(s_);
-        s_ = pool_shim_new(conf, capacity, err, sizeof(err));
-        ASSERT_NE(s_, nullptr) << err;
-    }
     void SetUp() override { Make(""); }
-    void TearDown() override
-    {
-        if (s_ != nullptr) {
-            EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-            pool_shim_delete(s_);
-        }
-    }
-    uintptr_t Alloc(size_t n, uintptr_t stream = 0)
-    {
-        uintptr_t a = 0;
-        EXPECT_EQ(pool_shim_malloc(s_, n, stream, &a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-        return a;
-    }
-    void Free(uintptr_t a)
-    {
-        EXPECT_EQ(pool_shim_free(s_, a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-    }
-    galloc_stats_t Stats()
-    {
-        galloc_stats_t st;
-        pool_shim_stats(s_, &st);
-        return st;
-    }
-    pool_shim_t *s_ = nullptr;
 };
 
 TEST(Round, PyTorchTable)

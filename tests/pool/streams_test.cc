@@ -3,6 +3,8 @@
 // completes only when its stream is synchronized).
 #include <gtest/gtest.h>
 
+#include "tests/pool/fixture.h"
+
 extern "C" {
 #include "api/galloc_stats.h"
 #include "tests/pool/pool_shim.h"
@@ -14,43 +16,9 @@ constexpr uint64_t MiB = 1 << 20, GiB = 1ull << 30;
 constexpr int ALL = GALLOC_STAT_ALL;
 constexpr uintptr_t S0 = 0, S1 = 0x1001, S2 = 0x1002;
 
-class Streams : public ::testing::Test {
+class Streams : public PoolFixture {
   protected:
-    void Make(const char *conf, uint64_t capacity = 80 * GiB)
-    {
-        char err[512] = "";
-        if (s_ != nullptr)
-            pool_shim_delete(s_);
-        s_ = pool_shim_new(conf, capacity, err, sizeof err);
-        ASSERT_NE(s_, nullptr) << err;
-    }
     void SetUp() override { Make("sim_manual_events:True"); }
-    void TearDown() override
-    {
-        if (s_ != nullptr) {
-            EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-            pool_shim_delete(s_);
-        }
-    }
-    uintptr_t Alloc(size_t n, uintptr_t stream = S0)
-    {
-        uintptr_t a = 0;
-        EXPECT_EQ(pool_shim_malloc(s_, n, stream, &a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-        return a;
-    }
-    void Free(uintptr_t a)
-    {
-        EXPECT_EQ(pool_shim_free(s_, a), GALLOC_OK) << pool_shim_error(s_);
-        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
-    }
-    galloc_stats_t Stats()
-    {
-        galloc_stats_t st;
-        pool_shim_stats(s_, &st);
-        return st;
-    }
-    pool_shim_t *s_ = nullptr;
 };
 
 TEST_F(Streams, BlockIsNotReusedUntilItsEventCompletes)

@@ -1,0 +1,418 @@
+/*
+ * async.c: the stream-ordered allocator (backend:cudaMallocAsync), as
+ * PyTorch's CUDAMallocAsyncAllocator (pytorch/pytorch
+ * c10/cuda/CUDAMallocAsyncAllocator.cpp): every malloc is the driver's
+ * cuMemAllocAsync on the caller's stream from the device's default pool, every
+ * free a cuMemFreeAsync; caching is the driver pool's, whose release threshold
+ * the backend raises to UINT64_MAX when the pool is first used
+ * (lazy_init_device), so freed memory stays reserved until empty_cache trims it.
+ *
+ * Per pointer it keeps what PyTorch's PtrUsage keeps: the size, the creation
+ * stream and the streams record_stream added. A free with recorded streams
+ * must not let the memory be reused before their work is done. PyTorch joins
+ * them on device (cudaStreamWaitEvent onto a dummy "unifying" stream, then
+ * cudaFreeAsync there); galloc has no stream of its own and no wait-event
+ * member yet, so it waits on the host for every recorded stream
+ * (stream_synchronize) and then frees on the creation stream, which orders the
+ * free after the creation stream's work. Safe, but it blocks the caller.
+ *
+ * Stats are the driver pool's, as PyTorch's getDeviceStats reports them:
+ * allocated_bytes.all and active_bytes.all current/peak = USED_MEM_CURRENT /
+ * USED_MEM_HIGH, reserved_bytes.all current/peak = RESERVED_MEM_CURRENT /
+ * RESERVED_MEM_HIGH; every other key stays 0 (PyTorch returns a fresh
+ * DeviceStats, max_split_size included). reset_peak resets the driver's
+ * high-water marks; reset_accumulated does nothing (PyTorch only warns).
+ * memory fraction, OOM message and the 1 EB limit are mallocAsync's.
+ *
+ * Memory: the pointer map and stream-use records grow on the cold path only
+ * (when the live count or uses pass their high mark); a steady state of
+ * malloc/free allocates no host memory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool/pool_int.h"
+#include "stats/stats.h"
+
+#define USE_CHUNK 64
+
+typedef struct async_use {
+    galloc_stream_t stream; /* a stream record_stream added */
+    struct async_use *next; /* the pointer's list / the free list */
+} async_use_t;
+
+typedef struct use_chunk {
+    struct use_chunk *next;
+    async_use_t uses[USE_CHUNK];
+} use_chunk_t;
+
+/* A live allocation (PyTorch's PtrUsage). */
+typedef struct async_ptr {
+    uintptr_t addr;         /* 0 marks an empty slot */
+    size_t size;            /* bytes requested */
+    galloc_stream_t stream; /* creation stream: the free is ordered on it */
+    async_use_t *uses;      /* recorded streams other than the creation stream */
+} async_ptr_t;
+
+struct ga_async {
+    ga_backend_t *backend;   /* the device (not owned) */
+    ga_err_t *err;           /* error sink */
+    int device;              /* device index, for messages */
+    async_ptr_t *slots;      /* open addressing by address; cap is 0 or a power of two */
+    size_t cap, count;       /* slots, live entries (<= cap / 2) */
+    async_use_t *free_uses;  /* recycled use records */
+    use_chunk_t *use_chunks; /* every chunk, for destroy */
+    uint64_t used_bytes;     /* PyTorch's pytorch_used_bytes: sum of live sizes */
+    uint64_t limit;          /* pytorch_memory_limits: UINT64_MAX unless a fraction is set */
+    uint64_t pool[4];        /* last pool usage read: reserved cur/high, used cur/high */
+};
+
+/* ---- The pointer map. ---- */
+
+static size_t slot_of(uintptr_t addr, size_t mask)
+{
+    return (size_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> 17) & mask;
+}
+
+static size_t find(const ga_async_t *a, uintptr_t addr)
+{
+    size_t mask = a->cap - 1, i = slot_of(addr, mask);
+    while (a->slots[i].addr != 0 && a->slots[i].addr != addr)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static async_ptr_t *lookup(ga_async_t *a, uintptr_t addr)
+{
+    if (a->cap == 0 || addr == 0)
+        return NULL;
+    size_t i = find(a, addr);
+    return a->slots[i].addr == addr ? &a->slots[i] : NULL;
+}
+
+static galloc_status_t map_reserve(ga_async_t *a)
+{
+    if (a->count + 1 <= a->cap / 2)
+        return GALLOC_OK;
+    size_t cap = a->cap ? a->cap * 2 : 256;
+    async_ptr_t *slots = calloc(cap, sizeof(*slots));
+    if (slots == NULL)
+        return GALLOC_E_NOMEM;
+    async_ptr_t *old = a->slots;
+    size_t old_cap = a->cap;
+    a->slots = slots;
+    a->cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].addr != 0)
+            a->slots[find(a, old[i].addr)] = old[i];
+    free(old);
+    return GALLOC_OK;
+}
+
+/* Backward-shift deletion: no tombstones, probes end at the first empty slot. */
+static void map_remove(ga_async_t *a, async_ptr_t *e)
+{
+    size_t mask = a->cap - 1, i = (size_t)(e - a->slots);
+    for (size_t j = (i + 1) & mask; a->slots[j].addr != 0; j = (j + 1) & mask) {
+        size_t home = slot_of(a->slots[j].addr, mask);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            a->slots[i] = a->slots[j];
+            i = j;
+        }
+    }
+    a->slots[i].addr = 0;
+    a->count--;
+}
+
+/* ---- Life cycle. ---- */
+
+bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
+{
+    const galloc_backend_ops_t *ops = b->ops;
+    if (GA_BACKEND_HAS(ops, malloc_async) && GA_BACKEND_HAS(ops, free_async) && GA_BACKEND_HAS(ops, pool_trim) &&
+        GA_BACKEND_HAS(ops, pool_usage) && GA_BACKEND_HAS(ops, device_synchronize) &&
+        GA_BACKEND_HAS(ops, stream_synchronize))
+        return true;
+    if (msg != NULL && len > 0)
+        snprintf(msg, len,
+                 "backend:cudaMallocAsync is not available on device backend \"%s\" (it needs stream-ordered "
+                 "allocation: malloc_async, free_async, pool_trim, pool_usage, device_synchronize and "
+                 "stream_synchronize)",
+                 ops->name);
+    return false;
+}
+
+galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err, ga_async_t **out)
+{
+    *out = NULL;
+    char why[GALLOC_ERROR_MAX];
+    if (!ga_async_backend_ok(backend, why, sizeof(why)))
+        return ga_fail(err, GALLOC_E_UNAVAILABLE, "%s", why);
+    ga_async_t *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
+    a->backend = backend;
+    a->err = err;
+    a->device = device;
+    a->limit = UINT64_MAX;
+    /* The first pool call sets the pool up (release threshold) and shows
+     * whether this driver can allocate stream-ordered at all. */
+    galloc_status_t st = ga_backend_pool_usage(backend, &a->pool[0], &a->pool[1], &a->pool[2], &a->pool[3]);
+    if (st != GALLOC_OK) {
+        ga_backend_error_string(backend, why, sizeof(why));
+        free(a);
+        if (st == GALLOC_E_UNSUPPORTED)
+            return ga_fail(err, GALLOC_E_UNAVAILABLE, "backend:cudaMallocAsync is not available on device backend \"%s\": %s",
+                           backend->ops->name, why);
+        return ga_fail(err, st, "backend:cudaMallocAsync: setting up the device's memory pool failed: %s",
+                       why[0] ? why : galloc_strerror(st));
+    }
+    *out = a;
+    return GALLOC_OK;
+}
+
+/* Wait for every recorded stream, then free on the creation stream (see the
+ * file comment). Nothing changes on failure: a retry waits again, harmlessly. */
+static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
+{
+    char why[256];
+    for (async_use_t *u = e->uses; u != NULL; u = u->next) {
+        galloc_status_t st = ga_backend_stream_synchronize(a->backend, u->stream);
+        if (st != GALLOC_OK) {
+            ga_backend_error_string(a->backend, why, sizeof(why));
+            return ga_fail(a->err, GALLOC_E_DEVICE, "free: waiting for stream %#lx, which used %#lx, failed: %s",
+                           (unsigned long)u->stream, (unsigned long)e->addr, why);
+        }
+    }
+    galloc_status_t st = ga_backend_free_async(a->backend, e->addr, e->stream);
+    if (st != GALLOC_OK) {
+        ga_backend_error_string(a->backend, why, sizeof(why));
+        return ga_fail(a->err, GALLOC_E_DEVICE, "free(%#lx): %s", (unsigned long)e->addr, why);
+    }
+    async_use_t *u = e->uses;
+    while (u != NULL) {
+        async_use_t *next = u->next;
+        u->next = a->free_uses;
+        a->free_uses = u;
+        u = next;
+    }
+    a->used_bytes -= e->size;
+    map_remove(a, e);
+    return GALLOC_OK;
+}
+
+void ga_async_destroy(ga_async_t *a)
+{
+    if (a == NULL)
+        return;
+    /* The caller's pointers die with the allocator (as for the native pool);
+     * whatever the driver refuses here the backend's close releases. */
+    for (size_t i = 0; i < a->cap; i++)
+        while (a->slots[i].addr != 0 && free_ptr(a, &a->slots[i]) == GALLOC_OK)
+            ; /* the shift may move another live entry into slot i */
+    if (ga_backend_device_synchronize(a->backend) == GALLOC_OK)
+        (void)ga_backend_pool_trim(a->backend, 0);
+    while (a->use_chunks != NULL) {
+        use_chunk_t *next = a->use_chunks->next;
+        free(a->use_chunks);
+        a->use_chunks = next;
+    }
+    free(a->slots);
+    free(a);
+}
+
+/* ---- Allocation. ---- */
+
+/* mallocAsync's out-of-memory report, in PyTorch's words and layout. */
+static galloc_status_t oom(ga_async_t *a, size_t size)
+{
+    size_t device_free = 0, device_total = 0;
+    (void)ga_backend_mem_info(a->backend, &device_free, &device_total);
+    char used[32], req[32], total[32], free_s[32], limit[32];
+    ga_format_size(a->used_bytes, used, sizeof(used));
+    ga_format_size(size, req, sizeof(req));
+    ga_format_size(device_total, total, sizeof(total));
+    ga_format_size(device_free, free_s, sizeof(free_s));
+    ga_format_size(a->limit, limit, sizeof(limit));
+    return ga_fail(a->err, GALLOC_E_OOM,
+                   "Allocation on device %d would exceed allowed memory. (out of memory)\n"
+                   "Currently allocated     : %s\n"
+                   "Requested               : %s\n"
+                   "Device limit            : %s\n"
+                   "Free (according to CUDA): %s\n"
+                   "PyTorch limit (set by user-supplied memory fraction)\n"
+                   "                        : %s",
+                   a->device, used, req, total, free_s, limit);
+}
+
+galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stream, void **out)
+{
+    *out = NULL;
+    if (size == 0)
+        return GALLOC_OK; /* PyTorch returns a null pointer without a driver call */
+    if ((uint64_t)size >= GA_ONE_EXABYTE)
+        return ga_fail(a->err, GALLOC_E_OOM, "CUDA out of memory. Tried to allocate more than 1EB memory.");
+    if (map_reserve(a) != GALLOC_OK)
+        return ga_fail(a->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
+    if (a->limit != UINT64_MAX && a->used_bytes + size > a->limit)
+        return oom(a, size);
+    uintptr_t addr = 0;
+    galloc_status_t st = ga_backend_malloc_async(a->backend, size, stream, &addr);
+    if (st == GALLOC_E_OOM)
+        return oom(a, size);
+    if (st != GALLOC_OK) {
+        char why[256];
+        ga_backend_error_string(a->backend, why, sizeof(why));
+        return ga_fail(a->err, st == GALLOC_E_UNSUPPORTED ? st : GALLOC_E_DEVICE, "malloc(%zu bytes): %s", size,
+                       why[0] ? why : galloc_strerror(st));
+    }
+    async_ptr_t *e = &a->slots[find(a, addr)];
+    if (e->addr == addr)
+        return ga_fail(a->err, GALLOC_E_CORRUPT, "the driver returned %#lx, which is still live", (unsigned long)addr);
+    *e = (async_ptr_t){.addr = addr, .size = size, .stream = stream, .uses = NULL};
+    a->count++;
+    a->used_bytes += size;
+    *out = (void *)addr;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
+{
+    if (ptr == NULL)
+        return GALLOC_OK;
+    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    if (e == NULL)
+        return ga_fail(a->err, GALLOC_E_NOT_OWNED, "free: %p is not a live allocation of this allocator", ptr);
+    return free_ptr(a, e);
+}
+
+galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t stream)
+{
+    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    if (e == NULL)
+        return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator",
+                       ptr);
+    if (stream == e->stream) /* PyTorch warns that this has no effect */
+        return GALLOC_OK;
+    for (async_use_t *u = e->uses; u != NULL; u = u->next)
+        if (u->stream == stream)
+            return GALLOC_OK;
+    if (a->free_uses == NULL) {
+        use_chunk_t *c = malloc(sizeof(*c));
+        if (c == NULL)
+            return ga_fail(a->err, GALLOC_E_NOMEM, "record_stream: out of host memory");
+        c->next = a->use_chunks;
+        a->use_chunks = c;
+        for (int i = 0; i < USE_CHUNK; i++) {
+            c->uses[i].next = a->free_uses;
+            a->free_uses = &c->uses[i];
+        }
+    }
+    async_use_t *u = a->free_uses;
+    a->free_uses = u->next;
+    u->stream = stream;
+    u->next = e->uses;
+    e->uses = u;
+    return GALLOC_OK;
+}
+
+/* ---- Device-wide calls. ---- */
+
+static galloc_status_t device_fail(ga_async_t *a, galloc_status_t st, const char *what)
+{
+    char why[256];
+    ga_backend_error_string(a->backend, why, sizeof(why));
+    return ga_fail(a->err, st, "%s: %s", what, why[0] ? why : galloc_strerror(st));
+}
+
+galloc_status_t ga_async_stream_synchronize(ga_async_t *a, galloc_stream_t stream)
+{
+    galloc_status_t st = ga_backend_stream_synchronize(a->backend, stream);
+    return st == GALLOC_OK ? st : device_fail(a, st, "stream_synchronize");
+}
+
+/* PyTorch's emptyCache: cudaDeviceSynchronize, then cudaMemPoolTrimTo(pool, 0). */
+galloc_status_t ga_async_empty_cache(ga_async_t *a)
+{
+    galloc_status_t st = ga_backend_device_synchronize(a->backend);
+    if (st != GALLOC_OK)
+        return device_fail(a, st, "empty_cache");
+    st = ga_backend_pool_trim(a->backend, 0);
+    return st == GALLOC_OK ? st : device_fail(a, st, "empty_cache");
+}
+
+/* PyTorch's setMemoryFraction: a limit of fraction * device total on the bytes
+ * this allocator has live, checked before each cudaMallocAsync. */
+galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction)
+{
+    if (!(fraction >= 0.0 && fraction <= 1.0))
+        return ga_fail(a->err, GALLOC_E_INVAL, "invalid fraction:%g. Please set within (0, 1).", fraction);
+    size_t device_free = 0, device_total = 0;
+    galloc_status_t st = ga_backend_mem_info(a->backend, &device_free, &device_total);
+    if (st != GALLOC_OK)
+        return device_fail(a, st, "set_memory_fraction");
+    a->limit = (uint64_t)(fraction * (double)device_total);
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_async_memory_info(ga_async_t *a, size_t *free_bytes, size_t *total_bytes)
+{
+    galloc_status_t st = ga_backend_mem_info(a->backend, free_bytes, total_bytes);
+    return st == GALLOC_OK ? st : device_fail(a, st, "memory_info");
+}
+
+void ga_async_stats(ga_async_t *a, galloc_stats_t *out)
+{
+    /* A failed read keeps the last figures rather than report a drop to 0. */
+    uint64_t v[4];
+    if (ga_backend_pool_usage(a->backend, &v[0], &v[1], &v[2], &v[3]) == GALLOC_OK)
+        memcpy(a->pool, v, sizeof(v));
+    else
+        (void)device_fail(a, GALLOC_E_DEVICE, "memory_stats: reading the memory pool's usage");
+    galloc_stats_t s;
+    memset(&s, 0, sizeof(s));
+    s.struct_size = sizeof(s);
+    s.reserved_bytes[GALLOC_STAT_ALL].current = (int64_t)a->pool[0];
+    s.reserved_bytes[GALLOC_STAT_ALL].peak = (int64_t)a->pool[1];
+    s.allocated_bytes[GALLOC_STAT_ALL].current = (int64_t)a->pool[2];
+    s.allocated_bytes[GALLOC_STAT_ALL].peak = (int64_t)a->pool[3];
+    s.active_bytes[GALLOC_STAT_ALL] = s.allocated_bytes[GALLOC_STAT_ALL];
+    ga_stats_copy(out, &s);
+}
+
+void ga_async_reset_peak(ga_async_t *a)
+{
+    galloc_status_t st = ga_backend_pool_reset_peak(a->backend);
+    if (st != GALLOC_OK)
+        (void)device_fail(a, st, "reset_peak_memory_stats");
+}
+
+void ga_async_reset_accumulated(ga_async_t *a)
+{
+    (void)a; /* PyTorch: "For backend:cudaMallocAsync, resetAccumulatedStats has no effect." */
+}
+
+galloc_status_t ga_async_check(ga_async_t *a)
+{
+    size_t count = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < a->cap; i++) {
+        const async_ptr_t *e = &a->slots[i];
+        if (e->addr == 0)
+            continue;
+        count++;
+        bytes += e->size;
+        if (lookup(a, e->addr) != e)
+            return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx is not reachable in the map", (unsigned long)e->addr);
+        size_t n = 0;
+        for (const async_use_t *u = e->uses; u != NULL; u = u->next)
+            if (u->stream == e->stream || ++n > a->cap * USE_CHUNK)
+                return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx: bad stream-use list", (unsigned long)e->addr);
+    }
+    if (count != a->count || bytes != a->used_bytes)
+        return ga_fail(a->err, GALLOC_E_CORRUPT,
+                       "recount: %zu live pointers of %llu bytes, bookkeeping says %zu of %llu bytes", count,
+                       (unsigned long long)bytes, a->count, (unsigned long long)a->used_bytes);
+    return GALLOC_OK;
+}
