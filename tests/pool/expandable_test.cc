@@ -163,8 +163,9 @@ TEST_F(Expandable, RandomChurnKeepsInvariants)
             live[k] = live.back();
             live.pop_back();
         }
-        if (i % 997 == 0)
+        if (i % 997 == 0) {
             ASSERT_EQ(pool_shim_empty_cache(s_), GALLOC_OK);
+        }
         ASSERT_EQ(pool_shim_check(s_), GALLOC_OK) << "step " << i << ": " << pool_shim_error(s_);
     }
     for (uintptr_t a : live)
