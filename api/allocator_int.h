@@ -48,6 +48,7 @@ typedef struct ga_allocator_ops {
 } ga_allocator_ops_t;
 
 extern const ga_allocator_ops_t ga_allocator_native;
+extern const ga_allocator_ops_t ga_allocator_async; /* backend:cudaMallocAsync (api/async.c) */
 
 struct galloc_allocator {
     pthread_mutex_t lock;          /* serializes every call */

@@ -134,6 +134,50 @@ static inline galloc_status_t ga_backend_stream_synchronize(ga_backend_t *b, gal
     return b->ops->stream_synchronize(b->state, s);
 }
 
+static inline galloc_status_t ga_backend_malloc_async(ga_backend_t *b, size_t n, galloc_stream_t s, uintptr_t *a)
+{
+    if (!GA_BACKEND_HAS(b->ops, malloc_async))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->malloc_async(b->state, n, s, a);
+}
+
+static inline galloc_status_t ga_backend_free_async(ga_backend_t *b, uintptr_t a, galloc_stream_t s)
+{
+    if (!GA_BACKEND_HAS(b->ops, free_async))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->free_async(b->state, a, s);
+}
+
+static inline galloc_status_t ga_backend_pool_trim(ga_backend_t *b, size_t keep)
+{
+    if (!GA_BACKEND_HAS(b->ops, pool_trim))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->pool_trim(b->state, keep);
+}
+
+static inline galloc_status_t ga_backend_pool_usage(ga_backend_t *b, uint64_t *reserved_current,
+                                                    uint64_t *reserved_high, uint64_t *used_current,
+                                                    uint64_t *used_high)
+{
+    if (!GA_BACKEND_HAS(b->ops, pool_usage))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->pool_usage(b->state, reserved_current, reserved_high, used_current, used_high);
+}
+
+static inline galloc_status_t ga_backend_pool_reset_peak(ga_backend_t *b)
+{
+    if (!GA_BACKEND_HAS(b->ops, pool_reset_peak))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->pool_reset_peak(b->state);
+}
+
+static inline galloc_status_t ga_backend_device_synchronize(ga_backend_t *b)
+{
+    if (!GA_BACKEND_HAS(b->ops, device_synchronize))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->device_synchronize(b->state);
+}
+
 /* ga_backend_error_string: the backend's description of its last failure, or "". */
 static inline void ga_backend_error_string(ga_backend_t *b, char *buf, size_t len)
 {

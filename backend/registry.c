@@ -24,6 +24,13 @@ static const galloc_backend_ops_t *const builtin[] = {
 #undef GA_BACKEND
 };
 
+/* ", sim, cuda": the built-in names for messages (skip the first two bytes). */
+static const char builtin_names[] = ""
+#define GA_BACKEND(name) ", " #name
+#include "backend/backends.def"
+#undef GA_BACKEND
+    ;
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static const galloc_backend_ops_t *registered[REGISTRY_MAX]; /* user backends, guarded by registry_lock */
 static size_t n_registered;                                  /* guarded by registry_lock */
@@ -84,8 +91,8 @@ galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_
     const galloc_backend_ops_t *ops = galloc_backend_find(name);
     if (ops == NULL) {
         if (errlen > 0)
-            snprintf(err, errlen, "unknown device backend \"%s\" (built in: sim; others must be registered)",
-                     name ? name : "(null)");
+            snprintf(err, errlen, "unknown device backend \"%s\" (built in: %s; others must be registered)",
+                     name ? name : "(null)", builtin_names + 2);
         return GALLOC_E_UNAVAILABLE;
     }
     void *state = NULL;

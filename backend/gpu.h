@@ -1,0 +1,174 @@
+/*
+ * gpu.h: the GPU device layer written once for every vendor.
+ *
+ * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
+ * memory, events, the stream-ordered pool) in terms of a small vendor table of
+ * driver primitives: the CUDA driver (backend/vendor_cuda.c) today, the HIP
+ * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...) later, with no logic
+ * copied. A vendor file holds only its table, its error names and its ops
+ * table, which is GA_GPU_OPS_MEMBERS plus an open that names the vendor.
+ *
+ * What the generic layer owns: argument and contract checks, the bookkeeping
+ * of every driver resource it holds (segments, reservations with one physical
+ * handle per map call, events, stream-ordered allocations) so that close
+ * releases whatever is left, the device context around every call, and the
+ * messages (the vendor's function name, error name and text).
+ *
+ * Locking: a backend state is entered under its allocator's lock only.
+ */
+#ifndef GA_BACKEND_GPU_H
+#define GA_BACKEND_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/galloc_backend.h"
+#include "api/galloc_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A vendor result code (CUresult, hipError_t); 0 is success everywhere. */
+typedef int ga_gpu_rc_t;
+
+/* Optional feature groups a vendor library may lack. */
+enum {
+    GA_GPU_F_VMM = 1u << 0,  /* address reservation + physical handles: expandable segments */
+    GA_GPU_F_ASYNC = 1u << 1 /* stream-ordered allocation from the default pool */
+};
+
+/* The stream-ordered pool's attributes galloc reads or sets (values are
+ * 64-bit byte counts; the vendor maps them to its own enum). */
+typedef enum ga_gpu_pool_attr {
+    GA_GPU_POOL_RELEASE_THRESHOLD,
+    GA_GPU_POOL_RESERVED_CURRENT,
+    GA_GPU_POOL_RESERVED_HIGH,
+    GA_GPU_POOL_USED_CURRENT,
+    GA_GPU_POOL_USED_HIGH
+} ga_gpu_pool_attr_t;
+
+/* The primitives, by id, so that a message names the vendor's function. */
+#define GA_GPU_FNS(X)                                                                              \
+    X(INIT) X(DEVICE_COUNT) X(DEVICE_GET) X(CTX_RETAIN) X(CTX_RELEASE) X(CTX_GET) X(CTX_SET)       \
+    X(MEM_ALLOC) X(MEM_FREE) X(MEM_INFO) X(GRANULARITY) X(VA_RESERVE) X(VA_FREE) X(PHYS_CREATE)    \
+    X(PHYS_RELEASE) X(PHYS_MAP) X(PHYS_UNMAP) X(SET_ACCESS) X(EVENT_CREATE) X(EVENT_DESTROY)       \
+    X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
+    X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC)
+
+typedef enum ga_gpu_fn {
+#define GA_GPU_FN_ENUM_(id) GA_GPU_FN_##id,
+    GA_GPU_FNS(GA_GPU_FN_ENUM_)
+#undef GA_GPU_FN_ENUM_
+        GA_GPU_FN_COUNT
+} ga_gpu_fn_t;
+
+/*
+ * A vendor. `vs` is the vendor state load() created for one backend state: the
+ * resolved library, the device handle, the default pool. Every primitive
+ * returns the vendor's code, 0 on success, and is called with the backend's
+ * context current (except init, device_count, device_get, ctx_*), so a
+ * primitive makes exactly one driver call and never switches contexts itself.
+ */
+typedef struct ga_gpu_vendor {
+    const char *name;                        /* backend name and message prefix: "cuda" */
+    const char *library;                     /* default library: "libcuda.so.1" */
+    const char *fn_name[GA_GPU_FN_COUNT];    /* driver function behind each primitive */
+
+    /* load: dlopen path and resolve symbols, no driver call. *features gets the
+     * GA_GPU_F_* groups that resolved. GALLOC_E_UNAVAILABLE + err on failure. */
+    galloc_status_t (*load)(const char *path, void **vs, uint32_t *features, char *err, size_t errlen);
+    void (*unload)(void *vs);
+    /* missing: the first symbol of an optional feature the library lacks, or NULL. */
+    const char *(*missing)(const void *vs, uint32_t feature);
+
+    ga_gpu_rc_t (*init)(void *vs);
+    ga_gpu_rc_t (*device_count)(void *vs, int *count);
+    ga_gpu_rc_t (*device_get)(void *vs, int ordinal); /* remembers the device for later primitives */
+    ga_gpu_rc_t (*ctx_retain)(void *vs, uintptr_t *ctx); /* the device's primary context */
+    ga_gpu_rc_t (*ctx_release)(void *vs);
+    ga_gpu_rc_t (*ctx_get)(void *vs, uintptr_t *ctx); /* the calling thread's current context, 0 = none */
+    ga_gpu_rc_t (*ctx_set)(void *vs, uintptr_t ctx);
+
+    ga_gpu_rc_t (*mem_alloc)(void *vs, size_t bytes, uintptr_t *addr);
+    ga_gpu_rc_t (*mem_free)(void *vs, uintptr_t addr);
+    ga_gpu_rc_t (*mem_info)(void *vs, size_t *free_bytes, size_t *total_bytes);
+
+    /* Virtual memory (GA_GPU_F_VMM): pinned device memory of this device. */
+    ga_gpu_rc_t (*granularity)(void *vs, size_t *bytes); /* the minimum */
+    ga_gpu_rc_t (*va_reserve)(void *vs, size_t bytes, uintptr_t *addr);
+    ga_gpu_rc_t (*va_free)(void *vs, uintptr_t addr, size_t bytes);
+    ga_gpu_rc_t (*phys_create)(void *vs, size_t bytes, uint64_t *handle);
+    ga_gpu_rc_t (*phys_release)(void *vs, uint64_t handle);
+    ga_gpu_rc_t (*phys_map)(void *vs, uintptr_t addr, size_t bytes, uint64_t handle);
+    ga_gpu_rc_t (*phys_unmap)(void *vs, uintptr_t addr, size_t bytes);
+    ga_gpu_rc_t (*set_access)(void *vs, uintptr_t addr, size_t bytes); /* read-write for the device */
+
+    /* Events (created without timing) and synchronization. */
+    ga_gpu_rc_t (*event_create)(void *vs, uintptr_t *event);
+    ga_gpu_rc_t (*event_destroy)(void *vs, uintptr_t event);
+    ga_gpu_rc_t (*event_record)(void *vs, uintptr_t event, uintptr_t stream);
+    ga_gpu_rc_t (*event_query)(void *vs, uintptr_t event);
+    ga_gpu_rc_t (*event_sync)(void *vs, uintptr_t event);
+    ga_gpu_rc_t (*stream_sync)(void *vs, uintptr_t stream);
+    ga_gpu_rc_t (*device_sync)(void *vs);
+
+    /* The device's default stream-ordered pool (GA_GPU_F_ASYNC). */
+    ga_gpu_rc_t (*pool_get)(void *vs); /* finds and remembers the default pool */
+    ga_gpu_rc_t (*pool_set_attr)(void *vs, ga_gpu_pool_attr_t attr, uint64_t value);
+    ga_gpu_rc_t (*pool_get_attr)(void *vs, ga_gpu_pool_attr_t attr, uint64_t *value);
+    ga_gpu_rc_t (*pool_trim)(void *vs, size_t keep_bytes);
+    ga_gpu_rc_t (*malloc_async)(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr);
+    ga_gpu_rc_t (*free_async)(void *vs, uintptr_t addr, uintptr_t stream);
+
+    /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
+     * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
+    galloc_status_t (*status)(ga_gpu_rc_t rc);
+    void (*describe)(void *vs, ga_gpu_rc_t rc, char *buf, size_t len);
+} ga_gpu_vendor_t;
+
+/* ga_gpu_open: the generic open, called by a vendor's ops->open with its table. */
+galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_t *args, void **state, char *err,
+                            size_t errlen);
+
+/* The generic ops members (see api/galloc_backend.h for each contract). */
+void ga_gpu_close(void *state);
+galloc_status_t ga_gpu_segment_alloc(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr);
+galloc_status_t ga_gpu_segment_free(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s);
+galloc_status_t ga_gpu_mem_info(void *state, size_t *free_bytes, size_t *total_bytes);
+galloc_status_t ga_gpu_granularity(void *state, size_t *bytes);
+galloc_status_t ga_gpu_va_reserve(void *state, size_t bytes, uintptr_t *addr);
+galloc_status_t ga_gpu_va_release(void *state, uintptr_t addr, size_t bytes);
+galloc_status_t ga_gpu_map(void *state, uintptr_t addr, size_t bytes);
+galloc_status_t ga_gpu_unmap(void *state, uintptr_t addr, size_t bytes);
+galloc_status_t ga_gpu_event_create(void *state, uintptr_t *event);
+galloc_status_t ga_gpu_event_destroy(void *state, uintptr_t event);
+galloc_status_t ga_gpu_event_record(void *state, uintptr_t event, galloc_stream_t s);
+galloc_status_t ga_gpu_event_query(void *state, uintptr_t event);
+galloc_status_t ga_gpu_event_synchronize(void *state, uintptr_t event);
+void ga_gpu_error_string(void *state, char *buf, size_t len);
+galloc_status_t ga_gpu_stream_synchronize(void *state, galloc_stream_t s);
+galloc_status_t ga_gpu_malloc_async(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr);
+galloc_status_t ga_gpu_free_async(void *state, uintptr_t addr, galloc_stream_t s);
+galloc_status_t ga_gpu_pool_trim(void *state, size_t keep_bytes);
+galloc_status_t ga_gpu_pool_usage(void *state, uint64_t *reserved_current, uint64_t *reserved_high,
+                                  uint64_t *used_current, uint64_t *used_high);
+galloc_status_t ga_gpu_pool_reset_peak(void *state);
+galloc_status_t ga_gpu_device_synchronize(void *state);
+
+/* Every member but open, for a vendor's designated initializer. */
+#define GA_GPU_OPS_MEMBERS                                                                         \
+    .close = ga_gpu_close, .segment_alloc = ga_gpu_segment_alloc, .segment_free = ga_gpu_segment_free, \
+    .mem_info = ga_gpu_mem_info, .granularity = ga_gpu_granularity, .va_reserve = ga_gpu_va_reserve, \
+    .va_release = ga_gpu_va_release, .map = ga_gpu_map, .unmap = ga_gpu_unmap,                     \
+    .event_create = ga_gpu_event_create, .event_destroy = ga_gpu_event_destroy,                    \
+    .event_record = ga_gpu_event_record, .event_query = ga_gpu_event_query,                        \
+    .event_synchronize = ga_gpu_event_synchronize, .error_string = ga_gpu_error_string,            \
+    .stream_synchronize = ga_gpu_stream_synchronize, .malloc_async = ga_gpu_malloc_async,          \
+    .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage, \
+    .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_BACKEND_GPU_H */

@@ -1,0 +1,92 @@
+/*
+ * gpu_int.h: the GPU layer's private state, shared by gpu.c (open, close,
+ * segments, messages), gpu_vmm.c (virtual memory) and gpu_stream.c (events,
+ * synchronization, the stream-ordered pool). Only backend/gpu*.c include it.
+ *
+ * Locking: none; the allocator's lock is held for every call into a state.
+ * Invariants: every driver resource the state holds is in exactly one of
+ * segs, asyncs, events, resv[].maps or orphans, so close can release it;
+ * resv[i].maps is sorted by address and its entries never overlap.
+ */
+#ifndef GA_BACKEND_GPU_INT_H
+#define GA_BACKEND_GPU_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/gpu.h"
+#include "backend/gpu_table.h"
+
+#define GA_GPU_MAGIC 0x47505531u /* "GPU1": rejects a state that is not ours */
+
+/* One map call: a physical handle mapped over [addr, addr + bytes). */
+typedef struct ga_gpu_mapping {
+    uintptr_t addr;  /* start, granularity aligned */
+    size_t bytes;    /* the size map was given */
+    uint64_t handle; /* the physical allocation behind it */
+} ga_gpu_mapping_t;
+
+/* A va_reserve range and what is mapped in it. */
+typedef struct ga_gpu_resv {
+    uintptr_t base;         /* start, as the driver returned it */
+    size_t bytes;           /* size reserved (a multiple of the granularity) */
+    ga_gpu_mapping_t *maps; /* live mappings, by address */
+    size_t n_maps, cap_maps;
+} ga_gpu_resv_t;
+
+/* A driver resource whose release failed on an error path: the pool believes
+ * it gone, so the state releases it later (before the next map, and at close). */
+typedef struct ga_gpu_orphan {
+    uintptr_t addr;  /* mapped range still to unmap (0: only the handle is left) */
+    size_t bytes;    /* its size */
+    uint64_t handle; /* physical handle still to release */
+} ga_gpu_orphan_t;
+
+typedef struct ga_gpu {
+    uint32_t magic;              /* GA_GPU_MAGIC while open */
+    const ga_gpu_vendor_t *v;    /* the vendor's primitives */
+    void *vs;                    /* the vendor's state (library, device, pool) */
+    uint32_t features;           /* GA_GPU_F_* the library provides */
+    int device;                  /* device ordinal */
+    uintptr_t ctx;               /* the device's primary context, retained until close */
+    size_t granularity;          /* VMM page size, 0 until first queried */
+    bool pool_ready;             /* default pool found and its release threshold raised */
+    ga_gpu_table_t segs;         /* segment_alloc ranges: address -> bytes */
+    ga_gpu_table_t asyncs;       /* malloc_async ranges: address -> stream */
+    ga_gpu_table_t events;       /* live events: handle -> 0 */
+    ga_gpu_resv_t *resv;         /* live reservations, unordered (one per expandable segment) */
+    size_t n_resv, cap_resv;
+    ga_gpu_orphan_t *orphans;    /* resources left by failed error paths */
+    size_t n_orphans, cap_orphans;
+    char msg[512];               /* the last failure, for error_string */
+} ga_gpu_t;
+
+/* Record a failure of the state's own (a contract violation: GALLOC_E_INVAL,
+ * host memory: GALLOC_E_NOMEM, a missing feature); returns st. */
+__attribute__((format(printf, 3, 4))) galloc_status_t ga_gpu_fail(ga_gpu_t *g, galloc_status_t st,
+                                                                  const char *fmt, ...);
+/* Record a driver failure: "<what>: <function> failed: <name>: <text>";
+ * returns the vendor's status for rc. */
+__attribute__((format(printf, 4, 5))) galloc_status_t ga_gpu_driver_fail(ga_gpu_t *g, ga_gpu_fn_t fn,
+                                                                         ga_gpu_rc_t rc, const char *fmt, ...);
+
+/* Make the state's context current for a sequence of primitives and restore
+ * the caller's afterwards (the context is per thread, and galloc may be called
+ * from any thread). A failure to switch is GALLOC_E_DEVICE, recorded. */
+galloc_status_t ga_gpu_enter(ga_gpu_t *g, const char *what, uintptr_t *prev);
+void ga_gpu_leave(ga_gpu_t *g, uintptr_t prev);
+
+/* Grow an array of elem-sized entries so that `need` fit (cold path). */
+bool ga_gpu_grow(void **array, size_t *cap, size_t need, size_t elem);
+
+/* gpu_vmm.c: VMM teardown at close (context current). */
+void ga_gpu_vmm_close(ga_gpu_t *g);
+/* gpu_stream.c: events and stream-ordered allocations left at close (context current). */
+void ga_gpu_stream_close(ga_gpu_t *g);
+
+/* Close cannot report failure and whatever it leaves stays allocated for the
+ * process's lifetime, so each release there is tried twice: one transient
+ * refusal (or one injected fault) does not leak. */
+#define GA_GPU_TWICE(call) ((call) == 0 || (call) == 0)
+
+#endif /* GA_BACKEND_GPU_INT_H */

@@ -1,0 +1,402 @@
+/*
+ * vendor_cuda.c: the CUDA driver as a GPU vendor (backend/gpu.h) and the
+ * "cuda" backend's ops table. Each primitive is one driver call through the
+ * table cuda_loader.c filled; all logic lives in backend/gpu*.c.
+ *
+ * Streams are the caller's CUstream values (galloc_stream_t is the CUstream
+ * cast to an integer, 0 the legacy default stream) and are passed through.
+ * Physical memory is pinned device memory located on this device, with no
+ * exportable handle type, and read-write for this device only (PyTorch also
+ * grants its peers access; galloc has no peer access yet).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cuda_loader.h"
+#include "backend/gpu.h"
+
+/* The vendor state: one loaded library and the device it serves. */
+typedef struct cuda_vs {
+    ga_cuda_driver_t d;   /* resolved driver symbols */
+    ga_cu_device_t dev;   /* from cuDeviceGet */
+    int ordinal;          /* device index (CUmemLocation ids are ordinals) */
+    ga_cu_mempool_t pool; /* the device's default pool, once found */
+} cuda_vs_t;
+
+#define D(vs) (&((cuda_vs_t *)(vs))->d)
+#define VS(vs) ((cuda_vs_t *)(vs))
+#define CUPTR(a) ((ga_cu_deviceptr_t)(a))
+#define CUSTREAM(s) ((ga_cu_stream_t)(s))
+
+static galloc_status_t cuda_load(const char *path, void **vs, uint32_t *features, char *err, size_t errlen)
+{
+    cuda_vs_t *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "out of host memory loading %s", path);
+        return GALLOC_E_NOMEM;
+    }
+    galloc_status_t st = ga_cuda_driver_load(&c->d, path, err, errlen);
+    if (st != GALLOC_OK) {
+        free(c);
+        return st;
+    }
+    *features = (c->d.missing[GA_CUDA_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
+                (c->d.missing[GA_CUDA_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u);
+    *vs = c;
+    return GALLOC_OK;
+}
+
+static void cuda_unload(void *vs)
+{
+    ga_cuda_driver_unload(D(vs));
+    free(vs);
+}
+
+static const char *cuda_missing(const void *vs, uint32_t feature)
+{
+    const ga_cuda_driver_t *d = &((const cuda_vs_t *)vs)->d;
+    const char *m = d->missing[feature == GA_GPU_F_VMM ? GA_CUDA_VMM : GA_CUDA_ASYNC];
+    return m != NULL ? m : "(nothing)";
+}
+
+static ga_gpu_rc_t cuda_init(void *vs)
+{
+    return D(vs)->cuInit(0);
+}
+
+static ga_gpu_rc_t cuda_device_count(void *vs, int *count)
+{
+    return D(vs)->cuDeviceGetCount(count);
+}
+
+static ga_gpu_rc_t cuda_device_get(void *vs, int ordinal)
+{
+    VS(vs)->ordinal = ordinal;
+    return D(vs)->cuDeviceGet(&VS(vs)->dev, ordinal);
+}
+
+static ga_gpu_rc_t cuda_ctx_retain(void *vs, uintptr_t *ctx)
+{
+    ga_cu_context_t c = NULL;
+    ga_cu_result_t rc = D(vs)->cuDevicePrimaryCtxRetain(&c, VS(vs)->dev);
+    *ctx = (uintptr_t)c;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_ctx_release(void *vs)
+{
+    return D(vs)->cuDevicePrimaryCtxRelease_v2(VS(vs)->dev);
+}
+
+static ga_gpu_rc_t cuda_ctx_get(void *vs, uintptr_t *ctx)
+{
+    ga_cu_context_t c = NULL;
+    ga_cu_result_t rc = D(vs)->cuCtxGetCurrent(&c);
+    *ctx = (uintptr_t)c;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_ctx_set(void *vs, uintptr_t ctx)
+{
+    return D(vs)->cuCtxSetCurrent((ga_cu_context_t)ctx);
+}
+
+static ga_gpu_rc_t cuda_mem_alloc(void *vs, size_t bytes, uintptr_t *addr)
+{
+    ga_cu_deviceptr_t p = 0;
+    ga_cu_result_t rc = D(vs)->cuMemAlloc_v2(&p, bytes);
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_mem_free(void *vs, uintptr_t addr)
+{
+    return D(vs)->cuMemFree_v2(CUPTR(addr));
+}
+
+static ga_gpu_rc_t cuda_mem_info(void *vs, size_t *free_bytes, size_t *total_bytes)
+{
+    return D(vs)->cuMemGetInfo_v2(free_bytes, total_bytes);
+}
+
+/* ---- Virtual memory. ---- */
+
+static ga_cu_mem_allocation_prop_t device_prop(const void *vs)
+{
+    ga_cu_mem_allocation_prop_t p = {0};
+    p.type = GA_CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.requested_handle_types = GA_CU_MEM_HANDLE_TYPE_NONE;
+    p.location.type = GA_CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = ((const cuda_vs_t *)vs)->ordinal;
+    return p;
+}
+
+static ga_gpu_rc_t cuda_granularity(void *vs, size_t *bytes)
+{
+    ga_cu_mem_allocation_prop_t p = device_prop(vs);
+    return D(vs)->cuMemGetAllocationGranularity(bytes, &p, GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+}
+
+static ga_gpu_rc_t cuda_va_reserve(void *vs, size_t bytes, uintptr_t *addr)
+{
+    ga_cu_deviceptr_t p = 0;
+    ga_cu_result_t rc = D(vs)->cuMemAddressReserve(&p, bytes, 0, 0, 0); /* default alignment, no hint */
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_va_free(void *vs, uintptr_t addr, size_t bytes)
+{
+    return D(vs)->cuMemAddressFree(CUPTR(addr), bytes);
+}
+
+static ga_gpu_rc_t cuda_phys_create(void *vs, size_t bytes, uint64_t *handle)
+{
+    ga_cu_mem_allocation_prop_t p = device_prop(vs);
+    ga_cu_mem_handle_t h = 0;
+    ga_cu_result_t rc = D(vs)->cuMemCreate(&h, bytes, &p, 0);
+    *handle = h;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_phys_release(void *vs, uint64_t handle)
+{
+    return D(vs)->cuMemRelease(handle);
+}
+
+static ga_gpu_rc_t cuda_phys_map(void *vs, uintptr_t addr, size_t bytes, uint64_t handle)
+{
+    return D(vs)->cuMemMap(CUPTR(addr), bytes, 0, handle, 0);
+}
+
+static ga_gpu_rc_t cuda_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
+{
+    return D(vs)->cuMemUnmap(CUPTR(addr), bytes);
+}
+
+static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes)
+{
+    ga_cu_mem_access_desc_t desc = {.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
+                                    .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    return D(vs)->cuMemSetAccess(CUPTR(addr), bytes, &desc, 1);
+}
+
+/* ---- Events and synchronization. ---- */
+
+static ga_gpu_rc_t cuda_event_create(void *vs, uintptr_t *event)
+{
+    ga_cu_event_t e = NULL;
+    ga_cu_result_t rc = D(vs)->cuEventCreate(&e, GA_CU_EVENT_DISABLE_TIMING);
+    *event = (uintptr_t)e;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_event_destroy(void *vs, uintptr_t event)
+{
+    return D(vs)->cuEventDestroy_v2((ga_cu_event_t)event);
+}
+
+static ga_gpu_rc_t cuda_event_record(void *vs, uintptr_t event, uintptr_t stream)
+{
+    return D(vs)->cuEventRecord((ga_cu_event_t)event, CUSTREAM(stream));
+}
+
+static ga_gpu_rc_t cuda_event_query(void *vs, uintptr_t event)
+{
+    return D(vs)->cuEventQuery((ga_cu_event_t)event);
+}
+
+static ga_gpu_rc_t cuda_event_sync(void *vs, uintptr_t event)
+{
+    return D(vs)->cuEventSynchronize((ga_cu_event_t)event);
+}
+
+static ga_gpu_rc_t cuda_stream_sync(void *vs, uintptr_t stream)
+{
+    return D(vs)->cuStreamSynchronize(CUSTREAM(stream));
+}
+
+static ga_gpu_rc_t cuda_device_sync(void *vs)
+{
+    return D(vs)->cuCtxSynchronize();
+}
+
+/* ---- The default stream-ordered pool. ---- */
+
+static ga_cu_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
+{
+    switch (a) {
+    case GA_GPU_POOL_RELEASE_THRESHOLD:
+        return GA_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case GA_GPU_POOL_RESERVED_CURRENT:
+        return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case GA_GPU_POOL_RESERVED_HIGH:
+        return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case GA_GPU_POOL_USED_CURRENT:
+        return GA_CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case GA_GPU_POOL_USED_HIGH:
+        break;
+    }
+    return GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+}
+
+static ga_gpu_rc_t cuda_pool_get(void *vs)
+{
+    return D(vs)->cuDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->dev);
+}
+
+/* Attributes 4..8 are cuuint64_t values (cuda.h). */
+static ga_gpu_rc_t cuda_pool_set_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t value)
+{
+    return D(vs)->cuMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
+}
+
+static ga_gpu_rc_t cuda_pool_get_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t *value)
+{
+    return D(vs)->cuMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
+}
+
+static ga_gpu_rc_t cuda_pool_trim(void *vs, size_t keep_bytes)
+{
+    return D(vs)->cuMemPoolTrimTo(VS(vs)->pool, keep_bytes);
+}
+
+static ga_gpu_rc_t cuda_malloc_async(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr)
+{
+    ga_cu_deviceptr_t p = 0;
+    ga_cu_result_t rc = D(vs)->cuMemAllocAsync(&p, bytes, CUSTREAM(stream));
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_free_async(void *vs, uintptr_t addr, uintptr_t stream)
+{
+    return D(vs)->cuMemFreeAsync(CUPTR(addr), CUSTREAM(stream));
+}
+
+/* ---- Errors. ---- */
+
+static galloc_status_t cuda_status(ga_gpu_rc_t rc)
+{
+    switch (rc) {
+    case GA_CUDA_SUCCESS:
+        return GALLOC_OK;
+    case GA_CUDA_ERROR_OUT_OF_MEMORY:
+        return GALLOC_E_OOM;
+    case GA_CUDA_ERROR_NOT_READY:
+        return GALLOC_E_NOT_READY;
+    case GA_CUDA_ERROR_NOT_SUPPORTED:
+        return GALLOC_E_UNSUPPORTED;
+    default:
+        return GALLOC_E_DEVICE;
+    }
+}
+
+/* Names for the codes cuda_api.h declares, for when the driver cannot name
+ * them itself (the toolkit's stub libcuda answers every call with 34). */
+static const char *known_name(ga_gpu_rc_t rc)
+{
+    switch (rc) {
+    case GA_CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case GA_CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case GA_CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    case GA_CUDA_ERROR_DEINITIALIZED: return "CUDA_ERROR_DEINITIALIZED";
+    case GA_CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY (a toolkit stub, not a driver)";
+    case GA_CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+    case GA_CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+    case GA_CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+    case GA_CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+    case GA_CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case GA_CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
+    case GA_CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+    case GA_CUDA_ERROR_UNKNOWN: return "CUDA_ERROR_UNKNOWN";
+    default: return "unknown to galloc";
+    }
+}
+
+/* "CUDA_ERROR_OUT_OF_MEMORY: out of memory", from the driver's own tables
+ * (it knows codes newer than this file); galloc's names if it cannot say. */
+static void cuda_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
+{
+    const char *name = NULL, *text = NULL;
+    ga_cuda_driver_t *d = D(vs);
+    if (d->cuGetErrorName((ga_cu_result_t)rc, &name) != GA_CUDA_SUCCESS || name == NULL) {
+        snprintf(buf, len, "CUresult %d (%s)", rc, known_name(rc));
+        return;
+    }
+    if (d->cuGetErrorString((ga_cu_result_t)rc, &text) != GA_CUDA_SUCCESS || text == NULL)
+        text = "(no description)";
+    snprintf(buf, len, "%s: %s", name, text);
+}
+
+static const ga_gpu_vendor_t cuda_vendor = {
+    .name = "cuda",
+    .library = GA_CUDA_DEFAULT_LIBRARY,
+    .fn_name = {[GA_GPU_FN_INIT] = "cuInit", [GA_GPU_FN_DEVICE_COUNT] = "cuDeviceGetCount",
+                [GA_GPU_FN_DEVICE_GET] = "cuDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
+                [GA_GPU_FN_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2", [GA_GPU_FN_CTX_GET] = "cuCtxGetCurrent",
+                [GA_GPU_FN_CTX_SET] = "cuCtxSetCurrent", [GA_GPU_FN_MEM_ALLOC] = "cuMemAlloc_v2",
+                [GA_GPU_FN_MEM_FREE] = "cuMemFree_v2", [GA_GPU_FN_MEM_INFO] = "cuMemGetInfo_v2",
+                [GA_GPU_FN_GRANULARITY] = "cuMemGetAllocationGranularity",
+                [GA_GPU_FN_VA_RESERVE] = "cuMemAddressReserve", [GA_GPU_FN_VA_FREE] = "cuMemAddressFree",
+                [GA_GPU_FN_PHYS_CREATE] = "cuMemCreate", [GA_GPU_FN_PHYS_RELEASE] = "cuMemRelease",
+                [GA_GPU_FN_PHYS_MAP] = "cuMemMap", [GA_GPU_FN_PHYS_UNMAP] = "cuMemUnmap",
+                [GA_GPU_FN_SET_ACCESS] = "cuMemSetAccess", [GA_GPU_FN_EVENT_CREATE] = "cuEventCreate",
+                [GA_GPU_FN_EVENT_DESTROY] = "cuEventDestroy_v2", [GA_GPU_FN_EVENT_RECORD] = "cuEventRecord",
+                [GA_GPU_FN_EVENT_QUERY] = "cuEventQuery", [GA_GPU_FN_EVENT_SYNC] = "cuEventSynchronize",
+                [GA_GPU_FN_STREAM_SYNC] = "cuStreamSynchronize", [GA_GPU_FN_DEVICE_SYNC] = "cuCtxSynchronize",
+                [GA_GPU_FN_POOL_GET] = "cuDeviceGetDefaultMemPool", [GA_GPU_FN_POOL_SET_ATTR] = "cuMemPoolSetAttribute",
+                [GA_GPU_FN_POOL_GET_ATTR] = "cuMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "cuMemPoolTrimTo",
+                [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync", [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync"},
+    .load = cuda_load,
+    .unload = cuda_unload,
+    .missing = cuda_missing,
+    .init = cuda_init,
+    .device_count = cuda_device_count,
+    .device_get = cuda_device_get,
+    .ctx_retain = cuda_ctx_retain,
+    .ctx_release = cuda_ctx_release,
+    .ctx_get = cuda_ctx_get,
+    .ctx_set = cuda_ctx_set,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .mem_info = cuda_mem_info,
+    .granularity = cuda_granularity,
+    .va_reserve = cuda_va_reserve,
+    .va_free = cuda_va_free,
+    .phys_create = cuda_phys_create,
+    .phys_release = cuda_phys_release,
+    .phys_map = cuda_phys_map,
+    .phys_unmap = cuda_phys_unmap,
+    .set_access = cuda_set_access,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .stream_sync = cuda_stream_sync,
+    .device_sync = cuda_device_sync,
+    .pool_get = cuda_pool_get,
+    .pool_set_attr = cuda_pool_set_attr,
+    .pool_get_attr = cuda_pool_get_attr,
+    .pool_trim = cuda_pool_trim,
+    .malloc_async = cuda_malloc_async,
+    .free_async = cuda_free_async,
+    .status = cuda_status,
+    .describe = cuda_describe,
+};
+
+static galloc_status_t cuda_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
+{
+    return ga_gpu_open(&cuda_vendor, args, state, err, errlen);
+}
+
+/* The file's only external symbol; registered as "cuda" through backends.def. */
+const galloc_backend_ops_t ga_backend_cuda = {
+    .struct_size = sizeof(galloc_backend_ops_t),
+    .version = GALLOC_BACKEND_OPS_V1,
+    .name = "cuda",
+    .open = cuda_open,
+    GA_GPU_OPS_MEMBERS,
+};

@@ -1,0 +1,264 @@
+// cuda_abi_test: galloc's own CUDA declarations (backend/cuda_api.h) against
+// the real cuda.h, where the build machine has one.
+//
+// Bazel refuses an include path outside the execution root, so the BUILD file
+// copies /usr/local/cuda/include/cuda.h into the output tree (or writes an
+// empty stand-in where it is absent); CUDA_VERSION tells which. With the real
+// header every size, alignment, offset, enum value and function signature is
+// checked at compile time; without it the test skips.
+//
+// Signatures are compared for ABI identity, not type identity: galloc's
+// handles are pointers to its own incomplete structs and its enums its own,
+// so a parameter matches if the types are the same, or both are int-sized
+// enums/integers where one side is an enum, or both are pointers (same
+// constness) to matching types, opaque structs, or structs of equal size
+// (their layouts are asserted member by member below).
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "tests/backend/cuda_h/cuda.h"
+
+extern "C" {
+#include "api/galloc.h"
+#include "backend/cuda_api.h"
+#include "backend/cuda_loader.h"
+}
+
+namespace {
+
+template <class T, class = void> struct is_complete : std::false_type {};
+template <class T> struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+template <class A, class B> constexpr bool abi_eq();
+
+template <class A, class B> constexpr bool pointee_eq()
+{
+    if constexpr (std::is_const_v<A> != std::is_const_v<B>) {
+        return false;
+    } else {
+        using CA = std::remove_cv_t<A>;
+        using CB = std::remove_cv_t<B>;
+        if constexpr (std::is_class_v<CA> && std::is_class_v<CB>) {
+            if constexpr (!is_complete<CA>::value && !is_complete<CB>::value)
+                return true; // opaque handles
+            else if constexpr (is_complete<CA>::value && is_complete<CB>::value)
+                return sizeof(CA) == sizeof(CB) && alignof(CA) == alignof(CB);
+            else
+                return false;
+        } else {
+            return abi_eq<CA, CB>();
+        }
+    }
+}
+
+template <class A, class B> constexpr bool abi_eq()
+{
+    if constexpr (std::is_same_v<A, B>) {
+        return true;
+    } else if constexpr ((std::is_integral_v<A> || std::is_enum_v<A>) && (std::is_integral_v<B> || std::is_enum_v<B>)) {
+        return (std::is_enum_v<A> || std::is_enum_v<B>) && sizeof(A) == sizeof(B);
+    } else if constexpr (std::is_pointer_v<A> && std::is_pointer_v<B>) {
+        return pointee_eq<std::remove_pointer_t<A>, std::remove_pointer_t<B>>();
+    } else {
+        return false;
+    }
+}
+
+template <class F> struct sig;
+template <class R, class... A> struct sig<R(A...)> {
+    using ret = R;
+    using args = std::tuple<A...>;
+    static constexpr size_t n = sizeof...(A);
+};
+
+template <class TA, class TB, size_t... I> constexpr bool args_eq(std::index_sequence<I...>)
+{
+    return (abi_eq<std::tuple_element_t<I, TA>, std::tuple_element_t<I, TB>>() && ...);
+}
+
+template <class F, class G> constexpr bool same_abi()
+{
+    using a = sig<F>;
+    using b = sig<G>;
+    if constexpr (a::n != b::n)
+        return false;
+    else
+        return abi_eq<typename a::ret, typename b::ret>() &&
+               args_eq<typename a::args, typename b::args>(std::make_index_sequence<a::n>{});
+}
+
+// The trait itself must tell mismatches apart.
+struct opaque_a;
+struct opaque_b;
+enum small_enum : char { SMALL_ZERO };
+static_assert(same_abi<int(opaque_a *, unsigned long long), int(opaque_b *, unsigned long long)>());
+static_assert(!same_abi<int(int), int(long)>(), "plain integers must match exactly");
+static_assert(!same_abi<int(int *), int(const int *)>(), "constness counts");
+static_assert(!same_abi<int(small_enum), int(int)>(), "an enum must be int-sized");
+static_assert(!same_abi<int(int, int), int(int)>(), "arity counts");
+static_assert(!same_abi<int(opaque_a *), int(int *)>());
+
+} // namespace
+
+#ifdef CUDA_VERSION
+#define GA_HAVE_CUDA_H 1
+
+// ---- Functions: every symbol galloc resolves, by its versioned name. ----
+#define GA_ABI_SIG_(group, sym)                                                                    \
+    static_assert(same_abi<ga_##sym##_fn, decltype(::sym)>(), #sym ": galloc's declaration differs from cuda.h");
+GA_CUDA_SYMBOLS(GA_ABI_SIG_)
+#undef GA_ABI_SIG_
+
+// ---- Types. ----
+static_assert(std::is_same_v<ga_cu_device_t, CUdevice>);
+static_assert(std::is_same_v<ga_cu_deviceptr_t, CUdeviceptr>);
+static_assert(std::is_same_v<ga_cu_mem_handle_t, CUmemGenericAllocationHandle>);
+static_assert(sizeof(ga_cu_result_t) == sizeof(CUresult) && alignof(ga_cu_result_t) == alignof(CUresult));
+static_assert(sizeof(ga_cu_context_t) == sizeof(CUcontext) && sizeof(ga_cu_stream_t) == sizeof(CUstream));
+static_assert(sizeof(ga_cu_event_t) == sizeof(CUevent) && sizeof(ga_cu_mempool_t) == sizeof(CUmemoryPool));
+
+// ---- Values. ----
+#define GA_ABI_VALUE_(ours, theirs) static_assert((long long)(ours) == (long long)(theirs), #ours " != " #theirs);
+GA_ABI_VALUE_(GA_CUDA_SUCCESS, CUDA_SUCCESS)
+GA_ABI_VALUE_(GA_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)
+GA_ABI_VALUE_(GA_CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)
+GA_ABI_VALUE_(GA_CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_NOT_INITIALIZED)
+GA_ABI_VALUE_(GA_CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_DEINITIALIZED)
+GA_ABI_VALUE_(GA_CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_STUB_LIBRARY)
+GA_ABI_VALUE_(GA_CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE)
+GA_ABI_VALUE_(GA_CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_DEVICE)
+GA_ABI_VALUE_(GA_CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_CONTEXT)
+GA_ABI_VALUE_(GA_CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_HANDLE)
+GA_ABI_VALUE_(GA_CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND)
+GA_ABI_VALUE_(GA_CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY)
+GA_ABI_VALUE_(GA_CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NOT_SUPPORTED)
+GA_ABI_VALUE_(GA_CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN)
+GA_ABI_VALUE_(GA_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT)
+GA_ABI_VALUE_(GA_CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING)
+// CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are casts of integers to
+// pointers, which C++ does not allow in a constant expression: they are
+// compared at run time in DeclarationsMatchCudaH.
+GA_ABI_VALUE_(GA_CU_MEM_ALLOCATION_TYPE_INVALID, CU_MEM_ALLOCATION_TYPE_INVALID)
+GA_ABI_VALUE_(GA_CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED)
+GA_ABI_VALUE_(GA_CU_MEM_HANDLE_TYPE_NONE, CU_MEM_HANDLE_TYPE_NONE)
+GA_ABI_VALUE_(GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+GA_ABI_VALUE_(GA_CU_MEM_HANDLE_TYPE_FABRIC, CU_MEM_HANDLE_TYPE_FABRIC)
+GA_ABI_VALUE_(GA_CU_MEM_LOCATION_TYPE_INVALID, CU_MEM_LOCATION_TYPE_INVALID)
+GA_ABI_VALUE_(GA_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE)
+GA_ABI_VALUE_(GA_CU_MEM_ACCESS_FLAGS_PROT_NONE, CU_MEM_ACCESS_FLAGS_PROT_NONE)
+GA_ABI_VALUE_(GA_CU_MEM_ACCESS_FLAGS_PROT_READ, CU_MEM_ACCESS_FLAGS_PROT_READ)
+GA_ABI_VALUE_(GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+GA_ABI_VALUE_(GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM, CU_MEM_ALLOC_GRANULARITY_MINIMUM)
+GA_ABI_VALUE_(GA_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES, CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_USED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+GA_ABI_VALUE_(GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH, CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+#undef GA_ABI_VALUE_
+
+// ---- Struct layouts, member by member. ----
+#define GA_ABI_LAYOUT_(ours, theirs)                                                               \
+    static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs), #ours " size");
+#define GA_ABI_MEMBER_(ours, om, theirs, tm)                                                       \
+    static_assert(offsetof(ours, om) == offsetof(theirs, tm) &&                                    \
+                      sizeof(((ours *)nullptr)->om) == sizeof(((theirs *)nullptr)->tm),            \
+                  #ours "." #om " != " #theirs "." #tm);
+GA_ABI_LAYOUT_(ga_cu_mem_location_t, CUmemLocation)
+GA_ABI_MEMBER_(ga_cu_mem_location_t, type, CUmemLocation, type)
+GA_ABI_MEMBER_(ga_cu_mem_location_t, id, CUmemLocation, id)
+GA_ABI_LAYOUT_(ga_cu_mem_allocation_prop_t, CUmemAllocationProp)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, type, CUmemAllocationProp, type)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, requested_handle_types, CUmemAllocationProp, requestedHandleTypes)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, location, CUmemAllocationProp, location)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, win32_handle_meta_data, CUmemAllocationProp, win32HandleMetaData)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, alloc_flags, CUmemAllocationProp, allocFlags)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, alloc_flags.compression_type, CUmemAllocationProp,
+               allocFlags.compressionType)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, CUmemAllocationProp,
+               allocFlags.gpuDirectRDMACapable)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, alloc_flags.usage, CUmemAllocationProp, allocFlags.usage)
+GA_ABI_MEMBER_(ga_cu_mem_allocation_prop_t, alloc_flags.reserved, CUmemAllocationProp, allocFlags.reserved)
+GA_ABI_LAYOUT_(ga_cu_mem_access_desc_t, CUmemAccessDesc)
+GA_ABI_MEMBER_(ga_cu_mem_access_desc_t, location, CUmemAccessDesc, location)
+GA_ABI_MEMBER_(ga_cu_mem_access_desc_t, flags, CUmemAccessDesc, flags)
+#undef GA_ABI_LAYOUT_
+#undef GA_ABI_MEMBER_
+
+#else
+#define GA_HAVE_CUDA_H 0
+#endif
+
+namespace {
+
+TEST(CudaAbi, DeclarationsMatchCudaH)
+{
+    if (!GA_HAVE_CUDA_H)
+        GTEST_SKIP() << "/usr/local/cuda/include/cuda.h is absent on the build machine";
+#ifdef CUDA_VERSION
+    EXPECT_GE(CUDA_VERSION, 11040) << "cuMemAllocAsync and the memory pool API need CUDA 11.4";
+    RecordProperty("cuda_version", CUDA_VERSION);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(GA_CU_STREAM_LEGACY), reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(GA_CU_STREAM_PER_THREAD),
+              reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD));
+#endif
+    // Everything else was checked at compile time; a mismatch would not build.
+}
+
+TEST(CudaAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
+{
+    ASSERT_EQ(ga_cuda_symbol_count, 33u);
+    for (size_t i = 0; i < ga_cuda_symbol_count; i++)
+        for (size_t j = i + 1; j < ga_cuda_symbol_count; j++)
+            EXPECT_STRNE(ga_cuda_symbols[i].name, ga_cuda_symbols[j].name);
+}
+
+// The toolkit's stub libcuda (linked by CUDA builds, answering every call with
+// CUDA_ERROR_STUB_LIBRARY) exports the real driver's symbol names: every name
+// in galloc's table must be among them.
+const char *StubLibrary()
+{
+    for (const char *p : {"/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda/lib/stubs/libcuda.so"})
+        if (void *h = dlopen(p, RTLD_LAZY | RTLD_LOCAL)) {
+            dlclose(h);
+            return p;
+        }
+    return nullptr;
+}
+
+TEST(CudaAbi, EverySymbolExistsInTheToolkitsStubDriver)
+{
+    const char *path = StubLibrary();
+    if (path == nullptr)
+        GTEST_SKIP() << "no CUDA toolkit stub libcuda.so here";
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr);
+    for (size_t i = 0; i < ga_cuda_symbol_count; i++)
+        EXPECT_NE(dlsym(h, ga_cuda_symbols[i].name), nullptr) << ga_cuda_symbols[i].name;
+    dlclose(h);
+}
+
+TEST(CudaAbi, TheStubDriverIsUnavailableWithItsReason)
+{
+    const char *path = StubLibrary();
+    if (path == nullptr)
+        GTEST_SKIP() << "no CUDA toolkit stub libcuda.so here";
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    std::string conf = std::string("device_backend:cuda,driver_path:") + path;
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, conf.c_str(), &a, err, sizeof err), GALLOC_E_UNAVAILABLE);
+    EXPECT_STREQ(err, "device backend \"cuda\" could not open device 0: initializing the driver: cuInit failed: "
+                      "CUresult 34 (CUDA_ERROR_STUB_LIBRARY (a toolkit stub, not a driver))");
+}
+
+} // namespace

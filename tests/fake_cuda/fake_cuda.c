@@ -1,0 +1,503 @@
+/*
+ * fake_cuda.c: the CUDA driver API layer of the fake driver: exports the
+ * driver symbols galloc resolves (with the exact versioned names and galloc's
+ * own declarations from backend/cuda_api.h, so a signature that drifts from
+ * the loader's typedef does not compile), checks CUDA's structs, maps CUDA's
+ * special stream handles and the core's results to CUresult values, and
+ * exports the fake_cuda_* test controls. All behaviour is the vendor-neutral
+ * core's (fake_gpu.h).
+ *
+ * Variants (for the loader's required / optional rules), by define:
+ *   FAKE_CUDA_NO_VMM    omit cuMemCreate (the VMM group is then incomplete)
+ *   FAKE_CUDA_NO_ASYNC  omit cuMemAllocAsync
+ *   FAKE_CUDA_NO_ALLOC  omit cuMemAlloc_v2 (a required symbol)
+ */
+#include <string.h>
+
+#include "backend/cuda_api.h"
+#include "tests/fake_cuda/fake_cuda_control.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Count the call, apply fault rules: an injected failure changes nothing. */
+#define ENTER(fn)                                                                                  \
+    do {                                                                                           \
+        int code_;                                                                                 \
+        if (fg_enter(#fn, &code_))                                                                 \
+            return (ga_cu_result_t)code_;                                                          \
+    } while (0)
+
+static ga_cu_result_t cu(fg_rc_t rc)
+{
+    static const ga_cu_result_t map[] = {
+        [FG_OK] = GA_CUDA_SUCCESS,
+        [FG_INVALID_VALUE] = GA_CUDA_ERROR_INVALID_VALUE,
+        [FG_OUT_OF_MEMORY] = GA_CUDA_ERROR_OUT_OF_MEMORY,
+        [FG_NOT_INITIALIZED] = GA_CUDA_ERROR_NOT_INITIALIZED,
+        [FG_INVALID_DEVICE] = GA_CUDA_ERROR_INVALID_DEVICE,
+        [FG_INVALID_CONTEXT] = GA_CUDA_ERROR_INVALID_CONTEXT,
+        [FG_INVALID_HANDLE] = GA_CUDA_ERROR_INVALID_HANDLE,
+        [FG_NOT_READY] = GA_CUDA_ERROR_NOT_READY,
+        [FG_NOT_SUPPORTED] = GA_CUDA_ERROR_NOT_SUPPORTED,
+    };
+    return map[rc];
+}
+
+/* NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD all mean the context's
+ * default stream to the core. */
+static uintptr_t stream_of(ga_cu_stream_t s)
+{
+    return s == GA_CU_STREAM_LEGACY || s == GA_CU_STREAM_PER_THREAD ? 0 : (uintptr_t)s;
+}
+
+/* The allocation properties galloc may pass: pinned memory on a device, no
+ * Windows data, reserved bytes zero. Returns the device or -1 (violation). */
+static int prop_device(const ga_cu_mem_allocation_prop_t *p)
+{
+    if (p == NULL) {
+        fg_violation(FG_INVALID_VALUE, "prop is NULL");
+        return -1;
+    }
+    static const unsigned char zero[4];
+    if (p->type != GA_CU_MEM_ALLOCATION_TYPE_PINNED || p->location.type != GA_CU_MEM_LOCATION_TYPE_DEVICE ||
+        (p->requested_handle_types != GA_CU_MEM_HANDLE_TYPE_NONE &&
+         p->requested_handle_types != GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ||
+        p->win32_handle_meta_data != NULL || memcmp(p->alloc_flags.reserved, zero, sizeof(zero)) != 0) {
+        fg_violation(FG_INVALID_VALUE, "prop: type %d, location type %d, handle types %d: want pinned device memory",
+                     (int)p->type, (int)p->location.type, (int)p->requested_handle_types);
+        return -1;
+    }
+    return p->location.id;
+}
+
+/* ---- Exported driver symbols. ---- */
+
+EXPORT ga_cuInit_fn cuInit;
+EXPORT ga_cuDeviceGet_fn cuDeviceGet;
+EXPORT ga_cuDeviceGetCount_fn cuDeviceGetCount;
+EXPORT ga_cuDevicePrimaryCtxRetain_fn cuDevicePrimaryCtxRetain;
+EXPORT ga_cuDevicePrimaryCtxRelease_v2_fn cuDevicePrimaryCtxRelease_v2;
+EXPORT ga_cuCtxGetCurrent_fn cuCtxGetCurrent;
+EXPORT ga_cuCtxSetCurrent_fn cuCtxSetCurrent;
+EXPORT ga_cuCtxSynchronize_fn cuCtxSynchronize;
+EXPORT ga_cuMemFree_v2_fn cuMemFree_v2;
+EXPORT ga_cuMemGetInfo_v2_fn cuMemGetInfo_v2;
+EXPORT ga_cuEventCreate_fn cuEventCreate;
+EXPORT ga_cuEventDestroy_v2_fn cuEventDestroy_v2;
+EXPORT ga_cuEventRecord_fn cuEventRecord;
+EXPORT ga_cuEventQuery_fn cuEventQuery;
+EXPORT ga_cuEventSynchronize_fn cuEventSynchronize;
+EXPORT ga_cuStreamSynchronize_fn cuStreamSynchronize;
+EXPORT ga_cuGetErrorName_fn cuGetErrorName;
+EXPORT ga_cuGetErrorString_fn cuGetErrorString;
+EXPORT ga_cuMemGetAllocationGranularity_fn cuMemGetAllocationGranularity;
+EXPORT ga_cuMemAddressReserve_fn cuMemAddressReserve;
+EXPORT ga_cuMemAddressFree_fn cuMemAddressFree;
+EXPORT ga_cuMemRelease_fn cuMemRelease;
+EXPORT ga_cuMemMap_fn cuMemMap;
+EXPORT ga_cuMemUnmap_fn cuMemUnmap;
+EXPORT ga_cuMemSetAccess_fn cuMemSetAccess;
+EXPORT ga_cuMemFreeAsync_fn cuMemFreeAsync;
+EXPORT ga_cuDeviceGetDefaultMemPool_fn cuDeviceGetDefaultMemPool;
+EXPORT ga_cuMemPoolSetAttribute_fn cuMemPoolSetAttribute;
+EXPORT ga_cuMemPoolGetAttribute_fn cuMemPoolGetAttribute;
+EXPORT ga_cuMemPoolTrimTo_fn cuMemPoolTrimTo;
+
+ga_cu_result_t cuInit(unsigned int flags)
+{
+    ENTER(cuInit);
+    return cu(fg_init(flags));
+}
+
+ga_cu_result_t cuDeviceGet(ga_cu_device_t *device, int ordinal)
+{
+    ENTER(cuDeviceGet);
+    return cu(fg_device_get(device, ordinal));
+}
+
+ga_cu_result_t cuDeviceGetCount(int *count)
+{
+    ENTER(cuDeviceGetCount);
+    return cu(fg_device_count(count));
+}
+
+ga_cu_result_t cuDevicePrimaryCtxRetain(ga_cu_context_t *pctx, ga_cu_device_t dev)
+{
+    ENTER(cuDevicePrimaryCtxRetain);
+    void *c = NULL;
+    fg_rc_t rc = fg_ctx_retain(pctx != NULL ? &c : NULL, dev);
+    if (rc == FG_OK)
+        *pctx = c;
+    return cu(rc);
+}
+
+ga_cu_result_t cuDevicePrimaryCtxRelease_v2(ga_cu_device_t dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease_v2);
+    return cu(fg_ctx_release(dev));
+}
+
+ga_cu_result_t cuCtxGetCurrent(ga_cu_context_t *pctx)
+{
+    ENTER(cuCtxGetCurrent);
+    void *c = NULL;
+    fg_rc_t rc = fg_ctx_get(pctx != NULL ? &c : NULL);
+    if (rc == FG_OK)
+        *pctx = c;
+    return cu(rc);
+}
+
+ga_cu_result_t cuCtxSetCurrent(ga_cu_context_t ctx)
+{
+    ENTER(cuCtxSetCurrent);
+    return cu(fg_ctx_set(ctx));
+}
+
+ga_cu_result_t cuCtxSynchronize(void)
+{
+    ENTER(cuCtxSynchronize);
+    return cu(fg_ctx_synchronize());
+}
+
+#ifndef FAKE_CUDA_NO_ALLOC
+EXPORT ga_cuMemAlloc_v2_fn cuMemAlloc_v2;
+ga_cu_result_t cuMemAlloc_v2(ga_cu_deviceptr_t *dptr, size_t bytesize)
+{
+    ENTER(cuMemAlloc_v2);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_mem_alloc(dptr != NULL ? &a : NULL, bytesize);
+    if (rc == FG_OK)
+        *dptr = a;
+    return cu(rc);
+}
+#endif
+
+ga_cu_result_t cuMemFree_v2(ga_cu_deviceptr_t dptr)
+{
+    ENTER(cuMemFree_v2);
+    return cu(fg_mem_free(dptr));
+}
+
+ga_cu_result_t cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    ENTER(cuMemGetInfo_v2);
+    return cu(fg_mem_info(free_bytes, total_bytes));
+}
+
+ga_cu_result_t cuEventCreate(ga_cu_event_t *event, unsigned int flags)
+{
+    ENTER(cuEventCreate);
+    /* BLOCKING_SYNC 0x1, DISABLE_TIMING 0x2, INTERPROCESS 0x4 (needs DISABLE_TIMING). */
+    if ((flags & ~0x7u) != 0 || ((flags & 0x4u) && !(flags & 0x2u)))
+        return cu(fg_violation(FG_INVALID_VALUE, "bad event flags %#x", flags));
+    void *e = NULL;
+    fg_rc_t rc = fg_event_create(event != NULL ? &e : NULL, (flags & GA_CU_EVENT_DISABLE_TIMING) == 0);
+    if (rc == FG_OK)
+        *event = e;
+    return cu(rc);
+}
+
+ga_cu_result_t cuEventDestroy_v2(ga_cu_event_t event)
+{
+    ENTER(cuEventDestroy_v2);
+    return cu(fg_event_destroy(event));
+}
+
+ga_cu_result_t cuEventRecord(ga_cu_event_t event, ga_cu_stream_t stream)
+{
+    ENTER(cuEventRecord);
+    return cu(fg_event_record(event, stream_of(stream)));
+}
+
+ga_cu_result_t cuEventQuery(ga_cu_event_t event)
+{
+    ENTER(cuEventQuery);
+    return cu(fg_event_query(event));
+}
+
+ga_cu_result_t cuEventSynchronize(ga_cu_event_t event)
+{
+    ENTER(cuEventSynchronize);
+    return cu(fg_event_synchronize(event));
+}
+
+ga_cu_result_t cuStreamSynchronize(ga_cu_stream_t stream)
+{
+    ENTER(cuStreamSynchronize);
+    return cu(fg_stream_synchronize(stream_of(stream)));
+}
+
+/* ---- Error names: the driver's spelling, for the codes the fake can return. ---- */
+
+static const struct {
+    int code;
+    const char *name, *text;
+} errors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {34, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static ga_cu_result_t error_text(ga_cu_result_t error, const char **str, bool name)
+{
+    if (str == NULL)
+        return cu(fg_violation(FG_INVALID_VALUE, "pStr is NULL"));
+    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+        if (errors[i].code == (int)error) {
+            *str = name ? errors[i].name : errors[i].text;
+            return GA_CUDA_SUCCESS;
+        }
+    }
+    *str = NULL; /* as the driver does for a code it does not know */
+    return GA_CUDA_ERROR_INVALID_VALUE;
+}
+
+ga_cu_result_t cuGetErrorName(ga_cu_result_t error, const char **str)
+{
+    ENTER(cuGetErrorName);
+    return error_text(error, str, true);
+}
+
+ga_cu_result_t cuGetErrorString(ga_cu_result_t error, const char **str)
+{
+    ENTER(cuGetErrorString);
+    return error_text(error, str, false);
+}
+
+/* ---- Virtual memory. ---- */
+
+ga_cu_result_t cuMemGetAllocationGranularity(size_t *granularity, const ga_cu_mem_allocation_prop_t *prop,
+                                             ga_cu_mem_granularity_flags_t option)
+{
+    ENTER(cuMemGetAllocationGranularity);
+    int device = prop_device(prop);
+    if (device < 0)
+        return GA_CUDA_ERROR_INVALID_VALUE;
+    if (option != GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != GA_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return cu(fg_violation(FG_INVALID_VALUE, "bad granularity option %d", (int)option));
+    return cu(fg_granularity(device, granularity));
+}
+
+ga_cu_result_t cuMemAddressReserve(ga_cu_deviceptr_t *ptr, size_t size, size_t alignment, ga_cu_deviceptr_t addr,
+                                   unsigned long long flags)
+{
+    ENTER(cuMemAddressReserve);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_va_reserve(ptr != NULL ? &a : NULL, size, alignment, addr, flags);
+    if (rc == FG_OK)
+        *ptr = a;
+    return cu(rc);
+}
+
+ga_cu_result_t cuMemAddressFree(ga_cu_deviceptr_t ptr, size_t size)
+{
+    ENTER(cuMemAddressFree);
+    return cu(fg_va_free(ptr, size));
+}
+
+#ifndef FAKE_CUDA_NO_VMM
+EXPORT ga_cuMemCreate_fn cuMemCreate;
+ga_cu_result_t cuMemCreate(ga_cu_mem_handle_t *handle, size_t size, const ga_cu_mem_allocation_prop_t *prop,
+                           unsigned long long flags)
+{
+    ENTER(cuMemCreate);
+    int device = prop_device(prop);
+    if (device < 0)
+        return GA_CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = 0;
+    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags);
+    if (rc == FG_OK)
+        *handle = h;
+    return cu(rc);
+}
+#endif
+
+ga_cu_result_t cuMemRelease(ga_cu_mem_handle_t handle)
+{
+    ENTER(cuMemRelease);
+    return cu(fg_phys_release(handle));
+}
+
+ga_cu_result_t cuMemMap(ga_cu_deviceptr_t ptr, size_t size, size_t offset, ga_cu_mem_handle_t handle,
+                        unsigned long long flags)
+{
+    ENTER(cuMemMap);
+    return cu(fg_map(ptr, size, offset, handle, flags));
+}
+
+ga_cu_result_t cuMemUnmap(ga_cu_deviceptr_t ptr, size_t size)
+{
+    ENTER(cuMemUnmap);
+    return cu(fg_unmap(ptr, size));
+}
+
+ga_cu_result_t cuMemSetAccess(ga_cu_deviceptr_t ptr, size_t size, const ga_cu_mem_access_desc_t *desc, size_t count)
+{
+    ENTER(cuMemSetAccess);
+    if (desc == NULL || count == 0)
+        return cu(fg_violation(FG_INVALID_VALUE, "no access descriptor"));
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != GA_CU_MEM_LOCATION_TYPE_DEVICE)
+            return cu(fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i, (int)desc[i].location.type));
+        fg_rc_t rc = fg_set_access(ptr, size, desc[i].location.id, (int)desc[i].flags);
+        if (rc != FG_OK)
+            return cu(rc);
+    }
+    return GA_CUDA_SUCCESS;
+}
+
+/* ---- The stream-ordered pool. ---- */
+
+#ifndef FAKE_CUDA_NO_ASYNC
+EXPORT ga_cuMemAllocAsync_fn cuMemAllocAsync;
+ga_cu_result_t cuMemAllocAsync(ga_cu_deviceptr_t *dptr, size_t bytesize, ga_cu_stream_t stream)
+{
+    ENTER(cuMemAllocAsync);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_malloc_async(dptr != NULL ? &a : NULL, bytesize, stream_of(stream));
+    if (rc == FG_OK)
+        *dptr = a;
+    return cu(rc);
+}
+#endif
+
+ga_cu_result_t cuMemFreeAsync(ga_cu_deviceptr_t dptr, ga_cu_stream_t stream)
+{
+    ENTER(cuMemFreeAsync);
+    return cu(fg_free_async(dptr, stream_of(stream)));
+}
+
+ga_cu_result_t cuDeviceGetDefaultMemPool(ga_cu_mempool_t *pool, ga_cu_device_t dev)
+{
+    ENTER(cuDeviceGetDefaultMemPool);
+    void *p = NULL;
+    fg_rc_t rc = fg_pool_default(pool != NULL ? &p : NULL, dev);
+    if (rc == FG_OK)
+        *pool = p;
+    return cu(rc);
+}
+
+/* CU_MEMPOOL_ATTR_* 1..8 to the core's attributes; -1 if unknown. */
+static int pool_attr(ga_cu_mempool_attr_t attr)
+{
+    return attr >= GA_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES && attr <= GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH
+               ? (int)attr - 1
+               : -1;
+}
+
+/* Attributes 1..3 are int values, 4..8 cuuint64_t (cuda.h). */
+ga_cu_result_t cuMemPoolSetAttribute(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value)
+{
+    ENTER(cuMemPoolSetAttribute);
+    int a = pool_attr(attr);
+    if (a < 0 || value == NULL)
+        return cu(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
+    uint64_t v = a <= FG_POOL_REUSE_INTERNAL_DEPS ? (uint64_t)(int64_t) * (int *)value : *(uint64_t *)value;
+    return cu(fg_pool_set(pool, (fg_pool_attr_t)a, v));
+}
+
+ga_cu_result_t cuMemPoolGetAttribute(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value)
+{
+    ENTER(cuMemPoolGetAttribute);
+    int a = pool_attr(attr);
+    if (a < 0 || value == NULL)
+        return cu(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
+    uint64_t v = 0;
+    fg_rc_t rc = fg_pool_get(pool, (fg_pool_attr_t)a, &v);
+    if (rc == FG_OK && a <= FG_POOL_REUSE_INTERNAL_DEPS)
+        *(int *)value = (int)v;
+    else if (rc == FG_OK)
+        *(uint64_t *)value = v;
+    return cu(rc);
+}
+
+ga_cu_result_t cuMemPoolTrimTo(ga_cu_mempool_t pool, size_t min_bytes_to_keep)
+{
+    ENTER(cuMemPoolTrimTo);
+    return cu(fg_pool_trim(pool, min_bytes_to_keep));
+}
+
+/* ---- Test controls (fake_cuda_control.h). ---- */
+
+EXPORT void fake_cuda_reset(void)
+{
+    fg_reset();
+}
+
+EXPORT int fake_cuda_configure(int devices, uint64_t bytes_per_device, uint64_t granularity)
+{
+    return fg_configure(devices, bytes_per_device, granularity);
+}
+
+EXPORT int fake_cuda_fail(const char *fn, uint64_t nth, uint64_t from, int cuda_result)
+{
+    return fg_fail(fn, nth, from, cuda_result);
+}
+
+EXPORT void fake_cuda_fail_clear(void)
+{
+    fg_fail_clear();
+}
+
+EXPORT uint64_t fake_cuda_calls(const char *fn)
+{
+    return fg_calls(fn);
+}
+
+EXPORT void fake_cuda_stats(fake_gpu_stats_t *out)
+{
+    fg_stats(out);
+}
+
+EXPORT size_t fake_cuda_trace(char *buf, size_t len)
+{
+    return fg_trace(buf, len);
+}
+
+EXPORT void fake_cuda_trace_clear(void)
+{
+    fg_trace_clear();
+}
+
+EXPORT size_t fake_cuda_last_violation(char *buf, size_t len)
+{
+    return fg_last_violation(buf, len);
+}
+
+EXPORT void fake_cuda_set_manual_streams(int on)
+{
+    fg_set_manual_streams(on != 0);
+}
+
+EXPORT int fake_cuda_stream_create(int device, uintptr_t *stream)
+{
+    return fg_stream_create(device, stream);
+}
+
+EXPORT int fake_cuda_stream_destroy(uintptr_t stream)
+{
+    return fg_stream_destroy(stream);
+}
+
+EXPORT int fake_cuda_stream_complete(int device, uintptr_t stream)
+{
+    return fg_stream_complete(device, stream);
+}
+
+EXPORT int fake_cuda_pool_attr(int device, int cu_attr, uint64_t *value)
+{
+    int a = pool_attr((ga_cu_mempool_attr_t)cu_attr);
+    return a < 0 ? -1 : fg_pool_attr(device, (fg_pool_attr_t)a, value);
+}

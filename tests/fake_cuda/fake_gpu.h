@@ -1,0 +1,201 @@
+/*
+ * fake_gpu.h: the vendor-neutral core of galloc's strict fake GPU drivers.
+ *
+ * The core models a GPU driver in host memory and enforces its contracts;
+ * a thin vendor layer (fake_cuda.c for the CUDA driver API; a HIP runtime
+ * layer can sit beside it) exports the vendor's symbols, converts its structs
+ * and result codes, and calls these functions. So both fakes share one set of
+ * contract checks, counters and fault injection, with no renamed copies.
+ *
+ * Model. Devices (default 2 x 80 GiB, granularity 2 MiB) have a primary
+ * context with a reference count and a per-thread current context. Device
+ * memory is real host memory: linear allocations and pool chunks are private
+ * mmaps aligned to the granularity; a physical handle is a shared anonymous
+ * mapping aliased into a reservation at map time (mremap), made accessible
+ * only by set_access; an unmapped or released range is PROT_NONE again, so a
+ * use after unmap faults as on a GPU. Capacity is charged per granularity
+ * page (linear allocations and pool chunks round up), per handle size.
+ *
+ * Contracts enforced (a refusal returns the vendor's code for the FG_* value,
+ * counts a violation and records a message naming the function):
+ *   - init before anything; a live context current for memory, VMM, event,
+ *     stream and pool-allocation calls; resources used only from their
+ *     device's context; device ordinals in range;
+ *   - linear memory: no size 0, free only live allocations (no double free);
+ *   - VMM: sizes, addresses and offsets multiples of the granularity; maps
+ *     only inside one reservation, never overlapping a mapping; unmap covers
+ *     whole mappings; set_access only on mapped ranges; a reservation is freed
+ *     whole and only once nothing is mapped in it ("unmap before release");
+ *     a handle is released once (release while mapped is deferred, as CUDA's);
+ *   - events and streams: handles must be live (0 is the default stream);
+ *   - pools: stream-ordered frees only of live stream-ordered allocations;
+ *     high-water marks may only be reset (set to 0); current values are read-only.
+ *
+ * Stream-ordered pool: each allocation gets its own chunk (size rounded to the
+ * granularity); "used" counts allocations rounded to 512 bytes, "reserved" the
+ * chunks; a freed chunk stays reserved and is reused (smallest fit) by an
+ * allocation on the freeing stream or once that stream has completed the
+ * free; synchronization releases free chunks down to the release threshold
+ * (default 0), trim down to the given size.
+ *
+ * Streams complete their work immediately unless manual mode is on, where an
+ * event recorded (or a free queued) on a stream completes only when the
+ * stream is synchronized, a later event on it is waited for, the context is
+ * synchronized, or the test completes it (fg_stream_complete).
+ *
+ * Leaks: when a primary context's last reference goes, everything still
+ * allocated on its device (linear and pool allocations not freed, handles,
+ * mappings, reservations, events) is counted as leaked and freed. fg_stats'
+ * leaks = those + everything live now + context references still held.
+ *
+ * Fault injection: rules name a function (or "*" for every call) and fail its
+ * nth call from when the rule was set, or every call from the nth on, with a
+ * given vendor code; the injected failure changes nothing.
+ *
+ * Thread-safety: one process-wide mutex; every function may be called from
+ * any thread.
+ */
+#ifndef GA_TESTS_FAKE_GPU_H
+#define GA_TESTS_FAKE_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FAKE_GPU_MAX_DEVICES 8
+
+/* What the fake has seen since the last reset (fake_*_stats). */
+typedef struct fake_gpu_stats {
+    uint64_t calls;              /* exported driver calls */
+    uint64_t faults;             /* of those, failed by injection */
+    uint64_t violations;         /* of those, refused for breaking a contract */
+    uint64_t leaks;              /* leaked_at_destroy + live resources + ctx_refs */
+    uint64_t leaked_at_destroy;  /* resources alive when their context was destroyed */
+    uint64_t live_segments;      /* linear allocations (cuMemAlloc) */
+    uint64_t live_segment_bytes; /* their requested sizes */
+    uint64_t live_async;         /* stream-ordered allocations not freed */
+    uint64_t live_async_bytes;   /* their requested sizes */
+    uint64_t live_handles;       /* physical handles not released */
+    uint64_t live_handle_bytes;
+    uint64_t live_mappings;      /* map calls not unmapped */
+    uint64_t live_mapped_bytes;
+    uint64_t live_reservations;  /* address ranges not freed */
+    uint64_t live_events;
+    uint64_t events_with_timing; /* events ever created without DISABLE_TIMING */
+    uint64_t live_streams;       /* streams created through the control API */
+    uint64_t ctx_refs;           /* primary-context references held, all devices */
+    uint64_t device_used[FAKE_GPU_MAX_DEVICES]; /* bytes charged against each device's capacity */
+} fake_gpu_stats_t;
+
+/* Neutral results; a vendor layer maps each to its own code. */
+typedef enum fg_rc {
+    FG_OK,
+    FG_INVALID_VALUE,
+    FG_OUT_OF_MEMORY,
+    FG_NOT_INITIALIZED,
+    FG_INVALID_DEVICE,
+    FG_INVALID_CONTEXT,
+    FG_INVALID_HANDLE,
+    FG_NOT_READY,
+    FG_NOT_SUPPORTED
+} fg_rc_t;
+
+/* Pool attributes (values are 64-bit; the reuse flags 0 or 1). */
+typedef enum fg_pool_attr {
+    FG_POOL_REUSE_FOLLOW_EVENTS,
+    FG_POOL_REUSE_OPPORTUNISTIC,
+    FG_POOL_REUSE_INTERNAL_DEPS,
+    FG_POOL_RELEASE_THRESHOLD,
+    FG_POOL_RESERVED_CURRENT,
+    FG_POOL_RESERVED_HIGH,
+    FG_POOL_USED_CURRENT,
+    FG_POOL_USED_HIGH
+} fg_pool_attr_t;
+
+/* ---- Called at the top of every exported driver function. ---- */
+
+/* Count the call of fn (a static string), trace it and apply fault rules:
+ * true and *code = the injected vendor code when this call must fail. */
+bool fg_enter(const char *fn, int *code);
+/* A contract refusal the vendor layer detected itself (a bad struct): counts
+ * a violation, records the message, returns rc. */
+fg_rc_t fg_violation(fg_rc_t rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- The driver model (stream 0 is the current context's default stream). ---- */
+
+fg_rc_t fg_init(unsigned flags);
+fg_rc_t fg_device_count(int *count);
+fg_rc_t fg_device_get(int *device, int ordinal);
+fg_rc_t fg_ctx_retain(void **ctx, int device);
+fg_rc_t fg_ctx_release(int device);
+fg_rc_t fg_ctx_get(void **ctx);
+fg_rc_t fg_ctx_set(void *ctx);
+fg_rc_t fg_ctx_synchronize(void);
+
+fg_rc_t fg_mem_alloc(uint64_t *addr, size_t bytes);
+fg_rc_t fg_mem_free(uint64_t addr);
+fg_rc_t fg_mem_info(size_t *free_bytes, size_t *total_bytes);
+
+fg_rc_t fg_granularity(int device, size_t *bytes);
+fg_rc_t fg_va_reserve(uint64_t *addr, size_t size, size_t alignment, uint64_t hint, unsigned long long flags);
+fg_rc_t fg_va_free(uint64_t addr, size_t size);
+fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long long flags);
+fg_rc_t fg_phys_release(uint64_t handle);
+fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsigned long long flags);
+fg_rc_t fg_unmap(uint64_t addr, size_t size);
+/* prot: 0 none, 1 read, 3 read-write. */
+fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot);
+
+fg_rc_t fg_event_create(void **event, bool timing);
+fg_rc_t fg_event_destroy(void *event);
+fg_rc_t fg_event_record(void *event, uintptr_t stream);
+fg_rc_t fg_event_query(void *event);
+fg_rc_t fg_event_synchronize(void *event);
+fg_rc_t fg_stream_synchronize(uintptr_t stream);
+
+fg_rc_t fg_pool_default(void **pool, int device);
+fg_rc_t fg_pool_set(void *pool, fg_pool_attr_t attr, uint64_t value);
+fg_rc_t fg_pool_get(void *pool, fg_pool_attr_t attr, uint64_t *value);
+fg_rc_t fg_pool_trim(void *pool, size_t keep_bytes);
+fg_rc_t fg_malloc_async(uint64_t *addr, size_t bytes, uintptr_t stream);
+fg_rc_t fg_free_async(uint64_t addr, uintptr_t stream);
+
+/* ---- Control, for tests (the vendor layer exports them under its prefix). ---- */
+
+/* Free everything, forget all counters, rules and the trace, and go back to
+ * the defaults (2 devices of 80 GiB, 2 MiB granularity, automatic streams,
+ * not initialized). Whatever was still live is not counted anywhere. */
+void fg_reset(void);
+/* Devices, capacity each and granularity (a power of two); -1 while a context
+ * is retained or for bad values. */
+int fg_configure(int devices, uint64_t bytes_per_device, uint64_t granularity);
+/* Add a fault rule (up to 16): fn ("*" = any), nth (0 = off) and from (0 =
+ * off) count fn's calls from now on, 1-based; code is the vendor code to return. */
+int fg_fail(const char *fn, uint64_t nth, uint64_t from, int code);
+void fg_fail_clear(void);
+/* Calls of fn since the reset ("*": all calls). */
+uint64_t fg_calls(const char *fn);
+void fg_stats(fake_gpu_stats_t *out);
+/* The functions called since the last trace clear, comma-separated (a full
+ * buffer keeps the first 64 KiB); returns the length. */
+size_t fg_trace(char *buf, size_t len);
+void fg_trace_clear(void);
+/* The last violation's message; returns its length (0 if none). */
+size_t fg_last_violation(char *buf, size_t len);
+void fg_set_manual_streams(bool on);
+/* Streams owned by the test (not by a context; no driver call is counted). */
+int fg_stream_create(int device, uintptr_t *stream);
+int fg_stream_destroy(uintptr_t stream);
+/* Complete the work queued so far on stream (0: the device's default stream). */
+int fg_stream_complete(int device, uintptr_t stream);
+/* Read a device's default-pool attribute without a context. */
+int fg_pool_attr(int device, fg_pool_attr_t attr, uint64_t *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TESTS_FAKE_GPU_H */

@@ -1,0 +1,195 @@
+/*
+ * fake_gpu_int.h: the fake driver's state, shared by fake_gpu_core.c (init,
+ * devices, contexts, counters, faults, leaks, control), fake_gpu_mem.c
+ * (linear memory and the stream-ordered pool), fake_gpu_vmm.c (reservations,
+ * handles, mappings) and fake_gpu_sync.c (streams and events).
+ *
+ * Locking: `fg_lock` guards all of `fg`; every fg_* entry point takes it and
+ * every fgi_* helper expects it held. The current context is per thread.
+ * Tables are small arrays searched linearly: the fake favours obviously
+ * correct over fast, and tests keep a few hundred resources at most.
+ */
+#ifndef GA_TESTS_FAKE_GPU_INT_H
+#define GA_TESTS_FAKE_GPU_INT_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap, MAP_ANONYMOUS, MAP_NORESERVE */
+#endif
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "tests/fake_cuda/fake_gpu.h"
+
+#define FG_MAGIC_CTX 0x43545846u    /* "FXTC" */
+#define FG_MAGIC_STREAM 0x4d525453u /* "STRM" */
+#define FG_MAGIC_EVENT 0x544e5645u  /* "EVNT" */
+#define FG_MAX_RULES 16
+#define FG_MAX_COUNTERS 96
+#define FG_TRACE_MAX 65536
+
+typedef struct fg_stream {
+    uint32_t magic;     /* FG_MAGIC_STREAM while live */
+    int device;         /* owning device */
+    uint64_t submitted; /* work items queued (events recorded, frees) */
+    uint64_t completed; /* of those, finished */
+} fg_stream_t;
+
+typedef struct fg_event {
+    uint32_t magic;      /* FG_MAGIC_EVENT while live */
+    int device;          /* context it was created in */
+    bool timing;         /* created without DISABLE_TIMING */
+    fg_stream_t *stream; /* last record's stream, NULL if never recorded (complete) */
+    uint64_t seq;        /* its position on that stream */
+} fg_event_t;
+
+typedef struct fg_pool {
+    int device;                    /* the device whose default pool it is */
+    uint64_t threshold;            /* release threshold */
+    uint64_t reserved, reserved_high;
+    uint64_t used, used_high;
+    uint64_t reuse[3];             /* the reuse flags, default 1 */
+} fg_pool_t;
+
+typedef struct fg_ctx {
+    uint32_t magic; /* FG_MAGIC_CTX */
+    int device;
+} fg_ctx_t;
+
+typedef struct fg_device {
+    fg_ctx_t ctx;        /* the primary context: a stable address */
+    int refs;            /* its references (retains minus releases) */
+    uint64_t capacity;   /* bytes */
+    uint64_t used;       /* bytes charged: linear + pool chunks + handles */
+    fg_stream_t stream0; /* the default stream */
+    fg_pool_t pool;      /* the default stream-ordered pool */
+} fg_device_t;
+
+enum { FG_SEGMENT, FG_ASYNC_LIVE, FG_ASYNC_FREE };
+
+/* A linear allocation or a pool chunk. */
+typedef struct fg_alloc {
+    uint64_t addr;            /* granularity aligned */
+    size_t size;              /* requested bytes */
+    size_t charged;           /* bytes charged to the device (size rounded to the granularity) */
+    void *map_base;           /* the mmap behind it */
+    size_t map_len;
+    int device;
+    int kind;                 /* FG_SEGMENT, FG_ASYNC_LIVE, FG_ASYNC_FREE */
+    fg_stream_t *free_stream; /* FG_ASYNC_FREE: stream the free was queued on */
+    uint64_t free_seq;        /* its position there */
+} fg_alloc_t;
+
+typedef struct fg_resv {
+    uint64_t base; /* aligned start */
+    size_t size;   /* as requested (a multiple of the granularity) */
+    void *map_base;
+    size_t map_len;
+    int device;
+} fg_resv_t;
+
+typedef struct fg_handle {
+    uint64_t id;   /* the handle value, never 0 */
+    size_t size;
+    void *home;    /* shared anonymous mapping holding the memory */
+    int device;
+    bool released; /* released while mapped: freed with its last mapping */
+    int maps;      /* live mappings of it */
+} fg_handle_t;
+
+typedef struct fg_mapping {
+    uint64_t addr;
+    size_t size;
+    uint64_t handle;
+    int prot; /* 0 until set_access */
+} fg_mapping_t;
+
+typedef struct fg_rule {
+    char fn[64];        /* function name or "*" */
+    uint64_t seen;      /* matching calls since the rule was set */
+    uint64_t nth, from; /* 0 = off */
+    int code;           /* vendor code to return */
+} fg_rule_t;
+
+typedef struct fg_counter {
+    const char *fn; /* static string from the vendor layer */
+    uint64_t n;
+} fg_counter_t;
+
+#define FG_ARRAY(type, name) \
+    type *name;              \
+    size_t n_##name, cap_##name
+
+struct fg_state {
+    bool initialized;   /* init called since reset */
+    bool manual;        /* streams complete only when told */
+    int ndev;           /* devices */
+    size_t gran;        /* granularity */
+    fg_device_t dev[FAKE_GPU_MAX_DEVICES];
+    FG_ARRAY(fg_alloc_t, allocs);
+    FG_ARRAY(fg_resv_t, resvs);
+    FG_ARRAY(fg_handle_t, handles);
+    FG_ARRAY(fg_mapping_t, maps);
+    FG_ARRAY(fg_event_t *, events);
+    FG_ARRAY(fg_stream_t *, streams);
+    uint64_t next_handle;
+    uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
+    fg_counter_t counters[FG_MAX_COUNTERS];
+    size_t n_counters;
+    fg_rule_t rules[FG_MAX_RULES];
+    size_t n_rules;
+    char trace[FG_TRACE_MAX];
+    size_t trace_len;
+    char violation[512];
+};
+
+extern struct fg_state fg;
+extern pthread_mutex_t fg_lock;
+extern _Thread_local fg_ctx_t *fg_current;   /* this thread's current context */
+extern _Thread_local const char *fg_current_fn; /* the exported function being served */
+
+#define FG_LOCK() pthread_mutex_lock(&fg_lock)
+#define FG_UNLOCK() pthread_mutex_unlock(&fg_lock)
+/* Run a locked helper and return its result. */
+#define FG_LOCKED(expr)                                                                            \
+    do {                                                                                           \
+        FG_LOCK();                                                                                 \
+        fg_rc_t rc_ = (expr);                                                                      \
+        FG_UNLOCK();                                                                               \
+        return rc_;                                                                                \
+    } while (0)
+
+/* Append to a dynamic array; false when host memory runs out. */
+#define FG_PUSH(arr, value) fgi_grow((void **)&fg.arr, &fg.cap_##arr, fg.n_##arr + 1, sizeof(*fg.arr)) && \
+                            ((fg.arr[fg.n_##arr++] = (value)), true)
+#define FG_REMOVE(arr, i) (fg.arr[i] = fg.arr[--fg.n_##arr]) /* order does not matter */
+
+bool fgi_grow(void **array, size_t *cap, size_t need, size_t elem);
+/* A contract refusal: counted, message recorded with the function's name. */
+fg_rc_t fgi_violation(fg_rc_t rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* init done and a live context current: its device into *device. */
+fg_rc_t fgi_need_ctx(int *device);
+/* init done and device a valid ordinal. */
+fg_rc_t fgi_need_device(int device);
+/* An mmap of size bytes at granularity alignment (private or shared). */
+bool fgi_map(size_t size, int prot, bool shared, void **base, size_t *len, uint64_t *aligned);
+static inline size_t fgi_round(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+/* fake_gpu_sync.c: resolve a stream handle for the current device (0 = default). */
+fg_stream_t *fgi_stream(uintptr_t stream, int device);
+void fgi_complete(fg_stream_t *s, uint64_t upto);
+/* fake_gpu_mem.c: after a synchronization, release free chunks down to the threshold. */
+void fgi_pool_settle(int device);
+/* Free every resource of device (all devices if device < 0); returns how many
+ * were live (pool free chunks are not counted: they are cache, not leaks). */
+uint64_t fgi_mem_release_all(int device);
+uint64_t fgi_vmm_release_all(int device);
+uint64_t fgi_sync_release_all(int device);
+
+#endif /* GA_TESTS_FAKE_GPU_INT_H */
