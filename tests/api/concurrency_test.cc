@@ -1,13 +1,15 @@
 // concurrency_test: several threads drive one allocator with a random mix of
-// malloc, free, record_stream, stream_synchronize, empty_cache, stats and
-// private-pool routing, for a bounded number of operations; the invariant
+// malloc, free, record_stream, stream_synchronize, empty_cache, stats,
+// history recording on/off, snapshots and private-pool routing, for a bounded number of operations; the invariant
 // check runs at the end and stats must balance. Tagged "concurrency" so CI
 // also runs it under ThreadSanitizer (--config=tsan).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,7 +22,7 @@ namespace {
 constexpr int kThreads = 4;
 constexpr int kOps = 20000;
 
-void worker(galloc_allocator_t *a, int t, std::atomic<int> *errors)
+void worker(galloc_allocator_t *a, int t, const std::string &snap, std::atomic<int> *errors)
 {
     std::mt19937_64 rng(1000 + (uint64_t)t);
     std::vector<void *> live;
@@ -54,6 +56,17 @@ void worker(galloc_allocator_t *a, int t, std::atomic<int> *errors)
         } else if (op < 95) {
             if (galloc_empty_cache(a) != GALLOC_OK)
                 errors->fetch_add(1);
+        } else if (op < 96) {
+            // Snapshots read every segment and the trace ring while other
+            // threads allocate; recording is switched on and off under them.
+            galloc_history_options_t h = {};
+            h.struct_size = sizeof h;
+            h.enabled = rng() % 2 ? GALLOC_HISTORY_ALL : GALLOC_HISTORY_NONE;
+            h.max_entries = 4096;
+            if (galloc_record_memory_history(a, &h) != GALLOC_OK)
+                errors->fetch_add(1);
+            if (rng() % 8 == 0 && galloc_snapshot_write(a, snap.c_str(), GALLOC_SNAPSHOT_PICKLE) != GALLOC_OK)
+                errors->fetch_add(1);
         } else if (op < 98) {
             galloc_stats_t st;
             st.struct_size = sizeof st;
@@ -85,8 +98,12 @@ TEST(Concurrency, ThreadsTimesMixedOperationsKeepInvariants)
         << err;
     std::atomic<int> errors{0};
     std::vector<std::thread> ts;
+    const char *tmp = std::getenv("TEST_TMPDIR");
+    std::vector<std::string> snaps;
     for (int t = 0; t < kThreads; t++)
-        ts.emplace_back(worker, a, t, &errors);
+        snaps.push_back(std::string(tmp != nullptr ? tmp : "/tmp") + "/concurrency_" + std::to_string(t) + ".pickle");
+    for (int t = 0; t < kThreads; t++)
+        ts.emplace_back(worker, a, t, std::cref(snaps[t]), &errors);
     for (auto &t : ts)
         t.join();
     EXPECT_EQ(errors.load(), 0);

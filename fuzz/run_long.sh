@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# fuzz/run_long.sh: build the libFuzzer targets with clang (--config=fuzz, see
+# .bazelrc) and run each for SECONDS over its seed corpus, one after another.
+# CI runs it briefly (a smoke run); run it for hours to search further.
+#
+# Usage: fuzz/run_long.sh [SECONDS [TARGET...]]
+#   SECONDS  per fuzzer (default 300); TARGET: conf_fuzz, api_fuzz, pickle_fuzz,
+#            trace_reader_fuzz (default: all)
+# Environment:
+#   FUZZ_WORK    where the growing corpora, logs and crash inputs go (default
+#                /tmp/galloc-fuzz); fuzz/corpus/ is read, never written
+#   BAZEL        the Bazel command (default ./bazelw), e.g.
+#                "bazel --output_base=/tmp/bazel-fuzz"
+#   BAZEL_FLAGS  extra build flags, e.g. --config=ci
+#   FUZZ_ARGS    extra libFuzzer flags, e.g. -jobs=2 -workers=2
+#
+# Prints one line per fuzzer: executions, new corpus entries, crashes. Exits 1
+# if any fuzzer crashed (an assertion, a sanitizer report, a leak, a timeout or
+# running out of memory); the input that did it is kept under
+# $FUZZ_WORK/<target>/crashes/ and the log's tail is printed. To reproduce:
+# run the fuzzer binary with that file as its only argument.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-300}"
+shift || true
+targets=("$@")
+[ "${#targets[@]}" -gt 0 ] || targets=(conf_fuzz api_fuzz pickle_fuzz trace_reader_fuzz)
+work="${FUZZ_WORK:-/tmp/galloc-fuzz}"
+read -r -a bazel <<<"${BAZEL:-./bazelw}"
+read -r -a flags <<<"${BAZEL_FLAGS:-}"
+read -r -a extra <<<"${FUZZ_ARGS:-}"
+
+labels=()
+for t in "${targets[@]}"; do
+    [ -d "fuzz/corpus/$t" ] || { echo "run_long.sh: unknown fuzz target $t" >&2; exit 2; }
+    labels+=("//fuzz:$t")
+done
+"${bazel[@]}" build --config=fuzz "${flags[@]}" "${labels[@]}" || { echo "run_long.sh: build failed" >&2; exit 1; }
+bin="$("${bazel[@]}" info --config=fuzz "${flags[@]}" bazel-bin 2>/dev/null)"
+
+failed=0
+for t in "${targets[@]}"; do
+    dir="$work/$t"
+    mkdir -p "$dir/corpus" "$dir/crashes"
+    log="$dir/log.txt"
+    dict=()
+    [ -f "fuzz/$t.dict" ] && dict=("-dict=fuzz/$t.dict")
+    before=$(find "$dir/corpus" -type f | wc -l)
+    start=$(date +%s)
+    # New inputs go to the first directory only: the seeds stay as committed.
+    "$bin/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$dir/crashes/" "${dict[@]}" "${extra[@]}" "$dir/corpus" "fuzz/corpus/$t" >"$log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    [ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$log" | tail -1)
+    after=$(find "$dir/corpus" -type f | wc -l)
+    crashes=$(find "$dir/crashes" -type f | wc -l)
+    echo "fuzz $t: ${execs:-0} executions in ${took}s, corpus +$((after - before)) (now $after), rc $rc, crash files $crashes"
+    if [ "$rc" -ne 0 ]; then
+        failed=1
+        echo "---- $t failed; last lines of $log:" >&2
+        tail -40 "$log" >&2
+        ls -1 "$dir/crashes" >&2
+    fi
+done
+exit "$failed"

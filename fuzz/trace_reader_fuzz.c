@@ -1,0 +1,130 @@
+/*
+ * trace_reader_fuzz.c: libFuzzer target for the replay tool's trace readers
+ * (tools/trace_reader.h: RMM CSV, PyTorch snapshot pickle, galloc text trace),
+ * which read files users bring from elsewhere. trace_reader.h promises that no
+ * input makes a reader crash or leak; beyond that (ASan, UBSan, LeakSanitizer)
+ * this checks the contract of each call:
+ *   - open: 0 with a reader, or -1 with *out NULL and a non-empty message;
+ *   - units >= 1; begin of each unit 0 or -1 with a message;
+ *   - next: 1 with a known event kind (an annotation's text readable for its
+ *     length), 0 at the end, -1 with a message, and after -1 the same -1 and
+ *     the same message again (errors are sticky);
+ *   - progress in [0, 1] or -1.
+ * Input: byte 0 picks the format (auto, rmm, torch, galloc), the rest is the
+ * file. The file is a memfd reopened by path, as the readers take a path.
+ */
+/* memfd_create: _GNU_SOURCE comes from .bazelrc */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tools/trace_reader.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "trace_reader_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__,    \
+                    #cond);                                                                        \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define MAX_UNITS 16       /* a snapshot may name up to 1024 devices; a few show the pattern */
+#define MAX_EVENTS 200000  /* per unit: bounds one input's time (prologues can be long) */
+
+static char path[64]; /* /proc/self/fd/N of the memfd, set once */
+static int fd = -1;
+
+static void put_file(const uint8_t *p, size_t n)
+{
+    if (fd < 0) {
+        fd = memfd_create("trace_reader_fuzz", 0);
+        CHECK(fd >= 0);
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    }
+    CHECK(ftruncate(fd, 0) == 0);
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = pwrite(fd, p + done, n - done, (off_t)done);
+        CHECK(k > 0);
+        done += (size_t)k;
+    }
+}
+
+static void check_message(const char *err, size_t len)
+{
+    CHECK(memchr(err, '\0', len) != NULL);
+    CHECK(err[0] != '\0');
+}
+
+static volatile unsigned sink; /* keeps the annotation reads */
+
+static void read_unit(ga_reader_t *r, size_t unit)
+{
+    char err[1024];
+    double p = ga_reader_progress(r);
+    CHECK(p == -1.0 || (p >= 0.0 && p <= 1.0));
+    if (ga_reader_begin(r, unit, err, sizeof(err)) != 0) {
+        check_message(err, sizeof(err));
+        return;
+    }
+    (void)ga_reader_unit_label(r, unit);
+    ga_event_t ev;
+    for (size_t i = 0; i < MAX_EVENTS; i++) {
+        memset(&ev, 0, sizeof(ev));
+        memset(err, 0, sizeof(err));
+        int rc = ga_reader_next(r, &ev, err, sizeof(err));
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            check_message(err, sizeof(err));
+            char again[1024];
+            CHECK(ga_reader_next(r, &ev, again, sizeof(again)) == -1);
+            CHECK(strcmp(err, again) == 0);
+            break;
+        }
+        CHECK(rc == 1);
+        CHECK(ev.kind >= GA_EV_ALLOC && ev.kind <= GA_EV_ANNOTATE);
+        if (ev.kind == GA_EV_ANNOTATE) {
+            CHECK(ev.text != NULL || ev.text_len == 0);
+            for (size_t k = 0; k < ev.text_len; k++)
+                sink += (unsigned char)ev.text[k]; /* ASan sees a text that overruns its buffer */
+        }
+        p = ga_reader_progress(r);
+        CHECK(p == -1.0 || (p >= 0.0 && p <= 1.0));
+    }
+    ga_reader_notes_t notes;
+    ga_reader_notes(r, &notes);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    static const ga_format_t formats[4] = {GA_FORMAT_AUTO, GA_FORMAT_RMM, GA_FORMAT_TORCH, GA_FORMAT_GALLOC};
+    ga_format_t fmt = formats[data[0] & 3];
+    put_file(data + 1, size - 1);
+    char err[1024];
+    ga_reader_t *r = (ga_reader_t *)1;
+    if (ga_reader_open(path, fmt, &r, err, sizeof(err)) != 0) {
+        CHECK(r == NULL);
+        check_message(err, sizeof(err));
+        return 0;
+    }
+    CHECK(r != NULL);
+    CHECK(fmt == GA_FORMAT_AUTO || ga_reader_format(r) == fmt);
+    CHECK(ga_reader_format(r) != GA_FORMAT_AUTO);
+    (void)ga_reader_format_name(ga_reader_format(r));
+    (void)ga_reader_device_memory(r);
+    size_t units = ga_reader_units(r);
+    CHECK(units >= 1);
+    for (size_t u = 0; u < units && u < MAX_UNITS; u++)
+        read_unit(r, u);
+    ga_reader_close(r);
+    return 0;
+}
