@@ -64,12 +64,11 @@ typedef enum ga_num {
  * per-parse PyTorch resets; false for one ga_conf_load layer, which changes only the keys it names. */
 galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char *err, size_t errlen);
 
+/* floor(log2(v)) for v > 0 (0 for 0). One instruction: the pool asks on
+ * every malloc (ga_conf_roundup_divisions). */
 static inline unsigned ga_conf_floor_log2(uint64_t v)
 {
-    unsigned l = 0;
-    while (v >>= 1)
-        l++;
-    return l;
+    return v == 0 ? 0u : 63u - (unsigned)__builtin_clzll(v);
 }
 
 void ga_conf_lex_init(ga_lex_t *lx, const char *s);

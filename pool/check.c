@@ -119,13 +119,13 @@ static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *
         if (b->allocated || !b->mapped || b->pool != bp)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "free set holds block 0x%" PRIxPTR " that is allocated or foreign",
                            b->addr);
-        if (prev != NULL && bp->free.cmp(&prev->node, &b->node) >= 0)
+        if (prev != NULL && !ga_pool_blockpool_before(prev, b))
             return ga_fail(p->err, GALLOC_E_CORRUPT, "free set out of order at block 0x%" PRIxPTR, b->addr);
         prev = b;
         (*members)++;
     }
-    if (*members != bp->free.count)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", bp->free.count, *members);
+    if (*members != bp->n_free)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", bp->n_free, *members);
     return GALLOC_OK;
 }
 

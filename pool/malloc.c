@@ -187,6 +187,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ap.orig_size = size;
     ap.size = ga_round_size(&p->conf, size);
     ap.pool = ga_pool_get_pool(p, ap.size, stream);
+    if (ga_pool_blockpool_prepare(ap.pool, stream) != GALLOC_OK)
+        return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;

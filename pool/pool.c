@@ -72,6 +72,8 @@ void ga_pool_destroy(ga_pool_t *p)
     }
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
+    ga_pool_blockpool_destroy(&p->small);
+    ga_pool_blockpool_destroy(&p->large);
     ga_trace_destroy(&p->trace);
     ga_pool_ptrmap_destroy(&p->ptrs);
     ga_pool_records_destroy(&p->records);

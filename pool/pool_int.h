@@ -55,10 +55,24 @@ typedef struct ga_event {
 
 typedef struct ga_private_pool ga_private_pool_t;
 
-/* PyTorch's BlockPool: the free blocks of one size class. */
+/* The free blocks of one stream in one block pool, by (size, address). */
+typedef struct ga_stream_set {
+    galloc_stream_t stream;
+    ga_avl_t tree;
+} ga_stream_set_t;
+
+/* PyTorch's BlockPool: the free blocks of one size class. PyTorch keeps them
+ * in one set ordered by (stream, size, address); galloc keeps one tree per
+ * stream, in an array sorted by stream, so that blocks cached on other
+ * streams do not deepen the tree a stream searches (blockpool.c). Walks see
+ * the same order as PyTorch's single set. */
 typedef struct ga_blockpool {
     ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
-    ga_avl_t free;                      /* free mapped blocks by (stream, size, address) */
+    ga_stream_set_t **sets;             /* one per stream seen by malloc, sorted by stream; owned */
+    size_t n_sets, cap_sets;
+    size_t hint;                        /* index of the set found last by a search */
+    ga_stream_set_t *last;              /* the set used last: the hot path's stream */
+    size_t n_free;                      /* free mapped blocks in all sets */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
     bool is_small;                      /* small pool (<= 1 MiB requests) */
     galloc_stat_pool_t stat;            /* GALLOC_STAT_SMALL_POOL or _LARGE_POOL */
@@ -196,6 +210,13 @@ void ga_pool_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
 
 /* blockpool.c: free sets. */
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
+/* Frees the per-stream sets (the blocks are the records' to free). */
+void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
+/* Make sure `stream` has a free set, before any block of that stream can be
+ * inserted (malloc calls it first: insert cannot fail). GALLOC_E_NOMEM. */
+galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream);
+/* a orders before b in PyTorch's (stream, size, address) order. */
+bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
 void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
@@ -207,6 +228,7 @@ ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
 ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
 ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
+/* Neighbours in (stream, size, address) order across the streams' sets. */
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
 static inline bool ga_block_is_split(const ga_block_t *b)

@@ -126,6 +126,8 @@ void ga_pool_release_private_pools(ga_pool_t *p)
         }
         if (pp->segments == 0) {
             *link = pp->next;
+            ga_pool_blockpool_destroy(&pp->small);
+            ga_pool_blockpool_destroy(&pp->large);
             free(pp);
         } else {
             link = &pp->next;
@@ -151,6 +153,8 @@ void ga_pool_private_destroy(ga_pool_t *p)
     while (p->private_pools != NULL) {
         ga_private_pool_t *pp = p->private_pools;
         p->private_pools = pp->next;
+        ga_pool_blockpool_destroy(&pp->small);
+        ga_pool_blockpool_destroy(&pp->large);
         free(pp);
     }
 }
