@@ -49,6 +49,7 @@ typedef struct ga_allocator_ops {
 
 extern const ga_allocator_ops_t ga_allocator_native;
 extern const ga_allocator_ops_t ga_allocator_async; /* backend:cudaMallocAsync (api/async.c) */
+extern const ga_allocator_ops_t ga_allocator_user;  /* galloc_allocator_create_user (api/user.c); create is NULL */
 
 struct galloc_allocator {
     pthread_mutex_t lock;          /* serializes every call */

@@ -1,0 +1,96 @@
+// torch_shim_test: libgalloc_torch.so (//api:galloc_torch) loaded by Debian's
+// python3 through ctypes, the way torch.cuda.memory.CUDAPluggableAllocator
+// loads it, and driven on the strict fake CUDA driver (no GPU needed): each
+// case runs torch_shim_check.py in a fresh process, so every case starts with
+// an empty device registry. The checks themselves (exact stats, snapshot,
+// messages, no driver leak) are in the script.
+//
+// Under --config=asan the library and the fake carry the ASan runtime, which
+// must be loaded first: the child gets it through LD_PRELOAD (the path this
+// test's own process loaded), and leak detection off, since python3 itself
+// keeps memory at exit.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "tests/util/python.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TORCH_SHIM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TORCH_SHIM_ASAN 1
+#endif
+#endif
+
+namespace {
+
+// A file built into this test's runfiles.
+std::string Runfile(const std::string &rel)
+{
+    const char *srcdir = std::getenv("TEST_SRCDIR");
+    const char *ws = std::getenv("TEST_WORKSPACE");
+    return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "galloc") + "/" + rel;
+}
+
+#ifdef TORCH_SHIM_ASAN
+// The ASan runtime this process loaded (gcc links it as a shared library).
+std::string AsanRuntime()
+{
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        size_t at = line.find('/');
+        if (at != std::string::npos && line.find("libasan.so", at) != std::string::npos)
+            return line.substr(at);
+    }
+    return "";
+}
+#endif
+
+class TorchShim : public ::testing::TestWithParam<const char *> {
+protected:
+    void SetUp() override
+    {
+        lib_ = Runfile("api/libgalloc_torch.so");
+        fake_ = Runfile("tests/fake_cuda/libfake_cuda.so");
+        ASSERT_TRUE(std::ifstream(lib_).good()) << lib_;
+        ASSERT_TRUE(std::ifstream(fake_).good()) << fake_;
+        // As a user would: the environment picks the CUDA backend and,
+        // here, the fake driver in place of libcuda.so.1.
+        std::string conf = "device_backend:cuda,driver_path:" + fake_;
+        ASSERT_EQ(setenv("GALLOC_CONF", conf.c_str(), 1), 0);
+#ifdef TORCH_SHIM_ASAN
+        std::string rt = AsanRuntime();
+        if (rt.empty()) // clang's static runtime cannot be preloaded
+            GTEST_SKIP() << "no shared ASan runtime to preload into python3";
+        ASSERT_EQ(setenv("LD_PRELOAD", rt.c_str(), 1), 0);
+        ASSERT_EQ(setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1), 0);
+#endif
+    }
+    void TearDown() override
+    {
+        unsetenv("GALLOC_CONF");
+#ifdef TORCH_SHIM_ASAN
+        unsetenv("LD_PRELOAD");
+#endif
+    }
+    std::string lib_, fake_;
+};
+
+TEST_P(TorchShim, CtypesCase)
+{
+    std::string out;
+    int rc = test_run_python({"tests/api/torch_shim_check.py", GetParam(), lib_, fake_, test_tmp_path("")}, &out);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("ok\n"), std::string::npos) << out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Python, TorchShim,
+                         ::testing::Values("alloc_free_two_devices", "hooks", "snapshot_and_summary",
+                                           "configure_and_errors", "bad_driver"),
+                         [](const ::testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
+
+} // namespace
