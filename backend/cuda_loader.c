@@ -1,11 +1,10 @@
 /*
- * cuda_loader.c: dlopen the CUDA driver and fill ga_cuda_driver_t from the
- * symbol table generated from GA_CUDA_SYMBOLS (see cuda_loader.h for the
- * required / optional rules). Pure library loading: no driver call is made.
+ * cuda_loader.c: the CUDA driver's symbol table, generated from
+ * GA_CUDA_SYMBOLS, loaded by the shared loader (dl_table.c; see cuda_loader.h
+ * for the required / optional rules). Pure library loading: no driver call.
  */
 #include "backend/cuda_loader.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,64 +15,24 @@ const ga_cuda_symbol_t ga_cuda_symbols[] = {
 };
 const size_t ga_cuda_symbol_count = sizeof(ga_cuda_symbols) / sizeof(ga_cuda_symbols[0]);
 
-static void put_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
-{
-    if (err != NULL && errlen > 0)
-        snprintf(err, errlen, fmt, a, b);
-}
-
-/* Store a resolved address into the table. POSIX guarantees a function pointer
- * survives the round trip through void *; memcpy avoids the cast ISO C lacks. */
-static void set_slot(ga_cuda_driver_t *d, size_t offset, void *sym)
-{
-    memcpy((char *)d + offset, &sym, sizeof(sym));
-}
+/* The group count must fit the shared loader's missing[] array. */
+_Static_assert(GA_CUDA_GROUPS <= GA_DL_MAX_GROUPS, "too many CUDA symbol groups");
 
 galloc_status_t ga_cuda_driver_load(ga_cuda_driver_t *d, const char *path, char *err, size_t errlen)
 {
-    if (d == NULL || path == NULL || path[0] == '\0') {
-        put_err(err, errlen, "%s%s", "no driver library path given", "");
+    if (d == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "no driver table given");
         return GALLOC_E_INVAL;
     }
-    memset(d, 0, sizeof(*d));
-    (void)dlerror(); /* clear a stale message: dlerror reports the last failure only */
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        put_err(err, errlen, "cannot load %s: %s", path, why ? why : "unknown dlopen failure");
-        return GALLOC_E_UNAVAILABLE;
-    }
-    for (size_t i = 0; i < ga_cuda_symbol_count; i++) {
-        const ga_cuda_symbol_t *s = &ga_cuda_symbols[i];
-        (void)dlerror();
-        void *sym = dlsym(lib, s->name);
-        if (sym != NULL) {
-            set_slot(d, s->offset, sym);
-            continue;
-        }
-        if (s->group == GA_CUDA_REQUIRED) {
-            const char *why = dlerror();
-            put_err(err, errlen, "the driver library lacks a required symbol: %s%s", why ? why : s->name,
-                    why ? "" : " not found");
-            dlclose(lib);
-            memset(d, 0, sizeof(*d));
-            return GALLOC_E_UNAVAILABLE;
-        }
-        if (d->missing[s->group] == NULL)
-            d->missing[s->group] = s->name;
-    }
-    /* An optional group works only whole: clear what did resolve of a broken one. */
-    for (size_t i = 0; i < ga_cuda_symbol_count; i++)
-        if (d->missing[ga_cuda_symbols[i].group] != NULL)
-            set_slot(d, ga_cuda_symbols[i].offset, NULL);
-    d->lib = lib;
-    return GALLOC_OK;
+    return ga_dl_load(path, ga_cuda_symbols, ga_cuda_symbol_count, d, sizeof(*d), &d->lib, d->missing,
+                      "driver library", err, errlen);
 }
 
 void ga_cuda_driver_unload(ga_cuda_driver_t *d)
 {
     if (d == NULL || d->lib == NULL)
         return;
-    dlclose(d->lib);
+    ga_dl_unload(d->lib);
     memset(d, 0, sizeof(*d));
 }

@@ -1,7 +1,8 @@
 /*
  * cuda_loader.h: the CUDA driver library, dlopen'd at backend open, as a
- * struct of function pointers filled from one symbol table (model: FFmpeg's
- * LOAD_SYMBOL / LOAD_SYMBOL_OPT, nv-codec-headers dynlink_loader.h).
+ * struct of function pointers filled from one symbol table by the loader the
+ * GPU vendors share (backend/dl_table.h: FFmpeg's LOAD_SYMBOL /
+ * LOAD_SYMBOL_OPT rules).
  *
  * Every symbol is looked up by its exact exported, versioned name and belongs
  * to a group: REQUIRED symbols must all resolve or the load fails
@@ -22,6 +23,7 @@
 
 #include "api/galloc_status.h"
 #include "backend/cuda_api.h"
+#include "backend/dl_table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +31,7 @@ extern "C" {
 
 /* Symbol groups. */
 typedef enum ga_cuda_group {
-    GA_CUDA_REQUIRED = 0, /* the library is unusable without it */
+    GA_CUDA_REQUIRED = GA_DL_REQUIRED, /* the library is unusable without it */
     GA_CUDA_VMM = 1,      /* virtual memory: expandable segments */
     GA_CUDA_ASYNC = 2,    /* stream-ordered allocation: backend:cudaMallocAsync */
     GA_CUDA_GROUPS = 3
@@ -77,16 +79,12 @@ typedef struct ga_cuda_driver {
 #define GA_CUDA_FIELD_(group, sym) ga_##sym##_fn *sym; /* NULL if its optional group is missing */
     GA_CUDA_SYMBOLS(GA_CUDA_FIELD_)
 #undef GA_CUDA_FIELD_
-    const char *missing[GA_CUDA_GROUPS]; /* per optional group: its first missing symbol, or NULL */
+    const char *missing[GA_DL_MAX_GROUPS]; /* per optional group: its first missing symbol, or NULL */
 } ga_cuda_driver_t;
 
 /* One entry of the symbol table (exported for the tests that check the names
- * against a real libcuda). */
-typedef struct ga_cuda_symbol {
-    const char *name;      /* exported, versioned symbol name */
-    size_t offset;         /* offset of its pointer in ga_cuda_driver_t */
-    ga_cuda_group_t group; /* REQUIRED, VMM or ASYNC */
-} ga_cuda_symbol_t;
+ * against a real libcuda): a ga_dl_symbol_t whose group is a ga_cuda_group_t. */
+typedef ga_dl_symbol_t ga_cuda_symbol_t;
 
 extern const ga_cuda_symbol_t ga_cuda_symbols[];
 extern const size_t ga_cuda_symbol_count;

@@ -1,11 +1,14 @@
-// cuda_fixture.h: what the cuda backend's tests share: an allocator on the
-// fake driver created through the public API ("device_backend:cuda,
-// driver_path:<libfake_cuda.so in runfiles>"), shorthands for stats, and the
-// fault-injection sweep.
+// cuda_fixture.h: what the GPU backends' tests share (cuda on the fake CUDA
+// driver, hip on the fake HIP runtime; both fakes are one core): an allocator
+// created through the public API ("device_backend:<vendor>,driver_path:<the
+// fake in runfiles>"), shorthands for stats, and the fault-injection sweep.
+// The hip tests derive HipTest (below) and reuse everything else unchanged:
+// the result codes injected (2 = out of memory, 999 = unknown) are the same
+// numbers in CUresult and hipError_t.
 //
 // The sweep runs a scripted workload once per driver call it makes: run N fails
 // the Nth call (counted from the allocator's creation, destroy included) with a
-// chosen CUresult, until a run completes with no fault injected. Every public
+// chosen result code, until a run completes with no fault injected. Every public
 // call must then return OK, or a clean failure (GALLOC_E_OOM or
 // GALLOC_E_DEVICE with a message) that succeeds when retried; galloc_check must
 // pass after every call; at the end the stats must equal a recount (the test's
@@ -32,11 +35,12 @@ namespace cuda_test {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20, kGiB = uint64_t{1} << 30;
 constexpr int ALL = GALLOC_STAT_ALL, SMALL = GALLOC_STAT_SMALL_POOL, LARGE = GALLOC_STAT_LARGE_POOL;
-constexpr int kOutOfMemory = 2, kUnknown = 999; // CUresult values injected
+constexpr int kOutOfMemory = 2, kUnknown = 999; // CUresult and hipError_t values injected
 
+// The config string selecting f's backend ("cuda" or "hip") on f's library.
 inline std::string CudaConf(const FakeCuda &f, const std::string &extra = "")
 {
-    return "device_backend:cuda,driver_path:" + f.path() + (extra.empty() ? "" : "," + extra);
+    return "device_backend:" + f.vendor() + ",driver_path:" + f.path() + (extra.empty() ? "" : "," + extra);
 }
 
 inline std::string LastError(galloc_allocator_t *a)
@@ -57,6 +61,9 @@ inline galloc_stats_t Stats(galloc_allocator_t *a)
 // An allocator on the fake driver; checked and destroyed by TearDown.
 class CudaTest : public ::testing::Test {
   protected:
+    explicit CudaTest(const std::string &lib = "libfake_cuda.so", const std::string &vendor = "cuda") : f_(lib, vendor)
+    {
+    }
     void SetUp() override { ASSERT_TRUE(f_.ok()) << f_.error(); }
     void TearDown() override
     {
@@ -192,7 +199,7 @@ inline SweepResult Sweep(FakeCuda &f, const std::string &conf, int code, bool fr
     SweepResult r;
     for (uint64_t n = 1; n < 100000; n++) {
         SCOPED_TRACE((from_mode ? "failing every call from #" : "failing call #") + std::to_string(n) +
-                     " with CUresult " + std::to_string(code));
+                     " with result code " + std::to_string(code));
         f.fake_cuda_reset();
         setup(f);
         if (!from_mode)
@@ -240,6 +247,12 @@ inline SweepResult Sweep(FakeCuda &f, const std::string &conf, int code, bool fr
     }
     return r;
 }
+
+// The same fixture on the fake HIP runtime and the "hip" backend.
+class HipTest : public CudaTest {
+  protected:
+    HipTest() : CudaTest("libfake_hip.so", "hip") {}
+};
 
 } // namespace cuda_test
 

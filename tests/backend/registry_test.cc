@@ -62,7 +62,8 @@ TEST(Registry, UnknownNameIsUnavailable)
     char err[256] = "";
     galloc_backend_args_t a = Args();
     EXPECT_EQ(ga_backend_open(&b, "no_such_backend", &a, err, sizeof(err)), GALLOC_E_UNAVAILABLE);
-    EXPECT_STREQ(err, "unknown device backend \"no_such_backend\" (built in: sim, cuda; others must be registered)");
+    EXPECT_STREQ(err,
+                 "unknown device backend \"no_such_backend\" (built in: sim, cuda, hip; others must be registered)");
     EXPECT_EQ(b.ops, nullptr);
     EXPECT_EQ(b.state, nullptr);
 }

@@ -1,6 +1,11 @@
 // fake_cuda_util.h: finding a fake driver library in the test's runfiles and
 // driving it through its exported controls (fake_cuda_control.h).
 //
+// One class serves every fake built on the shared core: the fake CUDA driver
+// (//tests/fake_cuda, controls fake_cuda_*) and the fake HIP runtime
+// (//tests/fake_hip, controls fake_hip_*, same types). The members keep the
+// CUDA spelling; for a HIP fake they are bound to its fake_hip_* controls.
+//
 // The test dlopens the same file galloc is given as driver_path, so galloc's
 // dlopen returns the same loaded library: one fake driver, whose state outlives
 // galloc's dlclose while this handle is held.
@@ -15,19 +20,22 @@
 
 #include "tests/fake_cuda/fake_cuda_control.h"
 
-// The runfiles path of a library built by //tests/fake_cuda (Bazel's
+// The runfiles path of a library built by //tests/fake_<vendor> (Bazel's
 // TEST_SRCDIR/TEST_WORKSPACE; "." outside Bazel).
-inline std::string FakeCudaPath(const std::string &lib = "libfake_cuda.so")
+inline std::string FakeCudaPath(const std::string &lib = "libfake_cuda.so", const std::string &vendor = "cuda")
 {
     const char *srcdir = std::getenv("TEST_SRCDIR");
     const char *ws = std::getenv("TEST_WORKSPACE");
-    return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "galloc") + "/tests/fake_cuda/" + lib;
+    return std::string(srcdir ? srcdir : ".") + "/" + (ws ? ws : "galloc") + "/tests/fake_" + vendor + "/" + lib;
 }
 
-// One handle on a fake driver library and its controls.
+// One handle on a fake driver library and its controls. vendor is the galloc
+// backend it stands in for ("cuda", "hip"): it names the package, the control
+// prefix and the backend a test selects.
 class FakeCuda {
   public:
-    explicit FakeCuda(const std::string &lib = "libfake_cuda.so") : path_(FakeCudaPath(lib))
+    explicit FakeCuda(const std::string &lib = "libfake_cuda.so", const std::string &vendor = "cuda")
+        : path_(FakeCudaPath(lib, vendor)), vendor_(vendor)
     {
         lib_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (lib_ == nullptr) {
@@ -35,7 +43,7 @@ class FakeCuda {
             error_ = e ? e : "dlopen failed";
             return;
         }
-#define FAKE_CUDA_BIND_(f) f = Sym<decltype(&::f)>(#f);
+#define FAKE_CUDA_BIND_(f) f = Sym<decltype(&::f)>(Control(#f).c_str());
         FAKE_CUDA_BIND_(fake_cuda_reset)
         FAKE_CUDA_BIND_(fake_cuda_configure)
         FAKE_CUDA_BIND_(fake_cuda_fail)
@@ -67,6 +75,7 @@ class FakeCuda {
     bool ok() const { return lib_ != nullptr && error_.empty(); }
     const std::string &error() const { return error_; }
     const std::string &path() const { return path_; }
+    const std::string &vendor() const { return vendor_; }
 
     // A symbol of the library as function pointer type F (null if missing).
     template <class F> F Sym(const char *name)
@@ -115,7 +124,14 @@ class FakeCuda {
     decltype(&::fake_cuda_pool_attr) fake_cuda_pool_attr = nullptr;
 
   private:
+    // A control's exported name for this vendor: fake_cuda_reset -> fake_hip_reset.
+    std::string Control(const char *cuda_name) const
+    {
+        return "fake_" + vendor_ + "_" + std::string(cuda_name).substr(std::strlen("fake_cuda_"));
+    }
+
     std::string path_;
+    std::string vendor_;
     std::string error_;
     void *lib_ = nullptr;
 };

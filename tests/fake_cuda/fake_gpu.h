@@ -2,8 +2,8 @@
  * fake_gpu.h: the vendor-neutral core of galloc's strict fake GPU drivers.
  *
  * The core models a GPU driver in host memory and enforces its contracts;
- * a thin vendor layer (fake_cuda.c for the CUDA driver API; a HIP runtime
- * layer can sit beside it) exports the vendor's symbols, converts its structs
+ * a thin vendor layer (fake_cuda.c for the CUDA driver API, tests/fake_hip/
+ * fake_hip.c for the HIP runtime API) exports the vendor's symbols, converts its structs
  * and result codes, and calls these functions. So both fakes share one set of
  * contract checks, counters and fault injection, with no renamed copies.
  *
@@ -135,6 +135,17 @@ fg_rc_t fg_ctx_release(int device);
 fg_rc_t fg_ctx_get(void **ctx);
 fg_rc_t fg_ctx_set(void *ctx);
 fg_rc_t fg_ctx_synchronize(void);
+
+/* A runtime API's implicit contexts (HIP): the runtime retains a device's
+ * primary context the first time a thread uses the device and holds it for
+ * the process, so those references are not counted in ctx_refs or leaks
+ * (everything allocated still is). The current device is per thread, device 0
+ * until set. All three require init. */
+fg_rc_t fg_rt_set_device(int device);
+fg_rc_t fg_rt_get_device(int *device);
+/* Before a call that needs a context: a thread that never chose a device gets
+ * device 0's context current, as the runtime does. No-op before init. */
+void fg_rt_bind(void);
 
 fg_rc_t fg_mem_alloc(uint64_t *addr, size_t bytes);
 fg_rc_t fg_mem_free(uint64_t addr);

@@ -259,6 +259,54 @@ fg_rc_t fg_ctx_synchronize(void)
     return rc;
 }
 
+/* ---- A runtime API's implicit contexts. ---- */
+
+static void rt_activate(int device)
+{
+    fg_device_t *d = &fg.dev[device];
+    if (!d->rt_held) {
+        d->rt_held = true;
+        d->refs++;
+    }
+    fg_current = &d->ctx;
+}
+
+fg_rc_t fg_rt_set_device(int device)
+{
+    FG_LOCK();
+    fg_rc_t rc = fgi_need_device(device);
+    if (rc == FG_OK)
+        rt_activate(device);
+    FG_UNLOCK();
+    return rc;
+}
+
+fg_rc_t fg_rt_get_device(int *device)
+{
+    FG_LOCK();
+    fg_rc_t rc = !fg.initialized ? fgi_violation(FG_NOT_INITIALIZED, "the runtime is not initialized")
+                 : device == NULL ? fgi_violation(FG_INVALID_VALUE, "deviceId is NULL")
+                                  : FG_OK;
+    if (rc == FG_OK)
+        *device = fg_current != NULL && fg_current->device < fg.ndev ? fg_current->device : 0;
+    FG_UNLOCK();
+    return rc;
+}
+
+/* A thread's device stays usable for the process; a context left current by a
+ * reset (fg_current is per thread, the reset clears only the state) is the
+ * runtime's again on first use, as the device it names. */
+void fg_rt_bind(void)
+{
+    FG_LOCK();
+    if (fg.initialized && fg.ndev > 0) {
+        int device = fg_current != NULL && fg_current->device < fg.ndev ? fg_current->device : 0;
+        if (fg_current == NULL || !fg.dev[device].rt_held || fg_current != &fg.dev[device].ctx)
+            rt_activate(device);
+    }
+    FG_UNLOCK();
+}
+
 /* ---- Controls. ---- */
 
 void fg_reset(void)
@@ -364,7 +412,7 @@ void fg_stats(fake_gpu_stats_t *out)
     for (size_t i = 0; i < fg.n_maps; i++)
         s.live_mapped_bytes += fg.maps[i].size;
     for (int i = 0; i < FAKE_GPU_MAX_DEVICES; i++) {
-        s.ctx_refs += (uint64_t)fg.dev[i].refs;
+        s.ctx_refs += (uint64_t)(fg.dev[i].refs - fg.dev[i].rt_held); /* the runtime's are not the caller's */
         s.device_used[i] = fg.dev[i].used;
     }
     s.leaks = s.leaked_at_destroy + s.live_segments + s.live_async + s.live_handles + s.live_mappings +

@@ -61,7 +61,8 @@ typedef struct fg_ctx {
 
 typedef struct fg_device {
     fg_ctx_t ctx;        /* the primary context: a stable address */
-    int refs;            /* its references (retains minus releases) */
+    int refs;            /* its references (retains minus releases), rt_held's included */
+    bool rt_held;        /* a runtime API holds one reference for the process (fg_rt_*) */
     uint64_t capacity;   /* bytes */
     uint64_t used;       /* bytes charged: linear + pool chunks + handles */
     fg_stream_t stream0; /* the default stream */

@@ -1,0 +1,409 @@
+/*
+ * vendor_hip.c: the HIP runtime (ROCm's libamdhip64.so) as a GPU vendor
+ * (backend/gpu.h) and the "hip" backend's ops table. Each primitive is one
+ * runtime call through the table hip_loader.c filled; all logic lives in
+ * backend/gpu*.c, shared with the CUDA driver (vendor_cuda.c).
+ *
+ * Contexts: HIP's runtime keeps each device's primary context for the life of
+ * the process and has no retain/release call; what is per thread is the
+ * current device (hipSetDevice, device 0 until set). So the generic layer's
+ * "context" token is the device ordinal + 1 (0 stays "none"): retain and
+ * release make no call, get is hipGetDevice and set hipSetDevice, and the
+ * generic enter/leave makes the backend's device current around every call and
+ * gives the caller's thread its own device back, as for CUDA contexts.
+ *
+ * Streams are the caller's hipStream_t values (galloc_stream_t is the
+ * hipStream_t cast to an integer, 0 the null stream) and are passed through.
+ * Physical memory is pinned device memory of this device, with no exportable
+ * handle type, read-write for this device only. hipMemAllocationProp changed
+ * layout in ROCm 6.0: init reads hipRuntimeGetVersion and the VMM primitives
+ * build whichever layout the loaded runtime expects.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/gpu.h"
+#include "backend/hip_loader.h"
+
+/* The vendor state: one loaded runtime and the device it serves. */
+typedef struct hip_vs {
+    ga_hip_runtime_t r;    /* resolved runtime symbols */
+    int ordinal;           /* device index (hipMemLocation ids are ordinals) */
+    int version;           /* hipRuntimeGetVersion, after init */
+    ga_hip_mempool_t pool; /* the device's default pool, once found */
+} hip_vs_t;
+
+#define R(vs) (&((hip_vs_t *)(vs))->r)
+#define VS(vs) ((hip_vs_t *)(vs))
+#define PTR(a) ((void *)(a))
+#define STREAM(s) ((ga_hip_stream_t)(s))
+#define HANDLE(h) ((ga_hip_mem_handle_t)(uintptr_t)(h))
+
+static galloc_status_t hip_load(const char *path, void **vs, uint32_t *features, char *err, size_t errlen)
+{
+    hip_vs_t *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "out of host memory loading %s", path);
+        return GALLOC_E_NOMEM;
+    }
+    galloc_status_t st = ga_hip_runtime_load(&h->r, path, err, errlen);
+    if (st != GALLOC_OK) {
+        free(h);
+        return st;
+    }
+    *features = (h->r.missing[GA_HIP_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
+                (h->r.missing[GA_HIP_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u);
+    *vs = h;
+    return GALLOC_OK;
+}
+
+static void hip_unload(void *vs)
+{
+    ga_hip_runtime_unload(R(vs));
+    free(vs);
+}
+
+static const char *hip_missing(const void *vs, uint32_t feature)
+{
+    const ga_hip_runtime_t *r = &((const hip_vs_t *)vs)->r;
+    const char *m = r->missing[feature == GA_GPU_F_VMM ? GA_HIP_VMM : GA_HIP_ASYNC];
+    return m != NULL ? m : "(nothing)";
+}
+
+/* hipInit, then the runtime's version (it decides the VMM struct layout);
+ * both are initialization, reported as hipInit's failure. */
+static ga_gpu_rc_t hip_init(void *vs)
+{
+    ga_hip_error_t rc = R(vs)->hipInit(0);
+    if (rc != GA_HIP_SUCCESS)
+        return rc;
+    return R(vs)->hipRuntimeGetVersion(&VS(vs)->version);
+}
+
+static ga_gpu_rc_t hip_device_count(void *vs, int *count)
+{
+    return R(vs)->hipGetDeviceCount(count);
+}
+
+static ga_gpu_rc_t hip_device_get(void *vs, int ordinal)
+{
+    ga_hip_device_t dev = 0;
+    VS(vs)->ordinal = ordinal;
+    return R(vs)->hipDeviceGet(&dev, ordinal); /* validates the ordinal; HIP devices are ordinals */
+}
+
+/* The runtime owns the primary context: nothing to retain or release. */
+static ga_gpu_rc_t hip_ctx_retain(void *vs, uintptr_t *ctx)
+{
+    *ctx = (uintptr_t)VS(vs)->ordinal + 1;
+    return GA_HIP_SUCCESS;
+}
+
+static ga_gpu_rc_t hip_ctx_release(void *vs)
+{
+    (void)vs;
+    return GA_HIP_SUCCESS;
+}
+
+static ga_gpu_rc_t hip_ctx_get(void *vs, uintptr_t *ctx)
+{
+    int d = 0;
+    ga_hip_error_t rc = R(vs)->hipGetDevice(&d);
+    *ctx = rc == GA_HIP_SUCCESS ? (uintptr_t)d + 1 : 0;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_ctx_set(void *vs, uintptr_t ctx)
+{
+    /* 0 ("no device") never comes from hipGetDevice; nothing to restore. */
+    return ctx == 0 ? GA_HIP_SUCCESS : R(vs)->hipSetDevice((int)(ctx - 1));
+}
+
+static ga_gpu_rc_t hip_mem_alloc(void *vs, size_t bytes, uintptr_t *addr)
+{
+    void *p = NULL;
+    ga_hip_error_t rc = R(vs)->hipMalloc(&p, bytes);
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_mem_free(void *vs, uintptr_t addr)
+{
+    return R(vs)->hipFree(PTR(addr));
+}
+
+static ga_gpu_rc_t hip_mem_info(void *vs, size_t *free_bytes, size_t *total_bytes)
+{
+    return R(vs)->hipMemGetInfo(free_bytes, total_bytes);
+}
+
+/* ---- Virtual memory. ---- */
+
+/* Pinned memory on this device, in the layout of the loaded runtime. */
+typedef union hip_prop {
+    ga_hip_mem_allocation_prop_t v6;
+    ga_hip_mem_allocation_prop_v5_t v5;
+} hip_prop_t;
+
+static const ga_hip_mem_allocation_prop_t *device_prop(const void *vs, hip_prop_t *p)
+{
+    const hip_vs_t *h = vs;
+    ga_hip_mem_location_t loc = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = h->ordinal};
+    if (h->version >= GA_HIP_VERSION_6_0) {
+        p->v6 = (ga_hip_mem_allocation_prop_t){.type = GA_HIP_MEM_ALLOCATION_TYPE_PINNED,
+                                               .requested_handle_types = GA_HIP_MEM_HANDLE_TYPE_NONE,
+                                               .location = loc};
+        return &p->v6;
+    }
+    p->v5 = (ga_hip_mem_allocation_prop_v5_t){.location = loc,
+                                              .requested_handle_type = GA_HIP_MEM_HANDLE_TYPE_NONE,
+                                              .type = GA_HIP_MEM_ALLOCATION_TYPE_PINNED};
+    return (const ga_hip_mem_allocation_prop_t *)(const void *)&p->v5; /* read by the runtime as v5 */
+}
+
+static ga_gpu_rc_t hip_granularity(void *vs, size_t *bytes)
+{
+    hip_prop_t p;
+    return R(vs)->hipMemGetAllocationGranularity(bytes, device_prop(vs, &p), GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM);
+}
+
+static ga_gpu_rc_t hip_va_reserve(void *vs, size_t bytes, uintptr_t *addr)
+{
+    void *p = NULL;
+    ga_hip_error_t rc = R(vs)->hipMemAddressReserve(&p, bytes, 0, NULL, 0); /* default alignment, no hint */
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_va_free(void *vs, uintptr_t addr, size_t bytes)
+{
+    return R(vs)->hipMemAddressFree(PTR(addr), bytes);
+}
+
+static ga_gpu_rc_t hip_phys_create(void *vs, size_t bytes, uint64_t *handle)
+{
+    hip_prop_t p;
+    ga_hip_mem_handle_t h = NULL;
+    ga_hip_error_t rc = R(vs)->hipMemCreate(&h, bytes, device_prop(vs, &p), 0);
+    *handle = (uint64_t)(uintptr_t)h;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_phys_release(void *vs, uint64_t handle)
+{
+    return R(vs)->hipMemRelease(HANDLE(handle));
+}
+
+static ga_gpu_rc_t hip_phys_map(void *vs, uintptr_t addr, size_t bytes, uint64_t handle)
+{
+    return R(vs)->hipMemMap(PTR(addr), bytes, 0, HANDLE(handle), 0);
+}
+
+static ga_gpu_rc_t hip_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
+{
+    return R(vs)->hipMemUnmap(PTR(addr), bytes);
+}
+
+static ga_gpu_rc_t hip_set_access(void *vs, uintptr_t addr, size_t bytes)
+{
+    ga_hip_mem_access_desc_t desc = {.location = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
+                                     .flags = GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    return R(vs)->hipMemSetAccess(PTR(addr), bytes, &desc, 1);
+}
+
+/* ---- Events and synchronization. ---- */
+
+static ga_gpu_rc_t hip_event_create(void *vs, uintptr_t *event)
+{
+    ga_hip_event_t e = NULL;
+    ga_hip_error_t rc = R(vs)->hipEventCreateWithFlags(&e, GA_HIP_EVENT_DISABLE_TIMING);
+    *event = (uintptr_t)e;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_event_destroy(void *vs, uintptr_t event)
+{
+    return R(vs)->hipEventDestroy((ga_hip_event_t)event);
+}
+
+static ga_gpu_rc_t hip_event_record(void *vs, uintptr_t event, uintptr_t stream)
+{
+    return R(vs)->hipEventRecord((ga_hip_event_t)event, STREAM(stream));
+}
+
+static ga_gpu_rc_t hip_event_query(void *vs, uintptr_t event)
+{
+    return R(vs)->hipEventQuery((ga_hip_event_t)event);
+}
+
+static ga_gpu_rc_t hip_event_sync(void *vs, uintptr_t event)
+{
+    return R(vs)->hipEventSynchronize((ga_hip_event_t)event);
+}
+
+static ga_gpu_rc_t hip_stream_sync(void *vs, uintptr_t stream)
+{
+    return R(vs)->hipStreamSynchronize(STREAM(stream));
+}
+
+static ga_gpu_rc_t hip_device_sync(void *vs)
+{
+    return R(vs)->hipDeviceSynchronize();
+}
+
+/* ---- The default stream-ordered pool. ---- */
+
+static ga_hip_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
+{
+    switch (a) {
+    case GA_GPU_POOL_RELEASE_THRESHOLD:
+        return GA_HIP_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case GA_GPU_POOL_RESERVED_CURRENT:
+        return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case GA_GPU_POOL_RESERVED_HIGH:
+        return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case GA_GPU_POOL_USED_CURRENT:
+        return GA_HIP_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case GA_GPU_POOL_USED_HIGH:
+        break;
+    }
+    return GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH;
+}
+
+static ga_gpu_rc_t hip_pool_get(void *vs)
+{
+    return R(vs)->hipDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->ordinal);
+}
+
+/* Attributes 4..8 are uint64_t values (hip_runtime_api.h). */
+static ga_gpu_rc_t hip_pool_set_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t value)
+{
+    return R(vs)->hipMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
+}
+
+static ga_gpu_rc_t hip_pool_get_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t *value)
+{
+    return R(vs)->hipMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
+}
+
+static ga_gpu_rc_t hip_pool_trim(void *vs, size_t keep_bytes)
+{
+    return R(vs)->hipMemPoolTrimTo(VS(vs)->pool, keep_bytes);
+}
+
+static ga_gpu_rc_t hip_malloc_async(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr)
+{
+    void *p = NULL;
+    ga_hip_error_t rc = R(vs)->hipMallocAsync(&p, bytes, STREAM(stream));
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_free_async(void *vs, uintptr_t addr, uintptr_t stream)
+{
+    return R(vs)->hipFreeAsync(PTR(addr), STREAM(stream));
+}
+
+/* ---- Errors. ---- */
+
+static galloc_status_t hip_status(ga_gpu_rc_t rc)
+{
+    switch (rc) {
+    case GA_HIP_SUCCESS:
+        return GALLOC_OK;
+    case GA_HIP_ERROR_OUT_OF_MEMORY:
+        return GALLOC_E_OOM;
+    case GA_HIP_ERROR_NOT_READY:
+        return GALLOC_E_NOT_READY;
+    case GA_HIP_ERROR_NOT_SUPPORTED:
+        return GALLOC_E_UNSUPPORTED;
+    default:
+        return GALLOC_E_DEVICE;
+    }
+}
+
+/* "hipErrorOutOfMemory: out of memory", from the runtime's own tables (they
+ * know codes newer than this file); the bare code if it names none. */
+static void hip_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
+{
+    const char *name = R(vs)->hipGetErrorName((ga_hip_error_t)rc);
+    const char *text = R(vs)->hipGetErrorString((ga_hip_error_t)rc);
+    if (name == NULL) {
+        snprintf(buf, len, "hipError_t %d", rc);
+        return;
+    }
+    snprintf(buf, len, "%s: %s", name, text != NULL ? text : "(no description)");
+}
+
+static const ga_gpu_vendor_t hip_vendor = {
+    .name = "hip",
+    .library = GA_HIP_DEFAULT_LIBRARY,
+    .fn_name = {[GA_GPU_FN_INIT] = "hipInit", [GA_GPU_FN_DEVICE_COUNT] = "hipGetDeviceCount",
+                [GA_GPU_FN_DEVICE_GET] = "hipDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "(the runtime's primary context)",
+                [GA_GPU_FN_CTX_RELEASE] = "(the runtime's primary context)", [GA_GPU_FN_CTX_GET] = "hipGetDevice",
+                [GA_GPU_FN_CTX_SET] = "hipSetDevice", [GA_GPU_FN_MEM_ALLOC] = "hipMalloc",
+                [GA_GPU_FN_MEM_FREE] = "hipFree", [GA_GPU_FN_MEM_INFO] = "hipMemGetInfo",
+                [GA_GPU_FN_GRANULARITY] = "hipMemGetAllocationGranularity",
+                [GA_GPU_FN_VA_RESERVE] = "hipMemAddressReserve", [GA_GPU_FN_VA_FREE] = "hipMemAddressFree",
+                [GA_GPU_FN_PHYS_CREATE] = "hipMemCreate", [GA_GPU_FN_PHYS_RELEASE] = "hipMemRelease",
+                [GA_GPU_FN_PHYS_MAP] = "hipMemMap", [GA_GPU_FN_PHYS_UNMAP] = "hipMemUnmap",
+                [GA_GPU_FN_SET_ACCESS] = "hipMemSetAccess", [GA_GPU_FN_EVENT_CREATE] = "hipEventCreateWithFlags",
+                [GA_GPU_FN_EVENT_DESTROY] = "hipEventDestroy", [GA_GPU_FN_EVENT_RECORD] = "hipEventRecord",
+                [GA_GPU_FN_EVENT_QUERY] = "hipEventQuery", [GA_GPU_FN_EVENT_SYNC] = "hipEventSynchronize",
+                [GA_GPU_FN_STREAM_SYNC] = "hipStreamSynchronize", [GA_GPU_FN_DEVICE_SYNC] = "hipDeviceSynchronize",
+                [GA_GPU_FN_POOL_GET] = "hipDeviceGetDefaultMemPool",
+                [GA_GPU_FN_POOL_SET_ATTR] = "hipMemPoolSetAttribute",
+                [GA_GPU_FN_POOL_GET_ATTR] = "hipMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "hipMemPoolTrimTo",
+                [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync", [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync"},
+    .load = hip_load,
+    .unload = hip_unload,
+    .missing = hip_missing,
+    .init = hip_init,
+    .device_count = hip_device_count,
+    .device_get = hip_device_get,
+    .ctx_retain = hip_ctx_retain,
+    .ctx_release = hip_ctx_release,
+    .ctx_get = hip_ctx_get,
+    .ctx_set = hip_ctx_set,
+    .mem_alloc = hip_mem_alloc,
+    .mem_free = hip_mem_free,
+    .mem_info = hip_mem_info,
+    .granularity = hip_granularity,
+    .va_reserve = hip_va_reserve,
+    .va_free = hip_va_free,
+    .phys_create = hip_phys_create,
+    .phys_release = hip_phys_release,
+    .phys_map = hip_phys_map,
+    .phys_unmap = hip_phys_unmap,
+    .set_access = hip_set_access,
+    .event_create = hip_event_create,
+    .event_destroy = hip_event_destroy,
+    .event_record = hip_event_record,
+    .event_query = hip_event_query,
+    .event_sync = hip_event_sync,
+    .stream_sync = hip_stream_sync,
+    .device_sync = hip_device_sync,
+    .pool_get = hip_pool_get,
+    .pool_set_attr = hip_pool_set_attr,
+    .pool_get_attr = hip_pool_get_attr,
+    .pool_trim = hip_pool_trim,
+    .malloc_async = hip_malloc_async,
+    .free_async = hip_free_async,
+    .status = hip_status,
+    .describe = hip_describe,
+};
+
+static galloc_status_t hip_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
+{
+    return ga_gpu_open(&hip_vendor, args, state, err, errlen);
+}
+
+/* The file's only external symbol; registered as "hip" through backends.def. */
+const galloc_backend_ops_t ga_backend_hip = {
+    .struct_size = sizeof(galloc_backend_ops_t),
+    .version = GALLOC_BACKEND_OPS_V1,
+    .name = "hip",
+    .open = hip_open,
+    GA_GPU_OPS_MEMBERS,
+};

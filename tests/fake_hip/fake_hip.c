@@ -1,0 +1,518 @@
+/*
+ * fake_hip.c: the HIP runtime API layer of the fake GPU: exports the runtime
+ * symbols galloc resolves (typed with galloc's own declarations from
+ * backend/hip_api.h, so a signature that drifts from the loader's typedef does
+ * not compile), checks HIP's structs, maps the null and per-thread streams and
+ * the core's results to hipError_t values, and exports the fake_hip_* test
+ * controls. All behaviour is the vendor-neutral core's
+ * (tests/fake_cuda/fake_gpu.h), shared with the fake CUDA driver.
+ *
+ * What makes it a runtime rather than a driver: there is no context call; the
+ * current device is per thread (hipSetDevice, device 0 until set) and its
+ * primary context is the runtime's for the process (the core's fg_rt_*), so
+ * every call that acts on a device binds the thread's device first.
+ *
+ * hipMemAllocationProp is read in the layout of the version the fake reports
+ * (fake_hip_set_version): HIP 5's below 60000000, ROCm 6's from there, so a
+ * caller that builds the wrong layout is refused as a contract violation.
+ *
+ * Variants (for the loader's required / optional rules), by define:
+ *   FAKE_HIP_NO_VMM    omit hipMemCreate (the VMM group is then incomplete)
+ *   FAKE_HIP_NO_ASYNC  omit hipMallocAsync
+ *   FAKE_HIP_NO_ALLOC  omit hipMalloc (a required symbol)
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "backend/hip_api.h"
+#include "tests/fake_hip/fake_hip_control.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static _Atomic int version = FAKE_HIP_DEFAULT_VERSION;
+
+/* Count the call, apply fault rules (an injected failure changes nothing),
+ * then give the thread its device's context as the runtime would. */
+#define ENTER(fn)                                                                                  \
+    do {                                                                                           \
+        int code_;                                                                                 \
+        if (fg_enter(#fn, &code_))                                                                 \
+            return (ga_hip_error_t)code_;                                                          \
+        fg_rt_bind();                                                                              \
+    } while (0)
+
+static ga_hip_error_t hip(fg_rc_t rc)
+{
+    static const ga_hip_error_t map[] = {
+        [FG_OK] = GA_HIP_SUCCESS,
+        [FG_INVALID_VALUE] = GA_HIP_ERROR_INVALID_VALUE,
+        [FG_OUT_OF_MEMORY] = GA_HIP_ERROR_OUT_OF_MEMORY,
+        [FG_NOT_INITIALIZED] = GA_HIP_ERROR_NOT_INITIALIZED,
+        [FG_INVALID_DEVICE] = GA_HIP_ERROR_INVALID_DEVICE,
+        [FG_INVALID_CONTEXT] = GA_HIP_ERROR_INVALID_CONTEXT,
+        [FG_INVALID_HANDLE] = GA_HIP_ERROR_INVALID_HANDLE,
+        [FG_NOT_READY] = GA_HIP_ERROR_NOT_READY,
+        [FG_NOT_SUPPORTED] = GA_HIP_ERROR_NOT_SUPPORTED,
+    };
+    return map[rc];
+}
+
+/* NULL and hipStreamPerThread both mean the device's default stream to the core. */
+static uintptr_t stream_of(ga_hip_stream_t s)
+{
+    return s == GA_HIP_STREAM_PER_THREAD ? 0 : (uintptr_t)s;
+}
+
+/* The allocation properties galloc may pass, in the reported version's
+ * layout: pinned memory on a device, no Windows data, no compression or
+ * usage flags. Returns the device or -1 (violation). */
+static int prop_device(const ga_hip_mem_allocation_prop_t *p)
+{
+    if (p == NULL) {
+        fg_violation(FG_INVALID_VALUE, "prop is NULL");
+        return -1;
+    }
+    int type, loc_type, handles, id;
+    bool clean;
+    if (atomic_load(&version) >= GA_HIP_VERSION_6_0) {
+        type = (int)p->type, loc_type = (int)p->location.type, handles = (int)p->requested_handle_types;
+        id = p->location.id;
+        clean = p->win32_handle_meta_data == NULL && p->alloc_flags.compression_type == 0 &&
+                p->alloc_flags.gpu_direct_rdma_capable == 0 && p->alloc_flags.usage == 0;
+    } else {
+        const ga_hip_mem_allocation_prop_v5_t *v5 = (const void *)p;
+        type = (int)v5->type, loc_type = (int)v5->location.type, handles = (int)v5->requested_handle_type;
+        id = v5->location.id;
+        clean = v5->win32_handle_meta_data == NULL && v5->compression_type == 0 && v5->usage == 0;
+    }
+    if (type != GA_HIP_MEM_ALLOCATION_TYPE_PINNED || loc_type != GA_HIP_MEM_LOCATION_TYPE_DEVICE || !clean ||
+        (handles != GA_HIP_MEM_HANDLE_TYPE_NONE && handles != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+        fg_violation(FG_INVALID_VALUE,
+                     "prop (read as HIP %d.x's layout): type %d, location type %d, handle types %d: want pinned "
+                     "device memory",
+                     atomic_load(&version) / 10000000, type, loc_type, handles);
+        return -1;
+    }
+    return id;
+}
+
+/* ---- Exported runtime symbols. ---- */
+
+EXPORT ga_hipInit_fn hipInit;
+EXPORT ga_hipRuntimeGetVersion_fn hipRuntimeGetVersion;
+EXPORT ga_hipGetDeviceCount_fn hipGetDeviceCount;
+EXPORT ga_hipDeviceGet_fn hipDeviceGet;
+EXPORT ga_hipGetDevice_fn hipGetDevice;
+EXPORT ga_hipSetDevice_fn hipSetDevice;
+EXPORT ga_hipDeviceSynchronize_fn hipDeviceSynchronize;
+EXPORT ga_hipFree_fn hipFree;
+EXPORT ga_hipMemGetInfo_fn hipMemGetInfo;
+EXPORT ga_hipEventCreateWithFlags_fn hipEventCreateWithFlags;
+EXPORT ga_hipEventDestroy_fn hipEventDestroy;
+EXPORT ga_hipEventRecord_fn hipEventRecord;
+EXPORT ga_hipEventQuery_fn hipEventQuery;
+EXPORT ga_hipEventSynchronize_fn hipEventSynchronize;
+EXPORT ga_hipStreamSynchronize_fn hipStreamSynchronize;
+EXPORT ga_hipGetErrorName_fn hipGetErrorName;
+EXPORT ga_hipGetErrorString_fn hipGetErrorString;
+EXPORT ga_hipMemGetAllocationGranularity_fn hipMemGetAllocationGranularity;
+EXPORT ga_hipMemAddressReserve_fn hipMemAddressReserve;
+EXPORT ga_hipMemAddressFree_fn hipMemAddressFree;
+EXPORT ga_hipMemRelease_fn hipMemRelease;
+EXPORT ga_hipMemMap_fn hipMemMap;
+EXPORT ga_hipMemUnmap_fn hipMemUnmap;
+EXPORT ga_hipMemSetAccess_fn hipMemSetAccess;
+EXPORT ga_hipFreeAsync_fn hipFreeAsync;
+EXPORT ga_hipDeviceGetDefaultMemPool_fn hipDeviceGetDefaultMemPool;
+EXPORT ga_hipMemPoolSetAttribute_fn hipMemPoolSetAttribute;
+EXPORT ga_hipMemPoolGetAttribute_fn hipMemPoolGetAttribute;
+EXPORT ga_hipMemPoolTrimTo_fn hipMemPoolTrimTo;
+
+ga_hip_error_t hipInit(unsigned int flags)
+{
+    ENTER(hipInit);
+    return hip(fg_init(flags));
+}
+
+ga_hip_error_t hipRuntimeGetVersion(int *runtime_version)
+{
+    ENTER(hipRuntimeGetVersion);
+    if (runtime_version == NULL)
+        return hip(fg_violation(FG_INVALID_VALUE, "runtimeVersion is NULL"));
+    *runtime_version = atomic_load(&version);
+    return GA_HIP_SUCCESS;
+}
+
+ga_hip_error_t hipGetDeviceCount(int *count)
+{
+    ENTER(hipGetDeviceCount);
+    return hip(fg_device_count(count));
+}
+
+ga_hip_error_t hipDeviceGet(ga_hip_device_t *device, int ordinal)
+{
+    ENTER(hipDeviceGet);
+    return hip(fg_device_get(device, ordinal));
+}
+
+ga_hip_error_t hipGetDevice(int *device_id)
+{
+    ENTER(hipGetDevice);
+    return hip(fg_rt_get_device(device_id));
+}
+
+ga_hip_error_t hipSetDevice(int device_id)
+{
+    ENTER(hipSetDevice);
+    return hip(fg_rt_set_device(device_id));
+}
+
+ga_hip_error_t hipDeviceSynchronize(void)
+{
+    ENTER(hipDeviceSynchronize);
+    return hip(fg_ctx_synchronize());
+}
+
+#ifndef FAKE_HIP_NO_ALLOC
+EXPORT ga_hipMalloc_fn hipMalloc;
+ga_hip_error_t hipMalloc(void **ptr, size_t size)
+{
+    ENTER(hipMalloc);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_mem_alloc(ptr != NULL ? &a : NULL, size);
+    if (rc == FG_OK)
+        *ptr = (void *)(uintptr_t)a;
+    return hip(rc);
+}
+#endif
+
+ga_hip_error_t hipFree(void *ptr)
+{
+    ENTER(hipFree);
+    return hip(fg_mem_free((uintptr_t)ptr));
+}
+
+ga_hip_error_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    ENTER(hipMemGetInfo);
+    return hip(fg_mem_info(free_bytes, total_bytes));
+}
+
+ga_hip_error_t hipEventCreateWithFlags(ga_hip_event_t *event, unsigned flags)
+{
+    ENTER(hipEventCreateWithFlags);
+    /* BlockingSync 0x1, DisableTiming 0x2, Interprocess 0x4 (needs DisableTiming),
+     * ReleaseToDevice 0x40000000, ReleaseToSystem 0x80000000. */
+    if ((flags & ~0xc0000007u) != 0 || ((flags & 0x4u) && !(flags & 0x2u)))
+        return hip(fg_violation(FG_INVALID_VALUE, "bad event flags %#x", flags));
+    void *e = NULL;
+    fg_rc_t rc = fg_event_create(event != NULL ? &e : NULL, (flags & GA_HIP_EVENT_DISABLE_TIMING) == 0);
+    if (rc == FG_OK)
+        *event = e;
+    return hip(rc);
+}
+
+ga_hip_error_t hipEventDestroy(ga_hip_event_t event)
+{
+    ENTER(hipEventDestroy);
+    return hip(fg_event_destroy(event));
+}
+
+ga_hip_error_t hipEventRecord(ga_hip_event_t event, ga_hip_stream_t stream)
+{
+    ENTER(hipEventRecord);
+    return hip(fg_event_record(event, stream_of(stream)));
+}
+
+ga_hip_error_t hipEventQuery(ga_hip_event_t event)
+{
+    ENTER(hipEventQuery);
+    return hip(fg_event_query(event));
+}
+
+ga_hip_error_t hipEventSynchronize(ga_hip_event_t event)
+{
+    ENTER(hipEventSynchronize);
+    return hip(fg_event_synchronize(event));
+}
+
+ga_hip_error_t hipStreamSynchronize(ga_hip_stream_t stream)
+{
+    ENTER(hipStreamSynchronize);
+    return hip(fg_stream_synchronize(stream_of(stream)));
+}
+
+/* ---- Error names: the runtime's spelling, for the codes the fake can return.
+ * They return the string itself and cannot fail, so they are not counted
+ * calls and take no fault; a code the runtime does not know is
+ * hipErrorUnknown, as the runtime answers. ---- */
+
+static const struct {
+    int code;
+    const char *name, *text;
+} errors[] = {
+    {0, "hipSuccess", "no error"},
+    {1, "hipErrorInvalidValue", "invalid argument"},
+    {2, "hipErrorOutOfMemory", "out of memory"},
+    {3, "hipErrorNotInitialized", "initialization error"},
+    {4, "hipErrorDeinitialized", "driver shutting down"},
+    {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {101, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {201, "hipErrorInvalidContext", "invalid device context"},
+    {400, "hipErrorInvalidHandle", "invalid resource handle"},
+    {500, "hipErrorNotFound", "named symbol not found"},
+    {600, "hipErrorNotReady", "device not ready"},
+    {801, "hipErrorNotSupported", "operation not supported"},
+    {999, "hipErrorUnknown", "unknown error"},
+};
+
+static const char *error_text(ga_hip_error_t error, bool name)
+{
+    size_t n = sizeof(errors) / sizeof(errors[0]);
+    for (size_t i = 0; i < n; i++)
+        if (errors[i].code == (int)error)
+            return name ? errors[i].name : errors[i].text;
+    return name ? errors[n - 1].name : errors[n - 1].text;
+}
+
+const char *hipGetErrorName(ga_hip_error_t error)
+{
+    return error_text(error, true);
+}
+
+const char *hipGetErrorString(ga_hip_error_t error)
+{
+    return error_text(error, false);
+}
+
+/* ---- Virtual memory. ---- */
+
+ga_hip_error_t hipMemGetAllocationGranularity(size_t *granularity, const ga_hip_mem_allocation_prop_t *prop,
+                                              ga_hip_mem_granularity_flags_t option)
+{
+    ENTER(hipMemGetAllocationGranularity);
+    int device = prop_device(prop);
+    if (device < 0)
+        return GA_HIP_ERROR_INVALID_VALUE;
+    if (option != GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM && option != GA_HIP_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return hip(fg_violation(FG_INVALID_VALUE, "bad granularity option %d", (int)option));
+    return hip(fg_granularity(device, granularity));
+}
+
+ga_hip_error_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment, void *addr, unsigned long long flags)
+{
+    ENTER(hipMemAddressReserve);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_va_reserve(ptr != NULL ? &a : NULL, size, alignment, (uintptr_t)addr, flags);
+    if (rc == FG_OK)
+        *ptr = (void *)(uintptr_t)a;
+    return hip(rc);
+}
+
+ga_hip_error_t hipMemAddressFree(void *dev_ptr, size_t size)
+{
+    ENTER(hipMemAddressFree);
+    return hip(fg_va_free((uintptr_t)dev_ptr, size));
+}
+
+#ifndef FAKE_HIP_NO_VMM
+EXPORT ga_hipMemCreate_fn hipMemCreate;
+ga_hip_error_t hipMemCreate(ga_hip_mem_handle_t *handle, size_t size, const ga_hip_mem_allocation_prop_t *prop,
+                            unsigned long long flags)
+{
+    ENTER(hipMemCreate);
+    int device = prop_device(prop);
+    if (device < 0)
+        return GA_HIP_ERROR_INVALID_VALUE;
+    uint64_t h = 0;
+    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags);
+    if (rc == FG_OK)
+        *handle = (ga_hip_mem_handle_t)(uintptr_t)h;
+    return hip(rc);
+}
+#endif
+
+ga_hip_error_t hipMemRelease(ga_hip_mem_handle_t handle)
+{
+    ENTER(hipMemRelease);
+    return hip(fg_phys_release((uintptr_t)handle));
+}
+
+ga_hip_error_t hipMemMap(void *ptr, size_t size, size_t offset, ga_hip_mem_handle_t handle,
+                         unsigned long long flags)
+{
+    ENTER(hipMemMap);
+    return hip(fg_map((uintptr_t)ptr, size, offset, (uintptr_t)handle, flags));
+}
+
+ga_hip_error_t hipMemUnmap(void *ptr, size_t size)
+{
+    ENTER(hipMemUnmap);
+    return hip(fg_unmap((uintptr_t)ptr, size));
+}
+
+ga_hip_error_t hipMemSetAccess(void *ptr, size_t size, const ga_hip_mem_access_desc_t *desc, size_t count)
+{
+    ENTER(hipMemSetAccess);
+    if (desc == NULL || count == 0)
+        return hip(fg_violation(FG_INVALID_VALUE, "no access descriptor"));
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != GA_HIP_MEM_LOCATION_TYPE_DEVICE)
+            return hip(fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i,
+                                    (int)desc[i].location.type));
+        fg_rc_t rc = fg_set_access((uintptr_t)ptr, size, desc[i].location.id, (int)desc[i].flags);
+        if (rc != FG_OK)
+            return hip(rc);
+    }
+    return GA_HIP_SUCCESS;
+}
+
+/* ---- The stream-ordered pool. ---- */
+
+#ifndef FAKE_HIP_NO_ASYNC
+EXPORT ga_hipMallocAsync_fn hipMallocAsync;
+ga_hip_error_t hipMallocAsync(void **dev_ptr, size_t size, ga_hip_stream_t stream)
+{
+    ENTER(hipMallocAsync);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_malloc_async(dev_ptr != NULL ? &a : NULL, size, stream_of(stream));
+    if (rc == FG_OK)
+        *dev_ptr = (void *)(uintptr_t)a;
+    return hip(rc);
+}
+#endif
+
+ga_hip_error_t hipFreeAsync(void *dev_ptr, ga_hip_stream_t stream)
+{
+    ENTER(hipFreeAsync);
+    return hip(fg_free_async((uintptr_t)dev_ptr, stream_of(stream)));
+}
+
+ga_hip_error_t hipDeviceGetDefaultMemPool(ga_hip_mempool_t *mem_pool, int device)
+{
+    ENTER(hipDeviceGetDefaultMemPool);
+    void *p = NULL;
+    fg_rc_t rc = fg_pool_default(mem_pool != NULL ? &p : NULL, device);
+    if (rc == FG_OK)
+        *mem_pool = p;
+    return hip(rc);
+}
+
+/* hipMemPoolAttr 1..8 to the core's attributes; -1 if unknown. */
+static int pool_attr(ga_hip_mempool_attr_t attr)
+{
+    return attr >= GA_HIP_MEMPOOL_REUSE_FOLLOW_EVENT_DEPENDENCIES && attr <= GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH
+               ? (int)attr - 1
+               : -1;
+}
+
+/* Attributes 1..3 are int values, 4..8 uint64_t (hip_runtime_api.h). */
+ga_hip_error_t hipMemPoolSetAttribute(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value)
+{
+    ENTER(hipMemPoolSetAttribute);
+    int a = pool_attr(attr);
+    if (a < 0 || value == NULL)
+        return hip(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
+    uint64_t v = a <= FG_POOL_REUSE_INTERNAL_DEPS ? (uint64_t)(int64_t) * (int *)value : *(uint64_t *)value;
+    return hip(fg_pool_set(mem_pool, (fg_pool_attr_t)a, v));
+}
+
+ga_hip_error_t hipMemPoolGetAttribute(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value)
+{
+    ENTER(hipMemPoolGetAttribute);
+    int a = pool_attr(attr);
+    if (a < 0 || value == NULL)
+        return hip(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
+    uint64_t v = 0;
+    fg_rc_t rc = fg_pool_get(mem_pool, (fg_pool_attr_t)a, &v);
+    if (rc == FG_OK && a <= FG_POOL_REUSE_INTERNAL_DEPS)
+        *(int *)value = (int)v;
+    else if (rc == FG_OK)
+        *(uint64_t *)value = v;
+    return hip(rc);
+}
+
+ga_hip_error_t hipMemPoolTrimTo(ga_hip_mempool_t mem_pool, size_t min_bytes_to_hold)
+{
+    ENTER(hipMemPoolTrimTo);
+    return hip(fg_pool_trim(mem_pool, min_bytes_to_hold));
+}
+
+/* ---- Test controls (fake_hip_control.h). ---- */
+
+EXPORT void fake_hip_reset(void)
+{
+    fg_reset();
+    atomic_store(&version, FAKE_HIP_DEFAULT_VERSION);
+}
+
+EXPORT int fake_hip_configure(int devices, uint64_t bytes_per_device, uint64_t granularity)
+{
+    return fg_configure(devices, bytes_per_device, granularity);
+}
+
+EXPORT int fake_hip_fail(const char *fn, uint64_t nth, uint64_t from, int hip_error)
+{
+    return fg_fail(fn, nth, from, hip_error);
+}
+
+EXPORT void fake_hip_fail_clear(void)
+{
+    fg_fail_clear();
+}
+
+EXPORT uint64_t fake_hip_calls(const char *fn)
+{
+    return fg_calls(fn);
+}
+
+EXPORT void fake_hip_stats(fake_gpu_stats_t *out)
+{
+    fg_stats(out);
+}
+
+EXPORT size_t fake_hip_trace(char *buf, size_t len)
+{
+    return fg_trace(buf, len);
+}
+
+EXPORT void fake_hip_trace_clear(void)
+{
+    fg_trace_clear();
+}
+
+EXPORT size_t fake_hip_last_violation(char *buf, size_t len)
+{
+    return fg_last_violation(buf, len);
+}
+
+EXPORT void fake_hip_set_manual_streams(int on)
+{
+    fg_set_manual_streams(on != 0);
+}
+
+EXPORT int fake_hip_stream_create(int device, uintptr_t *stream)
+{
+    return fg_stream_create(device, stream);
+}
+
+EXPORT int fake_hip_stream_destroy(uintptr_t stream)
+{
+    return fg_stream_destroy(stream);
+}
+
+EXPORT int fake_hip_stream_complete(int device, uintptr_t stream)
+{
+    return fg_stream_complete(device, stream);
+}
+
+EXPORT int fake_hip_pool_attr(int device, int hip_attr, uint64_t *value)
+{
+    int a = pool_attr((ga_hip_mempool_attr_t)hip_attr);
+    return a < 0 ? -1 : fg_pool_attr(device, (fg_pool_attr_t)a, value);
+}
+
+EXPORT void fake_hip_set_version(int v)
+{
+    atomic_store(&version, v);
+}
