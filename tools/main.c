@@ -1,6 +1,7 @@
 /*
  * main.c: the galloc command. Dispatches to its subcommands:
  *   replay  replay allocation traces through galloc (tools/replay_cli.c)
+ *   fit     search the settings under which a trace fits (tools/fit_cli.c)
  *   gen     generate a synthetic training trace     (tools/gen)
  *   budget  a training step's memory budget          (tools/gen)
  */
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tools/fit.h"
 #include "tools/replay_cli.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
@@ -22,6 +24,7 @@ static void usage(FILE *out)
           "commands:\n"
           "  replay   replay allocation traces (RMM CSV, PyTorch snapshot, galloc text) on a\n"
           "           simulated GPU under several allocator configurations\n"
+          "  fit      search the PYTORCH_CUDA_ALLOC_CONF settings under which a trace fits\n"
 #ifdef GA_TOOLS_HAVE_GEN
           "  gen      generate a synthetic training-step allocation trace\n"
           "  budget   estimate a training step's memory budget\n"
@@ -45,6 +48,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "replay") == 0)
         return ga_replay_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "fit") == 0)
+        return ga_fit_main(argc - 1, argv + 1);
 #ifdef GA_TOOLS_HAVE_GEN
     if (strcmp(cmd, "gen") == 0)
         return ga_gen_main(argc - 1, argv + 1);
@@ -54,6 +59,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         if (argc > 2 && strcmp(argv[2], "replay") == 0)
             ga_replay_usage(stdout);
+        else if (argc > 2 && strcmp(argv[2], "fit") == 0)
+            ga_fit_usage(stdout);
         else
             usage(stdout);
         return 0;

@@ -70,8 +70,37 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
             o->allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
             o->reserved = s.reserved_bytes[GALLOC_STAT_ALL].current;
         }
+        ga_replay_classify_oom(c->a, e->size, &o->facts);
     }
     write_snapshot(c); /* the first OOM's state is what a user wants to see */
+}
+
+void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->size = size;
+    galloc_fragmentation_t f = {.struct_size = sizeof(f)};
+    if (galloc_fragmentation(a, &f) == GALLOC_OK) {
+        const galloc_pool_fragmentation_t *all = &f.pool[GALLOC_STAT_ALL];
+        out->live = all->active_bytes;
+        out->cached_free = all->free_bytes;
+        for (int p = 0; p < GALLOC_STAT_POOLS; p++) /* the "all" entry may not carry a per-block maximum */
+            if (f.pool[p].largest_free_block > out->largest_free_block)
+                out->largest_free_block = f.pool[p].largest_free_block;
+    }
+    size_t fr = 0, tot = 0;
+    if (galloc_memory_info(a, &fr, &tot) == GALLOC_OK) {
+        out->device_free = fr;
+        out->device_total = tot;
+    }
+    /* Compare as unsigned 64-bit sums: the figures are bounded by the device. */
+    uint64_t usable = (uint64_t)(out->cached_free > 0 ? out->cached_free : 0) + out->device_free;
+    out->cls = size <= usable ? GA_OOM_FRAGMENTATION : GA_OOM_GENUINE;
+}
+
+const char *ga_oom_class_name(ga_oom_class_t c)
+{
+    return c == GA_OOM_FRAGMENTATION ? "fragmentation" : "genuine";
 }
 
 static void sample(ga_replay_column_t *c, uint64_t idx)

@@ -36,6 +36,38 @@ extern "C" {
 /* The stream deferred frees are recorded on: a handle no trace uses. */
 #define GA_REPLAY_SIDE_STREAM ((galloc_stream_t)UINTPTR_MAX - 1)
 
+/* Why an allocation ran out of memory (ga_replay_classify_oom). */
+typedef enum ga_oom_class {
+    GA_OOM_GENUINE = 0,   /* live blocks + the request exceed the device: no allocator setting helps */
+    GA_OOM_FRAGMENTATION  /* the request fits in cached free bytes + device free memory, but no
+                             single free block or mapping can hold it: settings can help */
+} ga_oom_class_t;
+
+/* The figures an OOM is classified by, taken right after the failure (after
+ * the allocator's own free-cached-blocks-and-retry path, which moves bytes
+ * from cached_free to device_free without changing their sum). */
+typedef struct ga_oom_facts {
+    ga_oom_class_t cls;         /* see above */
+    uint64_t size;              /* bytes requested */
+    int64_t live;               /* active bytes: live blocks and blocks waiting on streams */
+    int64_t cached_free;        /* reserved but unallocated: free bytes in cached segments */
+    int64_t largest_free_block; /* the biggest single cached free block, any pool */
+    uint64_t device_free;       /* the device's free memory outside the allocator */
+    uint64_t device_total;      /* the device's size */
+} ga_oom_facts_t;
+
+/*
+ * ga_replay_classify_oom: classify the OOM allocator a just returned for a
+ * request of size bytes: fragmentation when size <= cached_free + device_free
+ * (enough bytes exist, only not in one piece), genuine otherwise. The
+ * per-process memory fraction is not taken into account (a capped run whose
+ * cap is the limit reads as fragmentation). O(blocks): for OOMs only.
+ */
+void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t *out);
+
+/* ga_oom_class_name: "fragmentation" or "genuine". */
+const char *ga_oom_class_name(ga_oom_class_t c);
+
 /* One out-of-memory failure. */
 typedef struct ga_replay_oom {
     uint64_t event;                 /* 0-based index of the event in the replay */
@@ -45,6 +77,7 @@ typedef struct ga_replay_oom {
     bool prologue;                  /* a block recreated from before the trace's first entry */
     int64_t allocated;              /* allocated_bytes.all.current right after the failure */
     int64_t reserved;               /* reserved_bytes.all.current right after the failure */
+    ga_oom_facts_t facts;           /* its classification, with the figures */
     char annotation[80];            /* the last annotate text before it, "" if none */
     char message[GALLOC_ERROR_MAX]; /* galloc_last_error: PyTorch's "CUDA out of memory. ..." */
 } ga_replay_oom_t;

@@ -32,13 +32,19 @@ void ga_report_json_begin(FILE *out, const char *backend);
 void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first);
 void ga_report_json_end(FILE *out);
 
-/* ga_report_verdict: "fits", "OOM (fragmentation)", "OOM", "error" for a
+/* ga_report_verdict: "fits", "OOM (fragmentation)", "OOM (genuine)", "error" for a
  * column (shared by both outputs). */
 const char *ga_report_verdict(const ga_replay_column_t *c);
 
-/* Above this much reserved-but-unallocated memory at an OOM, the failure
- * points to fragmentation rather than a job that is too big (the lesson's
- * 1 GB rule of thumb). */
-#define GA_REPORT_FRAGMENTATION_BYTES ((int64_t)1 << 30)
+/* ga_report_oom_facts: one indented line: the OOM's class and its figures
+ * (shared by galloc replay and galloc fit). */
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f);
+
+/* ga_report_json_oom_facts: the JSON value of "class" followed by the figures'
+ * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */
+void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f);
+
+/* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
+void ga_report_json_str(FILE *out, const char *s);
 
 #endif /* GA_TOOLS_REPORT_H */

@@ -38,6 +38,11 @@ static void jstr(FILE *out, const char *s)
     fputc('"', out);
 }
 
+void ga_report_json_str(FILE *out, const char *s)
+{
+    jstr(out, s);
+}
+
 static void jstr_or_null(FILE *out, const char *s)
 {
     if (s == NULL || s[0] == '\0')
@@ -69,6 +74,15 @@ static int stat_key(void *ctx, const char *key, int64_t value)
     return 0;
 }
 
+void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f)
+{
+    jstr(out, ga_oom_class_name(f->cls));
+    fprintf(out, ", \"live_bytes\": %" PRId64 ", \"cached_free_bytes\": %" PRId64
+                 ", \"largest_free_block\": %" PRId64 ", \"device_free_bytes\": %" PRIu64
+                 ", \"device_total_bytes\": %" PRIu64,
+            f->live, f->cached_free, f->largest_free_block, f->device_free, f->device_total);
+}
+
 static void oom_json(FILE *out, const ga_replay_oom_t *o, bool first)
 {
     fprintf(out, "%s\n          {\"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"message\": ", first ? "" : ",",
@@ -77,7 +91,10 @@ static void oom_json(FILE *out, const ga_replay_oom_t *o, bool first)
     fprintf(out, ", \"expected\": %s, \"prologue\": %s, \"line\": %" PRIu64 ", \"annotation\": ",
             o->expected ? "true" : "false", o->prologue ? "true" : "false", o->where);
     jstr_or_null(out, o->annotation);
-    fprintf(out, ", \"allocated_bytes\": %" PRId64 ", \"reserved_bytes\": %" PRId64 "}", o->allocated, o->reserved);
+    fprintf(out, ", \"allocated_bytes\": %" PRId64 ", \"reserved_bytes\": %" PRId64 ", \"class\": ", o->allocated,
+            o->reserved);
+    ga_report_json_oom_facts(out, &o->facts);
+    fputs("}", out);
 }
 
 static void column_json(FILE *out, const ga_replay_column_t *c, bool first)

@@ -24,9 +24,9 @@ const char *ga_report_verdict(const ga_replay_column_t *c)
         return "error";
     if (c->ooms_total == 0)
         return c->errors ? "fits (with errors)" : "fits";
-    if (c->n_ooms > 0 && c->ooms[0].reserved - c->ooms[0].allocated > GA_REPORT_FRAGMENTATION_BYTES)
+    if (c->n_ooms > 0 && c->ooms[0].facts.cls == GA_OOM_FRAGMENTATION)
         return "OOM (fragmentation)";
-    return "OOM";
+    return "OOM (genuine)";
 }
 
 typedef void (*cell_fn)(const ga_replay_column_t *c, char *buf, size_t len);
@@ -136,11 +136,30 @@ static void header(FILE *out, const ga_report_trace_t *t)
     fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
 }
 
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
+{
+    char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32];
+    ga_units_format_bytes((int64_t)f->size, sz, sizeof(sz));
+    ga_units_format_bytes(f->live, live, sizeof(live));
+    ga_units_format_bytes(f->cached_free, cached, sizeof(cached));
+    ga_units_format_bytes(f->largest_free_block, largest, sizeof(largest));
+    ga_units_format_bytes((int64_t)f->device_free, dfree, sizeof(dfree));
+    ga_units_format_bytes((int64_t)f->device_total, dtot, sizeof(dtot));
+    if (f->cls == GA_OOM_FRAGMENTATION)
+        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
+                     "block is %s; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)\n",
+                sz, cached, dfree, largest);
+    else
+        fprintf(out, "  genuine: %s live + %s requested exceed the %s device; the cache holds nothing to reclaim "
+                     "(smaller batch, activation checkpointing, a larger device)\n",
+                live, sz, dtot);
+}
+
 static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag, const char *where_word)
 {
     for (size_t k = 0; k < c->n_ooms && k < 3; k++) {
         const ga_replay_oom_t *o = &c->ooms[k];
-        char ev[32], sz[32], un[32];
+        char ev[32], sz[32];
         ga_units_format_count(o->event, ev, sizeof(ev));
         ga_units_format_bytes((int64_t)o->size, sz, sizeof(sz));
         fprintf(out, "%s OOM at event %s", tag, ev);
@@ -152,14 +171,7 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
             fprintf(out, " after \"%s\"", o->annotation);
         fprintf(out, ", %s requested%s:\n  %s\n", sz, o->expected ? ", an OOM the traced run had too" : "",
                 o->message);
-        int64_t gap = o->reserved - o->allocated;
-        ga_units_format_bytes(gap, un, sizeof(un));
-        if (gap > GA_REPORT_FRAGMENTATION_BYTES)
-            fprintf(out, "  %s reserved but unallocated: fragmentation; try expandable_segments:True, "
-                         "max_split_size_mb or garbage_collection_threshold\n", un);
-        else
-            fprintf(out, "  %s reserved but unallocated: the job needs more memory than the device has "
-                         "(smaller batch, activation checkpointing, a larger device)\n", un);
+        ga_report_oom_facts(out, &o->facts);
     }
     if (c->ooms_total > 3)
         fprintf(out, "%s ... and %" PRIu64 " more OOMs (see --json)\n", tag, c->ooms_total - 3);

@@ -2,7 +2,9 @@
 # cli_test.sh: the galloc binary end to end: exit codes 0/1/2, side-by-side
 # columns, events/s, the --json document (parsed back with python3's json),
 # garbled and truncated inputs (exit 2 with file and line, never a crash),
-# standard input, --plot, and a generated 1,000,000-event trace.
+# standard input, --plot, OOM classification, galloc fit (ranking, JSON, the
+# bisected minimum cross-checked with galloc replay), and a generated
+# 1,000,000-event trace.
 set -uo pipefail
 
 RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
@@ -159,6 +161,148 @@ else
         fail "snapshot does not load with pickle"
     "$GALLOC" replay "$TMP/s.pickle" >/dev/null 2>&1 || fail "the written snapshot does not replay"
 fi
+
+# ---- OOM classification in the replay report --------------------------------
+"$PY" - "$TMP/lo8.trace" <<'EOF'
+import sys
+s = "galloc-trace 1 device_memory 8GiB\n"
+s += "".join("alloc %d 530MiB\n" % (i + 1) for i in range(15))
+s += "".join("free %d\n" % (i + 1) for i in range(15))
+s += "".join("alloc %d 270MiB\n" % (1000 + i) for i in range(28))
+open(sys.argv[1], "w").write(s)
+EOF
+expect_exit 1 "fragmentation OOM classified" -- "$GALLOC" replay "$TMP/lo8.trace"
+expect_in "$TMP/out" "OOM at event 45 (line 47), 270.00 MiB requested" "load-order OOM event"
+expect_in "$TMP/out" "fragmentation: 270.00 MiB requested <= 3.81 GiB cached free + 242.00 MiB device free, but the largest free block is 260.00 MiB" "fragmentation figures"
+expect_in "$TMP/out" "OOM (fragmentation)" "fragmentation verdict"
+expect_exit 1 "genuine OOM classified" -- "$GALLOC" replay "$TMP/oom.trace"
+expect_in "$TMP/out" "genuine: 0 bytes live + 2.00 GiB requested exceed the 1024.00 MiB device" "genuine figures"
+expect_in "$TMP/out" "OOM (genuine)" "genuine verdict"
+expect_exit 1 "oom class in json" -- "$GALLOC" replay --json "$TMP/lo8.trace"
+"$PY" -c "
+import json
+o = json.load(open('$TMP/out'))['traces'][0]['results'][0]['ooms'][0]
+assert o['class'] == 'fragmentation' and o['event'] == 45, o
+assert o['cached_free_bytes'] == 15 * 260 << 20 and o['largest_free_block'] == 260 << 20, o
+assert o['live_bytes'] == 15 * 270 << 20 and o['device_free_bytes'] == (8192 - 15 * 530) << 20, o
+assert o['device_total_bytes'] == 8 << 30, o
+" || fail "json oom class"
+
+# ---- galloc fit ---------------------------------------------------------------
+expect_exit 0 "fit load order" -- "$GALLOC" fit --jobs 2 "$TMP/lo8.trace"
+expect_in "$TMP/out" "120 configurations, 21 fit" "fit counts"
+expect_in "$TMP/out" "^   1  yes .*7.77 GiB .*7.77 GiB  -  .*expandable_segments:True$" "fit rank 1"
+expect_in "$TMP/out" "Under the defaults the job runs out of memory at event 45" "defaults OOM"
+expect_in "$TMP/out" "fragmentation: 270.00 MiB requested" "defaults OOM class"
+expect_in "$TMP/out" 'Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "winning setting"
+[ -s "$TMP/err" ] && fail "fit: stderr not empty off a terminal: $(cat "$TMP/err")"
+expect_exit 0 "fit json" -- "$GALLOC" fit --json --bisect all --jobs 2 "$TMP/lo8.trace"
+"$PY" - "$TMP/out" "$TMP/bisect.txt" <<'EOF' || fail "fit json document"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["tool"] == "galloc fit" and doc["fits"] is True, doc.keys()
+assert doc["pytorch_cuda_alloc_conf"] == "expandable_segments:True", doc["pytorch_cuda_alloc_conf"]
+assert doc["device_memory"] == 8 << 30 and doc["events"] == 58 and doc["configurations"] == 120
+rs = doc["results"]
+assert [r["rank"] for r in rs] == list(range(1, 121))
+assert sum(r["fits"] for r in rs) == 21
+fit = [r for r in rs if r["fits"]]
+assert rs[:21] == fit, "fitting configurations first"
+assert all(a["peak_reserved_bytes"] <= b["peak_reserved_bytes"] for a, b in zip(fit, fit[1:])), "smallest peak first"
+for r in rs:
+    for k in ("conf", "stage", "peak_reserved_bytes", "peak_allocated_bytes", "fragmentation_at_peak",
+              "external_fragmentation_at_peak", "min_device_memory", "first_oom", "replays"):
+        assert k in r, k
+    assert r["min_device_memory_searched"] is True
+    assert (r["first_oom"] is None) == r["fits"], r
+d = [r for r in rs if r["conf"] == ""][0]
+assert d["first_oom"]["event"] == 45 and d["first_oom"]["class"] == "fragmentation", d["first_oom"]
+assert d["min_device_memory"] == (15 * 530 + 13 * 270) << 20, d["min_device_memory"]
+assert rs[0]["min_device_memory"] == 7960 << 20, rs[0]["min_device_memory"]
+with open(sys.argv[2], "w") as f:  # configurations and sizes to cross-check with galloc replay
+    for r in (rs[0], d, fit[-1]):
+        f.write("%s %d\n" % (r["conf"] or "-", r["min_device_memory"]))
+EOF
+# The bisected minimum, cross-checked with galloc replay: fits there, not 2 MiB below.
+while read -r conf size; do
+    [ "$conf" = "-" ] && conf=""
+    expect_exit 0 "replay '$conf' at its fit minimum $size" -- "$GALLOC" replay --conf "$conf" \
+        --device-memory "$size" "$TMP/lo8.trace"
+    expect_exit 1 "replay '$conf' 2 MiB below its fit minimum" -- "$GALLOC" replay --conf "$conf" \
+        --device-memory "$((size - 2097152))" "$TMP/lo8.trace"
+done <"$TMP/bisect.txt"
+[ "$(wc -l <"$TMP/bisect.txt")" -eq 3 ] || fail "three bisection cross-checks"
+expect_exit 1 "fit: nothing fits" -- "$GALLOC" fit --bisect 1 "$TMP/oom.trace"
+expect_in "$TMP/out" 'No configuration fits on 1024.00 MiB. The closest, "(defaults)", fits on 2.00 GiB.' "no fit, closest"
+expect_in "$TMP/out" "genuine: 0 bytes live + 2.00 GiB requested" "no fit, genuine"
+expect_exit 0 "fit device memory option" -- "$GALLOC" fit --device-memory 2GiB --max-configs 3 "$TMP/oom.trace"
+expect_in "$TMP/out" "3 configurations, 3 fit" "max-configs and device memory"
+# examples/fit: fails under the defaults on 80 GiB with most of the cached
+# memory unallocated, and galloc fit finds the setting that fits.
+expect_exit 1 "fit example fails under defaults" -- "$GALLOC" replay "$EX/fit/load_order.trace"
+expect_in "$TMP/out" "38.09 GiB is reserved by PyTorch but unallocated" "example: unallocated reserved memory"
+expect_in "$TMP/out" "OOM (fragmentation)" "example: fragmentation verdict"
+expect_exit 0 "fit example" -- "$GALLOC" fit "$EX/fit/load_order.trace"
+expect_in "$TMP/out" 'Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "example: winning setting"
+expect_exit 0 "fit example winner replays" -- "$GALLOC" replay --conf expandable_segments:True "$EX/fit/load_order.trace"
+expect_exit 0 "fit example max_split replays" -- "$GALLOC" replay --conf max_split_size_mb:512 "$EX/fit/load_order.trace"
+# A PyTorch snapshot's recorded allocator_settings are replayed first as the job's own.
+cat >"$TMP/mksnap.py" <<'EOF'
+import pickle, sys
+path, text, es, ms, gc, rd = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+MiB, tr = 1 << 20, []
+def e(action, addr, size):
+    tr.append({"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 1000 + len(tr), "frames": []})
+for i in range(15):
+    e("alloc", (1 << 40) + i * 1024 * MiB, 530 * MiB)
+for i in range(15):
+    e("free_requested", (1 << 40) + i * 1024 * MiB, 530 * MiB)
+    e("free_completed", (1 << 40) + i * 1024 * MiB, 530 * MiB)
+for i in range(28):
+    e("alloc", (2 << 40) + i * 1024 * MiB, 270 * MiB)
+divs = [int(x) for x in rd.split(",")] if rd else [0] * 16
+settings = {"PYTORCH_CUDA_ALLOC_CONF": text, "max_split_size": ms, "garbage_collection_threshold": gc,
+            "expandable_segments": es, "roundup_power2_divisions": {str(1 << i): divs[i] for i in range(16)}}
+pickle.dump({"segments": [], "device_traces": [tr], "allocator_settings": settings}, open(path, "wb"))
+EOF
+"$PY" "$TMP/mksnap.py" "$TMP/s1.pickle" "max_split_size_mb:512" 0 $((512 << 20)) 0.0 "" || fail "mksnap s1"
+"$PY" "$TMP/mksnap.py" "$TMP/s2.pickle" "roundup_power2_divisions:[1:1,256:2,>:4]" 0 -1 0.6 \
+    "1,1,1,1,1,1,1,1,2,4,4,4,4,4,4,4" || fail "mksnap s2"
+expect_exit 0 "fit recorded settings that fit" -- "$GALLOC" fit --device-memory 8GiB "$TMP/s1.pickle"
+expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:512"): replayed as "max_split_size_mb:512", rank [0-9]*: fits' "recorded fits"
+expect_in "$TMP/out" "Under the defaults the job runs out of memory at event 45" "snapshot defaults OOM"
+expect_exit 0 "fit recorded settings json" -- "$GALLOC" fit --json --device-memory 8GiB "$TMP/s2.pickle"
+"$PY" -c "
+import json
+d = json.load(open('$TMP/out'))
+want = 'roundup_power2_divisions:[1:1,2:1,4:1,8:1,16:1,32:1,64:1,128:1,256:2,512:4,1024:4,2048:4,4096:4,8192:4,16384:4,32768:4],garbage_collection_threshold:0.6'
+assert d['recorded_conf'] == want, d['recorded_conf']
+assert d['recorded_pytorch_cuda_alloc_conf'] == 'roundup_power2_divisions:[1:1,256:2,>:4]'
+r = [x for x in d['results'] if x['stage'] == 'recorded']
+assert len(r) == 1 and r[0]['conf'] == want and not r[0]['fits'], r
+assert r[0]['first_oom']['event'] == 12 and r[0]['first_oom']['class'] == 'genuine', r[0]['first_oom']
+assert d['configurations'] == 121, d['configurations']
+" || fail "recorded settings in json"
+expect_exit 0 "fit --no-recorded" -- "$GALLOC" fit --json --no-recorded --device-memory 8GiB "$TMP/s1.pickle"
+"$PY" -c "
+import json
+d = json.load(open('$TMP/out'))
+assert d['recorded_conf'] is None and d['configurations'] == 120
+assert not [x for x in d['results'] if x['stage'] == 'recorded']
+" || fail "--no-recorded"
+expect_exit 0 "fit snapshot without settings" -- "$GALLOC" fit --max-configs 2 "$EX/torch_snapshot.pickle"
+expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF=""): replayed as "(defaults)", rank 1: fits' "example snapshot's default settings"
+expect_in "$TMP/out" "Fits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset" "defaults win"
+expect_exit 2 "fit: no trace" -- "$GALLOC" fit
+expect_exit 2 "fit: missing file" -- "$GALLOC" fit "$TMP/does-not-exist.trace"
+expect_in "$TMP/err" "does-not-exist.trace: cannot open" "fit missing file message"
+expect_exit 2 "fit: garbled trace" -- "$GALLOC" fit "$TMP/bad.trace"
+expect_in "$TMP/err" "bad.trace:3: bad size" "fit garbled names the line"
+expect_exit 2 "fit: bad jobs" -- "$GALLOC" fit --jobs 0 "$TMP/lo8.trace"
+expect_exit 2 "fit: bad bisect" -- "$GALLOC" fit --bisect x "$TMP/lo8.trace"
+expect_exit 2 "fit: bad size" -- "$GALLOC" fit --device-memory 12XB "$TMP/lo8.trace"
+expect_exit 0 "fit help" -- "$GALLOC" help fit
+expect_in "$TMP/out" "usage: galloc fit" "fit help text"
 
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'

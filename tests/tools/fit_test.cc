@@ -1,0 +1,386 @@
+// fit_test.cc: galloc fit's engine (tools/fit.h) on generated workloads with
+// exact expected outcomes: the load-order job (530 MiB buffers freed, then
+// 270 MiB buffers) that fits only with max_split_size_mb or expandable
+// segments, the variable-sequence-length job that fragments under the
+// defaults, a genuine OOM, OOM classification with its figures, the bisected
+// smallest device (cross-checked one granule below), the grid, the ranking,
+// the agreement of fit's peaks with galloc replay's, and a snapshot's
+// recorded allocator settings.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "api/galloc.h"
+#include "tools/fit.h"
+#include "tools/replay.h"
+#include "tools/trace_reader.h"
+}
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
+
+std::string Write(const std::string &name, const std::string &content)
+{
+    const char *d = std::getenv("TEST_TMPDIR");
+    std::string p = std::string(d ? d : "/tmp") + "/" + name;
+    std::ofstream f(p, std::ios::binary);
+    f << content;
+    return p;
+}
+
+std::string Example(const std::string &name)
+{
+    const char *srcdir = std::getenv("TEST_SRCDIR");
+    const char *ws = std::getenv("TEST_WORKSPACE");
+    if (srcdir != nullptr && ws != nullptr)
+        return std::string(srcdir) + "/" + ws + "/examples/" + name;
+    return "examples/" + name;
+}
+
+// n_big buffers of big MiB, all freed, then n_small buffers of small MiB, on
+// an 8 GiB device: events 0..n_big-1 allocate, n_big..2n_big-1 free, the
+// small allocations start at event 2 * n_big.
+std::string LoadOrder(int n_big = 15, int big = 530, int small = 270, int n_small = 28)
+{
+    std::ostringstream s;
+    s << "galloc-trace 1 device_memory 8GiB\n";
+    for (int i = 0; i < n_big; i++)
+        s << "alloc " << i + 1 << " " << big << "MiB\n";
+    for (int i = 0; i < n_big; i++)
+        s << "free " << i + 1 << "\n";
+    for (int i = 0; i < n_small; i++)
+        s << "alloc " << 1000 + i << " " << small << "MiB\n";
+    return Write("load_order.trace", s.str());
+}
+
+class Job {
+public:
+    explicit Job(const std::string &path, uint64_t device_memory = 0)
+    {
+        std::memset(&job_, 0, sizeof(job_));
+        char err[512] = "";
+        EXPECT_EQ(ga_fit_load(&job_, path.c_str(), GA_FORMAT_AUTO, err, sizeof(err)), 0) << err;
+        job_.device_memory = device_memory ? device_memory : job_.units[0].device_memory;
+    }
+    ~Job() { ga_fit_job_free(&job_); }
+    const ga_fit_job_t *get() const { return &job_; }
+    ga_fit_run_t Run(const char *conf, uint64_t capacity = 0) const
+    {
+        ga_fit_run_t r;
+        int rc = ga_fit_replay(&job_, conf, capacity ? capacity : job_.device_memory, &r);
+        EXPECT_EQ(rc, 0) << conf << ": " << r.error;
+        return r;
+    }
+
+private:
+    ga_fit_job_t job_;
+};
+
+TEST(FitLoad, EventsAndLargestAllocation)
+{
+    Job j(LoadOrder());
+    ASSERT_EQ(j.get()->n_units, 1u);
+    EXPECT_EQ(j.get()->events, 15u * 2 + 28);
+    EXPECT_EQ(j.get()->max_alloc, 530 * MiB);
+    EXPECT_EQ(j.get()->device_memory, 8 * GiB);
+}
+
+TEST(FitLoad, BadTraceNamesFileAndLine)
+{
+    ga_fit_job_t job;
+    std::memset(&job, 0, sizeof(job));
+    char err[512] = "";
+    std::string p = Write("bad.trace", "galloc-trace 1\nalloc 1 12XB\n");
+    EXPECT_EQ(ga_fit_load(&job, p.c_str(), GA_FORMAT_AUTO, err, sizeof(err)), -1);
+    EXPECT_NE(std::strstr(err, "bad.trace:2"), nullptr) << err;
+    EXPECT_EQ(ga_fit_load(&job, "/nonexistent/x.trace", GA_FORMAT_AUTO, err, sizeof(err)), -1);
+    EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
+    ga_fit_job_free(&job);
+}
+
+// Under the defaults every cached 530 MiB block is split into 270 + 260 MiB:
+// 15 small buffers fit, the 16th (event 45) finds 15 remainders of 260 MiB
+// and 242 MiB of device memory: a fragmentation OOM with exact figures.
+TEST(FitLoadOrder, DefaultsFailWithFragmentation)
+{
+    Job j(LoadOrder());
+    ga_fit_run_t r = j.Run("");
+    EXPECT_FALSE(r.fits);
+    EXPECT_FALSE(r.failed);
+    EXPECT_EQ(r.fail_unit, 0u);
+    EXPECT_EQ(r.fail_event, 45u);
+    EXPECT_EQ(r.oom.cls, GA_OOM_FRAGMENTATION);
+    EXPECT_EQ(r.oom.size, 270 * MiB);
+    EXPECT_EQ(r.oom.live, (int64_t)(15 * 270 * MiB));
+    EXPECT_EQ(r.oom.cached_free, (int64_t)(15 * 260 * MiB));
+    EXPECT_EQ(r.oom.largest_free_block, (int64_t)(260 * MiB));
+    EXPECT_EQ(r.oom.device_free, 8 * GiB - 15 * 530 * MiB);
+    EXPECT_EQ(r.oom.device_total, 8 * GiB);
+    EXPECT_EQ(r.peak_reserved, (int64_t)(15 * 530 * MiB));
+    EXPECT_EQ(r.peak_allocated, (int64_t)(15 * 530 * MiB));
+    EXPECT_EQ(r.allocated_at_peak, (int64_t)(15 * 530 * MiB));
+}
+
+// max_split_size_mb below 530 keeps the 530 MiB blocks whole: the first
+// 270 MiB request that finds no room frees them and the job fits. Without
+// it (and without expandable segments) no roundup or GC setting helps.
+TEST(FitLoadOrder, FitsOnlyWithMaxSplitOrExpandable)
+{
+    Job j(LoadOrder());
+    for (const char *c : {"max_split_size_mb:512", "max_split_size_mb:256", "max_split_size_mb:128",
+                          "max_split_size_mb:512,garbage_collection_threshold:0.8", "expandable_segments:True"})
+        EXPECT_TRUE(j.Run(c).fits) << c;
+    for (const char *c : {"", "roundup_power2_divisions:4", "garbage_collection_threshold:0.6",
+                          "garbage_collection_threshold:0.8", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+                          "max_split_size_mb:1024"})
+        EXPECT_FALSE(j.Run(c).fits) << c;
+    // Expandable segments map 20 MiB pages: 7,950 MiB of buffers map 7,960
+    // MiB, and the freed range is reused in place for the small buffers.
+    ga_fit_run_t es = j.Run("expandable_segments:True");
+    EXPECT_EQ(es.peak_reserved, (int64_t)(7960 * MiB));
+    EXPECT_EQ(es.peak_allocated, (int64_t)(15 * 530 * MiB));
+    // Any roundup_power2_divisions rounds 530 MiB up (to 576 MiB with 8
+    // divisions, 640 MiB with 4): the buffers no longer fit the device at all.
+    ga_fit_run_t rd = j.Run("max_split_size_mb:512,roundup_power2_divisions:8");
+    EXPECT_FALSE(rd.fits);
+    EXPECT_EQ(rd.fail_event, 14u); // 14 x 576 MiB = 8,064 MiB; the 15th does not fit 8,192
+    EXPECT_EQ(rd.oom.cls, GA_OOM_GENUINE);
+}
+
+TEST(FitOom, GenuineWhenLiveBytesExceedTheDevice)
+{
+    std::string p = Write("genuine.trace", "galloc-trace 1 device_memory 8GiB\nalloc 1 6GiB\nalloc 2 3GiB\n");
+    Job j(p);
+    for (const char *c : {"", "expandable_segments:True", "max_split_size_mb:512"}) {
+        ga_fit_run_t r = j.Run(c);
+        EXPECT_FALSE(r.fits) << c;
+        EXPECT_EQ(r.fail_event, 1u) << c;
+        EXPECT_EQ(r.oom.cls, GA_OOM_GENUINE) << c;
+        EXPECT_EQ(r.oom.live, (int64_t)(6 * GiB)) << c;
+        EXPECT_EQ(r.oom.size, 3 * GiB) << c;
+    }
+}
+
+// The replay report classifies the same OOM the same way.
+TEST(FitOom, ReplayClassifiesLikeFit)
+{
+    char err[512];
+    ga_reader_t *r = nullptr;
+    ASSERT_EQ(ga_reader_open(LoadOrder().c_str(), GA_FORMAT_AUTO, &r, err, sizeof(err)), 0) << err;
+    ga_replay_opts_t o = {};
+    const char *confs[] = {nullptr};
+    ga_replay_t rp;
+    ASSERT_EQ(ga_replay_run(r, &o, confs, 1, &rp), 0);
+    ASSERT_GE(rp.cols[0].n_ooms, 1u);
+    const ga_replay_oom_t &oom = rp.cols[0].ooms[0];
+    EXPECT_EQ(oom.event, 45u);
+    EXPECT_EQ(oom.facts.cls, GA_OOM_FRAGMENTATION);
+    EXPECT_EQ(oom.facts.cached_free, (int64_t)(15 * 260 * MiB));
+    EXPECT_EQ(oom.facts.largest_free_block, (int64_t)(260 * MiB));
+    EXPECT_STREQ(ga_oom_class_name(oom.facts.cls), "fragmentation");
+    EXPECT_STREQ(ga_oom_class_name(GA_OOM_GENUINE), "genuine");
+    ga_replay_release(&rp);
+    ga_reader_close(r);
+}
+
+// Variable sequence lengths (examples/fragmentation.trace): fragmentation
+// OOM under the defaults on 80 GiB; expandable segments fit.
+TEST(FitSequenceLengths, FragmentsUnderDefaultsFitsExpandable)
+{
+    Job j(Example("fragmentation.trace"));
+    EXPECT_EQ(j.get()->device_memory, 80 * GiB);
+    ga_fit_run_t d = j.Run("");
+    EXPECT_FALSE(d.fits);
+    EXPECT_EQ(d.oom.cls, GA_OOM_FRAGMENTATION);
+    EXPECT_GT(d.oom.cached_free, (int64_t)d.oom.size); // enough free bytes, in pieces
+    EXPECT_LT(d.oom.largest_free_block, (int64_t)d.oom.size);
+    ga_fit_run_t es = j.Run("expandable_segments:True");
+    EXPECT_TRUE(es.fits);
+    EXPECT_LE(es.peak_reserved, (int64_t)(80 * GiB));
+}
+
+// fit's reserved and allocated peaks are replay's memory_stats peaks.
+TEST(FitPeaks, AgreeWithReplay)
+{
+    std::string path = Example("fragmentation.trace");
+    Job j(path);
+    for (const char *c : {"expandable_segments:True", "expandable_segments:True,max_split_size_mb:512"}) {
+        ga_fit_run_t f = j.Run(c);
+        ASSERT_TRUE(f.fits) << c;
+        char err[512];
+        ga_reader_t *r = nullptr;
+        ASSERT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &r, err, sizeof(err)), 0) << err;
+        ga_replay_opts_t o = {};
+        const char *confs[] = {c};
+        ga_replay_t rp;
+        ASSERT_EQ(ga_replay_run(r, &o, confs, 1, &rp), 0);
+        EXPECT_EQ(rp.cols[0].ooms_total, 0u) << c;
+        EXPECT_EQ(f.peak_reserved, rp.cols[0].stats.reserved_bytes[GALLOC_STAT_ALL].peak) << c;
+        EXPECT_EQ(f.peak_allocated, rp.cols[0].stats.allocated_bytes[GALLOC_STAT_ALL].peak) << c;
+        EXPECT_EQ(f.peak_requested, rp.cols[0].stats.requested_bytes[GALLOC_STAT_ALL].peak) << c;
+        EXPECT_GT(f.allocated_at_peak, 0);
+        EXPECT_LE(f.allocated_at_peak, f.peak_reserved);
+        ga_replay_release(&rp);
+        ga_reader_close(r);
+    }
+}
+
+// The smallest device: fits there, not one granule (2 MiB) below.
+void CheckMinMemory(const Job &j, const char *conf, uint64_t expect)
+{
+    ga_fit_run_t at_d = j.Run(conf);
+    uint32_t replays = 0;
+    uint64_t m = ga_fit_min_memory(j.get(), conf, &at_d, &replays);
+    EXPECT_GT(replays, 0u);
+    ASSERT_GT(m, 0u) << conf;
+    EXPECT_EQ(m % GA_FIT_GRANULE, 0u);
+    if (expect) {
+        EXPECT_EQ(m, expect) << conf;
+    }
+    EXPECT_TRUE(j.Run(conf, m).fits) << conf << " at " << m;
+    EXPECT_FALSE(j.Run(conf, m - GA_FIT_GRANULE).fits) << conf << " at " << m - GA_FIT_GRANULE;
+}
+
+TEST(FitMinMemory, BisectionIsExact)
+{
+    Job j(LoadOrder());
+    // Expandable segments: the 530 MiB buffers' 7,950 MiB in 20 MiB pages.
+    CheckMinMemory(j, "expandable_segments:True", 7960 * MiB);
+    // The defaults fail on 8 GiB: the search goes up. 15 split blocks hold 15
+    // small buffers; the other 13 need 13 x 270 MiB of new segments.
+    CheckMinMemory(j, "", 15 * 530 * MiB + 13 * 270 * MiB);
+    CheckMinMemory(j, "max_split_size_mb:512", 0);
+    Job seq(Example("fragmentation.trace"));
+    CheckMinMemory(seq, "expandable_segments:True", 0);
+}
+
+TEST(FitGrid, CoversTheAxes)
+{
+    Job j(LoadOrder());
+    static char confs[256][GA_FIT_CONF_MAX];
+    size_t n = ga_fit_grid(j.get(), confs, 256);
+    // 2 expandable x 4 max_split (unset, 512, 256, 128: powers of two up to
+    // the largest allocation, 530 MiB) x 5 roundup x 3 GC thresholds.
+    EXPECT_EQ(n, 120u);
+    EXPECT_STREQ(confs[0], "");
+    EXPECT_STREQ(confs[1], "max_split_size_mb:512");
+    EXPECT_STREQ(confs[4], "expandable_segments:True");
+    EXPECT_STREQ(confs[119], "expandable_segments:True,max_split_size_mb:128,"
+                             "roundup_power2_divisions:[256:1,512:2,1024:4,>:8],garbage_collection_threshold:0.8");
+    for (size_t i = 0; i < n; i++) { // every one is a string galloc (and PyTorch) accepts
+        galloc_allocator_t *a = nullptr;
+        char err[256];
+        EXPECT_EQ(galloc_allocator_create("sim", 0, confs[i], &a, err, sizeof(err)), GALLOC_OK) << confs[i] << err;
+        galloc_allocator_destroy(a);
+    }
+    EXPECT_EQ(ga_fit_grid(j.get(), confs, 7), 7u);
+}
+
+TEST(FitSearch, RanksFittingFirstSmallestPeakFirst)
+{
+    Job j(LoadOrder());
+    ga_fit_opts_t o = {};
+    o.jobs = 2;
+    o.bisect = 3;
+    ga_fit_outcome_t oc;
+    char err[256];
+    ASSERT_EQ(ga_fit_search(j.get(), &o, &oc, err, sizeof(err)), 0) << err;
+    ASSERT_GE(oc.n, 120u);
+    EXPECT_EQ(oc.jobs, 2u);
+    // The winner: the shortest string among those with the smallest peak.
+    EXPECT_TRUE(oc.results[0].run.fits);
+    EXPECT_STREQ(oc.results[0].conf, "expandable_segments:True");
+    EXPECT_EQ(oc.results[0].run.peak_reserved, (int64_t)(7960 * MiB));
+    EXPECT_EQ(oc.results[0].min_memory, 7960 * MiB);
+    size_t fitting = 0, bisected = 0;
+    for (size_t i = 0; i < oc.n; i++) {
+        fitting += oc.results[i].run.fits;
+        bisected += oc.results[i].min_searched;
+        EXPECT_FALSE(oc.results[i].run.failed) << oc.results[i].conf << oc.results[i].run.error;
+        if (i > 0) {
+            EXPECT_FALSE(ga_fit_better(&oc.results[i], &oc.results[i - 1])) << i;
+        }
+        // Fitting: expandable segments or max_split_size_mb, and no roundup
+        // (which makes the 530 MiB buffers too big for the device).
+        const char *c = oc.results[i].conf;
+        bool expect = (std::strstr(c, "expandable_segments:True") != nullptr ||
+                       std::strstr(c, "max_split_size_mb") != nullptr) &&
+                      std::strstr(c, "roundup_power2_divisions") == nullptr;
+        EXPECT_EQ(oc.results[i].run.fits, expect) << oc.results[i].conf;
+    }
+    EXPECT_EQ(bisected, 3u);
+    // Grid, roundup unset: 12 expandable + 9 with max_split; the leader sets
+    // neither max_split nor a GC threshold, so there is no refinement.
+    EXPECT_EQ(oc.n, 120u);
+    EXPECT_EQ(fitting, 21u);
+    ga_fit_outcome_free(&oc);
+}
+
+// The example snapshot records PyTorch's defaults; text traces record none.
+TEST(FitRecorded, SnapshotSettings)
+{
+    char conf[GA_FIT_CONF_MAX] = "x", text[256] = "x", err[256] = "";
+    EXPECT_EQ(ga_fit_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
+                                   err, sizeof(err)),
+              1)
+        << err;
+    EXPECT_STREQ(conf, "");
+    EXPECT_STREQ(text, "");
+    std::strcpy(conf, "x");
+    EXPECT_EQ(ga_fit_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
+    EXPECT_STREQ(conf, "");
+    EXPECT_EQ(ga_fit_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
+              -1);
+    EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
+    std::string cut = Write("cut.pickle", std::string("\x80\x04\x95", 3));
+    EXPECT_EQ(ga_fit_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
+    EXPECT_NE(std::strstr(err, "cut.pickle: byte"), nullptr) << err;
+}
+
+// The recorded settings are replayed first, ranked with the others.
+TEST(FitRecorded, ReplayedFirstAsTheJobsOwn)
+{
+    Job j(LoadOrder());
+    ga_fit_opts_t o = {};
+    o.jobs = 2;
+    o.recorded = "max_split_size_mb:512";
+    ga_fit_outcome_t oc;
+    char err[256];
+    ASSERT_EQ(ga_fit_search(j.get(), &o, &oc, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(oc.n, 120u); // the grid's identical string is not replayed twice
+    size_t recorded = 0;
+    for (size_t i = 0; i < oc.n; i++) {
+        if (std::strcmp(oc.results[i].stage, "recorded") == 0) {
+            recorded++;
+            EXPECT_STREQ(oc.results[i].conf, "max_split_size_mb:512");
+            EXPECT_TRUE(oc.results[i].run.fits);
+        }
+    }
+    EXPECT_EQ(recorded, 1u);
+    ga_fit_outcome_free(&oc);
+}
+
+TEST(FitSearch, MaxConfigsCapsTheSearch)
+{
+    Job j(LoadOrder());
+    ga_fit_opts_t o = {};
+    o.jobs = 1;
+    o.max_configs = 8;
+    ga_fit_outcome_t oc;
+    char err[256];
+    ASSERT_EQ(ga_fit_search(j.get(), &o, &oc, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(oc.n, 8u);
+    for (size_t i = 0; i < oc.n; i++)
+        EXPECT_FALSE(oc.results[i].min_searched);
+    ga_fit_outcome_free(&oc);
+}
+
+} // namespace
