@@ -28,6 +28,15 @@ typedef struct ga_backend {
     void *state;                     /* what ops->open returned */
 } ga_backend_t;
 
+/* The runtime PyTorch names in its messages for this device: "HIP" on the hip
+ * backend (PyTorch's ROCm build says "HIP out of memory" and points at
+ * PYTORCH_HIP_ALLOC_CONF), "CUDA" everywhere else, sim included. */
+static inline const char *ga_backend_vendor(const ga_backend_t *b)
+{
+    const char *n = b->ops->name;
+    return n != NULL && n[0] == 'h' && n[1] == 'i' && n[2] == 'p' && n[3] == '\0' ? "HIP" : "CUDA";
+}
+
 #define GA_BACKEND_HAS(ops, m)                                                                     \
     (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size && (ops)->m != NULL)
 

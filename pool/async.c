@@ -252,7 +252,8 @@ galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stre
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer without a driver call */
     if ((uint64_t)size >= GA_ONE_EXABYTE)
-        return ga_fail(a->err, GALLOC_E_OOM, "CUDA out of memory. Tried to allocate more than 1EB memory.");
+        return ga_fail(a->err, GALLOC_E_OOM, "%s out of memory. Tried to allocate more than 1EB memory.",
+                       ga_backend_vendor(a->backend));
     if (map_reserve(a) != GALLOC_OK)
         return ga_fail(a->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     if (a->limit != UINT64_MAX && a->used_bytes + size > a->limit)

@@ -168,7 +168,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer and counts nothing */
     if ((uint64_t)size >= GA_ONE_EXABYTE)
-        return ga_fail(p->err, GALLOC_E_OOM, "CUDA out of memory. Tried to allocate more than 1EB memory.");
+        return ga_fail(p->err, GALLOC_E_OOM, "%s out of memory. Tried to allocate more than 1EB memory.",
+                       ga_backend_vendor(p->backend));
 
     /* Blocks freed on other streams whose work has completed come back first
      * (not while routing to a private pool: PyTorch skips it during captures). */

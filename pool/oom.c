@@ -23,6 +23,7 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     ga_trace_record_oom(&p->trace, ap->alloc_size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid),
                         ap->stack_id);
 
+    const char *vendor = ga_backend_vendor(p->backend);
     char tried[32], total[32], free_s[32], allowed[64] = "", alloc_s[32], unalloc[32];
     ga_format_size(ap->alloc_size, tried, sizeof(tried));
     ga_format_size(device_total, total, sizeof(total));
@@ -44,10 +45,10 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     ga_format_size((uint64_t)(allocated + priv), alloc_s, sizeof(alloc_s));
     ga_format_size((uint64_t)(reserved - allocated - priv), unalloc, sizeof(unalloc));
     return ga_fail(p->err, GALLOC_E_OOM,
-                   "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
+                   "%s out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                    "%sOf the allocated memory %s is allocated by PyTorch, %sand %s is reserved by PyTorch but "
                    "unallocated. If reserved but unallocated memory is large try setting "
-                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                   "PYTORCH_%s_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                    "Memory Management  (" OOM_DOC_URL ")",
-                   tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc);
+                   vendor, tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc, vendor);
 }
