@@ -86,7 +86,7 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
         snprintf(msg, sizeof(msg), "%s", a->err.msg);
         goto err_close;
     }
-    if (pthread_mutex_init(&a->lock, NULL) != 0) {
+    if (ga_allocator_lock_init(&a->lock) != 0) {
         snprintf(msg, sizeof(msg), "could not create the allocator's lock");
         st = GALLOC_E_NOMEM;
         goto err_destroy;

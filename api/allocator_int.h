@@ -61,4 +61,22 @@ struct galloc_allocator {
     int device;                    /* device index */
 };
 
+/* The allocator's lock. Its critical sections are short (tens of ns on a
+ * cache hit), so a waiter does better spinning briefly than sleeping in the
+ * kernel: glibc's adaptive mutex spins first, then sleeps. Two threads
+ * hammering one allocator (bench/, pair/fixed_4KiB/threads:2) went from 1.58
+ * to 0.69 us of CPU per malloc+free pair; one thread is unchanged. */
+static inline int ga_allocator_lock_init(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t attr;
+    if (pthread_mutexattr_init(&attr) != 0)
+        return -1;
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+    (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+    int rc = pthread_mutex_init(m, &attr);
+    pthread_mutexattr_destroy(&attr);
+    return rc;
+}
+
 #endif /* GA_ALLOCATOR_INT_H */

@@ -419,7 +419,7 @@ galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user
     ga_user_map_init(&p->live);
     ga_stats_init(&p->stats, UINT64_MAX);
     ga_trace_init(&p->trace, device);
-    if (pthread_mutex_init(&a->lock, NULL) != 0)
+    if (ga_allocator_lock_init(&a->lock) != 0)
         goto err_nomem;
     a->ops = &ga_allocator_user;
     a->impl = p;
