@@ -11,6 +11,7 @@
 #ifndef GA_AVL_H
 #define GA_AVL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct ga_avl_node {
@@ -38,5 +39,9 @@ ga_avl_node_t *ga_pool_avl_first(const ga_avl_t *t);
 ga_avl_node_t *ga_pool_avl_last(const ga_avl_t *t);
 ga_avl_node_t *ga_pool_avl_next(const ga_avl_node_t *n);
 ga_avl_node_t *ga_pool_avl_prev(const ga_avl_node_t *n);
+/* The tree is well formed: parent links, exact heights, balance within one,
+ * children in order, count. O(n), recursive to the tree's height; for the
+ * invariant check. */
+bool ga_pool_avl_check(const ga_avl_t *t);
 
 #endif /* GA_AVL_H */

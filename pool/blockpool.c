@@ -262,6 +262,17 @@ ga_block_t *ga_pool_blockpool_prev(ga_block_t *b)
     return last_before(b->pool, at);
 }
 
+bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bp->n_sets; i++) {
+        if (!ga_pool_avl_check(&bp->sets[i]->tree) || (i > 0 && bp->sets[i - 1]->stream >= bp->sets[i]->stream))
+            return false;
+        n += bp->sets[i]->tree.count;
+    }
+    return n == bp->n_free && ga_pool_avl_check(&bp->unmapped);
+}
+
 void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b)
 {
     ga_pool_avl_insert(&bp->unmapped, &b->node);

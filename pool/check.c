@@ -124,6 +124,8 @@ static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *
         prev = b;
         (*members)++;
     }
+    if (!ga_pool_blockpool_trees_ok(bp))
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "a free-set tree is malformed (links, heights, balance or order)");
     if (*members != bp->n_free)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", bp->n_free, *members);
     return GALLOC_OK;

@@ -215,6 +215,9 @@ void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
 /* Make sure `stream` has a free set, before any block of that stream can be
  * inserted (malloc calls it first: insert cannot fail). GALLOC_E_NOMEM. */
 galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream);
+/* Every tree well formed (ga_pool_avl_check), the sets sorted by stream, the
+ * counts agreeing: for the invariant check. */
+bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp);
 /* a orders before b in PyTorch's (stream, size, address) order. */
 bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
 void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);

@@ -146,3 +146,60 @@ void pool_shim_fail_from(pool_shim_t *s, uint64_t nth)
 {
     ga_sim_set_faults(s->backend.state, 0, nth, 0);
 }
+
+typedef struct avl_item {
+    ga_avl_node_t node;
+    int key;
+    bool in;
+} avl_item_t;
+
+static int avl_item_cmp(const ga_avl_node_t *a, const ga_avl_node_t *b)
+{
+    int ka = ((const avl_item_t *)a)->key, kb = ((const avl_item_t *)b)->key;
+    return ka < kb ? -1 : ka > kb;
+}
+
+int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *caught)
+{
+    avl_item_t *items = calloc((size_t)keys, sizeof(*items));
+    if (items == NULL)
+        return -1;
+    ga_avl_t t;
+    ga_pool_avl_init(&t, avl_item_cmp);
+    int failures = 0;
+    *depth = 0;
+    for (int i = 0; i < keys; i++)
+        items[i].key = i;
+    for (int op = 0; op < ops; op++) {
+        seed = seed * 1103515245u + 12345u;
+        avl_item_t *it = &items[(seed >> 8) % (unsigned)keys];
+        if (it->in)
+            ga_pool_avl_remove(&t, &it->node);
+        else
+            ga_pool_avl_insert(&t, &it->node);
+        it->in = !it->in;
+        if (!ga_pool_avl_check(&t))
+            failures++;
+        if (t.root != NULL && t.root->height > *depth)
+            *depth = t.root->height;
+        /* In-order walk visits exactly the members, ascending. */
+        int prev = -1;
+        size_t seen = 0;
+        for (ga_avl_node_t *n = ga_pool_avl_first(&t); n != NULL; n = ga_pool_avl_next(n), seen++) {
+            const avl_item_t *x = (const avl_item_t *)n;
+            if (!x->in || x->key <= prev)
+                failures++;
+            prev = x->key;
+        }
+        if (seen != t.count)
+            failures++;
+    }
+    *caught = -1;
+    if (t.root != NULL) {
+        t.root->height += 1;
+        *caught = !ga_pool_avl_check(&t);
+        t.root->height -= 1;
+    }
+    free(items);
+    return failures;
+}

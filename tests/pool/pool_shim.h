@@ -38,6 +38,12 @@ size_t pool_shim_segments(pool_shim_t *s);        /* live segments */
 size_t pool_shim_round(const char *conf, size_t size); /* ga_round_size under conf */
 size_t pool_shim_alloc_size(size_t rounded);
 void pool_shim_format_size(uint64_t bytes, char *buf, size_t len);
+/* A bare AVL tree of keys 0..keys-1 under `ops` random inserts and removes
+ * (seeded), its shape checked after each (ga_pool_avl_check) and its order
+ * compared with a bitmap. Returns the number of failed checks; *depth gets the
+ * largest height seen. Then one node's height is corrupted: *caught says
+ * whether the check noticed. */
+int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *caught);
 /* Make the sim device's Nth allocation fail from now on (0 = off). */
 void pool_shim_fail_from(pool_shim_t *s, uint64_t nth);
 

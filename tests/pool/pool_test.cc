@@ -506,3 +506,19 @@ TEST(PoolConf, PerProcessMemoryFractionCapsFromTheStart)
 }
 
 } // namespace
+
+namespace {
+
+// The free sets' AVL tree stays exactly balanced under random inserts and
+// removes (rebalance stops early once a subtree's height is unchanged), and
+// the shape check used by galloc_check notices a wrong height.
+TEST(Avl, StaysBalancedUnderRandomInsertsAndRemoves)
+{
+    int depth = 0, caught = 0;
+    EXPECT_EQ(pool_shim_avl_exercise(4096, 40000, 7u, &depth, &caught), 0);
+    EXPECT_GE(depth, 10);                  // about half the keys are in: log2(2048) = 11
+    EXPECT_LE(depth, 17);                  // AVL bound: 1.44 log2(n + 2)
+    EXPECT_EQ(caught, 1);
+}
+
+} // namespace
