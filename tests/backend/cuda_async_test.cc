@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/gpu_sweeps.h"
 
 namespace cuda_test {
 namespace {
@@ -232,63 +232,19 @@ TEST_F(CudaAsync, DestroyFreesWhatIsStillLive)
     // TearDown destroys and checks the fake counts no leak
 }
 
-// ---- The fault sweep. ----
-
-void AsyncWorkload(Run &r, uintptr_t s1)
-{
-    r.Malloc(0, 1);
-    r.Malloc(1, 3 * kMiB, s1);
-    r.RecordStream(0, s1);
-    r.Free(0); // waits for s1, then frees on the default stream
-    galloc_stats_t st = Stats(r.a());
-    (void)st;
-    r.EmptyCache();
-    r.Malloc(2, 4096);
-    r.Step("reset_peak", [&] { return galloc_stats_reset_peak(r.a()); });
-    r.Free(1);
-    r.Step("stream_synchronize", [&] { return galloc_stream_synchronize(r.a(), s1); });
-}
-
-SweepResult AsyncSweep(FakeCuda &f, int code, bool from)
-{
-    uintptr_t s1 = 0;
-    return Sweep(
-        f, CudaConf(f, "backend:cudaMallocAsync"), code, from,
-        [&](FakeCuda &fc) { EXPECT_EQ(fc.fake_cuda_stream_create(0, &s1), 0); },
-        [&](Run &r) { AsyncWorkload(r, s1); },
-        [&](Run &r, FakeCuda &fc) {
-            galloc_stats_t st = Stats(r.a());
-            fake_gpu_stats_t fs = fc.Stats();
-            uint64_t reserved = 0;
-            EXPECT_EQ(fc.fake_cuda_pool_attr(0, 5, &reserved), 0);
-            EXPECT_EQ((uint64_t)st.reserved_bytes[ALL].current, reserved);
-            EXPECT_EQ((int64_t)fs.live_async, r.LiveCount());
-            EXPECT_EQ(st.active_bytes[ALL].current, st.allocated_bytes[ALL].current);
-        });
-}
-
+// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
 TEST(CudaAsyncSweep, EveryDriverCallFailingOnce)
 {
     FakeCuda f;
     ASSERT_TRUE(f.ok()) << f.error();
-    for (int code : {kOutOfMemory, kUnknown}) {
-        SweepResult r = AsyncSweep(f, code, false);
-        EXPECT_GT(r.runs, 30u);
-        EXPECT_EQ(r.runs, r.clean_calls);
-        EXPECT_EQ(r.max_leaks, 0u);
-        std::printf("async sweep, CUresult %d: %llu calls failed one at a time, %llu visible failures, 0 leaks\n",
-                    code, (unsigned long long)r.runs, (unsigned long long)r.visible);
-    }
+    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kAsync, 30u));
 }
 
 TEST(CudaAsyncSweep, EveryDriverCallFailingFromTheNthOn)
 {
     FakeCuda f;
     ASSERT_TRUE(f.ok()) << f.error();
-    SweepResult r = AsyncSweep(f, kUnknown, true);
-    EXPECT_GT(r.runs, 10u);
-    EXPECT_EQ(r.max_leaks, 0u);
-    std::printf("async sweep, every call from the Nth on: %llu runs, 0 leaks\n", (unsigned long long)r.runs);
+    SweepFrom(f, Layer::kAsync, 10u);
 }
 
 } // namespace

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/gpu_sweeps.h"
 
 namespace cuda_test {
 namespace {
@@ -155,77 +155,19 @@ TEST_F(CudaVmm, ARefusedUndoIsReleasedBeforeTheNextMap)
     Free(a);
 }
 
-// ---- The fault sweep. ----
-
-void ExpandableWorkload(Run &r, uintptr_t s1)
-{
-    r.Malloc(0, 5 * kMiB);
-    r.Malloc(1, 30 * kMiB); // grows by a page
-    r.Malloc(2, 1);         // the small pool's own segment
-    r.Free(1);
-    r.EmptyCache();         // unmaps the free page
-    r.Malloc(3, 10 * kMiB); // fits what stays mapped
-    r.RecordStream(3, s1);
-    r.Free(3);
-    r.Malloc(4, 3 * kMiB, s1); // a segment of its own for s1
-    r.Free(0);
-    r.EmptyCache();
-    r.Free(2);
-}
-
-SweepResult ExpandableSweep(FakeCuda &f, int code, bool from)
-{
-    uintptr_t s1 = 0;
-    return Sweep(
-        f, CudaConf(f, "expandable_segments:True"), code, from,
-        [&](FakeCuda &fc) {
-            EXPECT_EQ(fc.fake_cuda_configure(2, 4 * kGiB, 2 * kMiB), 0);
-            EXPECT_EQ(fc.fake_cuda_stream_create(0, &s1), 0);
-        },
-        [&](Run &r) { ExpandableWorkload(r, s1); },
-        [&](Run &r, FakeCuda &fc) {
-            galloc_stats_t st = Stats(r.a());
-            fake_gpu_stats_t fs = fc.Stats();
-            EXPECT_EQ(st.allocation[ALL].current, r.LiveCount());
-            // A refused undo leaves an orphan the backend releases before its
-            // next map. 41 MiB cannot fit in what empty_cache left mapped (a
-            // free run that long holds a whole 20 MiB page, which it unmaps),
-            // so this malloc maps, and the orphans go first.
-            void *p = nullptr;
-            ASSERT_EQ(galloc_empty_cache(r.a()), GALLOC_OK);
-            ASSERT_EQ(galloc_malloc(r.a(), 41 * kMiB, 0, &p), GALLOC_OK);
-            ASSERT_EQ(galloc_free(r.a(), p), GALLOC_OK);
-            ASSERT_EQ(galloc_empty_cache(r.a()), GALLOC_OK);
-            st = Stats(r.a());
-            fs = fc.Stats();
-            EXPECT_EQ((uint64_t)st.reserved_bytes[ALL].current, fs.live_mapped_bytes)
-                << "reserved_bytes follows mapped bytes";
-            EXPECT_EQ(fs.live_mapped_bytes, fs.live_handle_bytes) << "no handle without its mapping";
-        });
-}
-
+// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
 TEST(CudaVmmSweep, EveryDriverCallFailingOnce)
 {
     FakeCuda f;
     ASSERT_TRUE(f.ok()) << f.error();
-    for (int code : {kOutOfMemory, kUnknown}) {
-        SweepResult r = ExpandableSweep(f, code, false);
-        EXPECT_GT(r.runs, 40u);
-        EXPECT_EQ(r.runs, r.clean_calls);
-        EXPECT_EQ(r.max_leaks, 0u);
-        std::printf("expandable sweep, CUresult %d: %llu calls failed one at a time, %llu visible failures, 0 leaks\n",
-                    code, (unsigned long long)r.runs, (unsigned long long)r.visible);
-    }
+    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kExpandable, 40u));
 }
 
 TEST(CudaVmmSweep, EveryDriverCallFailingFromTheNthOn)
 {
     FakeCuda f;
     ASSERT_TRUE(f.ok()) << f.error();
-    SweepResult r = ExpandableSweep(f, kUnknown, true);
-    EXPECT_GT(r.runs, 20u);
-    EXPECT_EQ(r.max_leaks, 0u);
-    std::printf("expandable sweep, every call from the Nth on: %llu runs, 0 leaks\n", (unsigned long long)r.runs);
+    SweepFrom(f, Layer::kExpandable, 20u);
 }
 
 } // namespace

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tests/backend/conformance.h"
-#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/gpu_sweeps.h"
 
 extern "C" {
 #include "backend/hip_api.h"
@@ -264,62 +264,19 @@ TEST_F(HipMalloc, Conformance)
 
 // ---- The fault sweep: cuda_malloc_test's workload on the HIP runtime. ----
 
-void NativeWorkload(Run &r, uintptr_t s1)
-{
-    r.Malloc(0, 1);
-    r.Malloc(1, 5 * kMiB);
-    r.Malloc(2, 30 * kMiB, s1);
-    r.RecordStream(0, s1);
-    r.Free(0);        // records an event on s1
-    r.Malloc(3, 100); // polls it
-    r.Free(1);
-    r.EmptyCache();   // synchronizes events, frees the whole free segments
-    r.Malloc(4, 5 * kMiB);
-    size_t f = 0, t = 0;
-    r.Step("memory_info", [&] { return galloc_memory_info(r.a(), &f, &t); });
-    r.Free(2);
-    r.Free(3);
-}
-
-SweepResult NativeSweep(FakeCuda &f, int code, bool from)
-{
-    uintptr_t s1 = 0;
-    return Sweep(
-        f, CudaConf(f), code, from,
-        [&](FakeCuda &fc) { EXPECT_EQ(fc.fake_cuda_stream_create(0, &s1), 0); },
-        [&](Run &r) { NativeWorkload(r, s1); },
-        [&](Run &r, FakeCuda &fc) {
-            galloc_stats_t st = Stats(r.a());
-            EXPECT_EQ(st.allocation[ALL].current, r.LiveCount());
-            EXPECT_EQ((uint64_t)st.reserved_bytes[ALL].current, fc.Stats().device_used[0])
-                << "reserved_bytes is what the runtime charged";
-            EXPECT_EQ(st.segment[ALL].current, (int64_t)fc.Stats().live_segments);
-        });
-}
-
+// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
 TEST(HipMallocSweep, EveryRuntimeCallFailingOnce)
 {
     FakeCuda f("libfake_hip.so", "hip");
     ASSERT_TRUE(f.ok()) << f.error();
-    for (int code : {kOutOfMemory, kUnknown}) {
-        SweepResult r = NativeSweep(f, code, false);
-        EXPECT_GT(r.runs, 30u);
-        EXPECT_EQ(r.runs, r.clean_calls) << "one run per runtime call of the clean run";
-        EXPECT_EQ(r.max_leaks, 0u);
-        std::printf("hip native sweep, hipError_t %d: %llu calls failed one at a time, %llu visible failures, "
-                    "0 leaks\n",
-                    code, (unsigned long long)r.runs, (unsigned long long)r.visible);
-    }
+    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kNative, 30u));
 }
 
 TEST(HipMallocSweep, EveryRuntimeCallFailingFromTheNthOn)
 {
     FakeCuda f("libfake_hip.so", "hip");
     ASSERT_TRUE(f.ok()) << f.error();
-    SweepResult r = NativeSweep(f, kUnknown, true);
-    EXPECT_GT(r.runs, 10u);
-    EXPECT_EQ(r.max_leaks, 0u);
-    std::printf("hip native sweep, every call from the Nth on: %llu runs, 0 leaks\n", (unsigned long long)r.runs);
+    SweepFrom(f, Layer::kNative, 10u);
 }
 
 } // namespace

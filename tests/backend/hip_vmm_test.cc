@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/gpu_sweeps.h"
 
 extern "C" {
 #include "tests/fake_hip/fake_hip_control.h"
@@ -162,71 +162,19 @@ TEST(HipVmmVersion, ARuntimeThatRefusesVmmIsUnsupportedAtCreate)
 
 // ---- The fault sweep: cuda_vmm_test's workload on the HIP runtime. ----
 
-void ExpandableWorkload(Run &r, uintptr_t s1)
-{
-    r.Malloc(0, 5 * kMiB);
-    r.Malloc(1, 30 * kMiB); // grows by a page
-    r.Malloc(2, 1);         // the small pool's own segment
-    r.Free(1);
-    r.EmptyCache();         // unmaps the free page
-    r.Malloc(3, 10 * kMiB); // fits what stays mapped
-    r.RecordStream(3, s1);
-    r.Free(3);
-    r.Malloc(4, 3 * kMiB, s1); // a segment of its own for s1
-    r.Free(0);
-    r.EmptyCache();
-    r.Free(2);
-}
-
-SweepResult ExpandableSweep(FakeCuda &f, int code, bool from)
-{
-    uintptr_t s1 = 0;
-    return Sweep(
-        f, CudaConf(f, "expandable_segments:True"), code, from,
-        [&](FakeCuda &fc) {
-            EXPECT_EQ(fc.fake_cuda_configure(2, 4 * kGiB, 2 * kMiB), 0);
-            EXPECT_EQ(fc.fake_cuda_stream_create(0, &s1), 0);
-        },
-        [&](Run &r) { ExpandableWorkload(r, s1); },
-        [&](Run &r, FakeCuda &fc) {
-            EXPECT_EQ(Stats(r.a()).allocation[ALL].current, r.LiveCount());
-            // Orphans of refused undos go before the next map (see cuda_vmm_test).
-            void *p = nullptr;
-            ASSERT_EQ(galloc_empty_cache(r.a()), GALLOC_OK);
-            ASSERT_EQ(galloc_malloc(r.a(), 41 * kMiB, 0, &p), GALLOC_OK);
-            ASSERT_EQ(galloc_free(r.a(), p), GALLOC_OK);
-            ASSERT_EQ(galloc_empty_cache(r.a()), GALLOC_OK);
-            galloc_stats_t st = Stats(r.a());
-            fake_gpu_stats_t fs = fc.Stats();
-            EXPECT_EQ((uint64_t)st.reserved_bytes[ALL].current, fs.live_mapped_bytes)
-                << "reserved_bytes follows mapped bytes";
-            EXPECT_EQ(fs.live_mapped_bytes, fs.live_handle_bytes) << "no handle without its mapping";
-        });
-}
-
+// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
 TEST(HipVmmSweep, EveryRuntimeCallFailingOnce)
 {
     FakeCuda f("libfake_hip.so", "hip");
     ASSERT_TRUE(f.ok()) << f.error();
-    for (int code : {kOutOfMemory, kUnknown}) {
-        SweepResult r = ExpandableSweep(f, code, false);
-        EXPECT_GT(r.runs, 40u);
-        EXPECT_EQ(r.runs, r.clean_calls);
-        EXPECT_EQ(r.max_leaks, 0u);
-        std::printf("hip expandable sweep, hipError_t %d: %llu calls failed one at a time, %llu visible failures, "
-                    "0 leaks\n",
-                    code, (unsigned long long)r.runs, (unsigned long long)r.visible);
-    }
+    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kExpandable, 40u));
 }
 
 TEST(HipVmmSweep, EveryRuntimeCallFailingFromTheNthOn)
 {
     FakeCuda f("libfake_hip.so", "hip");
     ASSERT_TRUE(f.ok()) << f.error();
-    SweepResult r = ExpandableSweep(f, kUnknown, true);
-    EXPECT_GT(r.runs, 20u);
-    EXPECT_EQ(r.max_leaks, 0u);
-    std::printf("hip expandable sweep, every call from the Nth on: %llu runs, 0 leaks\n", (unsigned long long)r.runs);
+    SweepFrom(f, Layer::kExpandable, 20u);
 }
 
 } // namespace
