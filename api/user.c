@@ -285,10 +285,8 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
         ga_snapshot_destroy(&s);
         return ga_fail(p->err, st, "snapshot: %s", galloc_strerror(st));
     }
-    ga_trace_record(&p->trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(&s), 0, NULL, 0);
     char err[512] = "";
-    st = ga_snapshot_write_path(&s, path, format, err, sizeof(err));
-    ga_snapshot_destroy(&s);
+    st = ga_snapshot_commit(&s, &p->trace, path, format, err, sizeof(err));
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "snapshot: %s", err[0] ? err : galloc_strerror(st));
     return GALLOC_OK;

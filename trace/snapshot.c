@@ -157,3 +157,13 @@ galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, gallo
     }
     return rc;
 }
+
+galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, ga_trace_t *trace, const char *path,
+                                   galloc_snapshot_format_t format, char *err, size_t errlen)
+{
+    /* PyTorch records a "snapshot" entry with the active bytes when one is taken. */
+    ga_trace_record(trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(s), 0, NULL, 0);
+    galloc_status_t st = ga_snapshot_write_path(s, path, format, err, errlen);
+    ga_snapshot_destroy(s);
+    return st;
+}

@@ -13,9 +13,7 @@
  *       for each block of it, in address order:
  *           ga_snapshot_block(&s, size, requested_size, state, stack_id);
  *   ga_snapshot_settings(&s, &settings);
- *   ga_trace_record(&trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(&s), 0, NULL, 0);
- *   rc = ga_snapshot_write_path(&s, path, GALLOC_SNAPSHOT_PICKLE, err, sizeof(err));
- *   ga_snapshot_destroy(&s);
+ *   rc = ga_snapshot_commit(&s, &trace, path, GALLOC_SNAPSHOT_PICKLE, err, sizeof(err));
  *
  * As in PyTorch's snapshot() (DeviceCachingAllocator::snapshot), a block's
  * address is the segment's plus the sizes of the blocks before it (blocks
@@ -153,6 +151,12 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
  * names the path and the OS error. */
 galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format,
                                        char *err, size_t errlen);
+
+/* ga_snapshot_commit: what every snapshot ends with. Records PyTorch's
+ * "snapshot" trace entry (the active bytes) in trace, writes s to path
+ * (ga_snapshot_write_path, err as there) and destroys s, whatever the outcome. */
+galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, ga_trace_t *trace, const char *path,
+                                   galloc_snapshot_format_t format, char *err, size_t errlen);
 
 /* ga_snapshot_state_name: PyTorch's string for a block state. Static. */
 const char *ga_snapshot_state_name(ga_snapshot_block_state_t state);
