@@ -1,7 +1,6 @@
 // stack_test: stack capture, deduplication, symbolization, framework frames.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -203,36 +202,6 @@ TEST_F(Stack, ManyDistinctStacksGrowTheStore)
     EXPECT_EQ(t_.stacks.nstacks, 3001u);
     EXPECT_EQ(t_.stacks.nframes, 3002u);
     EXPECT_EQ(t_.strings.count, 3u); // "", "f.py", "g"
-}
-
-TEST_F(Stack, CaptureCost)
-{
-    // Not a pass/fail figure: prints what a capture costs here (the report's
-    // "ns per capture"). Raw = unw_backtrace only; intern = + dedup lookup.
-    auto o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
-    ASSERT_EQ(ga_trace_configure(&t_, &o), GALLOC_OK);
-    const int n = 20000;
-    ga_trace_raw_stack_t raw;
-    ga_trace_stack_capture_raw(&raw, true, 0, nullptr, nullptr);
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; i++)
-        ga_trace_stack_capture_raw(&raw, true, 0, nullptr, nullptr);
-    auto t1 = std::chrono::steady_clock::now();
-    static uint32_t ids[n + 1];
-    for (int i = 0; i <= n; i++) { // one call site; the first (cold) capture is outside the timing
-        ids[i] = trace_test_native_site(&t_);
-        if (i == 0)
-            t1 = std::chrono::steady_clock::now();
-    }
-    auto t2 = std::chrono::steady_clock::now();
-    for (int i = 1; i <= n; i++)
-        ASSERT_EQ(ids[i], ids[0]);
-    double raw_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
-    double full_ns = std::chrono::duration<double, std::nano>(t2 - t1).count() / n;
-    printf("stack capture: %u frames, raw %.0f ns, capture+intern %.0f ns\n", raw.npcs, raw_ns, full_ns);
-    RecordProperty("frames", (int)raw.npcs);
-    RecordProperty("raw_ns", (int)raw_ns);
-    RecordProperty("capture_intern_ns", (int)full_ns);
 }
 
 } // namespace

@@ -2,7 +2,6 @@
 // stack; oom and annotation entries; what recording an event costs.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdio>
 
 extern "C" {
@@ -131,23 +130,6 @@ TEST_F(Trace, TimeComesFromTheClock)
     ga_trace_set_clock(&t_, [](void *ctx) { return *static_cast<int64_t *>(ctx); }, &fake);
     ga_trace_record(&t_, GA_TRACE_ALLOC, 2, 1, 0, nullptr, 0);
     EXPECT_EQ(ga_trace_ring_at(&t_.events, 1)->time_us, 42);
-}
-
-TEST_F(Trace, RecordCost)
-{
-    // Not a pass/fail figure: what one ga_trace_record costs in steady state
-    // (a wrapped ring, CLOCK_REALTIME time stamp), for the report.
-    auto o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALLOC, GALLOC_STACKS_PYTHON, 1 << 16);
-    ASSERT_EQ(ga_trace_configure(&t_, &o), GALLOC_OK);
-    const int n = 2000000;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; i++)
-        ga_trace_record(&t_, GA_TRACE_ALLOC, 0x1000 + (uint64_t)i * 512, 512, 0, nullptr, 1);
-    auto t1 = std::chrono::steady_clock::now();
-    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
-    printf("ga_trace_record: %.1f ns per event\n", ns);
-    RecordProperty("record_ns", (int)ns);
-    EXPECT_EQ(ga_trace_ring_size(&t_.events), (size_t)1 << 16);
 }
 
 } // namespace
