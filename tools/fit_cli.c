@@ -47,7 +47,7 @@ void ga_fit_usage(FILE *out)
           "                        best configurations (default 10)\n"
           "  --max-configs N       replay at most N configurations (default: the whole search)\n"
           "  --top N               rows of the ranked table (default 15; --json has all)\n"
-          "  --format FMT          auto (default), rmm, torch, galloc\n"
+          "  --format FMT          auto (default), rmm, torch, galloc, umpire, kineto\n"
           "  --no-recorded         ignore the allocator_settings a PyTorch snapshot recorded (by\n"
           "                        default they are replayed first and reported as the job's own)\n"
           "  -h, --help            this text\n"
@@ -117,7 +117,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
             break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
-                return usage_error("bad --format \"%s\" (auto, rmm, torch, galloc)", optarg);
+                return usage_error("bad --format \"%s\" (auto, rmm, torch, galloc, umpire, kineto)", optarg);
             break;
         case O_NOREC: c->no_recorded = true; break;
         case 'h': ga_fit_usage(stdout); return -1;

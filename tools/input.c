@@ -114,6 +114,23 @@ int ga_input_line(ga_input_t *in, char **line, size_t *len, char *err, size_t er
     return 1;
 }
 
+int ga_input_chunk(ga_input_t *in, const char **p, size_t *n, char *err, size_t errlen)
+{
+    if (in->start == in->end) {
+        if (in->eof)
+            return 0;
+        if (fill(in, err, errlen) != 0)
+            return -1;
+        if (in->start == in->end)
+            return 0;
+    }
+    *p = in->buf + in->start;
+    *n = in->end - in->start;
+    in->consumed += *n;
+    in->start = in->end;
+    return 1;
+}
+
 int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char *err, size_t errlen)
 {
     *out = NULL;

@@ -45,6 +45,11 @@ void ga_input_peek(const ga_input_t *in, const char **p, size_t *n);
  * -1 with err = "PATH:LINE: problem". */
 int ga_input_line(ga_input_t *in, char **line, size_t *len, char *err, size_t errlen);
 
+/* ga_input_chunk: the next unread bytes, whatever they hold (a JSON document
+ * need not have lines, nor short ones). Returns 1 (*p, *n > 0 set, valid until
+ * the next call), 0 at end of file, -1 with err. Memory stays the buffer. */
+int ga_input_chunk(ga_input_t *in, const char **p, size_t *n, char *err, size_t errlen);
+
 /* ga_input_slurp: the whole remaining file in a new malloc'd buffer (caller
  * frees). Fails with err if it is larger than max bytes. */
 int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char *err, size_t errlen);

@@ -1,6 +1,6 @@
 /*
  * reader_int.h: what the format readers (read_rmm.c, read_text.c,
- * read_torch.c) share with trace_reader.c. Private to tools/.
+ * read_torch.c, read_umpire.c, read_kineto.c) share with trace_reader.c. Private to tools/.
  *
  * Each format fills a ga_reader_t's ops and impl when opened; trace_reader.c
  * owns detection, the common fields and the sticky error (after a -1 every
@@ -42,6 +42,10 @@ struct ga_reader {
 int ga_read_rmm_open(ga_reader_t *r, char *err, size_t errlen);
 int ga_read_text_open(ga_reader_t *r, char *err, size_t errlen);
 int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen);
+int ga_read_umpire_open(ga_reader_t *r, char *err, size_t errlen);
+int ga_read_kineto_open(ga_reader_t *r, char *err, size_t errlen);
+/* ga_read_kineto_device: the CUDA device index of a Chrome trace's unit. */
+int ga_read_kineto_device(const ga_reader_t *r, size_t unit);
 /* ga_read_torch_device: the device index of a snapshot's unit. */
 int ga_read_torch_device(const ga_reader_t *r, size_t unit);
 

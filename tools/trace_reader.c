@@ -5,7 +5,10 @@
  * Detection, in order: a pickle starts with PROTO (0x80) and a protocol byte;
  * galloc's text trace has "galloc-trace" as its first line that is not blank
  * or a comment; an RMM log's first line is its CSV header with Action and
- * Pointer columns. Anything else is refused with what the first line holds.
+ * Pointer columns; an Umpire replay log's first such line is a JSON object
+ * with "kind":"replay"; a Chrome trace is JSON naming "traceEvents" in its
+ * first bytes (Kineto writes a few small header fields before the events).
+ * Anything else is refused with what the first line holds.
  */
 #include "tools/reader_int.h"
 
@@ -13,22 +16,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const format_names[] = {"auto", "rmm", "torch", "galloc"};
+static const char *const format_names[] = {"auto", "rmm", "torch", "galloc", "umpire", "kineto"};
+#define N_FORMATS (sizeof(format_names) / sizeof(format_names[0]))
 
 const char *ga_reader_format_name(ga_format_t f)
 {
-    return (unsigned)f < 4 ? format_names[f] : "?";
+    return (unsigned)f < N_FORMATS ? format_names[f] : "?";
 }
 
 bool ga_reader_format_parse(const char *s, ga_format_t *out)
 {
-    for (unsigned i = 0; i < 4; i++)
+    for (unsigned i = 0; i < N_FORMATS; i++)
         if (strcmp(s, format_names[i]) == 0) {
             *out = (ga_format_t)i;
             return true;
         }
     if (strcmp(s, "pytorch") == 0 || strcmp(s, "snapshot") == 0) {
         *out = GA_FORMAT_TORCH;
+        return true;
+    }
+    if (strcmp(s, "chrome") == 0 || strcmp(s, "profiler") == 0) {
+        *out = GA_FORMAT_KINETO;
         return true;
     }
     return false;
@@ -96,6 +104,21 @@ static void first_line(const char *p, size_t n, const char **l, size_t *ln)
     *ln = 0;
 }
 
+/* Whether p[0..n) holds the string lit (memmem is a GNU extension). */
+static bool has(const char *p, size_t n, const char *lit)
+{
+    size_t k = strlen(lit);
+    for (size_t i = 0; i + k <= n; i++) {
+        const char *q = memchr(p + i, lit[0], n - i);
+        if (q == NULL || (size_t)(q - p) + k > n)
+            return false;
+        i = (size_t)(q - p);
+        if (memcmp(q, lit, k) == 0)
+            return true;
+    }
+    return false;
+}
+
 static ga_format_t detect(const char *p, size_t n)
 {
     if (n >= 2 && (unsigned char)p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
@@ -112,6 +135,10 @@ static ga_format_t detect(const char *p, size_t n)
     head[hn] = '\0';
     if (memchr(head, ',', hn) != NULL && strstr(head, "Action") != NULL && strstr(head, "Pointer") != NULL)
         return GA_FORMAT_RMM;
+    if (hn > 0 && head[0] == '{' && strstr(head, "\"kind\"") != NULL && strstr(head, "\"replay\"") != NULL)
+        return GA_FORMAT_UMPIRE;
+    if (ln > 0 && (l[0] == '{' || l[0] == '[') && has(p, n, "\"traceEvents\""))
+        return GA_FORMAT_KINETO;
     return GA_FORMAT_AUTO;
 }
 
@@ -154,13 +181,14 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
             describe_start(p, n, what, sizeof(what));
             if (n == 0)
                 snprintf(err, errlen, "%s: empty file, not a trace", path);
-            else if (p[0] == '{')
-                snprintf(err, errlen, "%s: looks like JSON; galloc reads snapshots as pickles "
-                                      "(torch.cuda.memory._dump_snapshot), RMM CSV logs and galloc text traces",
+            else if (p[0] == '{' || p[0] == '[')
+                snprintf(err, errlen, "%s: JSON that is neither an Umpire replay log (\"kind\":\"replay\" lines) "
+                                      "nor a Chrome trace with \"traceEvents\"; galloc reads snapshots as pickles "
+                                      "(torch.cuda.memory._dump_snapshot)",
                          path);
             else
                 snprintf(err, errlen, "%s:1: cannot tell the trace format from \"%s\": expected an RMM CSV "
-                                      "header, a \"galloc-trace 1\" line or a pickle (use --format to force one)",
+                                      "header, a \"galloc-trace 1\" line, JSON or a pickle (use --format to force one)",
                          path, what);
             ga_reader_close(r);
             return -1;
@@ -171,6 +199,8 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
     int rc = fmt == GA_FORMAT_RMM      ? ga_read_rmm_open(r, err, errlen)
              : fmt == GA_FORMAT_TORCH  ? ga_read_torch_open(r, err, errlen)
              : fmt == GA_FORMAT_GALLOC ? ga_read_text_open(r, err, errlen)
+             : fmt == GA_FORMAT_UMPIRE ? ga_read_umpire_open(r, err, errlen)
+             : fmt == GA_FORMAT_KINETO ? ga_read_kineto_open(r, err, errlen)
                                        : (snprintf(err, errlen, "%s: no format given", path), -1);
     if (rc != 0) {
         ga_reader_close(r);
@@ -197,11 +227,13 @@ size_t ga_reader_units(const ga_reader_t *r)
 
 const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit)
 {
-    if (r->units <= 1 && r->format != GA_FORMAT_TORCH)
+    if (r->units <= 1 && r->format != GA_FORMAT_TORCH && r->format != GA_FORMAT_KINETO)
         return "";
     ga_reader_t *w = (ga_reader_t *)r; /* the label buffer is scratch space */
     if (r->format == GA_FORMAT_TORCH && r->impl != NULL) {
         snprintf(w->label, sizeof(w->label), "device %d", ga_read_torch_device(r, unit));
+    } else if (r->format == GA_FORMAT_KINETO && r->impl != NULL) {
+        snprintf(w->label, sizeof(w->label), "device %d", ga_read_kineto_device(r, unit));
     } else {
         snprintf(w->label, sizeof(w->label), "unit %zu", unit);
     }

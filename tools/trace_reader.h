@@ -1,15 +1,19 @@
 /*
  * trace_reader.h: allocation traces as a stream of replay events, whatever the
  * file format (RAPIDS RMM logging CSV, PyTorch memory snapshot pickle,
- * galloc's text trace of docs/trace-format.md).
+ * galloc's text trace of docs/trace-format.md, Umpire replay log, PyTorch
+ * profiler Chrome trace).
  *
- * A reader yields one ga_event_t at a time. The CSV and text readers stream
- * the file through a fixed buffer (memory does not grow with the file); the
- * snapshot reader holds the decoded pickle. A file may hold several "units"
- * (a snapshot has one trace per device); each unit is replayed on its own.
+ * A reader yields one ga_event_t at a time. The CSV, text and Umpire readers
+ * stream the file through a fixed buffer (memory does not grow with the
+ * file); the Chrome trace reader streams the JSON but keeps its CUDA memory
+ * events (to sort them by time); the snapshot reader holds the decoded
+ * pickle. A file may hold several "units" (a snapshot or Chrome trace has one
+ * trace per device); each unit is replayed on its own.
  *
  * Errors name the file and the place: "FILE:LINE: problem" for the text
- * formats, "FILE: byte N: problem" for a pickle, "FILE: device_traces[D][I]:
+ * formats ("FILE:LINE: column C: problem" for an Umpire log), "FILE: byte N:
+ * problem" for a pickle or Chrome trace, "FILE: device_traces[D][I]:
  * problem" for a snapshot entry. No input makes a reader crash or leak.
  *
  * Not thread-safe: one reader per thread.
@@ -29,7 +33,9 @@ typedef enum ga_format {
     GA_FORMAT_AUTO = 0, /* detect from the first bytes */
     GA_FORMAT_RMM,      /* RAPIDS RMM logging_resource_adaptor CSV */
     GA_FORMAT_TORCH,    /* PyTorch _dump_snapshot pickle */
-    GA_FORMAT_GALLOC    /* galloc text trace */
+    GA_FORMAT_GALLOC,   /* galloc text trace */
+    GA_FORMAT_UMPIRE,   /* LLNL Umpire replay log (UMPIRE_REPLAY=On), JSON lines */
+    GA_FORMAT_KINETO    /* PyTorch profiler (Kineto) Chrome trace JSON, its [memory] events */
 } ga_format_t;
 
 typedef enum ga_event_kind {
@@ -56,7 +62,8 @@ typedef struct ga_event {
     uint64_t size;      /* bytes requested */
     uint64_t stream;    /* stream handle as traced; 0 is the default stream */
     double fraction;    /* GA_EV_SET_FRACTION */
-    uint64_t where;     /* 1-based line (CSV, text) or entry index (snapshot), for messages */
+    uint64_t where;     /* 1-based line (CSV, text, Umpire) or entry index (snapshot,
+                           Chrome traceEvents), for messages */
     const char *text;   /* GA_EV_ANNOTATE: not NUL-terminated, valid until the next ga_reader_next */
     size_t text_len;
 } ga_event_t;
@@ -109,7 +116,7 @@ typedef struct ga_reader_notes {
 } ga_reader_notes_t;
 void ga_reader_notes(const ga_reader_t *r, ga_reader_notes_t *out);
 
-/* ga_reader_format_name: "rmm", "torch", "galloc", "auto". ga_reader_format_parse: the
+/* ga_reader_format_name: "rmm", "torch", "galloc", "umpire", "kineto", "auto". ga_reader_format_parse: the
  * reverse; returns false for an unknown name. */
 const char *ga_reader_format_name(ga_format_t f);
 bool ga_reader_format_parse(const char *s, ga_format_t *out);

@@ -1,0 +1,264 @@
+// readers_json_test.cc: the JSON trace readers (Umpire replay logs, PyTorch
+// profiler Chrome traces) and RMM's failure rows and streams. Good files give
+// exact events; truncated or garbled files give -1 with a message naming the
+// file and the line or byte, never a crash.
+#include <string>
+
+#include "tests/tools/readers_util.h"
+
+namespace {
+
+// A hand-made Umpire log in the shape UMPIRE_REPLAY writes (one object a line,
+// each allocate logged at the call and again with its result).
+const char *const kUmpire =
+    "# comment header, as in Umpire's tutorial log\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":10, \"event\": \"version\", \"payload\": { \"major\":2 } }\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":11, \"event\": \"makeMemoryResource\", \"payload\": "
+    "{ \"name\": \"DEVICE\" }, \"result\": \"0x101d79a0\" }\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":12, \"event\": \"allocate\", \"payload\": "
+    "{ \"allocator_ref\": \"0x108a8730\", \"size\": 134 } }\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":13, \"event\": \"allocate\", \"payload\": "
+    "{ \"allocator_ref\": \"0x108a8730\", \"size\": 134 }, \"result\": { \"memory_ptr\": \"0x200040000010\" } }\n"
+    "\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":14, \"event\": \"allocate\", \"payload\": "
+    "{ \"allocator_ref\": \"0x108a8730\", \"size\": 1048576 }, \"result\": { \"memory_ptr\": \"0x200040100000\" } }\r\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":15, \"event\": \"deallocate\", \"payload\": "
+    "{ \"allocator_ref\": \"0x108a8730\", \"memory_ptr\": \"0x200040000010\" } }\n"
+    "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":16, \"event\": \"deallocate\", \"payload\": "
+    "{ \"allocator_ref\": \"0x108a8730\", \"memory_ptr\": \"0xdead0000\" } }\n";
+
+TEST(UmpireReader, HandMadeLog)
+{
+    Read r(Write("u.log", kUmpire));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.format, GA_FORMAT_UMPIRE);
+    EXPECT_EQ(r.units, 1u);
+    ASSERT_EQ(r.ev.size(), 4u);
+    EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[0].id, 0x200040000010u);
+    EXPECT_EQ(r.ev[0].size, 134u);
+    EXPECT_EQ(r.ev[0].stream, 0u);
+    EXPECT_EQ(r.ev[0].where, 5u);
+    EXPECT_EQ(r.ev[1].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[1].size, 1048576u);
+    EXPECT_EQ(r.ev[1].where, 7u);
+    EXPECT_EQ(r.ev[2].kind, GA_EV_FREE);
+    EXPECT_EQ(r.ev[2].id, 0x200040000010u);
+    EXPECT_EQ(r.ev[2].stream, GA_STREAM_NONE);
+    // A free of a pointer the log never allocated is passed on, as the other
+    // readers do: the replay counts it as a trace anomaly.
+    EXPECT_EQ(r.ev[3].kind, GA_EV_FREE);
+    EXPECT_EQ(r.ev[3].id, 0xdead0000u);
+    // version, makeMemoryResource and the call half of the first allocate.
+    EXPECT_EQ(r.notes.skipped, 3u);
+    EXPECT_STREQ(ga_reader_format_name(GA_FORMAT_UMPIRE), "umpire");
+    ga_format_t f;
+    ASSERT_TRUE(ga_reader_format_parse("umpire", &f));
+    EXPECT_EQ(f, GA_FORMAT_UMPIRE);
+}
+
+TEST(UmpireReader, BadLinesNameTheLineAndColumn)
+{
+    const std::string h = "{\"kind\":\"replay\",\"event\":\"version\"}\n";
+    ExpectBad("u1.log", h + "{\"kind\":\"replay\",\"event\":\"allocate\",\"payload\":{\"size\":", ":2:", "truncated");
+    ExpectBad("u2.log", h + "{\"kind\":\"replay\" \"event\":\"x\"}\n", ":2: column 18:", "expected ',' or '}'");
+    ExpectBad("u3.log", h + "{\"kind\":\"replay\",\"event\":\"deallocate\",\"payload\":{\"memory_ptr\":\"zz\"}}\n",
+              ":2:", "not a hex pointer");
+    ExpectBad("u4.log", h + "{\"kind\":\"replay\",\"event\":\"deallocate\",\"payload\":{}}\n", ":2:",
+              "without payload.memory_ptr");
+    ExpectBad("u5.log",
+              h + "{\"kind\":\"replay\",\"event\":\"allocate\",\"payload\":{\"size\":-1},"
+                  "\"result\":{\"memory_ptr\":\"0x10\"}}\n",
+              ":2:", "non-negative integer");
+    ExpectBad("u6.log", h + "{\"kind\":\"replay\",\"event\":\"allocate\",\"result\":{\"memory_ptr\":\"0x10\"}}\n",
+              ":2:", "no payload.size");
+    ExpectBad("u7.log", h + "{\"kind\":\"replay\"} {}\n", ":2:", "text after the end");
+    ExpectBad("u8.log", h + "[1, 2]\n", ":2:", "not a JSON object");
+    ExpectBad("u9.log", h + "{\"kind\":\"replay\",\"event\":\"a\\qb\"}\n", ":2:", "bad escape");
+    ExpectBad("u10.log", h + "{\"kind\":\"replay\",\"n\":01}\n", ":2:", "bad number");
+    ExpectBad("u11.log", h + "{\"kind\":\"replay\",\"n\":" + std::string(100, '[') + "}\n", ":2:", "too deep");
+    ExpectBad("u12.log", "not json\n", ":1:", "not a JSON object", GA_FORMAT_UMPIRE);
+}
+
+TEST(UmpireReader, EveryTruncation)
+{
+    std::string full = kUmpire;
+    Read whole(Write("uw.log", full));
+    ASSERT_EQ(whole.rc, 0) << whole.err;
+    for (size_t n = 0; n < full.size(); n += 3) {
+        std::string p = Write("ut.log", full.substr(0, n));
+        Read r(p, GA_FORMAT_UMPIRE);
+        // A cut at a line boundary is a shorter log; anywhere else a bad line.
+        if (r.rc != 0)
+            EXPECT_NE(r.err.find(p + ":"), std::string::npos) << r.err;
+        else
+            EXPECT_LE(r.ev.size(), whole.ev.size());
+    }
+}
+
+// A Kineto-style trace: header fields, other events, CPU memory events, two
+// CUDA devices, events out of time order, an id reused after its free.
+std::string Kineto()
+{
+    auto mem = [](const char *ts, long long addr, long long bytes, int type, int dev) {
+        return std::string("{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
+                           "\"pid\": 7, \"tid\": 7, \"ts\": ") +
+               ts + ", \"args\": {\"Total Reserved\": 2097152, \"Total Allocated\": 512, \"Bytes\": " +
+               std::to_string(bytes) + ", \"Addr\": " + std::to_string(addr) +
+               ", \"Device Type\": " + std::to_string(type) + ", \"Device Id\": " + std::to_string(dev) + "}}";
+    };
+    return "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"H100 \\u00e9\"}],\n"
+           "  \"traceEvents\": [\n"
+           "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::empty\", \"ts\": 100, \"dur\": 3, "
+           "\"args\": {\"External id\": 1, \"Input Dims\": [[2, 3], []]}},\n  " +
+           mem("100.5", 139872812433408, 512, 1, 0) + ",\n  " +   // [1]
+           mem("101", 4096, 64, 0, -1) + ",\n  " +                // [2] CPU: skipped
+           mem("103.25", 139872812433408, -512, 1, 0) + ",\n  " + // [3]
+           mem("102", 139872812434432, 1048576, 1, 0) + ",\n  " + // [4] earlier than [3]
+           mem("99", 1099511627776, 2048, 1, 1) + ",\n  " +       // [5] device 1
+           mem("104", 139872812433408, 0, 1, 0) + ",\n  " +       // [6] zero bytes: skipped
+           mem("105", 139872812433408, 256, 1, 0) + "\n  ],\n"     // [7] reuse of the address
+           "  \"traceName\": \"x.json\", \"displayTimeUnit\": \"ms\"\n}\n";
+}
+
+TEST(KinetoReader, MemoryEventsPerDeviceInTimeOrder)
+{
+    Read r(Write("k.json", Kineto()));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.format, GA_FORMAT_KINETO);
+    ASSERT_EQ(r.units, 2u);
+    ASSERT_EQ(r.ev.size(), 5u);
+    // Device 0, sorted by ts: [1] 100.5, [4] 102, [3] 103.25, [7] 105.
+    EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[0].id, 139872812433408u);
+    EXPECT_EQ(r.ev[0].size, 512u);
+    EXPECT_EQ(r.ev[0].where, 1u);
+    EXPECT_EQ(r.ev[1].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[1].size, 1048576u);
+    EXPECT_EQ(r.ev[1].where, 4u);
+    EXPECT_EQ(r.ev[2].kind, GA_EV_FREE);
+    EXPECT_EQ(r.ev[2].id, 139872812433408u);
+    EXPECT_EQ(r.ev[2].stream, GA_STREAM_NONE);
+    EXPECT_EQ(r.ev[3].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[3].size, 256u);
+    EXPECT_EQ(r.ev[3].where, 7u);
+    // Device 1.
+    EXPECT_EQ(r.ev[4].id, 1099511627776u);
+    EXPECT_EQ(r.ev[4].size, 2048u);
+    EXPECT_EQ(r.ev[4].where, 5u);
+    EXPECT_EQ(r.notes.skipped, 0u); // unit 1's notes: the skips are counted with unit 0
+
+    char err[512];
+    ga_reader_t *rd = nullptr;
+    std::string p = Write("k2.json", Kineto());
+    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    EXPECT_STREQ(ga_reader_unit_label(rd, 0), "device 0");
+    EXPECT_STREQ(ga_reader_unit_label(rd, 1), "device 1");
+    ga_reader_notes_t notes;
+    ga_reader_notes(rd, &notes);
+    EXPECT_EQ(notes.skipped, 3u); // the cpu_op, the CPU and the zero-byte memory events
+    ga_reader_close(rd);
+}
+
+TEST(KinetoReader, OneLineAndBareArray)
+{
+    // json.dump writes no newlines at all; Chrome also accepts a bare array.
+    std::string one = "{\"traceEvents\":[{\"name\":\"[memory]\",\"ph\":\"i\",\"ts\":1,\"args\":{\"Addr\":16,"
+                      "\"Bytes\":32,\"Device Type\":1,\"Device Id\":3}}]}";
+    Read a(Write("k3.json", one));
+    ASSERT_EQ(a.rc, 0) << a.err;
+    EXPECT_EQ(a.format, GA_FORMAT_KINETO);
+    ASSERT_EQ(a.ev.size(), 1u);
+    EXPECT_EQ(a.ev[0].id, 16u);
+    Read b(Write("k4.json", "[{\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Addr\":16,\"Bytes\":32,\"Device Type\":1,"
+                            "\"Device Id\":0}}]"),
+           GA_FORMAT_KINETO);
+    ASSERT_EQ(b.rc, 0) << b.err;
+    ASSERT_EQ(b.ev.size(), 1u);
+    Read c(Write("k5.json", "{\"traceEvents\": []}"));
+    ASSERT_EQ(c.rc, 0) << c.err;
+    EXPECT_EQ(c.units, 1u);
+    EXPECT_EQ(c.ev.size(), 0u);
+}
+
+TEST(KinetoReader, LargeFileStreamsThroughTheBuffer)
+{
+    // Several MiB of other events around the memory events: tokens cross the
+    // input buffer's refills.
+    std::string s = "{\"traceEvents\": [";
+    int mem = 0;
+    for (int i = 0; i < 40000; i++) {
+        if (i % 100 == 0) {
+            s += "{\"name\":\"[memory]\",\"ts\":" + std::to_string(i) + ",\"args\":{\"Addr\":" +
+                 std::to_string(4096 + i) + ",\"Bytes\":8,\"Device Type\":1,\"Device Id\":0}},";
+            mem++;
+        }
+        s += "{\"name\":\"aten::add_" + std::string(i % 97, 'x') + "\",\"ph\":\"X\",\"ts\":" + std::to_string(i) +
+             ",\"args\":{\"Sequence number\":" + std::to_string(i) + "}},";
+    }
+    s.back() = ']';
+    s += "}";
+    ASSERT_GT(s.size(), 3u << 20);
+    Read r(Write("big.json", s));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), (size_t)mem);
+    EXPECT_EQ(r.ev.back().id, 4096u + 39900u);
+}
+
+TEST(KinetoReader, BadFilesNameTheByte)
+{
+    const std::string h = "{\"traceEvents\": [";
+    ExpectBad("kb1.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\"", ": byte ",
+              "truncated");
+    ExpectBad("kb2.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
+                              "\"Device Type\": 1}}]}",
+              ": byte 17: traceEvents[0]", "Device Id");
+    ExpectBad("kb3.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": \"0x10\", \"Bytes\": 8, "
+                              "\"Device Type\": 1, \"Device Id\": 0}}]}",
+              ": byte 17:", "integer args");
+    ExpectBad("kb4.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
+                              "\"Device Type\": 1, \"Device Id\": 5000}}]}",
+              ":", "Device Id");
+    ExpectBad("kb5.json", h + "1 2]}", ": byte 19:", "expected ',' or ']'");
+    ExpectBad("kb6.json", h + "]} x", ": byte 20:", "text after the end");
+    ExpectBad("kb7.json", "{\"traceEvents\": 5, \"x\": 1}", ":", "no \"traceEvents\" array");
+    ExpectBad("kb8.json", "{\"traceEvents\": [\"\x01\"]}", ": byte 18:", "control character");
+    ExpectBad("kb9.json", "{\"a\": 1}", ":", "neither", GA_FORMAT_AUTO); // JSON but no known format
+}
+
+TEST(KinetoReader, EveryTruncation)
+{
+    std::string full = Kineto();
+    for (size_t n = 0; n + 2 < full.size(); n += 5) {
+        std::string p = Write("kt.json", full.substr(0, n));
+        Read r(p, GA_FORMAT_KINETO);
+        // The document is one value: every cut before its end is an error.
+        EXPECT_EQ(r.rc, -1) << n;
+        EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
+    }
+}
+
+TEST(RmmReader, FailureRowsAndStreams)
+{
+    // allocate failure: an expected OOM point with its size and stream, the
+    // pointer ignored (RMM logs a null one); every stream kept as traced.
+    std::string p = Write("fail.csv", "Thread,Time,Action,Pointer,Size,Stream\n"
+                                      "1,t,allocate,0x10,256,0x5555aaaa0000\n"
+                                      "1,t,allocate failure,0x0,85899345920,0x5555aaaa0000\n"
+                                      "1,t,allocate failure,nullptr,4096,0x0\n"
+                                      "2,t,free,0x10,256,0x5555bbbb0000\n");
+    Read r(p);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 4u);
+    EXPECT_EQ(r.ev[0].stream, 0x5555aaaa0000u);
+    EXPECT_EQ(r.ev[1].kind, GA_EV_OOM);
+    EXPECT_EQ(r.ev[1].size, 80ull << 30);
+    EXPECT_EQ(r.ev[1].stream, 0x5555aaaa0000u);
+    EXPECT_EQ(r.ev[1].where, 3u);
+    EXPECT_EQ(r.ev[2].kind, GA_EV_OOM);
+    EXPECT_EQ(r.ev[2].stream, 0u);
+    EXPECT_EQ(r.ev[3].kind, GA_EV_FREE);
+    EXPECT_EQ(r.ev[3].stream, 0x5555bbbb0000u); // a cross-stream free stays one
+}
+
+} // namespace
