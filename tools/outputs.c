@@ -32,14 +32,14 @@ bool ga_outputs_have_plot(void)
 #endif
 }
 
-int ga_outputs_record_history(galloc_allocator_t *a, char *err, size_t errlen)
+int ga_outputs_record_history(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen)
 {
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     galloc_history_options_t opt = {.struct_size = sizeof(opt),
                                     .enabled = GALLOC_HISTORY_ALL,
                                     .context = GALLOC_CONTEXT_NONE, /* a replay has no Python stacks */
                                     .stacks = GALLOC_STACKS_PYTHON,
-                                    .max_entries = 0};
+                                    .max_entries = max_entries};
     galloc_status_t st = galloc_record_memory_history(a, &opt);
     if (st != GALLOC_OK) {
         char msg[GALLOC_ERROR_MAX];
@@ -51,6 +51,7 @@ int ga_outputs_record_history(galloc_allocator_t *a, char *err, size_t errlen)
     return 0;
 #else
     (void)a;
+    (void)max_entries;
     snprintf(err, errlen, "--snapshot is not available yet in this build (snapshot writer not linked)");
     return -1;
 #endif

@@ -26,10 +26,11 @@ extern "C" {
 bool ga_outputs_have_snapshot(void);
 bool ga_outputs_have_plot(void);
 
-/* ga_outputs_record_history: start recording every event (GALLOC_HISTORY_ALL)
- * on a fresh allocator, so the snapshot carries the replay's trace.
- * 0, or -1 with err set. */
-int ga_outputs_record_history(galloc_allocator_t *a, char *err, size_t errlen);
+/* ga_outputs_record_history: start recording every event (GALLOC_HISTORY_ALL),
+ * so the snapshot carries the replay's trace; max_entries bounds the trace
+ * ring as PyTorch's _record_memory_history(max_entries=N) does (0 = keep
+ * every entry). 0, or -1 with err set. */
+int ga_outputs_record_history(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen);
 
 /* ga_outputs_snapshot: write a's state and trace to path, as JSON if path ends
  * in ".json", else as the pickle _dump_snapshot writes. 0, or -1 with err. */

@@ -11,6 +11,7 @@
  */
 #include "tools/replay.h"
 #include "tools/outputs.h"
+#include "tools/seed.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,7 +49,22 @@ static void write_snapshot(ga_replay_column_t *c)
     if (c->snapshot_path == NULL || c->snapshot_done)
         return;
     c->snapshot_done = true;
+    if (!c->snapshot_recording) { /* the replay ended before the range began */
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error),
+                 "%s: not written: --snapshot-range starts at event %" PRIu64 ", after the trace's last event",
+                 c->snapshot_path, c->snapshot_first);
+        return;
+    }
     ga_outputs_snapshot(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
+}
+
+/* Start recording the history (at the first event of --snapshot-range). */
+static void start_recording(ga_replay_column_t *c)
+{
+    if (ga_outputs_record_history(c->a, c->snapshot_max_entries, c->snapshot_error, sizeof(c->snapshot_error)) != 0)
+        c->snapshot_done = true; /* nothing to write: the error says why */
+    else
+        c->snapshot_recording = true;
 }
 
 /* An allocation failed with out-of-memory: keep the message and figures. */
@@ -72,7 +88,8 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
         }
         ga_replay_classify_oom(c->a, e->size, &o->facts);
     }
-    write_snapshot(c); /* the first OOM's state is what a user wants to see */
+    if (c->snapshot_recording && !c->snapshot_at_end)
+        write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
 
 void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t *out)
@@ -181,6 +198,10 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
     ga_idmap_val_t v;
     switch (e->kind) {
     case GA_EV_ALLOC:
+        if ((e->flags & GA_EVF_PROLOGUE) && c->seeded)
+            return; /* the seeded state already holds the block */
+        do_alloc(c, idx, e, x);
+        return;
     case GA_EV_OOM:
         do_alloc(c, idx, e, x);
         return;
@@ -217,7 +238,7 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
         st = galloc_set_memory_fraction(c->a, e->fraction);
         break;
     case GA_EV_ANNOTATE:
-        if (c->snapshot_path != NULL && !c->snapshot_done && e->text != NULL)
+        if (c->snapshot_recording && !c->snapshot_done && e->text != NULL)
             ga_outputs_annotate(c->a, e->text);
         return;
     }
@@ -228,6 +249,23 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
 static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
 {
     double t0 = now();
+    if (c->snapshot_path != NULL && !c->snapshot_done) {
+        /* The range checks cost two compares per event: only while a
+         * snapshot is still to be written, so plain replays keep the loop below. */
+        for (size_t i = 0; i < x->n; i++) {
+            uint64_t idx = x->first + i;
+            if (!c->snapshot_recording && !c->snapshot_done && idx >= c->snapshot_first)
+                start_recording(c);
+            apply(c, idx, &x->ev[i], x);
+            if (idx == c->sampler.next && c->sampler.x != NULL)
+                sample(c, idx);
+            if (idx >= c->snapshot_last && c->snapshot_recording)
+                write_snapshot(c);
+        }
+        c->events += x->n;
+        c->seconds += now() - t0;
+        return;
+    }
     for (size_t i = 0; i < x->n; i++) {
         uint64_t idx = x->first + i;
         apply(c, idx, &x->ev[i], x);
@@ -271,10 +309,20 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         c->a = NULL;
         return 0;
     }
-    if (c->snapshot_path != NULL) {
-        if (ga_outputs_record_history(c->a, c->snapshot_error, sizeof(c->snapshot_error)) != 0)
-            c->snapshot_done = true; /* nothing to write: the error says why */
+    c->snapshot_first = o->snapshot_range ? o->snapshot_first : 0;
+    c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
+    c->snapshot_max_entries = o->snapshot_max_entries;
+    c->snapshot_at_end = o->snapshot_at_end;
+    if (o->seed != NULL) {
+        char err[GALLOC_ERROR_MAX - 64];
+        if (ga_seed_apply(c->a, &c->map, o->seed, err, sizeof(err)) != 0) {
+            c->errors++;
+            snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
+        }
+        c->seeded = true; /* recording starts below: the seeding is not part of the trace */
     }
+    if (c->snapshot_path != NULL && c->snapshot_first == 0)
+        start_recording(c); /* before the first event: the prologue is recorded too */
     return 0;
 }
 

@@ -113,9 +113,17 @@ typedef struct ga_replay_column {
     char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
+    uint64_t snapshot_first;             /* recording starts before this event index */
+    uint64_t snapshot_last;              /* ... and the snapshot is written after this one */
+    size_t snapshot_max_entries;         /* trace ring size, 0 = unbounded */
+    bool snapshot_at_end;                /* write at the end (or snapshot_last), never at an OOM */
+    bool snapshot_recording;             /* the history is being recorded */
+    bool seeded;                         /* opts.seed was applied: prologue events are skipped */
     bool snapshot_done;                  /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
+
+struct ga_seed; /* seed.h */
 
 typedef struct ga_replay_opts {
     const char *backend;           /* device backend, NULL = "sim" */
@@ -124,6 +132,17 @@ typedef struct ga_replay_opts {
     bool check;                    /* galloc_check each allocator at the end (tests); a violation
                                       counts in errors / first_error */
     const char *const *snapshot_paths; /* per configuration, or NULL: --snapshot */
+    /* --snapshot-range FIRST:LAST (when snapshot_range): record from event
+     * FIRST, write after event LAST (or at the end, or at the first OOM in
+     * the range). Without it the whole replay is recorded. */
+    bool snapshot_range;
+    uint64_t snapshot_first, snapshot_last;
+    size_t snapshot_max_entries;   /* --snapshot-max-entries: keep only the last N trace entries (0 = all) */
+    bool snapshot_at_end;          /* write the final state, not the first OOM's (--verify) */
+    /* seed: the allocator state at the trace's first entry (seed.h), made in
+     * every configuration before the first event; the reader's prologue
+     * events are then skipped. NULL: start empty and replay the prologue. */
+    const struct ga_seed *seed;
     /* progress: called between chunks with the fraction read (-1 if unknown)
      * and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);

@@ -21,6 +21,11 @@ typedef struct ga_report_trace {
     const char *error;      /* open or read failure, NULL if none */
     const char *plot_path;  /* plot written there, NULL if none */
     const char *plot_error; /* why the plot failed, NULL if it did not */
+    const char *settings;   /* the snapshot's recorded allocator_settings as replayed (a config
+                               string, "" = PyTorch's defaults), NULL when not used */
+    const char *settings_text; /* the recorded PYTORCH_CUDA_ALLOC_CONF text ("" if none) */
+    bool device_from_snapshot; /* the device size is the snapshot's oom entries' bound */
+    const struct ga_seed *seed; /* the mid-run state seeded before the replay (seed.h), NULL if none */
 } ga_report_trace_t;
 
 /* Text: a table per trace, a column per configuration, then OOM details. */

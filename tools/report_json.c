@@ -3,6 +3,9 @@
  *
  *   {"tool": "galloc replay", "version": 1, "backend": "sim", "environment": {...},
  *    "traces": [{"file", "unit", "format", "device_memory", "events", "error",
+ *                "settings_from_snapshot" (the recorded settings replayed, or null),
+ *                "device_memory_from_snapshot" (the size is the snapshot's oom bound),
+ *                "seeded" ({"segments", "live_blocks"} of a mid-run snapshot's rebuilt state, or null),
  *                "results": [{"conf", "label", "memory_stats": {122 keys}, "peak_requested_bytes",
  *                             "peak_reserved_bytes", "ooms": [{"event", "size", "message", ...}],
  *                             "events", "seconds", ...}]}]}
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "tools/report.h"
+#include "tools/seed.h"
 
 static void jstr(FILE *out, const char *s)
 {
@@ -186,6 +190,13 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     jstr(out, ga_reader_format_name(t->format));
     fputs(", \"error\": ", out);
     jstr_or_null(out, t->error);
+    fputs(", \"settings_from_snapshot\": ", out);
+    jstr_or_null(out, t->settings);
+    fprintf(out, ", \"device_memory_from_snapshot\": %s, \"seeded\": ", t->device_from_snapshot ? "true" : "false");
+    if (t->seed != NULL)
+        fprintf(out, "{\"segments\": %zu, \"live_blocks\": %" PRIu64 "}", t->seed->n_seg, t->seed->live_blocks);
+    else
+        fputs("null", out);
     if (rp == NULL) {
         fputs(", \"results\": []}", out);
         return;

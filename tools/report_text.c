@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tools/report.h"
+#include "tools/seed.h"
 #include "tools/units.h"
 
 #define LABEL_W 30      /* width of the row-name column */
@@ -134,6 +135,15 @@ static void header(FILE *out, const ga_report_trace_t *t)
     ga_units_format_count(rp->events, ev, sizeof(ev));
     ga_units_format_bytes((int64_t)rp->device_memory, mem, sizeof(mem));
     fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
+    /* Said up front: the column header alone would not tell the snapshot's
+     * own settings from PyTorch's defaults. */
+    if (t->settings != NULL)
+        fprintf(out, "settings from the snapshot: %s (recorded PYTORCH_CUDA_ALLOC_CONF=\"%s\"; --no-recorded "
+                     "ignores them)\n",
+                t->settings[0] ? t->settings : "PyTorch's defaults", t->settings_text ? t->settings_text : "");
+    if (t->device_from_snapshot)
+        fprintf(out, "device size from the snapshot: reserved + device_free at its oom entries (--device-memory "
+                     "overrides)\n");
 }
 
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
@@ -258,7 +268,11 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
                 fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
         }
     }
-    if (rp->notes.prologue)
+    if (t->seed != NULL)
+        fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
+                     "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
+                t->seed->n_seg, t->seed->live_blocks);
+    else if (rp->notes.prologue)
         fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
                 rp->notes.prologue);
     if (rp->notes.skipped)

@@ -304,6 +304,194 @@ expect_exit 2 "fit: bad size" -- "$GALLOC" fit --device-memory 12XB "$TMP/lo8.tr
 expect_exit 0 "fit help" -- "$GALLOC" help fit
 expect_in "$TMP/out" "usage: galloc fit" "fit help text"
 
+# ---- a snapshot's recorded settings (s1.pickle records max_split_size_mb:512) --
+expect_exit 0 "replay under the recorded settings" -- "$GALLOC" replay --device-memory 8GiB "$TMP/s1.pickle"
+expect_in "$TMP/out" 'settings from the snapshot: max_split_size_mb:512 (recorded PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:512"' "settings line"
+expect_in "$TMP/out" '^ *max_split_size_mb:512$' "the column is the recorded configuration"
+expect_exit 1 "--no-recorded replays the defaults" -- "$GALLOC" replay --no-recorded --device-memory 8GiB "$TMP/s1.pickle"
+grep -q "settings from the snapshot" "$TMP/out" && fail "--no-recorded still names the snapshot's settings"
+expect_in "$TMP/out" "OOM at event 45" "defaults OOM without the recorded settings"
+expect_exit 1 "--conf wins over the recorded settings" -- "$GALLOC" replay --conf "" --device-memory 8GiB "$TMP/s1.pickle"
+grep -q "settings from the snapshot" "$TMP/out" && fail "--conf still names the snapshot's settings"
+expect_exit 0 "recorded settings in json" -- "$GALLOC" replay --json --device-memory 8GiB "$TMP/s1.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces'][0]
+assert t['settings_from_snapshot'] == 'max_split_size_mb:512', t['settings_from_snapshot']
+assert [r['conf'] for r in t['results']] == ['max_split_size_mb:512'], t['results']
+" || fail "settings_from_snapshot in json"
+expect_exit 0 "text trace: no recorded settings" -- "$GALLOC" replay --json "$EX/rmm_small.csv"
+"$PY" -c "
+import json
+assert json.load(open('$TMP/out'))['traces'][0]['settings_from_snapshot'] is None
+" || fail "settings_from_snapshot null for a CSV"
+
+# ---- --snapshot-range and --snapshot-max-entries -------------------------------
+# Ten 1 MiB blocks (small pool: two per 2 MiB segment), then their frees.
+"$PY" -c "
+s = 'galloc-trace 1\n' + ''.join('alloc %d 1MiB\n' % i for i in range(1, 11)) + ''.join('free %d\n' % i for i in range(1, 11))
+open('$TMP/ten.trace', 'w').write(s)"
+expect_exit 0 "snapshot range" -- "$GALLOC" replay --snapshot "$TMP/r.pickle" --snapshot-range 2:4 "$TMP/ten.trace"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/r.pickle', 'rb'))
+got = [(e['action'], e['size']) for e in d['device_traces'][0]]
+M = 1 << 20
+want = [('segment_alloc', 2 * M), ('alloc', M), ('alloc', M), ('segment_alloc', 2 * M), ('alloc', M), ('snapshot', 5 * M)]
+assert got == want, got
+# written after event 4: five live blocks in three segments
+assert [[(b['size'], b['state']) for b in s['blocks']] for s in d['segments']] == [[(M, 'active_allocated')] * 2] * 2 + [[(M, 'active_allocated'), (M, 'inactive')]], d['segments']
+" || fail "--snapshot-range 2:4 holds events 2..4"
+expect_exit 0 "snapshot max entries" -- "$GALLOC" replay --snapshot "$TMP/m.pickle" --snapshot-max-entries 4 "$TMP/ten.trace"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/m.pickle', 'rb'))
+got = [e['action'] for e in d['device_traces'][0]]
+assert got == ['free_completed', 'free_requested', 'free_completed', 'snapshot'], got
+assert len(d['segments']) == 5
+" || fail "--snapshot-max-entries 4 keeps the last 4 entries"
+expect_exit 0 "range and max entries" -- "$GALLOC" replay --snapshot "$TMP/rm.json" --snapshot-range 0: --snapshot-max-entries 3 "$TMP/ten.trace"
+"$PY" -c "
+import json
+assert len(json.load(open('$TMP/rm.json'))['device_traces'][0]) == 3
+" || fail "range to the end with max entries, JSON"
+expect_exit 2 "range past the trace" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-range 30:40 "$TMP/ten.trace"
+expect_in "$TMP/out" "not written: --snapshot-range starts at event 30, after the trace's last event" "range past the end"
+expect_exit 2 "bad range" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-range 4:2 "$TMP/ten.trace"
+expect_in "$TMP/err" 'bad --snapshot-range "4:2"' "bad range message"
+expect_exit 2 "bad max entries" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-max-entries 0 "$TMP/ten.trace"
+expect_exit 2 "range without --snapshot" -- "$GALLOC" replay --snapshot-range 1:2 "$TMP/ten.trace"
+expect_in "$TMP/err" "need --snapshot FILE" "range without --snapshot message"
+
+# ---- --verify ----------------------------------------------------------------
+# A scripted workload on a 1 GiB device: 20 MiB large segments, a small one,
+# two 100 MiB segments, a split, and an OOM whose retry releases a free segment.
+{
+    printf 'galloc-trace 1 device_memory 1GiB\n'
+    for i in 1 2 3 4 5 6 7; do echo "alloc $i 3MiB"; done
+    printf 'alloc 8 1000\nalloc 9 1000\nalloc 10 1000\nalloc 11 100MiB\nalloc 12 100MiB\nfree 11\nalloc 13 60MiB\nfree 12\nalloc 14 2GiB\n'
+} >"$TMP/v.trace"
+expect_exit 1 "snapshot of the workload" -- "$GALLOC" replay --snapshot "$TMP/v.pickle" "$TMP/v.trace"
+expect_exit 1 "replay a snapshot on the device size its oom entry tells" -- "$GALLOC" replay "$TMP/v.pickle"
+expect_in "$TMP/out" "(torch, 16 events, sim device 1024.00 MiB)" "device size from the oom entry"
+expect_in "$TMP/out" "^device size from the snapshot: reserved + device_free at its oom entries" "device size line"
+expect_exit 0 "--device-memory overrides the snapshot's size" -- "$GALLOC" replay --device-memory 4GiB "$TMP/v.pickle"
+grep -q "device size from the snapshot" "$TMP/out" && fail "--device-memory still names the snapshot's size"
+expect_exit 0 "galloc's own snapshot verifies" -- "$GALLOC" replay --verify "$TMP/v.pickle"
+expect_in "$TMP/out" "verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "device size from the oom entry"
+expect_in "$TMP/out" "^device events: 7 of 7 agree" "all device events agree"
+expect_in "$TMP/out" "^final segments: 4 of 4 agree" "all final segments agree"
+expect_in "$TMP/out" "^verdict: agrees" "verify verdict"
+"$PY" - "$TMP/v.pickle" "$TMP/vd.pickle" "$TMP/vb.pickle" <<'PYEOF' || fail "doctor the snapshot"
+import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+t = d["device_traces"][0]
+seg = [i for i, e in enumerate(t) if e["action"] == "segment_alloc"]
+assert seg == [0, 7, 9, 13, 15], seg
+t[7]["size"] = 22 << 20  # the second 20 MiB segment_alloc
+pickle.dump(d, open(sys.argv[2], "wb"))
+t[7]["size"] = 20 << 20
+d["segments"][2]["blocks"][0]["state"] = "inactive"  # a final block state (the first 1000-byte block)
+pickle.dump(d, open(sys.argv[3], "wb"))
+PYEOF
+expect_exit 1 "doctored segment_alloc diverges" -- "$GALLOC" replay --verify "$TMP/vd.pickle"
+expect_in "$TMP/out" "^device events: 6 of 7 agree" "doctored agreement"
+expect_in "$TMP/out" "^first divergence at device event 1:" "doctored first divergence"
+expect_in "$TMP/out" "snapshot device_traces\[0\]\[7\]: segment_alloc 23068672 bytes (22.00 MiB)" "doctored: the snapshot's side"
+expect_in "$TMP/out" "galloc   trace entry 7: segment_alloc 20971520 bytes (20.00 MiB)" "doctored: galloc's side"
+expect_in "$TMP/out" "^final segments: 4 of 4 agree" "doctored trace, final state intact"
+expect_in "$TMP/out" "^verdict: diverges" "doctored verdict"
+expect_exit 1 "doctored json" -- "$GALLOC" replay --verify --json "$TMP/vd.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces'][0]
+assert t['verdict'] == 'diverges' and t['device_events'] == {'total': 7, 'agree': 6}, t
+f = t['first_divergence']
+assert f['device_event'] == 1, f
+assert f['snapshot'] == {'entry': 7, 'action': 'segment_alloc', 'size': 22 << 20, 'segment': 1}, f
+assert f['galloc'] == {'entry': 7, 'action': 'segment_alloc', 'size': 20 << 20, 'segment': 1}, f
+assert t['segment_divergence'] is None
+" || fail "doctored json"
+expect_exit 1 "doctored block state diverges" -- "$GALLOC" replay --verify "$TMP/vb.pickle"
+expect_in "$TMP/out" "^device events: 7 of 7 agree" "block doctored: events agree"
+expect_in "$TMP/out" "^final segments: 3 of 4 agree" "block doctored: one segment differs"
+expect_in "$TMP/out" "first final-state difference: the segment of segment_alloc #2 (0-based): block 0: snapshot 1024 bytes inactive, galloc 1024 bytes active_allocated" "block doctored: the block"
+# A ring buffer that wrapped: galloc's snapshot keeps the last 5 entries only
+# (free 12's pair, the segment_free, the oom, the snapshot entry). The state at
+# the first entry is rebuilt backwards from the final segments and seeded.
+expect_exit 1 "wrapped snapshot" -- "$GALLOC" replay --snapshot "$TMP/w.pickle" --snapshot-max-entries 5 "$TMP/v.trace"
+expect_exit 0 "a trace that starts mid-run verifies from the reconstructed state" -- "$GALLOC" replay --verify "$TMP/w.pickle"
+expect_in "$TMP/out" "^the trace starts mid-run: the state at its first entry was reconstructed backwards from the final segments (5 segments, 12 live blocks) and seeded" "mid-run reconstruction"
+expect_in "$TMP/out" "^device events: 2 of 2 agree" "mid-run: segment_free and oom agree"
+expect_in "$TMP/out" "^final segments: 4 of 4 agree" "mid-run: final segments agree"
+expect_exit 0 "mid-run json" -- "$GALLOC" replay --verify --json "$TMP/w.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces'][0]
+assert t['seeded'] == {'segments': 5, 'live_blocks': 12} and t['verdict'] == 'agrees', t
+" || fail "mid-run json"
+# Rings cut anywhere (between a free_requested and its free_completed too) in a
+# 600-event mixed workload: each must verify from its reconstructed state.
+"$PY" - "$TMP/lcg.trace" <<'PYEOF'
+import sys
+x = 12345
+def rnd():  # a fixed LCG: the same trace on every Python
+    global x
+    x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+    return x >> 33
+sizes = [512, 1000, 4096, 65536, 1 << 20, 3 << 20, 12 << 20, 100 << 20]
+s, live = "galloc-trace 1\n", []
+for i in range(600):
+    if live and rnd() % 100 < 45:
+        s += "free %d\n" % live.pop(rnd() % len(live))
+    else:
+        s += "alloc %d %d\n" % (i, sizes[rnd() % len(sizes)])
+        live.append(i)
+open(sys.argv[1], "w").write(s)
+PYEOF
+for n in 3 7 20 50 100 150 200 300 500 800 1000; do
+    expect_exit 0 "ring of $n entries: snapshot" -- "$GALLOC" replay --snapshot "$TMP/l$n.pickle" --snapshot-max-entries "$n" "$TMP/lcg.trace"
+    expect_exit 0 "ring of $n entries verifies" -- "$GALLOC" replay --verify "$TMP/l$n.pickle"
+    expect_in "$TMP/out" "^verdict: agrees" "ring of $n entries agrees"
+done
+expect_in "$TMP/out" "^device events: 24 of 24 agree" "the whole trace: 24 segment_allocs"
+expect_in "$TMP/out" "^final segments: 24 of 24 agree" "the whole trace: 24 segments"
+grep -q "mid-run" "$TMP/out" && fail "a ring holding the whole trace is not mid-run"
+# Expandable segments are not reconstructed: exit 2, with the reason.
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/w.pickle', 'rb'))
+d['segments'][0]['is_expandable'] = True
+pickle.dump(d, open('$TMP/we.pickle', 'wb'))" || fail "doctor we.pickle"
+expect_exit 2 "a mid-run trace with expandable segments cannot be verified" -- "$GALLOC" replay --verify "$TMP/we.pickle"
+expect_in "$TMP/out" "cannot verify: the trace starts mid-run ([1-9][0-9]* blocks in the final segments or freed in the trace were never allocated in the trace, [0-9]* segments never segment_alloc'd) and the state at its first entry cannot be reconstructed: .*expandable segments are not reconstructed" "mid-run refusal"
+# The example (a 300-entry ring written by a miniature of PyTorch's allocator):
+# device 0 starts mid-run and is seeded; device 1 starts at the beginning.
+expect_exit 0 "example snapshot verifies" -- "$GALLOC" replay --verify "$EX/torch_snapshot.pickle"
+expect_in "$TMP/out" "reconstructed backwards from the final segments (9 segments, 11 live blocks) and seeded" "example device 0 seeded"
+expect_in "$TMP/out" "^device events: 1 of 1 agree" "example device 0 events"
+expect_in "$TMP/out" "^final segments: 10 of 10 agree" "example device 0 segments"
+expect_in "$TMP/out" "^device events: 2 of 2 agree" "example device 1 agrees"
+expect_in "$TMP/out" "^final segments: 2 of 2 agree" "example device 1 segments"
+# galloc replay (without --verify) seeds the rebuilt state too; --no-seed keeps the prologue.
+expect_exit 0 "replay seeds a mid-run snapshot" -- "$GALLOC" replay "$EX/torch_snapshot.pickle"
+expect_in "$TMP/out" "^note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards from the final segments (9 segments, 11 live blocks) and seeded" "replay seeding note"
+grep -q "were live before the trace's first entry" "$TMP/out" && fail "seeded replay still reports the prologue"
+expect_exit 0 "replay --no-seed" -- "$GALLOC" replay --no-seed "$EX/torch_snapshot.pickle"
+expect_in "$TMP/out" "^note: 11 blocks were live before the trace's first entry and were allocated first" "--no-seed prologue"
+grep -q "seeded" "$TMP/out" && fail "--no-seed still seeds"
+expect_exit 0 "replay seeding json" -- "$GALLOC" replay --json "$EX/torch_snapshot.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces']
+assert [x['seeded'] for x in t] == [{'segments': 9, 'live_blocks': 11}, None], [x['seeded'] for x in t]
+assert [x['device_memory_from_snapshot'] for x in t] == [False, False]
+" || fail "seeded in json"
+expect_exit 2 "--verify needs a snapshot" -- "$GALLOC" replay --verify "$TMP/v.trace"
+expect_in "$TMP/out" "is not a PyTorch snapshot" "verify of a text trace"
+expect_exit 2 "--verify with two confs" -- "$GALLOC" replay --verify --conf "" --conf expandable_segments:True "$TMP/v.pickle"
+expect_exit 0 "--verify with --conf" -- "$GALLOC" replay --verify --conf "" "$TMP/v.pickle"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys

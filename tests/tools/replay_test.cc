@@ -1,8 +1,9 @@
 // replay_test.cc: the replay engine through the public API on the sim device:
 // exact PyTorch figures for small traces, side-by-side columns, creation
 // failures, OOMs with PyTorch's message, expected OOM points, stream events,
-// trace anomalies, the sampled series, and a 1,000,000-event trace (events/s
-// is printed and recorded, never asserted).
+// trace anomalies, the sampled series, --snapshot-range, the --verify reader
+// and comparison, and a 1,000,000-event trace (events/s is printed and
+// recorded, never asserted).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,6 +17,8 @@ extern "C" {
 #include "api/galloc.h"
 #include "tools/replay.h"
 #include "tools/trace_reader.h"
+#include "tools/seed.h"
+#include "tools/verify.h"
 }
 
 namespace {
@@ -335,6 +338,130 @@ TEST(Replay, MillionEventTrace)
                 c.seconds, replay_rate / 1e6, r.rp().read_seconds, read_rate / 1e6);
     RecordProperty("replay_events_per_second", static_cast<int>(replay_rate));
     RecordProperty("read_events_per_second", static_cast<int>(read_rate));
+}
+
+// --snapshot-range through the engine: recording starts at FIRST and the
+// snapshot holds the state after LAST; read back with the --verify reader.
+TEST(Replay, SnapshotRangeAndVerifyReader)
+{
+    std::string p = Write("range.trace", "galloc-trace 1\nalloc 1 3MiB\nalloc 2 30MiB\nalloc 3 40MiB\nfree 2\n"
+                                         "alloc 4 3MiB\n");
+    std::string snap = Write("range.pickle", "");
+    char err[512];
+    ga_reader_t *rd = nullptr;
+    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    const char *paths[] = {snap.c_str()};
+    ga_replay_opts_t o = {};
+    o.snapshot_paths = paths;
+    o.snapshot_range = true;
+    o.snapshot_first = 1;
+    o.snapshot_last = 2;
+    ga_replay_t rp;
+    ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
+    EXPECT_STREQ(rp.cols[0].snapshot_error, "");
+    EXPECT_TRUE(rp.cols[0].snapshot_done);
+    ga_replay_release(&rp);
+    ga_reader_close(rd);
+
+    ga_snap_view_t v;
+    ASSERT_EQ(ga_snap_view_load(snap.c_str(), -1, 0, &v, err, sizeof(err)), 0) << err;
+    // Events 1 and 2 only: a 30 MiB and a 40 MiB segment; the 20 MiB segment
+    // of event 0 predates the range, so its live block counts as untraced.
+    ASSERT_EQ(v.n_ev, 2u);
+    EXPECT_EQ(v.ev[0].action, GA_DEV_SEGMENT_ALLOC);
+    EXPECT_EQ(v.ev[0].size, 30 * MiB);
+    EXPECT_EQ(v.ev[0].segment, 0);
+    EXPECT_EQ(v.ev[1].size, 40 * MiB);
+    EXPECT_EQ(v.ev[1].segment, 1);
+    ASSERT_EQ(v.n_seg, 3u);
+    EXPECT_EQ(v.untraced_segments, 1u);
+    EXPECT_EQ(v.untraced_blocks, 1u);
+    EXPECT_EQ(v.device_memory, 0u); // no oom entry: no bound
+    ga_snap_view_free(&v);
+}
+
+TEST(Verify, ExampleSnapshotDevices)
+{
+    char err[512];
+    ga_snap_view_t v;
+    ASSERT_EQ(ga_snap_view_load(Example("torch_snapshot.pickle").c_str(), -1, 0, &v, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(v.device, 0);
+    EXPECT_EQ(v.trace_entries, 300u);
+    EXPECT_EQ(v.untraced_segments, 9u); // the ring buffer wrapped: most segments predate the trace
+    EXPECT_EQ(v.untraced_blocks, 11u);
+    ga_snap_view_free(&v);
+    ASSERT_EQ(ga_snap_view_load(Example("torch_snapshot.pickle").c_str(), -1, 1, &v, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(v.device, 1);
+    ASSERT_EQ(v.n_ev, 2u);
+    EXPECT_EQ(v.ev[0].size, 30 * MiB);
+    EXPECT_EQ(v.ev[1].size, 2 * MiB);
+    EXPECT_EQ(v.untraced_blocks + v.untraced_segments, 0u);
+    ASSERT_EQ(v.n_seg, 2u);
+    EXPECT_EQ(v.seg[0].segment, 0);
+    ASSERT_EQ(v.seg[0].n_blocks, 2u);
+    EXPECT_EQ(v.blk[v.seg[0].first_block].state, GA_BLOCK_ALLOCATED);
+    ga_snap_view_free(&v);
+    EXPECT_NE(ga_snap_view_load(Write("notpickle", "hello").c_str(), -1, 0, &v, err, sizeof(err)), 0);
+}
+
+// ga_verify_unit end to end on a snapshot galloc wrote: every device event
+// and final segment agrees, and the exit code says so.
+TEST(Verify, GallocsOwnSnapshotAgrees)
+{
+    std::string p = Write("own.trace", "galloc-trace 1\nalloc 1 3MiB\nalloc 2 30MiB\nfree 1\nalloc 3 12MiB\n");
+    std::string snap = Write("own.pickle", "");
+    char err[512];
+    ga_reader_t *rd = nullptr;
+    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    const char *paths[] = {snap.c_str()};
+    ga_replay_opts_t o = {};
+    o.snapshot_paths = paths;
+    ga_replay_t rp;
+    ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
+    ga_replay_release(&rp);
+    ga_reader_close(rd);
+
+    ASSERT_EQ(ga_reader_open(snap.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    std::string out = Write("verify.out", "");
+    FILE *f = std::fopen(out.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ga_verify_opts_t vo = {};
+    EXPECT_EQ(ga_verify_unit(rd, snap.c_str(), 0, &vo, true, f), 0);
+    std::fclose(f);
+    ga_reader_close(rd);
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    // A 20 MiB and a 30 MiB segment: the 12 MiB request is split off the
+    // freed 20 MiB segment (best fit), as PyTorch does.
+    EXPECT_NE(ss.str().find("device events: 2 of 2 agree"), std::string::npos) << ss.str();
+    EXPECT_NE(ss.str().find("final segments: 2 of 2 agree"), std::string::npos) << ss.str();
+    EXPECT_NE(ss.str().find("verdict: agrees"), std::string::npos) << ss.str();
+}
+
+// The state at the example's first trace entry, rebuilt backwards: 9
+// segments (one is made in the trace), 11 live blocks, pieces tiling each
+// segment exactly in address order.
+TEST(Verify, SeedFromTheExampleSnapshot)
+{
+    char err[512];
+    ga_seed_t s;
+    ASSERT_EQ(ga_seed_from_snapshot(Example("torch_snapshot.pickle").c_str(), 0, &s, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(s.n_seg, 9u);
+    EXPECT_EQ(s.live_blocks, 11u);
+    for (size_t i = 0; i < s.n_seg; i++) {
+        const ga_seed_segment_t &g = s.seg[i];
+        uint64_t at = g.addr;
+        for (size_t k = g.first; k < g.first + g.n; k++) {
+            EXPECT_EQ(s.pc[k].addr, at) << "segment " << i << " piece " << k;
+            at += s.pc[k].size;
+        }
+        EXPECT_EQ(at, g.addr + g.size) << "segment " << i;
+        if (i > 0)
+            EXPECT_GT(g.addr, s.seg[i - 1].addr);
+    }
+    ga_seed_free(&s);
+    EXPECT_NE(ga_seed_from_snapshot(Write("seed-bad", "x").c_str(), 0, &s, err, sizeof(err)), 0);
 }
 
 } // namespace
