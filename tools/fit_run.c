@@ -200,7 +200,7 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         st = galloc_stream_synchronize(x->a, (galloc_stream_t)e->stream);
         break;
     case GA_EV_EMPTY_CACHE:
-        st = galloc_empty_cache(x->a);
+        st = ga_replay_empty_cache(x->a, e->size);
         break;
     case GA_EV_SET_FRACTION: {
         double fraction;

@@ -12,9 +12,12 @@
  *    free_completed -> GA_EV_FREE_COMPLETED;
  *  - oom -> GA_EV_OOM (size: the rounded request PyTorch failed to place);
  *  - annotate with a str user_metadata -> GA_EV_ANNOTATE;
- *  - segment_alloc/free/map/unmap and snapshot are the allocator's own
- *    decisions, which the replay recomputes: counted as skipped, as are
- *    actions this reader does not know (newer PyTorch releases).
+ *  - a run of segment_free/unmap not followed by an oom -> GA_EV_EMPTY_CACHE
+ *    with size = the next segment's, which the replay performs only if the
+ *    device had room for that segment (see release_run_may_be_empty_cache);
+ *  - segment_alloc/map, the other segment_free/unmap entries and snapshot are
+ *    the allocator's own decisions, which the replay recomputes: counted as
+ *    skipped, as are actions this reader does not know (newer PyTorch releases).
  *
  * The trace is a ring buffer (max_entries), so it may start mid-run. Blocks
  * live before its first entry are recreated first, as a prologue: those freed
@@ -199,6 +202,39 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     return rc;
 }
 
+/*
+ * A run of segment_free / segment_unmap entries (t->next is just past its
+ * first) is either the release path of a malloc (the OOM path, garbage
+ * collection, releasing oversize blocks: PyTorch then allocates or fails, so
+ * a segment_alloc, segment_map or oom comes next) or torch.cuda.empty_cache(),
+ * which the replay must perform itself: the allocator frees cached segments
+ * outside any allocation only there. Skips the run's other entries. Returns
+ * false when an oom follows (certainly a malloc's release); otherwise true,
+ * with *next_segment the size of the segment_alloc / segment_map that
+ * follows (0 if none): the replay decides whether the device had room for it
+ * (then PyTorch's allocation could not have failed: empty_cache) or not
+ * (then the next malloc's own OOM path reproduces the release).
+ */
+static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
+{
+    *next_segment = 0;
+    while (t->next < trace_len(t)) {
+        const ga_pk_value_t *e = t->trace->u.seq.items[t->next];
+        const ga_pk_value_t *a = ga_pk_dict_get(e, "action");
+        if (ga_pk_str_eq(a, "segment_free") || ga_pk_str_eq(a, "segment_unmap")) {
+            t->next++;
+            continue;
+        }
+        if (ga_pk_str_eq(a, "oom"))
+            return false;
+        if ((ga_pk_str_eq(a, "segment_alloc") || ga_pk_str_eq(a, "segment_map")) &&
+            !get_u64(e, "size", true, 0, next_segment))
+            *next_segment = 0;
+        return true;
+    }
+    return true; /* released at the end of the trace: nothing else explains it */
+}
+
 static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
@@ -229,6 +265,14 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
             ev->text = m->u.s.p;
             ev->text_len = m->u.s.n;
             return 1;
+        }
+        if (ga_pk_str_eq(a, "segment_free") || ga_pk_str_eq(a, "segment_unmap")) {
+            if (release_run_may_be_empty_cache(t, &ev->size)) {
+                ev->kind = GA_EV_EMPTY_CACHE;
+                return 1;
+            }
+            r->notes.skipped++;
+            continue;
         }
         bool alloc = ga_pk_str_eq(a, "alloc"), freq = ga_pk_str_eq(a, "free_requested");
         bool fcomp = ga_pk_str_eq(a, "free_completed"), oom = ga_pk_str_eq(a, "oom");

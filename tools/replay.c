@@ -27,6 +27,16 @@ typedef struct chunk_ctx {
     const char *annotation;   /* the last annotate text before the chunk */
 } chunk_ctx_t;
 
+galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segment)
+{
+    if (next_segment > 0) {
+        size_t free_b = 0, total = 0;
+        if (galloc_memory_info(a, &free_b, &total) == GALLOC_OK && free_b < next_segment)
+            return GALLOC_OK; /* the traced malloc's OOM path: galloc's malloc will do it */
+    }
+    return galloc_empty_cache(a);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -232,7 +242,7 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
             st = GALLOC_OK;
         break;
     case GA_EV_EMPTY_CACHE:
-        st = galloc_empty_cache(c->a);
+        st = ga_replay_empty_cache(c->a, e->size);
         break;
     case GA_EV_SET_FRACTION:
         st = galloc_set_memory_fraction(c->a, e->fraction);

@@ -184,6 +184,14 @@ int ga_sampler_init(ga_sampler_t *s);
 void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, double res);
 void ga_sampler_free(ga_sampler_t *s);
 
+/* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
+ * (text, RMM); from a snapshot it is the size of the segment PyTorch
+ * allocated right after releasing cached segments. If the device has room for
+ * it, PyTorch's allocation could not have failed there, so the release was
+ * torch.cuda.empty_cache() and is replayed; if not, it was the next malloc's
+ * OOM path, which galloc's own malloc reproduces, and nothing is done. */
+galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segment);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,7 +46,7 @@ typedef enum ga_event_kind {
     GA_EV_FREE_COMPLETED, /* id: that deferred free finished (snapshot free_completed) */
     GA_EV_RECORD_STREAM,  /* id, stream: the block is also used on stream (Tensor.record_stream) */
     GA_EV_STREAM_SYNC,    /* stream: the host waited for the stream's work */
-    GA_EV_EMPTY_CACHE,    /* torch.cuda.empty_cache() */
+    GA_EV_EMPTY_CACHE,    /* torch.cuda.empty_cache(); size: see ga_replay_empty_cache */
     GA_EV_SET_FRACTION,   /* fraction: torch.cuda.set_per_process_memory_fraction() */
     GA_EV_OOM,            /* size, stream: an allocation that FAILED in the traced run */
     GA_EV_ANNOTATE        /* text: a user marker ("step 8847"), kept for OOM reports */

@@ -382,6 +382,19 @@ expect_in "$TMP/out" "verify (settings: PyTorch's defaults; sim device 1024.00 M
 expect_in "$TMP/out" "^device events: 7 of 7 agree" "all device events agree"
 expect_in "$TMP/out" "^final segments: 4 of 4 agree" "all final segments agree"
 expect_in "$TMP/out" "^verdict: agrees" "verify verdict"
+# empty_cache in the traced run: segment_free entries that no allocation's
+# OOM path explains are replayed as empty_cache, also when the next
+# allocation needs a new segment (the device had room for it); an OOM path's
+# releases are left to galloc's own malloc.
+printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 30MiB\nalloc 2 5MiB\nfree 1\nempty_cache\nalloc 3 1MiB\nfree 3\nalloc 4 100MiB\nfree 4\nempty_cache\nfree 2\n' >"$TMP/ec.trace"
+expect_exit 0 "snapshot with empty_cache" -- "$GALLOC" replay --snapshot "$TMP/ec.pickle" "$TMP/ec.trace"
+expect_exit 0 "empty_cache in a snapshot is replayed" -- "$GALLOC" replay --verify "$TMP/ec.pickle"
+expect_in "$TMP/out" "^device events: 7 of 7 agree" "empty_cache events agree"
+printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 600MiB\nfree 1\nalloc 2 700MiB\nfree 2\nalloc 3 2GiB\n' >"$TMP/ecoom.trace"
+expect_exit 1 "snapshot with an OOM-path release" -- "$GALLOC" replay --snapshot "$TMP/ecoom.pickle" "$TMP/ecoom.trace"
+expect_exit 0 "an OOM path's release is not replayed twice" -- "$GALLOC" replay --verify "$TMP/ecoom.pickle"
+expect_in "$TMP/out" "verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "ecoom device size"
+expect_in "$TMP/out" "^device events: 5 of 5 agree" "OOM-path release events agree"
 "$PY" - "$TMP/v.pickle" "$TMP/vd.pickle" "$TMP/vb.pickle" <<'PYEOF' || fail "doctor the snapshot"
 import pickle, sys
 d = pickle.load(open(sys.argv[1], "rb"))
