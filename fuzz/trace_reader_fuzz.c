@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tools/snapfile.h"
 #include "tools/trace_reader.h"
 
 #define CHECK(cond)                                                                                \
@@ -117,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ga_reader_open(path, fmt, &r, err, sizeof(err)) != 0) {
         CHECK(r == NULL);
         check_message(err, sizeof(err));
+        ga_snapfile_drop_all(); /* a snapshot that failed after parsing */
         return 0;
     }
     CHECK(r != NULL);
@@ -129,5 +131,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t u = 0; u < units && u < MAX_UNITS; u++)
         read_unit(r, u);
     ga_reader_close(r);
+    ga_snapfile_drop_all(); /* the parsed snapshot (snapfile.h): one per input */
     return 0;
 }

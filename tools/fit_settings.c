@@ -24,42 +24,9 @@
 
 #include "tools/fit.h"
 #include "tools/pickle_read.h"
+#include "tools/snapfile.h"
 
-#define MAX_SNAPSHOT ((size_t)4 << 30) /* the trace reader's bound too */
 
-static int read_all(const char *path, uint8_t **buf, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open", path);
-        return -1;
-    }
-    size_t cap = 1 << 20, n = 0;
-    uint8_t *b = malloc(cap);
-    while (b != NULL) {
-        n += fread(b + n, 1, cap - n, f);
-        if (n < cap || cap >= MAX_SNAPSHOT)
-            break;
-        uint8_t *nb = realloc(b, cap * 2);
-        if (nb == NULL) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        b = nb;
-        cap *= 2;
-    }
-    bool bad = ferror(f) != 0;
-    fclose(f);
-    if (b == NULL || bad) {
-        free(b);
-        snprintf(err, errlen, "%s: %s", path, bad ? "read error" : "out of host memory");
-        return -1;
-    }
-    *buf = b;
-    *len = n;
-    return 0;
-}
 
 /* The roundup dict as "N" when every interval agrees, else a 16-entry list;
  * "" when every interval is 0 (off). */
@@ -130,20 +97,21 @@ int ga_fit_recorded_conf(const char *path, char *conf, size_t len, char *text, s
 {
     conf[0] = '\0';
     text[0] = '\0';
-    uint8_t *buf = NULL;
-    size_t n = 0;
-    if (read_all(path, &buf, &n, err, errlen) != 0)
+    /* Only a pickle records settings: look at its first byte before loading
+     * anything (a text or CSV trace may be large). */
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open", path);
         return -1;
-    int rc = 0;
-    ga_pickle_t *pk = NULL;
-    char perr[256];
-    if (n < 2 || buf[0] != 0x80) /* not a pickle: a text or CSV trace records no settings */
-        goto out;
-    if (ga_pickle_parse(buf, n, NULL, &pk, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, perr);
-        rc = -1;
-        goto out;
     }
+    int first = fgetc(f);
+    fclose(f);
+    if (first != 0x80)
+        return 0;
+    int rc = 0;
+    const ga_pickle_t *pk = NULL;
+    if (ga_snapfile_get(path, &pk, NULL, err, errlen) != 0)
+        return -1;
     const ga_pk_value_t *s = ga_pk_dict_get(ga_pickle_root(pk), "allocator_settings");
     if (s == NULL || s->type != GA_PK_DICT)
         goto out;
@@ -157,7 +125,5 @@ int ga_fit_recorded_conf(const char *path, char *conf, size_t len, char *text, s
         rc = 1;
     }
 out:
-    ga_pickle_free(pk);
-    free(buf);
     return rc;
 }

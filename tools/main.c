@@ -12,6 +12,7 @@
 
 #include "tools/fit.h"
 #include "tools/replay_cli.h"
+#include "tools/snapfile.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
 #endif
@@ -46,10 +47,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "replay") == 0)
-        return ga_replay_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "fit") == 0)
-        return ga_fit_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0 || strcmp(cmd, "fit") == 0) {
+        /* A snapshot is parsed once, however many parts of the command read it. */
+        ga_snapfile_share(true);
+        int rc = cmd[0] == 'r' ? ga_replay_main(argc - 1, argv + 1) : ga_fit_main(argc - 1, argv + 1);
+        ga_snapfile_drop_all();
+        return rc;
+    }
 #ifdef GA_TOOLS_HAVE_GEN
     if (strcmp(cmd, "gen") == 0)
         return ga_gen_main(argc - 1, argv + 1);

@@ -33,6 +33,7 @@
 #include "tools/pickle_read.h"
 #include "tools/idmap.h"
 #include "tools/reader_int.h"
+#include "tools/snapfile.h"
 
 #define MAX_FILE ((size_t)16 << 30) /* a snapshot larger than this is refused */
 #define MAX_DEVICES 1024            /* device indices above this are refused as garbled */
@@ -42,9 +43,10 @@ typedef struct pro_block {
 } pro_block_t;
 
 typedef struct torch {
-    uint8_t *file;                     /* the whole file (strings point into it) */
-    size_t len;                        /* its length */
-    ga_pickle_t *pk;                   /* the decoded snapshot */
+    uint8_t *file;                     /* the whole file when read from stdin (strings point into it) */
+    size_t len;                        /* the file's length */
+    ga_pickle_t *owned;                /* the decoded snapshot when read from stdin */
+    const ga_pickle_t *pk;             /* the decoded snapshot: owned, or shared (snapfile.h) */
     const ga_pk_value_t *traces;       /* device_traces (list) or NULL */
     const ga_pk_value_t *segments;     /* segments (list) or NULL */
     int *devices;                      /* device index of each unit */
@@ -324,7 +326,7 @@ static void torch_close(ga_reader_t *r)
     torch_t *t = r->impl;
     if (t == NULL)
         return;
-    ga_pickle_free(t->pk);
+    ga_pickle_free(t->owned);
     free(t->file);
     free(t->devices);
     free(t->pro);
@@ -385,12 +387,19 @@ int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen)
     }
     r->impl = t;
     r->ops = &torch_ops; /* from here torch_close frees whatever was made */
-    if (ga_input_slurp(&r->in, MAX_FILE, &t->file, &t->len, err, errlen) != 0)
-        return -1;
-    char perr[256];
-    if (ga_pickle_parse(t->file, t->len, NULL, &t->pk, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", r->in.path, perr);
-        return -1;
+    if (strcmp(r->in.path, "-") != 0) {
+        /* A file: parsed once for the reader, the settings, --verify and the seed. */
+        if (ga_snapfile_get(r->in.path, &t->pk, &t->len, err, errlen) != 0)
+            return -1;
+    } else {
+        if (ga_input_slurp(&r->in, MAX_FILE, &t->file, &t->len, err, errlen) != 0)
+            return -1;
+        char perr[256];
+        if (ga_pickle_parse(t->file, t->len, NULL, &t->owned, perr, sizeof(perr)) != 0) {
+            snprintf(err, errlen, "%s: %s", r->in.path, perr);
+            return -1;
+        }
+        t->pk = t->owned;
     }
     const ga_pk_value_t *root = ga_pickle_root(t->pk);
     if (root->type == GA_PK_LIST) {

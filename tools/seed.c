@@ -10,11 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/input.h"
 #include "tools/pickle_read.h"
 #include "tools/seed.h"
+#include "tools/snapfile.h"
 
-#define MAX_FILE ((size_t)16 << 30)
 #define MIN_LARGE_SPLIT ((uint64_t)1 << 20) /* PyTorch kMinLargeAlloc: a large remainder is split above this */
 #define MIN_BLOCK 512                       /* PyTorch kMinBlockSize */
 #define SMALL_SEGMENT ((uint64_t)2 << 20)   /* PyTorch kSmallBuffer */
@@ -193,22 +192,14 @@ static int walk_back(const ga_pk_value_t *trace, set_t *segs, set_t *blocks, cha
 int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    ga_input_t in;
-    memset(&in, 0, sizeof(in));
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    ga_pickle_t *pk = NULL;
+    const ga_pickle_t *pk = NULL;
     set_t segs = {0}, blocks = {0};
     ga_idmap_init(&segs.map);
     ga_idmap_init(&blocks.map);
-    char perr[256], werr[256];
+    char werr[256];
     int rc = -1;
-    if (ga_input_open(&in, path, err, errlen) != 0 || ga_input_slurp(&in, MAX_FILE, &buf, &len, err, errlen) != 0)
+    if (ga_snapfile_get(path, &pk, NULL, err, errlen) != 0)
         goto out;
-    if (ga_pickle_parse(buf, len, NULL, &pk, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, perr);
-        goto out;
-    }
     const ga_pk_value_t *root = ga_pickle_root(pk);
     const ga_pk_value_t *traces = ga_pk_dict_get(root, "device_traces");
     const ga_pk_value_t *segments = ga_pk_dict_get(root, "segments");
@@ -260,9 +251,6 @@ out:
     free(blocks.v);
     ga_idmap_free(&segs.map);
     ga_idmap_free(&blocks.map);
-    ga_pickle_free(pk);
-    free(buf);
-    ga_input_close(&in);
     if (rc != 0)
         ga_seed_free(out);
     return rc;

@@ -14,11 +14,10 @@
 #include <string.h>
 
 #include "tools/idmap.h"
-#include "tools/input.h"
 #include "tools/pickle_read.h"
+#include "tools/snapfile.h"
 #include "tools/verify.h"
 
-#define MAX_FILE ((size_t)16 << 30) /* the trace reader's bound */
 #define MAX_DEVICES 1024            /* as the trace reader: larger indices are garbled input */
 
 const char *ga_dev_action_name(ga_dev_action_t a)
@@ -141,7 +140,7 @@ nomem:
 static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_pk_value_t *segments, const char *path, char *err,
                           size_t errlen)
 {
-    size_t budget = MAX_FILE; /* shared block lists in a hostile file are bounded by its size (see read_torch.c) */
+    size_t budget = GA_SNAPFILE_MAX; /* shared block lists in a hostile file are bounded by its size (see read_torch.c) */
     for (size_t s = 0; segments != NULL && s < segments->u.seq.n; s++) {
         const ga_pk_value_t *sd = segments->u.seq.items[s];
         uint64_t dev, addr, total;
@@ -227,23 +226,14 @@ static void device_bound(ga_snap_view_t *v)
 int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t *v, char *err, size_t errlen)
 {
     memset(v, 0, sizeof(*v));
-    ga_input_t in;
-    memset(&in, 0, sizeof(in));
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    ga_pickle_t *pk = NULL;
+    const ga_pickle_t *pk = NULL;
     walk_t w;
     memset(&w, 0, sizeof(w));
     ga_idmap_init(&w.seen);
     ga_idmap_init(&w.live_seg);
     int rc = -1;
-    char perr[256];
-    if (ga_input_open(&in, path, err, errlen) != 0 || ga_input_slurp(&in, MAX_FILE, &buf, &len, err, errlen) != 0)
+    if (ga_snapfile_get(path, &pk, NULL, err, errlen) != 0)
         goto out;
-    if (ga_pickle_parse(buf, len, NULL, &pk, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, perr);
-        goto out;
-    }
     const ga_pk_value_t *root = ga_pickle_root(pk);
     const ga_pk_value_t *traces = ga_pk_dict_get(root, "device_traces");
     const ga_pk_value_t *segments = ga_pk_dict_get(root, "segments");
@@ -268,9 +258,6 @@ int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t 
 out:
     ga_idmap_free(&w.seen);
     ga_idmap_free(&w.live_seg);
-    ga_pickle_free(pk);
-    free(buf);
-    ga_input_close(&in);
     if (rc != 0)
         ga_snap_view_free(v);
     return rc;
