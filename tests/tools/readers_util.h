@@ -1,5 +1,5 @@
 // readers_util.h: helpers shared by the reader tests (readers_test.cc,
-// readers_json_test.cc): temporary files, the example traces, and Read, which
+// readers_json_test.cc): tmpfiles.h, and Read, which
 // drains every unit of a file and checks that errors are sticky.
 #ifndef GA_TESTS_TOOLS_READERS_UTIL_H
 #define GA_TESTS_TOOLS_READERS_UTIL_H
@@ -13,42 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/tmpfiles.h"
+
 extern "C" {
 #include "tools/trace_reader.h"
 }
 
 namespace {
-
-inline std::string TmpPath(const std::string &name)
-{
-    const char *d = std::getenv("TEST_TMPDIR");
-    return std::string(d ? d : "/tmp") + "/" + name;
-}
-
-inline std::string Write(const std::string &name, const std::string &content)
-{
-    std::string p = TmpPath(name);
-    std::ofstream f(p, std::ios::binary);
-    f << content;
-    return p;
-}
-
-inline std::string Example(const std::string &name)
-{
-    const char *srcdir = std::getenv("TEST_SRCDIR");
-    const char *ws = std::getenv("TEST_WORKSPACE");
-    if (srcdir != nullptr && ws != nullptr)
-        return std::string(srcdir) + "/" + ws + "/examples/" + name;
-    return "examples/" + name;
-}
-
-inline std::string ReadAll(const std::string &path)
-{
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 // Read every event of every unit; returns 0 or -1 (err holds the message).
 struct Read {

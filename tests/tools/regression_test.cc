@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/tools/tmpfiles.h"
+
 extern "C" {
 #include "api/galloc.h"
 #include "tools/replay.h"
@@ -19,15 +21,6 @@ extern "C" {
 namespace {
 
 constexpr int64_t MiB = int64_t{1} << 20, GiB = int64_t{1} << 30;
-
-std::string Write(const std::string &name, const std::string &content)
-{
-    const char *d = std::getenv("TEST_TMPDIR");
-    std::string p = std::string(d ? d : "/tmp") + "/" + name;
-    std::ofstream f(p, std::ios::binary);
-    f << content;
-    return p;
-}
 
 // Replays `trace` under one configuration and keeps its column.
 class Replayed {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/tmpfiles.h"
+
 extern "C" {
 #include "api/galloc.h"
 #include "tools/replay.h"
@@ -24,24 +26,6 @@ extern "C" {
 namespace {
 
 constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
-
-std::string Write(const std::string &name, const std::string &content)
-{
-    const char *d = std::getenv("TEST_TMPDIR");
-    std::string p = std::string(d ? d : "/tmp") + "/" + name;
-    std::ofstream f(p, std::ios::binary);
-    f << content;
-    return p;
-}
-
-std::string Example(const std::string &name)
-{
-    const char *srcdir = std::getenv("TEST_SRCDIR");
-    const char *ws = std::getenv("TEST_WORKSPACE");
-    if (srcdir != nullptr && ws != nullptr)
-        return std::string(srcdir) + "/" + ws + "/examples/" + name;
-    return "examples/" + name;
-}
 
 // Replays one file (every unit, the results of the last one kept) and checks
 // each allocator with galloc_check before it is destroyed.
