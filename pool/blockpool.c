@@ -9,7 +9,7 @@
  * PyTorch holds that order in one std::set, so every block cached on another
  * stream makes each search, insert and remove deeper. galloc holds one AVL
  * tree per stream, by (size, address), in an array of trees sorted by stream:
- * the first tree a malloc looks at is the one it found last (its stream), so
+ * the first tree a malloc looks at is the one it used last (its stream), so
  * a single-stream workload costs the same however many other streams hold
  * cached blocks, and other streams cost a binary search over a few entries.
  * first/last/next/prev walk the trees in stream order, so callers see exactly
@@ -61,7 +61,6 @@ void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small)
 {
     bp->sets = NULL;
     bp->n_sets = bp->cap_sets = 0;
-    bp->hint = 0;
     bp->last = NULL;
     bp->n_free = 0;
     ga_pool_avl_init(&bp->unmapped, cmp_unmapped);
@@ -81,9 +80,10 @@ void ga_pool_blockpool_destroy(ga_blockpool_t *bp)
     bp->last = NULL;
 }
 
-/* Binary search for find_set: the index of the first set whose stream is not
- * below `stream`. */
-static size_t find_set_slow(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
+/* The index of the first set whose stream is not below `stream` (binary
+ * search); *found says whether it is that stream's, which then becomes
+ * `last`. Callers on the hot path check `last` first. */
+static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
 {
     size_t lo = 0, hi = bp->n_sets;
     while (lo < hi) {
@@ -95,20 +95,8 @@ static size_t find_set_slow(ga_blockpool_t *bp, galloc_stream_t stream, bool *fo
     }
     *found = lo < bp->n_sets && bp->sets[lo]->stream == stream;
     if (*found)
-        bp->hint = lo;
+        bp->last = bp->sets[lo];
     return lo;
-}
-
-/* The index of the first set whose stream is not below `stream`; *found says
- * whether it is that stream's. The hint answers the common case inline. */
-static inline size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
-{
-    size_t h = bp->hint;
-    if (h < bp->n_sets && bp->sets[h]->stream == stream) {
-        *found = true;
-        return h;
-    }
-    return find_set_slow(bp, stream, found);
 }
 
 galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream)
@@ -135,7 +123,6 @@ galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t st
     memmove(&bp->sets[at + 1], &bp->sets[at], (bp->n_sets - at) * sizeof(*bp->sets));
     bp->sets[at] = set;
     bp->n_sets++;
-    bp->hint = at;
     bp->last = set;
     return GALLOC_OK;
 }
@@ -158,8 +145,7 @@ static inline ga_avl_t *tree_of(ga_blockpool_t *bp, galloc_stream_t stream)
     size_t at = find_set(bp, stream, &found);
     if (!found)
         no_set(stream);
-    bp->last = bp->sets[at];
-    return &bp->last->tree;
+    return &bp->sets[at]->tree;
 }
 
 void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)

@@ -70,7 +70,6 @@ typedef struct ga_blockpool {
     ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
     ga_stream_set_t **sets;             /* one per stream seen by malloc, sorted by stream; owned */
     size_t n_sets, cap_sets;
-    size_t hint;                        /* index of the set found last by a search */
     ga_stream_set_t *last;              /* the set used last: the hot path's stream */
     size_t n_free;                      /* free mapped blocks in all sets */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
