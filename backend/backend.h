@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "api/galloc_backend.h"
 #include "api/galloc_status.h"
@@ -33,8 +34,7 @@ typedef struct ga_backend {
  * PYTORCH_HIP_ALLOC_CONF), "CUDA" everywhere else, sim included. */
 static inline const char *ga_backend_vendor(const ga_backend_t *b)
 {
-    const char *n = b->ops->name;
-    return n != NULL && n[0] == 'h' && n[1] == 'i' && n[2] == 'p' && n[3] == '\0' ? "HIP" : "CUDA";
+    return b->ops->name != NULL && strcmp(b->ops->name, "hip") == 0 ? "HIP" : "CUDA";
 }
 
 #define GA_BACKEND_HAS(ops, m)                                                                     \
