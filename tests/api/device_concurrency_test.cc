@@ -151,12 +151,12 @@ TEST_F(DeviceThreads, ConfigureRacingFirstUseIsEitherBeforeOrRefused)
         set.struct_size = sizeof set;
         ASSERT_EQ(galloc_settings_get(a, &set), GALLOC_OK);
         // Either the string came first and applies, or it was refused and does not.
-        if (configured == GALLOC_OK)
+        if (configured == GALLOC_OK) {
             EXPECT_EQ(set.max_split_size, uint64_t(64) << 20);
-        else
+        } else {
             EXPECT_EQ(configured, GALLOC_E_INVAL);
-        if (configured != GALLOC_OK)
             EXPECT_EQ(set.max_split_size, UINT64_MAX);
+        }
     }
 }
 

@@ -325,8 +325,9 @@ TEST_F(User, ManyLivePointersStayExact)
     }
     for (int i = 0; i < n; i++) {
         ASSERT_EQ(galloc_free(a_, ps[i]), GALLOC_OK) << "step " << i;
-        if (i % 500 == 0)
+        if (i % 500 == 0) {
             ASSERT_EQ(galloc_check(a_), GALLOC_OK) << LastError(a_) << " at step " << i;
+        }
     }
     galloc_stats_t s = Stats();
     EXPECT_EQ(s.allocated_bytes[ALL].current, 0);

@@ -79,8 +79,9 @@ inline SweepResult LayerSweep(FakeCuda &f, Layer layer, int code, bool from)
                         : layer == Layer::kAsync    ? "backend:" + f.vendor() + "MallocAsync"
                                                     : "";
     auto setup = [&](FakeCuda &fc) {
-        if (layer == Layer::kExpandable)
+        if (layer == Layer::kExpandable) {
             EXPECT_EQ(fc.fake_cuda_configure(2, 4 * kGiB, 2 * kMiB), 0);
+        }
         EXPECT_EQ(fc.fake_cuda_stream_create(0, &s1), 0);
     };
     auto workload = [&](Run &r) {
