@@ -356,6 +356,7 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .sim_capacity = c->sim_capacity,
         .sim_backed = c->sim_backed,
         .sim_manual_events = c->sim_manual_events,
+        .retry_pool_after_sync = c->retry_pool_after_sync,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));

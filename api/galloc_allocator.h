@@ -179,6 +179,7 @@ typedef struct galloc_settings {
     bool sim_backed;
     bool sim_manual_events;
     char driver_path[256];
+    bool retry_pool_after_sync;              /* galloc's retry_pool_after_sync (off = PyTorch's OOM path) */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size

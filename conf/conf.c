@@ -31,7 +31,8 @@
  * throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
  * string galloc accepts is one PyTorch accepts. Any other key is rejected.
  *
- * galloc's own keys (device_backend, sim_*, driver_path) share the grammar.
+ * galloc's own keys (device_backend, sim_*, driver_path, retry_pool_after_sync)
+ * share the grammar.
  *
  * Invariant: parsing works on a copy; *c changes only when the whole string
  * was accepted.
@@ -92,6 +93,7 @@ static const struct key {
     {"sim_capacity", K_CAPACITY, GA_CONF_SET_SIM_CAPACITY, FIELD(sim_capacity)},
     {"sim_backed", K_BOOL, GA_CONF_SET_SIM_BACKED, FIELD(sim_backed)},
     {"sim_manual_events", K_BOOL, GA_CONF_SET_SIM_MANUAL_EVENTS, FIELD(sim_manual_events)},
+    {"retry_pool_after_sync", K_BOOL, GA_CONF_SET_RETRY_POOL, FIELD(retry_pool_after_sync)},
     {"sim_fail_nth", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_nth)},
     {"sim_fail_from", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_from)},
     {"sim_fail_above", K_SIZE, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_above)},

@@ -53,7 +53,8 @@ enum {
     GA_CONF_SET_DRIVER_PATH = 1u << 14,
     GA_CONF_SET_LARGE_SEGMENT = 1u << 15,
     GA_CONF_SET_MEMORY_FRACTION = 1u << 16,
-    GA_CONF_SET_SIM_MANUAL_EVENTS = 1u << 17
+    GA_CONF_SET_SIM_MANUAL_EVENTS = 1u << 17,
+    GA_CONF_SET_RETRY_POOL = 1u << 18
 };
 
 /* The effective settings. Defaults are PyTorch's (ga_conf_defaults). */
@@ -84,6 +85,10 @@ typedef struct ga_conf {
                                               segment for requests in (1 MiB, 10 MiB), the minimum of
                                               max_split_size and the default of max_non_split_rounding_size */
     double per_process_memory_fraction;    /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
+    bool retry_pool_after_sync;            /* retry_pool_after_sync (galloc's): after the OOM path's
+                                              synchronize-and-flush, search the pool again before the last
+                                              device allocation (pytorch/pytorch#189504); default false =
+                                              PyTorch's released behaviour */
 } ga_conf_t;
 
 /* ga_conf_defaults: PyTorch's defaults plus galloc's (sim, 80 GiB). */

@@ -154,6 +154,9 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
     if ((set & GA_CONF_SET_PINNED_BACKGROUND) || c->pinned_use_background_threads)
         item(&o, "pinned_use_background_threads", tf(c->pinned_use_background_threads));
 
+    if ((set & GA_CONF_SET_RETRY_POOL) || c->retry_pool_after_sync)
+        item(&o, "retry_pool_after_sync", tf(c->retry_pool_after_sync));
+
     if ((set & GA_CONF_SET_DEVICE_BACKEND) || strncmp(c->device_backend, "sim", sizeof(c->device_backend)) != 0) {
         snprintf(v, sizeof(v), "%.*s", (int)sizeof(c->device_backend), c->device_backend);
         item(&o, "device_backend", v);

@@ -52,7 +52,8 @@ static int same_settings(const ga_conf_t *x, const ga_conf_t *y)
            x->sim_fail_from == y->sim_fail_from && x->sim_fail_above == y->sim_fail_above &&
            strncmp(x->driver_path, y->driver_path, sizeof(x->driver_path)) == 0 &&
            x->large_segment_size == y->large_segment_size &&
-           x->per_process_memory_fraction == y->per_process_memory_fraction;
+           x->per_process_memory_fraction == y->per_process_memory_fraction &&
+           x->retry_pool_after_sync == y->retry_pool_after_sync;
 }
 
 /* Settings a user might already have from an earlier layer: every kind of key

@@ -206,12 +206,14 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         if (st == GALLOC_E_OOM && p->n_routes == 0) {
             bool were_pending = p->pending_blocks > 0;
             ga_pool_release_cached_blocks(p);
-            /* galloc departs from PyTorch here on purpose: PyTorch retries only
-             * the device allocation, so a block that the synchronization just
+            /* PyTorch (2.x, and main as of 2026-11) retries only the device
+             * allocation here, so a block that the synchronization just
              * returned to a partly used segment cannot serve the request and
-             * the job dies (pytorch/pytorch#189504). galloc searches the pool
-             * again first, counting the retry as PyTorch would. */
-            if (were_pending && get_free_block(p, &ap)) {
+             * the job dies (pytorch/pytorch#189504; the fix, PR #191302, is
+             * not merged). retry_pool_after_sync:True searches the pool again
+             * first, counting the retry as PyTorch would; off by default so
+             * that galloc's stats and OOMs stay PyTorch's. */
+            if (were_pending && p->conf.retry_pool_after_sync && get_free_block(p, &ap)) {
                 p->stats.num_alloc_retries++;
                 st = GALLOC_OK;
             } else {

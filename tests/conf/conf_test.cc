@@ -18,7 +18,8 @@ TEST(ConfDefaults, PyTorchAndGallocDefaults)
     EXPECT_EQ(c.garbage_collection_threshold, 0.0);
     EXPECT_EQ(divs(c), std::vector<uint32_t>(16, 0));
     EXPECT_FALSE(c.expandable_segments || c.release_lock_on_cudamalloc || c.pinned_use_cuda_host_register ||
-                 c.pinned_use_background_threads || c.sim_backed || c.sim_manual_events);
+                 c.pinned_use_background_threads || c.sim_backed || c.sim_manual_events ||
+                 c.retry_pool_after_sync);
     EXPECT_EQ(c.pinned_num_register_threads, 1u);
     EXPECT_EQ(c.per_process_memory_fraction, 1.0);
     EXPECT_STREQ(c.device_backend, "sim");
@@ -83,6 +84,8 @@ TEST(ConfKeys, ValidAndBoundaryValues)
         {"sim_backed:True", GET(sim_backed), 1, GA_CONF_SET_SIM_BACKED},
         {"sim_manual_events:True", GET(sim_manual_events), 1, GA_CONF_SET_SIM_MANUAL_EVENTS},
         {"sim_manual_events:False", GET(sim_manual_events), 0, GA_CONF_SET_SIM_MANUAL_EVENTS},
+        {"retry_pool_after_sync:True", GET(retry_pool_after_sync), 1, GA_CONF_SET_RETRY_POOL},
+        {"retry_pool_after_sync:False", GET(retry_pool_after_sync), 0, GA_CONF_SET_RETRY_POOL},
         {"sim_fail_nth:3", GET(sim_fail_nth), 3, GA_CONF_SET_SIM_FAULTS},
         {"sim_fail_nth:18446744073709551615", GET(sim_fail_nth), UINT64_MAX, GA_CONF_SET_SIM_FAULTS},
         {"sim_fail_from:0", GET(sim_fail_from), 0, GA_CONF_SET_SIM_FAULTS},
@@ -271,6 +274,7 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
                                              "got \"9223372036854775808\" (offset 13)"},
         {"sim_backed:yes", "sim_backed: expected True or False, got \"yes\" (offset 11)"},
         {"sim_manual_events:1", "sim_manual_events: expected True or False, got \"1\" (offset 18)"},
+        {"retry_pool_after_sync:true", "retry_pool_after_sync: expected True or False, got \"true\" (offset 22)"},
         {"sim_fail_nth:-1", "sim_fail_nth: expected a whole number (0 = off), got \"-1\" (offset 13)"},
         {"sim_fail_from:18446744073709551616", "sim_fail_from: expected a whole number (0 = off) (this one does not "
                                                "fit in 64 bits), got \"18446744073709551616\" (offset 14)"},

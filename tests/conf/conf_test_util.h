@@ -62,6 +62,7 @@ inline ::testing::AssertionResult Same(const ga_conf_t &a, const ga_conf_t &b)
     SAME_FIELD(pinned_use_background_threads) SAME_FIELD(sim_capacity) SAME_FIELD(sim_backed)
     SAME_FIELD(sim_manual_events) SAME_FIELD(sim_fail_nth) SAME_FIELD(sim_fail_from) SAME_FIELD(sim_fail_above)
     SAME_FIELD(set) SAME_FIELD(large_segment_size) SAME_FIELD(per_process_memory_fraction)
+    SAME_FIELD(retry_pool_after_sync)
 #undef SAME_FIELD
     if (divs(a) != divs(b))
         return ::testing::AssertionFailure() << "roundup_power2_divisions differ";

@@ -42,6 +42,8 @@ TEST(ConfFormat, NormalizedStrings)
         {"sim_capacity:1.5GB", "sim_capacity:1500000000"},
         {"sim_capacity:3KiB", "sim_capacity:3KiB"},
         {"sim_fail_from:0", "sim_fail_nth:0"},
+        {"sim_backed:True,retry_pool_after_sync:True", "retry_pool_after_sync:True,sim_backed:True"},
+        {"retry_pool_after_sync:False", "retry_pool_after_sync:False"},
         {"driver_path:/x/libcuda.so.1,sim_fail_above:1GiB,sim_fail_from:5,sim_fail_nth:2,sim_manual_events:True,"
          "sim_backed:False,sim_capacity:80GiB,device_backend:sim,expandable_segments:True",
          "expandable_segments:True,device_backend:sim,sim_capacity:80GiB,sim_backed:False,sim_manual_events:True,"
@@ -88,7 +90,7 @@ TEST(ConfFormat, RoundTripOverRandomSettings)
         }
         for (const char *b : {"expandable_segments", "release_lock_on_cudamalloc", "release_lock_on_hipmalloc",
                               "pinned_use_cuda_host_register", "pinned_use_background_threads", "sim_backed",
-                              "sim_manual_events"})
+                              "sim_manual_events", "retry_pool_after_sync"})
             if (rng() % 3 == 0) items.push_back(std::string(b) + ":" + pick({"True", "False"}));
         if (rng() % 3 == 0) items.push_back("per_process_memory_fraction:" + pick({"0", "1", "0.25", "0.9"}));
         if (rng() % 3 == 0) items.push_back("pinned_num_register_threads:" + std::to_string(1u << (rng() % 8)));

@@ -44,6 +44,7 @@ enum { SEG, RES, ALLOCN, ALLOCB, ACT, ACTB, REQ, ISPL, ISPLB, OVA, OVS };
 struct Model {
     uint64_t mss = NONE, nsr = 20 * MiB, capacity = 0;
     uint32_t div = 0;
+    bool retry_pool = false; // retry_pool_after_sync:True
     std::vector<MSeg> segs;
     int64_t dev_alloc = 0, dev_free = 0, syncs = 0, retries = 0, ooms = 0;
     int64_t mallocs = 0, seg_bytes = 0, req_bytes = 0;
@@ -292,8 +293,9 @@ class Harness {
                 m.release_all_whole();
                 observe();
                 m.retries++;
-                // galloc searches the pool again after the synchronization (see malloc.c).
-                if (were_pending && m.best(small, stream, r, si, bi)) {
+                // retry_pool_after_sync:True searches the pool again after the
+                // synchronization; PyTorch does not (see malloc.c).
+                if (were_pending && m.retry_pool && m.best(small, stream, r, si, bi)) {
                     uint64_t bs = m.segs[si].blocks[bi].size;
                     hit = !((r < m.mss && bs >= m.mss) || (r >= m.mss && bs >= r + m.nsr));
                 }
@@ -490,6 +492,14 @@ TEST(Random, MultiStreamMatchesModel)
     Model m;
     m.capacity = 512 * MiB;
     run("sim_manual_events:True", m, 25000, seed_for(4), true);
+}
+
+TEST(Random, MultiStreamRetryPoolAfterSyncMatchesModel)
+{
+    Model m;
+    m.capacity = 512 * MiB;
+    m.retry_pool = true;
+    run("sim_manual_events:True,retry_pool_after_sync:True", m, 25000, seed_for(5), true);
 }
 
 } // namespace

@@ -84,10 +84,59 @@ TEST_F(Streams, EmptyCacheSynchronizesAndCounts)
 
 TEST_F(Streams, OomSatisfiedAfterSynchronizingSucceeds)
 {
-    // The pending block sits in a segment that also holds a live block, so the
-    // flush cannot release it; only searching the pool again after the
-    // synchronization finds it (PyTorch would OOM here, pytorch/pytorch#189504).
+    // PyTorch's path: the pending block is a whole segment; the flush waits
+    // for its event, releases the segment, and the device allocation retried
+    // after it succeeds.
     Make("sim_manual_events:True", 40 * MiB);
+    uintptr_t a = Alloc(20 * MiB);   // one 20 MiB segment
+    uintptr_t big = Alloc(20 * MiB); // the device is full
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    uintptr_t b = Alloc(12 * MiB); // no free block, no room: flush + sync + release, then a new segment
+    EXPECT_NE(b, 0u);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_ooms, 0);
+    EXPECT_EQ(st.num_alloc_retries, 1);
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    EXPECT_EQ(st.num_device_free, 1);
+    EXPECT_EQ(st.num_device_alloc, 3);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 32 * MiB);
+    Free(b);
+    Free(big);
+}
+
+TEST_F(Streams, PendingBlockInAPartlyUsedSegmentOomsAsInPyTorch)
+{
+    // The pending block sits in a segment that also holds a live block, so the
+    // flush cannot release it and PyTorch retries only the device allocation:
+    // out of memory, although the synchronized block would fit
+    // (pytorch/pytorch#189504). galloc reproduces that by default.
+    Make("sim_manual_events:True", 40 * MiB);
+    uintptr_t keep = Alloc(4 * MiB);
+    uintptr_t a = Alloc(12 * MiB);
+    uintptr_t big = Alloc(18 * MiB);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
+    Free(a);
+    uintptr_t b = 0;
+    EXPECT_EQ(pool_shim_malloc(s_, 12 * MiB, 0, &b), GALLOC_E_OOM);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_ooms, 1);
+    EXPECT_EQ(st.num_alloc_retries, 1);
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    // The failed call still completed the pending free: an identical retry
+    // finds the block, as PyTorch's does.
+    uintptr_t c = Alloc(12 * MiB);
+    EXPECT_EQ(c, a);
+    Free(c);
+    Free(keep);
+    Free(big);
+}
+
+TEST_F(Streams, RetryPoolAfterSyncServesThePendingBlock)
+{
+    // retry_pool_after_sync:True searches the pool again after the
+    // synchronization (the fix proposed in pytorch/pytorch#191302).
+    Make("sim_manual_events:True,retry_pool_after_sync:True", 40 * MiB);
     uintptr_t keep = Alloc(4 * MiB);       // 20 MiB segment: keep | rest
     uintptr_t a = Alloc(12 * MiB);         // taken from the same segment
     uintptr_t big = Alloc(18 * MiB);       // 18 MiB segment: device now has 2 MiB left

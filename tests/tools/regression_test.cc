@@ -99,9 +99,10 @@ TEST(Regression, GrowingBatchNeedsNoRetryWithExpandableSegments)
 // 1004 MiB block fills the rest of the 1 GiB device. The 12 MiB request
 // finds no free block (2 is still pending) and no device memory. The OOM
 // path synchronizes (2 merges into a 15 MiB free block) but cannot release
-// the segment, block 1 lives in it. PyTorch would retry only the device
-// allocation and fail (pytorch/pytorch#189504); galloc searches the pool
-// again and takes the merged block, counting one retry.
+// the segment, block 1 lives in it. PyTorch retries only the device
+// allocation and fails (pytorch/pytorch#189504), and so does galloc by
+// default; with retry_pool_after_sync:True galloc searches the pool again and
+// takes the merged block, counting one retry.
 TEST(Regression, AFreePendingOnAnotherStreamServesTheRequestAfterTheSync)
 {
     std::string p = Write("pending.trace", "galloc-trace 1 device_memory 1GiB\n"
@@ -112,7 +113,12 @@ TEST(Regression, AFreePendingOnAnotherStreamServesTheRequestAfterTheSync)
                                            "alloc 3 1004MiB\n"
                                            "alloc 4 12MiB\n");
     // Manual events: the stream-7 event completes only when synchronized.
-    Replayed r(p, "sim_manual_events:True");
+    Replayed t(p, "sim_manual_events:True");
+    EXPECT_EQ(t.col().ooms_total, 1u); // PyTorch's outcome
+    EXPECT_EQ(t.st().num_alloc_retries, 1);
+    EXPECT_EQ(t.st().num_sync_all_streams, 1);
+
+    Replayed r(p, "sim_manual_events:True,retry_pool_after_sync:True");
     EXPECT_EQ(r.col().ooms_total, 0u);
     EXPECT_EQ(r.st().num_alloc_retries, 1);
     EXPECT_GE(r.st().num_sync_all_streams, 1);
