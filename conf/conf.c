@@ -20,10 +20,18 @@
  *   garbage_collection_threshold, and sets max_non_split_rounding_size to
  *   large_segment_size; other keys keep their values unless named.
  *
- * galloc is stricter than PyTorch where PyTorch silently misreads: a missing
- * ':' or ',' between tokens is an error (newest main's checkToken result is
- * ignored by its callers), values must be read whole (value.c), and negative
- * numbers are rejected (stoull("-1") wraps to 2^64 - 1 there).
+ * Numbers of PyTorch's keys are read as PyTorch reads them, so that a string
+ * copied from a PyTorch job means here what it meant there: std::stoull for
+ * whole numbers ("512MB" is 512, "-1" wraps to 2^64 - 1, which for
+ * max_split_size_mb clamps to 2^64 - 2^20 bytes as in PyTorch) and std::stod
+ * for decimals ("0.8x" is 0.8); value.c, ga_conf_read_stoull / _stod. The
+ * normalized string (galloc_settings_string, a snapshot's allocator_settings)
+ * shows the value read. galloc's own keys are read whole.
+ *
+ * galloc is stricter than PyTorch in one place: a missing ':' or ',' between
+ * tokens is an error (newest main's checkToken result is ignored by its
+ * callers, so such a string is silently misread there), and hexadecimal
+ * numbers, which std::stoull reads as 0, are rejected.
  *
  * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool,
  * no CUDA graphs and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb
@@ -105,8 +113,10 @@ static const struct key {
 /* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
 typedef struct pending {
     bool given;    /* named in this string */
+    bool cut;      /* bytes after the number were ignored (std::stoull) */
     size_t off;    /* offset of its value */
-    uint64_t mb;   /* the value as written */
+    size_t end;    /* one past its last byte */
+    uint64_t mb;   /* the value as read */
 } pending_t;
 
 typedef struct parser {
@@ -170,22 +180,21 @@ static void min_mb_text(const parser_t *p, char *buf, size_t len)
 static galloc_status_t apply_mb(parser_t *p, const char *key, pending_t *pend, uint64_t *field)
 {
     uint64_t mb;
-    ga_num_t r = ga_conf_read_whole(&p->tok, &mb);
+    bool cut;
+    ga_num_t r = ga_conf_read_stoull(&p->tok, &mb, &cut);
     if (r != GA_NUM_OK) {
         char allowed[96];
         min_mb_text(p, allowed, sizeof(allowed));
         return fail_num(p, key, allowed, r);
     }
-    pend->given = true;
-    pend->off = p->tok.off;
-    pend->mb = mb;
+    *pend = (pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = mb};
     *field = (mb < GA_CONF_MAX_MB ? mb : GA_CONF_MAX_MB) * GA_CONF_MIB; /* PyTorch's clamp, not an error */
     return GALLOC_OK;
 }
 
 static galloc_status_t apply_divisions(parser_t *p, const char *key, uint64_t *d, bool allow_zero)
 {
-    ga_num_t r = ga_conf_read_whole(&p->tok, d);
+    ga_num_t r = ga_conf_read_stoull(&p->tok, d, NULL);
     if (r == GA_NUM_OK && ((allow_zero && *d == 0) || (is_pow2(*d) && *d <= GA_CONF_MAX_DIVISIONS)))
         return GALLOC_OK;
     return fail(p, key, allow_zero ? "0 or a power of two up to 2147483648 (divisions)"
@@ -204,7 +213,7 @@ static galloc_status_t apply_roundup_list(parser_t *p, const char *key, uint32_t
             return fail(p, key, "an interval (a power of two in MiB, or '>') or ']'");
         bool rest = ga_conf_word_is(&p->tok, ">");
         uint64_t bound = 0;
-        if (!rest && (ga_conf_read_whole(&p->tok, &bound) != GA_NUM_OK || !is_pow2(bound)))
+        if (!rest && (ga_conf_read_stoull(&p->tok, &bound, NULL) != GA_NUM_OK || !is_pow2(bound)))
             return fail(p, key, "an interval: a power of two in MiB, or '>'");
         next(p);
         if (p->tok.kind != GA_TOK_COLON)
@@ -292,7 +301,7 @@ static galloc_status_t apply_double(parser_t *p, const char *key, double *out, b
 {
     double v = 0;
     bool ok = p->tok.kind == GA_TOK_WORD && p->tok.len < GA_CONF_TOK_CAP &&
-              ga_conf_read_decimal(p->tok.text, &v) == GA_NUM_OK;
+              ga_conf_read_stod(p->tok.text, &v) == GA_NUM_OK;
     if (ok)
         ok = closed ? v >= 0.0 && v <= 1.0 : v > 0.0 && v < 1.0;
     if (!ok)
@@ -306,6 +315,7 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
 {
     ga_conf_t *c = p->c;
     uint64_t v = 0;
+    bool cut = false;
     ga_num_t r;
     if (p->tok.kind != GA_TOK_WORD && !(k->kind == K_ROUNDUP && p->tok.kind == GA_TOK_OPEN))
         return fail(p, k->name, "a value after ':'");
@@ -323,10 +333,10 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
     case K_NONSPLIT_MB:
         return apply_mb(p, k->name, &p->nonsplit, &c->max_non_split_rounding_size);
     case K_LARGE_MB:
-        r = ga_conf_read_whole(&p->tok, &v);
+        r = ga_conf_read_stoull(&p->tok, &v, &cut);
         if (r != GA_NUM_OK || v <= GA_CONF_MIN_LARGE_ALLOC_MB)
             return fail_num(p, k->name, "a whole number of MiB > 10", r);
-        p->large = (pending_t){.given = true, .off = p->tok.off, .mb = v};
+        p->large = (pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = v};
         c->large_segment_size = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
         return GALLOC_OK;
     case K_GC:
@@ -338,12 +348,12 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
     case K_BOOL:
         return apply_bool(p, k);
     case K_THREADS:
-        if (ga_conf_read_whole(&p->tok, &v) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
+        if (ga_conf_read_stoull(&p->tok, &v, NULL) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
             return fail(p, k->name, "a power of two from 1 to 128");
         c->pinned_num_register_threads = (uint32_t)v;
         return GALLOC_OK;
     case K_POSITIVE_MB:
-        r = ga_conf_read_whole(&p->tok, &v);
+        r = ga_conf_read_stoull(&p->tok, &v, NULL);
         return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
     case K_NAME:
         return apply_name(p, k->name);
@@ -379,24 +389,37 @@ static const struct key *find_key(const ga_tok_t *t)
     return NULL;
 }
 
+/* A pending value as the string wrote it, with what was read when std::stoull
+ * stopped early: "\"1.5e3\" (read as 1)". */
+static void show_pending(const parser_t *p, const pending_t *pend, char *buf, size_t len)
+{
+    ga_tok_t t = {.kind = GA_TOK_WORD, .off = pend->off, .end = pend->end};
+    char shown[256];
+    ga_conf_show(p->lx.s, &t, shown, sizeof(shown));
+    if (pend->cut)
+        snprintf(buf, len, "\"%s\" (read as %" PRIu64 ")", shown, pend->mb);
+    else
+        snprintf(buf, len, "\"%s\"", shown);
+}
+
 /* A *_mb value below large_segment_size: blame the value if this string gave
  * it, else the large_segment_size_mb that this string raised above it. */
 static galloc_status_t check_min(parser_t *p, const char *key, const pending_t *pend, uint64_t bytes, uint32_t bit)
 {
     ga_conf_t *c = p->c;
-    char num[24], allowed[160];
+    char num[300], allowed[160];
     if (!(c->set & bit) || bytes >= c->large_segment_size)
         return GALLOC_OK;
     if (pend->given && pend->mb < c->large_segment_size / GA_CONF_MIB) {
-        snprintf(num, sizeof(num), "%" PRIu64, pend->mb);
+        show_pending(p, pend, num, sizeof(num));
         min_mb_text(p, allowed, sizeof(allowed));
-        return say(p, key, allowed, num, true, pend->off);
+        return say(p, key, allowed, num, false, pend->off);
     }
     if (p->large.given) {
-        snprintf(num, sizeof(num), "%" PRIu64, p->large.mb);
+        show_pending(p, &p->large, num, sizeof(num));
         snprintf(allowed, sizeof(allowed), "a whole number of MiB > 10 and <= %s (%" PRIu64 ", set earlier)", key,
                  bytes / GA_CONF_MIB);
-        return say(p, "large_segment_size_mb", allowed, num, true, p->large.off);
+        return say(p, "large_segment_size_mb", allowed, num, false, p->large.off);
     }
     return GALLOC_OK;
 }

@@ -78,13 +78,20 @@ void ga_conf_lex_next(ga_lex_t *lx, ga_tok_t *t);
 
 /* t is a word equal to w (case-sensitive, as PyTorch compares keys and True/False). */
 bool ga_conf_word_is(const ga_tok_t *t, const char *w);
-/* Decimal digits only: no sign, no space, no suffix (PyTorch's stoull would take "512MB" as 512). */
+/* Decimal digits only: no sign, no space, no suffix (galloc's own keys). */
 ga_num_t ga_conf_read_whole(const ga_tok_t *t, uint64_t *v);
+/* A whole number as std::stoull reads it, for PyTorch's keys: [+-] digits, the rest ignored ("512MB" is
+ * 512), a '-' wraps modulo 2^64 ("-1" is 2^64 - 1). GA_NUM_SYNTAX without a digit (or for "0x...", which
+ * galloc does not read), GA_NUM_RANGE past 64 bits. *cut (if not NULL) tells whether bytes were ignored. */
+ga_num_t ga_conf_read_stoull(const ga_tok_t *t, uint64_t *v, bool *cut);
 /* Bytes, or a number (optionally with up to 18 decimals) and a unit B, KB, MB, GB, TB (powers of 1000) or
  * KiB, MiB, GiB, TiB (powers of 1024), units case-insensitive: "80GiB", "1.5GB", "1073741824". */
 ga_num_t ga_conf_read_size(const ga_tok_t *t, uint64_t *bytes);
 /* [+-] digits [. digits] [e [+-] digits], correctly rounded, whatever the process locale. */
 ga_num_t ga_conf_read_decimal(const char *text, double *v);
+/* The longest prefix of that form, as std::stod reads PyTorch's decimals ("0.8x" is 0.8); hexadecimal,
+ * "inf" and "nan" are GA_NUM_SYNTAX (PyTorch's range checks reject the last two anyway). */
+ga_num_t ga_conf_read_stod(const char *text, double *v);
 /* Shortest decimal that ga_conf_read_decimal reads back as exactly v; buf holds >= 48 bytes. */
 void ga_conf_write_decimal(double v, char *buf, size_t len);
 /* Largest binary unit that divides bytes exactly: "80GiB", "3MiB", "1000" (always re-readable). */

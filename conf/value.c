@@ -125,6 +125,29 @@ ga_num_t ga_conf_read_whole(const ga_tok_t *t, uint64_t *v)
     return GA_NUM_OK;
 }
 
+ga_num_t ga_conf_read_stoull(const ga_tok_t *t, uint64_t *v, bool *cut)
+{
+    if (t->kind != GA_TOK_WORD)
+        return GA_NUM_SYNTAX;
+    const char *s = t->text;
+    size_t i = 0, n = 0;
+    bool neg = s[0] == '-';
+    if (s[0] == '+' || s[0] == '-')
+        i++;
+    if (s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X'))
+        return GA_NUM_SYNTAX; /* stoull reads 0 there; a user meant hexadecimal, say so instead */
+    uint64_t x = 0;
+    bool fits = take_digits(s, &i, &x, &n);
+    if (n == 0)
+        return GA_NUM_SYNTAX;
+    if (!fits || (t->len >= GA_CONF_TOK_CAP && s[i] == '\0')) /* a cut word of digits has 255 or more */
+        return GA_NUM_RANGE;
+    if (cut != NULL)
+        *cut = s[i] != '\0' || t->len >= GA_CONF_TOK_CAP;
+    *v = neg ? 0 - x : x; /* strtoull negates in unsigned arithmetic */
+    return GA_NUM_OK;
+}
+
 static const struct unit {
     const char *name; /* compared case-insensitively */
     uint64_t bytes;
@@ -230,6 +253,35 @@ ga_num_t ga_conf_read_decimal(const char *text, double *v)
         return GA_NUM_SYNTAX;
     *v = x;
     return GA_NUM_OK;
+}
+
+ga_num_t ga_conf_read_stod(const char *text, double *v)
+{
+    char buf[GA_CONF_TOK_CAP];
+    size_t i = 0, n = 0, digits = 0;
+    if (text[i] == '+' || text[i] == '-')
+        buf[n++] = text[i++];
+    if (text[i] == '0' && (text[i + 1] == 'x' || text[i + 1] == 'X'))
+        return GA_NUM_SYNTAX;
+    for (; is_digit(text[i]) && n < sizeof(buf) - 1; i++, digits++)
+        buf[n++] = text[i];
+    if (text[i] == '.' && n < sizeof(buf) - 1) {
+        buf[n++] = text[i++];
+        for (; is_digit(text[i]) && n < sizeof(buf) - 1; i++, digits++)
+            buf[n++] = text[i];
+    }
+    if (digits == 0)
+        return GA_NUM_SYNTAX;
+    /* An exponent counts only when digits follow it, as in strtod ("1e" is 1). */
+    size_t j = i + 1 + (text[i + 1] == '+' || text[i + 1] == '-');
+    if ((text[i] == 'e' || text[i] == 'E') && is_digit(text[j]) && n + (j - i) < sizeof(buf) - 1) {
+        for (; i < j; i++)
+            buf[n++] = text[i];
+        for (; is_digit(text[i]) && n < sizeof(buf) - 1; i++)
+            buf[n++] = text[i];
+    }
+    buf[n] = '\0';
+    return ga_conf_read_decimal(buf, v);
 }
 
 /* Writes the p-digit decimal d[0..p) * 10^(e - p + 1) positionally, or with an

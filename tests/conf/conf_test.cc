@@ -51,6 +51,15 @@ TEST(ConfKeys, ValidAndBoundaryValues)
         {"max_split_size_mb:17592186044415", GET(max_split_size), 18446744073708503040u, GA_CONF_SET_MAX_SPLIT},
         // PyTorch clamps to SIZE_MAX / 2^20 MiB rather than failing
         {"max_split_size_mb:18446744073709551615", GET(max_split_size), 18446744073708503040u, GA_CONF_SET_MAX_SPLIT},
+        // Numbers read as PyTorch's std::stoull reads them: the rest of the word is
+        // ignored, and "-1" wraps to 2^64 - 1, which clamps as above.
+        {"max_split_size_mb:512MB", GET(max_split_size), 536870912, GA_CONF_SET_MAX_SPLIT},
+        {"max_split_size_mb:+64", GET(max_split_size), 64 * kMiB, GA_CONF_SET_MAX_SPLIT},
+        {"max_split_size_mb:-1", GET(max_split_size), 18446744073708503040u, GA_CONF_SET_MAX_SPLIT},
+        {"max_non_split_rounding_mb:64MiB", GET(max_non_split_rounding_size), 64 * kMiB,
+         GA_CONF_SET_MAX_NON_SPLIT_ROUNDING},
+        {"large_segment_size_mb:32MB", GET(large_segment_size), 32 * kMiB, GA_CONF_SET_LARGE_SEGMENT},
+        {"pinned_num_register_threads:8threads", GET(pinned_num_register_threads), 8, GA_CONF_SET_PINNED_THREADS},
         {"max_non_split_rounding_mb:20", GET(max_non_split_rounding_size), 20 * kMiB,
          GA_CONF_SET_MAX_NON_SPLIT_ROUNDING},
         {"max_non_split_rounding_mb:64", GET(max_non_split_rounding_size), 64 * kMiB,
@@ -114,6 +123,9 @@ TEST(ConfKeys, DecimalAndStringValues)
         {"garbage_collection_threshold:+0.000001", 1e-6, 1.0}, {"garbage_collection_threshold:0.999999", 0.999999, 1.0},
         {"per_process_memory_fraction:0", 0.0, 0.0},      {"per_process_memory_fraction:1", 0.0, 1.0},
         {"per_process_memory_fraction:1.0", 0.0, 1.0},    {"per_process_memory_fraction:0.75", 0.0, 0.75},
+        // As std::stod reads them: the longest decimal prefix.
+        {"garbage_collection_threshold:0.8x", 0.8, 1.0},  {"garbage_collection_threshold:6e-1e", 0.6, 1.0},
+        {"per_process_memory_fraction:0.5GB", 0.0, 0.5},  {"per_process_memory_fraction:1.", 0.0, 1.0},
     };
     for (const auto &d : dec) {
         SCOPED_TRACE(d.s);
@@ -159,18 +171,19 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
     } cases[] = {
         {"max_split_size_mb:19", "max_split_size_mb: expected a whole number of MiB >= 20, got \"19\" (offset 18)"},
         {"max_split_size_mb:abc", "max_split_size_mb: expected a whole number of MiB >= 20, got \"abc\" (offset 18)"},
-        {"max_split_size_mb:512MB",
-         "max_split_size_mb: expected a whole number of MiB >= 20, got \"512MB\" (offset 18)"},
-        {"max_split_size_mb:-1", "max_split_size_mb: expected a whole number of MiB >= 20, got \"-1\" (offset 18)"},
+        // std::stoull stops at the '.': PyTorch reads 1 and refuses it.
         {"max_split_size_mb:1.5e3",
-         "max_split_size_mb: expected a whole number of MiB >= 20, got \"1.5e3\" (offset 18)"},
+         "max_split_size_mb: expected a whole number of MiB >= 20, got \"1.5e3\" (read as 1) (offset 18)"},
+        {"max_split_size_mb:0x400", "max_split_size_mb: expected a whole number of MiB >= 20, got \"0x400\" "
+                                    "(offset 18)"},
+        {"max_split_size_mb:-", "max_split_size_mb: expected a whole number of MiB >= 20, got \"-\" (offset 18)"},
         {"max_split_size_mb:99999999999999999999999", "max_split_size_mb: expected a whole number of MiB >= 20 (this "
                                                       "one does not fit in 64 bits), got \"99999999999999999999999\" "
                                                       "(offset 18)"},
         {"max_split_size_mb:" + long_num, "max_split_size_mb: expected a whole number of MiB >= 20 (this one does not "
                                           "fit in 64 bits), got \"" + std::string(48, '9') + "...\" (offset 18)"},
         {"   max_split_size_mb : 5 x",
-         "max_split_size_mb: expected a whole number of MiB >= 20, got \"5 x\" (offset 23)"},
+         "max_split_size_mb: expected a whole number of MiB >= 20, got \"5 x\" (read as 5) (offset 23)"},
         {"max_split_size_mb:\x01\"\\", "max_split_size_mb: expected a whole number of MiB >= 20, got "
                                        "\"\\x01\\x22\\x5c\" (offset 18)"},
         {"max_split_size_mb:", "max_split_size_mb: expected a value after ':', got the end of the string (offset 18)"},
@@ -191,8 +204,10 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
                                            "excluded, got \"1\" (offset 29)"},
         {"garbage_collection_threshold:abc", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
                                              "ends excluded, got \"abc\" (offset 29)"},
-        {"garbage_collection_threshold:0.8x", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
-                                              "ends excluded, got \"0.8x\" (offset 29)"},
+        {"garbage_collection_threshold:1.0x", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
+                                              "ends excluded, got \"1.0x\" (offset 29)"},
+        {"garbage_collection_threshold:0x0.8p0", "garbage_collection_threshold: expected a number in (0.0, 1.0), "
+                                                 "both ends excluded, got \"0x0.8p0\" (offset 29)"},
         {"garbage_collection_threshold:nan", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
                                              "ends excluded, got \"nan\" (offset 29)"},
         {"garbage_collection_threshold:-0.5", "garbage_collection_threshold: expected a number in (0.0, 1.0), both "
