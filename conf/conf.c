@@ -450,7 +450,7 @@ static galloc_status_t parse_items(parser_t *p)
             char shown[256]; /* PyTorch's wording: "Unrecognized key '<key>' in CUDA allocator config." */
             ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
             if (p->err != NULL && p->errlen > 0)
-                snprintf(p->err, p->errlen, "Unrecognized key '%s' in allocator config (offset %zu)", shown,
+                snprintf(p->err, p->errlen, "Unrecognized key '%s' in CUDA allocator config (offset %zu)", shown,
                          p->tok.off);
             return GALLOC_E_CONFIG;
         }

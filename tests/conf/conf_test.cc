@@ -261,10 +261,10 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
                                                     "\"maybe\" (offset 34)"},
         {"backend:cudamallocasync", "backend: expected native, cudaMallocAsync or hipMallocAsync, got "
                                     "\"cudamallocasync\" (offset 8)"},
-        {"Backend:native", "Unrecognized key 'Backend' in allocator config (offset 0)"},
-        {"foo:123,bar:456", "Unrecognized key 'foo' in allocator config (offset 0)"},
-        {"expandable_segments:True,foo:1", "Unrecognized key 'foo' in allocator config (offset 25)"},
-        {long_key + ":1", "Unrecognized key '" + std::string(48, 'k') + "...' in allocator config (offset 0)"},
+        {"Backend:native", "Unrecognized key 'Backend' in CUDA allocator config (offset 0)"},
+        {"foo:123,bar:456", "Unrecognized key 'foo' in CUDA allocator config (offset 0)"},
+        {"expandable_segments:True,foo:1", "Unrecognized key 'foo' in CUDA allocator config (offset 25)"},
+        {long_key + ":1", "Unrecognized key '" + std::string(48, 'k') + "...' in CUDA allocator config (offset 0)"},
         {",expandable_segments:True", "config: expected a key, got \",\" (offset 0)"},
         {"expandable_segments:True,,max_split_size_mb:512", "config: expected a key, got \",\" (offset 25)"},
         {":", "config: expected a key, got \":\" (offset 0)"},
@@ -354,7 +354,7 @@ TEST(ConfGrammar, WhitespaceCaseAndCommas)
     EXPECT_EQ(p.c.garbage_collection_threshold, 0.6);
     EXPECT_TRUE(p.c.expandable_segments);
     p = parse("Max_split_size_mb:512");
-    EXPECT_EQ(p.err, "Unrecognized key 'Max_split_size_mb' in allocator config (offset 0)");
+    EXPECT_EQ(p.err, "Unrecognized key 'Max_split_size_mb' in CUDA allocator config (offset 0)");
     p = parse("expandable_segments:False,"); // trailing comma (newest main's own test)
     ASSERT_EQ(p.st, GALLOC_OK) << p.err;
     EXPECT_EQ(p.c.set, (uint32_t)GA_CONF_SET_EXPANDABLE);
@@ -537,9 +537,9 @@ TEST(ConfLoad, PrecedenceAndNoResetBetweenSources)
         {"sim_backed:1", nullptr, nullptr, nullptr,
          "create string: sim_backed: expected True or False, got \"1\" (offset 11)"},
         {nullptr, nullptr, "foo:1", nullptr,
-         "PYTORCH_ALLOC_CONF: Unrecognized key 'foo' in allocator config (offset 0)"},
+         "PYTORCH_ALLOC_CONF: Unrecognized key 'foo' in CUDA allocator config (offset 0)"},
         {nullptr, nullptr, nullptr, "x",
-         "PYTORCH_CUDA_ALLOC_CONF: Unrecognized key 'x' in allocator config (offset 0)"},
+         "PYTORCH_CUDA_ALLOC_CONF: Unrecognized key 'x' in CUDA allocator config (offset 0)"},
         {nullptr, "large_segment_size_mb:64", "max_split_size_mb:32", nullptr,
          "GALLOC_CONF: large_segment_size_mb: expected a whole number of MiB > 10 and <= max_split_size_mb (32, set "
          "earlier), got \"64\" (offset 22)"},
