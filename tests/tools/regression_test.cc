@@ -94,6 +94,29 @@ TEST(Regression, GrowingBatchNeedsNoRetryWithExpandableSegments)
     EXPECT_EQ(r.st().reserved_bytes[GALLOC_STAT_ALL].peak, 359 * 20 * MiB);
 }
 
+// The case as PyTorch serves it: block 1 is a whole 24 MiB segment,
+// used on stream 7 and freed (its event still pending), a 1000 MiB block
+// fills the rest of the 1 GiB device. The 12 MiB request finds no free block
+// and no device memory; the OOM path synchronizes, block 1 becomes free, its
+// segment is released and the retried device allocation succeeds.
+TEST(Regression, APendingWholeSegmentIsReleasedAfterTheSyncAndTheRetrySucceeds)
+{
+    std::string p = Write("pending_segment.trace", "galloc-trace 1 device_memory 1GiB\n"
+                                                   "alloc 1 24MiB\n"
+                                                   "record_stream 1 7\n"
+                                                   "free 1\n"
+                                                   "alloc 2 1000MiB\n"
+                                                   "alloc 3 12MiB\n");
+    Replayed t(p, "sim_manual_events:True");
+    EXPECT_EQ(t.col().ooms_total, 0u);
+    EXPECT_EQ(t.st().num_alloc_retries, 1);
+    EXPECT_EQ(t.st().num_sync_all_streams, 1);
+    EXPECT_EQ(t.st().num_device_alloc, 3); // 24 MiB, 1000 MiB, then 20 MiB after the retry
+    EXPECT_EQ(t.st().num_device_free, 1);  // the 24 MiB segment
+    EXPECT_EQ(t.st().reserved_bytes[GALLOC_STAT_ALL].current, 1020 * MiB);
+    EXPECT_EQ(t.st().allocated_bytes[GALLOC_STAT_ALL].current, 1012 * MiB);
+}
+
 // A 20 MiB segment holds blocks 1 (0-5 MiB, live) and 2 (5-10 MiB, used on
 // stream 7 and freed: waiting for its event), 10 MiB free after them; a
 // 1004 MiB block fills the rest of the 1 GiB device. The 12 MiB request
