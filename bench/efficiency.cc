@@ -11,7 +11,7 @@
 // Policies (PYTORCH_CUDA_ALLOC_CONF strings):
 //   default         PyTorch's defaults
 //   expandable      expandable_segments:True
-//   max_split_512   max_split_size_mb:512
+//   max_split_64    max_split_size_mb:64
 //   roundup_pow2_4  roundup_power2_divisions:4
 //   gc_0.8          garbage_collection_threshold:0.8 with
 //                   per_process_memory_fraction set to 1.25 x the trace's peak
@@ -57,8 +57,8 @@ std::string PolicyConf(const std::string &policy, const Trace &t, double *fracti
     *fraction = 1.0;
     if (policy == "expandable")
         return conf + ",expandable_segments:True";
-    if (policy == "max_split_512")
-        return conf + ",max_split_size_mb:512";
+    if (policy == "max_split_64")
+        return conf + ",max_split_size_mb:64";
     if (policy == "roundup_pow2_4")
         return conf + ",roundup_power2_divisions:4";
     if (policy == "gc_0.8") {
@@ -102,7 +102,7 @@ void BM_Efficiency(benchmark::State &state, Workload w, std::string policy)
 
 int Register()
 {
-    const char *const policies[] = {"default", "expandable", "max_split_512", "roundup_pow2_4", "gc_0.8"};
+    const char *const policies[] = {"default", "expandable", "max_split_64", "roundup_pow2_4", "gc_0.8"};
     for (const char *model : {"125M", "350M", "1.3B"}) {
         for (bool variable : {false, true}) {
             Workload w{model, variable};

@@ -66,7 +66,9 @@ int Register()
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("replay/variable", BM_Replay, true)
+        ->Arg(100000)
         ->Arg(1000000)
+        ->Arg(10000000)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     return 0;
