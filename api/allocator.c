@@ -91,6 +91,7 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
         st = GALLOC_E_NOMEM;
         goto err_destroy;
     }
+    a->magic = GA_ALLOCATOR_LIVE;
     *out = a;
     return GALLOC_OK;
 
@@ -104,14 +105,39 @@ err_free:
     return st;
 }
 
+/*
+ * Destroyed allocators are not freed at once: the header stays, marked dead,
+ * so that a call through a stale handle returns GALLOC_E_DESTROYED instead of
+ * reading freed memory (a use-after-free in a framework's teardown order is a
+ * common bug, and a status names it). The newest GRAVEYARD_MAX headers are
+ * kept, about 2 KiB each; the oldest is freed when a newer one comes, and a
+ * call through that handle is undefined again, as free() twice is.
+ */
+#define GRAVEYARD_MAX 64
+static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
+static galloc_allocator_t *graveyard[GRAVEYARD_MAX];
+static size_t graveyard_next;
+
+static void bury(galloc_allocator_t *a)
+{
+    pthread_mutex_lock(&graveyard_lock);
+    galloc_allocator_t *oldest = graveyard[graveyard_next];
+    graveyard[graveyard_next] = a;
+    graveyard_next = (graveyard_next + 1) % GRAVEYARD_MAX;
+    pthread_mutex_unlock(&graveyard_lock);
+    free(oldest);
+}
+
 void galloc_allocator_destroy(galloc_allocator_t *a)
 {
-    if (a == NULL)
-        return;
+    if (a == NULL || a->magic != GA_ALLOCATOR_LIVE)
+        return; /* a second destroy of a kept handle changes nothing */
+    a->magic = GA_ALLOCATOR_DEAD;
     a->ops->destroy(a->impl);
+    a->impl = NULL;
     ga_backend_close(&a->backend);
     pthread_mutex_destroy(&a->lock);
-    free(a);
+    bury(a);
 }
 
 /* Run expr under the lock. */
@@ -126,7 +152,8 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
 {
     if (ptr != NULL)
         *ptr = NULL;
-    if (a == NULL || ptr == NULL)
+    GA_LIVE_OR_RETURN(a);
+    if (ptr == NULL)
         return GALLOC_E_INVAL;
     galloc_status_t st;
     LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
@@ -135,8 +162,7 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
 
 galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
     LOCKED(a, st = a->ops->free(a->impl, ptr));
     return st;
@@ -144,7 +170,8 @@ galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
 
 galloc_status_t galloc_record_stream(galloc_allocator_t *a, void *ptr, galloc_stream_t stream)
 {
-    if (a == NULL || ptr == NULL)
+    GA_LIVE_OR_RETURN(a);
+    if (ptr == NULL)
         return GALLOC_E_INVAL;
     galloc_status_t st;
     LOCKED(a, st = a->ops->record_stream(a->impl, ptr, stream));
@@ -153,8 +180,7 @@ galloc_status_t galloc_record_stream(galloc_allocator_t *a, void *ptr, galloc_st
 
 galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, galloc_stream_t stream)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
     LOCKED(a, st = a->ops->stream_synchronize(a->impl, stream));
     return st;
@@ -162,8 +188,7 @@ galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, galloc_stream_t
 
 galloc_status_t galloc_empty_cache(galloc_allocator_t *a)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
     LOCKED(a, st = a->ops->empty_cache(a->impl));
     return st;
@@ -171,8 +196,7 @@ galloc_status_t galloc_empty_cache(galloc_allocator_t *a)
 
 galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
     LOCKED(a, st = a->ops->set_fraction(a->impl, fraction));
     return st;
@@ -180,7 +204,8 @@ galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fractio
 
 galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *free_bytes, size_t *total_bytes)
 {
-    if (a == NULL || free_bytes == NULL || total_bytes == NULL)
+    GA_LIVE_OR_RETURN(a);
+    if (free_bytes == NULL || total_bytes == NULL)
         return GALLOC_E_INVAL;
     galloc_status_t st;
     LOCKED(a, st = a->ops->memory_info(a->impl, free_bytes, total_bytes));
@@ -189,7 +214,8 @@ galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *free_bytes, si
 
 galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out)
 {
-    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+    GA_LIVE_OR_RETURN(a);
+    if (out == NULL || out->struct_size < sizeof(uint32_t))
         return GALLOC_E_INVAL;
     LOCKED(a, a->ops->stats(a->impl, out));
     return GALLOC_OK;
@@ -197,23 +223,22 @@ galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out)
 
 galloc_status_t galloc_stats_reset_peak(galloc_allocator_t *a)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     LOCKED(a, a->ops->reset_peak(a->impl));
     return GALLOC_OK;
 }
 
 galloc_status_t galloc_stats_reset_accumulated(galloc_allocator_t *a)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     LOCKED(a, a->ops->reset_accumulated(a->impl));
     return GALLOC_OK;
 }
 
 galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, size_t len)
 {
-    if (a == NULL || buf == NULL || len == 0)
+    GA_LIVE_OR_RETURN(a);
+    if (buf == NULL || len == 0)
         return GALLOC_E_INVAL;
     galloc_status_t st;
     LOCKED(a, {
@@ -225,8 +250,7 @@ galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, size_t len)
 
 galloc_status_t galloc_check(galloc_allocator_t *a)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
     LOCKED(a, st = a->ops->check(a->impl));
     return st;
@@ -234,14 +258,13 @@ galloc_status_t galloc_check(galloc_allocator_t *a)
 
 const char *galloc_allocator_backend(const galloc_allocator_t *a)
 {
-    return a ? a->backend.ops->name : NULL;
+    return a != NULL && a->magic == GA_ALLOCATOR_LIVE ? a->backend.ops->name : NULL;
 }
 
 /* Optional ops members: GALLOC_E_UNSUPPORTED where the implementation has none. */
 #define MEMPOOL_CALL(a, member, ...)                                                               \
     do {                                                                                           \
-        if ((a) == NULL)                                                                           \
-            return GALLOC_E_INVAL;                                                                 \
+        GA_LIVE_OR_RETURN(a);                                                                      \
         if ((a)->ops->member == NULL)                                                              \
             return GALLOC_E_UNSUPPORTED;                                                           \
         galloc_status_t st_;                                                                       \
@@ -293,8 +316,7 @@ galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stag
 
 galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_fn fn, void *ctx)
 {
-    if (a == NULL)
-        return GALLOC_E_INVAL;
+    GA_LIVE_OR_RETURN(a);
     if (a->ops->set_frames == NULL)
         return GALLOC_E_UNSUPPORTED;
     LOCKED(a, a->ops->set_frames(a->impl, fn, ctx));
@@ -303,7 +325,8 @@ galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_
 
 galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, char *buf, size_t len, size_t *needed)
 {
-    if (a == NULL || (buf == NULL && len > 0))
+    GA_LIVE_OR_RETURN(a);
+    if ((buf == NULL && len > 0))
         return GALLOC_E_INVAL;
     galloc_stats_t st;
     st.struct_size = sizeof(st);
@@ -316,7 +339,8 @@ galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, c
 
 galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t len, size_t *needed)
 {
-    if (a == NULL || (buf == NULL && len > 0))
+    GA_LIVE_OR_RETURN(a);
+    if ((buf == NULL && len > 0))
         return GALLOC_E_INVAL;
     /* conf is fixed at create: no lock needed to read it. */
     size_t n = ga_conf_format(&a->conf, buf, len);
@@ -327,7 +351,8 @@ galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t 
 
 galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation_t *out)
 {
-    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+    GA_LIVE_OR_RETURN(a);
+    if (out == NULL || out->struct_size < sizeof(uint32_t))
         return GALLOC_E_INVAL;
     if (a->ops->fragmentation == NULL)
         return GALLOC_E_UNSUPPORTED;
@@ -337,7 +362,8 @@ galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation
 
 galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *out)
 {
-    if (a == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+    GA_LIVE_OR_RETURN(a);
+    if (out == NULL || out->struct_size < sizeof(uint32_t))
         return GALLOC_E_INVAL;
     const ga_conf_t *c = &a->conf;
     galloc_settings_t v = {

@@ -51,7 +51,23 @@ extern const ga_allocator_ops_t ga_allocator_native;
 extern const ga_allocator_ops_t ga_allocator_async; /* backend:cudaMallocAsync (api/async.c) */
 extern const ga_allocator_ops_t ga_allocator_user;  /* galloc_allocator_create_user (api/user.c); create is NULL */
 
+/* galloc_allocator.magic: set by create, changed by destroy (api/allocator.c
+ * keeps destroyed headers for a while so that stale handles are caught). */
+#define GA_ALLOCATOR_LIVE 0x67616c63u /* "galc" */
+#define GA_ALLOCATOR_DEAD 0x64656164u /* "dead" */
+
+/* First statement of every public call: a NULL handle is an invalid argument,
+ * a destroyed one says so. */
+#define GA_LIVE_OR_RETURN(a)                                                                       \
+    do {                                                                                           \
+        if ((a) == NULL)                                                                           \
+            return GALLOC_E_INVAL;                                                                 \
+        if ((a)->magic != GA_ALLOCATOR_LIVE)                                                       \
+            return GALLOC_E_DESTROYED;                                                             \
+    } while (0)
+
 struct galloc_allocator {
+    uint32_t magic;                /* GA_ALLOCATOR_LIVE until destroyed */
     pthread_mutex_t lock;          /* serializes every call */
     const ga_allocator_ops_t *ops; /* the implementation */
     void *impl;                    /* its state */

@@ -424,6 +424,7 @@ galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user
     a->backend.ops = &no_device;
     a->device = device;
     ga_conf_defaults(&a->conf);
+    a->magic = GA_ALLOCATOR_LIVE;
     *out = a;
     return GALLOC_OK;
 
