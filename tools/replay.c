@@ -449,11 +449,5 @@ void ga_replay_release(ga_replay_t *rp)
 
 void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out)
 {
-    const ga_replay_column_t *c = &rp->cols[i];
-    out->label = c->label;
-    out->n = c->sampler.n;
-    out->event_index = c->sampler.x;
-    out->requested = c->sampler.req;
-    out->allocated = c->sampler.alloc;
-    out->reserved = c->sampler.res;
+    ga_sampler_series(&rp->cols[i].sampler, rp->cols[i].label, out);
 }

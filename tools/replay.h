@@ -178,6 +178,9 @@ void ga_replay_release(ga_replay_t *rp);
 /* ga_replay_series: the sampled series of column i (valid while rp is). */
 void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out);
 
+/* ga_sampler_series: s as a plot series named label (valid while s is). */
+void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *out);
+
 /* The sampler (sampler.c). init: 0 or -1 (host memory). add: a point at event
  * index x. finish: the point of the last event if not already there. */
 int ga_sampler_init(ga_sampler_t *s);

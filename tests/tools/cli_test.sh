@@ -246,6 +246,28 @@ expect_exit 0 "fit example" -- "$GALLOC" fit "$EX/fit/load_order.trace"
 expect_in "$TMP/out" 'Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "example: winning setting"
 expect_exit 0 "fit example winner replays" -- "$GALLOC" replay --conf expandable_segments:True "$EX/fit/load_order.trace"
 expect_exit 0 "fit example max_split replays" -- "$GALLOC" replay --conf max_split_size_mb:512 "$EX/fit/load_order.trace"
+# galloc fit --plot: the defaults and the winner over time, the defaults' OOM
+# marked with its class; a bad name is refused before the search.
+expect_exit 0 "fit plot png" -- "$GALLOC" fit --plot "$TMP/fit.png" "$TMP/lo8.trace"
+[ "$(head -c 8 "$TMP/fit.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "fit plot is not a PNG"
+expect_in "$TMP/out" "^Plot (defaults and winner over time): $TMP/fit.png$" "fit plot named in the report"
+expect_exit 0 "fit plot svg, json" -- "$GALLOC" fit --json --plot "$TMP/fit.svg" "$TMP/lo8.trace"
+"$PY" - "$TMP/out" "$TMP/fit.svg" <<'EOF' || fail "fit plot svg / json plots"
+import json, sys, xml.etree.ElementTree as ET
+doc = json.load(open(sys.argv[1]))
+assert doc["plots"] == [sys.argv[2]], doc["plots"]
+assert ET.parse(sys.argv[2]).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+EOF
+expect_exit 1 "fit plot when nothing fits" -- "$GALLOC" fit --bisect 0 --plot "$TMP/none.png" "$TMP/oom.trace"
+[ -s "$TMP/none.png" ] || fail "fit plot written when nothing fits"
+expect_exit 0 "fit plot per device" -- "$GALLOC" fit --bisect 0 --max-configs 4 --plot "$TMP/fdev.svg" \
+    "$EX/torch_snapshot.pickle"
+[ -s "$TMP/fdev.1.svg" ] && [ -s "$TMP/fdev.2.svg" ] || fail "fit: one numbered plot per device: $(ls "$TMP")"
+expect_exit 2 "fit plot bad extension" -- "$GALLOC" fit --plot "$TMP/fit.jpg" "$TMP/lo8.trace"
+expect_in "$TMP/err" "fit.jpg: unknown plot format (the file name must end in .png or .svg)" "bad extension message"
+[ -s "$TMP/out" ] && fail "fit plot bad extension: refused before the search, yet printed: $(head -3 "$TMP/out")"
+expect_exit 2 "fit plot unwritable" -- "$GALLOC" fit --plot "$TMP/no/such/dir/fit.png" "$TMP/lo8.trace"
+expect_in "$TMP/err" "fit.png: cannot create: No such file or directory" "unwritable plot message"
 # A PyTorch snapshot's recorded allocator_settings are replayed first as the job's own.
 cat >"$TMP/mksnap.py" <<'EOF'
 import pickle, sys
