@@ -60,6 +60,8 @@ typedef struct ga_fit_job {
     size_t n_units;
     uint64_t events;          /* over all units */
     uint64_t max_alloc;       /* largest allocation over all units */
+    bool sets_fraction;       /* some unit calls set_per_process_memory_fraction: only then does
+                                 garbage_collection_threshold do anything, so only then is it searched */
     uint64_t device_memory;   /* the size searched at: --device-memory, else recorded, else 80 GiB */
 } ga_fit_job_t;
 

@@ -77,6 +77,8 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
                 goto err_nomem;
         if (rc < 0)
             goto err_close;
+        for (size_t i = 0; i < un->n && !job->sets_fraction; i++)
+            job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
         if (un->max_alloc > job->max_alloc)
             job->max_alloc = un->max_alloc;
