@@ -38,9 +38,10 @@ void ga_fit_usage(FILE *out)
 {
     fputs("usage: galloc fit [options] TRACE...\n"
           "Search the PYTORCH_CUDA_ALLOC_CONF settings under which a traced job fits its device:\n"
-          "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions and\n"
-          "garbage_collection_threshold, refined around the best, replayed in parallel on a\n"
-          "simulated GPU. Several traces are one job: a setting must fit them all.\n"
+          "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions (and\n"
+          "garbage_collection_threshold when the trace sets a memory fraction, as PyTorch's GC\n"
+          "needs one), refined around the best, replayed in parallel on a simulated GPU.\n"
+          "Several traces are one job: a setting must fit them all.\n"
           "\n"
           "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: the size\n"
           "                        recorded in the first trace, else 80GiB\n"
