@@ -108,6 +108,7 @@ typedef struct run_ctx {
     galloc_allocator_t *a;
     ga_idmap_t map;
     size_t min_free;      /* lowest device free memory seen: the reserved peak */
+    double fraction;      /* the memory fraction in force (1.0: none), for classifying an OOM */
     ga_fit_run_t *out;
 } run_ctx_t;
 
@@ -157,7 +158,7 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         if (st == GALLOC_E_OOM) {
             x->out->fail_unit = unit;
             x->out->fail_event = idx;
-            ga_replay_classify_oom(x->a, e->size, &x->out->oom);
+            ga_replay_classify_oom(x->a, e->size, x->fraction, &x->out->oom);
             return 0;
         }
         if (st != GALLOC_OK)
@@ -211,6 +212,8 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         double fraction;
         memcpy(&fraction, &e->size, sizeof(fraction));
         st = galloc_set_memory_fraction(x->a, fraction);
+        if (st == GALLOC_OK)
+            x->fraction = fraction;
         break;
     }
     case GA_EV_ANNOTATE:
@@ -255,6 +258,7 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
             return -1;
         }
         ga_idmap_init(&x.map);
+        x.fraction = ga_replay_start_fraction(x.a);
         int rc = 1;
         ga_sampler_t *sm = samplers != NULL && samplers[u].x != NULL ? &samplers[u] : NULL;
         if (sm == NULL) { /* the search's loop: nothing but the replay */

@@ -178,6 +178,34 @@ expect_in "$TMP/out" "OOM (fragmentation)" "fragmentation verdict"
 expect_exit 1 "genuine OOM classified" -- "$GALLOC" replay "$TMP/oom.trace"
 expect_in "$TMP/out" "genuine: 0 bytes live + 2.00 GiB requested exceed the 1024.00 MiB device" "genuine figures"
 expect_in "$TMP/out" "OOM (genuine)" "genuine verdict"
+# Under a memory fraction only the room below the cap counts: 512 MiB live +
+# 3,700 MiB exceed 0.5 x 8 GiB (genuine, though the device has 7.5 GiB free),
+# and the advice fits the class (no allocator setting for a genuine OOM).
+printf 'galloc-trace 1 device_memory 8GiB\nset_fraction 0.5\nalloc 1 512MiB\nalloc 2 3700MiB\n' >"$TMP/cap.trace"
+expect_exit 1 "capped OOM is genuine" -- "$GALLOC" replay "$TMP/cap.trace"
+expect_in "$TMP/out" "genuine: 512.00 MiB live + 3.61 GiB requested exceed the 4.00 GiB the memory fraction allows (0.5 of 8.00 GiB); no allocator setting helps (a larger set_per_process_memory_fraction" "capped genuine figures"
+expect_in "$TMP/out" "OOM (genuine)" "capped genuine verdict"
+grep "^  genuine:" "$TMP/out" | grep -q "expandable_segments\|max_split" && fail "a genuine OOM's advice names an allocator setting"
+expect_exit 1 "conf fraction OOM is genuine" -- "$GALLOC" replay --conf per_process_memory_fraction:0.5 \
+    "$TMP/cap.trace"
+expect_in "$TMP/out" "exceed the 4.00 GiB the memory fraction allows" "conf fraction classified under the cap"
+"$PY" - "$TMP/capfrag.trace" <<'EOF'
+import sys
+s = "galloc-trace 1 device_memory 8GiB\nset_fraction 0.5\n"
+s += "".join("alloc %d 530MiB\n" % (i + 1) for i in range(7))
+s += "".join("free %d\n" % (i + 1) for i in range(7))
+s += "".join("alloc %d 270MiB\n" % (1000 + i) for i in range(9))
+open(sys.argv[1], "w").write(s)
+EOF
+expect_exit 1 "capped fragmentation" -- "$GALLOC" replay "$TMP/capfrag.trace"
+expect_in "$TMP/out" "fragmentation: 270.00 MiB requested <= 1.78 GiB cached free + 116.00 MiB free under the memory fraction (0.5 of 8.00 GiB = 4.00 GiB), but the largest free block is 260.00 MiB; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)" "capped fragmentation figures"
+expect_exit 1 "capped oom in json" -- "$GALLOC" replay --json "$TMP/cap.trace"
+"$PY" -c "
+import json
+o = json.load(open('$TMP/out'))['traces'][0]['results'][0]['ooms'][0]
+assert o['class'] == 'genuine' and o['memory_fraction'] == 0.5 and o['limit_bytes'] == 4 << 30, o
+assert o['device_free_bytes'] == (8192 - 512) << 20 and o['usable_free_bytes'] == (4096 - 512) << 20, o
+" || fail "json capped oom"
 expect_exit 1 "oom class in json" -- "$GALLOC" replay --json "$TMP/lo8.trace"
 "$PY" -c "
 import json
