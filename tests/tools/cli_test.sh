@@ -91,6 +91,26 @@ expect_in "$TMP/err" "cut.pickle: byte [0-9]*: truncated" "truncated pickle name
 printf 'galloc-trace 1\nalloc 1 10\nalloc 2 zz\nalloc 3 10\n' >"$TMP/bad.trace"
 expect_exit 2 "garbled text trace" -- "$GALLOC" replay "$TMP/bad.trace"
 expect_in "$TMP/err" "bad.trace:3: bad size" "garbled text names the line"
+# Umpire replay log and Kineto (profiler) JSON: truncated mid-object and
+# garbled, exit 2 with the file and where, as for the formats above.
+U='{"kind":"replay","uid":1,"timestamp":1,"event":"allocate","payload":{"allocator_ref":"0x1","size":134},"result":{"memory_ptr":"0x2000"}}'
+printf '%s\n%s\n' "$U" '{"kind":"replay","uid":1,"timestamp":2,"event":"allocate","payload":{"allocator_ref":"0x1","si' >"$TMP/cut.umpire"
+expect_exit 2 "truncated umpire log" -- "$GALLOC" replay --format umpire "$TMP/cut.umpire"
+expect_in "$TMP/err" "cut.umpire:2:" "truncated umpire names the line"
+printf '%s\n%s\n' "$U" '{"kind":"replay","uid":1,"event":"deallocate",,"payload":{}}' >"$TMP/bad.umpire"
+expect_exit 2 "garbled umpire log" -- "$GALLOC" replay --format umpire "$TMP/bad.umpire"
+expect_in "$TMP/err" "bad.umpire:2:" "garbled umpire names the line"
+K='{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 7, "tid": 7, "ts": 100, "args": {"Total Reserved": 2097152, "Total Allocated": 512, "Bytes": 512, "Addr": 4096, "Device Type": 1, "Device Id": 0}}'
+printf '{"schemaVersion": 1, "traceEvents": [\n%s,\n%s' "$K" '{"ph": "i", "cat": "cpu_instant_event", "name": "[mem' >"$TMP/cut.json"
+expect_exit 2 "truncated kineto trace" -- "$GALLOC" replay --format kineto "$TMP/cut.json"
+expect_in "$TMP/err" "cut.json: byte [0-9]*: unterminated string" "truncated kineto names the offset"
+printf '{"schemaVersion": 1, "traceEvents": [\n%s,\n{"ph": "i" "name": 3}]}\n' "$K" >"$TMP/bad.json"
+expect_exit 2 "garbled kineto trace" -- "$GALLOC" replay --format kineto "$TMP/bad.json"
+expect_in "$TMP/err" "bad.json: byte [0-9]*: expected" "garbled kineto names the offset"
+for f in cut.umpire bad.umpire cut.json bad.json; do # and through auto-detection and galloc fit
+    expect_exit 2 "auto-detected $f" -- "$GALLOC" replay "$TMP/$f"
+    expect_exit 2 "fit $f" -- "$GALLOC" fit --max-configs 1 "$TMP/$f"
+done
 head -c 3000 /dev/urandom >"$TMP/noise.bin"
 expect_exit 2 "random bytes" -- "$GALLOC" replay "$TMP/noise.bin"
 printf '\x80\x04\x95' >"$TMP/tiny.pickle"
