@@ -165,14 +165,17 @@ def main():
     snapshot = {
         "segments": gpu0.snapshot_segments() + gpu1.snapshot_segments(),
         "device_traces": [gpu0.trace[-max_entries:], gpu1.trace],
+        # Keys as memory_snapshot.cpp spells them: the config-string names
+        # (release_lock_on_cudamalloc, pinned_use_cuda_host_register), not its
+        # C++ variable names (release_lock_on_malloc_s, pinned_use_host_register_s).
         "allocator_settings": {
             "PYTORCH_CUDA_ALLOC_CONF": "",
             "max_split_size": -1,
             "garbage_collection_threshold": 0.0,
             "expandable_segments": False,
             "pinned_num_register_threads": 1,
-            "release_lock_on_malloc": False,
-            "pinned_use_host_register": False,
+            "release_lock_on_cudamalloc": False,
+            "pinned_use_cuda_host_register": False,
             "roundup_power2_divisions": {"1": 0, "2": 0, "4": 0, "8": 0, "16": 0, "32": 0, "64": 0, "128": 0,
                                          "256": 0, "512": 0, "1024": 0, "2048": 0, "4096": 0, "8192": 0,
                                          "16384": 0, "32768": 0},

@@ -60,6 +60,8 @@ typedef struct ga_fit_job {
     size_t n_units;
     uint64_t events;          /* over all units */
     uint64_t max_alloc;       /* largest allocation over all units */
+    bool sets_fraction;       /* some unit calls set_per_process_memory_fraction: only then does
+                                 garbage_collection_threshold do anything, so only then is it searched */
     uint64_t device_memory;   /* the size searched at: --device-memory, else recorded, else 80 GiB */
 } ga_fit_job_t;
 
@@ -109,6 +111,16 @@ typedef struct ga_fit_run {
 int ga_fit_replay(const ga_fit_job_t *job, const char *conf, uint64_t capacity, ga_fit_run_t *out);
 
 /*
+ * ga_fit_replay_sampled: ga_fit_replay that also samples each unit's memory
+ * over time into samplers[u] (job->n_units of them, each ga_sampler_init'ed;
+ * NULL = none), for the plot. A unit's series ends at the OOM that ends the
+ * replay; units after it stay empty.
+ */
+int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t capacity, ga_fit_run_t *out,
+                          ga_sampler_t *samplers);
+
+
+/*
  * ga_fit_min_memory: the smallest multiple of GA_FIT_GRANULE on which conf
  * fits job, by bisection between the allocated peak (below which nothing can
  * fit) and a size that fits. at_d is conf's run at job->device_memory. Every
@@ -151,6 +163,16 @@ typedef struct ga_fit_outcome {
  */
 int ga_fit_search(const ga_fit_job_t *job, const ga_fit_opts_t *o, ga_fit_outcome_t *out, char *err, size_t errlen);
 void ga_fit_outcome_free(ga_fit_outcome_t *out);
+
+/*
+ * ga_fit_plot: `galloc fit --plot path`: replay PyTorch's defaults and the
+ * winner (oc->results[0], the closest when none fits) at job->device_memory
+ * with sampling, and draw one plot per unit (numbered as galloc replay
+ * numbers them when there are several), with each run's first OOM marked by
+ * its class. Returns 0, or -1 with err set (nothing for later units is
+ * written after a failure).
+ */
+int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char *path, char *err, size_t errlen);
 
 /*
  * ga_fit_grid: the first stage's configurations for job, written into

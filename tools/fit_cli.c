@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tools/fit.h"
+#include "tools/outputs.h"
 #include "tools/replay_cli.h"
 #include "tools/report.h"
 #include "tools/units.h"
@@ -28,6 +29,8 @@ typedef struct cli {
     ga_format_t format;     /* --format */
     bool json;              /* --json */
     size_t top;             /* --top: rows of the text table */
+    const char *plot;       /* --plot FILE: defaults vs winner over time, NULL for none */
+    bool plotted;           /* the plot files were written */
     ga_fit_opts_t o;        /* --jobs, --bisect, --max-configs */
 } cli_t;
 
@@ -35,9 +38,10 @@ void ga_fit_usage(FILE *out)
 {
     fputs("usage: galloc fit [options] TRACE...\n"
           "Search the PYTORCH_CUDA_ALLOC_CONF settings under which a traced job fits its device:\n"
-          "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions and\n"
-          "garbage_collection_threshold, refined around the best, replayed in parallel on a\n"
-          "simulated GPU. Several traces are one job: a setting must fit them all.\n"
+          "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions (and\n"
+          "garbage_collection_threshold when the trace sets a memory fraction, as PyTorch's GC\n"
+          "needs one), refined around the best, replayed in parallel on a simulated GPU.\n"
+          "Several traces are one job: a setting must fit them all.\n"
           "\n"
           "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: the size\n"
           "                        recorded in the first trace, else 80GiB\n"
@@ -50,6 +54,9 @@ void ga_fit_usage(FILE *out)
           "  --format FMT          auto (default), rmm, torch, galloc, umpire, kineto\n"
           "  --no-recorded         ignore the allocator_settings a PyTorch snapshot recorded (by\n"
           "                        default they are replayed first and reported as the job's own)\n"
+          "  --plot FILE           plot requested / allocated / reserved memory over time under the\n"
+          "                        defaults and the winner, the defaults' OOM marked with its class\n"
+          "                        (.png or .svg; FILE.N.ext per trace when several)\n"
           "  -h, --help            this text\n"
           "\n"
           "Exit status: 0 some configuration fits, 1 none does, 2 bad usage or input.\n",
@@ -75,13 +82,13 @@ static bool parse_count(const char *s, size_t *out)
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC };
+    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT };
     static const struct option opts[] = {
         {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
         {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
         {"max-configs", required_argument, NULL, O_MAX},   {"top", required_argument, NULL, O_TOP},
         {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
-        {"no-recorded", no_argument, NULL, O_NOREC},
+        {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
         {NULL, 0, NULL, 0}};
     optind = 0; /* the command may run more than once in a process (tests) */
     opterr = 0;
@@ -120,6 +127,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
                 return usage_error("bad --format \"%s\" (auto, rmm, torch, galloc, umpire, kineto)", optarg);
             break;
         case O_NOREC: c->no_recorded = true; break;
+        case O_PLOT: c->plot = optarg; break;
         case 'h': ga_fit_usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -127,7 +135,27 @@ static int parse_args(cli_t *c, int argc, char **argv)
     }
     if (optind >= argc)
         return usage_error("%s", "no trace file given");
+    char err[512];
+    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
+        return usage_error("--plot %s", err); /* before the search, not after minutes of it */
     return 0;
+}
+
+/* The files --plot wrote, one per unit (ga_fit_plot names them so). */
+static void print_plot_names(const cli_t *c, const ga_fit_job_t *job, bool json)
+{
+    for (size_t u = 0; u < job->n_units; u++) {
+        char *name = ga_outputs_name(c->plot, u, job->n_units);
+        if (json) {
+            fputs(u ? ", " : "", stdout);
+            ga_report_json_str(stdout, name ? name : "");
+        } else {
+            printf("%s%s", u ? ", " : "\nPlot (defaults and winner over time): ", name ? name : "");
+        }
+        free(name);
+    }
+    if (!json)
+        printf("\n");
 }
 
 static const char *fmt_bytes(int64_t v, char *b, size_t n)
@@ -252,6 +280,8 @@ static void print_text(const cli_t *c, const ga_fit_job_t *job, const ga_fit_out
             ga_report_oom_facts(stdout, &w->run.oom);
         }
     }
+    if (c->plotted)
+        print_plot_names(c, job, false);
 }
 
 static void print_json(const cli_t *c, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
@@ -279,6 +309,14 @@ static void print_json(const cli_t *c, const ga_fit_job_t *job, const ga_fit_out
         ga_report_json_str(stdout, c->recorded_text);
     } else {
         fputs("null, \"recorded_pytorch_cuda_alloc_conf\": null", stdout);
+    }
+    fputs(",\n \"plots\": ", stdout);
+    if (c->plotted) {
+        fputs("[", stdout);
+        print_plot_names(c, job, true);
+        fputs("]", stdout);
+    } else {
+        fputs("null", stdout);
     }
     fputs(",\n \"results\": [", stdout);
     for (size_t i = 0; i < oc->n; i++) {
@@ -361,12 +399,19 @@ int ga_fit_main(int argc, char **argv)
     bool all_failed = oc.n > 0;
     for (size_t i = 0; i < oc.n; i++)
         all_failed &= oc.results[i].run.failed;
+    bool plot_failed = false;
+    if (c.plot != NULL && !all_failed) {
+        plot_failed = ga_fit_plot(&job, &oc, c.plot, err, sizeof(err)) != 0;
+        if (plot_failed)
+            fprintf(stderr, "galloc fit: %s\n", err);
+        c.plotted = !plot_failed;
+    }
     if (c.json)
         print_json(&c, &job, &oc);
     else
         print_text(&c, &job, &oc);
     fflush(stdout);
-    int code = all_failed ? GA_EXIT_USAGE : oc.n && oc.results[0].run.fits ? GA_EXIT_OK : GA_EXIT_OOM;
+    int code = all_failed || plot_failed ? GA_EXIT_USAGE : oc.n && oc.results[0].run.fits ? GA_EXIT_OK : GA_EXIT_OOM;
     ga_fit_outcome_free(&oc);
     ga_fit_job_free(&job);
     return code;

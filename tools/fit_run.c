@@ -10,6 +10,9 @@
  * steady-state events cost one galloc call, one map operation and, for
  * allocations, one memory_info.
  *
+ * For `galloc fit --plot` the same replay can also sample memory over time
+ * (ga_fit_replay_sampled); the search's replays do not pay for it.
+ *
  * Invariant: a replay's pointer map holds exactly the trace ids allocated
  * and not yet freed; the map and allocator belong to one replay (one thread).
  */
@@ -74,6 +77,8 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
                 goto err_nomem;
         if (rc < 0)
             goto err_close;
+        for (size_t i = 0; i < un->n && !job->sets_fraction; i++)
+            job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
         if (un->max_alloc > job->max_alloc)
             job->max_alloc = un->max_alloc;
@@ -103,6 +108,7 @@ typedef struct run_ctx {
     galloc_allocator_t *a;
     ga_idmap_t map;
     size_t min_free;      /* lowest device free memory seen: the reserved peak */
+    double fraction;      /* the memory fraction in force (1.0: none), for classifying an OOM */
     ga_fit_run_t *out;
 } run_ctx_t;
 
@@ -152,7 +158,7 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         if (st == GALLOC_E_OOM) {
             x->out->fail_unit = unit;
             x->out->fail_event = idx;
-            ga_replay_classify_oom(x->a, e->size, &x->out->oom);
+            ga_replay_classify_oom(x->a, e->size, x->fraction, &x->out->oom);
             return 0;
         }
         if (st != GALLOC_OK)
@@ -206,6 +212,8 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         double fraction;
         memcpy(&fraction, &e->size, sizeof(fraction));
         st = galloc_set_memory_fraction(x->a, fraction);
+        if (st == GALLOC_OK)
+            x->fraction = fraction;
         break;
     }
     case GA_EV_ANNOTATE:
@@ -216,7 +224,23 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
     return 1;
 }
 
+/* A point of the plot's series: the figures after event idx. */
+static void sample(run_ctx_t *x, ga_sampler_t *sm, uint64_t idx)
+{
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    if (galloc_memory_stats(x->a, &s) == GALLOC_OK)
+        ga_sampler_add(sm, idx, (double)s.requested_bytes[GALLOC_STAT_ALL].current,
+                       (double)s.allocated_bytes[GALLOC_STAT_ALL].current,
+                       (double)s.reserved_bytes[GALLOC_STAT_ALL].current);
+}
+
 int ga_fit_replay(const ga_fit_job_t *job, const char *conf, uint64_t capacity, ga_fit_run_t *out)
+{
+    return ga_fit_replay_sampled(job, conf, capacity, out, NULL);
+}
+
+int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t capacity, ga_fit_run_t *out,
+                          ga_sampler_t *samplers)
 {
     memset(out, 0, sizeof(*out));
     out->fits = true;
@@ -234,9 +258,22 @@ int ga_fit_replay(const ga_fit_job_t *job, const char *conf, uint64_t capacity, 
             return -1;
         }
         ga_idmap_init(&x.map);
+        x.fraction = ga_replay_start_fraction(x.a);
         int rc = 1;
-        for (size_t i = 0; i < un->n && rc > 0; i++)
-            rc = step(&x, u, i, &un->ev[i]);
+        ga_sampler_t *sm = samplers != NULL && samplers[u].x != NULL ? &samplers[u] : NULL;
+        if (sm == NULL) { /* the search's loop: nothing but the replay */
+            for (size_t i = 0; i < un->n && rc > 0; i++)
+                rc = step(&x, u, i, &un->ev[i]);
+        } else {
+            size_t i;
+            for (i = 0; i < un->n && rc > 0; i++) {
+                rc = step(&x, u, i, &un->ev[i]);
+                if (i == sm->next && rc > 0)
+                    sample(&x, sm, i);
+            }
+            if (i > 0) /* the last event replayed: the end, or the OOM the line stops at */
+                sample(&x, sm, i - 1);
+        }
         galloc_stats_t s = {.struct_size = sizeof(s)};
         if (galloc_memory_stats(x.a, &s) == GALLOC_OK) {
             if (s.allocated_bytes[GALLOC_STAT_ALL].peak > out->peak_allocated)

@@ -5,7 +5,9 @@
  * Stages: (1) a grid over expandable_segments x max_split_size_mb (unset and
  * powers of two up to the trace's largest allocation: a block at least that
  * large is never split, so larger values act as unset) x
- * roundup_power2_divisions x garbage_collection_threshold; (2) up to two
+ * roundup_power2_divisions x garbage_collection_threshold (only for a job
+ * that sets a memory fraction: PyTorch runs the GC only when one is set, so
+ * elsewhere a threshold changes nothing and would only cost replays); (2) up to two
  * rounds of refinement around the leader (neighbouring max_split values,
  * max_non_split_rounding_mb, neighbouring divisions and thresholds); (3)
  * bisection of the smallest device size for the leaders. The recorded
@@ -77,12 +79,15 @@ static size_t grid_axes(const ga_fit_job_t *job, axes_t *out, size_t cap)
 {
     static const int rds[] = {0, 2, 4, 8, -1};
     static const double gcs[] = {0, 0.6, 0.8};
+    /* Not paired with a fraction of our own: a cap can only make the job fit
+     * less, and per_process_memory_fraction:1.0 is the default (no cap, no GC). */
+    size_t ngc = job->sets_fraction ? sizeof(gcs) / sizeof(gcs[0]) : 1;
     uint32_t ms[4] = {0};
     size_t nms = 1 + split_values(job, ms + 1);
     size_t n = 0;
     /* Most decisive knobs innermost, so that a --max-configs prefix covers them. */
     for (size_t r = 0; r < sizeof(rds) / sizeof(rds[0]); r++)
-        for (size_t g = 0; g < sizeof(gcs) / sizeof(gcs[0]); g++)
+        for (size_t g = 0; g < ngc; g++)
             for (int es = 0; es < 2; es++)
                 for (size_t m = 0; m < nms; m++)
                     if (n < cap)

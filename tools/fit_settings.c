@@ -14,8 +14,9 @@
  * Not recorded, so not replayed: max_non_split_rounding_mb and the
  * per-process memory fraction.
  *
- * The file is read a second time here (the trace reader does not keep the
- * document): a cost paid once per galloc fit run, not per replay.
+ * The parsed document comes from the per-process snapshot cache
+ * (snapfile.h) the trace reader filled, so the file is not read again; only
+ * its first byte is, to skip non-pickle traces without loading them.
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -100,6 +100,45 @@ int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size
 #endif
 }
 
+int ga_outputs_plot_check(const char *path, char *err, size_t errlen)
+{
+#ifdef GA_TOOLS_HAVE_PLOT
+    return ga_plot_check_path(path, err, errlen) == 0 ? 0 : -1;
+#else
+    snprintf(err, errlen, "%s: --plot is not available yet in this build", path);
+    return -1;
+#endif
+}
+
+int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_memory, uint64_t events,
+                         const ga_plot_run_t *runs, size_t n, char *err, size_t errlen)
+{
+    size_t nm = 0;
+    for (size_t i = 0; i < n; i++)
+        nm += runs[i].n_ooms;
+    ga_series_t *s = calloc(n ? n : 1, sizeof(*s));
+    ga_oom_marker_t *m = calloc(nm ? nm : 1, sizeof(*m));
+    int rc = -1;
+    if (s == NULL || m == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        ga_sampler_series(runs[i].sampler, runs[i].label, &s[i]);
+        for (size_t j = 0; j < runs[i].n_ooms; j++)
+            m[k++] = (ga_oom_marker_t){(double)runs[i].ooms[j].event, i,
+                                       ga_oom_class_name(runs[i].ooms[j].facts.cls)};
+    }
+    ga_plot_input_t in = {.title = title, .device_memory = device_memory, .events = events, .n_series = n,
+                          .series = s, .n_ooms = k, .ooms = m};
+    rc = ga_outputs_plot(path, &in, err, errlen);
+out:
+    free(s);
+    free(m);
+    return rc;
+}
+
 char *ga_outputs_name(const char *base, size_t k, size_t n)
 {
     size_t len = strlen(base) + 24;

@@ -1,7 +1,7 @@
 /*
  * outputs.h: the files `galloc replay` writes besides its report: PyTorch
- * snapshots (--snapshot) and memory plots (--plot), and their names when one
- * run produces several.
+ * snapshots (--snapshot) and memory plots (--plot, also `galloc fit --plot`),
+ * and their names when one run produces several.
  *
  * Both depend on parts of galloc built in other packages: the snapshot writer
  * (galloc_record_memory_history / galloc_snapshot_write in api/) and the plot
@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "api/galloc.h"
+#include "tools/replay.h"
 #include "tools/series.h"
 
 #ifdef __cplusplus
@@ -42,6 +43,28 @@ void ga_outputs_annotate(galloc_allocator_t *a, const char *text);
 
 /* ga_outputs_plot: draw in to path. 0, or -1 with err. */
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen);
+
+/* ga_outputs_plot_check: whether path names a plot format this build can
+ * write, checked before a long run rather than after it. 0, or -1 with err. */
+int ga_outputs_plot_check(const char *path, char *err, size_t errlen);
+
+/* One configuration's lines on a plot, as a replay left them. */
+typedef struct ga_plot_run {
+    const char *label;           /* legend text: the configuration, "defaults" for PyTorch's */
+    const ga_sampler_t *sampler; /* its memory over the replay (n == 0: no line) */
+    const ga_replay_oom_t *ooms; /* n_ooms failures, each marked with its class */
+    size_t n_ooms;
+} ga_plot_run_t;
+
+/*
+ * ga_outputs_plot_runs: the plot of one trace replayed under n configurations
+ * (galloc replay's columns, galloc fit's defaults and winner) on a device of
+ * device_memory bytes (0: no ceiling line), events events long, to path.
+ * The one place replay results become a ga_plot_input_t, so both commands
+ * draw the same thing. 0, or -1 with err.
+ */
+int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_memory, uint64_t events,
+                         const ga_plot_run_t *runs, size_t n, char *err, size_t errlen);
 
 /*
  * ga_outputs_name: the file for the k-th of n outputs made from base: base

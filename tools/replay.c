@@ -96,13 +96,13 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
             o->allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
             o->reserved = s.reserved_bytes[GALLOC_STAT_ALL].current;
         }
-        ga_replay_classify_oom(c->a, e->size, &o->facts);
+        ga_replay_classify_oom(c->a, e->size, c->fraction, &o->facts);
     }
     if (c->snapshot_recording && !c->snapshot_at_end)
         write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
 
-void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t *out)
+void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, double fraction, ga_oom_facts_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->size = size;
@@ -120,9 +120,31 @@ void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t
         out->device_free = fr;
         out->device_total = tot;
     }
+    out->fraction = fraction >= 0.0 && fraction < 1.0 ? fraction : 1.0;
+    out->limit = out->device_total;
+    out->usable_free = out->device_free;
+    if (out->fraction < 1.0) {
+        /* PyTorch's allowed_memory_maximum: fraction x total, truncated. A
+         * new segment past it fails before the device is asked, so only
+         * the room under it counts, however much the device has free. */
+        out->limit = (uint64_t)(out->fraction * (double)out->device_total);
+        galloc_stats_t s = {.struct_size = sizeof(s)};
+        int64_t reserved = galloc_memory_stats(a, &s) == GALLOC_OK ? s.reserved_bytes[GALLOC_STAT_ALL].current : 0;
+        uint64_t room = reserved >= 0 && (uint64_t)reserved < out->limit ? out->limit - (uint64_t)reserved : 0;
+        if (room < out->usable_free)
+            out->usable_free = room;
+    }
     /* Compare as unsigned 64-bit sums: the figures are bounded by the device. */
-    uint64_t usable = (uint64_t)(out->cached_free > 0 ? out->cached_free : 0) + out->device_free;
+    uint64_t usable = (uint64_t)(out->cached_free > 0 ? out->cached_free : 0) + out->usable_free;
     out->cls = size <= usable ? GA_OOM_FRAGMENTATION : GA_OOM_GENUINE;
+}
+
+double ga_replay_start_fraction(galloc_allocator_t *a)
+{
+    galloc_settings_t st = {.struct_size = sizeof(st)};
+    if (galloc_settings_get(a, &st) != GALLOC_OK)
+        return 1.0;
+    return st.per_process_memory_fraction;
 }
 
 const char *ga_oom_class_name(ga_oom_class_t c)
@@ -246,6 +268,8 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
         break;
     case GA_EV_SET_FRACTION:
         st = galloc_set_memory_fraction(c->a, e->fraction);
+        if (st == GALLOC_OK)
+            c->fraction = e->fraction;
         break;
     case GA_EV_ANNOTATE:
         if (c->snapshot_recording && !c->snapshot_done && e->text != NULL)
@@ -319,6 +343,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         c->a = NULL;
         return 0;
     }
+    c->fraction = ga_replay_start_fraction(c->a);
     c->snapshot_first = o->snapshot_range ? o->snapshot_first : 0;
     c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
     c->snapshot_max_entries = o->snapshot_max_entries;
@@ -449,11 +474,5 @@ void ga_replay_release(ga_replay_t *rp)
 
 void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out)
 {
-    const ga_replay_column_t *c = &rp->cols[i];
-    out->label = c->label;
-    out->n = c->sampler.n;
-    out->event_index = c->sampler.x;
-    out->requested = c->sampler.req;
-    out->allocated = c->sampler.alloc;
-    out->reserved = c->sampler.res;
+    ga_sampler_series(&rp->cols[i].sampler, rp->cols[i].label, out);
 }

@@ -38,9 +38,11 @@ extern "C" {
 
 /* Why an allocation ran out of memory (ga_replay_classify_oom). */
 typedef enum ga_oom_class {
-    GA_OOM_GENUINE = 0,   /* live blocks + the request exceed the device: no allocator setting helps */
-    GA_OOM_FRAGMENTATION  /* the request fits in cached free bytes + device free memory, but no
-                             single free block or mapping can hold it: settings can help */
+    GA_OOM_GENUINE = 0,   /* live blocks + the request exceed what the allocator may use (the
+                             device, or its memory-fraction share): no allocator setting helps */
+    GA_OOM_FRAGMENTATION  /* the request fits in cached free bytes + the free memory the allocator
+                             may still take, but no single free block or mapping can hold it:
+                             settings can help */
 } ga_oom_class_t;
 
 /* The figures an OOM is classified by, taken right after the failure (after
@@ -54,16 +56,28 @@ typedef struct ga_oom_facts {
     int64_t largest_free_block; /* the biggest single cached free block, any pool */
     uint64_t device_free;       /* the device's free memory outside the allocator */
     uint64_t device_total;      /* the device's size */
+    double fraction;            /* the per-process memory fraction in force (1.0: no cap) */
+    uint64_t limit;             /* bytes the allocator may reserve: fraction x device_total
+                                   (truncated as PyTorch does), device_total without a cap */
+    uint64_t usable_free;       /* of device_free, what the cap still lets it take:
+                                   min(device_free, limit - reserved); device_free without a cap */
 } ga_oom_facts_t;
 
 /*
  * ga_replay_classify_oom: classify the OOM allocator a just returned for a
- * request of size bytes: fragmentation when size <= cached_free + device_free
- * (enough bytes exist, only not in one piece), genuine otherwise. The
- * per-process memory fraction is not taken into account (a capped run whose
- * cap is the limit reads as fragmentation). O(blocks): for OOMs only.
+ * request of size bytes, under the memory fraction in force (1.0: none; the
+ * caller tracks it, since set_fraction events change it during a replay):
+ * fragmentation when size <= cached_free + usable_free (enough bytes exist
+ * within the cap, only not in one piece), genuine otherwise. With a cap, the
+ * device's free memory beyond it cannot be used (PyTorch refuses a segment
+ * past allowed_memory_maximum before asking the device), so it does not count.
+ * O(blocks): for OOMs only.
  */
-void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, ga_oom_facts_t *out);
+void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, double fraction, ga_oom_facts_t *out);
+
+/* ga_replay_start_fraction: the fraction a's configuration starts with
+ * (per_process_memory_fraction, 1.0 unless set). */
+double ga_replay_start_fraction(galloc_allocator_t *a);
 
 /* ga_oom_class_name: "fragmentation" or "genuine". */
 const char *ga_oom_class_name(ga_oom_class_t c);
@@ -112,6 +126,7 @@ typedef struct ga_replay_column {
     uint64_t errors;                     /* other failed calls (see first_error) */
     char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
+    double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
     uint64_t snapshot_first;             /* recording starts before this event index */
     uint64_t snapshot_last;              /* ... and the snapshot is written after this one */
@@ -177,6 +192,9 @@ void ga_replay_release(ga_replay_t *rp);
 
 /* ga_replay_series: the sampled series of column i (valid while rp is). */
 void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out);
+
+/* ga_sampler_series: s as a plot series named label (valid while s is). */
+void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *out);
 
 /* The sampler (sampler.c). init: 0 or -1 (host memory). add: a point at event
  * index x. finish: the point of the last event if not already there. */

@@ -180,31 +180,19 @@ static int parse_args(cli_t *c, int argc, char **argv)
     return 0;
 }
 
-/* Write the plot of one replayed trace. Returns 0, or -1 with err set. */
+/* Write the plot of one replayed trace: every column with its OOMs. */
 static int write_plot(const char *path, const char *title, const ga_replay_t *rp, char *err, size_t errlen)
 {
-    size_t nm = 0;
-    for (size_t i = 0; i < rp->n_cols; i++)
-        nm += rp->cols[i].n_ooms;
-    ga_series_t *s = calloc(rp->n_cols ? rp->n_cols : 1, sizeof(*s));
-    ga_oom_marker_t *m = calloc(nm ? nm : 1, sizeof(*m));
-    int rc = -1;
-    if (s == NULL || m == NULL) {
+    ga_plot_run_t *runs = calloc(rp->n_cols ? rp->n_cols : 1, sizeof(*runs));
+    if (runs == NULL) {
         snprintf(err, errlen, "%s: out of host memory", path);
-        goto out;
+        return -1;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < rp->n_cols; i++) {
-        ga_replay_series(rp, i, &s[i]);
-        for (size_t j = 0; j < rp->cols[i].n_ooms; j++)
-            m[k++] = (ga_oom_marker_t){(double)rp->cols[i].ooms[j].event, i};
-    }
-    ga_plot_input_t in = {.title = title, .device_memory = rp->device_memory, .events = rp->events,
-                          .n_series = rp->n_cols, .series = s, .n_ooms = k, .ooms = m};
-    rc = ga_outputs_plot(path, &in, err, errlen);
-out:
-    free(s);
-    free(m);
+    for (size_t i = 0; i < rp->n_cols; i++)
+        runs[i] = (ga_plot_run_t){.label = rp->cols[i].label, .sampler = &rp->cols[i].sampler,
+                                  .ooms = rp->cols[i].ooms, .n_ooms = rp->cols[i].n_ooms};
+    int rc = ga_outputs_plot_runs(path, title, rp->device_memory, rp->events, runs, rp->n_cols, err, errlen);
+    free(runs);
     return rc;
 }
 

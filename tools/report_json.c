@@ -83,8 +83,10 @@ void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f)
     jstr(out, ga_oom_class_name(f->cls));
     fprintf(out, ", \"live_bytes\": %" PRId64 ", \"cached_free_bytes\": %" PRId64
                  ", \"largest_free_block\": %" PRId64 ", \"device_free_bytes\": %" PRIu64
-                 ", \"device_total_bytes\": %" PRIu64,
-            f->live, f->cached_free, f->largest_free_block, f->device_free, f->device_total);
+                 ", \"device_total_bytes\": %" PRIu64 ", \"memory_fraction\": %.17g, \"limit_bytes\": %" PRIu64
+                 ", \"usable_free_bytes\": %" PRIu64,
+            f->live, f->cached_free, f->largest_free_block, f->device_free, f->device_total, f->fraction, f->limit,
+            f->usable_free);
 }
 
 static void oom_json(FILE *out, const ga_replay_oom_t *o, bool first)

@@ -148,21 +148,37 @@ static void header(FILE *out, const ga_report_trace_t *t)
 
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
 {
-    char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32];
+    char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32], lim[32];
     ga_units_format_bytes((int64_t)f->size, sz, sizeof(sz));
     ga_units_format_bytes(f->live, live, sizeof(live));
     ga_units_format_bytes(f->cached_free, cached, sizeof(cached));
     ga_units_format_bytes(f->largest_free_block, largest, sizeof(largest));
-    ga_units_format_bytes((int64_t)f->device_free, dfree, sizeof(dfree));
+    ga_units_format_bytes((int64_t)f->usable_free, dfree, sizeof(dfree));
     ga_units_format_bytes((int64_t)f->device_total, dtot, sizeof(dtot));
-    if (f->cls == GA_OOM_FRAGMENTATION)
+    ga_units_format_bytes((int64_t)f->limit, lim, sizeof(lim));
+    bool capped = f->fraction < 1.0;
+    /* Each class gets only the advice that can work for it: allocator
+     * settings for fragmentation (the bytes exist, not in one piece), less
+     * memory or more of it for a genuine OOM, where no setting helps. */
+    if (f->cls == GA_OOM_FRAGMENTATION && !capped)
         fprintf(out, "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
                      "block is %s; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)\n",
                 sz, cached, dfree, largest);
-    else
-        fprintf(out, "  genuine: %s live + %s requested exceed the %s device; the cache holds nothing to reclaim "
-                     "(smaller batch, activation checkpointing, a larger device)\n",
+    else if (f->cls == GA_OOM_FRAGMENTATION)
+        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s free under the memory fraction "
+                     "(%g of %s = %s), but the largest free block is %s; settings can help (galloc fit: "
+                     "expandable_segments:True, max_split_size_mb)\n",
+                sz, cached, dfree, f->fraction, dtot, lim, largest);
+    else if (!capped)
+        fprintf(out, "  genuine: %s live + %s requested exceed the %s device; no allocator setting helps, even "
+                     "with every cached block released (smaller batch, activation checkpointing, a larger "
+                     "device)\n",
                 live, sz, dtot);
+    else
+        fprintf(out, "  genuine: %s live + %s requested exceed the %s the memory fraction allows (%g of %s); "
+                     "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
+                     "activation checkpointing)\n",
+                live, sz, lim, f->fraction, dtot);
 }
 
 static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag, const char *where_word)

@@ -64,3 +64,13 @@ void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, doubl
     }
     s->next = s->last + s->stride;
 }
+
+void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *out)
+{
+    out->label = label;
+    out->n = s->n;
+    out->event_index = s->x;
+    out->requested = s->req;
+    out->allocated = s->alloc;
+    out->reserved = s->res;
+}

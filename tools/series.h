@@ -1,6 +1,6 @@
 /*
- * series.h: memory over time, as `galloc replay --plot FILE` hands it to the
- * plot writer (tools/plot: ga_plot_write in tools/plot/plot.h).
+ * series.h: memory over time, as `galloc replay --plot FILE` and
+ * `galloc fit --plot FILE` hand it to the plot writer (tools/plot: ga_plot_write in tools/plot/plot.h).
  *
  * One ga_series_t per configuration (a column of the replay), sampled at the
  * same event indices in every series of one input: every `stride` events on a
@@ -40,6 +40,8 @@ typedef struct ga_series {
 typedef struct ga_oom_marker {
     double event_index; /* 0-based event index of the failed allocation */
     size_t series;      /* index into ga_plot_input_t.series of the configuration it failed in */
+    const char *label;  /* its class ("fragmentation", "genuine") written by the cross, so the plot
+                           says whether a setting can help; NULL or "" for none */
 } ga_oom_marker_t;
 
 /* Everything one plot shows: one trace replayed under several configurations. */

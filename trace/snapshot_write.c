@@ -38,8 +38,9 @@
  *     segments and blocks; MemoryViz and _memory_viz.py accept both.
  *   - Key order: PyTorch inserts "frames" last (after symbolizing); galloc
  *     writes it in place. Dicts are unordered for every reader.
- *   - Addresses are written as unsigned; PyTorch's newest casts to int64, so
- *     only addresses of 2^63 and more (never seen from CUDA) differ.
+ *   - None for addresses any more: they are written as int64, as PyTorch's
+ *     newest casts them (the viewer's unpickler cannot mix the BigInt an
+ *     address >= 2^63 would become with numbers); sizes stay unsigned.
  * Frames lists and frame dicts shared between entries are written once and
  * then referenced (pickle memo), as PyTorch's pickler memoizes the IValues it
  * shares; JSON repeats them.

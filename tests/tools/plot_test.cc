@@ -66,7 +66,7 @@ struct Sample {
         series[0] = {"defaults", x.size(), x.data(), req[0].data(), alloc[0].data(), res[0].data()};
         series[1] = {"expandable_segments:True", x.size(), x.data(), req[1].data(), alloc[1].data(),
                      res[1].data()};
-        oom = {5400.0, 1};
+        oom = {5400.0, 1, "fragmentation"};
         in = {"sample.trace", UINT64_C(80) << 30, 6000, 2, series, 1, &oom};
     }
 };

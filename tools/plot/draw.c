@@ -260,6 +260,8 @@ static void draw_cross(cairo_t *cr, double x, double y, double r)
     cairo_stroke(cr);
 }
 
+#define MAX_OOM_LABELS 8 /* OOM markers that get their class written by them */
+
 static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
 {
     for (size_t i = 0; i < in->n_ooms; i++) {
@@ -268,6 +270,15 @@ static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
         const double *line = s->reserved != NULL ? s->reserved : s->allocated != NULL ? s->allocated : s->requested;
         double v = line != NULL && s->n > 0 ? value_at(s, line, o->event_index) : 0.0;
         draw_cross(cr, px(f, o->event_index), py(f, v), 5.5);
+        /* The class is the point of the marker (can a setting help?); past a
+         * few the labels would only overprint each other. */
+        if (o->label != NULL && o->label[0] != '\0' && i < MAX_OOM_LABELS) {
+            set_font(cr, 11, false);
+            cairo_set_source_rgb(cr, 0.6, 0.0, 0.0);
+            double x = px(f, o->event_index);
+            bool left = x - f->x0 > 0.5 * f->w; /* on the side with room, inside the axes */
+            text_at(cr, left ? x - 8 : x + 8, py(f, v) - 8, o->label, left ? 1.0 : 0.0, 1.0);
+        }
     }
 }
 

@@ -105,13 +105,23 @@ static cairo_status_t render(format_t fmt, const ga_plot_input_t *in, sink_t *si
     return st;
 }
 
+int ga_plot_check_path(const char *path, char *err, size_t errlen)
+{
+    format_t fmt;
+    if (path == NULL)
+        return fail(err, errlen, "ga_plot_write: NULL path");
+    if (format_of(path, &fmt) != 0)
+        return fail(err, errlen, "%s: unknown plot format (the file name must end in .png or .svg)", path);
+    return 0;
+}
+
 int ga_plot_write(const char *path, const ga_plot_input_t *in, char *err, size_t errlen)
 {
     format_t fmt;
     if (path == NULL || in == NULL)
         return fail(err, errlen, "ga_plot_write: NULL %s", path == NULL ? "path" : "input");
-    if (format_of(path, &fmt) != 0)
-        return fail(err, errlen, "%s: unknown plot format (the file name must end in .png or .svg)", path);
+    if (ga_plot_check_path(path, err, errlen) != 0 || format_of(path, &fmt) != 0)
+        return -1;
     if (check_input(in, err, errlen) != 0) {
         char msg[256];
         snprintf(msg, sizeof(msg), "%s", err != NULL ? err : "");

@@ -36,6 +36,13 @@ extern "C" {
  */
 int ga_plot_write(const char *path, const ga_plot_input_t *in, char *err, size_t errlen);
 
+/*
+ * ga_plot_check_path: whether ga_plot_write knows path's format (.png, .svg),
+ * so a command that runs long before it plots can refuse a bad name first.
+ * Returns 0, or non-zero with the message ga_plot_write would give in err.
+ */
+int ga_plot_check_path(const char *path, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
