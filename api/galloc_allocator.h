@@ -57,6 +57,10 @@ GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int devi
  * galloc_allocator_destroy: release every segment back to the device and free
  * the allocator. Blocks still allocated become invalid. NULL is a no-op. Must
  * not race with other calls on the same allocator.
+ * After it returns, `a` is a dangling pointer: any further call with it,
+ * galloc_allocator_destroy included, is undefined behaviour (like free()
+ * twice). galloc cannot detect it, since the memory that could say "destroyed"
+ * is gone; set your copy to NULL.
  */
 GALLOC_API void galloc_allocator_destroy(galloc_allocator_t *a);
 

@@ -152,7 +152,9 @@ GALLOC_API galloc_status_t galloc_devices_last_error(char *buf, size_t len);
  * configuration and the last error: the registry is as at process start, and
  * the next call creates allocators afresh. It must not race with any other
  * call on a device allocator (call it once the runtime has stopped using
- * galloc, e.g. at exit). Idempotent.
+ * galloc, e.g. at exit). Idempotent. Allocator pointers obtained from
+ * galloc_device_get before it are dangling afterwards: using one is undefined
+ * behaviour, as after galloc_allocator_destroy (call galloc_device_get again).
  */
 GALLOC_API void galloc_devices_shutdown(void);
 
