@@ -60,7 +60,8 @@ GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int devi
  * After destroy, every call through the handle returns GALLOC_E_DESTROYED
  * (galloc_allocator_backend returns NULL, a second destroy does nothing) for
  * as long as galloc keeps the handle's header: the 64 most recently destroyed
- * are kept. A call through an older handle is undefined, as free() twice is.
+ * are kept. A call through an older handle is undefined, as free() twice is:
+ * set your copy to NULL.
  */
 GALLOC_API void galloc_allocator_destroy(galloc_allocator_t *a);
 

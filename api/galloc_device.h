@@ -152,7 +152,10 @@ GALLOC_API galloc_status_t galloc_devices_last_error(char *buf, size_t len);
  * configuration and the last error: the registry is as at process start, and
  * the next call creates allocators afresh. It must not race with any other
  * call on a device allocator (call it once the runtime has stopped using
- * galloc, e.g. at exit). Idempotent.
+ * galloc, e.g. at exit). Idempotent. Allocator pointers obtained from
+ * galloc_device_get before it are destroyed: a call through one returns
+ * GALLOC_E_DESTROYED as after galloc_allocator_destroy (which see); call
+ * galloc_device_get again for a live one.
  */
 GALLOC_API void galloc_devices_shutdown(void);
 

@@ -70,9 +70,9 @@ static galloc_status_t range_get(sim_t *sim, uint64_t span, int prot, uintptr_t 
 {
     char h1[32], h2[32];
     if (!sim->backed) {
-        if (span > VA_END - sim->va_next)
+        if (span > sim->va_end - sim->va_next)
             return ga_sim_fail(sim, GALLOC_E_OOM, "simulated address space exhausted: %s requested, %s left",
-                        human(h1, sizeof(h1), span), human(h2, sizeof(h2), VA_END - sim->va_next));
+                        human(h1, sizeof(h1), span), human(h2, sizeof(h2), sim->va_end - sim->va_next));
         *addr = (uintptr_t)sim->va_next;
         sim->va_next += span;
         return GALLOC_OK;
@@ -175,13 +175,22 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
         OPEN_FAIL(GALLOC_E_INVAL, "args->struct_size %" PRIu32 " is too small", args->struct_size);
     if (args->device < 0)
         OPEN_FAIL(GALLOC_E_INVAL, "device index %d is negative", args->device);
+    /* each index owns an address window, and only so many fit below INT64_MAX */
+    if (args->device >= GA_SIM_MAX_DEVICES)
+        OPEN_FAIL(GALLOC_E_INVAL, "device index %d is out of range (sim has devices 0 to %d)", args->device,
+                  GA_SIM_MAX_DEVICES - 1);
     uint64_t capacity = ARG_HAS(args, capacity) && args->capacity != 0 ? args->capacity : GA_SIM_DEFAULT_CAPACITY;
     if (capacity > (uint64_t)INT64_MAX)
         OPEN_FAIL(GALLOC_E_INVAL, "capacity %" PRIu64 " exceeds INT64_MAX", capacity);
     sim_t *sim = malloc(sizeof(*sim));
     if (sim == NULL)
         OPEN_FAIL(GALLOC_E_NOMEM, "cannot allocate the simulator state");
-    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = capacity, .va_next = GA_SIM_VA_BASE,
+    /* Disjoint windows per device: two devices' allocators must never hand out
+     * the same pointer, or a free on the wrong one would release a block of
+     * the other instead of being refused as not owned. */
+    uint64_t window = GA_SIM_VA_BASE + (uint64_t)args->device * GA_SIM_DEVICE_STRIDE;
+    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = capacity, .va_next = window,
+                   .va_end = window + GA_SIM_DEVICE_STRIDE,
                    .backed = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_BACKED) != 0,
                    .manual_events = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_MANUAL_EVENTS) != 0,
                    .fail_nth = ARG_HAS(args, fail_nth) ? args->fail_nth : 0,

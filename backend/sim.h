@@ -7,14 +7,20 @@
  * assert on, and manual completion of stream work for event tests and replay.
  *
  * Modes. Unbacked (the default) backs nothing: addresses come from a bump
- * allocator over [GA_SIM_VA_BASE, INT64_MAX], each segment or reservation
- * aligned to GA_SIM_GRANULARITY, never reused, so a replay gets the same
- * addresses on every run and an 80 GiB device costs a few KiB of host memory.
- * Running out of that range (or asking va_reserve for more than
+ * allocator over device index d's own window, [GA_SIM_VA_BASE + d *
+ * GA_SIM_DEVICE_STRIDE, GA_SIM_VA_BASE + (d + 1) * GA_SIM_DEVICE_STRIDE), each
+ * segment or reservation aligned to GA_SIM_GRANULARITY, never reused, so a
+ * replay gets the same addresses on every run and an 80 GiB device costs a few
+ * KiB of host memory. The windows are disjoint, as device pointers are under
+ * CUDA's unified addressing, so a pointer of one device is never a live block of
+ * another by value and a free on the wrong device is refused, not obeyed.
+ * Running out of the window (or asking va_reserve for more than
  * GA_SIM_MAX_RESERVATION) is GALLOC_E_OOM, as with a real driver.
  * Backed (GALLOC_BACKEND_F_BACKED) hands out real host mmaps aligned the same
- * way, so tests can write through them; addresses are then the kernel's. Both
- * modes charge the same bytes: a segment its requested size, a map its range.
+ * way, so tests can write through them; addresses are then the kernel's, and
+ * live mappings never overlap, whichever device holds them. Both modes charge
+ * the same bytes: a segment its requested size, a map its range. Device
+ * indices run 0 .. GA_SIM_MAX_DEVICES - 1 in both modes.
  *
  * Contract checks. Like a strict driver, sim rejects with GALLOC_E_INVAL, and
  * counts as a violation, a segment_free of anything but a live segment of that
@@ -55,10 +61,16 @@ extern const galloc_backend_ops_t ga_backend_sim;
 #define GA_SIM_GRANULARITY ((uint64_t)2 << 20)
 /* Capacity when args->capacity is 0: an 80 GiB device. */
 #define GA_SIM_DEFAULT_CAPACITY ((uint64_t)80 << 30)
-/* Unbacked mode: the first address handed out. Addresses grow upward from here
- * and are never reused, so a replay gives the same addresses every run; the
- * range ends at INT64_MAX, so an address always fits an int64_t. */
+/* Unbacked mode: the first address device 0 hands out. Addresses grow upward
+ * from here and are never reused, so a replay gives the same addresses every
+ * run. Device d starts GA_SIM_DEVICE_STRIDE * d higher. */
 #define GA_SIM_VA_BASE ((uint64_t)0x7f0000000000)
+/* Unbacked mode: each device's address window, 16 PiB: 128 of the largest
+ * reservations, far more than any device's capacity needs. */
+#define GA_SIM_DEVICE_STRIDE ((uint64_t)1 << 54)
+/* Device indices sim accepts: 256 windows end below 2^62 + GA_SIM_VA_BASE, so
+ * every address fits an int64_t (and 256 is well above GALLOC_DEVICE_MAX). */
+#define GA_SIM_MAX_DEVICES 256
 /* The largest va_reserve: the per-page bitmap of a reservation stays <= 8 MiB. */
 #define GA_SIM_MAX_RESERVATION ((uint64_t)1 << 47)
 

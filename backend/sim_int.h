@@ -22,7 +22,6 @@
 _Static_assert(sizeof(size_t) == 8 && sizeof(uintptr_t) == 8, "sim simulates a 64-bit device on a 64-bit host");
 
 #define GRAN GA_SIM_GRANULARITY
-#define VA_END ((uint64_t)INT64_MAX) /* addresses stay <= INT64_MAX, so they fit an int64_t */
 #define SIM_MAGIC 0x53494d31u        /* "SIM1": lets ga_sim_* reject a state that is not ours */
 /* NORESERVE: a large backed device must not be refused by overcommit before it is touched */
 #define MAP_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
@@ -62,6 +61,7 @@ typedef struct sim {
     uint64_t seg_bytes;                       /* bytes of live segments */
     uint64_t mapped_bytes;                    /* bytes mapped into reservations */
     uint64_t va_next;                         /* unbacked mode: next free address, granularity aligned */
+    uint64_t va_end;                          /* unbacked mode: end of this device's window (exclusive) */
     uint64_t fail_nth, fail_from, fail_above; /* fault injection, 0 = off (see sim.h) */
     uint64_t alloc_calls;                     /* device allocations attempted: the fault numbering */
     uint64_t faults_injected;                 /* of those, failed on purpose */

@@ -46,10 +46,18 @@ for t in "${targets[@]}"; do
     log="$dir/log.txt"
     dict=()
     [ -f "fuzz/$t.dict" ] && dict=("-dict=fuzz/$t.dict")
+    # Memory limits, stated so a run cannot exhaust the machine: RSS over
+    # 2 GiB, or one malloc over the limit, is reported as a crash with its
+    # input. pickle_fuzz decodes lengths declared by the input itself, and
+    # ga_pickle_parse promises to keep within its budget (64 MiB + 16 x input
+    # by default, about 65 MiB for the seeds): one allocation of 256 MiB means
+    # a declared length was trusted, a finding rather than a slow swap.
+    limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048)
+    [ "$t" = pickle_fuzz ] && limits=(-rss_limit_mb=2048 -malloc_limit_mb=256)
     before=$(find "$dir/corpus" -type f | wc -l)
     start=$(date +%s)
     # New inputs go to the first directory only: the seeds stay as committed.
-    "$bin/fuzz/$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$bin/fuzz/$t" -max_total_time="$seconds" -timeout=30 "${limits[@]}" -print_final_stats=1 \
         -artifact_prefix="$dir/crashes/" "${dict[@]}" "${extra[@]}" "$dir/corpus" "fuzz/corpus/$t" >"$log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))

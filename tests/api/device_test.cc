@@ -3,8 +3,12 @@
 // configuration and its precedence, and bad inputs. Threads: device_concurrency_test.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 extern "C" {
 #include "api/galloc.h"
@@ -105,9 +109,8 @@ TEST_F(Device, DevicesHaveTheirOwnAllocators)
     EXPECT_EQ(figure(galloc_device_memory_allocated, 3), 2048);
     EXPECT_EQ(figure(galloc_device_memory_reserved, 3), 2 * MiB);
     EXPECT_FALSE(galloc_device_is_initialized(1));
-    // A pointer belongs to its device only. Simulated devices share one
-    // address range (each starts at the same base, so p0 == first3), hence
-    // p3: inside device 0's segment but no block of it starts there.
+    // A pointer belongs to its device only (CrossDeviceFreeIsRefused has the
+    // figures): device 3's block is no block of device 0.
     EXPECT_EQ(galloc_device_free(0, p3), GALLOC_E_NOT_OWNED);
     galloc_allocator_t *a0 = nullptr;
     ASSERT_EQ(galloc_device_get(0, &a0), GALLOC_OK);
@@ -119,6 +122,86 @@ TEST_F(Device, DevicesHaveTheirOwnAllocators)
     EXPECT_EQ(galloc_device_free(3, first3), GALLOC_OK);
     EXPECT_EQ(galloc_device_free(3, nullptr), GALLOC_OK);
     EXPECT_EQ(figure(galloc_device_memory_allocated, 3), 0);
+}
+
+galloc_stats_t StatsOf(int device)
+{
+    galloc_stats_t s;
+    std::memset(&s, 0, sizeof s); // padding too, so memcmp compares values only
+    s.struct_size = sizeof s;
+    EXPECT_EQ(galloc_device_memory_stats(device, &s), GALLOC_OK);
+    return s;
+}
+
+// Devices hand out disjoint addresses (as CUDA's unified addressing does), so
+// no pointer of one device is ever a block of another by value: equal
+// pointers would let a free on the wrong device release someone else's block.
+TEST_F(Device, DevicesNeverReturnOverlappingRanges)
+{
+    struct Range {
+        uintptr_t lo, hi;
+        int device;
+    };
+    std::vector<Range> ranges;
+    std::vector<std::pair<int, void *>> live;
+    for (int round = 0; round < 3; round++)
+        for (int d : {0, 1, 2, GALLOC_DEVICE_MAX - 1})
+            for (size_t n : {size_t(1), size_t(512), size_t(3 * MiB), size_t(25 * MiB)}) {
+                void *p = nullptr;
+                ASSERT_EQ(galloc_device_malloc(d, n, 0, &p), GALLOC_OK);
+                ranges.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + n, d});
+                live.push_back({d, p});
+            }
+    for (size_t i = 0; i < ranges.size(); i++)
+        for (size_t j = i + 1; j < ranges.size(); j++)
+            EXPECT_TRUE(ranges[i].hi <= ranges[j].lo || ranges[j].hi <= ranges[i].lo)
+                << "device " << ranges[i].device << " and device " << ranges[j].device << " overlap";
+    for (auto &e : live)
+        EXPECT_EQ(galloc_device_free(e.first, e.second), GALLOC_OK);
+}
+
+// The same shapes of calls on devices 0 and 1 would give equal pointers if the
+// devices shared an address range: each free on the wrong device is refused
+// with GALLOC_E_NOT_OWNED and a message, and touches neither device.
+TEST_F(Device, CrossDeviceFreeIsRefused)
+{
+    void *p0 = nullptr, *p1 = nullptr, *q0 = nullptr, *q1 = nullptr;
+    ASSERT_EQ(galloc_device_malloc(0, 1000, 0, &p0), GALLOC_OK);
+    ASSERT_EQ(galloc_device_malloc(1, 1000, 0, &p1), GALLOC_OK);
+    ASSERT_EQ(galloc_device_malloc(0, 5 * MiB, 0, &q0), GALLOC_OK);
+    ASSERT_EQ(galloc_device_malloc(1, 5 * MiB, 0, &q1), GALLOC_OK);
+    EXPECT_NE(p0, p1);
+    EXPECT_NE(q0, q1);
+    galloc_allocator_t *a0 = nullptr, *a1 = nullptr;
+    ASSERT_EQ(galloc_device_get(0, &a0), GALLOC_OK);
+    ASSERT_EQ(galloc_device_get(1, &a1), GALLOC_OK);
+    const galloc_stats_t s0 = StatsOf(0), s1 = StatsOf(1);
+
+    char msg[GALLOC_ERROR_MAX];
+    EXPECT_EQ(galloc_device_free(1, p0), GALLOC_E_NOT_OWNED);
+    EXPECT_EQ(galloc_last_error(a1, msg, sizeof msg), GALLOC_E_NOT_OWNED);
+    EXPECT_NE(std::string(msg).find("not allocated by this allocator"), std::string::npos) << msg;
+    EXPECT_EQ(galloc_device_free(0, p1), GALLOC_E_NOT_OWNED);
+    EXPECT_EQ(galloc_last_error(a0, msg, sizeof msg), GALLOC_E_NOT_OWNED);
+    EXPECT_NE(std::string(msg).find("not allocated by this allocator"), std::string::npos) << msg;
+    EXPECT_EQ(galloc_free(a0, q1), GALLOC_E_NOT_OWNED); // the same through the allocator itself
+    EXPECT_EQ(galloc_free(a1, q0), GALLOC_E_NOT_OWNED);
+    EXPECT_EQ(galloc_record_stream(a1, q0, 1), GALLOC_E_NOT_OWNED);
+
+    const galloc_stats_t t0 = StatsOf(0), t1 = StatsOf(1);
+    EXPECT_EQ(std::memcmp(&s0, &t0, sizeof s0), 0) << "a refused free changed device 0's stats";
+    EXPECT_EQ(std::memcmp(&s1, &t1, sizeof s1), 0) << "a refused free changed device 1's stats";
+    EXPECT_EQ(t0.allocated_bytes[GALLOC_STAT_ALL].current, 1024 + 5 * MiB);
+    EXPECT_EQ(t1.allocated_bytes[GALLOC_STAT_ALL].current, 1024 + 5 * MiB);
+    EXPECT_EQ(galloc_check(a0), GALLOC_OK);
+    EXPECT_EQ(galloc_check(a1), GALLOC_OK);
+    // Each device still frees its own, once.
+    EXPECT_EQ(galloc_device_free(0, p0), GALLOC_OK);
+    EXPECT_EQ(galloc_device_free(0, q0), GALLOC_OK);
+    EXPECT_EQ(galloc_device_free(1, p1), GALLOC_OK);
+    EXPECT_EQ(galloc_device_free(1, q1), GALLOC_OK);
+    EXPECT_EQ(figure(galloc_device_memory_allocated, 0), 0);
+    EXPECT_EQ(figure(galloc_device_memory_allocated, 1), 0);
 }
 
 TEST_F(Device, ConfigureBeforeFirstUseOnly)

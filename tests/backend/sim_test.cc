@@ -129,16 +129,85 @@ TEST(SimAddress, AlignedDeterministicAndNeverReused)
 TEST(SimAddress, ExhaustingTheAddressSpaceIsOom)
 {
     Dev d(Args(uint64_t{INT64_MAX}));
-    const uint64_t quarter = uint64_t{1} << 62;
-    uintptr_t a = d.alloc_ok(quarter);
+    const uint64_t half = GA_SIM_DEVICE_STRIDE / 2;
+    uintptr_t a = d.alloc_ok(half);
     EXPECT_EQ(a, GA_SIM_VA_BASE);
-    EXPECT_EQ(d.release(a, quarter), GALLOC_OK);
-    EXPECT_EQ(d.alloc(quarter, &a), GALLOC_E_OOM);  // capacity is free, addresses are not
+    EXPECT_EQ(d.release(a, half), GALLOC_OK);
+    EXPECT_EQ(d.alloc(half + 1, &a), GALLOC_E_OOM);  // capacity is free, addresses are not
     EXPECT_EQ(d.error().rfind("simulated address space exhausted", 0), 0u) << d.error();
-    EXPECT_EQ(d.alloc_ok(kPage), GA_SIM_VA_BASE + quarter);
+    EXPECT_EQ(d.alloc_ok(half), GA_SIM_VA_BASE + half);  // exactly the rest of the window
+    EXPECT_EQ(d.alloc(kPage, &a), GALLOC_E_OOM);
     uintptr_t r = 0;
     EXPECT_EQ(ga_backend_va_reserve(d.b(), GA_SIM_MAX_RESERVATION + 1, &r), GALLOC_E_OOM);
     EXPECT_EQ(d.counters().violations, 0u);
+}
+
+galloc_backend_args_t DeviceArgs(int device, uint64_t capacity = 0, uint32_t flags = 0)
+{
+    galloc_backend_args_t a = Args(capacity, flags);
+    a.device = device;
+    return a;
+}
+
+// Each device index has its own window, so two devices never hand out equal or
+// overlapping ranges (a free on the wrong device then finds nothing to free).
+TEST(SimAddress, DevicesHaveDisjointWindows)
+{
+    struct Range {
+        uintptr_t lo, hi;
+    };
+    std::vector<Range> ranges;
+    for (int dev : {0, 1, 2, 7, GA_SIM_MAX_DEVICES - 1}) {
+        Dev d(DeviceArgs(dev));
+        const uintptr_t window = GA_SIM_VA_BASE + uint64_t(dev) * GA_SIM_DEVICE_STRIDE;
+        uintptr_t a = d.alloc_ok(3 * kMiB), r = d.reserve_ok(64 * kMiB), b = d.alloc_ok(512);
+        EXPECT_EQ(a, window) << "device " << dev;
+        EXPECT_EQ(r, window + 4 * kMiB) << "device " << dev;
+        EXPECT_EQ(b, window + 68 * kMiB) << "device " << dev;
+        ranges.push_back({a, a + 3 * kMiB});
+        ranges.push_back({r, r + 64 * kMiB});
+        ranges.push_back({b, b + 512});
+        EXPECT_LE(b + 512, uint64_t{INT64_MAX});
+    }
+    for (size_t i = 0; i < ranges.size(); i++)
+        for (size_t j = i + 1; j < ranges.size(); j++)
+            EXPECT_TRUE(ranges[i].hi <= ranges[j].lo || ranges[j].hi <= ranges[i].lo)
+                << "ranges " << i << " and " << j << " overlap";
+}
+
+// A device that fills its window runs out of addresses; it never spills into
+// the next device's window.
+TEST(SimAddress, AWindowEndsBeforeTheNextDevice)
+{
+    Dev d1(DeviceArgs(1, uint64_t{INT64_MAX}));
+    EXPECT_EQ(d1.alloc_ok(GA_SIM_DEVICE_STRIDE), GA_SIM_VA_BASE + GA_SIM_DEVICE_STRIDE);
+    uintptr_t a = 0;
+    EXPECT_EQ(d1.alloc(kPage, &a), GALLOC_E_OOM);
+    EXPECT_EQ(a, 0u);
+    Dev last(DeviceArgs(GA_SIM_MAX_DEVICES - 1, uint64_t{INT64_MAX}));
+    EXPECT_EQ(last.alloc_ok(GA_SIM_DEVICE_STRIDE), GA_SIM_VA_BASE + (GA_SIM_MAX_DEVICES - 1) * GA_SIM_DEVICE_STRIDE);
+    EXPECT_EQ(last.alloc(kPage, &a), GALLOC_E_OOM);
+}
+
+TEST(SimAddress, DeviceIndexBeyondTheWindowsIsRefused)
+{
+    ga_backend_t b = {};
+    char err[256] = "";
+    galloc_backend_args_t a = DeviceArgs(GA_SIM_MAX_DEVICES);
+    EXPECT_EQ(ga_backend_open(&b, "sim", &a, err, sizeof(err)), GALLOC_E_INVAL);
+    EXPECT_STREQ(err, "device backend \"sim\" could not open device 256: device index 256 is out of range (sim has "
+                      "devices 0 to 255)");
+    EXPECT_EQ(b.ops, nullptr);
+}
+
+// Backed devices get the kernel's mappings: live ones never overlap either.
+TEST(SimAddress, BackedDevicesDoNotOverlap)
+{
+    Dev d0(DeviceArgs(0, 64 * kMiB, GALLOC_BACKEND_F_BACKED)), d1(DeviceArgs(1, 64 * kMiB, GALLOC_BACKEND_F_BACKED));
+    uintptr_t a = d0.alloc_ok(6 * kMiB), b = d1.alloc_ok(6 * kMiB);
+    EXPECT_TRUE(a + 6 * kMiB <= b || b + 6 * kMiB <= a);
+    EXPECT_EQ(d0.release(a, 6 * kMiB), GALLOC_OK);
+    EXPECT_EQ(d1.release(b, 6 * kMiB), GALLOC_OK);
 }
 
 TEST(SimBacked, SegmentsAndMappingsAreWritable)

@@ -4,8 +4,11 @@
 // leak accounting. The backend tests rely on every one of these.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 extern "C" {
 #include "backend/cuda_api.h"
@@ -267,6 +270,42 @@ TEST_F(Fake, FaultsFailOneCallAndChangeNothing)
     EXPECT_EQ(cuGetErrorName(static_cast<ga_cu_result_t>(12345), &name), GA_CUDA_ERROR_INVALID_VALUE);
     EXPECT_EQ(name, nullptr);
     Close();
+}
+
+// A reset is a fresh driver for every thread: no context stays current. A
+// context left current across resets made galloc skip cuCtxSetCurrent in every
+// later sweep run, so its faults were never injected.
+TEST_F(Fake, ResetForgetsTheCurrentContextOfEveryThread)
+{
+    Open();
+    std::mutex m;
+    std::condition_variable cv;
+    int phase = 0; // 1: the other thread's context is current; 2: the driver was reset
+    ga_cu_context_t seen = reinterpret_cast<ga_cu_context_t>(1);
+    std::thread t([&] {
+        ga_cu_context_t c = nullptr;
+        EXPECT_EQ(cuDevicePrimaryCtxRetain(&c, 1), GA_CUDA_SUCCESS);
+        EXPECT_EQ(cuCtxSetCurrent(c), GA_CUDA_SUCCESS);
+        std::unique_lock<std::mutex> l(m);
+        phase = 1;
+        cv.notify_all();
+        cv.wait(l, [&] { return phase == 2; });
+        EXPECT_EQ(cuCtxGetCurrent(&seen), GA_CUDA_SUCCESS);
+    });
+    {
+        std::unique_lock<std::mutex> l(m);
+        cv.wait(l, [&] { return phase == 1; });
+        f_.fake_cuda_reset();
+        ASSERT_EQ(cuInit(0), GA_CUDA_SUCCESS);
+        phase = 2;
+        cv.notify_all();
+    }
+    t.join();
+    EXPECT_EQ(seen, nullptr) << "the other thread's context";
+    ga_cu_context_t mine = reinterpret_cast<ga_cu_context_t>(1);
+    EXPECT_EQ(cuCtxGetCurrent(&mine), GA_CUDA_SUCCESS);
+    EXPECT_EQ(mine, nullptr) << "this thread's context";
+    EXPECT_EQ(f_.Stats().violations, 0u) << f_.Violation();
 }
 
 TEST_F(Fake, ResourcesAliveAtContextDestructionAreLeaks)

@@ -11,8 +11,28 @@
 
 struct fg_state fg = {.ndev = DEFAULT_DEVICES, .gran = DEFAULT_GRANULARITY};
 pthread_mutex_t fg_lock = PTHREAD_MUTEX_INITIALIZER;
-_Thread_local fg_ctx_t *fg_current;
 _Thread_local const char *fg_current_fn;
+
+/* Each thread's current context, valid only while its epoch is the driver's:
+ * fg_reset starts a new epoch, so every thread has no context current in the
+ * fresh driver, as in a new process. Without it a context left current by a
+ * run (a faulted restore in galloc leaves it so) stayed current after the
+ * reset, galloc found it already current, never called cuCtxSetCurrent again,
+ * and a fault sweep could no longer reach that call. Guarded by fg_lock. */
+static _Thread_local fg_ctx_t *thread_ctx;
+static _Thread_local uint64_t thread_ctx_epoch;
+static uint64_t ctx_epoch = 1; /* survives fg_reset's memset of fg: it is not in fg */
+
+static fg_ctx_t *current(void)
+{
+    return thread_ctx_epoch == ctx_epoch ? thread_ctx : NULL;
+}
+
+static void set_current(fg_ctx_t *c)
+{
+    thread_ctx = c;
+    thread_ctx_epoch = ctx_epoch;
+}
 
 /* The device table starts configured: capacities and pool defaults. */
 static void devices_default(void)
@@ -87,7 +107,7 @@ fg_rc_t fgi_need_ctx(int *device)
 {
     if (!fg.initialized)
         return fgi_violation(FG_NOT_INITIALIZED, "the driver is not initialized");
-    fg_ctx_t *c = fg_current;
+    fg_ctx_t *c = current();
     if (c == NULL)
         return fgi_violation(FG_INVALID_CONTEXT, "no context is current on this thread");
     if (fg.dev[c->device].refs == 0)
@@ -219,7 +239,7 @@ fg_rc_t fg_ctx_get(void **ctx)
                  : ctx == NULL   ? fgi_violation(FG_INVALID_VALUE, "pctx is NULL")
                                  : FG_OK;
     if (rc == FG_OK)
-        *ctx = fg_current;
+        *ctx = current();
     FG_UNLOCK();
     return rc;
 }
@@ -238,7 +258,7 @@ fg_rc_t fg_ctx_set(void *ctx)
             rc = fgi_violation(FG_INVALID_CONTEXT, "device %d's primary context has been destroyed", i);
     }
     if (rc == FG_OK)
-        fg_current = ctx;
+        set_current(ctx);
     FG_UNLOCK();
     return rc;
 }
@@ -268,7 +288,7 @@ static void rt_activate(int device)
         d->rt_held = true;
         d->refs++;
     }
-    fg_current = &d->ctx;
+    set_current(&d->ctx);
 }
 
 fg_rc_t fg_rt_set_device(int device)
@@ -287,21 +307,23 @@ fg_rc_t fg_rt_get_device(int *device)
     fg_rc_t rc = !fg.initialized ? fgi_violation(FG_NOT_INITIALIZED, "the runtime is not initialized")
                  : device == NULL ? fgi_violation(FG_INVALID_VALUE, "deviceId is NULL")
                                   : FG_OK;
-    if (rc == FG_OK)
-        *device = fg_current != NULL && fg_current->device < fg.ndev ? fg_current->device : 0;
+    if (rc == FG_OK) {
+        fg_ctx_t *c = current();
+        *device = c != NULL && c->device < fg.ndev ? c->device : 0;
+    }
     FG_UNLOCK();
     return rc;
 }
 
-/* A thread's device stays usable for the process; a context left current by a
- * reset (fg_current is per thread, the reset clears only the state) is the
- * runtime's again on first use, as the device it names. */
+/* A thread's device stays usable for the process; after a reset no context
+ * is current (a new epoch), so the runtime binds device 0 on first use. */
 void fg_rt_bind(void)
 {
     FG_LOCK();
     if (fg.initialized && fg.ndev > 0) {
-        int device = fg_current != NULL && fg_current->device < fg.ndev ? fg_current->device : 0;
-        if (fg_current == NULL || !fg.dev[device].rt_held || fg_current != &fg.dev[device].ctx)
+        fg_ctx_t *c = current();
+        int device = c != NULL && c->device < fg.ndev ? c->device : 0;
+        if (c == NULL || !fg.dev[device].rt_held || c != &fg.dev[device].ctx)
             rt_activate(device);
     }
     FG_UNLOCK();
@@ -326,6 +348,7 @@ void fg_reset(void)
     free(fg.events);
     free(fg.streams);
     memset(&fg, 0, sizeof(fg));
+    ctx_epoch++; /* every thread's current context is forgotten (current()) */
     fg.ndev = DEFAULT_DEVICES;
     fg.gran = DEFAULT_GRANULARITY;
     devices_default();

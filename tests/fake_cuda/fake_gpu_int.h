@@ -149,7 +149,6 @@ struct fg_state {
 
 extern struct fg_state fg;
 extern pthread_mutex_t fg_lock;
-extern _Thread_local fg_ctx_t *fg_current;   /* this thread's current context */
 extern _Thread_local const char *fg_current_fn; /* the exported function being served */
 
 #define FG_LOCK() pthread_mutex_lock(&fg_lock)

@@ -156,9 +156,10 @@ TEST_F(Misuse, RecordStreamOnItsOwnStreamOrNullIsHarmless)
     EXPECT_EQ(Stats(a_).active[GALLOC_STAT_ALL].current, 0);
 }
 
-// Two sim devices hand out the same unbacked addresses (each starts at
-// GA_SIM_VA_BASE), so a pointer of A may be a live block of B by value; backed
-// devices hand out distinct host mappings and show the refusal.
+// Two unbacked sim allocators on the same device index hand out the same
+// addresses (each starts at that index's window), so a pointer of A may be a
+// live block of B by value; backed devices hand out distinct host mappings and
+// show the refusal. Different device indices: tests/api/device_test.cc.
 TEST(MisuseTwoAllocators, APointerOfAnotherAllocatorIsRefused)
 {
     galloc_allocator_t *a = nullptr, *b = nullptr;
