@@ -71,7 +71,9 @@ GALLOC_API void galloc_allocator_destroy(galloc_allocator_t *a);
  * Returns GALLOC_OK; GALLOC_E_INVAL (NULL a or ptr); GALLOC_E_OOM with PyTorch's
  * "CUDA out of memory. Tried to allocate ..." message (also for size >= 2^60,
  * "Tried to allocate more than 1EB memory."); GALLOC_E_DEVICE if the device
- * failed otherwise; GALLOC_E_NOMEM if host memory for bookkeeping ran out.
+ * failed otherwise, including a failed poll of, or wait for, a block freed on
+ * another stream (that block stays pending); GALLOC_E_NOMEM if host memory for
+ * bookkeeping ran out.
  * On failure *ptr is NULL. Addresses from the sim backend are not
  * dereferenceable unless it runs in backed mode (sim_backed:True).
  */
@@ -107,7 +109,9 @@ GALLOC_API galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, gall
  * galloc_empty_cache: release every cached segment that holds no live block
  * back to the device (PyTorch's torch.cuda.empty_cache: counts
  * num_sync_all_streams once). Returns GALLOC_OK, GALLOC_E_INVAL, or
- * GALLOC_E_DEVICE if the device refused a free.
+ * GALLOC_E_DEVICE if waiting for a block freed on another stream failed (as
+ * PyTorch throws): nothing is released then, and that block and those freed
+ * after it stay pending (not reused) until a later wait or poll succeeds.
  */
 GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
 

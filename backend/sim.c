@@ -418,6 +418,7 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
     *out = (ga_sim_counters_t){.alloc_calls = sim->alloc_calls, .faults_injected = sim->faults_injected,
                                .live_segments = sim->seg_count, .live_mapped_bytes = sim->mapped_bytes,
                                .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
-                               .live_reservations = sim->n_resv, .live_events = sim->live_events};
+                               .live_reservations = sim->n_resv, .live_events = sim->live_events,
+                               .sync_calls = sim->sync_calls, .query_calls = sim->query_calls};
     return GALLOC_OK;
 }

@@ -78,13 +78,16 @@ extern const galloc_backend_ops_t ga_backend_sim;
 typedef struct ga_sim_counters {
     uint64_t alloc_calls;       /* device allocations (segment_alloc + map calls that passed argument checks),
                                    the numbering fail_nth / fail_from refer to */
-    uint64_t faults_injected;   /* allocations failed by fail_nth / fail_from / fail_above */
+    uint64_t faults_injected;   /* calls failed on purpose: allocations (fail_nth / fail_from / fail_above)
+                                   and event waits or queries (ga_sim_set_event_faults) */
     uint64_t live_segments;     /* segments allocated and not yet freed */
     uint64_t live_mapped_bytes; /* bytes currently mapped into reservations */
     uint64_t used_bytes;        /* charged to capacity: live segment bytes + live mapped bytes */
     uint64_t violations;        /* calls rejected with GALLOC_E_INVAL (caller broke the contract) */
     uint64_t live_reservations; /* va_reserve ranges not yet released */
     uint64_t live_events;       /* events created and not yet destroyed */
+    uint64_t sync_calls;        /* event_synchronize calls on live events, the numbering of sync faults */
+    uint64_t query_calls;       /* event_query calls on live events, the numbering of query faults */
 } ga_sim_counters_t;
 
 /*
@@ -95,6 +98,19 @@ typedef struct ga_sim_counters {
  * fault returns GALLOC_E_OOM and changes nothing but the counters.
  */
 galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_from, uint64_t fail_above);
+
+/*
+ * ga_sim_set_event_faults: make event_synchronize (sync_*) or event_query
+ * (query_*) fail, as a driver does when the device faulted (cudaEventSynchronize
+ * reporting an earlier kernel's illegal address, say), 0 = off. Calls are
+ * numbered from open, 1-based, counting only calls on live events (read
+ * ga_sim_counters' sync_calls / query_calls: the next call is that + 1); *_nth
+ * fails that one call, *_from every call from it on. An injected fault returns
+ * GALLOC_E_DEVICE and changes nothing but the counters: the event stays
+ * pending, no work of its stream completes.
+ */
+galloc_status_t ga_sim_set_event_faults(void *state, uint64_t sync_nth, uint64_t sync_from, uint64_t query_nth,
+                                        uint64_t query_from);
 
 /* ga_sim_counters: copy the counters into *out. Read them before close to see
  * leaks: close frees whatever is still live without complaint. */

@@ -2,7 +2,9 @@
  * sim_events.c: the sim device's events and streams. An event completes when
  * it is recorded, or, in manual mode (sim.h), when its stream's work is
  * finished by ga_sim_stream_complete, stream_synchronize or a wait on a later
- * event of that stream. Only event_create allocates (it may grow the slots).
+ * event of that stream. Waits and queries can be made to fail on purpose
+ * (ga_sim_set_event_faults), so the pool's handling of a faulted device is
+ * testable. Only event_create allocates (it may grow the slots).
  */
 #include "backend/sim_int.h"
 
@@ -71,11 +73,28 @@ galloc_status_t ga_sim_event_record(void *state, uintptr_t event, galloc_stream_
     return GALLOC_OK;
 }
 
+/* Event waits and queries on live events pass here once, so they are numbered
+ * alike whether they succeed or not (as charge() numbers allocations). */
+static galloc_status_t event_fault(sim_t *sim, const char *op, uint64_t *calls, uint64_t nth, uint64_t from,
+                                   uintptr_t h)
+{
+    uint64_t n = ++*calls;
+    if (n != nth && (from == 0 || n < from))
+        return GALLOC_OK;
+    sim->faults_injected++;
+    return ga_sim_fail(sim, GALLOC_E_DEVICE, "injected fault on %s #%" PRIu64 " (event 0x%" PRIxPTR ")", op, n, h);
+}
+
 galloc_status_t ga_sim_event_query(void *state, uintptr_t event)
 {
-    event_t *e = ev_get(state, "event_query", event);
+    sim_t *sim = state;
+    event_t *e = ev_get(sim, "event_query", event);
     if (e == NULL)
         return GALLOC_E_INVAL;
+    galloc_status_t st = event_fault(sim, "event_query", &sim->query_calls, sim->query_fail_nth,
+                                     sim->query_fail_from, event);
+    if (st != GALLOC_OK)
+        return st;
     return e->status == EV_PENDING ? GALLOC_E_NOT_READY : GALLOC_OK;
 }
 
@@ -83,11 +102,16 @@ galloc_status_t ga_sim_event_query(void *state, uintptr_t event)
  * recorded earlier on the same stream complete with it. */
 galloc_status_t ga_sim_event_synchronize(void *state, uintptr_t event)
 {
-    event_t *e = ev_get(state, "event_synchronize", event);
+    sim_t *sim = state;
+    event_t *e = ev_get(sim, "event_synchronize", event);
     if (e == NULL)
         return GALLOC_E_INVAL;
+    galloc_status_t st = event_fault(sim, "event_synchronize", &sim->sync_calls, sim->sync_fail_nth,
+                                     sim->sync_fail_from, event);
+    if (st != GALLOC_OK)
+        return st;
     if (e->status == EV_PENDING)
-        complete_upto(state, false, e->stream, e->seq);
+        complete_upto(sim, false, e->stream, e->seq);
     return GALLOC_OK;
 }
 
@@ -107,6 +131,19 @@ galloc_status_t ga_sim_set_manual_events(void *state, bool on)
     if (!on)
         complete_upto(sim, true, 0, UINT64_MAX);
     sim->manual_events = on;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_sim_set_event_faults(void *state, uint64_t sync_nth, uint64_t sync_from, uint64_t query_nth,
+                                        uint64_t query_from)
+{
+    sim_t *sim = ga_sim_of(state);
+    if (sim == NULL)
+        return GALLOC_E_INVAL;
+    sim->sync_fail_nth = sync_nth;
+    sim->sync_fail_from = sync_from;
+    sim->query_fail_nth = query_nth;
+    sim->query_fail_from = query_from;
     return GALLOC_OK;
 }
 

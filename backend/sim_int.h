@@ -75,6 +75,10 @@ typedef struct sim {
     uint32_t n_ev;                            /* entries of ev ever used (handles hold 32-bit indices) */
     uint32_t live_events;                     /* entries not EV_FREE */
     uint64_t ev_seq;                          /* last record's sequence number */
+    uint64_t sync_calls, query_calls;         /* event_synchronize / event_query calls on live events:
+                                                 the numbering of the event faults below */
+    uint64_t sync_fail_nth, sync_fail_from;   /* event fault injection, 0 = off (ga_sim_set_event_faults) */
+    uint64_t query_fail_nth, query_fail_from;
     char msg[256];                            /* the last failure, for error_string */
 } sim_t;
 

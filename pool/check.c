@@ -5,6 +5,8 @@
  *   - no two free neighbours are left unmerged;
  *   - free blocks are exactly the free sets' members, in (stream, size, address) order;
  *   - allocated blocks are exactly the pointer map's entries;
+ *   - the pending-event queue is well formed (tail is its last entry) and holds
+ *     exactly the events the freed-but-waiting blocks count;
  *   - every stat's current value equals a recount, and total_allocated_memory
  *     equals reserved_bytes.all.current.
  * The first violation is reported through ga_fail with GALLOC_E_CORRUPT.
@@ -28,6 +30,7 @@ typedef struct counts {
 #undef FIELD_
     int64_t oversize_allocations, oversize_segments;
     size_t free_blocks, allocated_blocks, unmapped_blocks, pending_blocks;
+    size_t pending_events; /* sum of event_count over the blocks waiting on events */
 } counts_t;
 
 static void add(recount_t *r, galloc_stat_pool_t pool, int64_t n)
@@ -69,6 +72,7 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
         if (!b->allocated && b->event_count > 0) {
             /* Freed, waiting on other streams: still active, no longer allocated. */
             c->pending_blocks++;
+            c->pending_events += b->event_count;
             add(&c->active, sp, 1);
             add(&c->active_bytes, sp, (int64_t)b->size);
             add(&c->requested_bytes, sp, (int64_t)b->requested);
@@ -131,6 +135,29 @@ static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *
     return GALLOC_OK;
 }
 
+/* The pending queue after a failed poll or wait must still be whole: a broken
+ * tail would lose the events appended next, and with them their blocks. The
+ * walk is bounded by the recount, so a cycle is reported, not looped on. */
+static galloc_status_t check_pending(ga_pool_t *p, size_t expected)
+{
+    size_t n = 0;
+    const ga_event_t *last = NULL;
+    for (const ga_event_t *e = p->pending_head; e != NULL; e = e->next) {
+        if (++n > expected)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "pending-event queue longer than the %zu events blocks wait on",
+                           expected);
+        if (e->block == NULL || e->block->allocated || e->block->event_count == 0)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "pending event on stream %#lx names no waiting block",
+                           (unsigned long)e->stream);
+        last = e;
+    }
+    if (n != expected)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu pending events queued but blocks wait on %zu", n, expected);
+    if (p->pending_tail != last)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "pending-event queue tail is not its last entry");
+    return GALLOC_OK;
+}
+
 static galloc_status_t compare(ga_pool_t *p, const char *name, const galloc_stat_t *arr, const recount_t *r)
 {
     static const char *const pools[] = {"all", "small_pool", "large_pool"};
@@ -188,6 +215,8 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
     if (p->pending_blocks != c.pending_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu blocks wait on events but %zu are counted", c.pending_blocks,
                        p->pending_blocks);
+    if ((st = check_pending(p, c.pending_events)) != GALLOC_OK)
+        return st;
     if (p->ptrs.count != c.allocated_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,
                        p->ptrs.count);

@@ -205,7 +205,11 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         /* No full flush while routing to a private pool (a capture in PyTorch). */
         if (st == GALLOC_E_OOM && p->n_routes == 0) {
             bool were_pending = p->pending_blocks > 0;
-            ga_pool_release_cached_blocks(p);
+            /* A failed wait fails the call with the device's error, not an
+             * OOM: PyTorch throws from here before its last retry. */
+            galloc_status_t sync = ga_pool_release_cached_blocks(p);
+            if (sync != GALLOC_OK)
+                return sync;
             /* PyTorch (2.x, and main as of 2026-11) retries only the device
              * allocation here, so a block that the synchronization just
              * returned to a partly used segment cannot serve the request and

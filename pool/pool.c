@@ -82,8 +82,7 @@ void ga_pool_destroy(ga_pool_t *p)
 
 galloc_status_t ga_pool_empty_cache(ga_pool_t *p)
 {
-    ga_pool_release_cached_blocks(p);
-    return GALLOC_OK;
+    return ga_pool_release_cached_blocks(p);
 }
 
 galloc_status_t ga_pool_set_fraction(ga_pool_t *p, double fraction)

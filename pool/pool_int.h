@@ -255,8 +255,10 @@ galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t s
 galloc_status_t ga_pool_insert_events(ga_pool_t *p, ga_block_t *b);
 /* Return blocks whose events have all completed (start of every malloc). */
 galloc_status_t ga_pool_process_events(ga_pool_t *p);
-/* Wait for every pending event and return its block (counts num_sync_all_streams). */
-void ga_pool_synchronize_and_free_events(ga_pool_t *p);
+/* Wait for every pending event and return its block (counts num_sync_all_streams
+ * once, first). A failed wait returns GALLOC_E_DEVICE: that event and the later
+ * ones stay pending, the earlier ones are done. */
+galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p);
 galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
 void ga_pool_events_destroy(ga_pool_t *p);
 
@@ -279,7 +281,9 @@ void ga_pool_private_destroy(ga_pool_t *p);
 /* release.c: giving cached memory back. */
 void ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
 bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap);
-void ga_pool_release_cached_blocks(ga_pool_t *p);
+/* Fails (GALLOC_E_DEVICE) only when waiting for pending events fails; nothing
+ * is released then. */
+galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p);
 void ga_pool_garbage_collect(ga_pool_t *p);
 
 /* free.c */

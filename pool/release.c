@@ -103,13 +103,17 @@ static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
     }
 }
 
-void ga_pool_release_cached_blocks(ga_pool_t *p)
+galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p)
 {
-    /* Blocks waiting on events come back first (counted even when none wait). */
-    ga_pool_synchronize_and_free_events(p);
+    /* Blocks waiting on events come back first (counted even when none wait).
+     * If a wait fails PyTorch has thrown before releasing anything; so does galloc. */
+    galloc_status_t st = ga_pool_synchronize_and_free_events(p);
+    if (st != GALLOC_OK)
+        return st;
     release_blocks(p, &p->large);
     release_blocks(p, &p->small);
     ga_pool_release_private_pools(p);
+    return GALLOC_OK;
 }
 
 static int64_t gc_age(const ga_block_t *b)

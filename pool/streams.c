@@ -9,7 +9,9 @@
  * pending free" in snapshots) until all of them completed; the allocation
  * counters drop at the free, the active ones when the block returns to its
  * pool. Pending events are polled at the start of every malloc, and waited for
- * by empty_cache and by the last retry before an OOM.
+ * by empty_cache and by the last retry before an OOM. A failed poll or wait
+ * fails that call (PyTorch throws) and leaves the event and every later one
+ * queued, their blocks still active: a block is never reused on a guess.
  *
  * Memory: event records and their backend events are created by record_stream
  * (never by free, so a free cannot fail for lack of host memory or events) and
@@ -124,6 +126,15 @@ static void event_done(ga_pool_t *p, ga_event_t *e)
     }
 }
 
+/* A failed event query or wait: GALLOC_E_DEVICE with the backend's own words. */
+static galloc_status_t event_fail(ga_pool_t *p, galloc_status_t st, const char *what, const ga_event_t *e)
+{
+    char why[256];
+    ga_backend_error_string(p->backend, why, sizeof(why));
+    return ga_fail(p->err, GALLOC_E_DEVICE, "%s an event on stream %#lx failed: %s", what, (unsigned long)e->stream,
+                   why[0] ? why : galloc_strerror(st));
+}
+
 #define MAX_BLOCKED_STREAMS 16
 
 galloc_status_t ga_pool_process_events(ga_pool_t *p)
@@ -146,9 +157,11 @@ galloc_status_t ga_pool_process_events(ga_pool_t *p)
             link = &e->next;
             continue;
         }
+        /* PyTorch throws here (C10_CUDA_CHECK). The queue stays as it is from
+         * this event on, so its block is not reused while the device may still
+         * use it; the blocks returned before it stay returned. */
         if (st != GALLOC_OK)
-            return ga_fail(p->err, GALLOC_E_DEVICE, "querying an event on stream %#lx failed: %s",
-                           (unsigned long)e->stream, galloc_strerror(st));
+            return event_fail(p, st, "querying", e);
         *link = e->next;
         if (p->pending_tail == e)
             p->pending_tail = prev;
@@ -157,19 +170,25 @@ galloc_status_t ga_pool_process_events(ga_pool_t *p)
     return GALLOC_OK;
 }
 
-void ga_pool_synchronize_and_free_events(ga_pool_t *p)
+galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p)
 {
+    /* Counted once per call before any wait, failed or not, as PyTorch does. */
     p->stats.num_sync_all_streams++;
-    ga_event_t *e = p->pending_head;
-    p->pending_head = p->pending_tail = NULL;
-    while (e != NULL) {
-        ga_event_t *next = e->next;
-        /* A failed wait still ends the wait: PyTorch would throw here; galloc
-         * treats the work as done rather than lose the block forever. */
-        (void)ga_backend_event_synchronize(p->backend, e->handle);
+    while (p->pending_head != NULL) {
+        ga_event_t *e = p->pending_head;
+        /* PyTorch throws on a failed wait (C10_CUDA_CHECK on cudaEventSynchronize):
+         * the device may still be using the block, so it must not be reused.
+         * This event and those after it stay queued, their blocks active
+         * pending free; a later sync or poll retries them. */
+        galloc_status_t st = ga_backend_event_synchronize(p->backend, e->handle);
+        if (st != GALLOC_OK)
+            return event_fail(p, st, "waiting for", e);
+        p->pending_head = e->next;
+        if (p->pending_head == NULL)
+            p->pending_tail = NULL;
         event_done(p, e);
-        e = next;
     }
+    return GALLOC_OK;
 }
 
 galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream)

@@ -147,6 +147,12 @@ void pool_shim_fail_from(pool_shim_t *s, uint64_t nth)
     ga_sim_set_faults(s->backend.state, 0, nth, 0);
 }
 
+void pool_shim_event_faults(pool_shim_t *s, uint64_t sync_nth, uint64_t sync_from, uint64_t query_nth,
+                            uint64_t query_from)
+{
+    ga_sim_set_event_faults(s->backend.state, sync_nth, sync_from, query_nth, query_from);
+}
+
 typedef struct avl_item {
     ga_avl_node_t node;
     int key;

@@ -44,6 +44,10 @@ void pool_shim_format_size(uint64_t bytes, char *buf, size_t len);
  * largest height seen. Then one node's height is corrupted: *caught says
  * whether the check noticed. */
 int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *caught);
+/* Sim event faults (ga_sim_set_event_faults): fail the nth event wait or
+ * query, or every one from `from` on, counted from the device's open (0 = off). */
+void pool_shim_event_faults(pool_shim_t *s, uint64_t sync_nth, uint64_t sync_from, uint64_t query_nth,
+                            uint64_t query_from);
 /* Make the sim device's Nth allocation fail from now on (0 = off). */
 void pool_shim_fail_from(pool_shim_t *s, uint64_t nth);
 

@@ -337,3 +337,63 @@ TEST(FaultSweep, LargeAllocationsFailAboveASize)
 }
 
 } // namespace
+
+namespace {
+
+// A device that faults while a cross-stream free waits (PyTorch throws from
+// cudaEventSynchronize): the public calls return GALLOC_E_DEVICE with the
+// backend's text, the block is not reused, and the device ends clean.
+TEST(EventFaults, PublicCallsReturnTheDeviceErrorAndKeepTheBlock)
+{
+    ASSERT_EQ(simwatch_register(), GALLOC_OK);
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    ASSERT_EQ(galloc_allocator_create("simwatch", 0, "sim_capacity:40MiB,sim_manual_events:True", &a, err, sizeof err),
+              GALLOC_OK)
+        << err;
+    void *sim = simwatch_last_state();
+    const galloc_stream_t side = 0x1001;
+    void *p = nullptr, *big = nullptr, *q = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 20 * MiB, 0, &p), GALLOC_OK);
+    ASSERT_EQ(galloc_malloc(a, 20 * MiB, 0, &big), GALLOC_OK); // the device is full
+    ASSERT_EQ(galloc_record_stream(a, p, side), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, p), GALLOC_OK);
+    ASSERT_EQ(ga_sim_set_event_faults(sim, 0, 1, 0, 0), GALLOC_OK); // every wait fails
+
+    char msg[GALLOC_ERROR_MAX];
+    EXPECT_EQ(galloc_empty_cache(a), GALLOC_E_DEVICE);
+    galloc_last_error(a, msg, sizeof msg);
+    EXPECT_STREQ(msg, "waiting for an event on stream 0x1001 failed: injected fault on event_synchronize #1 "
+                      "(event 0x1)"); // the sim's first event handle
+    EXPECT_EQ(galloc_malloc(a, 20 * MiB, 0, &q), GALLOC_E_DEVICE); // the OOM path's wait fails too
+    EXPECT_EQ(q, nullptr);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_stats_t s;
+    s.struct_size = sizeof s;
+    ASSERT_EQ(galloc_memory_stats(a, &s), GALLOC_OK);
+    EXPECT_EQ(s.num_sync_all_streams, 2);
+    EXPECT_EQ(s.num_alloc_retries, 0);
+    EXPECT_EQ(s.num_ooms, 0);
+    EXPECT_EQ(s.num_device_free, 0);
+    EXPECT_EQ(s.active[GALLOC_STAT_ALL].current, 2); // big, and p still pending
+    EXPECT_EQ(s.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(40 * MiB));
+
+    ASSERT_EQ(ga_sim_set_event_faults(sim, 0, 0, 0, 0), GALLOC_OK);
+    // p's wait succeeds: its segment goes back and a new one is made (PyTorch's path).
+    EXPECT_EQ(galloc_malloc(a, 20 * MiB, 0, &q), GALLOC_OK);
+    EXPECT_NE(q, nullptr);
+    ASSERT_EQ(galloc_memory_stats(a, &s), GALLOC_OK);
+    EXPECT_EQ(s.num_sync_all_streams, 3);
+    EXPECT_EQ(s.num_alloc_retries, 1);
+    EXPECT_EQ(s.num_device_free, 1);
+    EXPECT_EQ(s.num_ooms, 0);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a, q), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a, big), GALLOC_OK);
+    EXPECT_EQ(galloc_empty_cache(a), GALLOC_OK);
+    uint64_t leaky = simwatch_leaky_closes();
+    galloc_allocator_destroy(a);
+    EXPECT_EQ(simwatch_leaky_closes(), leaky);
+}
+
+} // namespace
