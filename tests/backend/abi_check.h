@@ -8,7 +8,8 @@
 // so a parameter matches if the types are the same, or both are int-sized
 // enums/integers where one side is an enum, or both are pointers (same
 // constness) to matching types, opaque structs, or structs of equal size
-// (each test asserts those layouts member by member).
+// (each test asserts those layouts member by member, with the macros at the
+// end of this file).
 #ifndef GA_TESTS_BACKEND_ABI_CHECK_H
 #define GA_TESTS_BACKEND_ABI_CHECK_H
 
@@ -93,5 +94,17 @@ static_assert(!same_abi<int(int, int), int(int)>(), "arity counts");
 static_assert(!same_abi<int(opaque_a *), int(int *)>());
 
 } // namespace ga_abi
+
+// The value and layout checks, written once for every vendor header checked:
+// an enum value or macro of galloc's equal to the vendor's; a struct of
+// galloc's the vendor's size and alignment; one member at the vendor's offset
+// with the vendor's size (om and tm may name nested members: a.b).
+#define GA_ABI_VALUE(ours, theirs) static_assert((long long)(ours) == (long long)(theirs), #ours " != " #theirs);
+#define GA_ABI_LAYOUT(ours, theirs)                                                                \
+    static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs), #ours " size");
+#define GA_ABI_MEMBER(ours, om, theirs, tm)                                                        \
+    static_assert(offsetof(ours, om) == offsetof(theirs, tm) &&                                    \
+                      sizeof(((ours *)nullptr)->om) == sizeof(((theirs *)nullptr)->tm),            \
+                  #ours "." #om " != " #theirs "." #tm);
 
 #endif // GA_TESTS_BACKEND_ABI_CHECK_H

@@ -1,20 +1,23 @@
 // cuda_async_test: backend:cudaMallocAsync on the "cuda" backend through the
 // public API, on the strict fake driver. What PyTorch's
 // CUDAMallocAsyncAllocator (c10/cuda/CUDAMallocAsyncAllocator.cpp) does is the
-// reference: the default pool's release threshold raised to UINT64_MAX at
-// first use, one cuMemAllocAsync / cuMemFreeAsync per malloc / free, recorded
-// streams waited for before the free, empty_cache = synchronize + trim to 0,
-// stats = the pool's reserved / used (current, high) in the "all" entries of
-// reserved_bytes, allocated_bytes and active_bytes, every other key 0.
+// reference. The scenarios the hip backend runs the same way (the release
+// threshold, one byte's figures, recorded streams, an absent async group,
+// destroy, the fault sweep) are async_cases.cc's, instantiated here with the
+// CUDA names; below them the tests cuda has alone: peaks, refused frees, the
+// memory fraction's message, size limits and private pools.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <set>
 #include <string>
 
-#include "tests/backend/gpu_sweeps.h"
+#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/vendor_cases.h"
 
 namespace cuda_test {
+
+INSTANTIATE_TEST_SUITE_P(Cuda, Async, ::testing::Values(&kCudaVendor), VendorName);
+INSTANTIATE_TEST_SUITE_P(Cuda, AsyncPlain, ::testing::Values(&kCudaVendor), VendorName);
+
 namespace {
 
 constexpr int kThreshold = 4; // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
@@ -26,34 +29,7 @@ class CudaAsync : public CudaTest {
         CudaTest::SetUp();
         Make("backend:cudaMallocAsync");
     }
-    uint64_t PoolAttr(int attr)
-    {
-        uint64_t v = 0;
-        EXPECT_EQ(f_.fake_cuda_pool_attr(0, attr, &v), 0);
-        return v;
-    }
 };
-
-// The keys that are not zero in st.
-std::set<std::string> NonZeroKeys(const galloc_stats_t &st)
-{
-    std::set<std::string> keys;
-    galloc_stats_foreach(
-        &st,
-        [](void *ctx, const char *key, int64_t v) {
-            if (v != 0)
-                static_cast<std::set<std::string> *>(ctx)->insert(key);
-            return 0;
-        },
-        &keys);
-    return keys;
-}
-
-TEST_F(CudaAsync, TheReleaseThresholdIsRaisedOnceTheAllocatorExists)
-{
-    EXPECT_EQ(PoolAttr(kThreshold), UINT64_MAX);
-    EXPECT_EQ(f_.fake_cuda_calls("cuDeviceGetDefaultMemPool"), 1u);
-}
 
 TEST(CudaAsyncPool, TheNativeAllocatorLeavesThePoolAlone)
 {
@@ -67,37 +43,6 @@ TEST(CudaAsyncPool, TheNativeAllocatorLeavesThePoolAlone)
     EXPECT_EQ(v, 0u);
     EXPECT_EQ(f.fake_cuda_calls("cuDeviceGetDefaultMemPool"), 0u);
     galloc_allocator_destroy(a);
-}
-
-TEST_F(CudaAsync, OneByteReportsThePoolsFigures)
-{
-    void *p = Alloc(1);
-    ASSERT_NE(p, nullptr);
-    std::memset(p, 0xee, 1);
-    galloc_stats_t st = Stats();
-    EXPECT_EQ(st.allocated_bytes[ALL].current, 512) << "the fake pool counts used memory in 512-byte units";
-    EXPECT_EQ(st.allocated_bytes[ALL].peak, 512);
-    EXPECT_EQ(st.active_bytes[ALL].current, 512);
-    EXPECT_EQ(st.active_bytes[ALL].peak, 512);
-    EXPECT_EQ(st.reserved_bytes[ALL].current, (int64_t)(2 * kMiB));
-    EXPECT_EQ(st.reserved_bytes[ALL].peak, (int64_t)(2 * kMiB));
-    const std::set<std::string> want = {"active_bytes.all.current",    "active_bytes.all.peak",
-                                        "allocated_bytes.all.current", "allocated_bytes.all.peak",
-                                        "reserved_bytes.all.current",  "reserved_bytes.all.peak"};
-    EXPECT_EQ(NonZeroKeys(st), want) << "everything else stays 0, as PyTorch's getDeviceStats leaves it";
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemAllocAsync"), 1u);
-    Free(p);
-    st = Stats();
-    EXPECT_EQ(st.allocated_bytes[ALL].current, 0);
-    EXPECT_EQ(st.reserved_bytes[ALL].current, (int64_t)(2 * kMiB)) << "kept by the raised release threshold";
-    ASSERT_EQ(galloc_stream_synchronize(a_, 0), GALLOC_OK);
-    EXPECT_EQ(Stats().reserved_bytes[ALL].current, (int64_t)(2 * kMiB)) << "even across a synchronization";
-    f_.fake_cuda_trace_clear();
-    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
-    std::string trace = f_.Trace();
-    EXPECT_NE(trace.find("cuCtxSynchronize"), std::string::npos) << trace;
-    EXPECT_LT(trace.find("cuCtxSynchronize"), trace.find("cuMemPoolTrimTo")) << trace;
-    EXPECT_EQ(Stats().reserved_bytes[ALL].current, 0);
 }
 
 TEST_F(CudaAsync, PeaksResetToCurrentAccumulatedResetDoesNothing)
@@ -115,34 +60,6 @@ TEST_F(CudaAsync, PeaksResetToCurrentAccumulatedResetDoesNothing)
     EXPECT_EQ(st.allocated_bytes[ALL].peak, (int64_t)(1 * kMiB));
     EXPECT_EQ(st.reserved_bytes[ALL].peak, st.reserved_bytes[ALL].current);
     Free(q);
-}
-
-TEST_F(CudaAsync, RecordedStreamsAreWaitedForBeforeTheFree)
-{
-    uintptr_t s1 = 0, s2 = 0;
-    ASSERT_EQ(f_.fake_cuda_stream_create(0, &s1), 0);
-    ASSERT_EQ(f_.fake_cuda_stream_create(0, &s2), 0);
-    void *a = Alloc(4096, s1);
-    ASSERT_EQ(galloc_record_stream(a_, a, s1), GALLOC_OK) << "the creation stream: no effect";
-    ASSERT_EQ(galloc_record_stream(a_, a, s2), GALLOC_OK);
-    ASSERT_EQ(galloc_record_stream(a_, a, s2), GALLOC_OK) << "recorded once";
-    f_.fake_cuda_trace_clear();
-    Free(a);
-    std::string trace = f_.Trace();
-    EXPECT_EQ(f_.fake_cuda_calls("cuStreamSynchronize"), 1u) << trace;
-    EXPECT_LT(trace.find("cuStreamSynchronize"), trace.find("cuMemFreeAsync")) << trace;
-    void *b = Alloc(4096, s1);
-    f_.fake_cuda_trace_clear();
-    Free(b);
-    EXPECT_EQ(f_.Trace().find("cuStreamSynchronize"), std::string::npos) << "one stream: freed on it directly";
-    void *p = reinterpret_cast<void *>(0x1234);
-    EXPECT_EQ(galloc_record_stream(a_, p, s1), GALLOC_E_NOT_OWNED);
-    galloc_allocator_destroy(a_);
-    a_ = nullptr;
-    EXPECT_EQ(f_.fake_cuda_stream_destroy(s1), 0);
-    EXPECT_EQ(f_.fake_cuda_stream_destroy(s2), 0);
-    EXPECT_EQ(f_.Stats().leaks, 0u);
-    EXPECT_EQ(f_.Stats().violations, 0u) << f_.Violation();
 }
 
 TEST_F(CudaAsync, ForeignAndDoubleFreesAreRefusedWithoutADriverCall)
@@ -204,47 +121,6 @@ TEST_F(CudaAsync, SizeZeroHugeAndPrivatePools)
     size_t free_b = 0, total = 0;
     EXPECT_EQ(galloc_memory_info(a_, &free_b, &total), GALLOC_OK);
     EXPECT_EQ(total, 80 * kGiB);
-}
-
-TEST(CudaAsyncPool, UnavailableWhereTheBackendOrDriverCannot)
-{
-    galloc_allocator_t *a = nullptr;
-    char err[GALLOC_ERROR_MAX] = "";
-    EXPECT_EQ(galloc_allocator_create("sim", 0, "backend:cudaMallocAsync", &a, err, sizeof err), GALLOC_E_UNAVAILABLE);
-    EXPECT_EQ(std::string(err).rfind("backend:cudaMallocAsync is not available on device backend \"sim\"", 0), 0u)
-        << err;
-    FakeCuda f("libfake_cuda_noasync.so");
-    ASSERT_NE(f.fake_cuda_reset, nullptr) << f.error();
-    EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, "backend:cudaMallocAsync").c_str(), &a, err, sizeof err),
-              GALLOC_E_UNAVAILABLE);
-    EXPECT_STREQ(err, "backend:cudaMallocAsync is not available on device backend \"cuda\": pool_usage: "
-                      "stream-ordered allocation is unavailable: the cuda driver library lacks cuMemAllocAsync");
-    EXPECT_EQ(f.Stats().leaks, 0u);
-    ASSERT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f).c_str(), &a, err, sizeof err), GALLOC_OK) << err;
-    galloc_allocator_destroy(a); // the native allocator does not need it
-}
-
-TEST_F(CudaAsync, DestroyFreesWhatIsStillLive)
-{
-    Alloc(1);
-    Alloc(5 * kMiB);
-    EXPECT_EQ(f_.Stats().live_async, 2u);
-    // TearDown destroys and checks the fake counts no leak
-}
-
-// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
-TEST(CudaAsyncSweep, EveryDriverCallFailingOnce)
-{
-    FakeCuda f;
-    ASSERT_TRUE(f.ok()) << f.error();
-    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kAsync, 30u));
-}
-
-TEST(CudaAsyncSweep, EveryDriverCallFailingFromTheNthOn)
-{
-    FakeCuda f;
-    ASSERT_TRUE(f.ok()) << f.error();
-    SweepFrom(f, Layer::kAsync, 10u);
 }
 
 } // namespace

@@ -2,8 +2,9 @@
 // driver, hip on the fake HIP runtime; both fakes are one core): an allocator
 // created through the public API ("device_backend:<vendor>,driver_path:<the
 // fake in runfiles>"), shorthands for stats, and the fault-injection sweep.
-// The hip tests derive HipTest (below) and reuse everything else unchanged:
-// the result codes injected (2 = out of memory, 999 = unknown) are the same
+// The hip-only tests derive HipTest (below), the tests both vendors share
+// vendor_cases.h's VendorTest, and all reuse everything else unchanged: the
+// result codes injected (2 = out of memory, 999 = unknown) are the same
 // numbers in CUresult and hipError_t.
 //
 // The sweep runs a scripted workload once per driver call it makes: run N fails

@@ -1,18 +1,21 @@
 // cuda_vmm_test: expandable_segments:True on the "cuda" backend through the
-// public API, on the strict fake driver. The figures are the sim suite's
-// (tests/pool/expandable_test.cc: pages of 20 MiB for the large pool, 2 MiB for
-// the small one; one num_device_alloc per mapping of a block, one
-// num_device_free per unmapping; no segment count), and underneath them the
-// driver calls PyTorch's ExpandableSegment makes: one cuMemAddressReserve per
-// segment, per page one cuMemCreate + cuMemMap + cuMemSetAccess, and on
-// shrinking cuMemUnmap + cuMemRelease per page, cuMemAddressFree at the end.
+// public API, on the strict fake driver. The scenarios the hip backend runs
+// the same way (page growth and shrinking with the driver calls PyTorch's
+// ExpandableSegment makes, the small pool's pages, map failures, the fault
+// sweep) are vmm_cases.cc's, instantiated here with the CUDA names; below
+// them the tests cuda has alone.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "tests/backend/gpu_sweeps.h"
+#include "tests/backend/cuda_fixture.h"
+#include "tests/backend/vendor_cases.h"
 
 namespace cuda_test {
+
+INSTANTIATE_TEST_SUITE_P(Cuda, Vmm, ::testing::Values(&kCudaVendor), VendorName);
+INSTANTIATE_TEST_SUITE_P(Cuda, VmmSweep, ::testing::Values(&kCudaVendor), VendorName);
+
 namespace {
 
 class CudaVmm : public CudaTest {
@@ -23,46 +26,6 @@ class CudaVmm : public CudaTest {
         Make("expandable_segments:True");
     }
 };
-
-TEST_F(CudaVmm, GrowsByPagesAndStaysContiguous)
-{
-    char *a = static_cast<char *>(Alloc(5 * kMiB)); // maps one 20 MiB page
-    galloc_stats_t st = Stats();
-    EXPECT_EQ(st.reserved_bytes[LARGE].current, (int64_t)(20 * kMiB));
-    EXPECT_EQ(st.num_device_alloc, 1);
-    EXPECT_EQ(st.segment[ALL].current, 0);
-    EXPECT_EQ(st.allocated_bytes[LARGE].current, (int64_t)(5 * kMiB));
-    fake_gpu_stats_t fs = f_.Stats();
-    EXPECT_EQ(fs.live_reservations, 1u);
-    EXPECT_EQ(fs.live_handles, 1u);
-    EXPECT_EQ(fs.live_handle_bytes, 20 * kMiB);
-    EXPECT_EQ(fs.live_mappings, 1u);
-    EXPECT_EQ(fs.device_used[0], 20 * kMiB) << "reserving address space costs no memory";
-    char *b = static_cast<char *>(Alloc(30 * kMiB)); // 15 MiB free + one more page, then split
-    EXPECT_EQ(b, a + 5 * kMiB);
-    st = Stats();
-    EXPECT_EQ(st.reserved_bytes[LARGE].current, (int64_t)(40 * kMiB));
-    EXPECT_EQ(st.num_device_alloc, 2);
-    EXPECT_EQ(st.allocated_bytes[LARGE].current, (int64_t)(35 * kMiB));
-    EXPECT_EQ(f_.Stats().live_mappings, 2u) << "one handle per page";
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemAddressReserve"), 1u);
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemSetAccess"), 2u);
-    std::memset(b, 0x77, 30 * kMiB); // the whole range is mapped read-write, across the page boundary
-    Free(a);
-    Free(b);
-    EXPECT_EQ(Stats().reserved_bytes[ALL].current, (int64_t)(40 * kMiB)) << "cached until empty_cache";
-    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
-    st = Stats();
-    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
-    EXPECT_EQ(st.num_device_free, 1) << "one unmapping of the block, two pages";
-    EXPECT_EQ(st.num_sync_all_streams, 1);
-    fs = f_.Stats();
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemUnmap"), 2u);
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemRelease"), 2u);
-    EXPECT_EQ(f_.fake_cuda_calls("cuMemAddressFree"), 1u) << "the VA range went back too";
-    EXPECT_EQ(fs.live_handles + fs.live_mappings + fs.live_reservations, 0u);
-    EXPECT_EQ(fs.device_used[0], 0u);
-}
 
 TEST_F(CudaVmm, EmptyCacheKeepsPagesThatHoldLiveBlocks)
 {
@@ -82,19 +45,6 @@ TEST_F(CudaVmm, EmptyCacheKeepsPagesThatHoldLiveBlocks)
     Free(c);
 }
 
-TEST_F(CudaVmm, SmallPoolUsesTwoMiBPages)
-{
-    char *a = static_cast<char *>(Alloc(1));
-    char *b = static_cast<char *>(Alloc(4096));
-    EXPECT_EQ(b, a + 512);
-    galloc_stats_t st = Stats();
-    EXPECT_EQ(st.reserved_bytes[SMALL].current, (int64_t)(2 * kMiB));
-    EXPECT_EQ(st.reserved_bytes[LARGE].current, 0);
-    EXPECT_EQ(f_.Stats().live_handle_bytes, 2 * kMiB);
-    Free(a);
-    Free(b);
-}
-
 TEST_F(CudaVmm, DataSurvivesGrowthAndShrinking)
 {
     char *a = static_cast<char *>(Alloc(5 * kMiB));
@@ -106,21 +56,6 @@ TEST_F(CudaVmm, DataSurvivesGrowthAndShrinking)
     EXPECT_EQ(a[0], 0x3c);
     EXPECT_EQ(a[5 * kMiB - 1], 0x3c);
     Free(a);
-}
-
-TEST_F(CudaVmm, AMapFailureIsAnOomThatMapsNothing)
-{
-    ASSERT_EQ(f_.fake_cuda_fail("cuMemCreate", 0, 1, kOutOfMemory), 0);
-    void *p = reinterpret_cast<void *>(1);
-    EXPECT_EQ(galloc_malloc(a_, 5 * kMiB, 0, &p), GALLOC_E_OOM);
-    EXPECT_EQ(p, nullptr);
-    galloc_stats_t st = Stats();
-    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
-    EXPECT_EQ(st.num_ooms, 1);
-    fake_gpu_stats_t fs = f_.Stats();
-    EXPECT_EQ(fs.live_handles + fs.live_mappings, 0u);
-    f_.fake_cuda_fail_clear();
-    Free(Alloc(5 * kMiB));
 }
 
 TEST_F(CudaVmm, AFailureOnTheSecondPageLeavesNoHalfMapping)
@@ -135,39 +70,6 @@ TEST_F(CudaVmm, AFailureOnTheSecondPageLeavesNoHalfMapping)
     EXPECT_EQ(Stats().reserved_bytes[ALL].current, 0);
     f_.fake_cuda_fail_clear();
     Free(Alloc(30 * kMiB));
-}
-
-TEST_F(CudaVmm, ARefusedUndoIsReleasedBeforeTheNextMap)
-{
-    // cuMemSetAccess fails and so does the cuMemUnmap undoing the map: the
-    // page stays mapped in the driver while the pool believes it unmapped.
-    ASSERT_EQ(f_.fake_cuda_fail("cuMemSetAccess", 1, 0, kUnknown), 0);
-    ASSERT_EQ(f_.fake_cuda_fail("cuMemUnmap", 1, 0, kUnknown), 0);
-    // The pool frees its (empty) cache and retries: the orphan is unmapped
-    // and released before the page maps again at the same address.
-    char *a = static_cast<char *>(Alloc(5 * kMiB));
-    EXPECT_EQ(Stats().num_alloc_retries, 1);
-    std::memset(a, 1, 5 * kMiB);
-    fake_gpu_stats_t fs = f_.Stats();
-    EXPECT_EQ(fs.live_mappings, 1u);
-    EXPECT_EQ(fs.live_handles, 1u);
-    EXPECT_EQ(fs.violations, 0u) << f_.Violation();
-    Free(a);
-}
-
-// The fault sweeps: workloads and recounts in gpu_sweeps.h, shared by vendors.
-TEST(CudaVmmSweep, EveryDriverCallFailingOnce)
-{
-    FakeCuda f;
-    ASSERT_TRUE(f.ok()) << f.error();
-    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kExpandable, 40u));
-}
-
-TEST(CudaVmmSweep, EveryDriverCallFailingFromTheNthOn)
-{
-    FakeCuda f;
-    ASSERT_TRUE(f.ok()) << f.error();
-    SweepFrom(f, Layer::kExpandable, 20u);
 }
 
 } // namespace

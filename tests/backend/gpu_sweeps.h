@@ -3,8 +3,8 @@
 // driver (tests/fake_cuda or tests/fake_hip: the FakeCuda handle says which);
 // Sweep (cuda_fixture.h) fails every driver call in turn, or every call from
 // the Nth on, and each recount checks galloc's stats against the fake's own
-// books. The cuda_* and hip_* suites call SweepOnce / SweepFrom with their
-// fake and layer.
+// books. The shared vendor suites (malloc_cases.cc, vmm_cases.cc,
+// async_cases.cc) call SweepOnce / SweepFrom with their vendor's fake and layer.
 #ifndef GA_TESTS_BACKEND_GPU_SWEEPS_H
 #define GA_TESTS_BACKEND_GPU_SWEEPS_H
 

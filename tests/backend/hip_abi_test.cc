@@ -73,85 +73,75 @@ static_assert(sizeof(ga_hip_mempool_t) == sizeof(hipMemPool_t));
 static_assert(sizeof(ga_hip_mem_handle_t) == sizeof(hipMemGenericAllocationHandle_t));
 
 // ---- Values. ----
-#define GA_ABI_VALUE_(ours, theirs) static_assert((long long)(ours) == (long long)(theirs), #ours " != " #theirs);
-GA_ABI_VALUE_(GA_HIP_SUCCESS, hipSuccess)
-GA_ABI_VALUE_(GA_HIP_ERROR_INVALID_VALUE, hipErrorInvalidValue)
-GA_ABI_VALUE_(GA_HIP_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory)
-GA_ABI_VALUE_(GA_HIP_ERROR_NOT_INITIALIZED, hipErrorNotInitialized)
-GA_ABI_VALUE_(GA_HIP_ERROR_DEINITIALIZED, hipErrorDeinitialized)
-GA_ABI_VALUE_(GA_HIP_ERROR_NO_DEVICE, hipErrorNoDevice)
-GA_ABI_VALUE_(GA_HIP_ERROR_INVALID_DEVICE, hipErrorInvalidDevice)
-GA_ABI_VALUE_(GA_HIP_ERROR_INVALID_CONTEXT, hipErrorInvalidContext)
-GA_ABI_VALUE_(GA_HIP_ERROR_INVALID_HANDLE, hipErrorInvalidHandle)
-GA_ABI_VALUE_(GA_HIP_ERROR_NOT_FOUND, hipErrorNotFound)
-GA_ABI_VALUE_(GA_HIP_ERROR_NOT_READY, hipErrorNotReady)
-GA_ABI_VALUE_(GA_HIP_ERROR_NOT_SUPPORTED, hipErrorNotSupported)
-GA_ABI_VALUE_(GA_HIP_ERROR_UNKNOWN, hipErrorUnknown)
-GA_ABI_VALUE_(GA_HIP_EVENT_DEFAULT, hipEventDefault)
-GA_ABI_VALUE_(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
-GA_ABI_VALUE_(GA_HIP_MEM_ALLOCATION_TYPE_INVALID, hipMemAllocationTypeInvalid)
-GA_ABI_VALUE_(GA_HIP_MEM_ALLOCATION_TYPE_PINNED, hipMemAllocationTypePinned)
-GA_ABI_VALUE_(GA_HIP_MEM_HANDLE_TYPE_NONE, hipMemHandleTypeNone)
-GA_ABI_VALUE_(GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, hipMemHandleTypePosixFileDescriptor)
-GA_ABI_VALUE_(GA_HIP_MEM_LOCATION_TYPE_INVALID, hipMemLocationTypeInvalid)
-GA_ABI_VALUE_(GA_HIP_MEM_LOCATION_TYPE_DEVICE, hipMemLocationTypeDevice)
-GA_ABI_VALUE_(GA_HIP_MEM_ACCESS_FLAGS_PROT_NONE, hipMemAccessFlagsProtNone)
-GA_ABI_VALUE_(GA_HIP_MEM_ACCESS_FLAGS_PROT_READ, hipMemAccessFlagsProtRead)
-GA_ABI_VALUE_(GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE, hipMemAccessFlagsProtReadWrite)
-GA_ABI_VALUE_(GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM, hipMemAllocationGranularityMinimum)
-GA_ABI_VALUE_(GA_HIP_MEM_ALLOC_GRANULARITY_RECOMMENDED, hipMemAllocationGranularityRecommended)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_REUSE_FOLLOW_EVENT_DEPENDENCIES, hipMemPoolReuseFollowEventDependencies)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_REUSE_ALLOW_OPPORTUNISTIC, hipMemPoolReuseAllowOpportunistic)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES, hipMemPoolReuseAllowInternalDependencies)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_ATTR_RELEASE_THRESHOLD, hipMemPoolAttrReleaseThreshold)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, hipMemPoolAttrReservedMemCurrent)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_HIGH, hipMemPoolAttrReservedMemHigh)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_ATTR_USED_MEM_CURRENT, hipMemPoolAttrUsedMemCurrent)
-GA_ABI_VALUE_(GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH, hipMemPoolAttrUsedMemHigh)
+GA_ABI_VALUE(GA_HIP_SUCCESS, hipSuccess)
+GA_ABI_VALUE(GA_HIP_ERROR_INVALID_VALUE, hipErrorInvalidValue)
+GA_ABI_VALUE(GA_HIP_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory)
+GA_ABI_VALUE(GA_HIP_ERROR_NOT_INITIALIZED, hipErrorNotInitialized)
+GA_ABI_VALUE(GA_HIP_ERROR_DEINITIALIZED, hipErrorDeinitialized)
+GA_ABI_VALUE(GA_HIP_ERROR_NO_DEVICE, hipErrorNoDevice)
+GA_ABI_VALUE(GA_HIP_ERROR_INVALID_DEVICE, hipErrorInvalidDevice)
+GA_ABI_VALUE(GA_HIP_ERROR_INVALID_CONTEXT, hipErrorInvalidContext)
+GA_ABI_VALUE(GA_HIP_ERROR_INVALID_HANDLE, hipErrorInvalidHandle)
+GA_ABI_VALUE(GA_HIP_ERROR_NOT_FOUND, hipErrorNotFound)
+GA_ABI_VALUE(GA_HIP_ERROR_NOT_READY, hipErrorNotReady)
+GA_ABI_VALUE(GA_HIP_ERROR_NOT_SUPPORTED, hipErrorNotSupported)
+GA_ABI_VALUE(GA_HIP_ERROR_UNKNOWN, hipErrorUnknown)
+GA_ABI_VALUE(GA_HIP_EVENT_DEFAULT, hipEventDefault)
+GA_ABI_VALUE(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
+GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_INVALID, hipMemAllocationTypeInvalid)
+GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_PINNED, hipMemAllocationTypePinned)
+GA_ABI_VALUE(GA_HIP_MEM_HANDLE_TYPE_NONE, hipMemHandleTypeNone)
+GA_ABI_VALUE(GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, hipMemHandleTypePosixFileDescriptor)
+GA_ABI_VALUE(GA_HIP_MEM_LOCATION_TYPE_INVALID, hipMemLocationTypeInvalid)
+GA_ABI_VALUE(GA_HIP_MEM_LOCATION_TYPE_DEVICE, hipMemLocationTypeDevice)
+GA_ABI_VALUE(GA_HIP_MEM_ACCESS_FLAGS_PROT_NONE, hipMemAccessFlagsProtNone)
+GA_ABI_VALUE(GA_HIP_MEM_ACCESS_FLAGS_PROT_READ, hipMemAccessFlagsProtRead)
+GA_ABI_VALUE(GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE, hipMemAccessFlagsProtReadWrite)
+GA_ABI_VALUE(GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM, hipMemAllocationGranularityMinimum)
+GA_ABI_VALUE(GA_HIP_MEM_ALLOC_GRANULARITY_RECOMMENDED, hipMemAllocationGranularityRecommended)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_REUSE_FOLLOW_EVENT_DEPENDENCIES, hipMemPoolReuseFollowEventDependencies)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_REUSE_ALLOW_OPPORTUNISTIC, hipMemPoolReuseAllowOpportunistic)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_REUSE_ALLOW_INTERNAL_DEPENDENCIES, hipMemPoolReuseAllowInternalDependencies)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_ATTR_RELEASE_THRESHOLD, hipMemPoolAttrReleaseThreshold)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, hipMemPoolAttrReservedMemCurrent)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_HIGH, hipMemPoolAttrReservedMemHigh)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_ATTR_USED_MEM_CURRENT, hipMemPoolAttrUsedMemCurrent)
+GA_ABI_VALUE(GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH, hipMemPoolAttrUsedMemHigh)
 // HIP_VERSION's encoding, which galloc's 6.0 threshold is written in.
 static_assert(HIP_VERSION == HIP_VERSION_MAJOR * 10000000 + HIP_VERSION_MINOR * 100000 + HIP_VERSION_PATCH);
 static_assert((HIP_VERSION >= GA_HIP_VERSION_6_0) == (HIP_VERSION_MAJOR >= 6));
-#undef GA_ABI_VALUE_
 
 // ---- Struct layouts, member by member. ----
-#define GA_ABI_LAYOUT_(ours, theirs)                                                               \
-    static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs), #ours " size");
-#define GA_ABI_MEMBER_(ours, om, theirs, tm)                                                       \
-    static_assert(offsetof(ours, om) == offsetof(theirs, tm) &&                                    \
-                      sizeof(((ours *)nullptr)->om) == sizeof(((theirs *)nullptr)->tm),            \
-                  #ours "." #om " != " #theirs "." #tm);
-GA_ABI_LAYOUT_(ga_hip_mem_location_t, hipMemLocation)
-GA_ABI_MEMBER_(ga_hip_mem_location_t, type, hipMemLocation, type)
-GA_ABI_MEMBER_(ga_hip_mem_location_t, id, hipMemLocation, id)
-GA_ABI_LAYOUT_(ga_hip_mem_access_desc_t, hipMemAccessDesc)
-GA_ABI_MEMBER_(ga_hip_mem_access_desc_t, location, hipMemAccessDesc, location)
-GA_ABI_MEMBER_(ga_hip_mem_access_desc_t, flags, hipMemAccessDesc, flags)
+GA_ABI_LAYOUT(ga_hip_mem_location_t, hipMemLocation)
+GA_ABI_MEMBER(ga_hip_mem_location_t, type, hipMemLocation, type)
+GA_ABI_MEMBER(ga_hip_mem_location_t, id, hipMemLocation, id)
+GA_ABI_LAYOUT(ga_hip_mem_access_desc_t, hipMemAccessDesc)
+GA_ABI_MEMBER(ga_hip_mem_access_desc_t, location, hipMemAccessDesc, location)
+GA_ABI_MEMBER(ga_hip_mem_access_desc_t, flags, hipMemAccessDesc, flags)
 #if HIP_VERSION_MAJOR >= 6
-GA_ABI_LAYOUT_(ga_hip_mem_allocation_prop_t, hipMemAllocationProp)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, type, hipMemAllocationProp, type)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, requested_handle_types, hipMemAllocationProp, requestedHandleTypes)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, location, hipMemAllocationProp, location)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, win32_handle_meta_data, hipMemAllocationProp, win32HandleMetaData)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, alloc_flags, hipMemAllocationProp, allocFlags)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, alloc_flags.compression_type, hipMemAllocationProp,
+GA_ABI_LAYOUT(ga_hip_mem_allocation_prop_t, hipMemAllocationProp)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, type, hipMemAllocationProp, type)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, requested_handle_types, hipMemAllocationProp, requestedHandleTypes)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, location, hipMemAllocationProp, location)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, win32_handle_meta_data, hipMemAllocationProp, win32HandleMetaData)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags, hipMemAllocationProp, allocFlags)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.compression_type, hipMemAllocationProp,
                allocFlags.compressionType)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, hipMemAllocationProp,
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, hipMemAllocationProp,
                allocFlags.gpuDirectRDMACapable)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_t, alloc_flags.usage, hipMemAllocationProp, allocFlags.usage)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.usage, hipMemAllocationProp, allocFlags.usage)
 #else
-GA_ABI_LAYOUT_(ga_hip_mem_allocation_prop_v5_t, hipMemAllocationProp)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, compression_type, hipMemAllocationProp, compressionType)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, location, hipMemAllocationProp, location)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, requested_handle_type, hipMemAllocationProp, requestedHandleType)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, type, hipMemAllocationProp, type)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, usage, hipMemAllocationProp, usage)
-GA_ABI_MEMBER_(ga_hip_mem_allocation_prop_v5_t, win32_handle_meta_data, hipMemAllocationProp, win32HandleMetaData)
+GA_ABI_LAYOUT(ga_hip_mem_allocation_prop_v5_t, hipMemAllocationProp)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, compression_type, hipMemAllocationProp, compressionType)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, location, hipMemAllocationProp, location)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, requested_handle_type, hipMemAllocationProp, requestedHandleType)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, type, hipMemAllocationProp, type)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, usage, hipMemAllocationProp, usage)
+GA_ABI_MEMBER(ga_hip_mem_allocation_prop_v5_t, win32_handle_meta_data, hipMemAllocationProp, win32HandleMetaData)
 #endif
 // The 6.x declaration is what galloc's function types take: a 5.x runtime
 // reads the v5 struct through that pointer, so both must be the same size.
-GA_ABI_LAYOUT_(ga_hip_mem_allocation_prop_t, ga_hip_mem_allocation_prop_v5_t)
-#undef GA_ABI_LAYOUT_
-#undef GA_ABI_MEMBER_
+GA_ABI_LAYOUT(ga_hip_mem_allocation_prop_t, ga_hip_mem_allocation_prop_v5_t)
 
 #endif // GA_HAVE_HIP_H
 

@@ -1,0 +1,126 @@
+// vendor_cases.h: what lets one test body serve both GPU vendors. The cuda
+// and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
+// only in their vendor table, so a scenario that runs the same on both is
+// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, compiled into
+// both vendors' test targets) as a value-parameterized test over a Vendor:
+// the names that differ between them (library, backend key, driver / runtime
+// functions injected with faults or counted, the error names and words in
+// the messages; kCudaVendor and kHipVendor below). Each vendor's own test
+// file instantiates the shared suites with its Vendor, so each backend keeps
+// one Bazel target, and its vendor-only tests stay next to the instantiation.
+#ifndef GA_TESTS_BACKEND_VENDOR_CASES_H
+#define GA_TESTS_BACKEND_VENDOR_CASES_H
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+
+#include "tests/backend/cuda_fixture.h"
+
+namespace cuda_test {
+
+// One vendor's names. Exact strings, so every expected message stays exact.
+struct Vendor {
+    const char *name;      // the backend ("cuda"), the fakes' infix (libfake_cuda.so) and the fake's vendor()
+    const char *upper;     // PyTorch's word in messages: "CUDA out of memory", PYTORCH_CUDA_ALLOC_CONF
+    const char *real_lib;  // the real library's file name, for the bad-path message
+    const char *loader;    // what the loader calls the library when a required symbol is missing
+    const char *unknown;   // the name of result code 999 (kUnknown)
+    // Native pool: segment allocation, cross-stream events, stream sync.
+    const char *mem_alloc, *mem_free, *event_create, *event_destroy, *event_record, *event_query, *stream_sync;
+    // Virtual memory management (expandable segments).
+    const char *address_reserve, *address_free, *mem_create, *mem_release, *mem_map, *mem_unmap, *set_access;
+    // Stream-ordered allocation (backend:<name>MallocAsync).
+    const char *alloc_async, *free_async, *default_pool, *pool_set_attr, *pool_trim, *device_sync;
+
+    // The fake library of this vendor, optionally a variant ("_noalloc").
+    std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
+    std::string AsyncBackend() const { return "backend:" + std::string(name) + "MallocAsync"; }
+};
+
+// The two vendors, field by field as Vendor declares them.
+inline const Vendor kCudaVendor = {
+    "cuda", "CUDA", "libcuda.so", "driver library", "CUDA_ERROR_UNKNOWN",
+    // native pool
+    "cuMemAlloc_v2", "cuMemFree_v2", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventQuery",
+    "cuStreamSynchronize",
+    // virtual memory management
+    "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap",
+    "cuMemSetAccess",
+    // stream-ordered allocation: empty_cache synchronizes the context
+    "cuMemAllocAsync", "cuMemFreeAsync", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
+    "cuCtxSynchronize",
+};
+inline const Vendor kHipVendor = {
+    "hip", "HIP", "libamdhip64.so", "HIP runtime library", "hipErrorUnknown",
+    // native pool
+    "hipMalloc", "hipFree", "hipEventCreateWithFlags", "hipEventDestroy", "hipEventRecord", "hipEventQuery",
+    "hipStreamSynchronize",
+    // virtual memory management
+    "hipMemAddressReserve", "hipMemAddressFree", "hipMemCreate", "hipMemRelease", "hipMemMap", "hipMemUnmap",
+    "hipMemSetAccess",
+    // stream-ordered allocation: HIP has no contexts, empty_cache synchronizes the device
+    "hipMallocAsync", "hipFreeAsync", "hipDeviceGetDefaultMemPool", "hipMemPoolSetAttribute", "hipMemPoolTrimTo",
+    "hipDeviceSynchronize",
+};
+
+// gtest prints a failing test's parameter: the vendor's name, not an address.
+inline void PrintTo(const Vendor *v, std::ostream *os) { *os << v->name; }
+
+// The parameter's name in the test names ("Cuda/Malloc.OneByte.../cuda").
+inline std::string VendorName(const ::testing::TestParamInfo<const Vendor *> &info) { return info.param->name; }
+
+// The allocator fixture (cuda_fixture.h's CudaTest) on the vendor's fake. The
+// parameter interface comes first: the CudaTest base reads it to pick the
+// library, and gtest sets the parameter before constructing the fixture.
+class VendorTest : public ::testing::WithParamInterface<const Vendor *>, public CudaTest {
+  protected:
+    VendorTest() : CudaTest(GetParam()->Fake(), GetParam()->name) {}
+    const Vendor &v() const { return *GetParam(); }
+};
+
+// The suites without a fixture allocator: they load their own fake (a
+// variant, or a fresh one per sweep run).
+class VendorPlain : public ::testing::TestWithParam<const Vendor *> {
+  protected:
+    const Vendor &v() const { return *GetParam(); }
+};
+
+// The shared suites, one per scenario file; declared here, complete, because
+// each vendor's test file instantiates them (INSTANTIATE_TEST_SUITE_P needs
+// the fixture's ParamType).
+class Malloc : public VendorTest {}; // malloc_cases.cc: the native pool
+class MallocLoad : public VendorPlain {};
+class MallocSweep : public VendorPlain {};
+
+class Vmm : public VendorTest { // vmm_cases.cc: expandable segments
+  protected:
+    void SetUp() override
+    {
+        VendorTest::SetUp();
+        Make("expandable_segments:True");
+    }
+    void GrowTwoPages(char **a, char **b); // vmm_cases.cc
+};
+class VmmSweep : public VendorPlain {};
+
+class Async : public VendorTest { // async_cases.cc: backend:<vendor>MallocAsync
+  protected:
+    void SetUp() override
+    {
+        VendorTest::SetUp();
+        Make(v().AsyncBackend());
+    }
+    uint64_t PoolAttr(int attr) // device 0's default pool, as the fake holds it
+    {
+        uint64_t val = 0;
+        EXPECT_EQ(f_.fake_cuda_pool_attr(0, attr, &val), 0);
+        return val;
+    }
+};
+class AsyncPlain : public VendorPlain {};
+
+} // namespace cuda_test
+
+#endif // GA_TESTS_BACKEND_VENDOR_CASES_H

@@ -1,0 +1,158 @@
+// vmm_cases: expandable_segments:True scenarios that run the same on the
+// "cuda" and the "hip" backend, written once over a Vendor (vendor_cases.h)
+// and compiled into cuda_vmm_test and hip_vmm_test, which instantiate Vmm and
+// VmmSweep with their vendor. The figures are the sim suite's
+// (tests/pool/expandable_test.cc: pages of 20 MiB for the large pool, 2 MiB
+// for the small one; one num_device_alloc per mapping of a block, one
+// num_device_free per unmapping; no segment count), and underneath them the
+// calls PyTorch's ExpandableSegment makes, in either vendor's names: one
+// address reserve per segment, per page one create + map + set-access, on
+// shrinking unmap + release per page, the address range freed at the end.
+// Where the two files asserted different parts of a scenario, the shared body
+// asserts both.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "tests/backend/gpu_sweeps.h"
+#include "tests/backend/vendor_cases.h"
+
+namespace cuda_test {
+
+// The growth both page tests start from: a (5 MiB) maps one 20 MiB page, b
+// (30 MiB) takes the 15 MiB left and one more page, contiguous after a.
+void Vmm::GrowTwoPages(char **a, char **b)
+{
+    *a = static_cast<char *>(Alloc(5 * kMiB)); // maps one 20 MiB page
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.reserved_bytes[LARGE].current, (int64_t)(20 * kMiB));
+    EXPECT_EQ(st.num_device_alloc, 1);
+    EXPECT_EQ(st.segment[ALL].current, 0);
+    EXPECT_EQ(st.allocated_bytes[LARGE].current, (int64_t)(5 * kMiB));
+    fake_gpu_stats_t fs = f_.Stats();
+    EXPECT_EQ(fs.live_reservations, 1u);
+    EXPECT_EQ(fs.live_handles, 1u);
+    EXPECT_EQ(fs.live_handle_bytes, 20 * kMiB);
+    EXPECT_EQ(fs.live_mappings, 1u);
+    EXPECT_EQ(fs.device_used[0], 20 * kMiB) << "reserving address space costs no memory";
+    *b = static_cast<char *>(Alloc(30 * kMiB)); // 15 MiB free + one more page, then split
+    EXPECT_EQ(*b, *a + 5 * kMiB);
+    st = Stats();
+    EXPECT_EQ(st.reserved_bytes[LARGE].current, (int64_t)(40 * kMiB));
+    EXPECT_EQ(st.num_device_alloc, 2);
+    EXPECT_EQ(st.allocated_bytes[LARGE].current, (int64_t)(35 * kMiB));
+    EXPECT_EQ(f_.Stats().live_mappings, 2u) << "one handle per page";
+    EXPECT_EQ(f_.fake_cuda_calls(v().address_reserve), 1u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_create), 2u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_map), 2u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().set_access), 2u);
+    std::memset(*b, 0x77, 30 * kMiB); // the whole range is mapped read-write, across the page boundary
+}
+
+// Both blocks freed: one empty_cache unmaps both pages and frees the range.
+TEST_P(Vmm, GrowsByPagesAndStaysContiguous)
+{
+    char *a = nullptr, *b = nullptr;
+    GrowTwoPages(&a, &b);
+    Free(a);
+    Free(b);
+    EXPECT_EQ(Stats().reserved_bytes[ALL].current, (int64_t)(40 * kMiB)) << "cached until empty_cache";
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
+    EXPECT_EQ(st.num_device_free, 1) << "one unmapping of the block, two pages";
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    fake_gpu_stats_t fs = f_.Stats();
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_unmap), 2u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_release), 2u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().address_free), 1u) << "the VA range went back too";
+    EXPECT_EQ(fs.live_handles + fs.live_mappings + fs.live_reservations, 0u);
+    EXPECT_EQ(fs.device_used[0], 0u);
+}
+
+// b freed first: empty_cache unmaps only the page wholly free, then a's.
+TEST_P(Vmm, GrowsByPagesAndShrinksPageExactly)
+{
+    char *a = nullptr, *b = nullptr;
+    GrowTwoPages(&a, &b);
+    Free(b); // free 5..40 MiB: page 0 still holds a, page 1 is entirely free
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.reserved_bytes[ALL].current, (int64_t)(20 * kMiB)) << "only the page wholly free went";
+    EXPECT_EQ(st.num_device_free, 1);
+    fake_gpu_stats_t fs = f_.Stats();
+    EXPECT_EQ(fs.live_mapped_bytes, 20 * kMiB);
+    EXPECT_EQ(fs.device_used[0], 20 * kMiB);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_unmap), 1u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_release), 1u);
+    Free(a);
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    EXPECT_EQ(Stats().reserved_bytes[ALL].current, 0);
+    fs = f_.Stats();
+    EXPECT_EQ(fs.live_handles + fs.live_mappings + fs.live_reservations, 0u);
+    EXPECT_EQ(f_.fake_cuda_calls(v().address_free), 1u) << "the VA range went back too";
+    EXPECT_EQ(fs.device_used[0], 0u);
+}
+
+TEST_P(Vmm, SmallPoolUsesTwoMiBPages)
+{
+    char *a = static_cast<char *>(Alloc(1));
+    char *b = static_cast<char *>(Alloc(4096));
+    EXPECT_EQ(b, a + 512);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.reserved_bytes[SMALL].current, (int64_t)(2 * kMiB));
+    EXPECT_EQ(st.reserved_bytes[LARGE].current, 0);
+    EXPECT_EQ(f_.Stats().live_handle_bytes, 2 * kMiB);
+    Free(a);
+    Free(b);
+}
+
+TEST_P(Vmm, AMapFailureIsAnOomThatMapsNothing)
+{
+    ASSERT_EQ(f_.fake_cuda_fail(v().mem_create, 0, 1, kOutOfMemory), 0);
+    void *p = reinterpret_cast<void *>(1);
+    EXPECT_EQ(galloc_malloc(a_, 5 * kMiB, 0, &p), GALLOC_E_OOM);
+    EXPECT_EQ(p, nullptr);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
+    EXPECT_EQ(st.num_ooms, 1);
+    fake_gpu_stats_t fs = f_.Stats();
+    EXPECT_EQ(fs.live_handles + fs.live_mappings, 0u);
+    f_.fake_cuda_fail_clear();
+    Free(Alloc(5 * kMiB));
+}
+
+TEST_P(Vmm, ARefusedUndoIsReleasedBeforeTheNextMap)
+{
+    // Setting the access fails and so does the unmap undoing the map: the
+    // page stays mapped in the driver while the pool believes it unmapped.
+    ASSERT_EQ(f_.fake_cuda_fail(v().set_access, 1, 0, kUnknown), 0);
+    ASSERT_EQ(f_.fake_cuda_fail(v().mem_unmap, 1, 0, kUnknown), 0);
+    // The pool frees its (empty) cache and retries: the orphan is unmapped
+    // and released before the page maps again at the same address.
+    char *a = static_cast<char *>(Alloc(5 * kMiB));
+    EXPECT_EQ(Stats().num_alloc_retries, 1);
+    std::memset(a, 1, 5 * kMiB);
+    fake_gpu_stats_t fs = f_.Stats();
+    EXPECT_EQ(fs.live_mappings, 1u);
+    EXPECT_EQ(fs.live_handles, 1u);
+    EXPECT_EQ(fs.violations, 0u) << f_.Violation();
+    Free(a);
+}
+
+// The fault sweeps: workloads and recounts in gpu_sweeps.h.
+TEST_P(VmmSweep, EveryDriverCallFailingOnce)
+{
+    FakeCuda f(v().Fake(), v().name);
+    ASSERT_TRUE(f.ok()) << f.error();
+    RecordProperty("calls_failed", (int)SweepOnce(f, Layer::kExpandable, 40u));
+}
+
+TEST_P(VmmSweep, EveryDriverCallFailingFromTheNthOn)
+{
+    FakeCuda f(v().Fake(), v().name);
+    ASSERT_TRUE(f.ok()) << f.error();
+    SweepFrom(f, Layer::kExpandable, 20u);
+}
+
+} // namespace cuda_test
