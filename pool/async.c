@@ -127,6 +127,14 @@ static void map_remove(ga_async_t *a, async_ptr_t *e)
 
 /* ---- Life cycle. ---- */
 
+/* The setting in the device's own spelling: PyTorch's ROCm build also takes
+ * backend:hipMallocAsync, and a HIP user should read that name back (the sim
+ * device speaks as CUDA, see ga_backend_vendor). */
+static const char *async_setting(const ga_backend_t *b)
+{
+    return strcmp(ga_backend_vendor(b), "HIP") == 0 ? "backend:hipMallocAsync" : "backend:cudaMallocAsync";
+}
+
 bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
 {
     const galloc_backend_ops_t *ops = b->ops;
@@ -136,10 +144,10 @@ bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
         return true;
     if (msg != NULL && len > 0)
         snprintf(msg, len,
-                 "backend:cudaMallocAsync is not available on device backend \"%s\" (it needs stream-ordered "
+                 "%s is not available on device backend \"%s\" (it needs stream-ordered "
                  "allocation: malloc_async, free_async, pool_trim, pool_usage, device_synchronize and "
                  "stream_synchronize)",
-                 ops->name);
+                 async_setting(b), ops->name);
     return false;
 }
 
@@ -163,9 +171,9 @@ galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err
         ga_backend_error_string(backend, why, sizeof(why));
         free(a);
         if (st == GALLOC_E_UNSUPPORTED)
-            return ga_fail(err, GALLOC_E_UNAVAILABLE, "backend:cudaMallocAsync is not available on device backend \"%s\": %s",
-                           backend->ops->name, why);
-        return ga_fail(err, st, "backend:cudaMallocAsync: setting up the device's memory pool failed: %s",
+            return ga_fail(err, GALLOC_E_UNAVAILABLE, "%s is not available on device backend \"%s\": %s",
+                           async_setting(backend), backend->ops->name, why);
+        return ga_fail(err, st, "%s: setting up the device's memory pool failed: %s", async_setting(backend),
                        why[0] ? why : galloc_strerror(st));
     }
     *out = a;
