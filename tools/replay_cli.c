@@ -78,7 +78,8 @@ void ga_replay_usage(FILE *out)
           "  -h, --help            this text\n"
           "\n"
           "TRACE: a RAPIDS RMM log (CSV), a PyTorch snapshot (torch.cuda.memory._dump_snapshot\n"
-          "pickle) or a galloc text trace (docs/trace-format.md); - reads standard input.\n"
+          "pickle), an LLNL Umpire replay log, a PyTorch profiler (Kineto) Chrome trace or a\n"
+          "galloc text trace (docs/trace-format.md); - reads standard input.\n"
           "Exit status: 0 no OOM, 1 an OOM in some configuration, 2 bad usage or input; with\n"
           "--verify: 0 agrees, 1 diverges, 2 cannot verify.\n",
           out);
