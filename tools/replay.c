@@ -341,6 +341,16 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
                                                sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
+        /* The message's offsets count from the string galloc parsed, which
+         * starts with the capacity make_conf put first; parse the user's
+         * string alone for a message that points into what they wrote. */
+        if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
+            galloc_allocator_t *probe = NULL;
+            char err[sizeof(c->create_error)];
+            if (galloc_allocator_create(o->backend, 0, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+                snprintf(c->create_error, sizeof(c->create_error), "%s", err);
+            galloc_allocator_destroy(probe);
+        }
         return 0;
     }
     c->fraction = ga_replay_start_fraction(c->a);
