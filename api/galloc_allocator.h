@@ -112,6 +112,10 @@ GALLOC_API galloc_status_t galloc_stream_synchronize(galloc_allocator_t *a, gall
  * GALLOC_E_DEVICE if waiting for a block freed on another stream failed (as
  * PyTorch throws): nothing is released then, and that block and those freed
  * after it stay pending (not reused) until a later wait or poll succeeds.
+ * Also GALLOC_E_DEVICE if the device refused to free a segment or unmap a
+ * page: every other one is released, the refused ones stay cached (and
+ * counted in reserved memory), and the message names the first refusal and
+ * how many more there were. A later empty_cache tries them again.
  */
 GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
 

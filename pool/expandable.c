@@ -177,6 +177,8 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     size_t done = first;
     while (done < last && ga_backend_unmap(p->backend, seg->base + done * seg->page, seg->page) == GALLOC_OK)
         done++;
+    if (done < last) /* the refused page and the ones after it stay mapped */
+        ga_pool_note_refused(p, "unmap", seg->base + done * seg->page, seg->page);
     if (done == first)
         return;
     uintptr_t ustart = seg->base + first * seg->page;

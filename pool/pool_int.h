@@ -168,6 +168,7 @@ struct ga_pool {
     size_t n_routes;
     bool set_fraction;              /* a memory fraction was set */
     size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
+    size_t refused_frees;           /* device frees/unmaps refused since the last full flush began */
 };
 
 /* Request parameters, PyTorch's AllocParams. */
@@ -246,6 +247,10 @@ galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t 
 /* Unmap the whole pages inside a free mapped expandable block; releases the
  * segment's VA range when nothing of it stays mapped. */
 void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b);
+/* A device free or unmap refused during a full flush (release_cached_blocks):
+ * counted in p->refused_frees, the first one recorded in p->err with the
+ * backend's reason. */
+void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes);
 /* Give an expandable segment back whole (destroy): unmap every mapped page, free the VA. */
 void ga_pool_expandable_teardown(ga_pool_t *p, ga_segment_t *seg);
 
@@ -279,10 +284,15 @@ size_t ga_pool_private_free_bytes(const ga_pool_t *p);
 void ga_pool_private_destroy(ga_pool_t *p);
 
 /* release.c: giving cached memory back. */
-void ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
+/* Returns false (the segment stays cached, ga_pool_note_refused called) when
+ * the device refuses the free. */
+bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
+/* ga_pool_release_block for a full flush: a refusal is noted (ga_pool_note_refused). */
+void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b);
 bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap);
-/* Fails (GALLOC_E_DEVICE) only when waiting for pending events fails; nothing
- * is released then. */
+/* GALLOC_E_DEVICE when waiting for pending events fails (nothing is released
+ * then), or when the device refused to free a segment or unmap a page (every
+ * other one is released, the refused ones stay cached and counted). */
 galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p);
 void ga_pool_garbage_collect(ga_pool_t *p);
 

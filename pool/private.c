@@ -120,7 +120,7 @@ void ga_pool_release_private_pools(ga_pool_t *p)
             while (b != NULL) {
                 ga_block_t *next = ga_pool_blockpool_next(b);
                 if (!ga_block_is_split(b))
-                    ga_pool_release_block(p, b);
+                    ga_pool_release_free_segment(p, b);
                 b = next;
             }
         }

@@ -8,16 +8,38 @@
  *   garbage_collect_cached_blocks: free the oldest whole cached segments of
  *     the large pool until reserved memory is under the GC threshold.
  */
+#include <string.h>
+
 #include "pool/pool_int.h"
 #include "stats/stats.h"
 
+void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes)
+{
+    if (p->refused_frees++ > 0)
+        return; /* the first refusal says why; the count says how many */
+    char why[256];
+    ga_backend_error_string(p->backend, why, sizeof(why));
+    (void)ga_fail(p->err, GALLOC_E_DEVICE, "the device refused to %s %zu bytes at %#lx: %s", what, bytes,
+                  (unsigned long)addr, why[0] ? why : "no reason given");
+}
+
 /* PyTorch's release_block: one whole free segment back to the device. If the
- * device refuses, the segment stays cached (nothing is lost or miscounted). */
-void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
+ * device refuses (PyTorch throws), the segment stays cached: nothing is lost
+ * or miscounted. A full flush reports it (ga_pool_release_free_segment); the
+ * GC and the oversize release just go on, as their callers will retry. */
+void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b)
+{
+    uintptr_t base = b->seg->base;
+    size_t size = b->seg->size;
+    if (!ga_pool_release_block(p, b))
+        ga_pool_note_refused(p, "free the segment of", base, size);
+}
+
+bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
 {
     ga_segment_t *seg = b->seg;
     if (ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
-        return;
+        return false;
     p->stats.num_device_free++;
     int64_t pid[2];
     ga_trace_record(&p->trace, GA_TRACE_SEGMENT_FREE, seg->base, seg->size, seg->stream, ga_pool_id_of(b->pool, pid),
@@ -33,6 +55,7 @@ void ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
     ga_pool_unlink_segment(p, seg);
     ga_pool_records_put_block(&p->records, b);
     ga_pool_records_put_segment(&p->records, seg);
+    return true;
 }
 
 bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap)
@@ -49,8 +72,7 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
          * lets the full flush run. */
         if (ga_block_is_split(b) || b->seg->expandable)
             return false;
-        ga_pool_release_block(p, b);
-        return true;
+        return ga_pool_release_block(p, b);
     }
     /* No single block is large enough: free oversize blocks of this stream,
      * largest first, until enough is released. */
@@ -61,10 +83,9 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
         /* Oversize blocks are whole segments except in one corner case (an odd
          * max_split_size_mb can split an oversize segment); PyTorch would hand
          * such a piece to cudaFree, galloc skips it. */
-        if (!ga_block_is_split(cur) && !cur->seg->expandable) {
-            released += cur->size;
-            ga_pool_release_block(p, cur);
-        }
+        size_t size = cur->size;
+        if (!ga_block_is_split(cur) && !cur->seg->expandable && ga_pool_release_block(p, cur))
+            released += size;
         cur = prev;
     }
     return released >= key;
@@ -83,7 +104,7 @@ static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
             b->hash_next = to_unmap;
             to_unmap = b;
         } else if (!ga_block_is_split(b)) {
-            ga_pool_release_block(p, b);
+            ga_pool_release_free_segment(p, b);
         }
         b = next;
     }
@@ -110,10 +131,16 @@ galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p)
     galloc_status_t st = ga_pool_synchronize_and_free_events(p);
     if (st != GALLOC_OK)
         return st;
+    p->refused_frees = 0;
     release_blocks(p, &p->large);
     release_blocks(p, &p->small);
     ga_pool_release_private_pools(p);
-    return GALLOC_OK;
+    if (p->refused_frees > 1) {
+        char first[GALLOC_ERROR_MAX];
+        memcpy(first, p->err->msg, sizeof(first));
+        return ga_fail(p->err, GALLOC_E_DEVICE, "%.900s (and %zu more refusals)", first, p->refused_frees - 1);
+    }
+    return p->refused_frees == 1 ? GALLOC_E_DEVICE : GALLOC_OK;
 }
 
 static int64_t gc_age(const ga_block_t *b)
@@ -152,7 +179,7 @@ void ga_pool_garbage_collect(ga_pool_t *p)
                 reclaimed += b->size;
                 total_age -= (double)gc_age(b);
                 freeable--;
-                ga_pool_release_block(p, b);
+                (void)ga_pool_release_block(p, b); /* a refusal keeps it cached; PyTorch would throw */
             }
             b = next;
         }

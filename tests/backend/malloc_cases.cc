@@ -207,6 +207,45 @@ TEST_P(Malloc, DriverErrorsCarryTheFunctionAndTheErrorNameAndText)
     Free(p);
 }
 
+// A driver that refuses to free a cached segment: empty_cache says so
+// (PyTorch's check on cudaFree throws), the segment stays cached and counted,
+// every other one is freed, and the next empty_cache frees it.
+TEST_P(Malloc, ARefusedFreeInEmptyCacheIsReportedAndTheSegmentStaysCached)
+{
+    Make();
+    void *a = Alloc(30 * kMiB), *b = Alloc(40 * kMiB), *c = Alloc(50 * kMiB);
+    Free(a);
+    Free(b);
+    Free(c);
+    ASSERT_EQ(f_.fake_cuda_fail(v().mem_free, 2, 0, kUnknown), 0); // the second of the three frees
+    EXPECT_EQ(galloc_empty_cache(a_), GALLOC_E_DEVICE);
+    const std::string e = LastError(a_);
+    EXPECT_EQ(e.rfind("the device refused to free the segment of 41943040 bytes at 0x", 0), 0u) << e;
+    EXPECT_NE(e.find(std::string(v().mem_free) + " failed: " + v().unknown), std::string::npos) << e;
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_device_free, 2);
+    EXPECT_EQ(st.segment[ALL].current, 1);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 40 * (int64_t)kMiB); // frees go in free-set order: 30, 40, 50 MiB
+    EXPECT_EQ((uint64_t)st.reserved_bytes[ALL].current, f_.Stats().device_used[0]);
+    EXPECT_EQ(galloc_check(a_), GALLOC_OK) << LastError(a_);
+
+    // Every free refused: the message counts the others.
+    void *d = Alloc(60 * kMiB);
+    Free(d);
+    f_.fake_cuda_fail_clear();
+    ASSERT_EQ(f_.fake_cuda_fail(v().mem_free, 0, 1, kUnknown), 0);
+    EXPECT_EQ(galloc_empty_cache(a_), GALLOC_E_DEVICE);
+    EXPECT_NE(LastError(a_).find("(and 1 more refusals)"), std::string::npos) << LastError(a_);
+    EXPECT_EQ(Stats().segment[ALL].current, 2);
+
+    f_.fake_cuda_fail_clear();
+    EXPECT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    st = Stats();
+    EXPECT_EQ(st.segment[ALL].current, 0);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
+    EXPECT_EQ(st.num_device_free, 4);
+}
+
 TEST_P(Malloc, Conformance)
 {
     galloc_backend_args_t args = {};
