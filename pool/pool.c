@@ -51,8 +51,10 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_pool_ptrmap_init(&p->ptrs);
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
-    /* per_process_memory_fraction caps the pool from the start; PyTorch sets a
-     * cap only for a fraction below 1.0 (1.0 leaves GC off). */
+    /* per_process_memory_fraction caps the pool from the start. The key is
+     * newest main's, whose setMemoryFraction keeps a cap only below 1.0 (an
+     * optional maximum), so 1.0 sets none and leaves GC off. The call below
+     * follows PyTorch 2.x, where any fraction sets set_fraction (README). */
     if (conf->per_process_memory_fraction < 1.0)
         (void)ga_pool_set_fraction(p, conf->per_process_memory_fraction);
     *out = p;
