@@ -64,6 +64,12 @@ head -2 "$TMP/out" | tail -1 | grep -q "defaults .*expandable_segments:True .*ma
 [ "$(grep '^verdict ' "$TMP/out" | grep -o 'fits\|OOM' | wc -l)" -eq 3 ] || fail "three verdicts: $(grep '^verdict' "$TMP/out")"
 expect_in "$TMP/out" "CUDA out of memory. Tried to allocate" "PyTorch's OOM message"
 expect_in "$TMP/out" "OOM at event [0-9,]* (line [0-9]*) after \"step" "OOM event, line and annotation"
+# The README's main command and the figures the README quotes from it.
+expect_exit 1 "README main command" -- "$GALLOC" replay --conf "" --conf expandable_segments:True \
+    "$EX/fragmentation.trace"
+expect_in "$TMP/out" "^\[defaults\] OOM at event 1,601 " "README: the defaults' first OOM"
+expect_in "$TMP/out" "7.96 GiB is reserved by PyTorch but unallocated" "README: reserved but unallocated"
+expect_in "$TMP/out" "^verdict  *OOM (fragmentation)  *fits$" "README: expandable_segments:True fits"
 printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 2GiB\n' >"$TMP/oom.trace"
 expect_exit 1 "oom trace" -- "$GALLOC" replay "$TMP/oom.trace"
 expect_exit 1 "device memory option" -- "$GALLOC" replay --device-memory 256MiB "$EX/rmm_small.csv"
