@@ -185,14 +185,15 @@ expect_exit 0 "snapshot" -- "$GALLOC" replay --snapshot "$TMP/s.pickle" "$EX/rmm
 "$GALLOC" replay "$TMP/s.pickle" >/dev/null 2>&1 || fail "the written snapshot does not replay"
 
 # ---- OOM classification in the replay report --------------------------------
-"$PY" - "$TMP/lo8.trace" <<'EOF'
-import sys
-s = "galloc-trace 1 device_memory 8GiB\n"
-s += "".join("alloc %d 530MiB\n" % (i + 1) for i in range(15))
-s += "".join("free %d\n" % (i + 1) for i in range(15))
-s += "".join("alloc %d 270MiB\n" % (1000 + i) for i in range(28))
-open(sys.argv[1], "w").write(s)
-EOF
+# load_order FILE HEADER BIG SMALL: BIG 530 MiB buffers allocated and freed,
+# then SMALL 270 MiB ones that the split remainders cannot hold.
+load_order() {
+    { printf '%b' "$2"
+      for i in $(seq 1 "$3"); do echo "alloc $i 530MiB"; done
+      for i in $(seq 1 "$3"); do echo "free $i"; done
+      for i in $(seq 0 $(($4 - 1))); do echo "alloc $((1000 + i)) 270MiB"; done; } >"$1"
+}
+load_order "$TMP/lo8.trace" 'galloc-trace 1 device_memory 8GiB\n' 15 28
 expect_exit 1 "fragmentation OOM classified" -- "$GALLOC" replay "$TMP/lo8.trace"
 expect_in "$TMP/out" "OOM at event 45 (line 47), 270.00 MiB requested" "load-order OOM event"
 expect_in "$TMP/out" "fragmentation: 270.00 MiB requested <= 3.81 GiB cached free + 242.00 MiB device free, but the largest free block is 260.00 MiB" "fragmentation figures"
@@ -211,14 +212,7 @@ grep "^  genuine:" "$TMP/out" | grep -q "expandable_segments\|max_split" && fail
 expect_exit 1 "conf fraction OOM is genuine" -- "$GALLOC" replay --conf per_process_memory_fraction:0.5 \
     "$TMP/cap.trace"
 expect_in "$TMP/out" "exceed the 4.00 GiB the memory fraction allows" "conf fraction classified under the cap"
-"$PY" - "$TMP/capfrag.trace" <<'EOF'
-import sys
-s = "galloc-trace 1 device_memory 8GiB\nset_fraction 0.5\n"
-s += "".join("alloc %d 530MiB\n" % (i + 1) for i in range(7))
-s += "".join("free %d\n" % (i + 1) for i in range(7))
-s += "".join("alloc %d 270MiB\n" % (1000 + i) for i in range(9))
-open(sys.argv[1], "w").write(s)
-EOF
+load_order "$TMP/capfrag.trace" 'galloc-trace 1 device_memory 8GiB\nset_fraction 0.5\n' 7 9
 expect_exit 1 "capped fragmentation" -- "$GALLOC" replay "$TMP/capfrag.trace"
 expect_in "$TMP/out" "fragmentation: 270.00 MiB requested <= 1.78 GiB cached free + 116.00 MiB free under the memory fraction (0.5 of 8.00 GiB = 4.00 GiB), but the largest free block is 260.00 MiB; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)" "capped fragmentation figures"
 expect_exit 1 "capped oom in json" -- "$GALLOC" replay --json "$TMP/cap.trace"
