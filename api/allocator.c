@@ -326,7 +326,7 @@ galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_
 galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, char *buf, size_t len, size_t *needed)
 {
     GA_LIVE_OR_RETURN(a);
-    if ((buf == NULL && len > 0))
+    if (buf == NULL && len > 0)
         return GALLOC_E_INVAL;
     galloc_stats_t st;
     st.struct_size = sizeof(st);
@@ -340,7 +340,7 @@ galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, c
 galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *buf, size_t len, size_t *needed)
 {
     GA_LIVE_OR_RETURN(a);
-    if ((buf == NULL && len > 0))
+    if (buf == NULL && len > 0)
         return GALLOC_E_INVAL;
     /* conf is fixed at create: no lock needed to read it. */
     size_t n = ga_conf_format(&a->conf, buf, len);

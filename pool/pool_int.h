@@ -284,8 +284,8 @@ size_t ga_pool_private_free_bytes(const ga_pool_t *p);
 void ga_pool_private_destroy(ga_pool_t *p);
 
 /* release.c: giving cached memory back. */
-/* Returns false (the segment stays cached, ga_pool_note_refused called) when
- * the device refuses the free. */
+/* Returns false when the device refuses the free: the segment stays cached,
+ * counted as before. The caller decides whether to report it. */
 bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
 /* ga_pool_release_block for a full flush: a refusal is noted (ga_pool_note_refused). */
 void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b);

@@ -224,16 +224,6 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
     return 1;
 }
 
-/* A point of the plot's series: the figures after event idx. */
-static void sample(run_ctx_t *x, ga_sampler_t *sm, uint64_t idx)
-{
-    galloc_stats_t s = {.struct_size = sizeof(s)};
-    if (galloc_memory_stats(x->a, &s) == GALLOC_OK)
-        ga_sampler_add(sm, idx, (double)s.requested_bytes[GALLOC_STAT_ALL].current,
-                       (double)s.allocated_bytes[GALLOC_STAT_ALL].current,
-                       (double)s.reserved_bytes[GALLOC_STAT_ALL].current);
-}
-
 int ga_fit_replay(const ga_fit_job_t *job, const char *conf, uint64_t capacity, ga_fit_run_t *out)
 {
     return ga_fit_replay_sampled(job, conf, capacity, out, NULL);
@@ -269,10 +259,10 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
             for (i = 0; i < un->n && rc > 0; i++) {
                 rc = step(&x, u, i, &un->ev[i]);
                 if (i == sm->next && rc > 0)
-                    sample(&x, sm, i);
+                    ga_sampler_add_stats(sm, i, x.a);
             }
             if (i > 0) /* the last event replayed: the end, or the OOM the line stops at */
-                sample(&x, sm, i - 1);
+                ga_sampler_add_stats(sm, i - 1, x.a);
         }
         galloc_stats_t s = {.struct_size = sizeof(s)};
         if (galloc_memory_stats(x.a, &s) == GALLOC_OK) {

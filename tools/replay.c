@@ -152,16 +152,6 @@ const char *ga_oom_class_name(ga_oom_class_t c)
     return c == GA_OOM_FRAGMENTATION ? "fragmentation" : "genuine";
 }
 
-static void sample(ga_replay_column_t *c, uint64_t idx)
-{
-    galloc_stats_t s = {.struct_size = sizeof(s)};
-    if (galloc_memory_stats(c->a, &s) != GALLOC_OK)
-        return;
-    ga_sampler_add(&c->sampler, idx, (double)s.requested_bytes[GALLOC_STAT_ALL].current,
-                   (double)s.allocated_bytes[GALLOC_STAT_ALL].current,
-                   (double)s.reserved_bytes[GALLOC_STAT_ALL].current);
-}
-
 static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     void *p = NULL;
@@ -292,7 +282,7 @@ static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
                 start_recording(c);
             apply(c, idx, &x->ev[i], x);
             if (idx == c->sampler.next && c->sampler.x != NULL)
-                sample(c, idx);
+                ga_sampler_add_stats(&c->sampler, idx, c->a);
             if (idx >= c->snapshot_last && c->snapshot_recording)
                 write_snapshot(c);
         }
@@ -304,7 +294,7 @@ static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
         uint64_t idx = x->first + i;
         apply(c, idx, &x->ev[i], x);
         if (idx == c->sampler.next && c->sampler.x != NULL)
-            sample(c, idx);
+            ga_sampler_add_stats(&c->sampler, idx, c->a);
     }
     c->events += x->n;
     c->seconds += now() - t0;
@@ -377,7 +367,7 @@ static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
     if (c->a == NULL)
         return;
     if (c->sampler.x != NULL && events > 0)
-        sample(c, events - 1);
+        ga_sampler_add_stats(&c->sampler, events - 1, c->a);
     if (check) {
         galloc_status_t st = galloc_check(c->a);
         if (st != GALLOC_OK) {

@@ -200,6 +200,9 @@ void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *ou
  * index x. finish: the point of the last event if not already there. */
 int ga_sampler_init(ga_sampler_t *s);
 void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, double res);
+/* ga_sampler_add_stats: a point at event index x of a's requested, allocated
+ * and reserved bytes (all pools) as galloc_memory_stats reports them now. */
+void ga_sampler_add_stats(ga_sampler_t *s, uint64_t x, galloc_allocator_t *a);
 void ga_sampler_free(ga_sampler_t *s);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache

@@ -65,6 +65,15 @@ void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, doubl
     s->next = s->last + s->stride;
 }
 
+void ga_sampler_add_stats(ga_sampler_t *s, uint64_t x, galloc_allocator_t *a)
+{
+    galloc_stats_t st = {.struct_size = sizeof(st)};
+    if (galloc_memory_stats(a, &st) == GALLOC_OK)
+        ga_sampler_add(s, x, (double)st.requested_bytes[GALLOC_STAT_ALL].current,
+                       (double)st.allocated_bytes[GALLOC_STAT_ALL].current,
+                       (double)st.reserved_bytes[GALLOC_STAT_ALL].current);
+}
+
 void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *out)
 {
     out->label = label;
