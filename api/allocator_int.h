@@ -10,9 +10,9 @@
 
 #include <pthread.h>
 
-#include "api/galloc_allocator.h"
-#include "api/galloc_mempool.h"
-#include "api/galloc_trace.h"
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_mempool.h>
+#include <galloc/galloc_trace.h>
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/pool.h"

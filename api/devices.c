@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/galloc_device.h"
+#include <galloc/galloc_device.h>
 #include "conf/conf.h"
 
 static _Atomic(galloc_allocator_t *) slots[GALLOC_DEVICE_MAX]; /* see the invariants above */

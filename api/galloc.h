@@ -2,13 +2,13 @@
 #ifndef GALLOC_H
 #define GALLOC_H
 
-#include "api/galloc_allocator.h"
-#include "api/galloc_backend.h"
-#include "api/galloc_device.h"
-#include "api/galloc_mempool.h"
-#include "api/galloc_stats.h"
-#include "api/galloc_status.h"
-#include "api/galloc_trace.h"
-#include "api/galloc_user.h"
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_backend.h>
+#include <galloc/galloc_device.h>
+#include <galloc/galloc_mempool.h>
+#include <galloc/galloc_stats.h>
+#include <galloc/galloc_status.h>
+#include <galloc/galloc_trace.h>
+#include <galloc/galloc_user.h>
 
 #endif /* GALLOC_H */

@@ -18,9 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_backend.h"
-#include "api/galloc_stats.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_backend.h>
+#include <galloc/galloc_stats.h>
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "api/galloc_allocator.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

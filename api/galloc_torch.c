@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/galloc.h"
-#include "api/galloc_torch.h"
+#include <galloc/galloc.h>
+#include <galloc/galloc_torch.h>
 
 /* Device indices accepted: GALLOC_DEVICE_MAX until PyTorch's init says how
  * many devices it sees. */

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_allocator.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,5 +1,5 @@
 /* status.c: galloc_strerror and galloc_status_name, generated from GALLOC_STATUS_MAP. */
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 
 #include <stddef.h>
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "api/allocator_int.h"
-#include "api/galloc_user.h"
+#include <galloc/galloc_user.h>
 #include "api/user_map.h"
 #include "stats/stats.h"
 #include "trace/snapshot.h"

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_backend.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_backend.h>
+#include <galloc/galloc_status.h>
 
 /* One live allocation. addr 0 marks an empty slot (malloc_fn never hands out NULL). */
 typedef struct ga_user_entry {

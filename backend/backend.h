@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "api/galloc_backend.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_backend.h>
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

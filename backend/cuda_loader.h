@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 #include "backend/cuda_api.h"
 #include "backend/dl_table.h"
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 
 typedef struct ga_gpu_slot {
     uintptr_t key;  /* 0 marks an empty slot */

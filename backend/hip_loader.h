@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 #include "backend/dl_table.h"
 #include "backend/hip_api.h"
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 
 namespace bench {
 

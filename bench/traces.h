@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/gen/transformer.h"
 
 namespace bench {

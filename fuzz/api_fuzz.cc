@@ -32,7 +32,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tests/reliability/simwatch.h"
 }
 

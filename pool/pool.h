@@ -13,11 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_allocator.h"
-#include "api/galloc_mempool.h"
-#include "api/galloc_trace.h"
-#include "api/galloc_stats.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_mempool.h>
+#include <galloc/galloc_trace.h>
+#include <galloc/galloc_stats.h>
+#include <galloc/galloc_status.h>
 #include "backend/backend.h"
 #include "conf/conf.h"
 

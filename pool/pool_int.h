@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/avl.h"

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 
 #define MIB ((size_t)1 << 20)
 #define REPORT_EVERY 10000000ull     /* operations per epoch and report (at most) */

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/replay.h"
 #include "tools/series.h"
 

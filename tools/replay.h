@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/idmap.h"
 #include "tools/series.h"
 #include "tools/trace_reader.h"

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/idmap.h"
 
 #ifdef __cplusplus

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

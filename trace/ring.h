@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -37,8 +37,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "api/galloc_status.h"
-#include "api/galloc_trace.h"
+#include <galloc/galloc_status.h>
+#include <galloc/galloc_trace.h>
 #include "trace/trace.h"
 
 #ifdef __cplusplus

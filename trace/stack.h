@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
-#include "api/galloc_trace.h"
+#include <galloc/galloc_status.h>
+#include <galloc/galloc_trace.h>
 #include "trace/strtab.h"
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
-#include "api/galloc_trace.h"
+#include <galloc/galloc_status.h>
+#include <galloc/galloc_trace.h>
 #include "trace/ring.h"
 #include "trace/stack.h"
 #include "trace/strtab.h"

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "examples/embed/runtime.h"
 
 typedef struct galloc_rt {

@@ -14,7 +14,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

@@ -7,7 +7,7 @@
 #include <thread>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 #include "tests/util/python.h"
 

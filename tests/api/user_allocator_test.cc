@@ -15,7 +15,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 #include "tests/util/python.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 #include "backend/backend.h"
 }
 

@@ -11,7 +11,7 @@
 #define GA_TESTS_BACKEND_CONFORMANCE_H
 
 extern "C" {
-#include "api/galloc_backend.h"
+#include <galloc/galloc_backend.h>
 }
 
 // Opens backend `name` with args, runs the checks with GoogleTest assertions,

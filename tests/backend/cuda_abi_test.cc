@@ -21,7 +21,7 @@
 #include "tests/backend/cuda_h/cuda.h"
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "backend/cuda_api.h"
 #include "backend/cuda_loader.h"
 }

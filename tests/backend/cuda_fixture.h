@@ -28,7 +28,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 #include "tests/fake_cuda/fake_cuda_util.h"
 

@@ -8,7 +8,7 @@
 #include "tests/backend/conformance.h"
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

@@ -31,7 +31,7 @@
 #endif
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "backend/hip_api.h"
 #include "backend/hip_loader.h"
 }

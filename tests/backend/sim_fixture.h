@@ -10,8 +10,8 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc_backend.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_backend.h>
+#include <galloc/galloc_status.h>
 #include "backend/backend.h"
 #include "backend/sim.h"
 }

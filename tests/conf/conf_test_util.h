@@ -11,7 +11,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 #include "conf/conf.h"
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "tests/pool/pool_shim.h"
 }
 

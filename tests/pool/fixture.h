@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "tests/pool/pool_shim.h"
 }
 

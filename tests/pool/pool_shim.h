@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc_stats.h"
-#include "api/galloc_status.h"
+#include <galloc/galloc_stats.h>
+#include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,7 +9,7 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "tests/pool/pool_shim.h"
 }
 

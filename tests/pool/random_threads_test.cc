@@ -24,7 +24,7 @@
 #include "tests/pool/random_model.h"
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 }
 
 namespace {

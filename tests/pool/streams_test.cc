@@ -6,7 +6,7 @@
 #include "tests/pool/fixture.h"
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "tests/pool/pool_shim.h"
 }
 

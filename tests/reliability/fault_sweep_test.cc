@@ -17,7 +17,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tests/reliability/simwatch.h"
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tests/reliability/simwatch.h"
 }
 

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/galloc_status.h"
+#include <galloc/galloc_status.h>
 #include "backend/sim.h"
 
 #ifdef __cplusplus

@@ -6,7 +6,7 @@
 #include <vector>
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "stats/stats.h"
 }
 

@@ -13,7 +13,7 @@
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/replay.h"
 #include "tools/trace_reader.h"
 }

@@ -10,7 +10,7 @@
 #include <string>
 
 extern "C" {
-#include "api/galloc_stats.h"
+#include <galloc/galloc_stats.h>
 #include "trace/summary.h"
 }
 

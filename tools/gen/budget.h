@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/galloc.h"
+#include <galloc/galloc.h>
 #include "tools/gen/transformer.h"
 
 #ifdef __cplusplus
