@@ -1,6 +1,7 @@
 // pool_test: PyTorch's native caching policy, pinned with exact figures.
-// Each case follows a worked example of ../shared/reference/torch-allocator-spec-pool.md
-// (section 10, "E1".."E12") or a rule of sections 2-7; every fixture runs the
+// Each case follows a worked example of PyTorch's allocator (named "E1".."E12",
+// after the project's reference notes on CUDACachingAllocator.cpp) or one of its
+// rounding, pool, split, merge or GC rules; every fixture runs the
 // invariant check (blocks tile segments, stats equal a recount) in TearDown.
 #include <gtest/gtest.h>
 
