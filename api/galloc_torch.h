@@ -11,9 +11,17 @@
  * galloc in the process). Behind them sits the process-wide device registry
  * (galloc_device.h): one allocator per device index, created at the first call
  * naming it, configured by PYTORCH_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF, then
- * GALLOC_CONF, then galloc_torch_configure. On a GPU set
- * GALLOC_CONF=device_backend:cuda (the default backend is the simulated
- * device "sim").
+ * GALLOC_CONF, then galloc_torch_configure.
+ *
+ * Device backend: PyTorch writes to the memory it is given, so the shim
+ * never simulates one unless told to. When no configuration source names a
+ * device_backend, the first allocator is preceded by a probe: cuda if its
+ * driver (driver_path, else libcuda.so.1) opens device 0, else hip
+ * (libamdhip64.so); if neither does, every entry point fails (malloc returns
+ * NULL) and galloc_torch_last_error gives both drivers' reasons. A named
+ * device_backend is used as named; device_backend:sim prints a one-time
+ * warning to stderr that the addresses are not memory. galloc.torch.use()
+ * names cuda or hip from the torch build it runs in.
  *
  * PyTorch signatures (torch/csrc/cuda/CUDAPluggableAllocator.h, and the
  * _CUDAPluggableAllocator bindings in torch/csrc/cuda/Module.cpp, which take
@@ -64,9 +72,12 @@ typedef struct CUstream_st *galloc_torch_stream_t;
  * galloc_torch_malloc: PyTorch's alloc_fn. size bytes on device, usable on
  * stream, from that device's caching allocator. Returns the device pointer,
  * or NULL for size <= 0, a device index out of range (or >= the count given to
- * galloc_torch_init), an allocator that cannot be created, or out of memory
- * (the message, PyTorch's "CUDA out of memory. Tried to allocate ...", goes to
- * stderr and galloc_torch_last_error).
+ * galloc_torch_init), no usable device backend, an allocator that cannot be
+ * created, or out of memory (the message, PyTorch's "CUDA out of memory.
+ * Tried to allocate ...", goes to stderr and galloc_torch_last_error).
+ * PyTorch 2.x does not check alloc_fn's result: see docs/integration.md for
+ * what a NULL becomes in each release, and galloc.torch.use(), which turns
+ * it into torch.OutOfMemoryError where it can build its C++ wrapper.
  */
 GALLOC_TORCH_API void *galloc_torch_malloc(ssize_t size, int device, galloc_torch_stream_t stream);
 
@@ -111,7 +122,8 @@ GALLOC_TORCH_API void galloc_torch_record_stream(void *ptr, galloc_torch_stream_
 
 /*
  * galloc_torch_configure: galloc_device_configure(conf): a configuration
- * string applied on top of the environment, before the first allocation.
+ * string applied on top of the environment, before the first allocation
+ * (the backend probe, if one is needed, runs after it and with it).
  * Returns GALLOC_OK, GALLOC_E_CONFIG, GALLOC_E_INVAL (an allocator exists
  * already), GALLOC_E_NOMEM.
  */

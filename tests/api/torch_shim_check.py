@@ -22,7 +22,7 @@ import tempfile
 
 MiB = 1 << 20
 GiB = 1 << 30
-OK, E_INVAL, E_OOM, E_NOT_OWNED, E_CONFIG = 0, 1, 2, 3, 4
+OK, E_INVAL, E_OOM, E_NOT_OWNED, E_CONFIG, E_UNAVAILABLE = 0, 1, 2, 3, 4, 6
 HISTORY_ALL, CONTEXT_NONE, STACKS_PYTHON = 2, 0, 0
 
 
@@ -84,7 +84,7 @@ def bind(lib_path, fake_path):
 class Shim:
     def __init__(self, lib_path, fake_path, scratch):
         self.g, self.f = bind(lib_path, fake_path)
-        self.lib_path, self.scratch = lib_path, scratch
+        self.lib_path, self.fake_path, self.scratch = lib_path, fake_path, scratch
         self.f.fake_cuda_reset()
         # Two 1 GiB devices, 2 MiB pages: the fake charges whole pages, so its
         # per-device usage must equal galloc's reserved bytes.
@@ -328,12 +328,60 @@ def case_bad_driver(t):
     t.free(q, 16, 0)
 
 
+def case_probe_picks_cuda(t):
+    # No source names device_backend: the shim probes cuda (the fake, through
+    # driver_path), finds device 0 and serves PyTorch from it, silently.
+    os.environ["GALLOC_CONF"] = "driver_path:" + t.fake_path
+    p, err = t.stderr_of(lambda: t.malloc(1, 0))
+    assert p and err == "", (p, err)
+    expect(t.stats(0), allocated_bytes_all_current=512, reserved_bytes_all_current=2 * MiB)
+    assert t.fake_stats().device_used[0] == 2 * MiB  # real (fake) device memory, not sim
+    t.free(p, 1, 0)
+
+
+def case_no_driver_no_sim(t):
+    # Neither driver loads: nothing is simulated, every call says why.
+    os.environ["GALLOC_CONF"] = "driver_path:/nonexistent/libcuda.so.1"
+    p, err = t.stderr_of(lambda: t.malloc(1, 0))
+    assert p is None and "galloc: malloc on device 0: no GPU driver for PyTorch's memory" in err, (p, err)
+    st, msg = t.last_error(0)
+    assert st == E_UNAVAILABLE, (st, msg)
+    assert "device_backend:cuda: " in msg and "device_backend:hip: " in msg and "/nonexistent/libcuda.so.1" in msg, msg
+    assert t.g.galloc_torch_memory_stats_json(0, None, 0, None) == E_UNAVAILABLE
+    assert t.g.galloc_torch_snapshot(0, os.path.join(t.scratch, "x.json").encode()) == E_UNAVAILABLE
+    # Naming the backend afterwards works (configure resets the probe).
+    assert t.g.galloc_torch_configure(("device_backend:cuda,driver_path:" + t.fake_path).encode()) == OK
+    q = t.malloc(1, 0)
+    assert q, t.last_error(0)
+    t.free(q, 1, 0)
+
+
+def case_sim_only_when_named(t):
+    # device_backend:sim, named: served, with one warning for the process.
+    os.environ["GALLOC_CONF"] = "device_backend:sim,sim_capacity:1GiB"
+    p, err = t.stderr_of(lambda: t.malloc(1, 0))
+    assert p and err.startswith("galloc: device_backend:sim: PyTorch is given simulated addresses, not device memory"), err
+    assert err.count("\n") == 1, err
+    q, err = t.stderr_of(lambda: t.malloc(1, 0))
+    assert q and err == "", err
+    expect(t.stats(0), allocated_bytes_all_current=1024, reserved_bytes_all_current=2 * MiB)
+    assert t.fake_stats().device_used[0] == 0  # nothing reached the (fake) driver
+    t.free(p, 1, 0)
+    t.free(q, 1, 0)
+    # Out of memory on the simulated device: NULL, and PyTorch's message.
+    r, err = t.stderr_of(lambda: t.malloc(2 * GiB, 0))
+    assert r is None and "CUDA out of memory. Tried to allocate 2.00 GiB" in err, err
+
+
 CASES = {
     "alloc_free_two_devices": case_alloc_free_two_devices,
     "hooks": case_hooks,
     "snapshot_and_summary": case_snapshot_and_summary,
     "configure_and_errors": case_configure_and_errors,
     "bad_driver": case_bad_driver,
+    "probe_picks_cuda": case_probe_picks_cuda,
+    "no_driver_no_sim": case_no_driver_no_sim,
+    "sim_only_when_named": case_sim_only_when_named,
 }
 
 

@@ -90,7 +90,8 @@ TEST_P(TorchShim, CtypesCase)
 
 INSTANTIATE_TEST_SUITE_P(Python, TorchShim,
                          ::testing::Values("alloc_free_two_devices", "hooks", "snapshot_and_summary",
-                                           "configure_and_errors", "bad_driver"),
+                                           "configure_and_errors", "bad_driver", "probe_picks_cuda",
+                                           "no_driver_no_sim", "sim_only_when_named"),
                          [](const ::testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
 
 } // namespace
