@@ -1,0 +1,35 @@
+"""galloc from Python: PyTorch's CUDA caching allocator as a library.
+
+    import galloc
+    with galloc.Allocator("sim_capacity:1GiB") as a:     # a simulated device
+        p = a.malloc(1)
+        a.memory_stats()["allocated_bytes.all.current"]   # 512, as PyTorch
+        a.free(p)
+
+galloc.Allocator runs galloc's C library (carried in the package) through
+ctypes. galloc.torch makes galloc PyTorch's CUDA allocator (galloc.torch.use())
+and reads its statistics; importing galloc imports neither torch nor
+galloc.torch.
+"""
+from ._native import STATUS_NAMES
+from .allocator import Allocator
+from .errors import (ConfigError, CorruptError, DestroyedError, DeviceError, FileError, GallocError,
+                     HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError, UnavailableError,
+                     UnsupportedError)
+
+__all__ = [
+    "Allocator", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
+    "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
+    "FileError", "DestroyedError",
+]
+
+
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("galloc")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _version()

@@ -1,0 +1,68 @@
+"""ctypes bindings of libgalloc.so (the public C API, api/galloc_*.h).
+
+The library is the one the package carries (galloc/_lib/libgalloc.so). Status
+codes are not written down here: STATUS_NAMES is read from the library's own
+galloc_status_name, so a code added in C appears here by itself.
+"""
+import ctypes
+import os
+
+LIB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib")
+
+# galloc's messages fit in GALLOC_ERROR_MAX (1024) bytes; a larger buffer
+# never cuts one.
+MESSAGE_BUFFER = 4096
+
+# galloc_snapshot_format_t (api/galloc_trace.h); the values are ABI. The
+# package's tests check them against the header.
+SNAPSHOT_PICKLE, SNAPSHOT_JSON = 0, 1
+
+# galloc_stats_t is a uint32 struct_size and then one int64 per key;
+# galloc_memory_stats copies min(struct_size, its own size), so a buffer this
+# large holds the whole struct today and after stats are appended.
+STATS_BUFFER = 8192
+
+_c_int, _sz, _vp, _cp = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
+STATS_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _cp, ctypes.c_int64)
+
+_SIGNATURES = {
+    "galloc_status_name": (_cp, [_c_int]),
+    "galloc_strerror": (_cp, [_c_int]),
+    "galloc_allocator_create": (_c_int, [_cp, _c_int, _cp, ctypes.POINTER(_vp), _cp, _sz]),
+    "galloc_allocator_destroy": (None, [_vp]),
+    "galloc_malloc": (_c_int, [_vp, _sz, ctypes.c_uint64, ctypes.POINTER(_vp)]),
+    "galloc_free": (_c_int, [_vp, _vp]),
+    "galloc_record_stream": (_c_int, [_vp, _vp, ctypes.c_uint64]),
+    "galloc_empty_cache": (_c_int, [_vp]),
+    "galloc_memory_stats": (_c_int, [_vp, _vp]),
+    "galloc_stats_foreach": (_sz, [_vp, STATS_VISIT, _vp]),
+    "galloc_memory_summary": (_c_int, [_vp, ctypes.c_bool, _cp, _sz, ctypes.POINTER(_sz)]),
+    "galloc_snapshot_write": (_c_int, [_vp, _cp, _c_int]),
+    "galloc_last_error": (_c_int, [_vp, _cp, _sz]),
+    "galloc_allocator_backend": (_cp, [_vp]),
+}
+
+
+def _load():
+    lib = ctypes.CDLL(os.path.join(LIB_DIR, "libgalloc.so"))
+    for name, (res, args) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+lib = _load()
+
+
+def _status_names():
+    names = []
+    while True:
+        name = lib.galloc_status_name(len(names)).decode()
+        if name == "UNKNOWN":
+            return tuple(names)
+        names.append(name)
+
+
+STATUS_NAMES = _status_names()  # index = the galloc_status_t value
+OK = STATUS_NAMES.index("OK")
+E_OOM = STATUS_NAMES.index("E_OOM")

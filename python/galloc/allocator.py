@@ -1,0 +1,132 @@
+"""galloc.Allocator: one caching allocator on one device, over the C API
+(api/galloc_allocator.h, galloc_stats.h, galloc_trace.h)."""
+import ctypes
+import threading
+
+from . import _native
+from .errors import error
+
+_lib = _native.lib
+
+
+class Allocator:
+    """A galloc caching allocator: PyTorch's CUDA caching allocator policy
+    and its 122 statistics, on one device.
+
+    conf: a PYTORCH_CUDA_ALLOC_CONF-style string plus galloc's keys
+    ("max_split_size_mb:512,sim_capacity:8GiB"), applied over the
+    environment (PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF, then
+    GALLOC_CONF). device: the device index. backend: "sim" (a simulated
+    device: addresses only, nothing to read or write), "cuda", "hip", or None
+    to let the configuration's device_backend decide.
+
+    Every method raises a galloc.GallocError subclass on failure (see
+    galloc.errors); the allocator is unchanged then, as in C. Thread-safe:
+    the C library serializes calls on one allocator. close() (or leaving a
+    `with` block) destroys it: its addresses become invalid.
+    """
+
+    def __init__(self, conf: str = "", device: int = 0, backend: str | None = "sim"):
+        handle = ctypes.c_void_p()
+        msg = ctypes.create_string_buffer(_native.MESSAGE_BUFFER)
+        st = _lib.galloc_allocator_create(None if backend is None else backend.encode(), device,
+                                          conf.encode(), ctypes.byref(handle), msg, len(msg))
+        if st != _native.OK:
+            raise error(st, msg.value.decode(errors="replace"))
+        self._handle = handle
+        self._close_lock = threading.Lock()
+        self.device = device
+
+    # ---- helpers ----
+
+    def _a(self):
+        h = self._handle
+        if h is None:
+            raise ValueError("galloc.Allocator is closed")
+        return h
+
+    def _check(self, st):
+        if st != _native.OK:
+            msg = ctypes.create_string_buffer(_native.MESSAGE_BUFFER)
+            _lib.galloc_last_error(self._a(), msg, len(msg))
+            raise error(st, msg.value.decode(errors="replace"))
+
+    # ---- allocation ----
+
+    def malloc(self, size: int, stream: int = 0) -> int:
+        """size bytes usable on stream; returns the device address (0 for size 0)."""
+        if size < 0:
+            raise ValueError(f"size must be >= 0, not {size}")
+        p = ctypes.c_void_p()
+        self._check(_lib.galloc_malloc(self._a(), size, stream, ctypes.byref(p)))
+        return p.value or 0
+
+    def free(self, ptr: int) -> None:
+        """Give back an address from malloc (0 is a no-op)."""
+        self._check(_lib.galloc_free(self._a(), ptr or None))
+
+    def record_stream(self, ptr: int, stream: int) -> None:
+        """ptr is also used on stream (Tensor.record_stream)."""
+        self._check(_lib.galloc_record_stream(self._a(), ptr, stream))
+
+    def empty_cache(self) -> None:
+        """Release every cached segment that holds no live block (torch.cuda.empty_cache)."""
+        self._check(_lib.galloc_empty_cache(self._a()))
+
+    # ---- introspection ----
+
+    @property
+    def backend(self) -> str:
+        """The device backend's name ("sim", "cuda", ...)."""
+        return _lib.galloc_allocator_backend(self._a()).decode()
+
+    def memory_stats(self) -> dict:
+        """torch.cuda.memory_stats(): the 122 flattened keys, in PyTorch's order, int values."""
+        buf = (ctypes.c_int64 * (_native.STATS_BUFFER // 8))()
+        ctypes.c_uint32.from_buffer(buf).value = _native.STATS_BUFFER
+        self._check(_lib.galloc_memory_stats(self._a(), buf))
+        out = {}
+
+        def visit(_ctx, key, value):
+            out[key.decode()] = value
+            return 0
+
+        _lib.galloc_stats_foreach(buf, _native.STATS_VISIT(visit), None)
+        return out
+
+    def memory_summary(self, abbreviated: bool = False) -> str:
+        """torch.cuda.memory_summary()'s table."""
+        needed = ctypes.c_size_t(0)
+        self._check(_lib.galloc_memory_summary(self._a(), abbreviated, None, 0, ctypes.byref(needed)))
+        buf = ctypes.create_string_buffer(needed.value + 1)
+        self._check(_lib.galloc_memory_summary(self._a(), abbreviated, buf, len(buf), ctypes.byref(needed)))
+        return buf.value.decode()
+
+    def snapshot(self, path: str) -> None:
+        """Write torch.cuda.memory._dump_snapshot's dictionary to path: JSON if
+        it ends in ".json", else pickle (https://pytorch.org/memory_viz)."""
+        fmt = _native.SNAPSHOT_JSON if str(path).endswith(".json") else _native.SNAPSHOT_PICKLE
+        self._check(_lib.galloc_snapshot_write(self._a(), str(path).encode(), fmt))
+
+    # ---- lifetime ----
+
+    def close(self) -> None:
+        """Destroy the allocator: every segment goes back to the device. Idempotent."""
+        with self._close_lock:
+            h, self._handle = self._handle, None
+        if h is not None:
+            _lib.galloc_allocator_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            self.close()
+
+    def __repr__(self):
+        state = "closed" if self._handle is None else self.backend
+        return f"<galloc.Allocator device={self.device} {state}>"
