@@ -1,0 +1,161 @@
+"""galloc.Allocator on the simulated device, with exact figures: PyTorch's
+512-byte rounding, 2 MiB small segments, its OOM message."""
+import json
+import os
+import pickle
+import re
+import tempfile
+import unittest
+
+import galloc
+from support import GiB, MiB, REPO, repo_file
+
+
+class Installed(unittest.TestCase):
+    def test_the_installed_copy_is_under_test(self):
+        self.assertFalse(os.path.abspath(galloc.__file__).startswith(os.path.join(REPO, "python", "galloc")),
+                         galloc.__file__)
+        self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(galloc.__file__), "_lib", "libgalloc.so")))
+
+    def test_status_names_are_the_headers(self):
+        header = repo_file("api/galloc_status.h")
+        if header is None:
+            self.skipTest("api/galloc_status.h is not beside the tests")
+        with open(header) as f:
+            names = re.findall(r"^\s*X\((\w+),", f.read(), re.M)
+        self.assertEqual(list(galloc.STATUS_NAMES), names)
+
+    def test_snapshot_format_values_are_the_headers(self):
+        header = repo_file("api/galloc_trace.h")
+        if header is None:
+            self.skipTest("api/galloc_trace.h is not beside the tests")
+        from galloc import _native
+        with open(header) as f:
+            text = f.read()
+        self.assertIn(f"GALLOC_SNAPSHOT_PICKLE = {_native.SNAPSHOT_PICKLE},", text)
+        self.assertIn(f"GALLOC_SNAPSHOT_JSON = {_native.SNAPSHOT_JSON} ", text)
+
+
+class AllocatorFigures(unittest.TestCase):
+    def setUp(self):
+        self.a = galloc.Allocator("sim_capacity:1GiB")
+
+    def tearDown(self):
+        self.a.close()
+
+    def test_one_byte_is_512_bytes_in_one_2mib_segment(self):
+        p = self.a.malloc(1)
+        self.assertNotEqual(p, 0)
+        self.assertEqual(p % 512, 0)
+        s = self.a.memory_stats()
+        self.assertEqual(len(s), 122)
+        self.assertEqual(list(s), sorted(s))  # PyTorch's order: flattened keys, sorted
+        self.assertTrue(all(type(v) is int for v in s.values()))
+        self.assertEqual(s["allocated_bytes.all.current"], 512)
+        self.assertEqual(s["requested_bytes.all.current"], 1)
+        self.assertEqual(s["reserved_bytes.all.current"], 2 * MiB)
+        self.assertEqual(s["segment.all.current"], 1)
+        self.assertEqual(s["segment.small_pool.current"], 1)
+        self.assertEqual(s["num_device_alloc"], 1)
+        self.a.free(p)
+        s = self.a.memory_stats()
+        self.assertEqual((s["allocated_bytes.all.current"], s["reserved_bytes.all.current"]), (0, 2 * MiB))
+        self.a.empty_cache()
+        s = self.a.memory_stats()
+        self.assertEqual((s["reserved_bytes.all.current"], s["reserved_bytes.all.peak"]), (0, 2 * MiB))
+
+    def test_sizes_as_pytorch_rounds_them(self):
+        # 1000 -> 1024 in a 2 MiB small segment; 5 MiB splits a new 20 MiB
+        # segment (kLargeBuffer); 12 MiB fits the 15 MiB left there (best fit);
+        # 25 MiB + 1 -> its own segment, rounded to 2 MiB (26 MiB).
+        ptrs = [self.a.malloc(n) for n in (1000, 5 * MiB, 12 * MiB, 25 * MiB + 1)]
+        s = self.a.memory_stats()
+        self.assertEqual(s["allocated_bytes.all.current"], 1024 + 5 * MiB + 12 * MiB + 26 * MiB)
+        self.assertEqual(s["reserved_bytes.all.current"], 2 * MiB + 20 * MiB + 26 * MiB)
+        self.assertEqual((s["segment.small_pool.current"], s["segment.large_pool.current"]), (1, 2))
+        for p in ptrs:
+            self.a.free(p)
+        self.assertEqual(self.a.malloc(0), 0)
+        self.a.free(0)
+
+    def test_out_of_memory_raises_with_pytorchs_message(self):
+        p = self.a.malloc(1)
+        before = self.a.memory_stats()
+        with self.assertRaises(galloc.OutOfMemoryError) as cm:
+            self.a.malloc(2 * GiB)
+        e = cm.exception
+        self.assertTrue(str(e).startswith("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                                          "capacity of 1024.00 MiB"), str(e))
+        self.assertEqual((e.status, e.strerror), ("E_OOM", "out of device memory"))
+        self.assertIsInstance(e, MemoryError)
+        self.assertIsInstance(e, galloc.GallocError)
+        after = self.a.memory_stats()
+        # PyTorch's OOM path: one retry after synchronizing and freeing the
+        # cache (nothing cached here), then the OOM; nothing else moves.
+        counted = {"num_ooms": 1, "num_alloc_retries": 1, "num_sync_all_streams": 1}
+        self.assertEqual({k: after[k] for k in counted}, counted)
+        self.assertEqual({k: v for k, v in after.items() if k not in counted},
+                         {k: v for k, v in before.items() if k not in counted})
+        self.a.free(p)
+
+    def test_foreign_and_double_free(self):
+        p = self.a.malloc(4096)
+        self.a.free(p)
+        with self.assertRaises(galloc.NotOwnedError) as cm:
+            self.a.free(p)
+        self.assertEqual(cm.exception.status, "E_NOT_OWNED")
+        with self.assertRaises(galloc.NotOwnedError):
+            self.a.free(0x1000)
+        with self.assertRaises(ValueError):
+            self.a.malloc(-1)
+
+    def test_record_stream_and_empty_cache(self):
+        p = self.a.malloc(4096, stream=0)
+        self.a.record_stream(p, 0x5100)
+        self.a.free(p)
+        self.a.empty_cache()
+        s = self.a.memory_stats()
+        self.assertEqual((s["active_bytes.all.current"], s["reserved_bytes.all.current"]), (0, 0))
+        self.assertEqual(s["num_sync_all_streams"], 1)
+
+    def test_summary_and_snapshots(self):
+        p = self.a.malloc(3 * MiB)
+        self.assertIn("PyTorch CUDA memory summary, device ID 0", self.a.memory_summary())
+        with tempfile.TemporaryDirectory() as d:
+            self.a.snapshot(os.path.join(d, "s.pickle"))
+            self.a.snapshot(os.path.join(d, "s.json"))
+            with open(os.path.join(d, "s.pickle"), "rb") as f:
+                snap_p = pickle.load(f)
+            with open(os.path.join(d, "s.json")) as f:
+                snap_j = json.load(f)
+            for snap in (snap_p, snap_j):
+                self.assertEqual([(s["segment_type"], s["total_size"], s["allocated_size"]) for s in snap["segments"]],
+                                 [("large", 20 * MiB, 3 * MiB)])
+            with self.assertRaises(galloc.FileError) as cm:
+                self.a.snapshot("/nonexistent/dir/s.pickle")
+            self.assertIn("/nonexistent/dir/s.pickle", str(cm.exception))
+        self.a.free(p)
+
+
+class AllocatorErrors(unittest.TestCase):
+    def test_bad_configuration_names_the_key(self):
+        with self.assertRaises(galloc.ConfigError) as cm:
+            galloc.Allocator("max_split_size_mb:lots")
+        self.assertEqual(cm.exception.status, "E_CONFIG")
+        self.assertIn("max_split_size_mb", str(cm.exception))
+
+    def test_unknown_backend(self):
+        with self.assertRaises(galloc.UnavailableError) as cm:
+            galloc.Allocator(backend="no_such_backend")
+        self.assertEqual(cm.exception.status, "E_UNAVAILABLE")
+
+    def test_close_is_idempotent_and_final(self):
+        with galloc.Allocator() as a:
+            self.assertEqual(a.backend, "sim")
+        a.close()
+        with self.assertRaises(ValueError):
+            a.malloc(1)
+
+
+if __name__ == "__main__":
+    unittest.main()
