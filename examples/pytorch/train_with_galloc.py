@@ -22,8 +22,11 @@ allocator, so statistics and snapshots come from galloc's ctypes entry points
 Configuration: galloc's keys go in GALLOC_CONF or galloc_torch_configure,
 not in PYTORCH_CUDA_ALLOC_CONF (PyTorch parses that variable too and rejects
 keys it does not know). PyTorch's own keys (expandable_segments:True,
-max_split_size_mb:512, ...) work in either place. device_backend:cuda is
-required on a GPU: galloc's default backend is the simulated device.
+max_split_size_mb:512, ...) work in either place. With no device_backend,
+the library uses the GPU (cuda, else hip) and fails if there is none; it
+simulates a device only when told device_backend:sim. With the Python
+package installed (README, "Install"), galloc.torch.use() does all of this
+in one call.
 """
 import argparse
 import ctypes
@@ -79,7 +82,7 @@ def galloc_stats(lib, device):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lib", required=True, help="path to libgalloc_torch.so")
-    p.add_argument("--conf", default="device_backend:cuda,expandable_segments:True",
+    p.add_argument("--conf", default="expandable_segments:True",
                    help="galloc configuration, applied over PYTORCH_CUDA_ALLOC_CONF and GALLOC_CONF")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--snapshot", default="galloc_snapshot.pickle",
