@@ -48,7 +48,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_trace_init(&p->trace, device);
     ga_pool_blockpool_init(&p->small, true);
     ga_pool_blockpool_init(&p->large, false);
-    ga_pool_ptrmap_init(&p->ptrs);
+    ga_addrmap_init(&p->ptrs, sizeof(ga_ptr_entry_t));
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start. The key is
@@ -77,7 +77,7 @@ void ga_pool_destroy(ga_pool_t *p)
     ga_pool_blockpool_destroy(&p->small);
     ga_pool_blockpool_destroy(&p->large);
     ga_trace_destroy(&p->trace);
-    ga_pool_ptrmap_destroy(&p->ptrs);
+    ga_addrmap_destroy(&p->ptrs);
     ga_pool_records_destroy(&p->records);
     free(p);
 }
