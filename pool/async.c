@@ -34,6 +34,7 @@
 
 #include "pool/pool_int.h"
 #include "stats/stats.h"
+#include "util/addrmap.h"
 
 #define USE_CHUNK 64
 
@@ -47,9 +48,9 @@ typedef struct use_chunk {
     async_use_t uses[USE_CHUNK];
 } use_chunk_t;
 
-/* A live allocation (PyTorch's PtrUsage). */
+/* A live allocation (PyTorch's PtrUsage), in the pointer map. */
 typedef struct async_ptr {
-    uintptr_t addr;         /* 0 marks an empty slot */
+    uintptr_t addr;         /* the driver's pointer (never 0): the key */
     size_t size;            /* bytes requested */
     galloc_stream_t stream; /* creation stream: the free is ordered on it */
     async_use_t *uses;      /* recorded streams other than the creation stream */
@@ -59,71 +60,13 @@ struct ga_async {
     ga_backend_t *backend;   /* the device (not owned) */
     ga_err_t *err;           /* error sink */
     int device;              /* device index, for messages */
-    async_ptr_t *slots;      /* open addressing by address; cap is 0 or a power of two */
-    size_t cap, count;       /* slots, live entries (<= cap / 2) */
+    ga_addrmap_t ptrs;       /* live allocations by address (async_ptr_t) */
     async_use_t *free_uses;  /* recycled use records */
     use_chunk_t *use_chunks; /* every chunk, for destroy */
     uint64_t used_bytes;     /* PyTorch's pytorch_used_bytes: sum of live sizes */
     uint64_t limit;          /* pytorch_memory_limits: UINT64_MAX unless a fraction is set */
     uint64_t pool[4];        /* last pool usage read: reserved cur/high, used cur/high */
 };
-
-/* ---- The pointer map. ---- */
-
-static size_t slot_of(uintptr_t addr, size_t mask)
-{
-    return (size_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> 17) & mask;
-}
-
-static size_t find(const ga_async_t *a, uintptr_t addr)
-{
-    size_t mask = a->cap - 1, i = slot_of(addr, mask);
-    while (a->slots[i].addr != 0 && a->slots[i].addr != addr)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static async_ptr_t *lookup(ga_async_t *a, uintptr_t addr)
-{
-    if (a->cap == 0 || addr == 0)
-        return NULL;
-    size_t i = find(a, addr);
-    return a->slots[i].addr == addr ? &a->slots[i] : NULL;
-}
-
-static galloc_status_t map_reserve(ga_async_t *a)
-{
-    if (a->count + 1 <= a->cap / 2)
-        return GALLOC_OK;
-    size_t cap = a->cap ? a->cap * 2 : 256;
-    async_ptr_t *slots = calloc(cap, sizeof(*slots));
-    if (slots == NULL)
-        return GALLOC_E_NOMEM;
-    async_ptr_t *old = a->slots;
-    size_t old_cap = a->cap;
-    a->slots = slots;
-    a->cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].addr != 0)
-            a->slots[find(a, old[i].addr)] = old[i];
-    free(old);
-    return GALLOC_OK;
-}
-
-/* Backward-shift deletion: no tombstones, probes end at the first empty slot. */
-static void map_remove(ga_async_t *a, async_ptr_t *e)
-{
-    size_t mask = a->cap - 1, i = (size_t)(e - a->slots);
-    for (size_t j = (i + 1) & mask; a->slots[j].addr != 0; j = (j + 1) & mask) {
-        size_t home = slot_of(a->slots[j].addr, mask);
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            a->slots[i] = a->slots[j];
-            i = j;
-        }
-    }
-    a->slots[i].addr = 0;
-    a->count--;
-}
 
 /* ---- Life cycle. ---- */
 
@@ -164,6 +107,7 @@ galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err
     a->err = err;
     a->device = device;
     a->limit = UINT64_MAX;
+    ga_addrmap_init(&a->ptrs, sizeof(async_ptr_t));
     /* The first pool call sets the pool up (release threshold) and shows
      * whether this driver can allocate stream-ordered at all. */
     galloc_status_t st = ga_backend_pool_usage(backend, &a->pool[0], &a->pool[1], &a->pool[2], &a->pool[3]);
@@ -206,7 +150,7 @@ static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
         u = next;
     }
     a->used_bytes -= e->size;
-    map_remove(a, e);
+    ga_addrmap_remove(&a->ptrs, e);
     return GALLOC_OK;
 }
 
@@ -216,9 +160,11 @@ void ga_async_destroy(ga_async_t *a)
         return;
     /* The caller's pointers die with the allocator (as for the native pool);
      * whatever the driver refuses here the backend's close releases. */
-    for (size_t i = 0; i < a->cap; i++)
-        while (a->slots[i].addr != 0 && free_ptr(a, &a->slots[i]) == GALLOC_OK)
+    for (size_t i = 0; i < a->ptrs.cap; i++) {
+        async_ptr_t *e;
+        while ((e = ga_addrmap_slot(&a->ptrs, i)) != NULL && free_ptr(a, e) == GALLOC_OK)
             ; /* the shift may move another live entry into slot i */
+    }
     if (ga_backend_device_synchronize(a->backend) == GALLOC_OK)
         (void)ga_backend_pool_trim(a->backend, 0);
     while (a->use_chunks != NULL) {
@@ -226,7 +172,7 @@ void ga_async_destroy(ga_async_t *a)
         free(a->use_chunks);
         a->use_chunks = next;
     }
-    free(a->slots);
+    ga_addrmap_destroy(&a->ptrs);
     free(a);
 }
 
@@ -262,7 +208,7 @@ galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stre
     if ((uint64_t)size >= GA_ONE_EXABYTE)
         return ga_fail(a->err, GALLOC_E_OOM, "%s out of memory. Tried to allocate more than 1EB memory.",
                        ga_backend_vendor(a->backend));
-    if (map_reserve(a) != GALLOC_OK)
+    if (ga_addrmap_reserve(&a->ptrs, 1) != GALLOC_OK)
         return ga_fail(a->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     if (a->limit != UINT64_MAX && a->used_bytes + size > a->limit)
         return oom(a, size);
@@ -276,11 +222,10 @@ galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stre
         return ga_fail(a->err, st == GALLOC_E_UNSUPPORTED ? st : GALLOC_E_DEVICE, "malloc(%zu bytes): %s", size,
                        why[0] ? why : galloc_strerror(st));
     }
-    async_ptr_t *e = &a->slots[find(a, addr)];
-    if (e->addr == addr)
+    if (ga_addrmap_find(&a->ptrs, addr) != NULL)
         return ga_fail(a->err, GALLOC_E_CORRUPT, "the driver returned %#lx, which is still live", (unsigned long)addr);
+    async_ptr_t *e = ga_addrmap_insert(&a->ptrs, addr);
     *e = (async_ptr_t){.addr = addr, .size = size, .stream = stream, .uses = NULL};
-    a->count++;
     a->used_bytes += size;
     *out = (void *)addr;
     return GALLOC_OK;
@@ -290,7 +235,7 @@ galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
 {
     if (ptr == NULL)
         return GALLOC_OK;
-    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
         return ga_fail(a->err, GALLOC_E_NOT_OWNED, "free: %p is not a live allocation of this allocator", ptr);
     return free_ptr(a, e);
@@ -298,7 +243,7 @@ galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
 
 galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t stream)
 {
-    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
         return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator",
                        ptr);
@@ -404,24 +349,22 @@ void ga_async_reset_accumulated(ga_async_t *a)
 
 galloc_status_t ga_async_check(ga_async_t *a)
 {
-    size_t count = 0;
+    size_t count = ga_addrmap_count(&a->ptrs);
     uint64_t bytes = 0;
-    for (size_t i = 0; i < a->cap; i++) {
-        const async_ptr_t *e = &a->slots[i];
-        if (e->addr == 0)
+    if (!ga_addrmap_valid(&a->ptrs))
+        return ga_fail(a->err, GALLOC_E_CORRUPT, "the map of %zu live pointers is inconsistent", count);
+    for (size_t i = 0; i < a->ptrs.cap; i++) {
+        const async_ptr_t *e = ga_addrmap_slot(&a->ptrs, i);
+        if (e == NULL)
             continue;
-        count++;
         bytes += e->size;
-        if (lookup(a, e->addr) != e)
-            return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx is not reachable in the map", (unsigned long)e->addr);
         size_t n = 0;
         for (const async_use_t *u = e->uses; u != NULL; u = u->next)
-            if (u->stream == e->stream || ++n > a->cap * USE_CHUNK)
+            if (u->stream == e->stream || ++n > a->ptrs.cap * USE_CHUNK)
                 return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx: bad stream-use list", (unsigned long)e->addr);
     }
-    if (count != a->count || bytes != a->used_bytes)
-        return ga_fail(a->err, GALLOC_E_CORRUPT,
-                       "recount: %zu live pointers of %llu bytes, bookkeeping says %zu of %llu bytes", count,
-                       (unsigned long long)bytes, a->count, (unsigned long long)a->used_bytes);
+    if (bytes != a->used_bytes)
+        return ga_fail(a->err, GALLOC_E_CORRUPT, "recount: %zu live pointers of %llu bytes, bookkeeping says %llu bytes",
+                       count, (unsigned long long)bytes, (unsigned long long)a->used_bytes);
     return GALLOC_OK;
 }
