@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/pool.h"
+#include "util/err.h"
 
 /* One allocator implementation: today the native caching pool; the
  * stream-ordered driver pool and user-supplied allocators plug in here. */

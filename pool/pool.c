@@ -1,26 +1,12 @@
 /*
  * pool.c: a pool's life cycle and its cold-path calls (memory fraction, device
- * info, stats copies, empty_cache) plus ga_fail, the one place errors are
- * recorded.
+ * info, stats copies, empty_cache).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "pool/pool_int.h"
 #include "stats/stats.h"
-
-galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
-{
-    if (err == NULL)
-        return status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    va_end(ap);
-    err->status = status;
-    return status;
-}
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
                                ga_pool_t **out)

@@ -20,25 +20,11 @@
 #include <galloc/galloc_status.h>
 #include "backend/backend.h"
 #include "conf/conf.h"
+#include "util/err.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* An error sink: the status of the last failure and its message. Owned by the
- * allocator front end, written only under its lock. */
-typedef struct ga_err {
-    galloc_status_t status;     /* last failure's status, GALLOC_OK if none */
-    char msg[GALLOC_ERROR_MAX]; /* its message, NUL-terminated */
-} ga_err_t;
-
-/* ga_fail: record status and a printf-style message in err; returns status so
- * that every failure is one `return ga_fail(...)` (one breakpoint sees all). */
-galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 typedef struct ga_pool ga_pool_t;
 
