@@ -28,6 +28,7 @@
 #include "pool/pool.h"
 #include "trace/trace.h"
 #include "util/addrmap.h"
+#include "util/size.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,7 +41,6 @@ extern "C" {
 #define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: default of large_segment_size_mb */
 #define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
 #define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
-#define GA_ONE_EXABYTE ((uint64_t)1 << 60)        /* allocate() refuses sizes >= this */
 
 typedef struct ga_block ga_block_t;
 typedef struct ga_segment ga_segment_t;
@@ -189,7 +189,6 @@ typedef struct ga_alloc_params {
 size_t ga_round_size(const ga_conf_t *c, size_t size);
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
 size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
-void ga_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* records.c */
 void ga_pool_records_init(ga_records_t *r);
