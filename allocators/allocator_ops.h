@@ -3,7 +3,7 @@
  * co. The front end (api/allocator.c) picks one table per allocator and calls
  * only through it; each implementation defines one const table and nothing
  * else external:
- *   ga_allocator_native  the caching pool (api/native.c)
+ *   ga_allocator_native  the caching pool (pool/pool_ops.c, declared in pool/pool.h)
  *   ga_allocator_async   the stream-ordered allocator, backend:cudaMallocAsync
  *                        (api/async.c over pool/async.c)
  *   ga_allocator_user    a caller's malloc/free (api/user.c)

@@ -1,7 +1,9 @@
 /*
- * pool.h: the pool layer's interface to api/: PyTorch's native caching
- * allocator policy (DeviceCachingAllocator in pytorch/pytorch
- * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend.
+ * pool.h: the pool layer's interface: PyTorch's native caching allocator
+ * policy (DeviceCachingAllocator in pytorch/pytorch
+ * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend. The
+ * front end (api/) reaches it through ga_allocator_native, the ops table over
+ * these calls (pool_ops.c); tests/pool/ calls them directly.
  *
  * Locking: the pool has no lock of its own. api/ holds the allocator's lock
  * around every call, so all functions here run single-threaded per pool.
@@ -18,6 +20,7 @@
 #include <galloc/galloc_trace.h>
 #include <galloc/galloc_stats.h>
 #include <galloc/galloc_status.h>
+#include "allocators/allocator_ops.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "util/err.h"
@@ -25,6 +28,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The caching pool behind the allocator ops table (pool_ops.c): the table
+ * api/ picks unless the config asks for backend:cudaMallocAsync. */
+extern const ga_allocator_ops_t ga_allocator_native;
 
 typedef struct ga_pool ga_pool_t;
 
