@@ -5,7 +5,7 @@
  * else external:
  *   ga_allocator_native  the caching pool (pool/pool_ops.c, declared in pool/pool.h)
  *   ga_allocator_async   the stream-ordered allocator, backend:cudaMallocAsync
- *                        (api/async.c over pool/async.c)
+ *                        (allocators/async/)
  *   ga_allocator_user    a caller's malloc/free (api/user.c)
  * It lives here, not in api/, so that implementations do not depend on the
  * front end's private header.

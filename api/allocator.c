@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocators/async/async.h"
 #include "api/allocator_int.h"
 #include "trace/summary.h"
 
@@ -61,12 +62,8 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
         goto err_free;
     a->ops = &ga_allocator_native;
     if (a->conf.backend == GA_CONF_BACKEND_ASYNC) {
-        /* backend:cudaMallocAsync needs the backend's stream-ordered members;
-         * its create then checks that the driver has the feature. */
-        if (!ga_async_backend_ok(&a->backend, msg, sizeof(msg))) {
-            st = GALLOC_E_UNAVAILABLE;
-            goto err_close;
-        }
+        /* Its create checks that the backend has the stream-ordered members
+         * and the driver the feature, and says which is missing. */
         a->ops = &ga_allocator_async;
     } else if (a->conf.expandable_segments && GA_BACKEND_HAS(a->backend.ops, granularity)) {
         /* A backend may have the VMM members but a driver without the feature:

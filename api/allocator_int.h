@@ -18,7 +18,6 @@
 #include "pool/pool.h"
 #include "util/err.h"
 
-extern const ga_allocator_ops_t ga_allocator_async; /* backend:cudaMallocAsync (api/async.c) */
 extern const ga_allocator_ops_t ga_allocator_user;  /* galloc_allocator_create_user (api/user.c); create is NULL */
 
 /* galloc_allocator.magic: set by create, changed by destroy (api/allocator.c

@@ -1,5 +1,6 @@
 /*
- * async.c: the stream-ordered allocator (backend:cudaMallocAsync), as
+ * async.c: the stream-ordered allocator (backend:cudaMallocAsync) behind the
+ * allocator ops table (ga_allocator_async, its only external symbol), as
  * PyTorch's CUDAMallocAsyncAllocator (pytorch/pytorch
  * c10/cuda/CUDAMallocAsyncAllocator.cpp): every malloc is the driver's
  * cuMemAllocAsync on the caller's stream from the device's default pool, every
@@ -24,17 +25,28 @@
  * high-water marks; reset_accumulated does nothing (PyTorch only warns).
  * memory fraction, OOM message and the 1 EB limit are mallocAsync's.
  *
+ * It is not a caching pool: no private pools (the mempool members are NULL,
+ * so galloc_mempool_* return GALLOC_E_UNSUPPORTED), no history or snapshots,
+ * and the caching knobs of the config string do not apply (PyTorch ignores
+ * them too).
+ *
  * Memory: the pointer map and stream-use records grow on the cold path only
  * (when the live count or uses pass their high mark); a steady state of
  * malloc/free allocates no host memory.
+ *
+ * Locking: the front end holds the allocator's lock around every member.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "allocators/allocator_ops.h"
+#include "allocators/async/async.h"
+#include "backend/backend.h"
 #include "stats/stats.h"
 #include "util/addrmap.h"
+#include "util/err.h"
+#include "util/size.h"
 
 #define USE_CHUNK 64
 
@@ -56,7 +68,7 @@ typedef struct async_ptr {
     async_use_t *uses;      /* recorded streams other than the creation stream */
 } async_ptr_t;
 
-struct ga_async {
+typedef struct async {
     ga_backend_t *backend;   /* the device (not owned) */
     ga_err_t *err;           /* error sink */
     int device;              /* device index, for messages */
@@ -66,7 +78,7 @@ struct ga_async {
     uint64_t used_bytes;     /* PyTorch's pytorch_used_bytes: sum of live sizes */
     uint64_t limit;          /* pytorch_memory_limits: UINT64_MAX unless a fraction is set */
     uint64_t pool[4];        /* last pool usage read: reserved cur/high, used cur/high */
-};
+} async_t;
 
 /* ---- Life cycle. ---- */
 
@@ -78,7 +90,7 @@ static const char *async_setting(const ga_backend_t *b)
     return strcmp(ga_backend_vendor(b), "HIP") == 0 ? "backend:hipMallocAsync" : "backend:cudaMallocAsync";
 }
 
-bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
+static bool backend_ok(const ga_backend_t *b, char *msg, size_t len)
 {
     const galloc_backend_ops_t *ops = b->ops;
     if (GA_BACKEND_HAS(ops, malloc_async) && GA_BACKEND_HAS(ops, free_async) && GA_BACKEND_HAS(ops, pool_trim) &&
@@ -94,13 +106,15 @@ bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
     return false;
 }
 
-galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err, ga_async_t **out)
+static galloc_status_t async_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
+                                    void **out)
 {
+    (void)conf; /* the native-only knobs do not apply; PyTorch ignores them too */
     *out = NULL;
     char why[GALLOC_ERROR_MAX];
-    if (!ga_async_backend_ok(backend, why, sizeof(why)))
+    if (!backend_ok(backend, why, sizeof(why)))
         return ga_fail(err, GALLOC_E_UNAVAILABLE, "%s", why);
-    ga_async_t *a = calloc(1, sizeof(*a));
+    async_t *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     a->backend = backend;
@@ -126,7 +140,7 @@ galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err
 
 /* Wait for every recorded stream, then free on the creation stream (see the
  * file comment). Nothing changes on failure: a retry waits again, harmlessly. */
-static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
+static galloc_status_t free_ptr(async_t *a, async_ptr_t *e)
 {
     char why[256];
     for (async_use_t *u = e->uses; u != NULL; u = u->next) {
@@ -154,8 +168,9 @@ static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
     return GALLOC_OK;
 }
 
-void ga_async_destroy(ga_async_t *a)
+static void async_destroy(void *impl)
 {
+    async_t *a = impl;
     if (a == NULL)
         return;
     /* The caller's pointers die with the allocator (as for the native pool);
@@ -179,7 +194,7 @@ void ga_async_destroy(ga_async_t *a)
 /* ---- Allocation. ---- */
 
 /* mallocAsync's out-of-memory report, in PyTorch's words and layout. */
-static galloc_status_t oom(ga_async_t *a, size_t size)
+static galloc_status_t oom(async_t *a, size_t size)
 {
     size_t device_free = 0, device_total = 0;
     (void)ga_backend_mem_info(a->backend, &device_free, &device_total);
@@ -200,8 +215,9 @@ static galloc_status_t oom(ga_async_t *a, size_t size)
                    a->device, used, req, total, free_s, limit);
 }
 
-galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stream, void **out)
+static galloc_status_t async_malloc(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    async_t *a = impl;
     *out = NULL;
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer without a driver call */
@@ -231,8 +247,9 @@ galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stre
     return GALLOC_OK;
 }
 
-galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
+static galloc_status_t async_free(void *impl, void *ptr)
 {
+    async_t *a = impl;
     if (ptr == NULL)
         return GALLOC_OK;
     async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
@@ -241,8 +258,9 @@ galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
     return free_ptr(a, e);
 }
 
-galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t stream)
+static galloc_status_t async_record_stream(void *impl, void *ptr, galloc_stream_t stream)
 {
+    async_t *a = impl;
     async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
         return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator",
@@ -273,22 +291,24 @@ galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t
 
 /* ---- Device-wide calls. ---- */
 
-static galloc_status_t device_fail(ga_async_t *a, galloc_status_t st, const char *what)
+static galloc_status_t device_fail(async_t *a, galloc_status_t st, const char *what)
 {
     char why[256];
     ga_backend_error_string(a->backend, why, sizeof(why));
     return ga_fail(a->err, st, "%s: %s", what, why[0] ? why : galloc_strerror(st));
 }
 
-galloc_status_t ga_async_stream_synchronize(ga_async_t *a, galloc_stream_t stream)
+static galloc_status_t async_stream_synchronize(void *impl, galloc_stream_t stream)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_stream_synchronize(a->backend, stream);
     return st == GALLOC_OK ? st : device_fail(a, st, "stream_synchronize");
 }
 
 /* PyTorch's emptyCache: cudaDeviceSynchronize, then cudaMemPoolTrimTo(pool, 0). */
-galloc_status_t ga_async_empty_cache(ga_async_t *a)
+static galloc_status_t async_empty_cache(void *impl)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_device_synchronize(a->backend);
     if (st != GALLOC_OK)
         return device_fail(a, st, "empty_cache");
@@ -298,8 +318,9 @@ galloc_status_t ga_async_empty_cache(ga_async_t *a)
 
 /* PyTorch's setMemoryFraction: a limit of fraction * device total on the bytes
  * this allocator has live, checked before each cudaMallocAsync. */
-galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction)
+static galloc_status_t async_set_fraction(void *impl, double fraction)
 {
+    async_t *a = impl;
     if (!(fraction >= 0.0 && fraction <= 1.0))
         return ga_fail(a->err, GALLOC_E_INVAL, "invalid fraction:%g. Please set within (0, 1).", fraction);
     size_t device_free = 0, device_total = 0;
@@ -310,14 +331,16 @@ galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_async_memory_info(ga_async_t *a, size_t *free_bytes, size_t *total_bytes)
+static galloc_status_t async_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_mem_info(a->backend, free_bytes, total_bytes);
     return st == GALLOC_OK ? st : device_fail(a, st, "memory_info");
 }
 
-void ga_async_stats(ga_async_t *a, galloc_stats_t *out)
+static void async_stats(void *impl, galloc_stats_t *out)
 {
+    async_t *a = impl;
     /* A failed read keeps the last figures rather than report a drop to 0. */
     uint64_t v[4];
     if (ga_backend_pool_usage(a->backend, &v[0], &v[1], &v[2], &v[3]) == GALLOC_OK)
@@ -335,20 +358,22 @@ void ga_async_stats(ga_async_t *a, galloc_stats_t *out)
     ga_stats_copy(out, &s);
 }
 
-void ga_async_reset_peak(ga_async_t *a)
+static void async_reset_peak(void *impl)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_pool_reset_peak(a->backend);
     if (st != GALLOC_OK)
         (void)device_fail(a, st, "reset_peak_memory_stats");
 }
 
-void ga_async_reset_accumulated(ga_async_t *a)
+static void async_reset_accumulated(void *impl)
 {
-    (void)a; /* PyTorch: "For backend:cudaMallocAsync, resetAccumulatedStats has no effect." */
+    (void)impl; /* PyTorch: "For backend:cudaMallocAsync, resetAccumulatedStats has no effect." */
 }
 
-galloc_status_t ga_async_check(ga_async_t *a)
+static galloc_status_t async_check(void *impl)
 {
+    async_t *a = impl;
     size_t count = ga_addrmap_count(&a->ptrs);
     uint64_t bytes = 0;
     if (!ga_addrmap_valid(&a->ptrs))
@@ -368,3 +393,20 @@ galloc_status_t ga_async_check(ga_async_t *a)
                        count, (unsigned long long)bytes, (unsigned long long)a->used_bytes);
     return GALLOC_OK;
 }
+
+const ga_allocator_ops_t ga_allocator_async = {
+    .name = "cudaMallocAsync",
+    .create = async_create,
+    .destroy = async_destroy,
+    .malloc = async_malloc,
+    .free = async_free,
+    .empty_cache = async_empty_cache,
+    .record_stream = async_record_stream,
+    .stream_synchronize = async_stream_synchronize,
+    .set_fraction = async_set_fraction,
+    .memory_info = async_memory_info,
+    .stats = async_stats,
+    .reset_peak = async_reset_peak,
+    .reset_accumulated = async_reset_accumulated,
+    .check = async_check,
+};
