@@ -6,7 +6,7 @@
  *   ga_allocator_native  the caching pool (pool/pool_ops.c, declared in pool/pool.h)
  *   ga_allocator_async   the stream-ordered allocator, backend:cudaMallocAsync
  *                        (allocators/async/)
- *   ga_allocator_user    a caller's malloc/free (api/user.c)
+ *   ga_allocator_user    a caller's malloc/free (allocators/user/)
  * It lives here, not in api/, so that implementations do not depend on the
  * front end's private header.
  *

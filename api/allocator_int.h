@@ -1,7 +1,7 @@
 /*
- * allocator_int.h: api/'s private view of an allocator: the ops tables it
- * picks from (their type is allocators/allocator_ops.h) and the object behind
- * galloc_allocator_t, which holds one table and that implementation's state.
+ * allocator_int.h: api/'s private view of an allocator: the object behind
+ * galloc_allocator_t, which holds one ops table (allocators/allocator_ops.h)
+ * and that implementation's state.
  *
  * Locking: galloc_allocator_t.lock is taken by every public call; ops members
  * run with it held and need no lock of their own.
@@ -15,10 +15,7 @@
 #include "allocators/allocator_ops.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
-#include "pool/pool.h"
 #include "util/err.h"
-
-extern const ga_allocator_ops_t ga_allocator_user;  /* galloc_allocator_create_user (api/user.c); create is NULL */
 
 /* galloc_allocator.magic: set by create, changed by destroy (api/allocator.c
  * keeps destroyed headers for a while so that stale handles are caught). */

@@ -12,18 +12,24 @@
  * number of live pointers, and those of allocated_bytes, reserved_bytes,
  * active_bytes and requested_bytes equal the sum of their sizes.
  *
- * Locking: every ops member runs under the allocator's lock (allocator.c),
+ * The file's external symbols are ga_allocator_user and ga_user_create, which
+ * galloc_allocator_create_user (api/allocator.c) calls to build the state.
+ *
+ * Locking: every ops member runs under the allocator's lock (api/allocator.c),
  * and so do the hooks.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/allocator_int.h"
 #include <galloc/galloc_user.h>
+#include "allocators/allocator_ops.h"
+#include "allocators/user/user.h"
 #include "stats/stats.h"
 #include "trace/snapshot.h"
+#include "trace/trace.h"
 #include "util/addrmap.h"
+#include "util/err.h"
 
 /* PyTorch's kSmallSize: blocks up to 1 MiB belong to the small pool. */
 #define SMALL_SIZE ((size_t)1 << 20)
@@ -296,8 +302,8 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
     return GALLOC_OK;
 }
 
-/* Built by galloc_allocator_create_user, never selected by a config string:
- * create is NULL. No pool: fragmentation and the mempool members are NULL. */
+/* Built by galloc_allocator_create_user through ga_user_create, never
+ * selected by a config string: create is NULL. No pool: fragmentation and the mempool members are NULL. */
 const ga_allocator_ops_t ga_allocator_user = {
     .name = "user",
     .destroy = user_destroy,
@@ -318,66 +324,6 @@ const ga_allocator_ops_t ga_allocator_user = {
     .set_frames = user_set_frames,
 };
 
-/* The allocator front end always holds an opened backend (it names it and
- * closes it); a user allocator has no device layer, so it holds this one,
- * which is never registered and whose only member ever called is close. */
-static galloc_status_t nodev_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
-{
-    (void)args;
-    (void)err;
-    (void)errlen;
-    *state = NULL;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static void nodev_close(void *state)
-{
-    (void)state;
-}
-
-static galloc_status_t nodev_segment_alloc(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr)
-{
-    (void)state;
-    (void)bytes;
-    (void)s;
-    (void)addr;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static galloc_status_t nodev_segment_free(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s)
-{
-    (void)state;
-    (void)addr;
-    (void)bytes;
-    (void)s;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static galloc_status_t nodev_mem_info(void *state, size_t *free_bytes, size_t *total_bytes)
-{
-    (void)state;
-    (void)free_bytes;
-    (void)total_bytes;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static const galloc_backend_ops_t no_device = {
-    .struct_size = sizeof(galloc_backend_ops_t),
-    .version = GALLOC_BACKEND_OPS_V1,
-    .name = "user",
-    .open = nodev_open,
-    .close = nodev_close,
-    .segment_alloc = nodev_segment_alloc,
-    .segment_free = nodev_segment_free,
-    .mem_info = nodev_mem_info,
-};
-
-static void put_err(char *err, size_t errlen, const char *msg)
-{
-    if (err != NULL && errlen > 0)
-        snprintf(err, errlen, "%s", msg);
-}
-
 /* Bytes a caller's table must cover: everything up to the required free_fn. */
 #define USER_V1_MIN_SIZE (offsetof(galloc_user_allocator_t, free_fn) + sizeof(((galloc_user_allocator_t *)0)->free_fn))
 
@@ -392,49 +338,25 @@ static const char *check_table(const galloc_user_allocator_t *u)
     return NULL;
 }
 
-galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user, int device,
-                                             galloc_allocator_t **out, char *err, size_t errlen)
+galloc_status_t ga_user_create(const galloc_user_allocator_t *user, int device, ga_err_t *err, void **impl)
 {
-    if (out != NULL)
-        *out = NULL;
-    if (user == NULL || out == NULL || device < 0) {
-        put_err(err, errlen,
-                device < 0 ? "device index must be >= 0" : "galloc_allocator_create_user: NULL user or out");
-        return GALLOC_E_INVAL;
-    }
+    *impl = NULL;
     const char *why = check_table(user);
-    if (why != NULL) {
-        put_err(err, errlen, why);
-        return GALLOC_E_INVAL;
-    }
-    galloc_allocator_t *a = calloc(1, sizeof(*a));
+    if (why != NULL)
+        return ga_fail(err, GALLOC_E_INVAL, "%s", why);
     user_impl_t *p = calloc(1, sizeof(*p));
-    if (a == NULL || p == NULL)
-        goto err_nomem;
+    if (p == NULL)
+        return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     /* Members past the caller's struct_size stay zero, i.e. NULL hooks. */
     memcpy(&p->u, user, user->struct_size < sizeof(p->u) ? user->struct_size : sizeof(p->u));
     p->u.struct_size = sizeof(p->u);
     snprintf(p->name, sizeof(p->name), "%s", user->name != NULL ? user->name : "user");
     p->u.name = p->name;
     p->device = device;
-    p->err = &a->err;
+    p->err = err;
     ga_addrmap_init(&p->live, sizeof(user_ptr_t));
     ga_stats_init(&p->stats, UINT64_MAX);
     ga_trace_init(&p->trace, device);
-    if (ga_allocator_lock_init(&a->lock) != 0)
-        goto err_nomem;
-    a->ops = &ga_allocator_user;
-    a->impl = p;
-    a->backend.ops = &no_device;
-    a->device = device;
-    ga_conf_defaults(&a->conf);
-    a->magic = GA_ALLOCATOR_LIVE;
-    *out = a;
+    *impl = p;
     return GALLOC_OK;
-
-err_nomem:
-    put_err(err, errlen, "out of host memory creating the allocator");
-    free(p);
-    free(a);
-    return GALLOC_E_NOMEM;
 }
