@@ -2,7 +2,6 @@
  * pool.c: a pool's life cycle and its cold-path calls (memory fraction, device
  * info, stats copies, empty_cache).
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "pool/pool_int.h"
