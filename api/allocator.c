@@ -1,6 +1,10 @@
 /*
- * allocator.c: the public allocator calls. Each takes the allocator's lock,
- * dispatches to the implementation's ops and releases the lock; the
+ * allocator.c: the public allocator calls. Create picks the implementation's
+ * ops table: the caching pool (ga_allocator_native, pool/), the stream-ordered
+ * allocator for backend:cudaMallocAsync (ga_allocator_async,
+ * allocators/async/) or, from galloc_allocator_create_user, the caller's
+ * allocator (ga_allocator_user, allocators/user/). Every other call takes the
+ * allocator's lock, dispatches to the ops and releases the lock; the
  * implementation records failures in a.err through ga_fail.
  *
  * Configuration sources (lowest precedence first): PyTorch's variable
@@ -11,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <galloc/galloc_user.h>
+#include "allocators/async/async.h"
+#include "allocators/user/user.h"
 #include "api/allocator_int.h"
+#include "pool/pool.h"
 #include "trace/summary.h"
 
 static void put_err(char *err, size_t errlen, const char *msg)
@@ -61,12 +69,8 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
         goto err_free;
     a->ops = &ga_allocator_native;
     if (a->conf.backend == GA_CONF_BACKEND_ASYNC) {
-        /* backend:cudaMallocAsync needs the backend's stream-ordered members;
-         * its create then checks that the driver has the feature. */
-        if (!ga_async_backend_ok(&a->backend, msg, sizeof(msg))) {
-            st = GALLOC_E_UNAVAILABLE;
-            goto err_close;
-        }
+        /* Its create checks that the backend has the stream-ordered members
+         * and the driver the feature, and says which is missing. */
         a->ops = &ga_allocator_async;
     } else if (a->conf.expandable_segments && GA_BACKEND_HAS(a->backend.ops, granularity)) {
         /* A backend may have the VMM members but a driver without the feature:
@@ -101,6 +105,100 @@ err_close:
     ga_backend_close(&a->backend);
 err_free:
     put_err(err, errlen, msg);
+    free(a);
+    return st;
+}
+
+/* The allocator front end always holds an opened backend (it names it and
+ * closes it); a user allocator has no device layer, so it holds this one,
+ * which is never registered and whose only member ever called is close. */
+static galloc_status_t nodev_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
+{
+    (void)args;
+    (void)err;
+    (void)errlen;
+    *state = NULL;
+    return GALLOC_E_UNSUPPORTED;
+}
+
+static void nodev_close(void *state)
+{
+    (void)state;
+}
+
+static galloc_status_t nodev_segment_alloc(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr)
+{
+    (void)state;
+    (void)bytes;
+    (void)s;
+    (void)addr;
+    return GALLOC_E_UNSUPPORTED;
+}
+
+static galloc_status_t nodev_segment_free(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s)
+{
+    (void)state;
+    (void)addr;
+    (void)bytes;
+    (void)s;
+    return GALLOC_E_UNSUPPORTED;
+}
+
+static galloc_status_t nodev_mem_info(void *state, size_t *free_bytes, size_t *total_bytes)
+{
+    (void)state;
+    (void)free_bytes;
+    (void)total_bytes;
+    return GALLOC_E_UNSUPPORTED;
+}
+
+static const galloc_backend_ops_t no_device = {
+    .struct_size = sizeof(galloc_backend_ops_t),
+    .version = GALLOC_BACKEND_OPS_V1,
+    .name = "user",
+    .open = nodev_open,
+    .close = nodev_close,
+    .segment_alloc = nodev_segment_alloc,
+    .segment_free = nodev_segment_free,
+    .mem_info = nodev_mem_info,
+};
+
+galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user, int device,
+                                             galloc_allocator_t **out, char *err, size_t errlen)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (user == NULL || out == NULL || device < 0) {
+        put_err(err, errlen,
+                device < 0 ? "device index must be >= 0" : "galloc_allocator_create_user: NULL user or out");
+        return GALLOC_E_INVAL;
+    }
+    galloc_allocator_t *a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        put_err(err, errlen, "out of host memory creating the allocator");
+        return GALLOC_E_NOMEM;
+    }
+    galloc_status_t st = ga_user_create(user, device, &a->err, &a->impl);
+    if (st != GALLOC_OK) {
+        put_err(err, errlen, a->err.msg);
+        goto err_free;
+    }
+    if (ga_allocator_lock_init(&a->lock) != 0) {
+        put_err(err, errlen, "out of host memory creating the allocator");
+        st = GALLOC_E_NOMEM;
+        goto err_destroy;
+    }
+    a->ops = &ga_allocator_user;
+    a->backend.ops = &no_device;
+    a->device = device;
+    ga_conf_defaults(&a->conf);
+    a->magic = GA_ALLOCATOR_LIVE;
+    *out = a;
+    return GALLOC_OK;
+
+err_destroy:
+    ga_allocator_user.destroy(a->impl);
+err_free:
     free(a);
     return st;
 }

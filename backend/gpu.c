@@ -114,6 +114,9 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     }
     g->v = v;
     g->device = args->device;
+    ga_addrmap_init(&g->segs, sizeof(ga_gpu_entry_t));
+    ga_addrmap_init(&g->asyncs, sizeof(ga_gpu_entry_t));
+    ga_addrmap_init(&g->events, sizeof(ga_gpu_entry_t));
     galloc_status_t st = v->load(path, &g->vs, &g->features, err, errlen);
     if (st != GALLOC_OK)
         goto err_free;
@@ -160,11 +163,11 @@ err_free:
 static void segments_close(ga_gpu_t *g)
 {
     for (size_t i = 0; i < g->segs.cap; i++) {
-        uintptr_t a = g->segs.slots[i].key;
-        if (a != 0)
-            (void)GA_GPU_TWICE(g->v->mem_free(g->vs, a));
+        const ga_gpu_entry_t *e = ga_addrmap_slot(&g->segs, i);
+        if (e != NULL)
+            (void)GA_GPU_TWICE(g->v->mem_free(g->vs, e->key));
     }
-    ga_gpu_table_free(&g->segs);
+    ga_addrmap_destroy(&g->segs);
 }
 
 /* Release whatever the pool left (its destroy gives everything back; what is
@@ -184,9 +187,9 @@ void ga_gpu_close(void *state)
     }
     (void)GA_GPU_TWICE(g->v->ctx_release(g->vs));
     g->v->unload(g->vs);
-    ga_gpu_table_free(&g->segs);
-    ga_gpu_table_free(&g->asyncs);
-    ga_gpu_table_free(&g->events);
+    ga_addrmap_destroy(&g->segs);
+    ga_addrmap_destroy(&g->asyncs);
+    ga_addrmap_destroy(&g->events);
     for (size_t i = 0; i < g->n_resv; i++)
         free(g->resv[i].maps);
     free(g->resv);
@@ -202,7 +205,7 @@ galloc_status_t ga_gpu_segment_alloc(void *state, size_t bytes, galloc_stream_t 
     if (addr == NULL || bytes == 0)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "segment_alloc(%zu bytes): %s", bytes,
                            addr == NULL ? "addr is NULL" : "zero-byte segment");
-    if (ga_gpu_table_reserve(&g->segs) != GALLOC_OK)
+    if (ga_addrmap_reserve(&g->segs, 1) != GALLOC_OK)
         return ga_gpu_fail(g, GALLOC_E_NOMEM, "segment_alloc: cannot grow the segment table");
     uintptr_t prev, a = 0;
     galloc_status_t st = ga_gpu_enter(g, "segment_alloc", &prev);
@@ -213,7 +216,7 @@ galloc_status_t ga_gpu_segment_alloc(void *state, size_t bytes, galloc_stream_t 
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_MEM_ALLOC, rc, "segment_alloc(%zu bytes) on device %d", bytes,
                                   g->device);
-    ga_gpu_table_put(&g->segs, a, bytes);
+    ga_gpu_put(&g->segs, a, bytes);
     *addr = a;
     return GALLOC_OK;
 }
@@ -222,8 +225,8 @@ galloc_status_t ga_gpu_segment_free(void *state, uintptr_t addr, size_t bytes, g
 {
     ga_gpu_t *g = state;
     (void)s;
-    uint64_t size = 0;
-    if (!ga_gpu_table_get(&g->segs, addr, &size) || size != bytes)
+    const ga_gpu_entry_t *seg = ga_addrmap_find(&g->segs, addr);
+    if (seg == NULL || seg->value != bytes)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "segment_free(%#lx, %zu): not a live segment of that size",
                            (unsigned long)addr, bytes);
     uintptr_t prev;
@@ -234,7 +237,7 @@ galloc_status_t ga_gpu_segment_free(void *state, uintptr_t addr, size_t bytes, g
     ga_gpu_leave(g, prev);
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_MEM_FREE, rc, "segment_free(%#lx, %zu)", (unsigned long)addr, bytes);
-    ga_gpu_table_del(&g->segs, addr);
+    ga_gpu_del(&g->segs, addr);
     return GALLOC_OK;
 }
 

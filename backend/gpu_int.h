@@ -15,9 +15,17 @@
 #include <stdint.h>
 
 #include "backend/gpu.h"
-#include "backend/gpu_table.h"
+#include "util/addrmap.h"
 
 #define GA_GPU_MAGIC 0x47505531u /* "GPU1": rejects a state that is not ours */
+
+/* An entry of segs, asyncs and events (util/addrmap.h). Their reserve runs
+ * before the driver call that creates the resource, so recording it after a
+ * successful call cannot fail (a failed call changes nothing). */
+typedef struct ga_gpu_entry {
+    uintptr_t key;  /* a device address or an event handle */
+    uint64_t value; /* segs: bytes; asyncs: the stream; events: unused */
+} ga_gpu_entry_t;
 
 /* One map call: a physical handle mapped over [addr, addr + bytes). */
 typedef struct ga_gpu_mapping {
@@ -51,9 +59,9 @@ typedef struct ga_gpu {
     uintptr_t ctx;               /* the device's primary context, retained until close */
     size_t granularity;          /* VMM page size, 0 until first queried */
     bool pool_ready;             /* default pool found and its release threshold raised */
-    ga_gpu_table_t segs;         /* segment_alloc ranges: address -> bytes */
-    ga_gpu_table_t asyncs;       /* malloc_async ranges: address -> stream */
-    ga_gpu_table_t events;       /* live events: handle -> 0 */
+    ga_addrmap_t segs;           /* segment_alloc ranges: address -> bytes (ga_gpu_entry_t) */
+    ga_addrmap_t asyncs;         /* malloc_async ranges: address -> stream (ga_gpu_entry_t) */
+    ga_addrmap_t events;         /* live events: handle -> 0 (ga_gpu_entry_t) */
     ga_gpu_resv_t *resv;         /* live reservations, unordered (one per expandable segment) */
     size_t n_resv, cap_resv;
     ga_gpu_orphan_t *orphans;    /* resources left by failed error paths */
@@ -88,5 +96,25 @@ void ga_gpu_stream_close(ga_gpu_t *g);
  * process's lifetime, so each release there is tried twice: one transient
  * refusal (or one injected fault) does not leak. */
 #define GA_GPU_TWICE(call) ((call) == 0 || (call) == 0)
+
+/* Record key -> value in one of segs, asyncs, events (room reserved). A key
+ * the driver hands out again while live keeps one entry, with the new value. */
+static inline void ga_gpu_put(ga_addrmap_t *m, uintptr_t key, uint64_t value)
+{
+    if (key == 0)
+        return; /* never a live address or handle: nothing to record */
+    ga_gpu_entry_t *e = ga_addrmap_find(m, key);
+    if (e == NULL)
+        e = ga_addrmap_insert(m, key);
+    e->value = value;
+}
+
+/* Forget key if it is recorded. */
+static inline void ga_gpu_del(ga_addrmap_t *m, uintptr_t key)
+{
+    void *e = ga_addrmap_find(m, key);
+    if (e != NULL)
+        ga_addrmap_remove(m, e);
+}
 
 #endif /* GA_BACKEND_GPU_INT_H */

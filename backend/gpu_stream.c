@@ -25,7 +25,7 @@ galloc_status_t ga_gpu_event_create(void *state, uintptr_t *event)
     ga_gpu_t *g = state;
     if (event == NULL)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "event_create: event is NULL");
-    if (ga_gpu_table_reserve(&g->events) != GALLOC_OK)
+    if (ga_addrmap_reserve(&g->events, 1) != GALLOC_OK)
         return ga_gpu_fail(g, GALLOC_E_NOMEM, "event_create: cannot grow the event table");
     uintptr_t prev, e = 0;
     galloc_status_t st = ga_gpu_enter(g, "event_create", &prev);
@@ -35,7 +35,7 @@ galloc_status_t ga_gpu_event_create(void *state, uintptr_t *event)
     ga_gpu_leave(g, prev);
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_EVENT_CREATE, rc, "event_create");
-    ga_gpu_table_put(&g->events, e, 0);
+    ga_gpu_put(&g->events, e, 0);
     *event = e;
     return GALLOC_OK;
 }
@@ -43,7 +43,7 @@ galloc_status_t ga_gpu_event_create(void *state, uintptr_t *event)
 /* One driver call on a live event of this state. */
 static galloc_status_t event_call(ga_gpu_t *g, ga_gpu_fn_t fn, const char *op, uintptr_t e, galloc_stream_t s)
 {
-    if (!ga_gpu_table_get(&g->events, e, NULL))
+    if (ga_addrmap_find(&g->events, e) == NULL)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "%s(%#lx): not a live event of this device", op, (unsigned long)e);
     uintptr_t prev;
     galloc_status_t st = ga_gpu_enter(g, op, &prev);
@@ -66,7 +66,7 @@ galloc_status_t ga_gpu_event_destroy(void *state, uintptr_t event)
 {
     galloc_status_t st = event_call(state, GA_GPU_FN_EVENT_DESTROY, "event_destroy", event, 0);
     if (st == GALLOC_OK)
-        ga_gpu_table_del(&((ga_gpu_t *)state)->events, event);
+        ga_gpu_del(&((ga_gpu_t *)state)->events, event);
     return st;
 }
 
@@ -146,7 +146,7 @@ galloc_status_t ga_gpu_malloc_async(void *state, size_t bytes, galloc_stream_t s
     if (addr == NULL || bytes == 0)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "malloc_async(%zu bytes): %s", bytes,
                            addr == NULL ? "addr is NULL" : "zero bytes");
-    if (ga_gpu_table_reserve(&g->asyncs) != GALLOC_OK)
+    if (ga_addrmap_reserve(&g->asyncs, 1) != GALLOC_OK)
         return ga_gpu_fail(g, GALLOC_E_NOMEM, "malloc_async: cannot grow the allocation table");
     uintptr_t prev, a = 0;
     galloc_status_t st = pool_enter(g, "malloc_async", &prev);
@@ -157,7 +157,7 @@ galloc_status_t ga_gpu_malloc_async(void *state, size_t bytes, galloc_stream_t s
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_MALLOC_ASYNC, rc, "malloc_async(%zu bytes, stream %#lx) on device %d",
                                   bytes, (unsigned long)s, g->device);
-    ga_gpu_table_put(&g->asyncs, a, s);
+    ga_gpu_put(&g->asyncs, a, s);
     *addr = a;
     return GALLOC_OK;
 }
@@ -165,7 +165,7 @@ galloc_status_t ga_gpu_malloc_async(void *state, size_t bytes, galloc_stream_t s
 galloc_status_t ga_gpu_free_async(void *state, uintptr_t addr, galloc_stream_t s)
 {
     ga_gpu_t *g = state;
-    if (!ga_gpu_table_get(&g->asyncs, addr, NULL))
+    if (ga_addrmap_find(&g->asyncs, addr) == NULL)
         return ga_gpu_fail(g, GALLOC_E_INVAL, "free_async(%#lx): not a live stream-ordered allocation",
                            (unsigned long)addr);
     uintptr_t prev;
@@ -177,7 +177,7 @@ galloc_status_t ga_gpu_free_async(void *state, uintptr_t addr, galloc_stream_t s
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_FREE_ASYNC, rc, "free_async(%#lx, stream %#lx)", (unsigned long)addr,
                                   (unsigned long)s);
-    ga_gpu_table_del(&g->asyncs, addr);
+    ga_gpu_del(&g->asyncs, addr);
     return GALLOC_OK;
 }
 
@@ -241,15 +241,15 @@ galloc_status_t ga_gpu_pool_reset_peak(void *state)
 void ga_gpu_stream_close(ga_gpu_t *g)
 {
     for (size_t i = 0; i < g->events.cap; i++) {
-        uintptr_t e = g->events.slots[i].key;
-        if (e != 0)
-            (void)GA_GPU_TWICE(g->v->event_destroy(g->vs, e));
+        const ga_gpu_entry_t *e = ga_addrmap_slot(&g->events, i);
+        if (e != NULL)
+            (void)GA_GPU_TWICE(g->v->event_destroy(g->vs, e->key));
     }
-    ga_gpu_table_free(&g->events);
+    ga_addrmap_destroy(&g->events);
     for (size_t i = 0; i < g->asyncs.cap; i++) {
-        uintptr_t a = g->asyncs.slots[i].key;
-        if (a != 0)
-            (void)GA_GPU_TWICE(g->v->free_async(g->vs, a, (uintptr_t)g->asyncs.slots[i].value));
+        const ga_gpu_entry_t *e = ga_addrmap_slot(&g->asyncs, i);
+        if (e != NULL)
+            (void)GA_GPU_TWICE(g->v->free_async(g->vs, e->key, (uintptr_t)e->value));
     }
-    ga_gpu_table_free(&g->asyncs);
+    ga_addrmap_destroy(&g->asyncs);
 }

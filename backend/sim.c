@@ -109,58 +109,6 @@ void *ga_sim_grow(void *array, size_t *cap, size_t used, size_t elem)
     return t;
 }
 
-/* ---- Live segments: open addressing, linear probing, load <= 1/2. ---- */
-
-static size_t seg_hash(uintptr_t addr, size_t mask)
-{
-    /* addresses are granularity aligned: drop the zero bits, then Fibonacci-mix */
-    return (size_t)(((uint64_t)addr / GRAN * 0x9E3779B97F4A7C15ull) >> 29) & mask;
-}
-
-/* The slot holding addr, or the empty slot where it would go (load <= 1/2, so one exists). */
-static size_t seg_slot(const seg_t *t, size_t mask, uintptr_t addr)
-{
-    size_t i = seg_hash(addr, mask);
-    while (t[i].addr != addr && t[i].addr != 0)
-        i = (i + 1) & mask;
-    return i;
-}
-
-/* Make room for one more segment before anything is charged, so a failed
- * growth leaves the device untouched. */
-static galloc_status_t seg_make_room(sim_t *sim)
-{
-    if ((sim->seg_count + 1) * 2 <= sim->seg_cap)
-        return GALLOC_OK;
-    size_t cap = sim->seg_cap ? sim->seg_cap * 2 : 64;
-    seg_t *t = calloc(cap, sizeof(*t));
-    if (t == NULL)
-        return ga_sim_fail(sim, GALLOC_E_NOMEM, "segment table: cannot grow to %zu entries", cap);
-    for (size_t i = 0; i < sim->seg_cap; i++)
-        if (sim->segs[i].addr != 0)
-            t[seg_slot(t, cap - 1, sim->segs[i].addr)] = sim->segs[i];
-    free(sim->segs);
-    sim->segs = t;
-    sim->seg_cap = cap;
-    return GALLOC_OK;
-}
-
-/* Backward-shift deletion: no tombstones, so lookups never slow down with churn. */
-static void seg_del(sim_t *sim, size_t i)
-{
-    size_t mask = sim->seg_cap - 1;
-    for (size_t j = (i + 1) & mask; sim->segs[j].addr != 0; j = (j + 1) & mask) {
-        size_t home = seg_hash(sim->segs[j].addr, mask);
-        /* j may fill the hole at i unless its home lies cyclically in (i, j] */
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            sim->segs[i] = sim->segs[j];
-            i = j;
-        }
-    }
-    sim->segs[i] = (seg_t){0};
-    sim->seg_count--;
-}
-
 /* ---- Required members. ---- */
 
 #define ARG_HAS(a, f) (offsetof(galloc_backend_args_t, f) + sizeof((a)->f) <= (a)->struct_size)
@@ -196,6 +144,7 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
                    .fail_nth = ARG_HAS(args, fail_nth) ? args->fail_nth : 0,
                    .fail_from = ARG_HAS(args, fail_from) ? args->fail_from : 0,
                    .fail_above = ARG_HAS(args, fail_above) ? args->fail_above : 0};
+    ga_addrmap_init(&sim->segs, sizeof(seg_t));
     *state = sim;
     return GALLOC_OK;
 }
@@ -205,14 +154,16 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
 static void sim_close(void *state)
 {
     sim_t *sim = state;
-    for (size_t i = 0; i < sim->seg_cap; i++)
-        if (sim->segs[i].addr != 0)
-            range_put(sim, sim->segs[i].addr, ROUND_GRAN(sim->segs[i].bytes));
+    for (size_t i = 0; i < sim->segs.cap; i++) {
+        const seg_t *seg = ga_addrmap_slot(&sim->segs, i);
+        if (seg != NULL)
+            range_put(sim, seg->addr, ROUND_GRAN(seg->bytes));
+    }
     for (size_t i = 0; i < sim->n_resv; i++) {
         range_put(sim, sim->resv[i].base, sim->resv[i].bytes);
         free(sim->resv[i].map);
     }
-    free(sim->segs);
+    ga_addrmap_destroy(&sim->segs);
     free(sim->resv);
     free(sim->ev);
     free(sim);
@@ -226,15 +177,15 @@ static galloc_status_t sim_segment_alloc(void *state, size_t bytes, galloc_strea
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_alloc(%zu bytes): %s", bytes,
                     addr == NULL ? "addr is NULL" : "zero-byte segment");
     galloc_status_t st = charge(sim, "segment_alloc", bytes);
-    if (st == GALLOC_OK)
-        st = seg_make_room(sim);
+    /* Room in the table before the range is taken, so a failed growth leaves the device untouched. */
+    if (st == GALLOC_OK && ga_addrmap_reserve(&sim->segs, 1) != GALLOC_OK)
+        st = ga_sim_fail(sim, GALLOC_E_NOMEM, "segment table: cannot grow past %zu entries", sim->segs.cap / 2);
     uintptr_t a = 0;
     if (st == GALLOC_OK)
         st = range_get(sim, ROUND_GRAN(bytes), PROT_READ | PROT_WRITE, &a); /* bytes <= capacity: no wrap */
     if (st != GALLOC_OK)
         return st;
-    sim->segs[seg_slot(sim->segs, sim->seg_cap - 1, a)] = (seg_t){.addr = a, .bytes = bytes};
-    sim->seg_count++;
+    *(seg_t *)ga_addrmap_insert(&sim->segs, a) = (seg_t){.addr = a, .bytes = bytes};
     sim->seg_bytes += bytes;
     *addr = a;
     return GALLOC_OK;
@@ -244,16 +195,16 @@ static galloc_status_t sim_segment_free(void *state, uintptr_t addr, size_t byte
 {
     sim_t *sim = state;
     (void)s;
-    size_t i = sim->seg_cap != 0 && addr != 0 ? seg_slot(sim->segs, sim->seg_cap - 1, addr) : 0;
-    if (sim->seg_cap == 0 || addr == 0 || sim->segs[i].addr != addr)
+    seg_t *seg = ga_addrmap_find(&sim->segs, addr);
+    if (seg == NULL)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): not a live segment", addr, bytes);
-    if (sim->segs[i].bytes != bytes)
+    if (seg->bytes != bytes)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): the segment is %zu bytes", addr, bytes,
-                    sim->segs[i].bytes);
+                    seg->bytes);
     galloc_status_t st = range_put(sim, addr, ROUND_GRAN(bytes));
     if (st != GALLOC_OK)
         return st;
-    seg_del(sim, i);
+    ga_addrmap_remove(&sim->segs, seg);
     sim->seg_bytes -= bytes;
     return GALLOC_OK;
 }
@@ -416,7 +367,8 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
     if (sim == NULL || out == NULL)
         return GALLOC_E_INVAL;
     *out = (ga_sim_counters_t){.alloc_calls = sim->alloc_calls, .faults_injected = sim->faults_injected,
-                               .live_segments = sim->seg_count, .live_mapped_bytes = sim->mapped_bytes,
+                               .live_segments = ga_addrmap_count(&sim->segs),
+                               .live_mapped_bytes = sim->mapped_bytes,
                                .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
                                .live_reservations = sim->n_resv, .live_events = sim->live_events,
                                .sync_calls = sim->sync_calls, .query_calls = sim->query_calls};

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MADV_DONTNEED, GNU strerror_r */
 #endif
 #include "backend/sim.h"
+#include "util/addrmap.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,9 +29,9 @@ _Static_assert(sizeof(size_t) == 8 && sizeof(uintptr_t) == 8, "sim simulates a 6
 /* Callers keep n <= INT64_MAX, so this cannot wrap. */
 #define ROUND_GRAN(n) (((uint64_t)(n) + GRAN - 1) & ~(GRAN - 1))
 
-/* A live segment in the open-addressing table (linear probing). */
+/* A live segment, an entry of sim_t.segs (util/addrmap.h). */
 typedef struct seg {
-    uintptr_t addr; /* segment start; 0 marks an empty slot (0 is never handed out) */
+    uintptr_t addr; /* segment start (0 is never handed out): the key */
     size_t bytes;   /* size as requested: what is charged and what segment_free must repeat */
 } seg_t;
 
@@ -66,8 +67,7 @@ typedef struct sim {
     uint64_t alloc_calls;                     /* device allocations attempted: the fault numbering */
     uint64_t faults_injected;                 /* of those, failed on purpose */
     uint64_t violations;                      /* calls rejected with GALLOC_E_INVAL */
-    seg_t *segs;                              /* live segments: seg_cap slots (a power of 2) or NULL */
-    size_t seg_cap, seg_count;                /* slots, and live segments in them (<= seg_cap / 2) */
+    ga_addrmap_t segs;                        /* live segments by address (seg_t) */
     resv_t *resv;                             /* live reservations, unordered (there are few: one per stream) */
     size_t n_resv, resv_cap;                  /* used and allocated entries of resv */
     event_t *ev;                              /* event slots; grown by event_create only */

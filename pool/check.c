@@ -77,7 +77,7 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
             add(&c->active_bytes, sp, (int64_t)b->size);
             add(&c->requested_bytes, sp, (int64_t)b->requested);
         } else if (b->allocated) {
-            if (ga_pool_ptrmap_find(&p->ptrs, b->addr) != b)
+            if (ga_pool_allocated_block(p, b->addr) != b)
                 return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map",
                                b->addr);
             c->allocated_blocks++;
@@ -217,9 +217,9 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
                        p->pending_blocks);
     if ((st = check_pending(p, c.pending_events)) != GALLOC_OK)
         return st;
-    if (p->ptrs.count != c.allocated_blocks)
+    if (ga_addrmap_count(&p->ptrs) != c.allocated_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,
-                       p->ptrs.count);
+                       ga_addrmap_count(&p->ptrs));
 #define COMPARE_(name)                                                                             \
     if ((st = compare(p, #name, p->stats.name, &c.name)) != GALLOC_OK)                             \
         return st;

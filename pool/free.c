@@ -103,18 +103,20 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
 {
     if (ptr == NULL)
         return GALLOC_OK;
-    ga_block_t *b = ga_pool_ptrmap_find(&p->ptrs, (uintptr_t)ptr);
-    if (b == NULL)
+    ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, (uintptr_t)ptr);
+    if (e == NULL)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
                                                    "already freed, or not the start of a block)",
                        ptr);
-    /* Used on other streams: record their events first (the only step that can fail). */
+    ga_block_t *b = e->block;
+    /* Used on other streams: record their events first (the only step that
+     * can fail; it leaves the pointer map, and so e, as they are). */
     if (b->uses != NULL) {
         galloc_status_t st = ga_pool_insert_events(p, b);
         if (st != GALLOC_OK)
             return st;
     }
-    ga_pool_ptrmap_remove(&p->ptrs, b);
+    ga_addrmap_remove(&p->ptrs, e);
     b->allocated = false;
     int64_t pid[2];
     uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;

@@ -151,7 +151,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     int64_t pid[2];
     ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
                     ap->stack_id);
-    ga_pool_ptrmap_insert(&p->ptrs, b);
+    ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, b->addr))->block = b;
     ga_stat_update(p->stats.allocation, sp, 1);
     ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
     ga_stat_update(p->stats.active, sp, 1);
@@ -181,7 +181,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
 
     /* Everything this call may consume: a segment record, its first block, a
      * split front, and one pointer-map slot. */
-    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_pool_ptrmap_reserve(&p->ptrs) != GALLOC_OK)
+    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_addrmap_reserve(&p->ptrs, 1) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
 
     ga_alloc_params_t ap;

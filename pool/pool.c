@@ -1,26 +1,11 @@
 /*
  * pool.c: a pool's life cycle and its cold-path calls (memory fraction, device
- * info, stats copies, empty_cache) plus ga_fail, the one place errors are
- * recorded.
+ * info, stats copies, empty_cache).
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "pool/pool_int.h"
 #include "stats/stats.h"
-
-galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
-{
-    if (err == NULL)
-        return status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    va_end(ap);
-    err->status = status;
-    return status;
-}
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
                                ga_pool_t **out)
@@ -48,7 +33,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_trace_init(&p->trace, device);
     ga_pool_blockpool_init(&p->small, true);
     ga_pool_blockpool_init(&p->large, false);
-    ga_pool_ptrmap_init(&p->ptrs);
+    ga_addrmap_init(&p->ptrs, sizeof(ga_ptr_entry_t));
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start. The key is
@@ -77,7 +62,7 @@ void ga_pool_destroy(ga_pool_t *p)
     ga_pool_blockpool_destroy(&p->small);
     ga_pool_blockpool_destroy(&p->large);
     ga_trace_destroy(&p->trace);
-    ga_pool_ptrmap_destroy(&p->ptrs);
+    ga_addrmap_destroy(&p->ptrs);
     ga_pool_records_destroy(&p->records);
     free(p);
 }

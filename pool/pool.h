@@ -1,7 +1,9 @@
 /*
- * pool.h: the pool layer's interface to api/: PyTorch's native caching
- * allocator policy (DeviceCachingAllocator in pytorch/pytorch
- * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend.
+ * pool.h: the pool layer's interface: PyTorch's native caching allocator
+ * policy (DeviceCachingAllocator in pytorch/pytorch
+ * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend. The
+ * front end (api/) reaches it through ga_allocator_native, the ops table over
+ * these calls (pool_ops.c); tests/pool/ calls them directly.
  *
  * Locking: the pool has no lock of its own. api/ holds the allocator's lock
  * around every call, so all functions here run single-threaded per pool.
@@ -18,27 +20,18 @@
 #include <galloc/galloc_trace.h>
 #include <galloc/galloc_stats.h>
 #include <galloc/galloc_status.h>
+#include "allocators/allocator_ops.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
+#include "util/err.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* An error sink: the status of the last failure and its message. Owned by the
- * allocator front end, written only under its lock. */
-typedef struct ga_err {
-    galloc_status_t status;     /* last failure's status, GALLOC_OK if none */
-    char msg[GALLOC_ERROR_MAX]; /* its message, NUL-terminated */
-} ga_err_t;
-
-/* ga_fail: record status and a printf-style message in err; returns status so
- * that every failure is one `return ga_fail(...)` (one breakpoint sees all). */
-galloc_status_t ga_fail(ga_err_t *err, galloc_status_t status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* The caching pool behind the allocator ops table (pool_ops.c): the table
+ * api/ picks unless the config asks for backend:cudaMallocAsync. */
+extern const ga_allocator_ops_t ga_allocator_native;
 
 typedef struct ga_pool ga_pool_t;
 
@@ -76,36 +69,6 @@ galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b
                                       uintptr_t thread);
 galloc_status_t ga_pool_mempool_end(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
 galloc_status_t ga_pool_mempool_release(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
-
-/*
- * The stream-ordered allocator (backend:cudaMallocAsync, pool/async.c): the
- * driver's default memory pool does the caching; galloc keeps PyTorch's
- * per-pointer bookkeeping (size, creation stream, recorded streams), its
- * memory fraction and OOM message, and reports the pool's own figures as
- * stats. Same locking as the pool: api/ holds the allocator's lock.
- */
-typedef struct ga_async ga_async_t;
-
-/* ga_async_backend_ok: whether an opened backend has the members the
- * stream-ordered allocator needs; if not, msg (len bytes) names them. */
-bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len);
-/* ga_async_create: GALLOC_E_UNAVAILABLE when the backend or its driver cannot
- * allocate stream-ordered (the message says why), GALLOC_E_NOMEM, or the
- * backend's status if setting up the device's pool failed. */
-galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err, ga_async_t **out);
-/* ga_async_destroy: free every live pointer, synchronize, trim the pool, free a. */
-void ga_async_destroy(ga_async_t *a);
-galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stream, void **out);
-galloc_status_t ga_async_free(ga_async_t *a, void *ptr);
-galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t stream);
-galloc_status_t ga_async_stream_synchronize(ga_async_t *a, galloc_stream_t stream);
-galloc_status_t ga_async_empty_cache(ga_async_t *a);
-galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction);
-galloc_status_t ga_async_memory_info(ga_async_t *a, size_t *free_bytes, size_t *total_bytes);
-void ga_async_stats(ga_async_t *a, galloc_stats_t *out);
-void ga_async_reset_peak(ga_async_t *a);
-void ga_async_reset_accumulated(ga_async_t *a);
-galloc_status_t ga_async_check(ga_async_t *a);
 
 #ifdef __cplusplus
 }

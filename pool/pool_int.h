@@ -7,7 +7,8 @@
  *     address order (prev/next); a block is allocated or free;
  *   - every free block sits in the free set of its block pool (small or
  *     large), ordered by (stream, size, address) for best fit;
- *   - every allocated block sits in the pointer map (address -> block).
+ *   - every allocated block sits in the pointer map (address -> block,
+ *     util/addrmap.h).
  *
  * Locking: the allocator's lock (held by api/) covers everything here.
  * Memory: block and segment records are recycled through free lists; the
@@ -26,6 +27,8 @@
 #include "pool/avl.h"
 #include "pool/pool.h"
 #include "trace/trace.h"
+#include "util/addrmap.h"
+#include "util/size.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,7 +41,6 @@ extern "C" {
 #define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: default of large_segment_size_mb */
 #define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
 #define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
-#define GA_ONE_EXABYTE ((uint64_t)1 << 60)        /* allocate() refuses sizes >= this */
 
 typedef struct ga_block ga_block_t;
 typedef struct ga_segment ga_segment_t;
@@ -87,7 +89,7 @@ struct ga_block {
     ga_segment_t *seg;         /* owning segment */
     ga_block_t *prev, *next;   /* address-ordered neighbours within the segment */
     ga_avl_node_t node;        /* free-set link (free blocks only) */
-    ga_block_t *hash_next;     /* pointer-map chain (allocated) / record free list */
+    ga_block_t *link;          /* record free list (recycled) / release.c's unmap list (free) */
     int64_t gc_count_base;     /* pool GC clock when last inserted into the free set */
     bool allocated;            /* handed out to a caller */
     bool mapped;               /* backed by memory (always, except unmapped expandable ranges) */
@@ -127,17 +129,17 @@ typedef struct ga_route {
     uintptr_t thread;        /* GALLOC_ROUTE_THREAD: the thread that began it */
 } ga_route_t;
 
-/* Pointer map: allocated blocks by address, chained hashing. The bucket array
- * grows only when the number of live blocks exceeds its previous high mark. */
-typedef struct ga_ptrmap {
-    ga_block_t **buckets; /* nbuckets chains */
-    size_t nbuckets;      /* a power of two */
-    size_t count;         /* allocated blocks in the map */
-} ga_ptrmap_t;
+/* An entry of the pointer map (PyTorch's allocated_blocks): an allocated
+ * block by its address. The map grows only in malloc's reserve, before any
+ * other state changes, when the live count passes its previous high mark. */
+typedef struct ga_ptr_entry {
+    uintptr_t addr;    /* the block's address: the map's key */
+    ga_block_t *block; /* the allocated block */
+} ga_ptr_entry_t;
 
 /* Record pools: recycled block and segment records, allocated in chunks. */
 typedef struct ga_records {
-    ga_block_t *free_blocks;     /* recycled block records (linked by hash_next) */
+    ga_block_t *free_blocks;     /* recycled block records (linked by b->link) */
     ga_segment_t *free_segments; /* recycled segment records (linked by next) */
     void *chunks;                /* every chunk allocated, for destroy */
     size_t blocks_total;         /* block records ever allocated (growth counter for tests) */
@@ -150,7 +152,7 @@ struct ga_pool {
     int device;                     /* device index, for messages */
     ga_err_t *err;                  /* error sink (the front end's) */
     ga_blockpool_t small, large;    /* PyTorch's small_blocks / large_blocks */
-    ga_ptrmap_t ptrs;               /* allocated blocks */
+    ga_addrmap_t ptrs;              /* allocated blocks by address (ga_ptr_entry_t) */
     ga_records_t records;           /* recycled records */
     ga_segment_t *segments;         /* live segments, most recent first */
     galloc_stats_t stats;           /* PyTorch's DeviceStats */
@@ -187,7 +189,6 @@ typedef struct ga_alloc_params {
 size_t ga_round_size(const ga_conf_t *c, size_t size);
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
 size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
-void ga_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* records.c */
 void ga_pool_records_init(ga_records_t *r);
@@ -199,14 +200,12 @@ void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b);
 ga_segment_t *ga_pool_records_get_segment(ga_records_t *r);
 void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s);
 
-/* ptrmap.c */
-void ga_pool_ptrmap_init(ga_ptrmap_t *m);
-void ga_pool_ptrmap_destroy(ga_ptrmap_t *m);
-/* Make room for one more entry (may allocate: GALLOC_E_NOMEM). */
-galloc_status_t ga_pool_ptrmap_reserve(ga_ptrmap_t *m);
-void ga_pool_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b);
-ga_block_t *ga_pool_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr);
-void ga_pool_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
+/* The allocated block at addr, or NULL. */
+static inline ga_block_t *ga_pool_allocated_block(const ga_pool_t *p, uintptr_t addr)
+{
+    const ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, addr);
+    return e != NULL ? e->block : NULL;
+}
 
 /* blockpool.c: free sets. */
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);

@@ -53,7 +53,7 @@ static void *chunk_new(ga_records_t *r, size_t record_size, size_t n)
 static size_t count_blocks(const ga_records_t *r, size_t limit)
 {
     size_t n = 0;
-    for (const ga_block_t *b = r->free_blocks; b != NULL && n < limit; b = b->hash_next)
+    for (const ga_block_t *b = r->free_blocks; b != NULL && n < limit; b = b->link)
         n++;
     return n;
 }
@@ -91,13 +91,13 @@ ga_block_t *ga_pool_records_get_block(ga_records_t *r)
 {
     ga_block_t *b = r->free_blocks;
     if (b != NULL)
-        r->free_blocks = b->hash_next;
+        r->free_blocks = b->link;
     return b;
 }
 
 void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
 {
-    b->hash_next = r->free_blocks;
+    b->link = r->free_blocks;
     r->free_blocks = b;
 }
 

@@ -96,12 +96,12 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
  * changes the free set) and then unmapped page by page. */
 static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
 {
-    ga_block_t *to_unmap = NULL; /* linked through hash_next, unused by free blocks */
+    ga_block_t *to_unmap = NULL; /* linked through b->link, which free blocks do not use */
     ga_block_t *b = ga_pool_blockpool_first(bp);
     while (b != NULL) {
         ga_block_t *next = ga_pool_blockpool_next(b);
         if (b->seg->expandable) {
-            b->hash_next = to_unmap;
+            b->link = to_unmap;
             to_unmap = b;
         } else if (!ga_block_is_split(b)) {
             ga_pool_release_free_segment(p, b);
@@ -111,14 +111,14 @@ static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
     /* The list is in reverse set order; PyTorch unmaps in set order. */
     ga_block_t *ordered = NULL;
     while (to_unmap != NULL) {
-        ga_block_t *n = to_unmap->hash_next;
-        to_unmap->hash_next = ordered;
+        ga_block_t *n = to_unmap->link;
+        to_unmap->link = ordered;
         ordered = to_unmap;
         to_unmap = n;
     }
     while (ordered != NULL) {
-        ga_block_t *n = ordered->hash_next;
-        ordered->hash_next = NULL;
+        ga_block_t *n = ordered->link;
+        ordered->link = NULL;
         ga_pool_unmap_block(p, ordered);
         ordered = n;
     }

@@ -1,14 +1,11 @@
 /*
- * round.c: request rounding, segment sizes and PyTorch's size formatting.
+ * round.c: request rounding and segment sizes.
  *
  * These decide allocated_bytes and reserved_bytes, so they follow PyTorch to
  * the byte: round_size / roundup_power2_next_division / get_allocation_size in
  * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (get_round_size and
- * get_allocation_size in c10/core/CachingDeviceAllocator.h on newest main), and
- * c10's format_size for the OOM message.
+ * get_allocation_size in c10/core/CachingDeviceAllocator.h on newest main).
  */
-#include <stdio.h>
-
 #include "pool/pool_int.h"
 
 static unsigned log2_floor(uint64_t x)
@@ -50,16 +47,4 @@ size_t ga_allocation_size(const ga_conf_t *c, size_t rounded)
     if (rounded < GA_MIN_LARGE_ALLOC)
         return (size_t)c->large_segment_size;
     return GA_ROUND_LARGE * ((rounded + GA_ROUND_LARGE - 1) / GA_ROUND_LARGE);
-}
-
-void ga_format_size(uint64_t bytes, char *buf, size_t len)
-{
-    if (bytes <= 1024)
-        snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-    else if (bytes <= 1048576)
-        snprintf(buf, len, "%.2f KiB", (double)bytes / 1024.0);
-    else if (bytes <= 1073741824ull)
-        snprintf(buf, len, "%.2f MiB", (double)bytes / 1048576.0);
-    else
-        snprintf(buf, len, "%.2f GiB", (double)bytes / 1073741824.0);
 }

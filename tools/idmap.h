@@ -2,11 +2,11 @@
  * idmap.h: the replay's map from a traced pointer (or trace id) to the block
  * galloc handed out for it, plus the stream it was allocated on.
  *
- * Open addressing with linear probing over a power-of-two table, kept at most
- * half full, and backward-shift deletion (no tombstones), so lookups, inserts
- * and removes cost O(1) expected time however long the trace; memory follows
- * the number of live blocks, not the number of events. Keys are 64-bit: the
- * value UINT64_MAX, used as the empty marker, lives in a side slot.
+ * Keys other than 0 live in util's address map (util/addrmap.h: open
+ * addressing, kept at most half full, backward-shift deletion), so lookups,
+ * inserts and removes cost O(1) expected time however long the trace; memory
+ * follows the number of live blocks, not the number of events. Key 0, the
+ * address map's empty marker, lives in a side slot.
  *
  * Not thread-safe; one map per replayed configuration.
  */
@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/addrmap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,16 +29,14 @@ typedef struct ga_idmap_val {
 } ga_idmap_val_t;
 
 typedef struct ga_idmap_slot {
-    uint64_t key;        /* UINT64_MAX = empty */
-    ga_idmap_val_t val; /* valid when key is not empty */
+    uintptr_t key;      /* the traced id, never 0 (64 bits: see idmap.c) */
+    ga_idmap_val_t val; /* its value */
 } ga_idmap_slot_t;
 
 typedef struct ga_idmap {
-    ga_idmap_slot_t *slots; /* cap entries */
-    size_t cap;              /* power of two, or 0 before the first insert */
-    size_t n;                /* keys stored, side slot included */
-    bool has_max;            /* whether key UINT64_MAX is stored */
-    ga_idmap_val_t max_val; /* its value */
+    ga_addrmap_t map;        /* keys other than 0 (ga_idmap_slot_t) */
+    bool has_zero;           /* whether key 0 is stored */
+    ga_idmap_val_t zero_val; /* its value */
 } ga_idmap_t;
 
 /* ga_idmap_init: an empty map (allocates nothing until the first put). */
@@ -60,7 +60,7 @@ bool ga_idmap_remove(ga_idmap_t *m, uint64_t key, ga_idmap_val_t *out);
 /* ga_idmap_size: number of keys. */
 static inline size_t ga_idmap_size(const ga_idmap_t *m)
 {
-    return m->n;
+    return ga_addrmap_count(&m->map) + (m->has_zero ? 1 : 0);
 }
 
 #ifdef __cplusplus

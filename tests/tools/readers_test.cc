@@ -88,10 +88,10 @@ TEST(IdMap, MatchesAReferenceModel)
     ga_idmap_t m;
     ga_idmap_init(&m);
     std::unordered_map<uint64_t, uint64_t> ref;
-    // Keys like device pointers (shared high and low bits) plus the reserved value.
+    // Keys like device pointers (shared high and low bits) plus 0 (the side slot) and UINT64_MAX.
     auto key = [&]() -> uint64_t {
         uint64_t r = rng() % 5000;
-        return r == 0 ? UINT64_MAX : 0x7f0000000000ull + (r << 9);
+        return r == 0 ? 0 : r == 1 ? UINT64_MAX : 0x7f0000000000ull + (r << 9);
     };
     for (int i = 0; i < 200000; i++) {
         uint64_t k = key();

@@ -1,7 +1,12 @@
-/* native.c: the native caching pool (pool/) behind the allocator ops table. */
+/*
+ * pool_ops.c: the caching pool behind the allocator ops table:
+ * ga_allocator_native, the file's only external symbol, adapts each member to
+ * its ga_pool_* call (pool.h). Locking: the front end's lock is held.
+ */
 #include <pthread.h>
 
-#include "api/allocator_int.h"
+#include "allocators/allocator_ops.h"
+#include "pool/pool.h"
 
 static galloc_status_t native_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
                                      void **impl)

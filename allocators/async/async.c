@@ -1,5 +1,6 @@
 /*
- * async.c: the stream-ordered allocator (backend:cudaMallocAsync), as
+ * async.c: the stream-ordered allocator (backend:cudaMallocAsync) behind the
+ * allocator ops table (ga_allocator_async, its only external symbol), as
  * PyTorch's CUDAMallocAsyncAllocator (pytorch/pytorch
  * c10/cuda/CUDAMallocAsyncAllocator.cpp): every malloc is the driver's
  * cuMemAllocAsync on the caller's stream from the device's default pool, every
@@ -24,16 +25,28 @@
  * high-water marks; reset_accumulated does nothing (PyTorch only warns).
  * memory fraction, OOM message and the 1 EB limit are mallocAsync's.
  *
+ * It is not a caching pool: no private pools (the mempool members are NULL,
+ * so galloc_mempool_* return GALLOC_E_UNSUPPORTED), no history or snapshots,
+ * and the caching knobs of the config string do not apply (PyTorch ignores
+ * them too).
+ *
  * Memory: the pointer map and stream-use records grow on the cold path only
  * (when the live count or uses pass their high mark); a steady state of
  * malloc/free allocates no host memory.
+ *
+ * Locking: the front end holds the allocator's lock around every member.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "allocators/allocator_ops.h"
+#include "allocators/async/async.h"
+#include "backend/backend.h"
 #include "stats/stats.h"
+#include "util/addrmap.h"
+#include "util/err.h"
+#include "util/size.h"
 
 #define USE_CHUNK 64
 
@@ -47,83 +60,25 @@ typedef struct use_chunk {
     async_use_t uses[USE_CHUNK];
 } use_chunk_t;
 
-/* A live allocation (PyTorch's PtrUsage). */
+/* A live allocation (PyTorch's PtrUsage), in the pointer map. */
 typedef struct async_ptr {
-    uintptr_t addr;         /* 0 marks an empty slot */
+    uintptr_t addr;         /* the driver's pointer (never 0): the key */
     size_t size;            /* bytes requested */
     galloc_stream_t stream; /* creation stream: the free is ordered on it */
     async_use_t *uses;      /* recorded streams other than the creation stream */
 } async_ptr_t;
 
-struct ga_async {
+typedef struct async {
     ga_backend_t *backend;   /* the device (not owned) */
     ga_err_t *err;           /* error sink */
     int device;              /* device index, for messages */
-    async_ptr_t *slots;      /* open addressing by address; cap is 0 or a power of two */
-    size_t cap, count;       /* slots, live entries (<= cap / 2) */
+    ga_addrmap_t ptrs;       /* live allocations by address (async_ptr_t) */
     async_use_t *free_uses;  /* recycled use records */
     use_chunk_t *use_chunks; /* every chunk, for destroy */
     uint64_t used_bytes;     /* PyTorch's pytorch_used_bytes: sum of live sizes */
     uint64_t limit;          /* pytorch_memory_limits: UINT64_MAX unless a fraction is set */
     uint64_t pool[4];        /* last pool usage read: reserved cur/high, used cur/high */
-};
-
-/* ---- The pointer map. ---- */
-
-static size_t slot_of(uintptr_t addr, size_t mask)
-{
-    return (size_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> 17) & mask;
-}
-
-static size_t find(const ga_async_t *a, uintptr_t addr)
-{
-    size_t mask = a->cap - 1, i = slot_of(addr, mask);
-    while (a->slots[i].addr != 0 && a->slots[i].addr != addr)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static async_ptr_t *lookup(ga_async_t *a, uintptr_t addr)
-{
-    if (a->cap == 0 || addr == 0)
-        return NULL;
-    size_t i = find(a, addr);
-    return a->slots[i].addr == addr ? &a->slots[i] : NULL;
-}
-
-static galloc_status_t map_reserve(ga_async_t *a)
-{
-    if (a->count + 1 <= a->cap / 2)
-        return GALLOC_OK;
-    size_t cap = a->cap ? a->cap * 2 : 256;
-    async_ptr_t *slots = calloc(cap, sizeof(*slots));
-    if (slots == NULL)
-        return GALLOC_E_NOMEM;
-    async_ptr_t *old = a->slots;
-    size_t old_cap = a->cap;
-    a->slots = slots;
-    a->cap = cap;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].addr != 0)
-            a->slots[find(a, old[i].addr)] = old[i];
-    free(old);
-    return GALLOC_OK;
-}
-
-/* Backward-shift deletion: no tombstones, probes end at the first empty slot. */
-static void map_remove(ga_async_t *a, async_ptr_t *e)
-{
-    size_t mask = a->cap - 1, i = (size_t)(e - a->slots);
-    for (size_t j = (i + 1) & mask; a->slots[j].addr != 0; j = (j + 1) & mask) {
-        size_t home = slot_of(a->slots[j].addr, mask);
-        if (((j - home) & mask) >= ((j - i) & mask)) {
-            a->slots[i] = a->slots[j];
-            i = j;
-        }
-    }
-    a->slots[i].addr = 0;
-    a->count--;
-}
+} async_t;
 
 /* ---- Life cycle. ---- */
 
@@ -135,7 +90,7 @@ static const char *async_setting(const ga_backend_t *b)
     return strcmp(ga_backend_vendor(b), "HIP") == 0 ? "backend:hipMallocAsync" : "backend:cudaMallocAsync";
 }
 
-bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
+static bool backend_ok(const ga_backend_t *b, char *msg, size_t len)
 {
     const galloc_backend_ops_t *ops = b->ops;
     if (GA_BACKEND_HAS(ops, malloc_async) && GA_BACKEND_HAS(ops, free_async) && GA_BACKEND_HAS(ops, pool_trim) &&
@@ -151,19 +106,22 @@ bool ga_async_backend_ok(const ga_backend_t *b, char *msg, size_t len)
     return false;
 }
 
-galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err, ga_async_t **out)
+static galloc_status_t async_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
+                                    void **out)
 {
+    (void)conf; /* the native-only knobs do not apply; PyTorch ignores them too */
     *out = NULL;
     char why[GALLOC_ERROR_MAX];
-    if (!ga_async_backend_ok(backend, why, sizeof(why)))
+    if (!backend_ok(backend, why, sizeof(why)))
         return ga_fail(err, GALLOC_E_UNAVAILABLE, "%s", why);
-    ga_async_t *a = calloc(1, sizeof(*a));
+    async_t *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     a->backend = backend;
     a->err = err;
     a->device = device;
     a->limit = UINT64_MAX;
+    ga_addrmap_init(&a->ptrs, sizeof(async_ptr_t));
     /* The first pool call sets the pool up (release threshold) and shows
      * whether this driver can allocate stream-ordered at all. */
     galloc_status_t st = ga_backend_pool_usage(backend, &a->pool[0], &a->pool[1], &a->pool[2], &a->pool[3]);
@@ -182,7 +140,7 @@ galloc_status_t ga_async_create(ga_backend_t *backend, int device, ga_err_t *err
 
 /* Wait for every recorded stream, then free on the creation stream (see the
  * file comment). Nothing changes on failure: a retry waits again, harmlessly. */
-static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
+static galloc_status_t free_ptr(async_t *a, async_ptr_t *e)
 {
     char why[256];
     for (async_use_t *u = e->uses; u != NULL; u = u->next) {
@@ -206,19 +164,22 @@ static galloc_status_t free_ptr(ga_async_t *a, async_ptr_t *e)
         u = next;
     }
     a->used_bytes -= e->size;
-    map_remove(a, e);
+    ga_addrmap_remove(&a->ptrs, e);
     return GALLOC_OK;
 }
 
-void ga_async_destroy(ga_async_t *a)
+static void async_destroy(void *impl)
 {
+    async_t *a = impl;
     if (a == NULL)
         return;
     /* The caller's pointers die with the allocator (as for the native pool);
      * whatever the driver refuses here the backend's close releases. */
-    for (size_t i = 0; i < a->cap; i++)
-        while (a->slots[i].addr != 0 && free_ptr(a, &a->slots[i]) == GALLOC_OK)
+    for (size_t i = 0; i < a->ptrs.cap; i++) {
+        async_ptr_t *e;
+        while ((e = ga_addrmap_slot(&a->ptrs, i)) != NULL && free_ptr(a, e) == GALLOC_OK)
             ; /* the shift may move another live entry into slot i */
+    }
     if (ga_backend_device_synchronize(a->backend) == GALLOC_OK)
         (void)ga_backend_pool_trim(a->backend, 0);
     while (a->use_chunks != NULL) {
@@ -226,14 +187,14 @@ void ga_async_destroy(ga_async_t *a)
         free(a->use_chunks);
         a->use_chunks = next;
     }
-    free(a->slots);
+    ga_addrmap_destroy(&a->ptrs);
     free(a);
 }
 
 /* ---- Allocation. ---- */
 
 /* mallocAsync's out-of-memory report, in PyTorch's words and layout. */
-static galloc_status_t oom(ga_async_t *a, size_t size)
+static galloc_status_t oom(async_t *a, size_t size)
 {
     size_t device_free = 0, device_total = 0;
     (void)ga_backend_mem_info(a->backend, &device_free, &device_total);
@@ -254,15 +215,16 @@ static galloc_status_t oom(ga_async_t *a, size_t size)
                    a->device, used, req, total, free_s, limit);
 }
 
-galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stream, void **out)
+static galloc_status_t async_malloc(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    async_t *a = impl;
     *out = NULL;
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer without a driver call */
     if ((uint64_t)size >= GA_ONE_EXABYTE)
         return ga_fail(a->err, GALLOC_E_OOM, "%s out of memory. Tried to allocate more than 1EB memory.",
                        ga_backend_vendor(a->backend));
-    if (map_reserve(a) != GALLOC_OK)
+    if (ga_addrmap_reserve(&a->ptrs, 1) != GALLOC_OK)
         return ga_fail(a->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     if (a->limit != UINT64_MAX && a->used_bytes + size > a->limit)
         return oom(a, size);
@@ -276,29 +238,30 @@ galloc_status_t ga_async_malloc(ga_async_t *a, size_t size, galloc_stream_t stre
         return ga_fail(a->err, st == GALLOC_E_UNSUPPORTED ? st : GALLOC_E_DEVICE, "malloc(%zu bytes): %s", size,
                        why[0] ? why : galloc_strerror(st));
     }
-    async_ptr_t *e = &a->slots[find(a, addr)];
-    if (e->addr == addr)
+    if (ga_addrmap_find(&a->ptrs, addr) != NULL)
         return ga_fail(a->err, GALLOC_E_CORRUPT, "the driver returned %#lx, which is still live", (unsigned long)addr);
+    async_ptr_t *e = ga_addrmap_insert(&a->ptrs, addr);
     *e = (async_ptr_t){.addr = addr, .size = size, .stream = stream, .uses = NULL};
-    a->count++;
     a->used_bytes += size;
     *out = (void *)addr;
     return GALLOC_OK;
 }
 
-galloc_status_t ga_async_free(ga_async_t *a, void *ptr)
+static galloc_status_t async_free(void *impl, void *ptr)
 {
+    async_t *a = impl;
     if (ptr == NULL)
         return GALLOC_OK;
-    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
         return ga_fail(a->err, GALLOC_E_NOT_OWNED, "free: %p is not a live allocation of this allocator", ptr);
     return free_ptr(a, e);
 }
 
-galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t stream)
+static galloc_status_t async_record_stream(void *impl, void *ptr, galloc_stream_t stream)
 {
-    async_ptr_t *e = lookup(a, (uintptr_t)ptr);
+    async_t *a = impl;
+    async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
         return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator",
                        ptr);
@@ -328,22 +291,24 @@ galloc_status_t ga_async_record_stream(ga_async_t *a, void *ptr, galloc_stream_t
 
 /* ---- Device-wide calls. ---- */
 
-static galloc_status_t device_fail(ga_async_t *a, galloc_status_t st, const char *what)
+static galloc_status_t device_fail(async_t *a, galloc_status_t st, const char *what)
 {
     char why[256];
     ga_backend_error_string(a->backend, why, sizeof(why));
     return ga_fail(a->err, st, "%s: %s", what, why[0] ? why : galloc_strerror(st));
 }
 
-galloc_status_t ga_async_stream_synchronize(ga_async_t *a, galloc_stream_t stream)
+static galloc_status_t async_stream_synchronize(void *impl, galloc_stream_t stream)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_stream_synchronize(a->backend, stream);
     return st == GALLOC_OK ? st : device_fail(a, st, "stream_synchronize");
 }
 
 /* PyTorch's emptyCache: cudaDeviceSynchronize, then cudaMemPoolTrimTo(pool, 0). */
-galloc_status_t ga_async_empty_cache(ga_async_t *a)
+static galloc_status_t async_empty_cache(void *impl)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_device_synchronize(a->backend);
     if (st != GALLOC_OK)
         return device_fail(a, st, "empty_cache");
@@ -353,8 +318,9 @@ galloc_status_t ga_async_empty_cache(ga_async_t *a)
 
 /* PyTorch's setMemoryFraction: a limit of fraction * device total on the bytes
  * this allocator has live, checked before each cudaMallocAsync. */
-galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction)
+static galloc_status_t async_set_fraction(void *impl, double fraction)
 {
+    async_t *a = impl;
     if (!(fraction >= 0.0 && fraction <= 1.0))
         return ga_fail(a->err, GALLOC_E_INVAL, "invalid fraction:%g. Please set within (0, 1).", fraction);
     size_t device_free = 0, device_total = 0;
@@ -365,14 +331,16 @@ galloc_status_t ga_async_set_fraction(ga_async_t *a, double fraction)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_async_memory_info(ga_async_t *a, size_t *free_bytes, size_t *total_bytes)
+static galloc_status_t async_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_mem_info(a->backend, free_bytes, total_bytes);
     return st == GALLOC_OK ? st : device_fail(a, st, "memory_info");
 }
 
-void ga_async_stats(ga_async_t *a, galloc_stats_t *out)
+static void async_stats(void *impl, galloc_stats_t *out)
 {
+    async_t *a = impl;
     /* A failed read keeps the last figures rather than report a drop to 0. */
     uint64_t v[4];
     if (ga_backend_pool_usage(a->backend, &v[0], &v[1], &v[2], &v[3]) == GALLOC_OK)
@@ -390,38 +358,55 @@ void ga_async_stats(ga_async_t *a, galloc_stats_t *out)
     ga_stats_copy(out, &s);
 }
 
-void ga_async_reset_peak(ga_async_t *a)
+static void async_reset_peak(void *impl)
 {
+    async_t *a = impl;
     galloc_status_t st = ga_backend_pool_reset_peak(a->backend);
     if (st != GALLOC_OK)
         (void)device_fail(a, st, "reset_peak_memory_stats");
 }
 
-void ga_async_reset_accumulated(ga_async_t *a)
+static void async_reset_accumulated(void *impl)
 {
-    (void)a; /* PyTorch: "For backend:cudaMallocAsync, resetAccumulatedStats has no effect." */
+    (void)impl; /* PyTorch: "For backend:cudaMallocAsync, resetAccumulatedStats has no effect." */
 }
 
-galloc_status_t ga_async_check(ga_async_t *a)
+static galloc_status_t async_check(void *impl)
 {
-    size_t count = 0;
+    async_t *a = impl;
+    size_t count = ga_addrmap_count(&a->ptrs);
     uint64_t bytes = 0;
-    for (size_t i = 0; i < a->cap; i++) {
-        const async_ptr_t *e = &a->slots[i];
-        if (e->addr == 0)
+    if (!ga_addrmap_valid(&a->ptrs))
+        return ga_fail(a->err, GALLOC_E_CORRUPT, "the map of %zu live pointers is inconsistent", count);
+    for (size_t i = 0; i < a->ptrs.cap; i++) {
+        const async_ptr_t *e = ga_addrmap_slot(&a->ptrs, i);
+        if (e == NULL)
             continue;
-        count++;
         bytes += e->size;
-        if (lookup(a, e->addr) != e)
-            return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx is not reachable in the map", (unsigned long)e->addr);
         size_t n = 0;
         for (const async_use_t *u = e->uses; u != NULL; u = u->next)
-            if (u->stream == e->stream || ++n > a->cap * USE_CHUNK)
+            if (u->stream == e->stream || ++n > a->ptrs.cap * USE_CHUNK)
                 return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx: bad stream-use list", (unsigned long)e->addr);
     }
-    if (count != a->count || bytes != a->used_bytes)
-        return ga_fail(a->err, GALLOC_E_CORRUPT,
-                       "recount: %zu live pointers of %llu bytes, bookkeeping says %zu of %llu bytes", count,
-                       (unsigned long long)bytes, a->count, (unsigned long long)a->used_bytes);
+    if (bytes != a->used_bytes)
+        return ga_fail(a->err, GALLOC_E_CORRUPT, "recount: %zu live pointers of %llu bytes, bookkeeping says %llu bytes",
+                       count, (unsigned long long)bytes, (unsigned long long)a->used_bytes);
     return GALLOC_OK;
 }
+
+const ga_allocator_ops_t ga_allocator_async = {
+    .name = "cudaMallocAsync",
+    .create = async_create,
+    .destroy = async_destroy,
+    .malloc = async_malloc,
+    .free = async_free,
+    .empty_cache = async_empty_cache,
+    .record_stream = async_record_stream,
+    .stream_synchronize = async_stream_synchronize,
+    .set_fraction = async_set_fraction,
+    .memory_info = async_memory_info,
+    .stats = async_stats,
+    .reset_peak = async_reset_peak,
+    .reset_accumulated = async_reset_accumulated,
+    .check = async_check,
+};

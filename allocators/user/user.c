@@ -12,28 +12,42 @@
  * number of live pointers, and those of allocated_bytes, reserved_bytes,
  * active_bytes and requested_bytes equal the sum of their sizes.
  *
- * Locking: every ops member runs under the allocator's lock (allocator.c),
+ * The file's external symbols are ga_allocator_user and ga_user_create, which
+ * galloc_allocator_create_user (api/allocator.c) calls to build the state.
+ *
+ * Locking: every ops member runs under the allocator's lock (api/allocator.c),
  * and so do the hooks.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/allocator_int.h"
 #include <galloc/galloc_user.h>
-#include "api/user_map.h"
+#include "allocators/allocator_ops.h"
+#include "allocators/user/user.h"
 #include "stats/stats.h"
 #include "trace/snapshot.h"
+#include "trace/trace.h"
+#include "util/addrmap.h"
+#include "util/err.h"
 
 /* PyTorch's kSmallSize: blocks up to 1 MiB belong to the small pool. */
 #define SMALL_SIZE ((size_t)1 << 20)
+
+/* A live allocation (PyTorch's allocation_metadata_ entry), in the map. */
+typedef struct user_ptr {
+    uintptr_t addr;         /* the pointer malloc_fn returned (never 0): the key */
+    size_t size;            /* the size asked for */
+    galloc_stream_t stream; /* the stream it was allocated on */
+    uint32_t stack_id;      /* trace stack of the allocation (0 = none) */
+} user_ptr_t;
 
 typedef struct user_impl {
     galloc_user_allocator_t u; /* the caller's table, members past its struct_size zeroed */
     char name[64];             /* u.name's copy (u.name points here) */
     int device;                /* passed to the hooks */
     ga_err_t *err;             /* the allocator's error sink */
-    ga_user_map_t live;        /* live pointers */
+    ga_addrmap_t live;         /* live pointers (user_ptr_t) */
     galloc_stats_t stats;      /* PyTorch's counters, see galloc_user.h */
     ga_trace_t trace;          /* history; the impl is heap-allocated, so it never moves */
 } user_impl_t;
@@ -68,11 +82,11 @@ static void user_destroy(void *impl)
     /* Live pointers die with the allocator (as galloc_allocator_destroy says):
      * hand each back so the user allocator does not leak them. */
     for (size_t i = 0; i < p->live.cap; i++) {
-        const ga_user_entry_t *e = &p->live.slots[i];
-        if (e->addr != 0)
+        const user_ptr_t *e = ga_addrmap_slot(&p->live, i);
+        if (e != NULL)
             p->u.free_fn(p->u.ctx, (void *)e->addr, e->size, p->device, e->stream);
     }
-    ga_user_map_destroy(&p->live);
+    ga_addrmap_destroy(&p->live);
     ga_trace_destroy(&p->trace);
     free(p);
 }
@@ -83,7 +97,7 @@ static galloc_status_t user_malloc(void *impl, size_t size, galloc_stream_t stre
     if (size == 0)
         return GALLOC_OK; /* *ptr is already NULL: nothing is counted, as in PyTorch */
     /* Room first: once malloc_fn has run, nothing may fail. */
-    if (ga_user_map_reserve(&p->live) != GALLOC_OK)
+    if (ga_addrmap_reserve(&p->live, 1) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     uint32_t stack = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
     void *r = p->u.malloc_fn(p->u.ctx, size, p->device, stream);
@@ -93,15 +107,15 @@ static galloc_status_t user_malloc(void *impl, size_t size, galloc_stream_t stre
         return ga_fail(p->err, GALLOC_E_OOM, "user allocator '%s' could not allocate %zu bytes on device %d",
                        p->name, size, p->device);
     }
-    if (ga_user_map_find(&p->live, (uintptr_t)r) != NULL)
+    if (ga_addrmap_find(&p->live, (uintptr_t)r) != NULL)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "user allocator '%s' returned %p, which is already live",
                        p->name, r);
-    ga_user_entry_t e = {(uintptr_t)r, size, stream, stack};
-    ga_user_map_insert(&p->live, &e);
+    user_ptr_t *e = ga_addrmap_insert(&p->live, (uintptr_t)r);
+    *e = (user_ptr_t){(uintptr_t)r, size, stream, stack};
     account(p, size, +1);
     /* PyTorch's order for a fresh segment: the device allocation, then the block. */
-    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_ALLOC, e.addr, size, stream, NULL, stack);
-    ga_trace_record(&p->trace, GA_TRACE_ALLOC, e.addr, size, stream, NULL, stack);
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_ALLOC, e->addr, size, stream, NULL, stack);
+    ga_trace_record(&p->trace, GA_TRACE_ALLOC, e->addr, size, stream, NULL, stack);
     *ptr = r;
     return GALLOC_OK;
 }
@@ -111,15 +125,15 @@ static galloc_status_t user_free(void *impl, void *ptr)
     user_impl_t *p = impl;
     if (ptr == NULL)
         return GALLOC_OK;
-    ga_user_entry_t *found = ga_user_map_find(&p->live, (uintptr_t)ptr);
+    user_ptr_t *found = ga_addrmap_find(&p->live, (uintptr_t)ptr);
     if (found == NULL)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED, "free of %p: not a live allocation of user allocator '%s'",
                        ptr, p->name);
-    ga_user_entry_t e = *found;
+    user_ptr_t e = *found;
     uint32_t stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
     ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, e.addr, e.size, e.stream, NULL, stack);
     p->u.free_fn(p->u.ctx, ptr, e.size, p->device, e.stream);
-    ga_user_map_remove(&p->live, found);
+    ga_addrmap_remove(&p->live, found);
     account(p, e.size, -1);
     /* No stream events to wait for and no cache: the block completes and its
      * segment goes back at once. */
@@ -139,7 +153,7 @@ static galloc_status_t user_empty_cache(void *impl)
 static galloc_status_t user_record_stream(void *impl, void *ptr, galloc_stream_t stream)
 {
     user_impl_t *p = impl;
-    if (ga_user_map_find(&p->live, (uintptr_t)ptr) == NULL)
+    if (ga_addrmap_find(&p->live, (uintptr_t)ptr) == NULL)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED, "record_stream of %p: not a live allocation of '%s'", ptr,
                        p->name);
     /* Without a hook there is nothing to do: PyTorch's pluggable allocator
@@ -193,23 +207,19 @@ static galloc_status_t user_check(void *impl)
 {
     user_impl_t *p = impl;
     int64_t count[GALLOC_STAT_POOLS] = {0}, bytes[GALLOC_STAT_POOLS] = {0};
-    size_t seen = 0;
+    if (!ga_addrmap_valid(&p->live))
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "the map of %zu live pointers is inconsistent",
+                       ga_addrmap_count(&p->live));
     for (size_t i = 0; i < p->live.cap; i++) {
-        ga_user_entry_t *e = &p->live.slots[i];
-        if (e->addr == 0)
+        const user_ptr_t *e = ga_addrmap_slot(&p->live, i);
+        if (e == NULL)
             continue;
-        if (ga_user_map_find(&p->live, e->addr) != e)
-            return ga_fail(p->err, GALLOC_E_CORRUPT, "live pointer %#lx is not reachable in the map",
-                           (unsigned long)e->addr);
         galloc_stat_pool_t pool = pool_of(e->size);
-        seen++;
         count[GALLOC_STAT_ALL]++;
         count[pool]++;
         bytes[GALLOC_STAT_ALL] += (int64_t)e->size;
         bytes[pool] += (int64_t)e->size;
     }
-    if (seen != p->live.count)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "map holds %zu entries but counts %zu", seen, p->live.count);
     const galloc_stats_t *s = &p->stats;
     for (int i = 0; i < GALLOC_STAT_POOLS; i++) {
         const galloc_stat_t *counts[] = {&s->allocation[i], &s->segment[i], &s->active[i]};
@@ -259,8 +269,8 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
     ga_snapshot_init(&s, &p->trace, p->device);
     galloc_status_t st = GALLOC_OK;
     for (size_t i = 0; i < p->live.cap && st == GALLOC_OK; i++) {
-        const ga_user_entry_t *e = &p->live.slots[i];
-        if (e->addr == 0)
+        const user_ptr_t *e = ga_addrmap_slot(&p->live, i);
+        if (e == NULL)
             continue;
         ga_snapshot_segment_info_t info = {
             .device = p->device,
@@ -292,8 +302,8 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
     return GALLOC_OK;
 }
 
-/* Built by galloc_allocator_create_user, never selected by a config string:
- * create is NULL. No pool: fragmentation and the mempool members are NULL. */
+/* Built by galloc_allocator_create_user through ga_user_create, never
+ * selected by a config string: create is NULL. No pool: fragmentation and the mempool members are NULL. */
 const ga_allocator_ops_t ga_allocator_user = {
     .name = "user",
     .destroy = user_destroy,
@@ -314,66 +324,6 @@ const ga_allocator_ops_t ga_allocator_user = {
     .set_frames = user_set_frames,
 };
 
-/* The allocator front end always holds an opened backend (it names it and
- * closes it); a user allocator has no device layer, so it holds this one,
- * which is never registered and whose only member ever called is close. */
-static galloc_status_t nodev_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
-{
-    (void)args;
-    (void)err;
-    (void)errlen;
-    *state = NULL;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static void nodev_close(void *state)
-{
-    (void)state;
-}
-
-static galloc_status_t nodev_segment_alloc(void *state, size_t bytes, galloc_stream_t s, uintptr_t *addr)
-{
-    (void)state;
-    (void)bytes;
-    (void)s;
-    (void)addr;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static galloc_status_t nodev_segment_free(void *state, uintptr_t addr, size_t bytes, galloc_stream_t s)
-{
-    (void)state;
-    (void)addr;
-    (void)bytes;
-    (void)s;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static galloc_status_t nodev_mem_info(void *state, size_t *free_bytes, size_t *total_bytes)
-{
-    (void)state;
-    (void)free_bytes;
-    (void)total_bytes;
-    return GALLOC_E_UNSUPPORTED;
-}
-
-static const galloc_backend_ops_t no_device = {
-    .struct_size = sizeof(galloc_backend_ops_t),
-    .version = GALLOC_BACKEND_OPS_V1,
-    .name = "user",
-    .open = nodev_open,
-    .close = nodev_close,
-    .segment_alloc = nodev_segment_alloc,
-    .segment_free = nodev_segment_free,
-    .mem_info = nodev_mem_info,
-};
-
-static void put_err(char *err, size_t errlen, const char *msg)
-{
-    if (err != NULL && errlen > 0)
-        snprintf(err, errlen, "%s", msg);
-}
-
 /* Bytes a caller's table must cover: everything up to the required free_fn. */
 #define USER_V1_MIN_SIZE (offsetof(galloc_user_allocator_t, free_fn) + sizeof(((galloc_user_allocator_t *)0)->free_fn))
 
@@ -388,49 +338,25 @@ static const char *check_table(const galloc_user_allocator_t *u)
     return NULL;
 }
 
-galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user, int device,
-                                             galloc_allocator_t **out, char *err, size_t errlen)
+galloc_status_t ga_user_create(const galloc_user_allocator_t *user, int device, ga_err_t *err, void **impl)
 {
-    if (out != NULL)
-        *out = NULL;
-    if (user == NULL || out == NULL || device < 0) {
-        put_err(err, errlen,
-                device < 0 ? "device index must be >= 0" : "galloc_allocator_create_user: NULL user or out");
-        return GALLOC_E_INVAL;
-    }
+    *impl = NULL;
     const char *why = check_table(user);
-    if (why != NULL) {
-        put_err(err, errlen, why);
-        return GALLOC_E_INVAL;
-    }
-    galloc_allocator_t *a = calloc(1, sizeof(*a));
+    if (why != NULL)
+        return ga_fail(err, GALLOC_E_INVAL, "%s", why);
     user_impl_t *p = calloc(1, sizeof(*p));
-    if (a == NULL || p == NULL)
-        goto err_nomem;
+    if (p == NULL)
+        return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     /* Members past the caller's struct_size stay zero, i.e. NULL hooks. */
     memcpy(&p->u, user, user->struct_size < sizeof(p->u) ? user->struct_size : sizeof(p->u));
     p->u.struct_size = sizeof(p->u);
     snprintf(p->name, sizeof(p->name), "%s", user->name != NULL ? user->name : "user");
     p->u.name = p->name;
     p->device = device;
-    p->err = &a->err;
-    ga_user_map_init(&p->live);
+    p->err = err;
+    ga_addrmap_init(&p->live, sizeof(user_ptr_t));
     ga_stats_init(&p->stats, UINT64_MAX);
     ga_trace_init(&p->trace, device);
-    if (ga_allocator_lock_init(&a->lock) != 0)
-        goto err_nomem;
-    a->ops = &ga_allocator_user;
-    a->impl = p;
-    a->backend.ops = &no_device;
-    a->device = device;
-    ga_conf_defaults(&a->conf);
-    a->magic = GA_ALLOCATOR_LIVE;
-    *out = a;
+    *impl = p;
     return GALLOC_OK;
-
-err_nomem:
-    put_err(err, errlen, "out of host memory creating the allocator");
-    free(p);
-    free(a);
-    return GALLOC_E_NOMEM;
 }

@@ -1,0 +1,69 @@
+/*
+ * allocator_ops.h: the allocator ops table, the vtable behind galloc_malloc &
+ * co. The front end (api/allocator.c) picks one table per allocator and calls
+ * only through it; each implementation defines one const table and nothing
+ * else external:
+ *   ga_allocator_native  the caching pool (pool/pool_ops.c, declared in pool/pool.h)
+ *   ga_allocator_async   the stream-ordered allocator, backend:cudaMallocAsync
+ *                        (allocators/async/)
+ *   ga_allocator_user    a caller's malloc/free (allocators/user/)
+ * It lives here, not in api/, so that implementations do not depend on the
+ * front end's private header.
+ *
+ * Locking: the front end holds the allocator's lock around every member call
+ * (create and destroy run before the allocator is shared and after it is
+ * retired), so members need no lock of their own.
+ */
+#ifndef GA_ALLOCATORS_ALLOCATOR_OPS_H
+#define GA_ALLOCATORS_ALLOCATOR_OPS_H
+
+#include <stddef.h>
+
+#include <galloc/galloc_allocator.h>
+#include <galloc/galloc_mempool.h>
+#include <galloc/galloc_stats.h>
+#include <galloc/galloc_status.h>
+#include <galloc/galloc_trace.h>
+#include "backend/backend.h"
+#include "conf/conf.h"
+#include "util/err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One allocator implementation. impl is the state create made. Every failure
+ * is recorded in the err sink given to create (util/err.h). */
+typedef struct ga_allocator_ops {
+    const char *name; /* "native", "cudaMallocAsync", "user" */
+    /* NULL where the front end builds the state another way (the user allocator). */
+    galloc_status_t (*create)(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err, void **impl);
+    void (*destroy)(void *impl);
+    galloc_status_t (*malloc)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
+    galloc_status_t (*free)(void *impl, void *ptr);
+    galloc_status_t (*empty_cache)(void *impl);
+    galloc_status_t (*record_stream)(void *impl, void *ptr, galloc_stream_t stream);
+    galloc_status_t (*stream_synchronize)(void *impl, galloc_stream_t stream);
+    galloc_status_t (*set_fraction)(void *impl, double fraction);
+    galloc_status_t (*memory_info)(void *impl, size_t *free_bytes, size_t *total_bytes);
+    void (*stats)(void *impl, galloc_stats_t *out);
+    void (*reset_peak)(void *impl);
+    void (*reset_accumulated)(void *impl);
+    galloc_status_t (*check)(void *impl);
+    void (*fragmentation)(void *impl, galloc_fragmentation_t *out); /* NULL: no pool */
+    /* History and snapshots; NULL where the implementation has none. */
+    galloc_status_t (*record_history)(void *impl, const galloc_history_options_t *opt);
+    galloc_status_t (*snapshot)(void *impl, const char *path, galloc_snapshot_format_t format);
+    galloc_status_t (*annotate)(void *impl, const char *stage, const char *name);
+    void (*set_frames)(void *impl, galloc_frames_fn fn, void *ctx);
+    /* Private pools; NULL where the implementation has none. */
+    galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
+    galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
+    galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
+    galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);
+} ga_allocator_ops_t;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_ALLOCATORS_ALLOCATOR_OPS_H */
