@@ -10,6 +10,7 @@
 void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
 {
     seg->head = b;
+    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
     seg->stack_id = 0;
     ga_pool_link_segment(p, seg);
     *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,

@@ -25,8 +25,10 @@ static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
     uint64_t mss = p->conf.max_split_size;
     if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
         bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
-    ga_block_t *b = ga_pool_blockpool_lower_bound(bp, ap->stream, ap->size);
-    if (b == NULL || b->stream != ap->stream)
+    /* Only this stream's set: PyTorch's lower_bound may land on another
+     * stream's block, which it then rejects; the answer is the same. */
+    ga_block_t *b = ga_pool_blockpool_fit(ap->set, ap->size);
+    if (b == NULL)
         return false;
     if (b->seg->expandable) {
         /* For best fit an expandable block counts as the size it can grow to
@@ -188,7 +190,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ap.orig_size = size;
     ap.size = ga_round_size(&p->conf, size);
     ap.pool = ga_pool_get_pool(p, ap.size, stream);
-    if (ga_pool_blockpool_prepare(ap.pool, stream) != GALLOC_OK)
+    ap.set = ga_pool_blockpool_prepare(ap.pool, stream);
+    if (ap.set == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;

@@ -25,6 +25,7 @@
 #include "conf/conf.h"
 #include "pool/avl.h"
 #include "pool/pool.h"
+#include "pool/sizeidx.h"
 #include "trace/trace.h"
 
 #ifdef __cplusplus
@@ -57,14 +58,14 @@ typedef struct ga_private_pool ga_private_pool_t;
 
 /* The free blocks of one stream in one block pool, by (size, address). */
 typedef struct ga_stream_set {
-    galloc_stream_t stream;
-    ga_avl_t tree;
+    galloc_stream_t stream; /* the stream whose free blocks these are */
+    ga_sizeidx_t idx;       /* exact best-fit index (sizeidx.h) */
 } ga_stream_set_t;
 
 /* PyTorch's BlockPool: the free blocks of one size class. PyTorch keeps them
- * in one set ordered by (stream, size, address); galloc keeps one tree per
- * stream, in an array sorted by stream, so that blocks cached on other
- * streams do not deepen the tree a stream searches (blockpool.c). Walks see
+ * in one set ordered by (stream, size, address); galloc keeps one exact size
+ * index per stream, in an array sorted by stream, so that blocks cached on
+ * other streams never lengthen a stream's search (blockpool.c). Walks see
  * the same order as PyTorch's single set. */
 typedef struct ga_blockpool {
     ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
@@ -86,7 +87,7 @@ struct ga_block {
     ga_blockpool_t *pool;      /* the block pool the segment belongs to */
     ga_segment_t *seg;         /* owning segment */
     ga_block_t *prev, *next;   /* address-ordered neighbours within the segment */
-    ga_avl_node_t node;        /* free-set link (free blocks only) */
+    ga_avl_node_t node;        /* free-set link: size-bin tree (free blocks) or unmapped set */
     ga_block_t *hash_next;     /* pointer-map chain (allocated) / record free list */
     int64_t gc_count_base;     /* pool GC clock when last inserted into the free set */
     bool allocated;            /* handed out to a caller */
@@ -103,6 +104,7 @@ struct ga_segment {
     size_t page;               /* expandable: page size (2 MiB small pool, 20 MiB large) */
     galloc_stream_t stream;    /* stream it was allocated for */
     ga_blockpool_t *pool;      /* block pool (small or large) */
+    ga_stream_set_t *set;      /* pool's free set for stream: where its free mapped blocks go */
     ga_block_t *head;          /* lowest-address block */
     uint32_t stack_id;         /* trace: stack at the segment's allocation (0 = none) */
     ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
@@ -178,6 +180,7 @@ typedef struct ga_alloc_params {
     size_t alloc_size;          /* segment size if a new one is needed */
     galloc_stream_t stream;
     ga_blockpool_t *pool;
+    ga_stream_set_t *set;       /* pool's free set for stream (ga_pool_blockpool_prepare) */
     ga_block_t *block;          /* result */
     uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
     galloc_status_t status;     /* why alloc_block failed: OOM or other */
@@ -208,32 +211,108 @@ void ga_pool_ptrmap_insert(ga_ptrmap_t *m, ga_block_t *b);
 ga_block_t *ga_pool_ptrmap_find(const ga_ptrmap_t *m, uintptr_t addr);
 void ga_pool_ptrmap_remove(ga_ptrmap_t *m, ga_block_t *b);
 
-/* blockpool.c: free sets. */
+/* blockpool.c: free sets. The hot operations (prepare, fit, insert, remove)
+ * are inline below; walks, the cross-stream lower_bound and the check are in
+ * blockpool.c. */
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
 /* Frees the per-stream sets (the blocks are the records' to free). */
 void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
-/* Make sure `stream` has a free set, before any block of that stream can be
- * inserted (malloc calls it first: insert cannot fail). GALLOC_E_NOMEM. */
-galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream);
-/* Every tree well formed (ga_pool_avl_check), the sets sorted by stream, the
- * counts agreeing: for the invariant check. */
+/* ga_pool_blockpool_prepare when `stream` is not the set used last. */
+ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream);
+/* The set of a stream that must have one (a segment's, at its creation). */
+ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t stream);
+/* Every bin tree well formed and in its bin, the bitmaps mirroring the bins,
+ * the sets sorted by stream, the counts agreeing: for the invariant check. */
 bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp);
 /* a orders before b in PyTorch's (stream, size, address) order. */
 bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
-void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
-void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
 /* First unmapped block of `stream` (lowest address), and its successor. */
 ga_block_t *ga_pool_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
 ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
-/* First free block not ordered before (stream, size, address 0), or NULL. */
+/* First free block not ordered before (stream, size, address 0), or NULL:
+ * the next stream's smallest when `stream` has none that large, as in
+ * PyTorch's single set (release_available_cached_blocks walks back from it). */
 ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
 ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
 ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
 /* Neighbours in (stream, size, address) order across the streams' sets. */
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
+
+#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
+
+/* (size, address) order inside one stream's set, compared inline. */
+static inline bool ga_block_size_addr_before(const ga_block_t *a, const ga_block_t *b)
+{
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/* Make sure `stream` has a free set in bp before any block of that stream can
+ * be inserted (malloc calls it first: insert cannot fail); returns it, or
+ * NULL when out of host memory. */
+static inline ga_stream_set_t *ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream)
+{
+    ga_stream_set_t *last = bp->last;
+    if (__builtin_expect(last != NULL && last->stream == stream, 1))
+        return last;
+    return ga_pool_blockpool_prepare_slow(bp, stream);
+}
+
+/* PyTorch's get_free_block search within one stream: the smallest free
+ * block of at least `size` bytes, lowest address among equals, or NULL. An
+ * exact bin holds one size, so its leftmost block is the answer; a class bin
+ * holds several, so the one class the request falls in is searched by size,
+ * and every later bin holds only larger blocks (sizeidx.h). */
+static inline ga_block_t *ga_pool_blockpool_fit(const ga_stream_set_t *set, size_t size)
+{
+    const ga_sizeidx_t *x = &set->idx;
+    unsigned bin = ga_sizeidx_key_bin(size);
+    if (bin >= GA_SIZEIDX_EXACT && bin < GA_SIZEIDX_BINS && x->bins[bin] != NULL) {
+        ga_avl_node_t *n = x->bins[bin], *best = NULL;
+        while (n != NULL) {
+            if (GA_BLOCK_OF_NODE(n)->size >= size) {
+                best = n;
+                n = n->left;
+            } else {
+                n = n->right;
+            }
+        }
+        if (best != NULL)
+            return GA_BLOCK_OF_NODE(best);
+        bin++;
+    }
+    bin = ga_sizeidx_find_ge(x, bin);
+    return bin != GA_SIZEIDX_NONE ? GA_BLOCK_OF_NODE(ga_pool_avl_leftmost(x->bins[bin])) : NULL;
+}
+
+/* Into its segment's set (b->size, b->addr fixed while it is in). */
+static inline void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
+{
+    ga_sizeidx_t *x = &b->seg->set->idx;
+    unsigned bin = ga_sizeidx_bin(b->size);
+    ga_avl_node_t **root = &x->bins[bin], **link = root, *parent = NULL;
+    while (*link != NULL) {
+        parent = *link;
+        link = ga_block_size_addr_before(b, GA_BLOCK_OF_NODE(parent)) ? &parent->left : &parent->right;
+    }
+    ga_pool_avl_link(root, parent, link, &b->node);
+    ga_sizeidx_set(x, bin);
+    b->gc_count_base = bp->get_free_blocks_call_count;
+    bp->n_free++;
+}
+
+static inline void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
+{
+    ga_sizeidx_t *x = &b->seg->set->idx;
+    unsigned bin = ga_sizeidx_bin(b->size);
+    ga_pool_avl_erase(&x->bins[bin], &b->node);
+    if (x->bins[bin] == NULL)
+        ga_sizeidx_clear(x, bin);
+    bp->n_free--;
+}
+
 static inline bool ga_block_is_split(const ga_block_t *b)
 {
     return b->prev != NULL || b->next != NULL;
