@@ -85,8 +85,8 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (ap->pool->owner != NULL)
         ap->pool->owner->segments++;
     p->total_allocated_memory += size;
-    ga_stat_update(p->stats.segment, ap->pool->stat, 1);
-    ga_stat_update(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
+    ga_stat_add(p->stats.segment, ap->pool->stat, 1);
+    ga_stat_add(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
     if (size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_segments, 1);
     p->stats.num_device_alloc++;
@@ -109,7 +109,8 @@ static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 }
 
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count. */
+ * allocated, count. Every change here is an increase except the shrinking
+ * of an inactive split piece, so the stats take the unsigned paths. */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_block_t *b = ap->block;
@@ -135,16 +136,16 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
             /* PyTorch keeps expandable segments out of inactive_split. */
         } else if (already_split) {
             /* An inactive split piece shrinks by what is handed out. */
-            ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
+            ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
         } else {
             /* A whole segment is split for the first time: its rest is a new inactive split block. */
-            ga_stat_update(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
-            ga_stat_update(p->stats.inactive_split, sp, 1);
+            ga_stat_add(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
+            ga_stat_add(p->stats.inactive_split, sp, 1);
         }
     } else if (already_split && !b->seg->expandable) {
         /* A free split piece becomes active whole. */
-        ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
-        ga_stat_update(p->stats.inactive_split, sp, -1);
+        ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
+        ga_stat_sub(p->stats.inactive_split, sp, 1);
     }
 
     b->allocated = true;
@@ -154,11 +155,11 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
                     ap->stack_id);
     ga_pool_ptrmap_insert(&p->ptrs, b);
-    ga_stat_update(p->stats.allocation, sp, 1);
-    ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
-    ga_stat_update(p->stats.active, sp, 1);
-    ga_stat_update(p->stats.active_bytes, sp, (int64_t)b->size);
-    ga_stat_update(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
+    ga_stat_add(p->stats.allocation, sp, 1);
+    ga_stat_add(p->stats.allocated_bytes, sp, (int64_t)b->size);
+    ga_stat_add(p->stats.active, sp, 1);
+    ga_stat_add(p->stats.active_bytes, sp, (int64_t)b->size);
+    ga_stat_add(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
     if (b->size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_allocations, 1);
     ap->block = b;

@@ -9,6 +9,12 @@
  *   decrease(n): current -= n; freed += n (peak untouched)
  * Peak moves with current on every increase, never at read time, so a copy
  * taken at any moment is exact.
+ *
+ * Cost on the hot path: the pool knows the sign of most changes (a malloc
+ * only adds to allocation, active and the byte counts; a free only takes
+ * away), so it calls ga_stat_add or ga_stat_sub, which test no sign; only an
+ * increase looks at a peak, because a decrease can never raise one.
+ * ga_stat_update is for changes whose sign is known only at run time.
  */
 #ifndef GA_STATS_H
 #define GA_STATS_H
@@ -24,9 +30,10 @@ extern "C" {
 
 static inline void ga_stat_increase(galloc_stat_t *s, int64_t n)
 {
-    s->current += n;
-    if (s->current > s->peak)
-        s->peak = s->current;
+    int64_t cur = s->current + n;
+    s->current = cur;
+    if (cur > s->peak) /* rarely taken once warm: cheaper than an unconditional max and store */
+        s->peak = cur;
     s->allocated += n;
 }
 
@@ -34,6 +41,22 @@ static inline void ga_stat_decrease(galloc_stat_t *s, int64_t n)
 {
     s->current -= n;
     s->freed += n;
+}
+
+/* ga_stat_add: an increase by n >= 0 of "all" and of the block's pool. A
+ * zero n changes nothing, as PyTorch's update_stat skipping it. */
+static inline void ga_stat_add(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
+{
+    ga_stat_increase(&arr[GALLOC_STAT_ALL], n);
+    ga_stat_increase(&arr[pool], n);
+}
+
+/* ga_stat_sub: a decrease by n >= 0 of "all" and of the block's pool: no
+ * peak can move. */
+static inline void ga_stat_sub(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
+{
+    ga_stat_decrease(&arr[GALLOC_STAT_ALL], n);
+    ga_stat_decrease(&arr[pool], n);
 }
 
 /* ga_stat_update: apply a signed change to "all" and to the block's pool, as
