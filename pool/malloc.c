@@ -18,8 +18,9 @@ static size_t expandable_size(const ga_block_t *b)
     return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
 }
 
-/* PyTorch's get_free_block: lower_bound on (stream, size); no further search. */
-static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
+/* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
+ * Inline into malloc, whose every call makes it. */
+static inline __attribute__((always_inline)) bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_blockpool_t *bp = ap->pool;
     uint64_t mss = p->conf.max_split_size;
@@ -189,18 +190,18 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
 
     ga_alloc_params_t ap;
     ap.orig_size = size;
-    ap.size = ga_round_size(&p->conf, size);
+    ap.size = ga_pool_round(p, size);
     ap.pool = ga_pool_get_pool(p, ap.size, stream);
     ap.set = ga_pool_blockpool_prepare(ap.pool, stream);
     if (ap.set == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
-    ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
     ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
     if (!get_free_block(p, &ap)) {
+        ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
         galloc_status_t st = ga_pool_alloc_block(p, &ap, false);

@@ -41,6 +41,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     if (p == NULL)
         return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     p->conf = *conf;
+    p->plain_rounding = ga_round_is_plain(conf);
     p->backend = backend;
     p->device = device;
     p->device_total = device_total;

@@ -141,6 +141,8 @@ typedef struct ga_ptrmap {
 typedef struct ga_records {
     ga_block_t *free_blocks;     /* recycled block records (linked by hash_next) */
     ga_segment_t *free_segments; /* recycled segment records (linked by next) */
+    size_t n_free_blocks;        /* length of free_blocks */
+    size_t n_free_segments;      /* length of free_segments */
     void *chunks;                /* every chunk allocated, for destroy */
     size_t blocks_total;         /* block records ever allocated (growth counter for tests) */
     size_t segments_total;       /* segment records ever allocated */
@@ -171,6 +173,7 @@ struct ga_pool {
     bool set_fraction;              /* a memory fraction was set */
     size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
     size_t refused_frees;           /* device frees/unmaps refused since the last full flush began */
+    bool plain_rounding;            /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
 };
 
 /* Request parameters, PyTorch's AllocParams. */
@@ -191,16 +194,60 @@ size_t ga_round_size(const ga_conf_t *c, size_t size);
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
 size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
 void ga_format_size(uint64_t bytes, char *buf, size_t len);
+/* Whether conf sets no roundup_power2_divisions above 1, so that round_size
+ * is plain 512-byte rounding for every size. */
+bool ga_round_is_plain(const ga_conf_t *c);
 
-/* records.c */
+/* records.c; get, put and the reserve check are inline: every malloc reserves,
+ * every split gets a block record and every merge puts one back. */
 void ga_pool_records_init(ga_records_t *r);
 void ga_pool_records_destroy(ga_records_t *r);
-/* Ensure at least n block records and m segment records are free (cold path). */
-galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments);
-ga_block_t *ga_pool_records_get_block(ga_records_t *r);
-void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b);
-ga_segment_t *ga_pool_records_get_segment(ga_records_t *r);
-void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s);
+/* Grow the free lists to n block and m segment records (GALLOC_E_NOMEM). */
+galloc_status_t ga_pool_records_grow(ga_records_t *r, size_t n_blocks, size_t n_segments);
+
+/* Ensure at least n block records and m segment records are free: a compare
+ * when they are (always, once warm), else a chunk from the host (cold). */
+static inline galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
+{
+    if (__builtin_expect(r->n_free_blocks >= n_blocks && r->n_free_segments >= n_segments, 1))
+        return GALLOC_OK;
+    return ga_pool_records_grow(r, n_blocks, n_segments);
+}
+
+/* A reserved record (never NULL after a successful reserve). */
+static inline ga_block_t *ga_pool_records_get_block(ga_records_t *r)
+{
+    ga_block_t *b = r->free_blocks;
+    if (b != NULL) {
+        r->free_blocks = b->hash_next;
+        r->n_free_blocks--;
+    }
+    return b;
+}
+
+static inline void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
+{
+    b->hash_next = r->free_blocks;
+    r->free_blocks = b;
+    r->n_free_blocks++;
+}
+
+static inline ga_segment_t *ga_pool_records_get_segment(ga_records_t *r)
+{
+    ga_segment_t *s = r->free_segments;
+    if (s != NULL) {
+        r->free_segments = s->next;
+        r->n_free_segments--;
+    }
+    return s;
+}
+
+static inline void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
+{
+    s->next = r->free_segments;
+    r->free_segments = s;
+    r->n_free_segments++;
+}
 
 /* ptrmap.c */
 void ga_pool_ptrmap_init(ga_ptrmap_t *m);
@@ -357,7 +404,8 @@ static inline const int64_t *ga_pool_id_of(const ga_blockpool_t *bp, int64_t buf
 }
 
 /* private.c: private pools. */
-ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
+/* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
+ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
 void ga_pool_release_private_pools(ga_pool_t *p);
 size_t ga_pool_private_free_bytes(const ga_pool_t *p);
 void ga_pool_private_destroy(ga_pool_t *p);
@@ -389,6 +437,25 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);
 
 /* oom.c */
 galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap);
+
+/* PyTorch's round_size (round.c), inline for the default configuration:
+ * requests share 512-byte granularity so allocated_bytes equals PyTorch's. */
+static inline size_t ga_pool_round(const ga_pool_t *p, size_t size)
+{
+    if (__builtin_expect(p->plain_rounding, 1))
+        return size < GA_MIN_BLOCK_SIZE ? GA_MIN_BLOCK_SIZE : (size + GA_MIN_BLOCK_SIZE - 1) & ~(GA_MIN_BLOCK_SIZE - 1);
+    return ga_round_size(&p->conf, size);
+}
+
+/* PyTorch's get_pool: the first active route whose filter accepts the
+ * allocation decides (private.c); with none, the default pools by the
+ * rounded size. */
+static inline ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
+{
+    if (__builtin_expect(p->n_routes == 0, 1))
+        return rounded <= GA_SMALL_SIZE ? &p->small : &p->large;
+    return ga_pool_get_routed_pool(p, rounded, stream);
+}
 
 #ifdef __cplusplus
 }
