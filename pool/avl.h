@@ -62,7 +62,8 @@ void ga_pool_avl_rebalance(ga_avl_node_t **root, ga_avl_node_t *n);
 
 /* Put n at *link, a NULL child slot of parent (or the root slot, parent NULL)
  * that the caller's descent ended on, and rebalance. A node linked into an
- * empty tree touches nothing else. */
+ * empty tree, or beside a sibling (its parent's height does not change),
+ * touches nothing else. */
 static inline void ga_pool_avl_link(ga_avl_node_t **root, ga_avl_node_t *parent, ga_avl_node_t **link,
                                     ga_avl_node_t *n)
 {
@@ -70,7 +71,7 @@ static inline void ga_pool_avl_link(ga_avl_node_t **root, ga_avl_node_t *parent,
     n->parent = parent;
     n->height = 1;
     *link = n;
-    if (parent != NULL)
+    if (parent != NULL && (parent->left == NULL || parent->right == NULL))
         ga_pool_avl_rebalance(root, parent);
 }
 

@@ -145,14 +145,14 @@ ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t st
 }
 
 /* The smallest block of a non-empty bin at or after `bin` (in size order), or NULL. */
-static ga_block_t *first_at(const ga_sizeidx_t *x, unsigned bin)
+static ga_block_t *first_at(ga_sizeidx_t *x, unsigned bin)
 {
     bin = ga_sizeidx_find_ge(x, bin);
     return bin != GA_SIZEIDX_NONE ? BLOCK_OF(ga_pool_avl_leftmost(x->bins[bin])) : NULL;
 }
 
 /* The largest block of a non-empty bin at or before `bin`, or NULL. */
-static ga_block_t *last_at(const ga_sizeidx_t *x, unsigned bin)
+static ga_block_t *last_at(ga_sizeidx_t *x, unsigned bin)
 {
     bin = ga_sizeidx_find_le(x, bin);
     return bin != GA_SIZEIDX_NONE ? BLOCK_OF(ga_pool_avl_rightmost(x->bins[bin])) : NULL;
@@ -226,15 +226,15 @@ ga_block_t *ga_pool_blockpool_prev(ga_block_t *b)
     return c != NULL ? c : last_before(b->pool, at);
 }
 
-/* One set's index: the bitmaps mirror the bins, every tree is well formed
+/* One set's index: the bitmaps cover the bins, every tree is well formed
  * and holds only blocks of its bin (one size in an exact bin). Returns the
  * number of blocks, or SIZE_MAX if anything is wrong. Walks only the set bins
  * (a block in a bin whose bit is clear is missed, and the caller's count
- * against n_free catches it). */
-static size_t idx_check(const ga_sizeidx_t *x)
+ * against n_free catches it); the walk's searches may clear stale top bits. */
+static size_t idx_check(ga_sizeidx_t *x)
 {
     for (unsigned w = 0; w < GA_SIZEIDX_WORDS; w++)
-        if ((x->words[w] != 0) != ((x->top[w >> 6] >> (w & 63u)) & 1u))
+        if (x->words[w] != 0 && !((x->top[w >> 6] >> (w & 63u)) & 1u))
             return SIZE_MAX;
     size_t total = 0;
     for (unsigned bin = ga_sizeidx_find_ge(x, 0); bin != GA_SIZEIDX_NONE; bin = ga_sizeidx_find_ge(x, bin + 1)) {

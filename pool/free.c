@@ -44,7 +44,7 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
 /* PyTorch's try_merge_blocks: only free neighbours in the same mapped state
  * merge (an unmapped expandable range never joins a mapped block). Inline
  * here for free_block's two calls; ga_pool_try_merge for expandable.c. */
-static inline size_t try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
+GA_HOT size_t try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 {
     if (src == NULL || src->allocated || src->event_count > 0 || src->mapped != dst->mapped)
         return 0;
@@ -79,11 +79,12 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
  * adds -k, -A to inactive_split and its bytes, then +1 and the merged size
  * if the result is still split: net 1 - k blocks and +original_size bytes
  * when split, -k blocks and -A bytes when the segment is whole again. */
-static inline void free_block(ga_pool_t *p, ga_block_t *b)
+GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
 {
     int64_t pid[2];
-    ga_trace_record(&p->trace, GA_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream,
-                    ga_pool_id_of(b->pool, pid), b->stack_id);
+    if (ga_trace_recording(&p->trace)) /* the mempool id is not worked out while recording is off */
+        ga_trace_record(&p->trace, GA_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream,
+                        ga_pool_id_of(b->pool, pid), b->stack_id);
     b->stack_id = 0;
     size_t original_size = b->size;
     size_t requested = b->requested;
@@ -135,8 +136,9 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
     b->allocated = false;
     int64_t pid[2];
     uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
-    ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
-                    ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
+    if (ga_trace_recording(&p->trace))
+        ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
+                        ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
     galloc_stat_pool_t sp = b->pool->stat;
     ga_stat_sub(p->stats.allocation, sp, 1);
     ga_stat_sub(p->stats.allocated_bytes, sp, (int64_t)b->size);

@@ -20,7 +20,7 @@ static size_t expandable_size(const ga_block_t *b)
 
 /* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
  * Inline into malloc, whose every call makes it. */
-static inline __attribute__((always_inline)) bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
+GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_blockpool_t *bp = ap->pool;
     uint64_t mss = p->conf.max_split_size;
@@ -153,8 +153,9 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     b->requested = ap->orig_size;
     b->stack_id = ap->stack_id;
     int64_t pid[2];
-    ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
-                    ap->stack_id);
+    if (ga_trace_recording(&p->trace)) /* the mempool id is not worked out while recording is off */
+        ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
+                        ap->stack_id);
     ga_pool_ptrmap_insert(&p->ptrs, b);
     ga_stat_add(p->stats.allocation, sp, 1);
     ga_stat_add(p->stats.allocated_bytes, sp, (int64_t)b->size);

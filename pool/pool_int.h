@@ -32,6 +32,11 @@
 extern "C" {
 #endif
 
+/* For the hot path's helpers: inlined into malloc and free even where the
+ * compiler would keep a call, whose prologue and epilogue cost as much as the
+ * helper itself on a cache hit. */
+#define GA_HOT static inline __attribute__((always_inline))
+
 /* PyTorch's constants (CUDACachingAllocator.cpp / CachingDeviceAllocator.h). */
 #define GA_MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize: rounding unit */
 #define GA_SMALL_SIZE ((size_t)1 << 20)           /* kSmallSize: largest small-pool request */
@@ -312,9 +317,9 @@ static inline ga_stream_set_t *ga_pool_blockpool_prepare(ga_blockpool_t *bp, gal
  * exact bin holds one size, so its leftmost block is the answer; a class bin
  * holds several, so the one class the request falls in is searched by size,
  * and every later bin holds only larger blocks (sizeidx.h). */
-static inline ga_block_t *ga_pool_blockpool_fit(const ga_stream_set_t *set, size_t size)
+GA_HOT ga_block_t *ga_pool_blockpool_fit(ga_stream_set_t *set, size_t size)
 {
-    const ga_sizeidx_t *x = &set->idx;
+    ga_sizeidx_t *x = &set->idx;
     unsigned bin = ga_sizeidx_key_bin(size);
     if (bin >= GA_SIZEIDX_EXACT && bin < GA_SIZEIDX_BINS && x->bins[bin] != NULL) {
         ga_avl_node_t *n = x->bins[bin], *best = NULL;
@@ -340,9 +345,20 @@ static inline void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
     ga_sizeidx_t *x = &b->seg->set->idx;
     unsigned bin = ga_sizeidx_bin(b->size);
     ga_avl_node_t **root = &x->bins[bin], **link = root, *parent = NULL;
-    while (*link != NULL) {
-        parent = *link;
-        link = ga_block_size_addr_before(b, GA_BLOCK_OF_NODE(parent)) ? &parent->left : &parent->right;
+    if (*root == NULL) {
+        /* The hot path's case: a bin of its own. */
+    } else if (bin < GA_SIZEIDX_EXACT) {
+        /* One size in the bin: the address alone orders it. */
+        uintptr_t addr = b->addr;
+        do {
+            parent = *link;
+            link = addr < GA_BLOCK_OF_NODE(parent)->addr ? &parent->left : &parent->right;
+        } while (*link != NULL);
+    } else {
+        do {
+            parent = *link;
+            link = ga_block_size_addr_before(b, GA_BLOCK_OF_NODE(parent)) ? &parent->left : &parent->right;
+        } while (*link != NULL);
     }
     ga_pool_avl_link(root, parent, link, &b->node);
     ga_sizeidx_set(x, bin);

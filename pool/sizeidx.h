@@ -22,10 +22,13 @@
  * PyTorch's order within one stream.
  *
  * Bitmap. Bit i of words[] says bins[i] is non-empty; bit w of top[] says
- * words[w] is non-zero. The first non-empty bin at or after i is then at most
- * two masked words and two count-trailing-zeros away.
+ * words[w] may be non-zero. The first non-empty bin at or after i is then at
+ * most two masked words and two count-trailing-zeros away. Emptying a bin
+ * clears its word bit only: a top bit left over is cleared by the next search
+ * that finds its word empty, so a remove (every split and merge makes one)
+ * does not test and rewrite the top level.
  *
- * Invariants: bit i set <=> bins[i] != NULL; top bit w set <=> words[w] != 0;
+ * Invariants: bit i set <=> bins[i] != NULL; words[w] != 0 => top bit w set;
  * every block in bins[i] has ga_sizeidx_bin(size) == i; exact bins hold one
  * size. The index knows nothing of blocks: blockpool.c owns the trees' nodes.
  *
@@ -88,16 +91,15 @@ static inline void ga_sizeidx_set(ga_sizeidx_t *x, unsigned bin)
     x->top[w >> 6] |= (uint64_t)1 << (w & 63u);
 }
 
+/* The bin is empty now; its top bit goes at the next search (see above). */
 static inline void ga_sizeidx_clear(ga_sizeidx_t *x, unsigned bin)
 {
-    unsigned w = bin >> 6;
-    x->words[w] &= ~((uint64_t)1 << (bin & 63u));
-    if (x->words[w] == 0)
-        x->top[w >> 6] &= ~((uint64_t)1 << (w & 63u));
+    x->words[bin >> 6] &= ~((uint64_t)1 << (bin & 63u));
 }
 
-/* The first non-empty bin >= bin, or GA_SIZEIDX_NONE. */
-static inline unsigned ga_sizeidx_find_ge(const ga_sizeidx_t *x, unsigned bin)
+/* The first non-empty bin >= bin, or GA_SIZEIDX_NONE; clears the stale top
+ * bits it passes. */
+static inline unsigned ga_sizeidx_find_ge(ga_sizeidx_t *x, unsigned bin)
 {
     if (bin >= GA_SIZEIDX_BINS)
         return GA_SIZEIDX_NONE;
@@ -110,17 +112,23 @@ static inline unsigned ga_sizeidx_find_ge(const ga_sizeidx_t *x, unsigned bin)
     if (t >= GA_SIZEIDX_TOP)
         return GA_SIZEIDX_NONE;
     uint64_t tm = x->top[t] & (~(uint64_t)0 << (w & 63u));
-    while (tm == 0) {
-        if (++t >= GA_SIZEIDX_TOP)
-            return GA_SIZEIDX_NONE;
-        tm = x->top[t];
+    for (;;) {
+        while (tm == 0) {
+            if (++t >= GA_SIZEIDX_TOP)
+                return GA_SIZEIDX_NONE;
+            tm = x->top[t];
+        }
+        w = (t << 6) | (unsigned)__builtin_ctzll(tm);
+        if (x->words[w] != 0)
+            return (w << 6) | (unsigned)__builtin_ctzll(x->words[w]);
+        x->top[t] &= ~((uint64_t)1 << (w & 63u)); /* stale */
+        tm &= tm - 1;
     }
-    w = (t << 6) | (unsigned)__builtin_ctzll(tm);
-    return (w << 6) | (unsigned)__builtin_ctzll(x->words[w]);
 }
 
-/* The last non-empty bin <= bin (bin < GA_SIZEIDX_BINS), or GA_SIZEIDX_NONE. */
-static inline unsigned ga_sizeidx_find_le(const ga_sizeidx_t *x, unsigned bin)
+/* The last non-empty bin <= bin (bin < GA_SIZEIDX_BINS), or GA_SIZEIDX_NONE;
+ * clears the stale top bits it passes. */
+static inline unsigned ga_sizeidx_find_le(ga_sizeidx_t *x, unsigned bin)
 {
     unsigned w = bin >> 6;
     uint64_t m = x->words[w] & (~(uint64_t)0 >> (63u - (bin & 63u)));
@@ -131,13 +139,19 @@ static inline unsigned ga_sizeidx_find_le(const ga_sizeidx_t *x, unsigned bin)
     w--;
     unsigned t = w >> 6;
     uint64_t tm = x->top[t] & (~(uint64_t)0 >> (63u - (w & 63u)));
-    while (tm == 0) {
-        if (t == 0)
-            return GA_SIZEIDX_NONE;
-        tm = x->top[--t];
+    for (;;) {
+        while (tm == 0) {
+            if (t == 0)
+                return GA_SIZEIDX_NONE;
+            tm = x->top[--t];
+        }
+        unsigned hi = 63u - (unsigned)__builtin_clzll(tm);
+        w = (t << 6) | hi;
+        if (x->words[w] != 0)
+            return (w << 6) | (63u - (unsigned)__builtin_clzll(x->words[w]));
+        x->top[t] &= ~((uint64_t)1 << hi); /* stale */
+        tm &= ~((uint64_t)1 << hi);
     }
-    w = (t << 6) | (63u - (unsigned)__builtin_clzll(tm));
-    return (w << 6) | (63u - (unsigned)__builtin_clzll(x->words[w]));
 }
 
 #endif /* GA_SIZEIDX_H */
