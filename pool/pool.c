@@ -112,7 +112,11 @@ galloc_status_t ga_pool_memory_info(ga_pool_t *p, size_t *free_bytes, size_t *to
 
 void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out)
 {
-    ga_stats_copy(out, &p->stats);
+    /* "all"'s allocated and freed are the pools' sums, folded here rather
+     * than kept on every malloc and free (stats.h, ga_stat_add). */
+    galloc_stats_t full = p->stats;
+    ga_stats_fold_all(&full);
+    ga_stats_copy(out, &full);
 }
 
 void ga_pool_reset_peak(ga_pool_t *p)

@@ -44,18 +44,27 @@ static inline void ga_stat_decrease(galloc_stat_t *s, int64_t n)
 }
 
 /* ga_stat_add: an increase by n >= 0 of "all" and of the block's pool. A
- * zero n changes nothing, as PyTorch's update_stat skipping it. */
+ * zero n changes nothing, as PyTorch's update_stat skipping it.
+ *
+ * "all"'s current and peak move here; its allocated and freed do not: every
+ * change goes to "all" and to exactly one pool (PyTorch's
+ * get_stat_types_for_pool), so they are the two pools' sums, and
+ * ga_stats_fold_all writes them into a copy for readers. That leaves one
+ * read-modify-write per update of "all" instead of two. */
 static inline void ga_stat_add(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
 {
-    ga_stat_increase(&arr[GALLOC_STAT_ALL], n);
+    int64_t all = arr[GALLOC_STAT_ALL].current + n;
+    arr[GALLOC_STAT_ALL].current = all;
+    if (all > arr[GALLOC_STAT_ALL].peak)
+        arr[GALLOC_STAT_ALL].peak = all;
     ga_stat_increase(&arr[pool], n);
 }
 
 /* ga_stat_sub: a decrease by n >= 0 of "all" and of the block's pool: no
- * peak can move. */
+ * peak can move; "all"'s freed is folded at copy time (ga_stat_add). */
 static inline void ga_stat_sub(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
 {
-    ga_stat_decrease(&arr[GALLOC_STAT_ALL], n);
+    arr[GALLOC_STAT_ALL].current -= n;
     ga_stat_decrease(&arr[pool], n);
 }
 
@@ -84,6 +93,11 @@ void ga_stats_reset_peak(galloc_stats_t *s);
 /* ga_stats_reset_accumulated: allocated = freed = 0 everywhere and the num_*
  * counters zeroed; current, peak and max_split_size kept. */
 void ga_stats_reset_accumulated(galloc_stats_t *s);
+
+/* ga_stats_fold_all: every array's "all".allocated and .freed set to the sum
+ * of the two pools' (the value a stats copy must show when the arrays were
+ * updated with ga_stat_add / ga_stat_sub, and the same value otherwise). */
+void ga_stats_fold_all(galloc_stats_t *s);
 
 /* ga_stats_copy: copy src into dst up to dst->struct_size (which is kept). */
 void ga_stats_copy(galloc_stats_t *dst, const galloc_stats_t *src);
