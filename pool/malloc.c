@@ -28,7 +28,7 @@ GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
         bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
     /* Only this stream's set: PyTorch's lower_bound may land on another
      * stream's block, which it then rejects; the answer is the same. */
-    ga_block_t *b = ga_pool_blockpool_fit(ap->set, ap->size);
+    ga_block_t *b = ga_pool_blockpool_fit_rounded(ap->set, ap->size);
     if (b == NULL)
         return false;
     if (b->seg->expandable) {

@@ -313,14 +313,14 @@ static inline ga_stream_set_t *ga_pool_blockpool_prepare(ga_blockpool_t *bp, gal
 }
 
 /* PyTorch's get_free_block search within one stream: the smallest free
- * block of at least `size` bytes, lowest address among equals, or NULL. An
- * exact bin holds one size, so its leftmost block is the answer; a class bin
- * holds several, so the one class the request falls in is searched by size,
- * and every later bin holds only larger blocks (sizeidx.h). */
-GA_HOT ga_block_t *ga_pool_blockpool_fit(ga_stream_set_t *set, size_t size)
+ * block of at least `size` bytes, lowest address among equals, or NULL,
+ * starting from `bin`, the first bin that can hold such a block. An exact
+ * bin holds one size, so its leftmost block is the answer; a class bin holds
+ * several, so the one class the request falls in is searched by size, and
+ * every later bin holds only larger blocks (sizeidx.h). */
+GA_HOT ga_block_t *ga_pool_blockpool_fit_from(ga_stream_set_t *set, unsigned bin, size_t size)
 {
     ga_sizeidx_t *x = &set->idx;
-    unsigned bin = ga_sizeidx_key_bin(size);
     if (bin >= GA_SIZEIDX_EXACT && bin < GA_SIZEIDX_BINS && x->bins[bin] != NULL) {
         ga_avl_node_t *n = x->bins[bin], *best = NULL;
         while (n != NULL) {
@@ -337,6 +337,18 @@ GA_HOT ga_block_t *ga_pool_blockpool_fit(ga_stream_set_t *set, size_t size)
     }
     bin = ga_sizeidx_find_ge(x, bin);
     return bin != GA_SIZEIDX_NONE ? GA_BLOCK_OF_NODE(ga_pool_avl_leftmost(x->bins[bin])) : NULL;
+}
+
+/* Best fit for any size (a search key need not be a block size). */
+GA_HOT ga_block_t *ga_pool_blockpool_fit(ga_stream_set_t *set, size_t size)
+{
+    return ga_pool_blockpool_fit_from(set, ga_sizeidx_key_bin(size), size);
+}
+
+/* Best fit for a rounded request (a multiple of 512, >= 512): malloc's. */
+GA_HOT ga_block_t *ga_pool_blockpool_fit_rounded(ga_stream_set_t *set, size_t size)
+{
+    return ga_pool_blockpool_fit_from(set, ga_sizeidx_bin(size), size);
 }
 
 /* Into its segment's set (b->size, b->addr fixed while it is in). */

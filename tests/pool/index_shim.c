@@ -83,6 +83,11 @@ long index_shim_fit(index_shim_t *x, uintptr_t stream, size_t size)
     return slot_of(x, ga_pool_blockpool_fit(ga_pool_blockpool_prepare(&x->bp, stream), size));
 }
 
+long index_shim_fit_rounded(index_shim_t *x, uintptr_t stream, size_t size)
+{
+    return slot_of(x, ga_pool_blockpool_fit_rounded(ga_pool_blockpool_prepare(&x->bp, stream), size));
+}
+
 long index_shim_first(index_shim_t *x)
 {
     return slot_of(x, ga_pool_blockpool_first(&x->bp));

@@ -26,6 +26,8 @@ void index_shim_remove(index_shim_t *x, size_t i);
 long index_shim_lower_bound(index_shim_t *x, uintptr_t stream, size_t size);
 /* ga_pool_blockpool_fit on the stream's set: best fit within that stream. */
 long index_shim_fit(index_shim_t *x, uintptr_t stream, size_t size);
+/* ga_pool_blockpool_fit_rounded (malloc's): size a multiple of 512, >= 512. */
+long index_shim_fit_rounded(index_shim_t *x, uintptr_t stream, size_t size);
 long index_shim_first(index_shim_t *x);
 long index_shim_last(index_shim_t *x);
 long index_shim_next(index_shim_t *x, size_t i);
