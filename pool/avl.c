@@ -1,6 +1,8 @@
 /*
  * avl.c: intrusive AVL tree (see avl.h). Balance is restored bottom-up from
  * the changed node with at most one single or double rotation per level.
+ * Every structural change works on a root slot (ga_avl_node_t **), so a tree
+ * can be a ga_avl_t or a bare pointer in an array of size classes.
  */
 #include "pool/avl.h"
 
@@ -23,10 +25,10 @@ void ga_pool_avl_init(ga_avl_t *t, ga_avl_cmp_fn cmp)
 }
 
 /* Point whatever referenced old (its parent or the root) at new. */
-static void replace_child(ga_avl_t *t, ga_avl_node_t *parent, ga_avl_node_t *old, ga_avl_node_t *new_)
+static void replace_child(ga_avl_node_t **root, ga_avl_node_t *parent, ga_avl_node_t *old, ga_avl_node_t *new_)
 {
     if (parent == NULL)
-        t->root = new_;
+        *root = new_;
     else if (parent->left == old)
         parent->left = new_;
     else
@@ -35,7 +37,7 @@ static void replace_child(ga_avl_t *t, ga_avl_node_t *parent, ga_avl_node_t *old
         new_->parent = parent;
 }
 
-static ga_avl_node_t *rotate_left(ga_avl_t *t, ga_avl_node_t *x)
+static ga_avl_node_t *rotate_left(ga_avl_node_t **t, ga_avl_node_t *x)
 {
     ga_avl_node_t *y = x->right;
     replace_child(t, x->parent, x, y);
@@ -49,7 +51,7 @@ static ga_avl_node_t *rotate_left(ga_avl_t *t, ga_avl_node_t *x)
     return y;
 }
 
-static ga_avl_node_t *rotate_right(ga_avl_t *t, ga_avl_node_t *x)
+static ga_avl_node_t *rotate_right(ga_avl_node_t **t, ga_avl_node_t *x)
 {
     ga_avl_node_t *y = x->left;
     replace_child(t, x->parent, x, y);
@@ -68,7 +70,7 @@ static ga_avl_node_t *rotate_right(ga_avl_t *t, ga_avl_node_t *x)
  * above it, so the walk stops there: most inserts and removes touch a level
  * or two instead of the whole path (the replay profile spent a fifth of its
  * time here before). */
-static void rebalance(ga_avl_t *t, ga_avl_node_t *n)
+void ga_pool_avl_rebalance(ga_avl_node_t **t, ga_avl_node_t *n)
 {
     while (n != NULL) {
         int before = n->height;
@@ -96,15 +98,11 @@ void ga_pool_avl_insert(ga_avl_t *t, ga_avl_node_t *n)
         parent = *link;
         link = t->cmp(n, parent) < 0 ? &parent->left : &parent->right;
     }
-    n->left = n->right = NULL;
-    n->parent = parent;
-    n->height = 1;
-    *link = n;
+    ga_pool_avl_link(&t->root, parent, link, n);
     t->count++;
-    rebalance(t, parent);
 }
 
-void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
+void ga_pool_avl_erase_slow(ga_avl_node_t **root, ga_avl_node_t *n)
 {
     ga_avl_node_t *fix;
     if (n->left != NULL && n->right != NULL) {
@@ -114,23 +112,28 @@ void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
             s = s->left;
         if (s->parent != n) {
             fix = s->parent;
-            replace_child(t, s->parent, s, s->right);
+            replace_child(root, s->parent, s, s->right);
             s->right = n->right;
             s->right->parent = s;
         } else {
             fix = s;
         }
-        replace_child(t, n->parent, n, s);
+        replace_child(root, n->parent, n, s);
         s->left = n->left;
         s->left->parent = s;
         s->height = n->height;
     } else {
         fix = n->parent;
-        replace_child(t, n->parent, n, n->left ? n->left : n->right);
+        replace_child(root, n->parent, n, n->left ? n->left : n->right);
     }
+    ga_pool_avl_rebalance(root, fix);
+}
+
+void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n)
+{
+    ga_pool_avl_erase_slow(&t->root, n);
     n->left = n->right = n->parent = NULL;
     t->count--;
-    rebalance(t, fix);
 }
 
 ga_avl_node_t *ga_pool_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key)
@@ -193,15 +196,15 @@ ga_avl_node_t *ga_pool_avl_prev(const ga_avl_node_t *n)
 
 /* Height of the subtree at n if it is a valid AVL subtree (links, heights,
  * balance, order), else -1; counts its nodes into *count. */
-static int check_subtree(const ga_avl_t *t, const ga_avl_node_t *n, const ga_avl_node_t *parent, size_t *count)
+static int check_subtree(ga_avl_cmp_fn cmp, const ga_avl_node_t *n, const ga_avl_node_t *parent, size_t *count)
 {
     if (n == NULL)
         return 0;
     if (n->parent != parent)
         return -1;
-    if ((n->left != NULL && t->cmp(n->left, n) >= 0) || (n->right != NULL && t->cmp(n, n->right) >= 0))
+    if ((n->left != NULL && cmp(n->left, n) >= 0) || (n->right != NULL && cmp(n, n->right) >= 0))
         return -1;
-    int hl = check_subtree(t, n->left, n, count), hr = check_subtree(t, n->right, n, count);
+    int hl = check_subtree(cmp, n->left, n, count), hr = check_subtree(cmp, n->right, n, count);
     if (hl < 0 || hr < 0 || hl - hr > 1 || hr - hl > 1)
         return -1;
     int h = (hl > hr ? hl : hr) + 1;
@@ -211,8 +214,14 @@ static int check_subtree(const ga_avl_t *t, const ga_avl_node_t *n, const ga_avl
     return h;
 }
 
+bool ga_pool_avl_check_root(const ga_avl_node_t *root, ga_avl_cmp_fn cmp, size_t *count)
+{
+    *count = 0;
+    return check_subtree(cmp, root, NULL, count) >= 0;
+}
+
 bool ga_pool_avl_check(const ga_avl_t *t)
 {
-    size_t count = 0;
-    return check_subtree(t, t->root, NULL, &count) >= 0 && count == t->count;
+    size_t count;
+    return ga_pool_avl_check_root(t->root, t->cmp, &count) && count == t->count;
 }

@@ -7,18 +7,25 @@
  * orders size before stream; CUDA's allocator, which galloc reproduces, does not.)
  *
  * PyTorch holds that order in one std::set, so every block cached on another
- * stream makes each search, insert and remove deeper. galloc holds one AVL
- * tree per stream, by (size, address), in an array of trees sorted by stream:
- * the first tree a malloc looks at is the one it used last (its stream), so
- * a single-stream workload costs the same however many other streams hold
- * cached blocks, and other streams cost a binary search over a few entries.
- * first/last/next/prev walk the trees in stream order, so callers see exactly
- * PyTorch's single order.
+ * stream makes each search, insert and remove deeper. galloc holds one exact
+ * size index per stream (sizeidx.h: a bin per size up to 2 MiB, TLSF classes
+ * above, a bitmap of the non-empty bins, a small tree per bin), in an array
+ * sorted by stream: the first set a call looks at is the one used last (its
+ * stream), so a single-stream workload costs the same however many other
+ * streams hold cached blocks, and other streams cost a binary search over a
+ * few entries. A best-fit search is a bitmap scan and a descent of one bin's
+ * tree, whose size is the number of free blocks of one size (or one class):
+ * on the hot path one node, so splitting off a block and merging it back
+ * never rebalances anything. first/last/next/prev walk the sets in stream
+ * order, each set's bins in size order, each bin's tree in order, so callers
+ * see exactly PyTorch's single order.
  *
- * A tree is created by ga_pool_blockpool_prepare, which malloc calls before it
+ * A set is created by ga_pool_blockpool_prepare, which malloc calls before it
  * can insert a block of that stream (a block is freed into the pool and onto
  * the stream it was allocated on): insert never allocates and cannot fail.
- * Trees stay until the block pool goes; there is one per stream ever used.
+ * Sets stay until the block pool goes; there is one per stream ever used.
+ *
+ * Locking: the allocator's lock (pool_int.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,17 +33,13 @@
 
 #include "pool/pool_int.h"
 
-#define BLOCK_OF(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
+#define BLOCK_OF(n) GA_BLOCK_OF_NODE(n)
 
-/* Within one stream's tree: size, then address. */
+/* The same order as a comparator, for the invariant check's tree walk. */
 static int cmp_size_addr(const ga_avl_node_t *na, const ga_avl_node_t *nb)
 {
     const ga_block_t *a = BLOCK_OF(na), *b = BLOCK_OF(nb);
-    if (a->size != b->size)
-        return a->size < b->size ? -1 : 1;
-    if (a->addr != b->addr)
-        return a->addr < b->addr ? -1 : 1;
-    return 0;
+    return ga_block_size_addr_before(a, b) ? -1 : ga_block_size_addr_before(b, a) ? 1 : 0;
 }
 
 /* PyTorch's BlockComparatorAddress for the unmapped set: stream, then address. */
@@ -54,7 +57,7 @@ bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b)
 {
     if (a->stream != b->stream)
         return a->stream < b->stream;
-    return cmp_size_addr(&a->node, &b->node) < 0;
+    return ga_block_size_addr_before(a, b);
 }
 
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small)
@@ -99,75 +102,69 @@ static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
     return lo;
 }
 
-galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream)
+ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream)
 {
-    if (bp->last != NULL && bp->last->stream == stream)
-        return GALLOC_OK;
     bool found;
     size_t at = find_set(bp, stream, &found);
     if (found)
-        return GALLOC_OK;
+        return bp->sets[at];
     if (bp->n_sets == bp->cap_sets) {
         size_t cap = bp->cap_sets ? 2 * bp->cap_sets : 4;
         ga_stream_set_t **sets = realloc(bp->sets, cap * sizeof(*sets));
         if (sets == NULL)
-            return GALLOC_E_NOMEM;
+            return NULL;
         bp->sets = sets;
         bp->cap_sets = cap;
     }
-    ga_stream_set_t *set = malloc(sizeof(*set));
+    ga_stream_set_t *set = calloc(1, sizeof(*set)); /* every bin empty */
     if (set == NULL)
-        return GALLOC_E_NOMEM;
+        return NULL;
     set->stream = stream;
-    ga_pool_avl_init(&set->tree, cmp_size_addr);
     memmove(&bp->sets[at + 1], &bp->sets[at], (bp->n_sets - at) * sizeof(*bp->sets));
     bp->sets[at] = set;
     bp->n_sets++;
     bp->last = set;
-    return GALLOC_OK;
+    return set;
 }
 
-/* A block inserted on a stream malloc never prepared: a bug in the pool, and
- * continuing would lose the block. */
+/* A segment on a stream malloc never prepared: a bug in the pool, and
+ * continuing would lose its blocks. */
 static void __attribute__((noinline, noreturn)) no_set(galloc_stream_t stream)
 {
     fprintf(stderr, "galloc: internal error: no free set for stream %#lx\n", (unsigned long)stream);
     abort();
 }
 
-/* The tree of a stream that must have one (prepared by malloc). */
-static inline ga_avl_t *tree_of(ga_blockpool_t *bp, galloc_stream_t stream)
+ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t stream)
 {
-    ga_stream_set_t *last = bp->last;
-    if (last != NULL && last->stream == stream)
-        return &last->tree;
     bool found;
     size_t at = find_set(bp, stream, &found);
     if (!found)
         no_set(stream);
-    return &bp->sets[at]->tree;
+    return bp->sets[at];
 }
 
-void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
+/* The smallest block of a non-empty bin at or after `bin` (in size order), or NULL. */
+static ga_block_t *first_at(ga_sizeidx_t *x, unsigned bin)
 {
-    b->gc_count_base = bp->get_free_blocks_call_count;
-    ga_pool_avl_insert(tree_of(bp, b->stream), &b->node);
-    bp->n_free++;
+    bin = ga_sizeidx_find_ge(x, bin);
+    return bin != GA_SIZEIDX_NONE ? BLOCK_OF(ga_pool_avl_leftmost(x->bins[bin])) : NULL;
 }
 
-void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
+/* The largest block of a non-empty bin at or before `bin`, or NULL. */
+static ga_block_t *last_at(ga_sizeidx_t *x, unsigned bin)
 {
-    ga_pool_avl_remove(tree_of(bp, b->stream), &b->node);
-    bp->n_free--;
+    bin = ga_sizeidx_find_le(x, bin);
+    return bin != GA_SIZEIDX_NONE ? BLOCK_OF(ga_pool_avl_rightmost(x->bins[bin])) : NULL;
 }
 
 /* The smallest block of the first non-empty set at index >= i, or NULL. */
 static ga_block_t *first_from(const ga_blockpool_t *bp, size_t i)
 {
     for (; i < bp->n_sets; i++) {
-        ga_avl_node_t *n = ga_pool_avl_first(&bp->sets[i]->tree);
-        if (n != NULL)
-            return BLOCK_OF(n);
+        ga_block_t *b = first_at(&bp->sets[i]->idx, 0);
+        if (b != NULL)
+            return b;
     }
     return NULL;
 }
@@ -176,41 +173,19 @@ static ga_block_t *first_from(const ga_blockpool_t *bp, size_t i)
 static ga_block_t *last_before(const ga_blockpool_t *bp, size_t i)
 {
     while (i-- > 0) {
-        ga_avl_node_t *n = ga_pool_avl_last(&bp->sets[i]->tree);
-        if (n != NULL)
-            return BLOCK_OF(n);
+        ga_block_t *b = last_at(&bp->sets[i]->idx, GA_SIZEIDX_BINS - 1);
+        if (b != NULL)
+            return b;
     }
     return NULL;
 }
 
-/* The smallest block of a stream's tree not ordered before (size, address
- * 0): the first one of at least `size` bytes. A direct descent: no key record
- * to build and no comparator call per level. */
-static ga_block_t *tree_lower_bound(const ga_avl_t *t, size_t size)
-{
-    ga_avl_node_t *n = t->root, *best = NULL;
-    while (n != NULL) {
-        if (BLOCK_OF(n)->size >= size) {
-            best = n;
-            n = n->left;
-        } else {
-            n = n->right;
-        }
-    }
-    return best != NULL ? BLOCK_OF(best) : NULL;
-}
-
 ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size)
 {
-    if (bp->last != NULL && bp->last->stream == stream) {
-        ga_block_t *b = tree_lower_bound(&bp->last->tree, size);
-        if (b != NULL)
-            return b;
-    }
     bool found;
     size_t at = find_set(bp, stream, &found);
     if (found) {
-        ga_block_t *b = tree_lower_bound(&bp->sets[at]->tree, size);
+        ga_block_t *b = ga_pool_blockpool_fit(bp->sets[at], size);
         if (b != NULL)
             return b;
         at++;
@@ -235,7 +210,8 @@ ga_block_t *ga_pool_blockpool_next(ga_block_t *b)
         return BLOCK_OF(n);
     bool found;
     size_t at = find_set(b->pool, b->stream, &found);
-    return first_from(b->pool, at + 1);
+    ga_block_t *c = first_at(&b->pool->sets[at]->idx, ga_sizeidx_bin(b->size) + 1);
+    return c != NULL ? c : first_from(b->pool, at + 1);
 }
 
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b)
@@ -245,16 +221,47 @@ ga_block_t *ga_pool_blockpool_prev(ga_block_t *b)
         return BLOCK_OF(n);
     bool found;
     size_t at = find_set(b->pool, b->stream, &found);
-    return last_before(b->pool, at);
+    unsigned bin = ga_sizeidx_bin(b->size);
+    ga_block_t *c = bin > 0 ? last_at(&b->pool->sets[at]->idx, bin - 1) : NULL;
+    return c != NULL ? c : last_before(b->pool, at);
+}
+
+/* One set's index: the bitmaps cover the bins, every tree is well formed
+ * and holds only blocks of its bin (one size in an exact bin). Returns the
+ * number of blocks, or SIZE_MAX if anything is wrong. Walks only the set bins
+ * (a block in a bin whose bit is clear is missed, and the caller's count
+ * against n_free catches it); the walk's searches may clear stale top bits. */
+static size_t idx_check(ga_sizeidx_t *x)
+{
+    for (unsigned w = 0; w < GA_SIZEIDX_WORDS; w++)
+        if (x->words[w] != 0 && !((x->top[w >> 6] >> (w & 63u)) & 1u))
+            return SIZE_MAX;
+    size_t total = 0;
+    for (unsigned bin = ga_sizeidx_find_ge(x, 0); bin != GA_SIZEIDX_NONE; bin = ga_sizeidx_find_ge(x, bin + 1)) {
+        size_t count;
+        if (x->bins[bin] == NULL || !ga_pool_avl_check_root(x->bins[bin], cmp_size_addr, &count))
+            return SIZE_MAX;
+        ga_avl_node_t *n = ga_pool_avl_leftmost(x->bins[bin]);
+        size_t first_size = BLOCK_OF(n)->size;
+        for (; n != NULL; n = ga_pool_avl_next(n)) {
+            const ga_block_t *b = BLOCK_OF(n);
+            if (ga_sizeidx_bin(b->size) != bin || (b->size & 511u) != 0 ||
+                (bin < GA_SIZEIDX_EXACT && b->size != first_size))
+                return SIZE_MAX;
+        }
+        total += count;
+    }
+    return total;
 }
 
 bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp)
 {
     size_t n = 0;
     for (size_t i = 0; i < bp->n_sets; i++) {
-        if (!ga_pool_avl_check(&bp->sets[i]->tree) || (i > 0 && bp->sets[i - 1]->stream >= bp->sets[i]->stream))
+        size_t in_set = idx_check(&bp->sets[i]->idx);
+        if (in_set == SIZE_MAX || (i > 0 && bp->sets[i - 1]->stream >= bp->sets[i]->stream))
             return false;
-        n += bp->sets[i]->tree.count;
+        n += in_set;
     }
     return n == bp->n_free && ga_pool_avl_check(&bp->unmapped);
 }

@@ -3,6 +3,11 @@
  * (PyTorch's free, free_block and try_merge_blocks in
  * c10/cuda/CUDACachingAllocator.cpp). Segments are never released here:
  * reserved memory only falls through empty_cache, the OOM path or GC.
+ *
+ * Stats: a free only takes away from allocation, active and the byte counts
+ * (no peak can move); inactive_split's change is signed, but its bytes are
+ * an increase exactly when the merged block is still split, so only the
+ * count of split blocks needs a signed update.
  */
 #include "pool/pool_int.h"
 #include "stats/stats.h"
@@ -10,6 +15,7 @@
 void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
 {
     seg->head = b;
+    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
     seg->stack_id = 0;
     ga_pool_link_segment(p, seg);
     *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
@@ -36,8 +42,9 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
 }
 
 /* PyTorch's try_merge_blocks: only free neighbours in the same mapped state
- * merge (an unmapped expandable range never joins a mapped block). */
-size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
+ * merge (an unmapped expandable range never joins a mapped block). Inline
+ * here for free_block's two calls; ga_pool_try_merge for expandable.c. */
+GA_HOT size_t try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 {
     if (src == NULL || src->allocated || src->event_count > 0 || src->mapped != dst->mapped)
         return 0;
@@ -63,40 +70,51 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
     return absorbed;
 }
 
-void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
+size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
+{
+    return try_merge(p, dst, src);
+}
+
+/* PyTorch's free_block. With k neighbours merged (absorbing A bytes) PyTorch
+ * adds -k, -A to inactive_split and its bytes, then +1 and the merged size
+ * if the result is still split: net 1 - k blocks and +original_size bytes
+ * when split, -k blocks and -A bytes when the segment is whole again. */
+GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
 {
     int64_t pid[2];
-    ga_trace_record(&p->trace, GA_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream,
-                    ga_pool_id_of(b->pool, pid), b->stack_id);
+    if (ga_trace_recording(&p->trace)) /* the mempool id is not worked out while recording is off */
+        ga_trace_record(&p->trace, GA_TRACE_FREE_COMPLETED, b->addr, b->requested, b->stream,
+                        ga_pool_id_of(b->pool, pid), b->stack_id);
     b->stack_id = 0;
     size_t original_size = b->size;
     size_t requested = b->requested;
-    galloc_stat_pool_t sp = b->pool->stat;
-    int64_t net_blocks = 0, net_bytes = 0;
+    ga_blockpool_t *bp = b->pool;
+    galloc_stat_pool_t sp = bp->stat;
 
-    ga_block_t *candidates[2] = {b->prev, b->next};
-    for (int i = 0; i < 2; i++) {
-        size_t absorbed = ga_pool_try_merge(p, b, candidates[i]);
-        if (absorbed > 0) {
-            net_blocks -= 1;
-            net_bytes -= (int64_t)absorbed;
-        }
-    }
-    ga_pool_blockpool_insert(b->pool, b);
-    if (ga_block_is_split(b)) {
-        net_blocks += 1;
-        net_bytes += (int64_t)b->size;
-    }
+    size_t absorbed_prev = try_merge(p, b, b->prev);
+    size_t absorbed_next = try_merge(p, b, b->next);
+    ga_pool_blockpool_insert(bp, b);
     /* PyTorch leaves expandable segments out of inactive_split: their free
      * pages can always be released. */
     if (!b->seg->expandable) {
-        ga_stat_update(p->stats.inactive_split, sp, net_blocks);
-        ga_stat_update(p->stats.inactive_split_bytes, sp, net_bytes);
+        int64_t merged = (absorbed_prev != 0) + (absorbed_next != 0);
+        if (ga_block_is_split(b)) {
+            ga_stat_update(p->stats.inactive_split, sp, 1 - merged);
+            ga_stat_add(p->stats.inactive_split_bytes, sp, (int64_t)original_size);
+        } else {
+            ga_stat_sub(p->stats.inactive_split, sp, merged);
+            ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)(absorbed_prev + absorbed_next));
+        }
     }
-    ga_stat_update(p->stats.active, sp, -1);
-    ga_stat_update(p->stats.active_bytes, sp, -(int64_t)original_size);
-    ga_stat_update(p->stats.requested_bytes, sp, -(int64_t)requested);
+    ga_stat_sub(p->stats.active, sp, 1);
+    ga_stat_sub(p->stats.active_bytes, sp, (int64_t)original_size);
+    ga_stat_sub(p->stats.requested_bytes, sp, (int64_t)requested);
     b->requested = 0;
+}
+
+void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
+{
+    free_block(p, b);
 }
 
 galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
@@ -120,15 +138,16 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
     b->allocated = false;
     int64_t pid[2];
     uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
-    ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
-                    ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
+    if (ga_trace_recording(&p->trace))
+        ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
+                        ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
     galloc_stat_pool_t sp = b->pool->stat;
-    ga_stat_update(p->stats.allocation, sp, -1);
-    ga_stat_update(p->stats.allocated_bytes, sp, -(int64_t)b->size);
+    ga_stat_sub(p->stats.allocation, sp, 1);
+    ga_stat_sub(p->stats.allocated_bytes, sp, (int64_t)b->size);
     if (b->size >= p->conf.max_split_size)
         ga_stat_decrease(&p->stats.oversize_allocations, 1);
     /* With events pending the block stays active until process_events sees them done. */
     if (b->event_count == 0)
-        ga_pool_free_block(p, b);
+        free_block(p, b);
     return GALLOC_OK;
 }

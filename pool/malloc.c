@@ -18,15 +18,18 @@ static size_t expandable_size(const ga_block_t *b)
     return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
 }
 
-/* PyTorch's get_free_block: lower_bound on (stream, size); no further search. */
-static bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
+/* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
+ * Inline into malloc, whose every call makes it. */
+GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_blockpool_t *bp = ap->pool;
     uint64_t mss = p->conf.max_split_size;
     if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
         bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
-    ga_block_t *b = ga_pool_blockpool_lower_bound(bp, ap->stream, ap->size);
-    if (b == NULL || b->stream != ap->stream)
+    /* Only this stream's set: PyTorch's lower_bound may land on another
+     * stream's block, which it then rejects; the answer is the same. */
+    ga_block_t *b = ga_pool_blockpool_fit_rounded(ap->set, ap->size);
+    if (b == NULL)
         return false;
     if (b->seg->expandable) {
         /* For best fit an expandable block counts as the size it can grow to
@@ -83,8 +86,8 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (ap->pool->owner != NULL)
         ap->pool->owner->segments++;
     p->total_allocated_memory += size;
-    ga_stat_update(p->stats.segment, ap->pool->stat, 1);
-    ga_stat_update(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
+    ga_stat_add(p->stats.segment, ap->pool->stat, 1);
+    ga_stat_add(p->stats.reserved_bytes, ap->pool->stat, (int64_t)size);
     if (size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_segments, 1);
     p->stats.num_device_alloc++;
@@ -107,7 +110,8 @@ static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 }
 
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count. */
+ * allocated, count. Every change here is an increase except the shrinking
+ * of an inactive split piece, so the stats take the unsigned paths. */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_block_t *b = ap->block;
@@ -133,30 +137,31 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
             /* PyTorch keeps expandable segments out of inactive_split. */
         } else if (already_split) {
             /* An inactive split piece shrinks by what is handed out. */
-            ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
+            ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
         } else {
             /* A whole segment is split for the first time: its rest is a new inactive split block. */
-            ga_stat_update(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
-            ga_stat_update(p->stats.inactive_split, sp, 1);
+            ga_stat_add(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
+            ga_stat_add(p->stats.inactive_split, sp, 1);
         }
     } else if (already_split && !b->seg->expandable) {
         /* A free split piece becomes active whole. */
-        ga_stat_update(p->stats.inactive_split_bytes, sp, -(int64_t)b->size);
-        ga_stat_update(p->stats.inactive_split, sp, -1);
+        ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
+        ga_stat_sub(p->stats.inactive_split, sp, 1);
     }
 
     b->allocated = true;
     b->requested = ap->orig_size;
     b->stack_id = ap->stack_id;
     int64_t pid[2];
-    ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
-                    ap->stack_id);
+    if (ga_trace_recording(&p->trace)) /* the mempool id is not worked out while recording is off */
+        ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
+                        ap->stack_id);
     ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, b->addr))->block = b;
-    ga_stat_update(p->stats.allocation, sp, 1);
-    ga_stat_update(p->stats.allocated_bytes, sp, (int64_t)b->size);
-    ga_stat_update(p->stats.active, sp, 1);
-    ga_stat_update(p->stats.active_bytes, sp, (int64_t)b->size);
-    ga_stat_update(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
+    ga_stat_add(p->stats.allocation, sp, 1);
+    ga_stat_add(p->stats.allocated_bytes, sp, (int64_t)b->size);
+    ga_stat_add(p->stats.active, sp, 1);
+    ga_stat_add(p->stats.active_bytes, sp, (int64_t)b->size);
+    ga_stat_add(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
     if (b->size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_allocations, 1);
     ap->block = b;
@@ -186,17 +191,18 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
 
     ga_alloc_params_t ap;
     ap.orig_size = size;
-    ap.size = ga_round_size(&p->conf, size);
+    ap.size = ga_pool_round(p, size);
     ap.pool = ga_pool_get_pool(p, ap.size, stream);
-    if (ga_pool_blockpool_prepare(ap.pool, stream) != GALLOC_OK)
+    ap.set = ga_pool_blockpool_prepare(ap.pool, stream);
+    if (ap.set == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
-    ap.alloc_size = ga_allocation_size(&p->conf, ap.size);
     ap.stream = stream;
     ap.block = NULL;
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
     ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
     if (!get_free_block(p, &ap)) {
+        ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
         galloc_status_t st = ga_pool_alloc_block(p, &ap, false);

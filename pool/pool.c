@@ -26,6 +26,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     if (p == NULL)
         return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
     p->conf = *conf;
+    p->plain_rounding = ga_round_is_plain(conf);
     p->backend = backend;
     p->device = device;
     p->device_total = device_total;
@@ -96,7 +97,11 @@ galloc_status_t ga_pool_memory_info(ga_pool_t *p, size_t *free_bytes, size_t *to
 
 void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out)
 {
-    ga_stats_copy(out, &p->stats);
+    /* "all"'s allocated and freed are the pools' sums, folded here rather
+     * than kept on every malloc and free (stats.h, ga_stat_add). */
+    galloc_stats_t full = p->stats;
+    ga_stats_fold_all(&full);
+    ga_stats_copy(out, &full);
 }
 
 void ga_pool_reset_peak(ga_pool_t *p)

@@ -26,6 +26,7 @@
 #include "conf/conf.h"
 #include "pool/avl.h"
 #include "pool/pool.h"
+#include "pool/sizeidx.h"
 #include "trace/trace.h"
 #include "util/addrmap.h"
 #include "util/size.h"
@@ -33,6 +34,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* For the hot path's helpers: inlined into malloc and free even where the
+ * compiler would keep a call, whose prologue and epilogue cost as much as the
+ * helper itself on a cache hit. */
+#define GA_HOT static inline __attribute__((always_inline))
 
 /* PyTorch's constants (CUDACachingAllocator.cpp / CachingDeviceAllocator.h). */
 #define GA_MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize: rounding unit */
@@ -59,14 +65,14 @@ typedef struct ga_private_pool ga_private_pool_t;
 
 /* The free blocks of one stream in one block pool, by (size, address). */
 typedef struct ga_stream_set {
-    galloc_stream_t stream;
-    ga_avl_t tree;
+    galloc_stream_t stream; /* the stream whose free blocks these are */
+    ga_sizeidx_t idx;       /* exact best-fit index (sizeidx.h) */
 } ga_stream_set_t;
 
 /* PyTorch's BlockPool: the free blocks of one size class. PyTorch keeps them
- * in one set ordered by (stream, size, address); galloc keeps one tree per
- * stream, in an array sorted by stream, so that blocks cached on other
- * streams do not deepen the tree a stream searches (blockpool.c). Walks see
+ * in one set ordered by (stream, size, address); galloc keeps one exact size
+ * index per stream, in an array sorted by stream, so that blocks cached on
+ * other streams never lengthen a stream's search (blockpool.c). Walks see
  * the same order as PyTorch's single set. */
 typedef struct ga_blockpool {
     ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
@@ -88,7 +94,7 @@ struct ga_block {
     ga_blockpool_t *pool;      /* the block pool the segment belongs to */
     ga_segment_t *seg;         /* owning segment */
     ga_block_t *prev, *next;   /* address-ordered neighbours within the segment */
-    ga_avl_node_t node;        /* free-set link (free blocks only) */
+    ga_avl_node_t node;        /* free-set link: size-bin tree (free blocks) or unmapped set */
     ga_block_t *link;          /* record free list (recycled) / release.c's unmap list (free) */
     int64_t gc_count_base;     /* pool GC clock when last inserted into the free set */
     bool allocated;            /* handed out to a caller */
@@ -105,6 +111,7 @@ struct ga_segment {
     size_t page;               /* expandable: page size (2 MiB small pool, 20 MiB large) */
     galloc_stream_t stream;    /* stream it was allocated for */
     ga_blockpool_t *pool;      /* block pool (small or large) */
+    ga_stream_set_t *set;      /* pool's free set for stream: where its free mapped blocks go */
     ga_block_t *head;          /* lowest-address block */
     uint32_t stack_id;         /* trace: stack at the segment's allocation (0 = none) */
     ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
@@ -141,6 +148,8 @@ typedef struct ga_ptr_entry {
 typedef struct ga_records {
     ga_block_t *free_blocks;     /* recycled block records (linked by b->link) */
     ga_segment_t *free_segments; /* recycled segment records (linked by next) */
+    size_t n_free_blocks;        /* length of free_blocks */
+    size_t n_free_segments;      /* length of free_segments */
     void *chunks;                /* every chunk allocated, for destroy */
     size_t blocks_total;         /* block records ever allocated (growth counter for tests) */
     size_t segments_total;       /* segment records ever allocated */
@@ -171,6 +180,7 @@ struct ga_pool {
     bool set_fraction;              /* a memory fraction was set */
     size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
     size_t refused_frees;           /* device frees/unmaps refused since the last full flush began */
+    bool plain_rounding;            /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
 };
 
 /* Request parameters, PyTorch's AllocParams. */
@@ -180,6 +190,7 @@ typedef struct ga_alloc_params {
     size_t alloc_size;          /* segment size if a new one is needed */
     galloc_stream_t stream;
     ga_blockpool_t *pool;
+    ga_stream_set_t *set;       /* pool's free set for stream (ga_pool_blockpool_prepare) */
     ga_block_t *block;          /* result */
     uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
     galloc_status_t status;     /* why alloc_block failed: OOM or other */
@@ -189,16 +200,60 @@ typedef struct ga_alloc_params {
 size_t ga_round_size(const ga_conf_t *c, size_t size);
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
 size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
+/* Whether conf sets no roundup_power2_divisions above 1, so that round_size
+ * is plain 512-byte rounding for every size. */
+bool ga_round_is_plain(const ga_conf_t *c);
 
-/* records.c */
+/* records.c; get, put and the reserve check are inline: every malloc reserves,
+ * every split gets a block record and every merge puts one back. */
 void ga_pool_records_init(ga_records_t *r);
 void ga_pool_records_destroy(ga_records_t *r);
-/* Ensure at least n block records and m segment records are free (cold path). */
-galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments);
-ga_block_t *ga_pool_records_get_block(ga_records_t *r);
-void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b);
-ga_segment_t *ga_pool_records_get_segment(ga_records_t *r);
-void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s);
+/* Grow the free lists to n block and m segment records (GALLOC_E_NOMEM). */
+galloc_status_t ga_pool_records_grow(ga_records_t *r, size_t n_blocks, size_t n_segments);
+
+/* Ensure at least n block records and m segment records are free: a compare
+ * when they are (always, once warm), else a chunk from the host (cold). */
+static inline galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
+{
+    if (__builtin_expect(r->n_free_blocks >= n_blocks && r->n_free_segments >= n_segments, 1))
+        return GALLOC_OK;
+    return ga_pool_records_grow(r, n_blocks, n_segments);
+}
+
+/* A reserved record (never NULL after a successful reserve). */
+static inline ga_block_t *ga_pool_records_get_block(ga_records_t *r)
+{
+    ga_block_t *b = r->free_blocks;
+    if (b != NULL) {
+        r->free_blocks = b->link;
+        r->n_free_blocks--;
+    }
+    return b;
+}
+
+static inline void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
+{
+    b->link = r->free_blocks;
+    r->free_blocks = b;
+    r->n_free_blocks++;
+}
+
+static inline ga_segment_t *ga_pool_records_get_segment(ga_records_t *r)
+{
+    ga_segment_t *s = r->free_segments;
+    if (s != NULL) {
+        r->free_segments = s->next;
+        r->n_free_segments--;
+    }
+    return s;
+}
+
+static inline void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
+{
+    s->next = r->free_segments;
+    r->free_segments = s;
+    r->n_free_segments++;
+}
 
 /* The allocated block at addr, or NULL. */
 static inline ga_block_t *ga_pool_allocated_block(const ga_pool_t *p, uintptr_t addr)
@@ -207,32 +262,131 @@ static inline ga_block_t *ga_pool_allocated_block(const ga_pool_t *p, uintptr_t 
     return e != NULL ? e->block : NULL;
 }
 
-/* blockpool.c: free sets. */
+/* blockpool.c: free sets. The hot operations (prepare, fit, insert, remove)
+ * are inline below; walks, the cross-stream lower_bound and the check are in
+ * blockpool.c. */
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
 /* Frees the per-stream sets (the blocks are the records' to free). */
 void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
-/* Make sure `stream` has a free set, before any block of that stream can be
- * inserted (malloc calls it first: insert cannot fail). GALLOC_E_NOMEM. */
-galloc_status_t ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream);
-/* Every tree well formed (ga_pool_avl_check), the sets sorted by stream, the
- * counts agreeing: for the invariant check. */
+/* ga_pool_blockpool_prepare when `stream` is not the set used last. */
+ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream);
+/* The set of a stream that must have one (a segment's, at its creation). */
+ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t stream);
+/* Every bin tree well formed and in its bin, the bitmaps mirroring the bins,
+ * the sets sorted by stream, the counts agreeing: for the invariant check. */
 bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp);
 /* a orders before b in PyTorch's (stream, size, address) order. */
 bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
-void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b);
-void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
 void ga_pool_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
 /* First unmapped block of `stream` (lowest address), and its successor. */
 ga_block_t *ga_pool_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
 ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
-/* First free block not ordered before (stream, size, address 0), or NULL. */
+/* First free block not ordered before (stream, size, address 0), or NULL:
+ * the next stream's smallest when `stream` has none that large, as in
+ * PyTorch's single set (release_available_cached_blocks walks back from it). */
 ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
 ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
 ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
 /* Neighbours in (stream, size, address) order across the streams' sets. */
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
+
+#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
+
+/* (size, address) order inside one stream's set, compared inline. */
+static inline bool ga_block_size_addr_before(const ga_block_t *a, const ga_block_t *b)
+{
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/* Make sure `stream` has a free set in bp before any block of that stream can
+ * be inserted (malloc calls it first: insert cannot fail); returns it, or
+ * NULL when out of host memory. */
+static inline ga_stream_set_t *ga_pool_blockpool_prepare(ga_blockpool_t *bp, galloc_stream_t stream)
+{
+    ga_stream_set_t *last = bp->last;
+    if (__builtin_expect(last != NULL && last->stream == stream, 1))
+        return last;
+    return ga_pool_blockpool_prepare_slow(bp, stream);
+}
+
+/* PyTorch's get_free_block search within one stream: the smallest free
+ * block of at least `size` bytes, lowest address among equals, or NULL,
+ * starting from `bin`, the first bin that can hold such a block. An exact
+ * bin holds one size, so its leftmost block is the answer; a class bin holds
+ * several, so the one class the request falls in is searched by size, and
+ * every later bin holds only larger blocks (sizeidx.h). */
+GA_HOT ga_block_t *ga_pool_blockpool_fit_from(ga_stream_set_t *set, unsigned bin, size_t size)
+{
+    ga_sizeidx_t *x = &set->idx;
+    if (bin >= GA_SIZEIDX_EXACT && bin < GA_SIZEIDX_BINS && x->bins[bin] != NULL) {
+        ga_avl_node_t *n = x->bins[bin], *best = NULL;
+        while (n != NULL) {
+            if (GA_BLOCK_OF_NODE(n)->size >= size) {
+                best = n;
+                n = n->left;
+            } else {
+                n = n->right;
+            }
+        }
+        if (best != NULL)
+            return GA_BLOCK_OF_NODE(best);
+        bin++;
+    }
+    bin = ga_sizeidx_find_ge(x, bin);
+    return bin != GA_SIZEIDX_NONE ? GA_BLOCK_OF_NODE(ga_pool_avl_leftmost(x->bins[bin])) : NULL;
+}
+
+/* Best fit for any size (a search key need not be a block size). */
+GA_HOT ga_block_t *ga_pool_blockpool_fit(ga_stream_set_t *set, size_t size)
+{
+    return ga_pool_blockpool_fit_from(set, ga_sizeidx_key_bin(size), size);
+}
+
+/* Best fit for a rounded request (a multiple of 512, >= 512): malloc's. */
+GA_HOT ga_block_t *ga_pool_blockpool_fit_rounded(ga_stream_set_t *set, size_t size)
+{
+    return ga_pool_blockpool_fit_from(set, ga_sizeidx_bin(size), size);
+}
+
+/* Into its segment's set (b->size, b->addr fixed while it is in). */
+static inline void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
+{
+    ga_sizeidx_t *x = &b->seg->set->idx;
+    unsigned bin = ga_sizeidx_bin(b->size);
+    ga_avl_node_t **root = &x->bins[bin], **link = root, *parent = NULL;
+    if (*root == NULL) {
+        /* The hot path's case: a bin of its own. */
+    } else if (bin < GA_SIZEIDX_EXACT) {
+        /* One size in the bin: the address alone orders it. */
+        uintptr_t addr = b->addr;
+        do {
+            parent = *link;
+            link = addr < GA_BLOCK_OF_NODE(parent)->addr ? &parent->left : &parent->right;
+        } while (*link != NULL);
+    } else {
+        do {
+            parent = *link;
+            link = ga_block_size_addr_before(b, GA_BLOCK_OF_NODE(parent)) ? &parent->left : &parent->right;
+        } while (*link != NULL);
+    }
+    ga_pool_avl_link(root, parent, link, &b->node);
+    ga_sizeidx_set(x, bin);
+    b->gc_count_base = bp->get_free_blocks_call_count;
+    bp->n_free++;
+}
+
+static inline void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
+{
+    ga_sizeidx_t *x = &b->seg->set->idx;
+    unsigned bin = ga_sizeidx_bin(b->size);
+    ga_pool_avl_erase(&x->bins[bin], &b->node);
+    if (x->bins[bin] == NULL)
+        ga_sizeidx_clear(x, bin);
+    bp->n_free--;
+}
+
 static inline bool ga_block_is_split(const ga_block_t *b)
 {
     return b->prev != NULL || b->next != NULL;
@@ -277,7 +431,8 @@ static inline const int64_t *ga_pool_id_of(const ga_blockpool_t *bp, int64_t buf
 }
 
 /* private.c: private pools. */
-ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
+/* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
+ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
 void ga_pool_release_private_pools(ga_pool_t *p);
 size_t ga_pool_private_free_bytes(const ga_pool_t *p);
 void ga_pool_private_destroy(ga_pool_t *p);
@@ -309,6 +464,25 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);
 
 /* oom.c */
 galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap);
+
+/* PyTorch's round_size (round.c), inline for the default configuration:
+ * requests share 512-byte granularity so allocated_bytes equals PyTorch's. */
+static inline size_t ga_pool_round(const ga_pool_t *p, size_t size)
+{
+    if (__builtin_expect(p->plain_rounding, 1))
+        return size < GA_MIN_BLOCK_SIZE ? GA_MIN_BLOCK_SIZE : (size + GA_MIN_BLOCK_SIZE - 1) & ~(GA_MIN_BLOCK_SIZE - 1);
+    return ga_round_size(&p->conf, size);
+}
+
+/* PyTorch's get_pool: the first active route whose filter accepts the
+ * allocation decides (private.c); with none, the default pools by the
+ * rounded size. */
+static inline ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
+{
+    if (__builtin_expect(p->n_routes == 0, 1))
+        return rounded <= GA_SMALL_SIZE ? &p->small : &p->large;
+    return ga_pool_get_routed_pool(p, rounded, stream);
+}
 
 #ifdef __cplusplus
 }

@@ -25,19 +25,18 @@ static size_t route_of(const ga_pool_t *p, const ga_private_pool_t *pp)
     return SIZE_MAX;
 }
 
-/* PyTorch's get_pool: the first active route whose filter accepts this
- * allocation decides; otherwise the default pools. The decision uses the
- * rounded size, as for the default pools. */
-ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
+/* PyTorch's get_pool with routes active (ga_pool_get_pool, inline, handles
+ * none): the first route whose filter accepts this allocation decides;
+ * otherwise the default pools. The decision uses the rounded size, as for
+ * the default pools. */
+ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
 {
     bool small = rounded <= GA_SMALL_SIZE;
-    if (p->n_routes != 0) {
-        uintptr_t self = (uintptr_t)pthread_self();
-        for (size_t i = 0; i < p->n_routes; i++) {
-            const ga_route_t *r = &p->routes[i];
-            if (r->kind == GALLOC_ROUTE_STREAM ? r->stream == stream : r->thread == self)
-                return small ? &r->pool->small : &r->pool->large;
-        }
+    uintptr_t self = (uintptr_t)pthread_self();
+    for (size_t i = 0; i < p->n_routes; i++) {
+        const ga_route_t *r = &p->routes[i];
+        if (r->kind == GALLOC_ROUTE_STREAM ? r->stream == stream : r->thread == self)
+            return small ? &r->pool->small : &r->pool->large;
     }
     return small ? &p->small : &p->large;
 }

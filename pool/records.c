@@ -3,8 +3,10 @@
  *
  * Records come from chunks of many records; a released record goes onto a free
  * list and is reused, so steady-state malloc/free never call malloc(). A pool
- * grows only when it is empty (ga_records_reserve, called before any state
- * changes so that a failed growth leaves the allocator untouched).
+ * grows only when it is empty (ga_pool_records_reserve, called before any
+ * state changes so that a failed growth leaves the allocator untouched). The
+ * free lists count their records, so the reserve every malloc makes is one
+ * compare (inline in pool_int.h, with get and put).
  * model: jemalloc's edata_cache.
  */
 #include <stdlib.h>
@@ -22,6 +24,8 @@ void ga_pool_records_init(ga_records_t *r)
 {
     r->free_blocks = NULL;
     r->free_segments = NULL;
+    r->n_free_blocks = 0;
+    r->n_free_segments = 0;
     r->chunks = NULL;
     r->blocks_total = 0;
     r->segments_total = 0;
@@ -50,25 +54,9 @@ static void *chunk_new(ga_records_t *r, size_t record_size, size_t n)
     return (char *)c + header;
 }
 
-static size_t count_blocks(const ga_records_t *r, size_t limit)
+galloc_status_t ga_pool_records_grow(ga_records_t *r, size_t n_blocks, size_t n_segments)
 {
-    size_t n = 0;
-    for (const ga_block_t *b = r->free_blocks; b != NULL && n < limit; b = b->link)
-        n++;
-    return n;
-}
-
-static size_t count_segments(const ga_records_t *r, size_t limit)
-{
-    size_t n = 0;
-    for (const ga_segment_t *s = r->free_segments; s != NULL && n < limit; s = s->next)
-        n++;
-    return n;
-}
-
-galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
-{
-    if (count_blocks(r, n_blocks) < n_blocks) {
+    if (r->n_free_blocks < n_blocks) {
         ga_block_t *blocks = chunk_new(r, sizeof(ga_block_t), CHUNK_BLOCKS);
         if (blocks == NULL)
             return GALLOC_E_NOMEM;
@@ -76,7 +64,7 @@ galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t
             ga_pool_records_put_block(r, &blocks[i]);
         r->blocks_total += CHUNK_BLOCKS;
     }
-    if (count_segments(r, n_segments) < n_segments) {
+    if (r->n_free_segments < n_segments) {
         ga_segment_t *segs = chunk_new(r, sizeof(ga_segment_t), CHUNK_SEGMENTS);
         if (segs == NULL)
             return GALLOC_E_NOMEM; /* block records stay reserved: harmless */
@@ -85,32 +73,4 @@ galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t
         r->segments_total += CHUNK_SEGMENTS;
     }
     return GALLOC_OK;
-}
-
-ga_block_t *ga_pool_records_get_block(ga_records_t *r)
-{
-    ga_block_t *b = r->free_blocks;
-    if (b != NULL)
-        r->free_blocks = b->link;
-    return b;
-}
-
-void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
-{
-    b->link = r->free_blocks;
-    r->free_blocks = b;
-}
-
-ga_segment_t *ga_pool_records_get_segment(ga_records_t *r)
-{
-    ga_segment_t *s = r->free_segments;
-    if (s != NULL)
-        r->free_segments = s->next;
-    return s;
-}
-
-void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
-{
-    s->next = r->free_segments;
-    r->free_segments = s;
 }

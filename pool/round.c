@@ -39,6 +39,14 @@ size_t ga_round_size(const ga_conf_t *c, size_t size)
     return GA_MIN_BLOCK_SIZE * ((size + GA_MIN_BLOCK_SIZE - 1) / GA_MIN_BLOCK_SIZE);
 }
 
+bool ga_round_is_plain(const ga_conf_t *c)
+{
+    for (size_t i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)
+        if (c->roundup_power2_divisions[i] > 1)
+            return false;
+    return true;
+}
+
 size_t ga_allocation_size(const ga_conf_t *c, size_t rounded)
 {
     if (rounded <= GA_SMALL_SIZE)

@@ -127,6 +127,23 @@ void ga_stats_reset_accumulated(galloc_stats_t *s)
     s->num_device_free = 0;
 }
 
+static void fold_one(galloc_stat_t arr[GALLOC_STAT_POOLS])
+{
+    arr[GALLOC_STAT_ALL].allocated = arr[GALLOC_STAT_SMALL_POOL].allocated + arr[GALLOC_STAT_LARGE_POOL].allocated;
+    arr[GALLOC_STAT_ALL].freed = arr[GALLOC_STAT_SMALL_POOL].freed + arr[GALLOC_STAT_LARGE_POOL].freed;
+}
+
+void ga_stats_fold_all(galloc_stats_t *s)
+{
+#define ARRAY_(name) fold_one(s->name);
+#define STAT_(name)
+#define INT_(name)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+#undef ARRAY_
+#undef STAT_
+#undef INT_
+}
+
 void ga_stats_copy(galloc_stats_t *dst, const galloc_stats_t *src)
 {
     uint32_t want = dst->struct_size;

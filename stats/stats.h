@@ -9,6 +9,12 @@
  *   decrease(n): current -= n; freed += n (peak untouched)
  * Peak moves with current on every increase, never at read time, so a copy
  * taken at any moment is exact.
+ *
+ * Cost on the hot path: the pool knows the sign of most changes (a malloc
+ * only adds to allocation, active and the byte counts; a free only takes
+ * away), so it calls ga_stat_add or ga_stat_sub, which test no sign; only an
+ * increase looks at a peak, because a decrease can never raise one.
+ * ga_stat_update is for changes whose sign is known only at run time.
  */
 #ifndef GA_STATS_H
 #define GA_STATS_H
@@ -24,9 +30,10 @@ extern "C" {
 
 static inline void ga_stat_increase(galloc_stat_t *s, int64_t n)
 {
-    s->current += n;
-    if (s->current > s->peak)
-        s->peak = s->current;
+    int64_t cur = s->current + n;
+    s->current = cur;
+    if (cur > s->peak) /* rarely taken once warm: cheaper than an unconditional max and store */
+        s->peak = cur;
     s->allocated += n;
 }
 
@@ -34,6 +41,31 @@ static inline void ga_stat_decrease(galloc_stat_t *s, int64_t n)
 {
     s->current -= n;
     s->freed += n;
+}
+
+/* ga_stat_add: an increase by n >= 0 of "all" and of the block's pool. A
+ * zero n changes nothing, as PyTorch's update_stat skipping it.
+ *
+ * "all"'s current and peak move here; its allocated and freed do not: every
+ * change goes to "all" and to exactly one pool (PyTorch's
+ * get_stat_types_for_pool), so they are the two pools' sums, and
+ * ga_stats_fold_all writes them into a copy for readers. That leaves one
+ * read-modify-write per update of "all" instead of two. */
+static inline void ga_stat_add(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
+{
+    int64_t all = arr[GALLOC_STAT_ALL].current + n;
+    arr[GALLOC_STAT_ALL].current = all;
+    if (all > arr[GALLOC_STAT_ALL].peak)
+        arr[GALLOC_STAT_ALL].peak = all;
+    ga_stat_increase(&arr[pool], n);
+}
+
+/* ga_stat_sub: a decrease by n >= 0 of "all" and of the block's pool: no
+ * peak can move; "all"'s freed is folded at copy time (ga_stat_add). */
+static inline void ga_stat_sub(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_stat_pool_t pool, int64_t n)
+{
+    arr[GALLOC_STAT_ALL].current -= n;
+    ga_stat_decrease(&arr[pool], n);
 }
 
 /* ga_stat_update: apply a signed change to "all" and to the block's pool, as
@@ -61,6 +93,11 @@ void ga_stats_reset_peak(galloc_stats_t *s);
 /* ga_stats_reset_accumulated: allocated = freed = 0 everywhere and the num_*
  * counters zeroed; current, peak and max_split_size kept. */
 void ga_stats_reset_accumulated(galloc_stats_t *s);
+
+/* ga_stats_fold_all: every array's "all".allocated and .freed set to the sum
+ * of the two pools' (the value a stats copy must show when the arrays were
+ * updated with ga_stat_add / ga_stat_sub, and the same value otherwise). */
+void ga_stats_fold_all(galloc_stats_t *s);
 
 /* ga_stats_copy: copy src into dst up to dst->struct_size (which is kept). */
 void ga_stats_copy(galloc_stats_t *dst, const galloc_stats_t *src);
