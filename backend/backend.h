@@ -2,10 +2,14 @@
  * backend.h: the backend layer's interface to the pool: an opened device
  * (ops + state) and one inline wrapper per ops member.
  *
- * The pool never calls ops->x directly: each wrapper checks that the member
- * exists (struct_size covers it and it is non-NULL) and counts the call, so
- * this file is the single place device calls pass through (fault injection and
- * tracing hook in here).
+ * The pool never calls ops->x directly, so this file is the one place device
+ * calls pass through. A wrapper of an optional member checks that the member
+ * exists (struct_size covers it and it is non-NULL) and returns
+ * GALLOC_E_UNSUPPORTED when it does not; a wrapper of a required member calls
+ * it straight away, since registration checked it once. The wrappers count
+ * nothing and inject no faults: fault injection is the sim backend's own
+ * (sim_fail_* options, ga_sim_set_faults in sim.h), and the pool records its
+ * own trace.
  *
  * Locking: the caller holds the owning allocator's lock for every call.
  */

@@ -3,10 +3,11 @@
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
  * memory, events, the stream-ordered pool) in terms of a small vendor table of
- * driver primitives: the CUDA driver (backend/vendor_cuda.c) today, the HIP
- * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...) later, with no logic
- * copied. A vendor file holds only its table, its error names and its ops
- * table, which is GA_GPU_OPS_MEMBERS plus an open that names the vendor.
+ * driver primitives: the CUDA driver (backend/vendor_cuda.c) and the HIP
+ * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...; backend/vendor_hip.c),
+ * with no logic copied. A vendor file holds only its table, its error names
+ * and its ops table, which is GA_GPU_OPS_MEMBERS plus an open that names the
+ * vendor.
  *
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
