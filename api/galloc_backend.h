@@ -33,6 +33,15 @@ typedef uintptr_t galloc_stream_t;
 
 #define GALLOC_BACKEND_OPS_V1 1 /* bump only if an existing member changes meaning */
 
+/* The device runtime a backend stands for (galloc_backend_ops_t.vendor): galloc's
+ * messages then use the wording of that runtime's PyTorch build. */
+typedef enum galloc_backend_vendor {
+    GALLOC_BACKEND_VENDOR_NONE = 0, /* no GPU runtime (sim, a test double): CUDA's wording, PyTorch's default */
+    GALLOC_BACKEND_VENDOR_CUDA = 1, /* NVIDIA CUDA: "CUDA out of memory", backend:cudaMallocAsync */
+    GALLOC_BACKEND_VENDOR_HIP = 2   /* AMD ROCm HIP: "HIP out of memory", PYTORCH_HIP_ALLOC_CONF,
+                                       backend:hipMallocAsync, as PyTorch's ROCm build says */
+} galloc_backend_vendor_t;
+
 /* Flags for galloc_backend_args_t.flags. */
 #define GALLOC_BACKEND_F_BACKED 0x1u        /* sim: back segments with real host memory */
 #define GALLOC_BACKEND_F_MANUAL_EVENTS 0x2u /* sim: events complete only when their stream is synchronized */
@@ -123,6 +132,12 @@ typedef struct galloc_backend_ops {
                                   uint64_t *used_current, uint64_t *used_high);
     galloc_status_t (*pool_reset_peak)(void *state);
     galloc_status_t (*device_synchronize)(void *state);
+
+    /* ---- Optional data. ---- */
+
+    /* vendor: a galloc_backend_vendor_t. 0 (GALLOC_BACKEND_VENDOR_NONE), or a
+     * table whose struct_size ends before this member: CUDA's wording. */
+    uint32_t vendor;
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 
@@ -130,8 +145,9 @@ typedef struct galloc_backend_ops {
  * galloc_backend_register: add a backend (e.g. a user's own device layer) to the
  * process-wide registry so that "device_backend:<ops->name>" selects it.
  * ops must stay valid until the process ends. Returns GALLOC_E_INVAL if ops is
- * NULL, struct_size/version are unknown, a required member is NULL, or the name
- * is empty or longer than 31 bytes; GALLOC_E_CONFIG if the name is taken;
+ * NULL, struct_size/version are unknown, a required member is NULL, the name
+ * is empty or longer than 31 bytes, or vendor (where struct_size covers it) is
+ * not a galloc_backend_vendor_t value; GALLOC_E_CONFIG if the name is taken;
  * GALLOC_E_NOMEM if the registry is full (64 entries). Thread-safe.
  */
 GALLOC_API galloc_status_t galloc_backend_register(const galloc_backend_ops_t *ops);

@@ -18,7 +18,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include <galloc/galloc_backend.h>
 #include <galloc/galloc_status.h>
@@ -33,16 +32,19 @@ typedef struct ga_backend {
     void *state;                     /* what ops->open returned */
 } ga_backend_t;
 
-/* The runtime PyTorch names in its messages for this device: "HIP" on the hip
- * backend (PyTorch's ROCm build says "HIP out of memory" and points at
- * PYTORCH_HIP_ALLOC_CONF), "CUDA" everywhere else, sim included. */
+/* Whether a table of ops->struct_size bytes has member m at all. */
+#define GA_BACKEND_COVERS(ops, m) (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size)
+/* Whether function member m is there and set. */
+#define GA_BACKEND_HAS(ops, m) (GA_BACKEND_COVERS(ops, m) && (ops)->m != NULL)
+
+/* The runtime PyTorch names in its messages for this device, from the table's
+ * vendor: "HIP" for GALLOC_BACKEND_VENDOR_HIP (PyTorch's ROCm build says "HIP
+ * out of memory" and points at PYTORCH_HIP_ALLOC_CONF), "CUDA" for every other
+ * table, sim included. */
 static inline const char *ga_backend_vendor(const ga_backend_t *b)
 {
-    return b->ops->name != NULL && strcmp(b->ops->name, "hip") == 0 ? "HIP" : "CUDA";
+    return GA_BACKEND_COVERS(b->ops, vendor) && b->ops->vendor == GALLOC_BACKEND_VENDOR_HIP ? "HIP" : "CUDA";
 }
-
-#define GA_BACKEND_HAS(ops, m)                                                                     \
-    (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size && (ops)->m != NULL)
 
 /*
  * ga_backend_open: find `name` in the registry and open it with args. On

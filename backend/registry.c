@@ -44,6 +44,8 @@ static int ops_valid(const galloc_backend_ops_t *ops)
         return 0;
     if (ops->name == NULL || ops->name[0] == '\0' || strlen(ops->name) > NAME_MAX_LEN)
         return 0;
+    if (GA_BACKEND_COVERS(ops, vendor) && ops->vendor > GALLOC_BACKEND_VENDOR_HIP)
+        return 0;
     return ops->open != NULL && ops->close != NULL && ops->segment_alloc != NULL && ops->segment_free != NULL &&
            ops->mem_info != NULL;
 }
