@@ -19,13 +19,14 @@
 
 #include <galloc/galloc_status.h>
 
+#include "conf/options.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define GA_CONF_DIVISION_INTERVALS 16 /* kRoundUpPowerOfTwoIntervals */
 #define GA_CONF_NAME_MAX 32
-#define GA_CONF_PATH_MAX 256
 
 /* backend: which allocator implementation serves the device. */
 typedef enum ga_conf_backend {

@@ -5,7 +5,7 @@
  *
  * Locking: none; every function is pure over its arguments (no globals, no
  * locale, no heap), so the parser can be fuzzed and called from any thread.
- * Files: conf.c (grammar, keys), load.c (defaults, parse, load), value.c
+ * Files: conf.c (grammar, keys, a backend's options), load.c (defaults, parse, load), value.c
  * (tokens, numbers, sizes, decimals), format.c (the normalized string).
  */
 #ifndef GA_CONF_INT_H
