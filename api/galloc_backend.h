@@ -58,6 +58,17 @@ typedef struct galloc_backend_args {
     uint64_t fail_nth;   /* only the Nth device allocation fails */
     uint64_t fail_from;  /* every device allocation from the Nth on fails */
     uint64_t fail_above; /* every device allocation larger than this many bytes fails */
+    /* Optional (read only where struct_size covers it): the backend's own
+     * options, "key:value,key:value": the items of the effective config string
+     * that no allocator key claims, each as written, in the order given, a key
+     * named twice kept once with its last value. NULL or "": none. Valid
+     * during open only. open reads the keys it takes and refuses any other key,
+     * or a bad value, with GALLOC_E_CONFIG and a message ending in
+     * " (offset N)", N a byte offset into options: PyTorch's "Unrecognized key
+     * '<key>' in CUDA allocator config (offset N)" for a key it does not take.
+     * galloc then shows N as the offset in the string the user wrote, and
+     * names that string. */
+    const char *options;
 } galloc_backend_args_t;
 
 typedef struct galloc_backend_ops {
@@ -68,8 +79,9 @@ typedef struct galloc_backend_ops {
     /* ---- Required. ---- */
 
     /* open: create a backend state for args->device. On failure return a status
-     * (GALLOC_E_UNAVAILABLE when a library or device is missing) and write a
-     * message naming what is missing into err (errlen bytes, NUL-terminated). */
+     * (GALLOC_E_UNAVAILABLE when a library or device is missing, GALLOC_E_CONFIG
+     * for an option it refuses, see args->options) and write a message naming
+     * what is missing or wrong into err (errlen bytes, NUL-terminated). */
     galloc_status_t (*open)(const galloc_backend_args_t *args, void **state, char *err, size_t errlen);
     /* close: release everything the state still holds, then the state. */
     void (*close)(void *state);

@@ -49,7 +49,10 @@ static inline const char *ga_backend_vendor(const ga_backend_t *b)
 /*
  * ga_backend_open: find `name` in the registry and open it with args. On
  * failure b is untouched and err says why (unknown name, or the backend's own
- * message): GALLOC_E_UNAVAILABLE for an unknown backend.
+ * message): GALLOC_E_UNAVAILABLE for an unknown backend. For GALLOC_E_CONFIG
+ * (an option in args->options refused) err is the backend's message alone,
+ * its offset counted in args->options, so that the caller can point it into
+ * the string the user wrote (ga_conf_option_error).
  */
 galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_backend_args_t *args, char *err,
                                 size_t errlen);

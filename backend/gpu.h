@@ -128,7 +128,10 @@ typedef struct ga_gpu_vendor {
     void (*describe)(void *vs, ga_gpu_rc_t rc, char *buf, size_t len);
 } ga_gpu_vendor_t;
 
-/* ga_gpu_open: the generic open, called by a vendor's ops->open with its table. */
+/* ga_gpu_open: the generic open, called by a vendor's ops->open with its table.
+ * It reads the one option every vendor takes from args->options,
+ * driver_path:PATH (the library to dlopen instead of v->library), and refuses
+ * any other key with GALLOC_E_CONFIG. */
 galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_t *args, void **state, char *err,
                             size_t errlen);
 

@@ -100,6 +100,11 @@ galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_
     void *state = NULL;
     char msg[512] = "";
     galloc_status_t st = ops->open(args, &state, msg, sizeof(msg));
+    if (st == GALLOC_E_CONFIG && msg[0] != '\0') {
+        if (errlen > 0) /* about the config string, not the device: the caller points it at what the user wrote */
+            snprintf(err, errlen, "%s", msg);
+        return st;
+    }
     if (st != GALLOC_OK) {
         if (errlen > 0)
             snprintf(err, errlen, "device backend \"%s\" could not open device %d: %s", ops->name, args->device,

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MADV_DONTNEED, GNU strerror_r */
 #endif
 #include "backend/sim.h"
+#include "conf/options.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,7 +12,7 @@ extern "C" {
 
 namespace {
 
-constexpr size_t MiB = size_t(1) << 20, GiB = size_t(1) << 30;
+constexpr size_t GiB = size_t(1) << 30;
 
 // The sim backend's table under another name, with another vendor: a user's
 // backend whose memory is simulated. Registration lasts for the process, so a

@@ -31,6 +31,17 @@ inline galloc_backend_args_t Args(uint64_t capacity = 0, uint32_t flags = 0)
     return a;
 }
 
+// Open arguments with sim's options ("sim_capacity:1GiB,sim_backed:True"): a
+// literal, or a string that outlives the open.
+inline galloc_backend_args_t OptionArgs(const char *options, int device = 0)
+{
+    galloc_backend_args_t a = {};
+    a.struct_size = sizeof(a);
+    a.device = device;
+    a.options = options;
+    return a;
+}
+
 // One opened sim device with shorthands; closed by the destructor.
 class Dev {
   public:

@@ -69,6 +69,59 @@ TEST(SimOpen, ReadsOnlyTheFieldsStructSizeCovers)
     EXPECT_EQ(d2.free_bytes(), 80 * kGiB);
 }
 
+TEST(SimOptions, ReadAtOpen)
+{
+    Dev d(OptionArgs(" sim_capacity : 1GiB,sim_backed:True,sim_fail_nth:2,sim_manual_events:False"));
+    EXPECT_EQ(d.free_bytes(), 1 * kGiB);
+    uintptr_t a = d.alloc_ok(kPage), x = 0;
+    std::memset(reinterpret_cast<void *>(a), 0x5a, kPage);  // backed: real memory
+    EXPECT_EQ(d.alloc(kPage, &x), GALLOC_E_OOM);            // the 2nd allocation fails on purpose
+    EXPECT_EQ(d.counters().faults_injected, 1u);
+    EXPECT_EQ(d.release(a, kPage), GALLOC_OK);
+
+    Dev last(OptionArgs("sim_capacity:1GiB,sim_capacity:3GiB"));  // a key given twice: its last value
+    EXPECT_EQ(last.free_bytes(), 3 * kGiB);
+    Dev none(OptionArgs(""));
+    EXPECT_EQ(none.free_bytes(), 80 * kGiB);
+}
+
+// sim's keys are read and refused as conf/ reads the allocator's: same words,
+// offsets into the options string, no "could not open device" around them.
+TEST(SimOptions, RefusalsNameKeyValueAndOffset)
+{
+    const std::string units = "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB";
+    const std::string cap = "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                            "with unit " + units;
+    const struct {
+        std::string in, msg;
+    } cases[] = {
+        {"sim_capacity:0", cap + ", got \"0\" (offset 13)"},
+        {"sim_capacity:80 G", cap + ", got \"80 G\" (offset 13)"},
+        {"sim_capacity:1.5", cap + " (this one is not a whole number of bytes), got \"1.5\" (offset 13)"},
+        {"sim_capacity:16777216TiB", cap + " (this one does not fit in 64 bits), got \"16777216TiB\" (offset 13)"},
+        {"sim_capacity:8EiB", cap + ", got \"8EiB\" (offset 13)"},
+        {"sim_capacity:9223372036854775808", cap + ", got \"9223372036854775808\" (offset 13)"},
+        {"sim_backed:yes", "sim_backed: expected True or False, got \"yes\" (offset 11)"},
+        {"sim_manual_events:1", "sim_manual_events: expected True or False, got \"1\" (offset 18)"},
+        {"sim_fail_nth:-1", "sim_fail_nth: expected a whole number (0 = off), got \"-1\" (offset 13)"},
+        {"sim_fail_from:18446744073709551616", "sim_fail_from: expected a whole number (0 = off) (this one does not "
+                                               "fit in 64 bits), got \"18446744073709551616\" (offset 14)"},
+        {"sim_fail_above:1x", "sim_fail_above: expected a size (0 = off): bytes, or a number with unit " + units +
+                                  ", got \"1x\" (offset 15)"},
+        {"sim_backed:True,driver_path:/x.so", "Unrecognized key 'driver_path' in CUDA allocator config (offset 16)"},
+        {"Sim_capacity:1GiB", "Unrecognized key 'Sim_capacity' in CUDA allocator config (offset 0)"},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.in);
+        ga_backend_t b = {};
+        char err[512] = "";
+        galloc_backend_args_t a = OptionArgs(k.in.c_str());
+        EXPECT_EQ(ga_backend_open(&b, "sim", &a, err, sizeof(err)), GALLOC_E_CONFIG);
+        EXPECT_EQ(err, k.msg);
+        EXPECT_EQ(b.ops, nullptr);
+    }
+}
+
 TEST(SimCapacity, MemInfoFollowsAllocsAndFrees)
 {
     Dev d(Args(10 * kGiB));
