@@ -42,6 +42,10 @@ typedef enum galloc_backend_vendor {
                                        backend:hipMallocAsync, as PyTorch's ROCm build says */
 } galloc_backend_vendor_t;
 
+/* The longest options string galloc hands a backend (galloc_backend_args_t.options,
+ * galloc_settings_t.backend_options), NUL included. */
+#define GALLOC_BACKEND_OPTIONS_MAX 1024
+
 /* Flags for galloc_backend_args_t.flags. */
 #define GALLOC_BACKEND_F_BACKED 0x1u        /* sim: back segments with real host memory */
 #define GALLOC_BACKEND_F_MANUAL_EVENTS 0x2u /* sim: events complete only when their stream is synchronized */

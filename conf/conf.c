@@ -37,13 +37,15 @@
  * no CUDA graphs and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb
  * (whole number > 0), graph_capture_record_stream_reuse, pinned_free_catch_all,
  * throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
- * string galloc accepts is one PyTorch accepts. Any other key is rejected.
+ * string galloc accepts is one PyTorch accepts.
  *
- * galloc's own keys (device_backend, sim_*, driver_path, retry_pool_after_sync)
- * share the grammar. So do a device backend's options: ga_conf_options_parse
- * runs this parser over the backend's own table of keys (options.h), whose
- * kinds (True/False, whole numbers, sizes, paths) apply_generic reads for
- * either table.
+ * galloc's own allocator keys (device_backend, retry_pool_after_sync) share the
+ * grammar. Any other key starts an item of the device backend's: keep_option
+ * keeps it as written (ga_conf_t.backend_options), and the backend reads it
+ * with this same parser: ga_conf_options_parse runs it over the backend's own
+ * table of keys (options.h), whose kinds (True/False, whole numbers, sizes,
+ * paths) apply_generic reads for either table. A key neither claims is refused
+ * by the backend, in PyTorch's words, when the allocator opens it.
  *
  * Invariant: parsing works on a copy; *c changes only when the whole string
  * was accepted.
@@ -94,19 +96,7 @@ static const ga_conf_key_t keys[] = {
     BOOL("pinned_free_catch_all", GA_CONF_NOT_STORED, 0),
     BOOL("throw_on_cudamalloc_oom", GA_CONF_NOT_STORED, 0),
     OWN("device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND),
-    {"sim_capacity", GA_CONF_SIZE, FIELD(sim_capacity), 1, INT64_MAX,
-     "a size from 1 to 9223372036854775807 bytes: bytes, or a number with unit " GA_CONF_SIZE_UNITS,
-     GA_CONF_SET_SIM_CAPACITY},
-    BOOL("sim_backed", FIELD(sim_backed), GA_CONF_SET_SIM_BACKED),
-    BOOL("sim_manual_events", FIELD(sim_manual_events), GA_CONF_SET_SIM_MANUAL_EVENTS),
     BOOL("retry_pool_after_sync", FIELD(retry_pool_after_sync), GA_CONF_SET_RETRY_POOL),
-    {"sim_fail_nth", GA_CONF_WHOLE, FIELD(sim_fail_nth), 0, UINT64_MAX, "a whole number (0 = off)",
-     GA_CONF_SET_SIM_FAULTS},
-    {"sim_fail_from", GA_CONF_WHOLE, FIELD(sim_fail_from), 0, UINT64_MAX, "a whole number (0 = off)",
-     GA_CONF_SET_SIM_FAULTS},
-    {"sim_fail_above", GA_CONF_SIZE, FIELD(sim_fail_above), 0, UINT64_MAX,
-     "a size (0 = off): bytes, or a number with unit " GA_CONF_SIZE_UNITS, GA_CONF_SET_SIM_FAULTS},
-    {"driver_path", GA_CONF_PATH, FIELD(driver_path), 0, 0, NULL, GA_CONF_SET_DRIVER_PATH},
 };
 
 /* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
@@ -128,6 +118,7 @@ typedef struct parser {
     char *err;         /* may be NULL */
     size_t errlen;
     bool reset;        /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
+    const char *source; /* the string's name, for the origins of backend options (NULL: ga_conf_parse's) */
     bool roundup_seen; /* a second roundup key in one string adds to the first, as in PyTorch */
     pending_t split, nonsplit, large;
 } parser_t;
@@ -438,6 +429,26 @@ static galloc_status_t finish(parser_t *p)
     return st;
 }
 
+/* A key the allocator's table lacks, p->tok on it: the item, up to the next
+ * ',' outside brackets, is the device backend's, kept as written for the
+ * backend to read (and refuse). Leaves p->tok on that ',' or the end. */
+static galloc_status_t keep_option(parser_t *p)
+{
+    ga_tok_t item = p->tok; /* the key; its end grows to the item's */
+    int depth = 0;          /* a list value ("[1,2]") holds commas */
+    for (next(p); p->tok.kind != GA_TOK_END && !(p->tok.kind == GA_TOK_COMMA && depth == 0); next(p)) {
+        depth += p->tok.kind == GA_TOK_OPEN ? 1 : (p->tok.kind == GA_TOK_CLOSE && depth > 0 ? -1 : 0);
+        item.end = p->tok.end;
+    }
+    if (ga_conf_options_keep(p->c, p->lx.s, item.off, item.end, &item, p->source))
+        return GALLOC_OK;
+    char shown[256], allowed[96];
+    ga_conf_show(p->lx.s, &item, shown, sizeof(shown));
+    snprintf(allowed, sizeof(allowed), "backend options of at most %d bytes and %d items in all",
+             GALLOC_BACKEND_OPTIONS_MAX - 1, GA_CONF_OPTION_ITEMS);
+    return say(p, "config", allowed, shown, true, item.off);
+}
+
 /* item (',' item)* [','], item = key ':' value; empty is fine. */
 static galloc_status_t parse_items(parser_t *p)
 {
@@ -446,6 +457,14 @@ static galloc_status_t parse_items(parser_t *p)
         if (p->tok.kind != GA_TOK_WORD)
             return fail(p, "config", "a key");
         const ga_conf_key_t *k = find_key(p);
+        if (k == NULL && p->c != NULL) {
+            galloc_status_t st = keep_option(p);
+            if (st != GALLOC_OK)
+                return st;
+            if (p->tok.kind == GA_TOK_COMMA)
+                next(p);
+            continue;
+        }
         if (k == NULL) {
             char shown[256]; /* PyTorch's wording: "Unrecognized key '<key>' in CUDA allocator config." */
             ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
@@ -472,11 +491,12 @@ static galloc_status_t parse_items(parser_t *p)
     return p->c != NULL ? finish(p) : GALLOC_OK;
 }
 
-galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char *err, size_t errlen)
+galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, const char *source, char *err,
+                                   size_t errlen)
 {
     ga_conf_t tmp = *c;
     parser_t p = {.keys = keys, .n_keys = sizeof(keys) / sizeof(keys[0]), .out = &tmp, .c = &tmp, .err = err,
-                  .errlen = errlen, .reset = reset};
+                  .errlen = errlen, .reset = reset, .source = source};
     if (reset) {
         tmp.max_split_size = UINT64_MAX;
         tmp.garbage_collection_threshold = 0.0;

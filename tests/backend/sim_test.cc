@@ -85,6 +85,31 @@ TEST(SimOptions, ReadAtOpen)
     EXPECT_EQ(none.free_bytes(), 80 * kGiB);
 }
 
+// Every spelling of a size conf/ reads, as sim_capacity (moved here with the key).
+TEST(SimOptions, CapacitiesAndCounts)
+{
+    const struct {
+        const char *options;
+        uint64_t total;
+    } cases[] = {
+        {"sim_capacity:80GiB", 85899345920u},    {"sim_capacity:24576MiB", 25769803776u},
+        {"sim_capacity:1073741824", 1073741824u}, {"sim_capacity:1.5GB", 1500000000u},
+        {"sim_capacity:1.5GiB", 1610612736u},    {"sim_capacity:0.5KiB", 512},
+        {"sim_capacity:1kb", 1000},              {"sim_capacity:2KIB", 2048},
+        {"sim_capacity:3mB", 3000000},           {"sim_capacity:3tb", 3000000000000u},
+        {"sim_capacity:1TiB", 1099511627776u},   {"sim_capacity:7B", 7},
+        {"sim_capacity:1", 1},                   {"sim_capacity:9223372036854775807", 9223372036854775807u},
+        {"sim_backed:False,sim_manual_events:True,sim_manual_events:False", 80 * kGiB},
+        {"sim_fail_nth:18446744073709551615,sim_fail_from:0,sim_fail_above:0", 80 * kGiB},
+        {"sim_fail_nth:3,sim_fail_from:7,sim_fail_above:2MiB", 80 * kGiB},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.options);
+        Dev d(OptionArgs(k.options));
+        EXPECT_EQ(d.free_bytes(), k.total);
+    }
+}
+
 // sim's keys are read and refused as conf/ reads the allocator's: same words,
 // offsets into the options string, no "could not open device" around them.
 TEST(SimOptions, RefusalsNameKeyValueAndOffset)

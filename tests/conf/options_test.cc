@@ -66,7 +66,7 @@ TEST(ConfOptions, EveryKindIsRead)
 TEST(ConfOptions, RefusalsNameKeyValueAndOffset)
 {
     const struct {
-        const char *in, *msg;
+        std::string in, msg;
     } cases[] = {
         {"toy_fast:yes", "toy_fast: expected True or False, got \"yes\" (offset 9)"},
         {"toy_fast:True,toy_count:9", "toy_count: expected a whole number from 1 to 8, got \"9\" (offset 24)"},
@@ -81,10 +81,14 @@ TEST(ConfOptions, RefusalsNameKeyValueAndOffset)
         {"toy_count:", "toy_count: expected a value after ':', got the end of the string (offset 10)"},
         {"toy_count:1:2", "toy_count: expected ',' or the end of the string after the value, got \":\" (offset 11)"},
         {",toy_count:1", "config: expected a key, got \",\" (offset 0)"},
+        {"toy_path:/" + std::string(255, 'p'), "toy_path: expected a path of 1 to 255 bytes without ',', ':', '[', "
+                                               "']' or whitespace, got \"/" + std::string(47, 'p') + "...\" (offset 9)"},
+        {std::string(10000, 'k') + ":1", "Unrecognized key '" + std::string(48, 'k') +
+                                             "...' in CUDA allocator config (offset 0)"},
     };
     for (const auto &k : cases) {
-        SCOPED_TRACE(k.in);
-        Read r = ReadToy(k.in);
+        SCOPED_TRACE(k.in.substr(0, 80));
+        Read r = ReadToy(k.in.c_str());
         EXPECT_EQ(r.st, GALLOC_E_CONFIG);
         EXPECT_EQ(r.err, k.msg);
     }
