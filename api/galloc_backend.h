@@ -4,7 +4,9 @@
  * A backend hands whole segments of device memory to the caching pool and, where
  * the device supports it, virtual-memory ranges (expandable segments) and
  * stream events (cross-stream frees). Backends are registered by name; a config
- * string's "device_backend:<name>" selects one at run time.
+ * string's "device_backend:<name>" selects one at run time, and the keys of
+ * the config string that no allocator key claims are that backend's own
+ * options (galloc_backend_args_t.options), which it reads and checks itself.
  *
  * Versioning: struct_size and version come first. A member is used only if
  * struct_size covers it and it is non-NULL, so members are appended, never
@@ -46,32 +48,24 @@ typedef enum galloc_backend_vendor {
  * galloc_settings_t.backend_options), NUL included. */
 #define GALLOC_BACKEND_OPTIONS_MAX 1024
 
-/* Flags for galloc_backend_args_t.flags. */
-#define GALLOC_BACKEND_F_BACKED 0x1u        /* sim: back segments with real host memory */
-#define GALLOC_BACKEND_F_MANUAL_EVENTS 0x2u /* sim: events complete only when their stream is synchronized */
-
-/* What a backend is opened with. Fields a backend does not use are ignored. */
+/* What a backend is opened with, filled by galloc (a backend only reads it).
+ * Settings of one backend's own (sim's capacity, a driver's path) are not
+ * members: they come as options, which each backend reads itself. */
 typedef struct galloc_backend_args {
-    uint32_t struct_size;     /* sizeof(galloc_backend_args_t) of the caller */
-    int device;               /* device index, >= 0 */
-    uint64_t capacity;        /* sim: simulated device size in bytes (0: 80 GiB) */
-    const char *library_path; /* driver library to dlopen; NULL: the vendor default */
-    uint32_t flags;           /* GALLOC_BACKEND_F_* */
-    /* Fault injection (sim honours these; 0 = off). Counted over segment_alloc
-     * and map calls together, 1-based. */
-    uint64_t fail_nth;   /* only the Nth device allocation fails */
-    uint64_t fail_from;  /* every device allocation from the Nth on fails */
-    uint64_t fail_above; /* every device allocation larger than this many bytes fails */
+    uint32_t struct_size; /* Required: sizeof(galloc_backend_args_t) of the caller; a backend reads a
+                             member only if struct_size covers it */
+    int device;           /* Required: device index, >= 0 */
     /* Optional (read only where struct_size covers it): the backend's own
      * options, "key:value,key:value": the items of the effective config string
-     * that no allocator key claims, each as written, in the order given, a key
-     * named twice kept once with its last value. NULL or "": none. Valid
-     * during open only. open reads the keys it takes and refuses any other key,
-     * or a bad value, with GALLOC_E_CONFIG and a message ending in
-     * " (offset N)", N a byte offset into options: PyTorch's "Unrecognized key
-     * '<key>' in CUDA allocator config (offset N)" for a key it does not take.
-     * galloc then shows N as the offset in the string the user wrote, and
-     * names that string. */
+     * that no allocator key claims, each as written (whitespace included,
+     * which the grammar ignores), in the order given, a key named twice kept
+     * once with its last value; e.g. "sim_capacity:1GiB,sim_backed:True".
+     * NULL or "": none. Owned by galloc, valid during open only. open reads the
+     * keys it takes and refuses any other key, or a bad value, with
+     * GALLOC_E_CONFIG and a message ending in " (offset N)", N a byte offset
+     * into options: PyTorch's "Unrecognized key '<key>' in CUDA allocator
+     * config (offset N)" for a key it does not take. galloc then shows N as
+     * the offset in the string the user wrote, and names that string. */
     const char *options;
 } galloc_backend_args_t;
 

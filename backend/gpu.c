@@ -113,8 +113,6 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
         return GALLOC_E_INVAL;
     }
     gpu_opts_t o = {""};
-    if (ARG_HAS(args, library_path) && args->library_path != NULL)
-        snprintf(o.driver_path, sizeof(o.driver_path), "%s", args->library_path);
     if (ARG_HAS(args, options)) {
         galloc_status_t st =
             ga_conf_options_parse(args->options, gpu_keys, sizeof(gpu_keys) / sizeof(gpu_keys[0]), &o, err, errlen);

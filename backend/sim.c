@@ -199,15 +199,7 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
     if (args->device >= GA_SIM_MAX_DEVICES)
         OPEN_FAIL(GALLOC_E_INVAL, "device index %d is out of range (sim has devices 0 to %d)", args->device,
                   GA_SIM_MAX_DEVICES - 1);
-    sim_opts_t o = {
-        .capacity = ARG_HAS(args, capacity) && args->capacity != 0 ? args->capacity : GA_SIM_DEFAULT_CAPACITY,
-        .backed = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_BACKED) != 0,
-        .manual_events = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_MANUAL_EVENTS) != 0,
-        .fail_nth = ARG_HAS(args, fail_nth) ? args->fail_nth : 0,
-        .fail_from = ARG_HAS(args, fail_from) ? args->fail_from : 0,
-        .fail_above = ARG_HAS(args, fail_above) ? args->fail_above : 0};
-    if (o.capacity > (uint64_t)INT64_MAX)
-        OPEN_FAIL(GALLOC_E_INVAL, "capacity %" PRIu64 " exceeds INT64_MAX", o.capacity);
+    sim_opts_t o = {.capacity = GA_SIM_DEFAULT_CAPACITY}; /* the table keeps it in [1, INT64_MAX] */
     if (ARG_HAS(args, options)) {
         galloc_status_t st =
             ga_conf_options_parse(args->options, sim_keys, sizeof(sim_keys) / sizeof(sim_keys[0]), &o, err, errlen);

@@ -16,7 +16,7 @@
  * another by value and a free on the wrong device is refused, not obeyed.
  * Running out of the window (or asking va_reserve for more than
  * GA_SIM_MAX_RESERVATION) is GALLOC_E_OOM, as with a real driver.
- * Backed (GALLOC_BACKEND_F_BACKED) hands out real host mmaps aligned the same
+ * Backed (sim_backed:True) hands out real host mmaps aligned the same
  * way, so tests can write through them; addresses are then the kernel's, and
  * live mappings never overlap, whichever device holds them. Both modes charge
  * the same bytes: a segment its requested size, a map its range. Device
