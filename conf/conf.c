@@ -112,7 +112,7 @@ typedef struct parser {
     ga_lex_t lx;
     ga_tok_t tok;      /* the current token */
     const ga_conf_key_t *keys; /* the table the string's keys are looked up in */
-    size_t n_keys;
+    size_t n_keys;             /* its rows */
     void *out;         /* the struct the generic kinds (options.h) write into */
     ga_conf_t *c;      /* the copy being filled; NULL when reading a backend's options */
     char *err;         /* may be NULL */
@@ -431,7 +431,9 @@ static galloc_status_t finish(parser_t *p)
 
 /* A key the allocator's table lacks, p->tok on it: the item, up to the next
  * ',' outside brackets, is the device backend's, kept as written for the
- * backend to read (and refuse). Leaves p->tok on that ',' or the end. */
+ * backend to read (and refuse). Leaves p->tok on that ',' or the end. A '['
+ * left open would swallow whatever items a later source puts after it in
+ * backend_options, so it is refused here. */
 static galloc_status_t keep_option(parser_t *p)
 {
     ga_tok_t item = p->tok; /* the key; its end grows to the item's */
@@ -440,6 +442,8 @@ static galloc_status_t keep_option(parser_t *p)
         depth += p->tok.kind == GA_TOK_OPEN ? 1 : (p->tok.kind == GA_TOK_CLOSE && depth > 0 ? -1 : 0);
         item.end = p->tok.end;
     }
+    if (depth > 0)
+        return fail(p, item.text, "']' to close the list");
     if (ga_conf_options_keep(p->c, p->lx.s, item.off, item.end, &item, p->source))
         return GALLOC_OK;
     char shown[256], allowed[96];

@@ -164,6 +164,17 @@ TEST(ConfOptions, UnclaimedItemsAreTheBackendsOptions)
     EXPECT_STREQ(out, "x: bad (offset 44)");
 }
 
+// A list left open would take in the items a later source adds after it.
+TEST(ConfOptions, AnOpenListIsRefused)
+{
+    Parsed p = parse("foo:[1,2,max_split_size_mb:64");
+    EXPECT_EQ(p.st, GALLOC_E_CONFIG);
+    EXPECT_EQ(p.err, "foo: expected ']' to close the list, got the end of the string (offset 29)");
+    p = parse("foo:[[1],2]],bar:]");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_STREQ(p.c.backend_options, "foo:[[1],2]],bar:]");
+}
+
 TEST(ConfOptions, BackendOptionsHaveALimit)
 {
     std::string s;
