@@ -28,18 +28,14 @@ static void put_err(char *err, size_t errlen, const char *msg)
         snprintf(err, errlen, "%s", msg);
 }
 
-/* Backend open arguments from the effective settings. */
+/* Backend open arguments from the effective settings: the keys no allocator
+ * key claimed are the backend's to read. */
 static void backend_args(const ga_conf_t *c, int device, galloc_backend_args_t *args)
 {
     memset(args, 0, sizeof(*args));
     args->struct_size = sizeof(*args);
     args->device = device;
-    args->capacity = c->sim_capacity;
-    args->library_path = c->driver_path[0] ? c->driver_path : NULL;
-    args->flags = (c->sim_backed ? GALLOC_BACKEND_F_BACKED : 0) | (c->sim_manual_events ? GALLOC_BACKEND_F_MANUAL_EVENTS : 0);
-    args->fail_nth = c->sim_fail_nth;
-    args->fail_from = c->sim_fail_from;
-    args->fail_above = c->sim_fail_above;
+    args->options = c->backend_options;
 }
 
 galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf, galloc_allocator_t **out,
@@ -65,6 +61,11 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
     galloc_backend_args_t args;
     backend_args(&a->conf, device, &args);
     st = ga_backend_open(&a->backend, backend ? backend : a->conf.device_backend, &args, msg, sizeof(msg));
+    if (st == GALLOC_E_CONFIG) { /* an option refused: point at the string the user wrote it in */
+        char raw[sizeof(msg)];
+        snprintf(raw, sizeof(raw), "%s", msg);
+        ga_conf_option_error(&a->conf, raw, msg, sizeof(msg));
+    }
     if (st != GALLOC_OK)
         goto err_free;
     a->ops = &ga_allocator_native;
@@ -477,15 +478,12 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .pinned_use_cuda_host_register = c->pinned_use_cuda_host_register,
         .pinned_use_background_threads = c->pinned_use_background_threads,
         .pinned_num_register_threads = c->pinned_num_register_threads,
-        .sim_capacity = c->sim_capacity,
-        .sim_backed = c->sim_backed,
-        .sim_manual_events = c->sim_manual_events,
         .retry_pool_after_sync = c->retry_pool_after_sync,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));
     snprintf(v.device_backend, sizeof(v.device_backend), "%s", c->device_backend);
-    snprintf(v.driver_path, sizeof(v.driver_path), "%s", c->driver_path);
+    ga_conf_options_normalized(c, v.backend_options, sizeof(v.backend_options));
     size_t n = out->struct_size < sizeof(v) ? out->struct_size : sizeof(v);
     memcpy(out, &v, n);
     out->struct_size = v.struct_size;

@@ -67,7 +67,8 @@ galloc_status_t galloc_device_configure(const char *s)
         goto out_unlock;
     }
     if (s != NULL && s[0] != '\0') {
-        /* Check now, so that a typo surfaces here and not at some first malloc. */
+        /* Check now, so that a typo surfaces here and not at some first malloc
+         * (the backend's options only the backend can check, at creation). */
         ga_conf_defaults(&scratch);
         if ((st = ga_conf_parse(s, &scratch, msg, sizeof(msg))) != GALLOC_OK) {
             fail_locked(st, "galloc_device_configure: %s", msg);

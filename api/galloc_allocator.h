@@ -39,16 +39,20 @@ typedef struct galloc_allocator galloc_allocator_t;
  *   device:  device index >= 0.
  *   conf:    a PYTORCH_CUDA_ALLOC_CONF-style string, e.g.
  *            "max_split_size_mb:512,roundup_power2_divisions:4", or NULL/"" for
- *            PyTorch's defaults. galloc's own keys (sim_capacity:80GiB, ...) are
- *            accepted in the same string. It is applied on top of the
- *            environment: PYTORCH_ALLOC_CONF (or, if unset,
- *            PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then conf; each
- *            overrides only the keys it names.
+ *            PyTorch's defaults. galloc's own allocator keys (device_backend,
+ *            retry_pool_after_sync) are accepted in the same string; any other
+ *            key is the device backend's (sim_capacity:80GiB, driver_path:PATH,
+ *            a registered backend's own), handed to it as
+ *            galloc_backend_args_t.options, and a key the backend does not take
+ *            fails the creation. It is applied on top of the environment:
+ *            PYTORCH_ALLOC_CONF (or, if unset, PYTORCH_CUDA_ALLOC_CONF), then
+ *            GALLOC_CONF, then conf; each overrides only the keys it names.
  *   out:     receives the allocator; set to NULL on failure.
  *   err:     if non-NULL, receives a message on failure (errlen bytes, NUL-terminated).
  * Returns GALLOC_OK; GALLOC_E_INVAL (NULL out, device < 0); GALLOC_E_CONFIG (bad
- * conf string, message names key and value); GALLOC_E_UNAVAILABLE (unknown
- * backend, or its library/device missing); GALLOC_E_NOMEM.
+ * conf string, or a backend option the backend refuses: the message names the
+ * source string, key, value and offset in that string); GALLOC_E_UNAVAILABLE
+ * (unknown backend, or its library/device missing); GALLOC_E_NOMEM.
  */
 GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf,
                                                    galloc_allocator_t **out, char *err, size_t errlen);
@@ -172,27 +176,29 @@ GALLOC_API galloc_status_t galloc_last_error(galloc_allocator_t *a, char *buf, s
  */
 GALLOC_API galloc_status_t galloc_check(galloc_allocator_t *a);
 
-/* The effective settings, as a struct (see galloc_settings_string for the string). */
+/* The effective settings, as a struct (see galloc_settings_string for the
+ * string). Filled by galloc_settings_get; every member is an output, named
+ * after the config key that sets it. */
 typedef struct galloc_settings {
-    uint32_t struct_size;                    /* sizeof(galloc_settings_t) */
-    int backend;                             /* 0 native, 1 cudaMallocAsync */
-    uint64_t max_split_size;                 /* bytes; UINT64_MAX = unlimited */
-    uint64_t max_non_split_rounding_size;    /* bytes */
-    uint64_t large_segment_size;             /* bytes (kLargeBuffer, large_segment_size_mb) */
-    double garbage_collection_threshold;     /* 0 = off */
-    double per_process_memory_fraction;      /* 1.0 = no cap at start */
+    uint32_t struct_size;                    /* in: sizeof(galloc_settings_t) the caller was compiled with */
+    int backend;                             /* backend: 0 native, 1 cudaMallocAsync (or hipMallocAsync) */
+    uint64_t max_split_size;                 /* max_split_size_mb, in bytes; UINT64_MAX = unlimited */
+    uint64_t max_non_split_rounding_size;    /* max_non_split_rounding_mb, in bytes */
+    uint64_t large_segment_size;             /* large_segment_size_mb, in bytes (kLargeBuffer) */
+    double garbage_collection_threshold;     /* garbage_collection_threshold; 0 = off */
+    double per_process_memory_fraction;      /* per_process_memory_fraction; 1.0 = no cap at start */
     uint32_t roundup_power2_divisions[16];   /* per interval [2^(20+i), 2^(21+i)) bytes; 0 = off */
-    bool expandable_segments;
-    bool release_lock_on_cudamalloc;
-    bool pinned_use_cuda_host_register;
-    bool pinned_use_background_threads;
-    uint32_t pinned_num_register_threads;
-    char device_backend[32];                 /* the backend the config names */
-    uint64_t sim_capacity;                   /* bytes */
-    bool sim_backed;
-    bool sim_manual_events;
-    char driver_path[256];
+    bool expandable_segments;                /* expandable_segments */
+    bool release_lock_on_cudamalloc;         /* release_lock_on_cudamalloc (or _hipmalloc) */
+    bool pinned_use_cuda_host_register;      /* pinned_use_cuda_host_register (recorded; no pinned pool) */
+    bool pinned_use_background_threads;      /* pinned_use_background_threads (recorded; no pinned pool) */
+    uint32_t pinned_num_register_threads;    /* pinned_num_register_threads */
+    char device_backend[32];                 /* device_backend: the backend the config names ("sim" by
+                                                default; galloc_allocator_backend says which one runs) */
     bool retry_pool_after_sync;              /* galloc's retry_pool_after_sync (off = PyTorch's OOM path) */
+    char backend_options[GALLOC_BACKEND_OPTIONS_MAX]; /* the device backend's options, as it received them
+                                                (galloc_backend_args_t.options) less whitespace, e.g.
+                                                "sim_capacity:1GiB,sim_backed:True"; "" = none */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size
@@ -202,9 +208,9 @@ GALLOC_API galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_set
 /*
  * galloc_settings_string: the allocator's effective settings as a normalized
  * config string (fixed key order, canonical values, only keys that were given
- * or differ from PyTorch's defaults), e.g. "max_split_size_mb:512,
- * expandable_segments:True,sim_capacity:80GiB". Parsing it again gives the
- * same settings. Writes at most len bytes (NUL-terminated, truncated if
+ * or differ from PyTorch's defaults, then the backend's options as given, less
+ * whitespace), e.g. "max_split_size_mb:512,expandable_segments:True,
+ * sim_capacity:80GiB". Parsing it again gives the same settings. Writes at most len bytes (NUL-terminated, truncated if
  * short); *needed (if non-NULL) receives the full length. Returns GALLOC_OK or
  * GALLOC_E_INVAL.
  */

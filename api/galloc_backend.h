@@ -4,7 +4,9 @@
  * A backend hands whole segments of device memory to the caching pool and, where
  * the device supports it, virtual-memory ranges (expandable segments) and
  * stream events (cross-stream frees). Backends are registered by name; a config
- * string's "device_backend:<name>" selects one at run time.
+ * string's "device_backend:<name>" selects one at run time, and the keys of
+ * the config string that no allocator key claims are that backend's own
+ * options (galloc_backend_args_t.options), which it reads and checks itself.
  *
  * Versioning: struct_size and version come first. A member is used only if
  * struct_size covers it and it is non-NULL, so members are appended, never
@@ -33,22 +35,38 @@ typedef uintptr_t galloc_stream_t;
 
 #define GALLOC_BACKEND_OPS_V1 1 /* bump only if an existing member changes meaning */
 
-/* Flags for galloc_backend_args_t.flags. */
-#define GALLOC_BACKEND_F_BACKED 0x1u        /* sim: back segments with real host memory */
-#define GALLOC_BACKEND_F_MANUAL_EVENTS 0x2u /* sim: events complete only when their stream is synchronized */
+/* The device runtime a backend stands for (galloc_backend_ops_t.vendor): galloc's
+ * messages then use the wording of that runtime's PyTorch build. */
+typedef enum galloc_backend_vendor {
+    GALLOC_BACKEND_VENDOR_NONE = 0, /* no GPU runtime (sim, a test double): CUDA's wording, PyTorch's default */
+    GALLOC_BACKEND_VENDOR_CUDA = 1, /* NVIDIA CUDA: "CUDA out of memory", backend:cudaMallocAsync */
+    GALLOC_BACKEND_VENDOR_HIP = 2   /* AMD ROCm HIP: "HIP out of memory", PYTORCH_HIP_ALLOC_CONF,
+                                       backend:hipMallocAsync, as PyTorch's ROCm build says */
+} galloc_backend_vendor_t;
 
-/* What a backend is opened with. Fields a backend does not use are ignored. */
+/* The longest options string galloc hands a backend (galloc_backend_args_t.options,
+ * galloc_settings_t.backend_options), NUL included. */
+#define GALLOC_BACKEND_OPTIONS_MAX 1024
+
+/* What a backend is opened with, filled by galloc (a backend only reads it).
+ * Settings of one backend's own (sim's capacity, a driver's path) are not
+ * members: they come as options, which each backend reads itself. */
 typedef struct galloc_backend_args {
-    uint32_t struct_size;     /* sizeof(galloc_backend_args_t) of the caller */
-    int device;               /* device index, >= 0 */
-    uint64_t capacity;        /* sim: simulated device size in bytes (0: 80 GiB) */
-    const char *library_path; /* driver library to dlopen; NULL: the vendor default */
-    uint32_t flags;           /* GALLOC_BACKEND_F_* */
-    /* Fault injection (sim honours these; 0 = off). Counted over segment_alloc
-     * and map calls together, 1-based. */
-    uint64_t fail_nth;   /* only the Nth device allocation fails */
-    uint64_t fail_from;  /* every device allocation from the Nth on fails */
-    uint64_t fail_above; /* every device allocation larger than this many bytes fails */
+    uint32_t struct_size; /* Required: sizeof(galloc_backend_args_t) of the caller; a backend reads a
+                             member only if struct_size covers it */
+    int device;           /* Required: device index, >= 0 */
+    /* Optional (read only where struct_size covers it): the backend's own
+     * options, "key:value,key:value": the items of the effective config string
+     * that no allocator key claims, each as written (whitespace included,
+     * which the grammar ignores), in the order given, a key named twice kept
+     * once with its last value; e.g. "sim_capacity:1GiB,sim_backed:True".
+     * NULL or "": none. Owned by galloc, valid during open only. open reads the
+     * keys it takes and refuses any other key, or a bad value, with
+     * GALLOC_E_CONFIG and a message ending in " (offset N)", N a byte offset
+     * into options: PyTorch's "Unrecognized key '<key>' in CUDA allocator
+     * config (offset N)" for a key it does not take. galloc then shows N as
+     * the offset in the string the user wrote, and names that string. */
+    const char *options;
 } galloc_backend_args_t;
 
 typedef struct galloc_backend_ops {
@@ -59,8 +77,9 @@ typedef struct galloc_backend_ops {
     /* ---- Required. ---- */
 
     /* open: create a backend state for args->device. On failure return a status
-     * (GALLOC_E_UNAVAILABLE when a library or device is missing) and write a
-     * message naming what is missing into err (errlen bytes, NUL-terminated). */
+     * (GALLOC_E_UNAVAILABLE when a library or device is missing, GALLOC_E_CONFIG
+     * for an option it refuses, see args->options) and write a message naming
+     * what is missing or wrong into err (errlen bytes, NUL-terminated). */
     galloc_status_t (*open)(const galloc_backend_args_t *args, void **state, char *err, size_t errlen);
     /* close: release everything the state still holds, then the state. */
     void (*close)(void *state);
@@ -123,6 +142,12 @@ typedef struct galloc_backend_ops {
                                   uint64_t *used_current, uint64_t *used_high);
     galloc_status_t (*pool_reset_peak)(void *state);
     galloc_status_t (*device_synchronize)(void *state);
+
+    /* ---- Optional data. ---- */
+
+    /* vendor: a galloc_backend_vendor_t. 0 (GALLOC_BACKEND_VENDOR_NONE), or a
+     * table whose struct_size ends before this member: CUDA's wording. */
+    uint32_t vendor;
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 
@@ -130,8 +155,9 @@ typedef struct galloc_backend_ops {
  * galloc_backend_register: add a backend (e.g. a user's own device layer) to the
  * process-wide registry so that "device_backend:<ops->name>" selects it.
  * ops must stay valid until the process ends. Returns GALLOC_E_INVAL if ops is
- * NULL, struct_size/version are unknown, a required member is NULL, or the name
- * is empty or longer than 31 bytes; GALLOC_E_CONFIG if the name is taken;
+ * NULL, struct_size/version are unknown, a required member is NULL, the name
+ * is empty or longer than 31 bytes, or vendor (where struct_size covers it) is
+ * not a galloc_backend_vendor_t value; GALLOC_E_CONFIG if the name is taken;
  * GALLOC_E_NOMEM if the registry is full (64 entries). Thread-safe.
  */
 GALLOC_API galloc_status_t galloc_backend_register(const galloc_backend_ops_t *ops);

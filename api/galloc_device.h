@@ -66,7 +66,9 @@ extern "C" {
  * NULL or "" removes it. It must be called before the first device allocator
  * is created (as PyTorch reads its settings once): afterwards it changes
  * nothing and returns GALLOC_E_INVAL, until galloc_devices_shutdown. The
- * string is checked and copied now.
+ * string is checked and copied now; the device backend's options in it
+ * (sim_capacity, driver_path, ...) are checked by the backend when a device
+ * is first used, which then fails with GALLOC_E_CONFIG.
  * Returns GALLOC_OK; GALLOC_E_CONFIG (the string does not parse; the message in
  * galloc_devices_last_error names the key and value); GALLOC_E_INVAL (too
  * late); GALLOC_E_NOMEM.

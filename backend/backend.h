@@ -2,10 +2,14 @@
  * backend.h: the backend layer's interface to the pool: an opened device
  * (ops + state) and one inline wrapper per ops member.
  *
- * The pool never calls ops->x directly: each wrapper checks that the member
- * exists (struct_size covers it and it is non-NULL) and counts the call, so
- * this file is the single place device calls pass through (fault injection and
- * tracing hook in here).
+ * The pool never calls ops->x directly, so this file is the one place device
+ * calls pass through. A wrapper of an optional member checks that the member
+ * exists (struct_size covers it and it is non-NULL) and returns
+ * GALLOC_E_UNSUPPORTED when it does not; a wrapper of a required member calls
+ * it straight away, since registration checked it once. The wrappers count
+ * nothing and inject no faults: fault injection is the sim backend's own
+ * (sim_fail_* options, ga_sim_set_faults in sim.h), and the pool records its
+ * own trace.
  *
  * Locking: the caller holds the owning allocator's lock for every call.
  */
@@ -14,7 +18,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include <galloc/galloc_backend.h>
 #include <galloc/galloc_status.h>
@@ -29,21 +32,27 @@ typedef struct ga_backend {
     void *state;                     /* what ops->open returned */
 } ga_backend_t;
 
-/* The runtime PyTorch names in its messages for this device: "HIP" on the hip
- * backend (PyTorch's ROCm build says "HIP out of memory" and points at
- * PYTORCH_HIP_ALLOC_CONF), "CUDA" everywhere else, sim included. */
+/* Whether a table of ops->struct_size bytes has member m at all. */
+#define GA_BACKEND_COVERS(ops, m) (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size)
+/* Whether function member m is there and set. */
+#define GA_BACKEND_HAS(ops, m) (GA_BACKEND_COVERS(ops, m) && (ops)->m != NULL)
+
+/* The runtime PyTorch names in its messages for this device, from the table's
+ * vendor: "HIP" for GALLOC_BACKEND_VENDOR_HIP (PyTorch's ROCm build says "HIP
+ * out of memory" and points at PYTORCH_HIP_ALLOC_CONF), "CUDA" for every other
+ * table, sim included. */
 static inline const char *ga_backend_vendor(const ga_backend_t *b)
 {
-    return b->ops->name != NULL && strcmp(b->ops->name, "hip") == 0 ? "HIP" : "CUDA";
+    return GA_BACKEND_COVERS(b->ops, vendor) && b->ops->vendor == GALLOC_BACKEND_VENDOR_HIP ? "HIP" : "CUDA";
 }
-
-#define GA_BACKEND_HAS(ops, m)                                                                     \
-    (offsetof(galloc_backend_ops_t, m) + sizeof((ops)->m) <= (ops)->struct_size && (ops)->m != NULL)
 
 /*
  * ga_backend_open: find `name` in the registry and open it with args. On
  * failure b is untouched and err says why (unknown name, or the backend's own
- * message): GALLOC_E_UNAVAILABLE for an unknown backend.
+ * message): GALLOC_E_UNAVAILABLE for an unknown backend. For GALLOC_E_CONFIG
+ * (an option in args->options refused) err is the backend's message alone,
+ * its offset counted in args->options, so that the caller can point it into
+ * the string the user wrote (ga_conf_option_error).
  */
 galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_backend_args_t *args, char *err,
                                 size_t errlen);

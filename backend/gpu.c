@@ -17,9 +17,19 @@
 #include <string.h>
 
 #include "backend/gpu_int.h"
+#include "conf/options.h"
 
 /* Whether args (from a caller compiled against an older header) covers a field. */
 #define ARG_HAS(args, f) ((args)->struct_size >= offsetof(galloc_backend_args_t, f) + sizeof((args)->f))
+
+/* What every GPU vendor reads from its options. */
+typedef struct gpu_opts {
+    char driver_path[GA_CONF_PATH_MAX]; /* driver_path: the library to dlopen; "": the vendor's default */
+} gpu_opts_t;
+
+static const ga_conf_key_t gpu_keys[] = {
+    {"driver_path", GA_CONF_PATH, offsetof(gpu_opts_t, driver_path), 0, 0, NULL, 0},
+};
 
 galloc_status_t ga_gpu_fail(ga_gpu_t *g, galloc_status_t st, const char *fmt, ...)
 {
@@ -102,10 +112,14 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
             snprintf(err, errlen, "%s", args == NULL || state == NULL ? "NULL argument" : "bad device index");
         return GALLOC_E_INVAL;
     }
-    const char *path =
-        ARG_HAS(args, library_path) && args->library_path != NULL && args->library_path[0] != '\0'
-            ? args->library_path
-            : v->library;
+    gpu_opts_t o = {""};
+    if (ARG_HAS(args, options)) {
+        galloc_status_t st =
+            ga_conf_options_parse(args->options, gpu_keys, sizeof(gpu_keys) / sizeof(gpu_keys[0]), &o, err, errlen);
+        if (st != GALLOC_OK)
+            return st;
+    }
+    const char *path = o.driver_path[0] != '\0' ? o.driver_path : v->library;
     ga_gpu_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         if (err != NULL && errlen > 0)

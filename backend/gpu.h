@@ -3,10 +3,11 @@
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
  * memory, events, the stream-ordered pool) in terms of a small vendor table of
- * driver primitives: the CUDA driver (backend/vendor_cuda.c) today, the HIP
- * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...) later, with no logic
- * copied. A vendor file holds only its table, its error names and its ops
- * table, which is GA_GPU_OPS_MEMBERS plus an open that names the vendor.
+ * driver primitives: the CUDA driver (backend/vendor_cuda.c) and the HIP
+ * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...; backend/vendor_hip.c),
+ * with no logic copied. A vendor file holds only its table, its error names
+ * and its ops table, which is GA_GPU_OPS_MEMBERS plus an open that names the
+ * vendor.
  *
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
@@ -127,7 +128,10 @@ typedef struct ga_gpu_vendor {
     void (*describe)(void *vs, ga_gpu_rc_t rc, char *buf, size_t len);
 } ga_gpu_vendor_t;
 
-/* ga_gpu_open: the generic open, called by a vendor's ops->open with its table. */
+/* ga_gpu_open: the generic open, called by a vendor's ops->open with its table.
+ * It reads the one option every vendor takes from args->options,
+ * driver_path:PATH (the library to dlopen instead of v->library), and refuses
+ * any other key with GALLOC_E_CONFIG. */
 galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_t *args, void **state, char *err,
                             size_t errlen);
 

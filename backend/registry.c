@@ -44,6 +44,8 @@ static int ops_valid(const galloc_backend_ops_t *ops)
         return 0;
     if (ops->name == NULL || ops->name[0] == '\0' || strlen(ops->name) > NAME_MAX_LEN)
         return 0;
+    if (GA_BACKEND_COVERS(ops, vendor) && ops->vendor > GALLOC_BACKEND_VENDOR_HIP)
+        return 0;
     return ops->open != NULL && ops->close != NULL && ops->segment_alloc != NULL && ops->segment_free != NULL &&
            ops->mem_info != NULL;
 }
@@ -98,6 +100,11 @@ galloc_status_t ga_backend_open(ga_backend_t *b, const char *name, const galloc_
     void *state = NULL;
     char msg[512] = "";
     galloc_status_t st = ops->open(args, &state, msg, sizeof(msg));
+    if (st == GALLOC_E_CONFIG && msg[0] != '\0') {
+        if (errlen > 0) /* about the config string, not the device: the caller points it at what the user wrote */
+            snprintf(err, errlen, "%s", msg);
+        return st;
+    }
     if (st != GALLOC_OK) {
         if (errlen > 0)
             snprintf(err, errlen, "device backend \"%s\" could not open device %d: %s", ops->name, args->device,

@@ -115,6 +115,26 @@ void *ga_sim_grow(void *array, size_t *cap, size_t used, size_t elem)
 /* snprintf(NULL, 0, ...) is valid, so a caller without a buffer is fine */
 #define OPEN_FAIL(st, ...) return (snprintf(err, err ? errlen : 0, __VA_ARGS__), (st))
 
+/* What sim reads from its options (the keys are listed in sim.h). */
+typedef struct sim_opts {
+    uint64_t capacity;                        /* sim_capacity: bytes, <= INT64_MAX */
+    bool backed;                              /* sim_backed */
+    bool manual_events;                       /* sim_manual_events */
+    uint64_t fail_nth, fail_from, fail_above; /* sim_fail_*: 0 = off */
+} sim_opts_t;
+
+#define OPT(f) offsetof(sim_opts_t, f)
+static const ga_conf_key_t sim_keys[] = {
+    {"sim_capacity", GA_CONF_SIZE, OPT(capacity), 1, INT64_MAX,
+     "a size from 1 to 9223372036854775807 bytes: bytes, or a number with unit " GA_CONF_SIZE_UNITS, 0},
+    {"sim_backed", GA_CONF_BOOL, OPT(backed), 0, 0, NULL, 0},
+    {"sim_manual_events", GA_CONF_BOOL, OPT(manual_events), 0, 0, NULL, 0},
+    {"sim_fail_nth", GA_CONF_WHOLE, OPT(fail_nth), 0, UINT64_MAX, "a whole number (0 = off)", 0},
+    {"sim_fail_from", GA_CONF_WHOLE, OPT(fail_from), 0, UINT64_MAX, "a whole number (0 = off)", 0},
+    {"sim_fail_above", GA_CONF_SIZE, OPT(fail_above), 0, UINT64_MAX,
+     "a size (0 = off): bytes, or a number with unit " GA_CONF_SIZE_UNITS, 0},
+};
+
 static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
 {
     if (args == NULL || state == NULL)
@@ -127,9 +147,13 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
     if (args->device >= GA_SIM_MAX_DEVICES)
         OPEN_FAIL(GALLOC_E_INVAL, "device index %d is out of range (sim has devices 0 to %d)", args->device,
                   GA_SIM_MAX_DEVICES - 1);
-    uint64_t capacity = ARG_HAS(args, capacity) && args->capacity != 0 ? args->capacity : GA_SIM_DEFAULT_CAPACITY;
-    if (capacity > (uint64_t)INT64_MAX)
-        OPEN_FAIL(GALLOC_E_INVAL, "capacity %" PRIu64 " exceeds INT64_MAX", capacity);
+    sim_opts_t o = {.capacity = GA_SIM_DEFAULT_CAPACITY}; /* the table keeps it in [1, INT64_MAX] */
+    if (ARG_HAS(args, options)) {
+        galloc_status_t st =
+            ga_conf_options_parse(args->options, sim_keys, sizeof(sim_keys) / sizeof(sim_keys[0]), &o, err, errlen);
+        if (st != GALLOC_OK)
+            return st;
+    }
     sim_t *sim = malloc(sizeof(*sim));
     if (sim == NULL)
         OPEN_FAIL(GALLOC_E_NOMEM, "cannot allocate the simulator state");
@@ -137,13 +161,9 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
      * the same pointer, or a free on the wrong one would release a block of
      * the other instead of being refused as not owned. */
     uint64_t window = GA_SIM_VA_BASE + (uint64_t)args->device * GA_SIM_DEVICE_STRIDE;
-    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = capacity, .va_next = window,
-                   .va_end = window + GA_SIM_DEVICE_STRIDE,
-                   .backed = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_BACKED) != 0,
-                   .manual_events = ARG_HAS(args, flags) && (args->flags & GALLOC_BACKEND_F_MANUAL_EVENTS) != 0,
-                   .fail_nth = ARG_HAS(args, fail_nth) ? args->fail_nth : 0,
-                   .fail_from = ARG_HAS(args, fail_from) ? args->fail_from : 0,
-                   .fail_above = ARG_HAS(args, fail_above) ? args->fail_above : 0};
+    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = o.capacity, .va_next = window,
+                   .va_end = window + GA_SIM_DEVICE_STRIDE, .backed = o.backed, .manual_events = o.manual_events,
+                   .fail_nth = o.fail_nth, .fail_from = o.fail_from, .fail_above = o.fail_above};
     ga_addrmap_init(&sim->segs, sizeof(seg_t));
     *state = sim;
     return GALLOC_OK;

@@ -16,7 +16,7 @@
  * another by value and a free on the wrong device is refused, not obeyed.
  * Running out of the window (or asking va_reserve for more than
  * GA_SIM_MAX_RESERVATION) is GALLOC_E_OOM, as with a real driver.
- * Backed (GALLOC_BACKEND_F_BACKED) hands out real host mmaps aligned the same
+ * Backed (sim_backed:True) hands out real host mmaps aligned the same
  * way, so tests can write through them; addresses are then the kernel's, and
  * live mappings never overlap, whichever device holds them. Both modes charge
  * the same bytes: a segment its requested size, a map its range. Device
@@ -32,6 +32,13 @@
  *
  * Events. A handle names a slot and its generation, so a destroyed handle is
  * rejected. See ga_sim_set_manual_events for completion.
+ *
+ * Options (galloc_backend_args_t.options, read once at open): sim_capacity:SIZE
+ * (the device's size, 1 byte to INT64_MAX, default GA_SIM_DEFAULT_CAPACITY),
+ * sim_backed:True (backed mode), sim_manual_events:True (as
+ * ga_sim_set_manual_events), sim_fail_nth:N, sim_fail_from:N and
+ * sim_fail_above:SIZE (fault injection, as ga_sim_set_faults; 0 = off). Any
+ * other key, or a bad value, fails open with GALLOC_E_CONFIG.
  *
  * Locking: none. The backend is entered under the owning allocator's lock;
  * these functions take no lock, so call them only when no other thread is
@@ -59,7 +66,7 @@ extern const galloc_backend_ops_t ga_backend_sim;
 /* The simulated device's page size: segments are aligned to it, va_reserve
  * rounds to it, map/unmap work in whole pages of it (CUDA's usual granularity). */
 #define GA_SIM_GRANULARITY ((uint64_t)2 << 20)
-/* Capacity when args->capacity is 0: an 80 GiB device. */
+/* Capacity without a sim_capacity option: an 80 GiB device. */
 #define GA_SIM_DEFAULT_CAPACITY ((uint64_t)80 << 30)
 /* Unbacked mode: the first address device 0 hands out. Addresses grow upward
  * from here and are never reused, so a replay gives the same addresses every

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MADV_DONTNEED, GNU strerror_r */
 #endif
 #include "backend/sim.h"
+#include "conf/options.h"
 #include "util/addrmap.h"
 
 #include <errno.h>
@@ -56,7 +57,7 @@ typedef struct event {
 typedef struct sim {
     uint32_t magic;                           /* SIM_MAGIC while open */
     int device;                               /* device index, for messages */
-    bool backed;                              /* GALLOC_BACKEND_F_BACKED: real host memory */
+    bool backed;                              /* sim_backed: real host memory */
     bool manual_events;                       /* events stay pending until their stream completes */
     uint64_t capacity;                        /* simulated device size, <= INT64_MAX */
     uint64_t seg_bytes;                       /* bytes of live segments */

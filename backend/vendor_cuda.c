@@ -399,4 +399,5 @@ const galloc_backend_ops_t ga_backend_cuda = {
     .name = "cuda",
     .open = cuda_open,
     GA_GPU_OPS_MEMBERS,
+    .vendor = GALLOC_BACKEND_VENDOR_CUDA,
 };

@@ -406,4 +406,5 @@ const galloc_backend_ops_t ga_backend_hip = {
     .name = "hip",
     .open = hip_open,
     GA_GPU_OPS_MEMBERS,
+    .vendor = GALLOC_BACKEND_VENDOR_HIP,
 };

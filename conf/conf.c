@@ -37,10 +37,15 @@
  * no CUDA graphs and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb
  * (whole number > 0), graph_capture_record_stream_reuse, pinned_free_catch_all,
  * throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
- * string galloc accepts is one PyTorch accepts. Any other key is rejected.
+ * string galloc accepts is one PyTorch accepts.
  *
- * galloc's own keys (device_backend, sim_*, driver_path, retry_pool_after_sync)
- * share the grammar.
+ * galloc's own allocator keys (device_backend, retry_pool_after_sync) share the
+ * grammar. Any other key starts an item of the device backend's: keep_option
+ * keeps it as written (ga_conf_t.backend_options), and the backend reads it
+ * with this same parser: ga_conf_options_parse runs it over the backend's own
+ * table of keys (options.h), whose kinds (True/False, whole numbers, sizes,
+ * paths) apply_generic reads for either table. A key neither claims is refused
+ * by the backend, in PyTorch's words, when the allocator opens it.
  *
  * Invariant: parsing works on a copy; *c changes only when the whole string
  * was accepted.
@@ -51,64 +56,48 @@
 
 #include "conf/conf_int.h"
 
-typedef enum kind {
-    K_BACKEND,     /* native | cudaMallocAsync | hipMallocAsync */
-    K_SPLIT_MB,    /* max_split_size_mb */
-    K_NONSPLIT_MB, /* max_non_split_rounding_mb */
-    K_LARGE_MB,    /* large_segment_size_mb */
-    K_GC,          /* garbage_collection_threshold, (0, 1) */
-    K_FRACTION,    /* per_process_memory_fraction, [0, 1] */
-    K_ROUNDUP,     /* roundup_power2_divisions */
-    K_BOOL,        /* True | False */
-    K_THREADS,     /* pinned_num_register_threads */
-    K_POSITIVE_MB, /* pinned_reserve_segment_size_mb */
-    K_NAME,        /* device_backend */
-    K_CAPACITY,    /* sim_capacity */
-    K_COUNT,       /* sim_fail_nth, sim_fail_from */
-    K_SIZE,        /* sim_fail_above */
-    K_PATH         /* driver_path */
-} kind_t;
-
-#define FIELD(f) offsetof(ga_conf_t, f)
-#define NOT_STORED SIZE_MAX
-
-/* One row per spelling; the hip spellings are PyTorch's ROCm aliases. */
-static const struct key {
-    const char *name;
-    kind_t kind;
-    uint32_t set_bit; /* 0: accepted, checked, not stored */
-    size_t field;     /* for K_BOOL, K_COUNT, K_SIZE, K_CAPACITY */
-} keys[] = {
-    {"backend", K_BACKEND, GA_CONF_SET_BACKEND, NOT_STORED},
-    {"large_segment_size_mb", K_LARGE_MB, GA_CONF_SET_LARGE_SEGMENT, NOT_STORED},
-    {"max_split_size_mb", K_SPLIT_MB, GA_CONF_SET_MAX_SPLIT, NOT_STORED},
-    {"max_non_split_rounding_mb", K_NONSPLIT_MB, GA_CONF_SET_MAX_NON_SPLIT_ROUNDING, NOT_STORED},
-    {"garbage_collection_threshold", K_GC, GA_CONF_SET_GC_THRESHOLD, NOT_STORED},
-    {"roundup_power2_divisions", K_ROUNDUP, GA_CONF_SET_ROUNDUP, NOT_STORED},
-    {"expandable_segments", K_BOOL, GA_CONF_SET_EXPANDABLE, FIELD(expandable_segments)},
-    {"release_lock_on_cudamalloc", K_BOOL, GA_CONF_SET_RELEASE_LOCK, FIELD(release_lock_on_cudamalloc)},
-    {"release_lock_on_hipmalloc", K_BOOL, GA_CONF_SET_RELEASE_LOCK, FIELD(release_lock_on_cudamalloc)},
-    {"per_process_memory_fraction", K_FRACTION, GA_CONF_SET_MEMORY_FRACTION, NOT_STORED},
-    {"pinned_use_cuda_host_register", K_BOOL, GA_CONF_SET_PINNED_REGISTER, FIELD(pinned_use_cuda_host_register)},
-    {"pinned_use_hip_host_register", K_BOOL, GA_CONF_SET_PINNED_REGISTER, FIELD(pinned_use_cuda_host_register)},
-    {"pinned_num_register_threads", K_THREADS, GA_CONF_SET_PINNED_THREADS, NOT_STORED},
-    {"pinned_use_background_threads", K_BOOL, GA_CONF_SET_PINNED_BACKGROUND, FIELD(pinned_use_background_threads)},
-    {"pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0, NOT_STORED},
-    {"graph_capture_record_stream_reuse", K_BOOL, 0, NOT_STORED},
-    {"pinned_free_catch_all", K_BOOL, 0, NOT_STORED},
-    {"throw_on_cudamalloc_oom", K_BOOL, 0, NOT_STORED},
-    {"device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND, NOT_STORED},
-    {"sim_capacity", K_CAPACITY, GA_CONF_SET_SIM_CAPACITY, FIELD(sim_capacity)},
-    {"sim_backed", K_BOOL, GA_CONF_SET_SIM_BACKED, FIELD(sim_backed)},
-    {"sim_manual_events", K_BOOL, GA_CONF_SET_SIM_MANUAL_EVENTS, FIELD(sim_manual_events)},
-    {"retry_pool_after_sync", K_BOOL, GA_CONF_SET_RETRY_POOL, FIELD(retry_pool_after_sync)},
-    {"sim_fail_nth", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_nth)},
-    {"sim_fail_from", K_COUNT, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_from)},
-    {"sim_fail_above", K_SIZE, GA_CONF_SET_SIM_FAULTS, FIELD(sim_fail_above)},
-    {"driver_path", K_PATH, GA_CONF_SET_DRIVER_PATH, NOT_STORED},
+/* The allocator's own kinds, after the ones any table may use (options.h). */
+enum {
+    K_BACKEND = GA_CONF_OWN, /* native | cudaMallocAsync | hipMallocAsync */
+    K_SPLIT_MB,              /* max_split_size_mb */
+    K_NONSPLIT_MB,           /* max_non_split_rounding_mb */
+    K_LARGE_MB,              /* large_segment_size_mb */
+    K_GC,                    /* garbage_collection_threshold, (0, 1) */
+    K_FRACTION,              /* per_process_memory_fraction, [0, 1] */
+    K_ROUNDUP,               /* roundup_power2_divisions */
+    K_THREADS,               /* pinned_num_register_threads */
+    K_POSITIVE_MB,           /* pinned_reserve_segment_size_mb */
+    K_NAME                   /* device_backend */
 };
 
-#define SIZE_UNITS "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+#define OWN(n, k, bit) {.name = (n), .kind = (k), .field = GA_CONF_NOT_STORED, .set_bit = (bit)}
+#define BOOL(n, f, bit) {.name = (n), .kind = GA_CONF_BOOL, .field = (f), .set_bit = (bit)}
+#define FIELD(f) offsetof(ga_conf_t, f)
+
+/* One row per spelling; the hip spellings are PyTorch's ROCm aliases. A
+ * set_bit of 0: accepted, checked, not stored. */
+static const ga_conf_key_t keys[] = {
+    OWN("backend", K_BACKEND, GA_CONF_SET_BACKEND),
+    OWN("large_segment_size_mb", K_LARGE_MB, GA_CONF_SET_LARGE_SEGMENT),
+    OWN("max_split_size_mb", K_SPLIT_MB, GA_CONF_SET_MAX_SPLIT),
+    OWN("max_non_split_rounding_mb", K_NONSPLIT_MB, GA_CONF_SET_MAX_NON_SPLIT_ROUNDING),
+    OWN("garbage_collection_threshold", K_GC, GA_CONF_SET_GC_THRESHOLD),
+    OWN("roundup_power2_divisions", K_ROUNDUP, GA_CONF_SET_ROUNDUP),
+    BOOL("expandable_segments", FIELD(expandable_segments), GA_CONF_SET_EXPANDABLE),
+    BOOL("release_lock_on_cudamalloc", FIELD(release_lock_on_cudamalloc), GA_CONF_SET_RELEASE_LOCK),
+    BOOL("release_lock_on_hipmalloc", FIELD(release_lock_on_cudamalloc), GA_CONF_SET_RELEASE_LOCK),
+    OWN("per_process_memory_fraction", K_FRACTION, GA_CONF_SET_MEMORY_FRACTION),
+    BOOL("pinned_use_cuda_host_register", FIELD(pinned_use_cuda_host_register), GA_CONF_SET_PINNED_REGISTER),
+    BOOL("pinned_use_hip_host_register", FIELD(pinned_use_cuda_host_register), GA_CONF_SET_PINNED_REGISTER),
+    OWN("pinned_num_register_threads", K_THREADS, GA_CONF_SET_PINNED_THREADS),
+    BOOL("pinned_use_background_threads", FIELD(pinned_use_background_threads), GA_CONF_SET_PINNED_BACKGROUND),
+    OWN("pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0),
+    BOOL("graph_capture_record_stream_reuse", GA_CONF_NOT_STORED, 0),
+    BOOL("pinned_free_catch_all", GA_CONF_NOT_STORED, 0),
+    BOOL("throw_on_cudamalloc_oom", GA_CONF_NOT_STORED, 0),
+    OWN("device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND),
+    BOOL("retry_pool_after_sync", FIELD(retry_pool_after_sync), GA_CONF_SET_RETRY_POOL),
+};
 
 /* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
 typedef struct pending {
@@ -122,10 +111,14 @@ typedef struct pending {
 typedef struct parser {
     ga_lex_t lx;
     ga_tok_t tok;      /* the current token */
-    ga_conf_t *c;      /* the copy being filled */
+    const ga_conf_key_t *keys; /* the table the string's keys are looked up in */
+    size_t n_keys;             /* its rows */
+    void *out;         /* the struct the generic kinds (options.h) write into */
+    ga_conf_t *c;      /* the copy being filled; NULL when reading a backend's options */
     char *err;         /* may be NULL */
     size_t errlen;
     bool reset;        /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
+    const char *source; /* the string's name, for the origins of backend options (NULL: ga_conf_parse's) */
     bool roundup_seen; /* a second roundup key in one string adds to the first, as in PyTorch */
     pending_t split, nonsplit, large;
 } parser_t;
@@ -277,24 +270,41 @@ static galloc_status_t apply_name(parser_t *p, const char *key)
     return GALLOC_OK;
 }
 
-static galloc_status_t apply_path(parser_t *p, const char *key)
+/* The kinds any table may use (options.h), stored at k->field of p->out. */
+static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
 {
     const ga_tok_t *t = &p->tok;
-    if (t->len >= GA_CONF_PATH_MAX || t->spaced) /* "/my lib/x.so" would otherwise become "/mylib/x.so" */
-        return fail(p, key, "a path of 1 to 255 bytes without ',', ':', '[', ']' or whitespace");
-    memset(p->c->driver_path, 0, sizeof(p->c->driver_path));
-    memcpy(p->c->driver_path, t->text, t->len);
-    return GALLOC_OK;
-}
-
-static galloc_status_t apply_bool(parser_t *p, const struct key *k)
-{
-    bool v = ga_conf_word_is(&p->tok, "True");
-    if (!v && !ga_conf_word_is(&p->tok, "False"))
-        return fail(p, k->name, "True or False");
-    if (k->field != NOT_STORED)
-        *(bool *)((char *)p->c + k->field) = v;
-    return GALLOC_OK;
+    char *field = k->field != GA_CONF_NOT_STORED ? (char *)p->out + k->field : NULL;
+    uint64_t v = 0;
+    ga_num_t r = GA_NUM_OK;
+    switch (k->kind) {
+    case GA_CONF_BOOL: {
+        bool b = ga_conf_word_is(t, "True");
+        if (!b && !ga_conf_word_is(t, "False"))
+            return fail(p, k->name, "True or False");
+        if (field != NULL)
+            *(bool *)field = b;
+        return GALLOC_OK;
+    }
+    case GA_CONF_PATH:
+        if (t->len >= GA_CONF_PATH_MAX || t->spaced) /* "/my lib/x.so" would otherwise become "/mylib/x.so" */
+            return fail(p, k->name, "a path of 1 to 255 bytes without ',', ':', '[', ']' or whitespace");
+        if (field != NULL) {
+            memset(field, 0, GA_CONF_PATH_MAX);
+            memcpy(field, t->text, t->len);
+        }
+        return GALLOC_OK;
+    case GA_CONF_WHOLE:
+    case GA_CONF_SIZE:
+        r = k->kind == GA_CONF_WHOLE ? ga_conf_read_whole(t, &v) : ga_conf_read_size(t, &v);
+        if (r != GA_NUM_OK || v < k->min || v > k->max)
+            return fail_num(p, k->name, k->allowed, r);
+        if (field != NULL)
+            memcpy(field, &v, sizeof(v));
+        return GALLOC_OK;
+    default:
+        return fail(p, k->name, "a key of this table's kinds (galloc bug)");
+    }
 }
 
 static galloc_status_t apply_double(parser_t *p, const char *key, double *out, bool closed)
@@ -311,7 +321,7 @@ static galloc_status_t apply_double(parser_t *p, const char *key, double *out, b
 }
 
 /* The value of key k, p->tok on its first token; leaves p->tok on its last. */
-static galloc_status_t apply(parser_t *p, const struct key *k)
+static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
 {
     ga_conf_t *c = p->c;
     uint64_t v = 0;
@@ -319,6 +329,8 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
     ga_num_t r;
     if (p->tok.kind != GA_TOK_WORD && !(k->kind == K_ROUNDUP && p->tok.kind == GA_TOK_OPEN))
         return fail(p, k->name, "a value after ':'");
+    if (k->kind < GA_CONF_OWN || c == NULL)
+        return apply_generic(p, k);
     switch (k->kind) {
     case K_BACKEND:
         if (ga_conf_word_is(&p->tok, "native"))
@@ -345,8 +357,6 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
         return apply_double(p, k->name, &c->per_process_memory_fraction, true);
     case K_ROUNDUP:
         return apply_roundup(p, k->name);
-    case K_BOOL:
-        return apply_bool(p, k);
     case K_THREADS:
         if (ga_conf_read_stoull(&p->tok, &v, NULL) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
             return fail(p, k->name, "a power of two from 1 to 128");
@@ -357,35 +367,16 @@ static galloc_status_t apply(parser_t *p, const struct key *k)
         return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
     case K_NAME:
         return apply_name(p, k->name);
-    case K_CAPACITY:
-        r = ga_conf_read_size(&p->tok, &v);
-        if (r != GA_NUM_OK || v == 0 || v > (uint64_t)INT64_MAX)
-            return fail_num(p, k->name,
-                            "a size from 1 to 9223372036854775807 bytes: bytes, or a number with unit " SIZE_UNITS,
-                            r);
-        break;
-    case K_COUNT:
-        r = ga_conf_read_whole(&p->tok, &v);
-        if (r != GA_NUM_OK)
-            return fail_num(p, k->name, "a whole number (0 = off)", r);
-        break;
-    case K_SIZE:
-        r = ga_conf_read_size(&p->tok, &v);
-        if (r != GA_NUM_OK)
-            return fail_num(p, k->name, "a size (0 = off): bytes, or a number with unit " SIZE_UNITS, r);
-        break;
-    case K_PATH:
-        return apply_path(p, k->name);
+    default:
+        return fail(p, k->name, "a key conf.c knows (galloc bug)");
     }
-    *(uint64_t *)((char *)c + k->field) = v;
-    return GALLOC_OK;
 }
 
-static const struct key *find_key(const ga_tok_t *t)
+static const ga_conf_key_t *find_key(const parser_t *p)
 {
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (ga_conf_word_is(t, keys[i].name))
-            return &keys[i];
+    for (size_t i = 0; i < p->n_keys; i++)
+        if (ga_conf_word_is(&p->tok, p->keys[i].name))
+            return &p->keys[i];
     return NULL;
 }
 
@@ -438,6 +429,30 @@ static galloc_status_t finish(parser_t *p)
     return st;
 }
 
+/* A key the allocator's table lacks, p->tok on it: the item, up to the next
+ * ',' outside brackets, is the device backend's, kept as written for the
+ * backend to read (and refuse). Leaves p->tok on that ',' or the end. A '['
+ * left open would swallow whatever items a later source puts after it in
+ * backend_options, so it is refused here. */
+static galloc_status_t keep_option(parser_t *p)
+{
+    ga_tok_t item = p->tok; /* the key; its end grows to the item's */
+    int depth = 0;          /* a list value ("[1,2]") holds commas */
+    for (next(p); p->tok.kind != GA_TOK_END && !(p->tok.kind == GA_TOK_COMMA && depth == 0); next(p)) {
+        depth += p->tok.kind == GA_TOK_OPEN ? 1 : (p->tok.kind == GA_TOK_CLOSE && depth > 0 ? -1 : 0);
+        item.end = p->tok.end;
+    }
+    if (depth > 0)
+        return fail(p, item.text, "']' to close the list");
+    if (ga_conf_options_keep(p->c, p->lx.s, item.off, item.end, &item, p->source))
+        return GALLOC_OK;
+    char shown[256], allowed[96];
+    ga_conf_show(p->lx.s, &item, shown, sizeof(shown));
+    snprintf(allowed, sizeof(allowed), "backend options of at most %d bytes and %d items in all",
+             GALLOC_BACKEND_OPTIONS_MAX - 1, GA_CONF_OPTION_ITEMS);
+    return say(p, "config", allowed, shown, true, item.off);
+}
+
 /* item (',' item)* [','], item = key ':' value; empty is fine. */
 static galloc_status_t parse_items(parser_t *p)
 {
@@ -445,7 +460,15 @@ static galloc_status_t parse_items(parser_t *p)
     while (p->tok.kind != GA_TOK_END) {
         if (p->tok.kind != GA_TOK_WORD)
             return fail(p, "config", "a key");
-        const struct key *k = find_key(&p->tok);
+        const ga_conf_key_t *k = find_key(p);
+        if (k == NULL && p->c != NULL) {
+            galloc_status_t st = keep_option(p);
+            if (st != GALLOC_OK)
+                return st;
+            if (p->tok.kind == GA_TOK_COMMA)
+                next(p);
+            continue;
+        }
         if (k == NULL) {
             char shown[256]; /* PyTorch's wording: "Unrecognized key '<key>' in CUDA allocator config." */
             ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
@@ -461,20 +484,23 @@ static galloc_status_t parse_items(parser_t *p)
         galloc_status_t st = apply(p, k);
         if (st != GALLOC_OK)
             return st;
-        p->c->set |= k->set_bit;
+        if (p->c != NULL)
+            p->c->set |= k->set_bit;
         next(p);
         if (p->tok.kind == GA_TOK_COMMA)
             next(p); /* a trailing comma is fine (newest main's test "expandable_segments:False,") */
         else if (p->tok.kind != GA_TOK_END)
             return fail(p, k->name, "',' or the end of the string after the value");
     }
-    return finish(p);
+    return p->c != NULL ? finish(p) : GALLOC_OK;
 }
 
-galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char *err, size_t errlen)
+galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, const char *source, char *err,
+                                   size_t errlen)
 {
     ga_conf_t tmp = *c;
-    parser_t p = {.c = &tmp, .err = err, .errlen = errlen, .reset = reset};
+    parser_t p = {.keys = keys, .n_keys = sizeof(keys) / sizeof(keys[0]), .out = &tmp, .c = &tmp, .err = err,
+                  .errlen = errlen, .reset = reset, .source = source};
     if (reset) {
         tmp.max_split_size = UINT64_MAX;
         tmp.garbage_collection_threshold = 0.0;
@@ -489,5 +515,21 @@ galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char
         if (err != NULL && errlen > 0)
             err[0] = '\0';
     }
+    return st;
+}
+
+galloc_status_t ga_conf_options_parse(const char *options, const ga_conf_key_t *table, size_t n, void *out, char *err,
+                                      size_t errlen)
+{
+    if (n > 0 && (table == NULL || out == NULL)) {
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "ga_conf_options_parse: NULL table or output");
+        return GALLOC_E_INVAL;
+    }
+    parser_t p = {.keys = table, .n_keys = n, .out = out, .err = err, .errlen = errlen};
+    ga_conf_lex_init(&p.lx, options);
+    galloc_status_t st = parse_items(&p);
+    if (st == GALLOC_OK && err != NULL && errlen > 0)
+        err[0] = '\0';
     return st;
 }

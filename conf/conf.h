@@ -2,6 +2,13 @@
  * conf.h: the conf layer's interface. Parses PYTORCH_CUDA_ALLOC_CONF-style
  * strings ("key:value,key:value") into a ga_conf_t and formats it back.
  *
+ * The grammar claims the allocator's keys (PyTorch's and galloc's allocator
+ * keys). An item whose key it does not know belongs to the device backend:
+ * it is kept as written in backend_options, which the backend receives as
+ * galloc_backend_args_t.options and reads itself (options.h), refusing what
+ * it does not take. As in newest PyTorch main, where a device's own config
+ * parser reads the keys the accelerator-wide one leaves.
+ *
  * Pure: reads no environment and no globals, allocates nothing, so it can be
  * fuzzed; api/ reads the environment variables and passes their strings here.
  * Thread-safety: every function works only on its arguments.
@@ -17,7 +24,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <galloc/galloc_backend.h>
 #include <galloc/galloc_status.h>
+
+#include "conf/options.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,7 +35,7 @@ extern "C" {
 
 #define GA_CONF_DIVISION_INTERVALS 16 /* kRoundUpPowerOfTwoIntervals */
 #define GA_CONF_NAME_MAX 32
-#define GA_CONF_PATH_MAX 256
+#define GA_CONF_OPTION_ITEMS 32 /* backend option items a ga_conf_t keeps */
 
 /* backend: which allocator implementation serves the device. */
 typedef enum ga_conf_backend {
@@ -47,15 +57,20 @@ enum {
     GA_CONF_SET_PINNED_THREADS = 1u << 8,
     GA_CONF_SET_PINNED_BACKGROUND = 1u << 9,
     GA_CONF_SET_DEVICE_BACKEND = 1u << 10,
-    GA_CONF_SET_SIM_CAPACITY = 1u << 11,
-    GA_CONF_SET_SIM_BACKED = 1u << 12,
-    GA_CONF_SET_SIM_FAULTS = 1u << 13,
-    GA_CONF_SET_DRIVER_PATH = 1u << 14,
     GA_CONF_SET_LARGE_SEGMENT = 1u << 15,
     GA_CONF_SET_MEMORY_FRACTION = 1u << 16,
-    GA_CONF_SET_SIM_MANUAL_EVENTS = 1u << 17,
     GA_CONF_SET_RETRY_POOL = 1u << 18
 };
+
+/* Where one item of ga_conf_t.backend_options was written, so that a
+ * backend's message about it can point into that string. */
+typedef struct ga_conf_origin {
+    const char *source; /* the string's name as ga_conf_load gives it ("create string", "GALLOC_CONF",
+                           ...; static); NULL: the string given to ga_conf_parse */
+    uint32_t off;       /* the item's first byte in backend_options */
+    uint32_t len;       /* its length there: as written, from its key to the end of its value */
+    uint32_t src_off;   /* its first byte in the string it was written in */
+} ga_conf_origin_t;
 
 /* The effective settings. Defaults are PyTorch's (ga_conf_defaults). */
 typedef struct ga_conf {
@@ -72,13 +87,6 @@ typedef struct ga_conf {
     bool pinned_use_background_threads;    /* recorded; no pinned pool yet */
     /* galloc's own keys. */
     char device_backend[GA_CONF_NAME_MAX]; /* device_backend: sim | cuda | hip | registered name; default "sim" */
-    uint64_t sim_capacity;                 /* sim_capacity: bytes; default 80 GiB */
-    bool sim_backed;                       /* sim_backed: real host memory behind sim segments */
-    bool sim_manual_events;                /* sim_manual_events: events complete only when their stream is synchronized */
-    uint64_t sim_fail_nth;                 /* sim_fail_nth: Nth device allocation fails (0 off) */
-    uint64_t sim_fail_from;                /* sim_fail_from: every device allocation from the Nth fails */
-    uint64_t sim_fail_above;               /* sim_fail_above: device allocations above this size fail */
-    char driver_path[GA_CONF_PATH_MAX];    /* driver_path: library to dlopen ("" = vendor default) */
     uint32_t set;                          /* GA_CONF_SET_* bits of keys given explicitly */
     /* Newest PyTorch main's keys (c10/core/AllocatorConfig.h, c10/cuda/CUDAAllocatorConfig.h). */
     uint64_t large_segment_size;           /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
@@ -89,9 +97,16 @@ typedef struct ga_conf {
                                               synchronize-and-flush, search the pool again before the last
                                               device allocation (pytorch/pytorch#189504); default false =
                                               PyTorch's released behaviour */
+    /* The device backend's options: the items no key above claims ("sim_capacity:80GiB",
+     * "driver_path:/x.so", a registered backend's own keys). */
+    char backend_options[GALLOC_BACKEND_OPTIONS_MAX]; /* each item as written (from its key to the end of
+                                              its value), joined by ',', in the order given; an item whose
+                                              key comes again is dropped, the new one goes last; "" = none */
+    uint32_t n_options;                    /* items in backend_options, <= GA_CONF_OPTION_ITEMS */
+    ga_conf_origin_t option_origin[GA_CONF_OPTION_ITEMS]; /* where each item was written, in order */
 } ga_conf_t;
 
-/* ga_conf_defaults: PyTorch's defaults plus galloc's (sim, 80 GiB). */
+/* ga_conf_defaults: PyTorch's defaults plus galloc's (device_backend sim, no backend options). */
 void ga_conf_defaults(ga_conf_t *c);
 
 /*
@@ -105,18 +120,43 @@ void ga_conf_defaults(ga_conf_t *c);
  * As in newest PyTorch main, max_non_split_rounding_size resets to
  * large_segment_size (20 MiB unless large_segment_size_mb is given), which is
  * not itself reset. The set bits of the four reset keys are cleared too.
+ * An item whose key the grammar does not claim (everything up to the next
+ * ',' outside brackets) is added to backend_options, not checked: the
+ * backend reads it. GALLOC_E_CONFIG too when backend_options would pass
+ * GALLOC_BACKEND_OPTIONS_MAX - 1 bytes or GA_CONF_OPTION_ITEMS items.
  * GALLOC_E_INVAL if c is NULL. err may be NULL.
  */
 galloc_status_t ga_conf_parse(const char *s, ga_conf_t *c, char *err, size_t errlen);
 
 /*
  * ga_conf_format: the normalized string of c (keys in a fixed order, values in
- * canonical spelling, e.g. "max_split_size_mb:512,expandable_segments:True"),
- * such that parsing it onto defaults gives back the same settings. Writes at
- * most len bytes including the NUL; returns the length the full string needs
+ * canonical spelling, e.g. "max_split_size_mb:512,expandable_segments:True",
+ * then the backend options as ga_conf_options_normalized gives them), such
+ * that parsing it onto defaults gives back the same settings. Writes at most
+ * len bytes including the NUL; returns the length the full string needs
  * (excluding the NUL), like snprintf.
  */
 size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len);
+
+/*
+ * ga_conf_options_normalized: c->backend_options as the normalized string and
+ * galloc_settings_t show them: whitespace dropped (the grammar ignores it),
+ * each item as given otherwise (only the backend knows its values' canonical
+ * spelling). Writes at most len bytes including the NUL (buf may be NULL if
+ * len is 0); returns the full length, like snprintf.
+ */
+size_t ga_conf_options_normalized(const ga_conf_t *c, char *buf, size_t len);
+
+/*
+ * ga_conf_option_error: a backend's message about c->backend_options (its
+ * GALLOC_E_CONFIG from open) rewritten for the user: the trailing
+ * " (offset N)", N a byte offset into backend_options, becomes the offset in
+ * the string the item was written in, and that string's name goes in front as
+ * ga_conf_load's messages put it ("create string: ..."). A message without
+ * that ending, or with an N in no item, is copied as it is. Writes at most len
+ * bytes including the NUL.
+ */
+void ga_conf_option_error(const ga_conf_t *c, const char *msg, char *out, size_t len);
 
 /*
  * ga_conf_load: the effective settings from every source, lowest precedence

@@ -5,8 +5,9 @@
  *
  * Locking: none; every function is pure over its arguments (no globals, no
  * locale, no heap), so the parser can be fuzzed and called from any thread.
- * Files: conf.c (grammar, keys), load.c (defaults, parse, load), value.c
- * (tokens, numbers, sizes, decimals), format.c (the normalized string).
+ * Files: conf.c (grammar, keys, a backend's options), load.c (defaults, parse, load), value.c
+ * (tokens, numbers, sizes, decimals), format.c (the normalized string), options.c (backend options
+ * kept in a ga_conf_t: adding, showing, pointing a backend's message at its source).
  */
 #ifndef GA_CONF_INT_H
 #define GA_CONF_INT_H
@@ -24,7 +25,6 @@
 #define GA_CONF_MAX_MB (UINT64_MAX / GA_CONF_MIB) /* PyTorch clamps *_mb values here before multiplying */
 #define GA_CONF_MAX_DIVISIONS ((uint32_t)1 << 31) /* largest power of two a uint32_t division count holds */
 #define GA_CONF_MAX_REGISTER_THREADS 128          /* CUDAAllocatorConfig::pinned_max_register_threads() */
-#define GA_CONF_SIM_CAPACITY (80 * GA_CONF_GIB)   /* galloc's default simulated device */
 #define GA_CONF_TOK_CAP GA_CONF_PATH_MAX          /* a word keeps at most GA_CONF_TOK_CAP - 1 bytes */
 
 /* Token kinds: the separators are their own character. */
@@ -61,8 +61,16 @@ typedef enum ga_num {
 } ga_num_t;
 
 /* Applies string s onto *c (a copy is filled; *c changes only on success). reset: ga_conf_parse's
- * per-parse PyTorch resets; false for one ga_conf_load layer, which changes only the keys it names. */
-galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, char *err, size_t errlen);
+ * per-parse PyTorch resets; false for one ga_conf_load layer, which changes only the keys it names.
+ * source: the string's name for backend options' origins (static), NULL for ga_conf_parse's. */
+galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, const char *source, char *err,
+                                   size_t errlen);
+
+/* options.c: adds src[off, end) to c->backend_options as one item whose key is the word key (an item of
+ * that key already there is dropped first), written in the string named source. False, with c partly
+ * changed (the parser works on a copy), when the item would not fit. */
+bool ga_conf_options_keep(ga_conf_t *c, const char *src, size_t off, size_t end, const ga_tok_t *key,
+                          const char *source);
 
 /* floor(log2(v)) for v > 0 (0 for 0). One instruction: the pool asks on
  * every malloc (ga_conf_roundup_divisions). */
@@ -71,6 +79,8 @@ static inline unsigned ga_conf_floor_log2(uint64_t v)
     return v == 0 ? 0u : 63u - (unsigned)__builtin_clzll(v);
 }
 
+/* C isspace without the locale: the whitespace the grammar drops. */
+bool ga_conf_is_space(char ch);
 void ga_conf_lex_init(ga_lex_t *lx, const char *s);
 /* The next token. Whitespace (C isspace: " \t\n\v\f\r") is dropped
  * everywhere, also inside a word, as newest PyTorch main's ConfigTokenizer does. */
@@ -94,8 +104,6 @@ ga_num_t ga_conf_read_decimal(const char *text, double *v);
 ga_num_t ga_conf_read_stod(const char *text, double *v);
 /* Shortest decimal that ga_conf_read_decimal reads back as exactly v; buf holds >= 48 bytes. */
 void ga_conf_write_decimal(double v, char *buf, size_t len);
-/* Largest binary unit that divides bytes exactly: "80GiB", "3MiB", "1000" (always re-readable). */
-void ga_conf_write_size(uint64_t bytes, char *buf, size_t len);
 /* The token of string src as a message shows it: as written (inner whitespace kept), bytes outside
  * printable ASCII, '"' and '\' escaped as \xNN, cut after 48 shown bytes with "..." appended; the end of
  * the string is named. */

@@ -1,15 +1,16 @@
 /*
  * format.c: ga_conf_format, the normalized config string.
  *
- * One canonical spelling per setting, so two configs print the same string
- * exactly when they hold the same settings, and the string is one PyTorch
- * itself accepts for PyTorch's keys:
- * - keys in a fixed order: PyTorch's (backend first), then galloc's;
+ * One canonical spelling per allocator setting, so two configs print the same
+ * string exactly when they hold the same settings, and the string is one
+ * PyTorch itself accepts for PyTorch's keys:
+ * - keys in a fixed order: PyTorch's (backend first), then galloc's, then the
+ *   device backend's options as given (ga_conf_options_normalized: only the
+ *   backend knows its values, so they keep their spelling, whitespace aside);
  * - a key is printed when its `set` bit is on or its value is not the
  *   default (max_non_split_rounding_mb's default is large_segment_size);
  * - True/False; hip spellings print as their cuda names; *_mb values in MiB;
- *   galloc sizes in the largest binary unit that divides them ("80GiB"),
- *   else in bytes; decimals in the shortest form that reads back exactly;
+ *   decimals in the shortest form that reads back exactly;
  * - roundup_power2_divisions as one number when all 16 intervals agree, else
  *   as the shortest list of the form below that rebuilds the same 16 values
  *   under newest main's rules (the first entry also fills the intervals below
@@ -18,8 +19,7 @@
  * Round trip: ga_conf_parse(ga_conf_format(c)) onto defaults gives c back for
  * every config a parse or load can produce. Settings no string can express
  * (a max_split_size that is not whole MiB, a division count that is not a
- * power of two, an empty driver_path with its set bit) print as close as the
- * grammar allows or not at all.
+ * power of two) print as close as the grammar allows.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -161,30 +161,12 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
         snprintf(v, sizeof(v), "%.*s", (int)sizeof(c->device_backend), c->device_backend);
         item(&o, "device_backend", v);
     }
-    if ((set & GA_CONF_SET_SIM_CAPACITY) || c->sim_capacity != GA_CONF_SIM_CAPACITY) {
-        ga_conf_write_size(c->sim_capacity, v, sizeof(v));
-        item(&o, "sim_capacity", v);
-    }
-    if ((set & GA_CONF_SET_SIM_BACKED) || c->sim_backed)
-        item(&o, "sim_backed", tf(c->sim_backed));
-    if ((set & GA_CONF_SET_SIM_MANUAL_EVENTS) || c->sim_manual_events)
-        item(&o, "sim_manual_events", tf(c->sim_manual_events));
-    bool faults = c->sim_fail_nth != 0 || c->sim_fail_from != 0 || c->sim_fail_above != 0;
-    if (c->sim_fail_nth != 0 || ((set & GA_CONF_SET_SIM_FAULTS) && !faults)) {
-        snprintf(v, sizeof(v), "%" PRIu64, c->sim_fail_nth); /* "sim_fail_nth:0" keeps a set bit alone */
-        item(&o, "sim_fail_nth", v);
-    }
-    if (c->sim_fail_from != 0) {
-        snprintf(v, sizeof(v), "%" PRIu64, c->sim_fail_from);
-        item(&o, "sim_fail_from", v);
-    }
-    if (c->sim_fail_above != 0) {
-        ga_conf_write_size(c->sim_fail_above, v, sizeof(v));
-        item(&o, "sim_fail_above", v);
-    }
-    if (c->driver_path[0] != '\0') { /* "" (vendor default) has no spelling */
-        snprintf(v, sizeof(v), "%.*s", (int)sizeof(c->driver_path), c->driver_path);
-        item(&o, "driver_path", v);
+    if (c->n_options > 0) {
+        char opts[GALLOC_BACKEND_OPTIONS_MAX];
+        ga_conf_options_normalized(c, opts, sizeof(opts));
+        if (o.n > 0)
+            put(&o, ",");
+        put(&o, opts);
     }
     if (o.len > 0)
         o.buf[o.n < o.len ? o.n : o.len - 1] = '\0';

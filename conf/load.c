@@ -23,7 +23,6 @@ void ga_conf_defaults(ga_conf_t *c)
     c->pinned_num_register_threads = 1;
     c->per_process_memory_fraction = 1.0;
     snprintf(c->device_backend, sizeof(c->device_backend), "sim");
-    c->sim_capacity = GA_CONF_SIM_CAPACITY;
 }
 
 galloc_status_t ga_conf_parse(const char *s, ga_conf_t *c, char *err, size_t errlen)
@@ -33,7 +32,7 @@ galloc_status_t ga_conf_parse(const char *s, ga_conf_t *c, char *err, size_t err
             snprintf(err, errlen, "ga_conf_parse: the settings pointer is NULL");
         return GALLOC_E_INVAL;
     }
-    return ga_conf_parse_onto(s, c, true, err, errlen);
+    return ga_conf_parse_onto(s, c, true, NULL, err, errlen);
 }
 
 /*
@@ -70,7 +69,7 @@ galloc_status_t ga_conf_load(ga_conf_t *c, const char *create_str, const char *g
         if (layers[i].s == NULL)
             continue;
         char msg[512];
-        galloc_status_t st = ga_conf_parse_onto(layers[i].s, &tmp, false, msg, sizeof(msg));
+        galloc_status_t st = ga_conf_parse_onto(layers[i].s, &tmp, false, layers[i].name, msg, sizeof(msg));
         if (st != GALLOC_OK) {
             if (err != NULL && errlen > 0)
                 snprintf(err, errlen, "%s: %s", layers[i].name, msg);

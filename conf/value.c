@@ -21,7 +21,7 @@
 
 #include "conf/conf_int.h"
 
-static bool is_space(char ch)
+bool ga_conf_is_space(char ch)
 {
     return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
 }
@@ -51,7 +51,7 @@ void ga_conf_lex_next(ga_lex_t *lx, ga_tok_t *t)
 {
     const char *s = lx->s;
     size_t i = lx->pos;
-    while (s[i] != '\0' && is_space(s[i]))
+    while (s[i] != '\0' && ga_conf_is_space(s[i]))
         i++;
     t->off = i;
     t->len = 0;
@@ -75,7 +75,7 @@ void ga_conf_lex_next(ga_lex_t *lx, ga_tok_t *t)
     t->kind = GA_TOK_WORD;
     bool gap = false; /* whitespace seen since the last kept byte */
     for (; s[i] != '\0' && !is_sep(s[i]); i++) {
-        if (is_space(s[i])) {
+        if (ga_conf_is_space(s[i])) {
             gap = true;
             continue;
         }
@@ -360,20 +360,6 @@ void ga_conf_write_decimal(double v, char *buf, size_t len)
         }
     }
     snprintf(buf, len, "%.17g", v); /* unreachable for finite v */
-}
-
-void ga_conf_write_size(uint64_t bytes, char *buf, size_t len)
-{
-    static const char *const names[] = {"TiB", "GiB", "MiB", "KiB"};
-    for (int k = 0; k < 4; k++) {
-        unsigned shift = 40u - 10u * (unsigned)k;
-        uint64_t unit = (uint64_t)1 << shift;
-        if (bytes != 0 && bytes % unit == 0) {
-            snprintf(buf, len, "%llu%s", (unsigned long long)(bytes >> shift), names[k]);
-            return;
-        }
-    }
-    snprintf(buf, len, "%llu", (unsigned long long)bytes);
 }
 
 void ga_conf_show(const char *src, const ga_tok_t *t, char *buf, size_t len)

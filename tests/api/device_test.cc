@@ -250,7 +250,10 @@ TEST_F(Device, ConfigureOverridesTheEnvironmentKeyByKey)
     galloc_settings_t set;
     set.struct_size = sizeof set;
     ASSERT_EQ(galloc_settings_get(a, &set), GALLOC_OK);
-    EXPECT_EQ(set.sim_capacity, uint64_t(128 * MiB)); // configure beats GALLOC_CONF
+    EXPECT_STREQ(set.backend_options, "sim_capacity:128MiB"); // configure beats GALLOC_CONF
+    size_t free_b = 0, total = 0;
+    ASSERT_EQ(galloc_memory_info(a, &free_b, &total), GALLOC_OK);
+    EXPECT_EQ(total, size_t(128 * MiB));
     EXPECT_TRUE(set.expandable_segments);              // GALLOC_CONF's other key stays
     EXPECT_EQ(set.max_split_size, uint64_t(32 * MiB)); // PyTorch's variable underneath
 }

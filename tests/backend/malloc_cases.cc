@@ -250,8 +250,8 @@ TEST_P(Malloc, Conformance)
 {
     galloc_backend_args_t args = {};
     args.struct_size = sizeof(args);
-    std::string path = f_.path();
-    args.library_path = path.c_str();
+    std::string options = "driver_path:" + f_.path();
+    args.options = options.c_str();
     ga_test_backend_conformance(v().name, args);
     fake_gpu_stats_t s = f_.Stats();
     EXPECT_EQ(s.leaks, 0u);

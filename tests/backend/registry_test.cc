@@ -70,7 +70,7 @@ TEST(Registry, UnknownNameIsUnavailable)
 
 TEST(Conformance, Sim) { ga_test_backend_conformance("sim", Args()); }
 
-TEST(Conformance, SimBacked) { ga_test_backend_conformance("sim", Args(256 * kMiB, GALLOC_BACKEND_F_BACKED)); }
+TEST(Conformance, SimBacked) { ga_test_backend_conformance("sim", Args(256 * kMiB, kBacked)); }
 
 TEST(Conformance, UserRegisteredBackend)
 {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 extern "C" {
@@ -22,13 +23,31 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr uint64_t kPage = 2 * kMiB;
 
-inline galloc_backend_args_t Args(uint64_t capacity = 0, uint32_t flags = 0)
+// Open arguments with sim's options ("sim_capacity:1GiB,sim_backed:True"): a
+// literal, or a string that outlives the open.
+inline galloc_backend_args_t OptionArgs(const char *options, int device = 0)
 {
     galloc_backend_args_t a = {};
     a.struct_size = sizeof(a);
-    a.capacity = capacity;
-    a.flags = flags;
+    a.device = device;
+    a.options = options;
     return a;
+}
+
+// Shorthands for Args' modes: sim_backed:True, sim_manual_events:True.
+constexpr uint32_t kBacked = 1u << 0, kManualEvents = 1u << 1;
+
+// Open arguments for a sim device of capacity bytes (0: sim's default) in the
+// modes flags names, as the options a config string would give.
+inline galloc_backend_args_t Args(uint64_t capacity = 0, uint32_t flags = 0, int device = 0)
+{
+    std::string o = capacity != 0 ? "sim_capacity:" + std::to_string(capacity) : "";
+    if (flags & kBacked)
+        o += std::string(o.empty() ? "" : ",") + "sim_backed:True";
+    if (flags & kManualEvents)
+        o += std::string(o.empty() ? "" : ",") + "sim_manual_events:True";
+    static std::set<std::string> kept;  // the strings the args point to, for the whole run (a few dozen)
+    return OptionArgs(kept.insert(o).first->c_str(), device);
 }
 
 // One opened sim device with shorthands; closed by the destructor.

@@ -41,10 +41,6 @@ TEST(SimOpen, RejectsBadArguments)
     EXPECT_STREQ(err, "device backend \"sim\" could not open device -1: device index -1 is negative");
     EXPECT_EQ(b.ops, nullptr);
 
-    a = Args(uint64_t{INT64_MAX} + 1);
-    EXPECT_EQ(ga_backend_open(&b, "sim", &a, err, sizeof(err)), GALLOC_E_INVAL);
-    EXPECT_NE(std::string(err).find("exceeds INT64_MAX"), std::string::npos) << err;
-
     void *state = nullptr;
     EXPECT_EQ(ga_backend_sim.open(nullptr, &state, err, sizeof(err)), GALLOC_E_INVAL);
     a = Args();
@@ -56,17 +52,90 @@ TEST(SimOpen, RejectsBadArguments)
 
 TEST(SimOpen, ReadsOnlyTheFieldsStructSizeCovers)
 {
-    galloc_backend_args_t a = Args(1 * kGiB);
-    a.fail_nth = a.fail_from = a.fail_above = 1;  // beyond an older caller's struct: ignored
-    a.struct_size = offsetof(galloc_backend_args_t, fail_nth);
+    galloc_backend_args_t a = OptionArgs("sim_capacity:1GiB,sim_fail_nth:1");
+    a.struct_size = offsetof(galloc_backend_args_t, options);  // an older caller's struct: options not read
     Dev d(a);
     d.release(d.alloc_ok(kPage), kPage);
     EXPECT_EQ(d.counters().faults_injected, 0u);
-    EXPECT_EQ(d.free_bytes(), 1 * kGiB);
+    EXPECT_EQ(d.free_bytes(), 80 * kGiB);
+}
 
-    a.struct_size = offsetof(galloc_backend_args_t, capacity);  // capacity not covered: the 80 GiB default
-    Dev d2(a);
-    EXPECT_EQ(d2.free_bytes(), 80 * kGiB);
+TEST(SimOptions, ReadAtOpen)
+{
+    Dev d(OptionArgs(" sim_capacity : 1GiB,sim_backed:True,sim_fail_nth:2,sim_manual_events:False"));
+    EXPECT_EQ(d.free_bytes(), 1 * kGiB);
+    uintptr_t a = d.alloc_ok(kPage), x = 0;
+    std::memset(reinterpret_cast<void *>(a), 0x5a, kPage);  // backed: real memory
+    EXPECT_EQ(d.alloc(kPage, &x), GALLOC_E_OOM);            // the 2nd allocation fails on purpose
+    EXPECT_EQ(d.counters().faults_injected, 1u);
+    EXPECT_EQ(d.release(a, kPage), GALLOC_OK);
+
+    Dev last(OptionArgs("sim_capacity:1GiB,sim_capacity:3GiB"));  // a key given twice: its last value
+    EXPECT_EQ(last.free_bytes(), 3 * kGiB);
+    Dev none(OptionArgs(""));
+    EXPECT_EQ(none.free_bytes(), 80 * kGiB);
+}
+
+// Every spelling of a size conf/ reads, as sim_capacity (moved here with the key).
+TEST(SimOptions, CapacitiesAndCounts)
+{
+    const struct {
+        const char *options;
+        uint64_t total;
+    } cases[] = {
+        {"sim_capacity:80GiB", 85899345920u},    {"sim_capacity:24576MiB", 25769803776u},
+        {"sim_capacity:1073741824", 1073741824u}, {"sim_capacity:1.5GB", 1500000000u},
+        {"sim_capacity:1.5GiB", 1610612736u},    {"sim_capacity:0.5KiB", 512},
+        {"sim_capacity:1kb", 1000},              {"sim_capacity:2KIB", 2048},
+        {"sim_capacity:3mB", 3000000},           {"sim_capacity:3tb", 3000000000000u},
+        {"sim_capacity:1TiB", 1099511627776u},   {"sim_capacity:7B", 7},
+        {"sim_capacity:1", 1},                   {"sim_capacity:9223372036854775807", 9223372036854775807u},
+        {"sim_backed:False,sim_manual_events:True,sim_manual_events:False", 80 * kGiB},
+        {"sim_fail_nth:18446744073709551615,sim_fail_from:0,sim_fail_above:0", 80 * kGiB},
+        {"sim_fail_nth:3,sim_fail_from:7,sim_fail_above:2MiB", 80 * kGiB},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.options);
+        Dev d(OptionArgs(k.options));
+        EXPECT_EQ(d.free_bytes(), k.total);
+    }
+}
+
+// sim's keys are read and refused as conf/ reads the allocator's: same words,
+// offsets into the options string, no "could not open device" around them.
+TEST(SimOptions, RefusalsNameKeyValueAndOffset)
+{
+    const std::string units = "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB";
+    const std::string cap = "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
+                            "with unit " + units;
+    const struct {
+        std::string in, msg;
+    } cases[] = {
+        {"sim_capacity:0", cap + ", got \"0\" (offset 13)"},
+        {"sim_capacity:80 G", cap + ", got \"80 G\" (offset 13)"},
+        {"sim_capacity:1.5", cap + " (this one is not a whole number of bytes), got \"1.5\" (offset 13)"},
+        {"sim_capacity:16777216TiB", cap + " (this one does not fit in 64 bits), got \"16777216TiB\" (offset 13)"},
+        {"sim_capacity:8EiB", cap + ", got \"8EiB\" (offset 13)"},
+        {"sim_capacity:9223372036854775808", cap + ", got \"9223372036854775808\" (offset 13)"},
+        {"sim_backed:yes", "sim_backed: expected True or False, got \"yes\" (offset 11)"},
+        {"sim_manual_events:1", "sim_manual_events: expected True or False, got \"1\" (offset 18)"},
+        {"sim_fail_nth:-1", "sim_fail_nth: expected a whole number (0 = off), got \"-1\" (offset 13)"},
+        {"sim_fail_from:18446744073709551616", "sim_fail_from: expected a whole number (0 = off) (this one does not "
+                                               "fit in 64 bits), got \"18446744073709551616\" (offset 14)"},
+        {"sim_fail_above:1x", "sim_fail_above: expected a size (0 = off): bytes, or a number with unit " + units +
+                                  ", got \"1x\" (offset 15)"},
+        {"sim_backed:True,driver_path:/x.so", "Unrecognized key 'driver_path' in CUDA allocator config (offset 16)"},
+        {"Sim_capacity:1GiB", "Unrecognized key 'Sim_capacity' in CUDA allocator config (offset 0)"},
+    };
+    for (const auto &k : cases) {
+        SCOPED_TRACE(k.in);
+        ga_backend_t b = {};
+        char err[512] = "";
+        galloc_backend_args_t a = OptionArgs(k.in.c_str());
+        EXPECT_EQ(ga_backend_open(&b, "sim", &a, err, sizeof(err)), GALLOC_E_CONFIG);
+        EXPECT_EQ(err, k.msg);
+        EXPECT_EQ(b.ops, nullptr);
+    }
 }
 
 TEST(SimCapacity, MemInfoFollowsAllocsAndFrees)
@@ -145,9 +214,7 @@ TEST(SimAddress, ExhaustingTheAddressSpaceIsOom)
 
 galloc_backend_args_t DeviceArgs(int device, uint64_t capacity = 0, uint32_t flags = 0)
 {
-    galloc_backend_args_t a = Args(capacity, flags);
-    a.device = device;
-    return a;
+    return Args(capacity, flags, device);
 }
 
 // Each device index has its own window, so two devices never hand out equal or
@@ -204,7 +271,7 @@ TEST(SimAddress, DeviceIndexBeyondTheWindowsIsRefused)
 // Backed devices get the kernel's mappings: live ones never overlap either.
 TEST(SimAddress, BackedDevicesDoNotOverlap)
 {
-    Dev d0(DeviceArgs(0, 64 * kMiB, GALLOC_BACKEND_F_BACKED)), d1(DeviceArgs(1, 64 * kMiB, GALLOC_BACKEND_F_BACKED));
+    Dev d0(DeviceArgs(0, 64 * kMiB, kBacked)), d1(DeviceArgs(1, 64 * kMiB, kBacked));
     uintptr_t a = d0.alloc_ok(6 * kMiB), b = d1.alloc_ok(6 * kMiB);
     EXPECT_TRUE(a + 6 * kMiB <= b || b + 6 * kMiB <= a);
     EXPECT_EQ(d0.release(a, 6 * kMiB), GALLOC_OK);
@@ -213,7 +280,7 @@ TEST(SimAddress, BackedDevicesDoNotOverlap)
 
 TEST(SimBacked, SegmentsAndMappingsAreWritable)
 {
-    Dev d(Args(64 * kMiB, GALLOC_BACKEND_F_BACKED));
+    Dev d(Args(64 * kMiB, kBacked));
     const uint64_t n = 4 * kMiB + 100;
     uintptr_t a = d.alloc_ok(n), b = d.alloc_ok(512);
     EXPECT_EQ(a % kPage, 0u);
@@ -241,9 +308,7 @@ TEST(SimBacked, SegmentsAndMappingsAreWritable)
 
 TEST(SimFaults, NthFailsOnlyThatAllocation)
 {
-    galloc_backend_args_t a = Args();
-    a.fail_nth = 2;
-    Dev d(a);
+    Dev d(OptionArgs("sim_fail_nth:2"));
     uintptr_t x = 0;
     d.alloc_ok(kPage);
     EXPECT_EQ(d.alloc(kPage, &x), GALLOC_E_OOM);
@@ -258,9 +323,7 @@ TEST(SimFaults, NthFailsOnlyThatAllocation)
 
 TEST(SimFaults, FromFailsEveryLaterAllocation)
 {
-    galloc_backend_args_t a = Args();
-    a.fail_from = 3;
-    Dev d(a);
+    Dev d(OptionArgs("sim_fail_from:3"));
     uintptr_t x = 0;
     d.alloc_ok(kPage);
     d.alloc_ok(kPage);
@@ -272,9 +335,7 @@ TEST(SimFaults, FromFailsEveryLaterAllocation)
 
 TEST(SimFaults, AboveFailsLargerAllocations)
 {
-    galloc_backend_args_t a = Args();
-    a.fail_above = 4 * kMiB;
-    Dev d(a);
+    Dev d(OptionArgs("sim_fail_above:4MiB"));
     uintptr_t x = 0;
     d.alloc_ok(4 * kMiB);
     EXPECT_EQ(d.alloc(4 * kMiB + 1, &x), GALLOC_E_OOM);
@@ -285,9 +346,7 @@ TEST(SimFaults, AboveFailsLargerAllocations)
 
 TEST(SimFaults, MapIsCountedWithSegmentAllocAndSetAtRunTime)
 {
-    galloc_backend_args_t a = Args();
-    a.fail_nth = 2;
-    Dev d(a);
+    Dev d(OptionArgs("sim_fail_nth:2"));
     d.alloc_ok(kPage);                   // allocation #1
     uintptr_t r = d.reserve_ok(8 * kMiB);  // not a device allocation
     EXPECT_EQ(d.map(r, kPage), GALLOC_E_OOM);  // #2
@@ -343,9 +402,8 @@ TEST(SimFaults, FailingEachAllocationInTurn)
     for (int from = 0; from < 2; from++) {
         uint64_t n = 1;
         for (;; n++) {
-            galloc_backend_args_t a = Args();
-            (from ? a.fail_from : a.fail_nth) = n;
-            Dev d(a);
+            const std::string faults = (from ? "sim_fail_from:" : "sim_fail_nth:") + std::to_string(n);
+            Dev d(OptionArgs(faults.c_str()));
             galloc_status_t st = FourAllocations(d);
             ga_sim_counters_t c = d.counters();
             if (st == GALLOC_OK)
@@ -484,7 +542,7 @@ TEST(SimSegments, RandomChurnMatchesAModel)
 
 TEST(SimClose, LeaksShowInTheCountersAndCloseFreesThem)
 {
-    for (uint32_t flags : {0u, GALLOC_BACKEND_F_BACKED}) {
+    for (uint32_t flags : {0u, kBacked}) {
         Dev d(Args(1 * kGiB, flags));
         d.alloc_ok(kPage);
         d.alloc_ok(512);

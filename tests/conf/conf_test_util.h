@@ -45,6 +45,14 @@ inline std::string format(const ga_conf_t &c)
     return std::string(buf.data());
 }
 
+// The backend options, normalized (whitespace dropped).
+inline std::string options(const ga_conf_t &c)
+{
+    char buf[GALLOC_BACKEND_OPTIONS_MAX];
+    ga_conf_options_normalized(&c, buf, sizeof buf);
+    return buf;
+}
+
 inline std::vector<uint32_t> divs(const ga_conf_t &c)
 {
     return std::vector<uint32_t>(c.roundup_power2_divisions, c.roundup_power2_divisions + GA_CONF_DIVISION_INTERVALS);
@@ -59,15 +67,15 @@ inline ::testing::AssertionResult Same(const ga_conf_t &a, const ga_conf_t &b)
     SAME_FIELD(backend) SAME_FIELD(max_split_size) SAME_FIELD(max_non_split_rounding_size)
     SAME_FIELD(garbage_collection_threshold) SAME_FIELD(expandable_segments) SAME_FIELD(release_lock_on_cudamalloc)
     SAME_FIELD(pinned_use_cuda_host_register) SAME_FIELD(pinned_num_register_threads)
-    SAME_FIELD(pinned_use_background_threads) SAME_FIELD(sim_capacity) SAME_FIELD(sim_backed)
-    SAME_FIELD(sim_manual_events) SAME_FIELD(sim_fail_nth) SAME_FIELD(sim_fail_from) SAME_FIELD(sim_fail_above)
-    SAME_FIELD(set) SAME_FIELD(large_segment_size) SAME_FIELD(per_process_memory_fraction)
-    SAME_FIELD(retry_pool_after_sync)
+    SAME_FIELD(pinned_use_background_threads) SAME_FIELD(set) SAME_FIELD(large_segment_size)
+    SAME_FIELD(per_process_memory_fraction) SAME_FIELD(retry_pool_after_sync) SAME_FIELD(n_options)
 #undef SAME_FIELD
     if (divs(a) != divs(b))
         return ::testing::AssertionFailure() << "roundup_power2_divisions differ";
-    if (strcmp(a.device_backend, b.device_backend) != 0 || strcmp(a.driver_path, b.driver_path) != 0)
-        return ::testing::AssertionFailure() << "device_backend or driver_path differs";
+    if (strcmp(a.device_backend, b.device_backend) != 0)
+        return ::testing::AssertionFailure() << "device_backend differs";
+    if (options(a) != options(b)) // as the backend reads them: whitespace aside
+        return ::testing::AssertionFailure() << "backend options differ: " << options(a) << " vs " << options(b);
     return ::testing::AssertionSuccess();
 }
 

@@ -38,16 +38,18 @@ TEST(ConfFormat, NormalizedStrings)
         {"pinned_num_register_threads:1,pinned_use_background_threads:False",
          "pinned_num_register_threads:1,pinned_use_background_threads:False"},
         {"max_split_size_mb:18446744073709551615", "max_split_size_mb:17592186044415"},
-        {"sim_capacity:24576MiB", "sim_capacity:24GiB"},
-        {"sim_capacity:1.5GB", "sim_capacity:1500000000"},
-        {"sim_capacity:3KiB", "sim_capacity:3KiB"},
-        {"sim_fail_from:0", "sim_fail_nth:0"},
+        // The backend's options follow the allocator's keys as given (only the backend knows their
+        // spelling), whitespace aside, one item per key in the order of their last mention.
+        {"sim_capacity:24576MiB", "sim_capacity:24576MiB"},
+        {" sim_capacity : 1.5 GB ", "sim_capacity:1.5GB"},
+        {"sim_fail_from:0", "sim_fail_from:0"},
         {"sim_backed:True,retry_pool_after_sync:True", "retry_pool_after_sync:True,sim_backed:True"},
         {"retry_pool_after_sync:False", "retry_pool_after_sync:False"},
+        {"sim_capacity:1GiB,sim_backed:True,sim_capacity:2GiB", "sim_backed:True,sim_capacity:2GiB"},
         {"driver_path:/x/libcuda.so.1,sim_fail_above:1GiB,sim_fail_from:5,sim_fail_nth:2,sim_manual_events:True,"
          "sim_backed:False,sim_capacity:80GiB,device_backend:sim,expandable_segments:True",
-         "expandable_segments:True,device_backend:sim,sim_capacity:80GiB,sim_backed:False,sim_manual_events:True,"
-         "sim_fail_nth:2,sim_fail_from:5,sim_fail_above:1GiB,driver_path:/x/libcuda.so.1"},
+         "expandable_segments:True,device_backend:sim,driver_path:/x/libcuda.so.1,sim_fail_above:1GiB,"
+         "sim_fail_from:5,sim_fail_nth:2,sim_manual_events:True,sim_backed:False,sim_capacity:80GiB"},
     };
     for (const auto &k : cases) {
         SCOPED_TRACE(k.in);

@@ -1,6 +1,7 @@
 /* pool_shim.c: see pool_shim.h. */
 #include "tests/pool/pool_shim.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -22,10 +23,12 @@ pool_shim_t *pool_shim_new(const char *conf, uint64_t capacity, char *err, size_
     if (ga_conf_parse(conf, &c, err, errlen) != GALLOC_OK)
         return NULL;
     pool_shim_t *s = calloc(1, sizeof(*s));
+    char options[sizeof(c.backend_options) + 64]; /* the capacity first: a sim_capacity in conf wins */
+    snprintf(options, sizeof(options), "sim_capacity:%" PRIu64 "%s%s", capacity, c.n_options ? "," : "",
+             c.backend_options);
     galloc_backend_args_t args = {0};
     args.struct_size = sizeof(args);
-    args.capacity = capacity;
-    args.flags = (c.sim_manual_events ? GALLOC_BACKEND_F_MANUAL_EVENTS : 0) | (c.sim_backed ? GALLOC_BACKEND_F_BACKED : 0);
+    args.options = options;
     if (s == NULL || ga_backend_open(&s->backend, "sim", &args, err, errlen) != GALLOC_OK) {
         free(s);
         return NULL;
