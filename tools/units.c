@@ -1,9 +1,11 @@
 /*
  * units.c: see units.h. Hand-written digit loops rather than strtoull: the
  * trace readers call these millions of times per second, on slices of a line
- * that are not NUL-terminated, and must reject "-1", "+3" and overflow.
+ * that are not NUL-terminated, and must reject "-1", "+3" and overflow. Sizes
+ * are read by util/size.h, the one size parser, under the tools' rules.
  */
 #include "tools/units.h"
+#include "util/size.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -61,78 +63,29 @@ bool ga_units_parse_uint(const char *s, size_t n, uint64_t *out)
     return ga_units_parse_u64(s, n, out);
 }
 
-static bool ieq(const char *s, size_t n, const char *lit)
-{
-    size_t k = strlen(lit);
-    if (n != k)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != lit[i])
-            return false;
-    }
-    return true;
-}
+/* The command line's and trace files' dialect of util/size.h: units are
+ * powers of 1024 whether spelt K, KB or KiB (an "80 GB" GPU reports 80 GiB),
+ * a blank may precede the unit, and a fraction of a byte rounds to the
+ * nearest (15 fraction digits count: more than any device size needs). */
+static const ga_size_unit_t size_units[] = {
+    {"b", 1},           {"bytes", 1},
+    {"k", 1ull << 10},  {"kb", 1ull << 10},  {"kib", 1ull << 10},
+    {"m", 1ull << 20},  {"mb", 1ull << 20},  {"mib", 1ull << 20},
+    {"g", 1ull << 30},  {"gb", 1ull << 30},  {"gib", 1ull << 30},
+    {"t", 1ull << 40},  {"tb", 1ull << 40},  {"tib", 1ull << 40},
+};
 
-/* The multiplier of a unit suffix, 0 if unknown. */
-static uint64_t unit_of(const char *s, size_t n)
-{
-    static const struct {
-        const char *a, *b, *c;
-        unsigned shift;
-    } units[] = {{"k", "kb", "kib", 10}, {"m", "mb", "mib", 20}, {"g", "gb", "gib", 30}, {"t", "tb", "tib", 40}};
-    if (n == 0 || ieq(s, n, "b") || ieq(s, n, "bytes"))
-        return 1;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (ieq(s, n, units[i].a) || ieq(s, n, units[i].b) || ieq(s, n, units[i].c))
-            return (uint64_t)1 << units[i].shift;
-    return 0;
-}
+static const ga_size_rules_t size_rules = {
+    .units = size_units,
+    .n_units = sizeof(size_units) / sizeof(size_units[0]),
+    .round = GA_SIZE_ROUND_NEAREST,
+    .frac_digits = 15,
+    .blank_before_unit = true,
+};
 
 bool ga_units_parse_size(const char *s, size_t n, uint64_t *out)
 {
-    size_t i = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-        i++;
-    size_t int_end = i;
-    size_t frac_start = i, frac_end = i;
-    if (i < n && s[i] == '.') {
-        frac_start = ++i;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++;
-        frac_end = i;
-    }
-    if (int_end == 0 && frac_end == frac_start)
-        return false; /* no digits at all */
-    size_t u = i;
-    while (u < n && s[u] == ' ')
-        u++;
-    uint64_t mul = unit_of(s + u, n - u);
-    if (mul == 0)
-        return false;
-    uint64_t whole = 0;
-    if (int_end > 0 && !ga_units_parse_u64(s, int_end, &whole))
-        return false;
-    if (whole > UINT64_MAX / mul)
-        return false;
-    uint64_t v = whole * mul;
-    if (frac_end > frac_start) {
-        /* The fraction in double precision, rounded to the nearest byte:
-         * exact for every size a GPU has (below 2^53 bytes). */
-        double f = 0, scale = 1;
-        for (size_t k = frac_start; k < frac_end && k < frac_start + 15; k++) {
-            scale /= 10;
-            f += (s[k] - '0') * scale;
-        }
-        double extra = floor(f * (double)mul + 0.5);
-        if ((double)(UINT64_MAX - v) < extra)
-            return false;
-        v += (uint64_t)extra;
-    }
-    *out = v;
-    return true;
+    return ga_size_parse(s, n, &size_rules, out) == GA_SIZE_OK;
 }
 
 bool ga_units_parse_fraction(const char *s, size_t n, double *out)

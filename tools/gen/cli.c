@@ -7,75 +7,39 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "tools/gen/cli.h"
+#include "util/size.h"
 
-typedef struct unit {
-    const char *name; /* case-insensitive suffix */
-    uint64_t mult;    /* its multiplier */
-} unit_t;
+/* galloc gen's dialects of util/size.h: counts in powers of 1000 that must
+ * come out whole (a parameter count of 1.5 is a typo), sizes in powers of 1024
+ * whether spelt GB or GiB, rounded down (a size of 0.1GiB is not a typo). */
+static const ga_size_unit_t count_units[] = {
+    {"K", 1000}, {"M", 1000000}, {"B", 1000000000}, {"G", 1000000000}, {"T", UINT64_C(1000000000000)}};
 
-static const unit_t count_units[] = {{"", 1},
-                                     {"K", 1000},
-                                     {"M", 1000000},
-                                     {"B", 1000000000},
-                                     {"G", 1000000000},
-                                     {"T", UINT64_C(1000000000000)}};
-
-static const unit_t size_units[] = {
-    {"", 1},        {"B", 1},
+static const ga_size_unit_t size_units[] = {
+    {"B", 1},
     {"K", 1 << 10}, {"KB", 1 << 10}, {"KiB", 1 << 10},
     {"M", 1 << 20}, {"MB", 1 << 20}, {"MiB", 1 << 20},
     {"G", 1 << 30}, {"GB", 1 << 30}, {"GiB", 1 << 30},
     {"T", UINT64_C(1) << 40}, {"TB", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
 
-/* digits [ '.' digits ] unit: the value times the unit, rounded down, or
- * refused when whole_only is set and it is not a whole number (a parameter count
- * of 1.5 is a typo, a size of 0.1GiB is not). */
-static int parse_scaled(const char *s, const unit_t *units, size_t n_units, bool whole_only, uint64_t *out)
-{
-    uint64_t whole = 0, frac = 0, scale = 1;
-    size_t i = 0, digits = 0;
-    for (; s[i] >= '0' && s[i] <= '9'; i++, digits++)
-        if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, (uint64_t)(s[i] - '0'), &whole))
-            return -1;
-    if (s[i] == '.') {
-        for (i++; s[i] >= '0' && s[i] <= '9'; i++, digits++)
-            if (scale < UINT64_C(1000000000000000000)) { /* digits past 10^-18 cannot matter */
-                frac = frac * 10 + (uint64_t)(s[i] - '0');
-                scale *= 10;
-            }
-    }
-    if (digits == 0)
-        return -1;
-    for (size_t k = 0; k < n_units; k++) {
-        if (strcasecmp(s + i, units[k].name) != 0)
-            continue;
-        uint64_t v;
-        if (__builtin_mul_overflow(whole, units[k].mult, &v))
-            return -1;
-        /* frac / scale < 1, so frac * mult / scale < mult: 128-bit avoids the overflow. */
-        unsigned __int128 scaled = (unsigned __int128)frac * units[k].mult;
-        if (whole_only && scaled % scale != 0)
-            return -1;
-        uint64_t f = (uint64_t)(scaled / scale);
-        if (__builtin_add_overflow(v, f, &v))
-            return -1;
-        *out = v;
-        return 0;
-    }
-    return -1;
-}
+static const ga_size_rules_t count_rules = {
+    .units = count_units, .n_units = sizeof(count_units) / sizeof(count_units[0]), .round = GA_SIZE_EXACT,
+    .frac_digits = 18};
+
+static const ga_size_rules_t size_rules = {
+    .units = size_units, .n_units = sizeof(size_units) / sizeof(size_units[0]), .round = GA_SIZE_ROUND_DOWN,
+    .frac_digits = 18};
 
 int ga_cli_parse_count(const char *s, uint64_t *out)
 {
-    return parse_scaled(s, count_units, sizeof(count_units) / sizeof(count_units[0]), true, out);
+    return ga_size_parse(s, strlen(s), &count_rules, out) == GA_SIZE_OK ? 0 : -1;
 }
 
 int ga_cli_parse_size(const char *s, uint64_t *out)
 {
-    return parse_scaled(s, size_units, sizeof(size_units) / sizeof(size_units[0]), false, out);
+    return ga_size_parse(s, strlen(s), &size_rules, out) == GA_SIZE_OK ? 0 : -1;
 }
 
 /* Plain decimal integer in [lo, hi]. */
