@@ -32,7 +32,7 @@ bool ga_outputs_have_plot(void)
 #endif
 }
 
-int ga_outputs_record_history(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen)
+static int record_history(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen)
 {
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     galloc_history_options_t opt = {.struct_size = sizeof(opt),
@@ -57,7 +57,7 @@ int ga_outputs_record_history(galloc_allocator_t *a, size_t max_entries, char *e
 #endif
 }
 
-int ga_outputs_snapshot(galloc_allocator_t *a, const char *path, char *err, size_t errlen)
+static int write_snapshot(galloc_allocator_t *a, const char *path, char *err, size_t errlen)
 {
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     size_t n = strlen(path);
@@ -79,7 +79,7 @@ int ga_outputs_snapshot(galloc_allocator_t *a, const char *path, char *err, size
 #endif
 }
 
-void ga_outputs_annotate(galloc_allocator_t *a, const char *text)
+static void annotate(galloc_allocator_t *a, const char *text)
 {
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     galloc_record_annotation(a, "START", text); /* a point marker: PyTorch's ranges have START and END */
@@ -88,6 +88,9 @@ void ga_outputs_annotate(galloc_allocator_t *a, const char *text)
     (void)text;
 #endif
 }
+
+const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops = {
+    .record = record_history, .write = write_snapshot, .annotate = annotate};
 
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen)
 {

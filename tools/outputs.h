@@ -1,7 +1,8 @@
 /*
  * outputs.h: the files `galloc replay` writes besides its report: PyTorch
- * snapshots (--snapshot) and memory plots (--plot, also `galloc fit --plot`),
- * and their names when one run produces several.
+ * snapshots (--snapshot, handed to the engine as ga_replay_snapshot_ops_t:
+ * outputs sit above the engine, never below) and memory plots (--plot, also
+ * `galloc fit --plot`), and their names when one run produces several.
  *
  * Both depend on parts of galloc built in other packages: the snapshot writer
  * (galloc_record_memory_history / galloc_snapshot_write in api/) and the plot
@@ -27,19 +28,12 @@ extern "C" {
 bool ga_outputs_have_snapshot(void);
 bool ga_outputs_have_plot(void);
 
-/* ga_outputs_record_history: start recording every event (GALLOC_HISTORY_ALL),
- * so the snapshot carries the replay's trace; max_entries bounds the trace
- * ring as PyTorch's _record_memory_history(max_entries=N) does (0 = keep
- * every entry). 0, or -1 with err set. */
-int ga_outputs_record_history(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen);
-
-/* ga_outputs_snapshot: write a's state and trace to path, as JSON if path ends
- * in ".json", else as the pickle _dump_snapshot writes. 0, or -1 with err. */
-int ga_outputs_snapshot(galloc_allocator_t *a, const char *path, char *err, size_t errlen);
-
-/* ga_outputs_annotate: a trace annotation ("step 8847") into the recorded
- * history, so the snapshot's external_annotations carries it. Best effort. */
-void ga_outputs_annotate(galloc_allocator_t *a, const char *text);
+/* ga_outputs_snapshot_ops: galloc's snapshot writer for the replay engine:
+ * records every event (GALLOC_HISTORY_ALL, a bounded ring as PyTorch's
+ * _record_memory_history(max_entries=N) keeps when asked), writes JSON for a
+ * path ending in ".json", else the pickle _dump_snapshot writes, and keeps
+ * annotations as START markers in external_annotations. */
+extern const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops;
 
 /* ga_outputs_plot: draw in to path. 0, or -1 with err. */
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen);

@@ -2,7 +2,9 @@
  * replay.c: the replay loop of replay.h. Events are read in chunks; every
  * configuration replays a chunk before the next is read. The per-event work
  * (apply) is one galloc call and one pointer-map operation; everything else
- * (OOM records, samples, snapshots) happens on rare events only.
+ * (OOM records, samples, snapshots) happens on rare events only. The engine
+ * decides when a snapshot is recorded and written; how is the caller's
+ * (ga_replay_snapshot_ops_t), so no output code sits below the engine.
  *
  * Invariant: a column's map holds exactly the trace ids whose allocation the
  * column has replayed and not yet freed; an id whose allocation failed maps to
@@ -10,7 +12,6 @@
  * counting as a trace anomaly.
  */
 #include "tools/replay.h"
-#include "tools/outputs.h"
 #include "tools/seed.h"
 
 #include <inttypes.h>
@@ -65,16 +66,22 @@ static void write_snapshot(ga_replay_column_t *c)
                  c->snapshot_path, c->snapshot_first);
         return;
     }
-    ga_outputs_snapshot(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
+    c->snapshot_ops->write(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
 }
 
 /* Start recording the history (at the first event of --snapshot-range). */
 static void start_recording(ga_replay_column_t *c)
 {
-    if (ga_outputs_record_history(c->a, c->snapshot_max_entries, c->snapshot_error, sizeof(c->snapshot_error)) != 0)
+    if (c->snapshot_ops == NULL) {
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error), "%s: not written: no snapshot writer given",
+                 c->snapshot_path);
+        c->snapshot_done = true;
+    } else if (c->snapshot_ops->record(c->a, c->snapshot_max_entries, c->snapshot_error,
+                                       sizeof(c->snapshot_error)) != 0) {
         c->snapshot_done = true; /* nothing to write: the error says why */
-    else
+    } else {
         c->snapshot_recording = true;
+    }
 }
 
 /* An allocation failed with out-of-memory: keep the message and figures. */
@@ -262,8 +269,8 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
             c->fraction = e->fraction;
         break;
     case GA_EV_ANNOTATE:
-        if (c->snapshot_recording && !c->snapshot_done && e->text != NULL)
-            ga_outputs_annotate(c->a, e->text);
+        if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)
+            c->snapshot_ops->annotate(c->a, e->text);
         return;
     }
     if (st != GALLOC_OK)
@@ -325,6 +332,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     ga_idmap_init(&c->map);
     c->stats.struct_size = sizeof(c->stats);
     c->snapshot_path = o->snapshot_paths ? o->snapshot_paths[i] : NULL;
+    c->snapshot_ops = o->snapshot_ops;
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
     c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,

@@ -105,6 +105,21 @@ typedef struct ga_sampler {
     double *x, *req, *alloc, *res; /* GA_SERIES_MAX_POINTS + 1 entries each */
 } ga_sampler_t;
 
+/* How a column's history is recorded and its snapshot written. The engine
+ * decides when (from the first event or --snapshot-range's FIRST; at the first
+ * OOM, after LAST or at the end); the caller supplies how (outputs.h has
+ * galloc's writer), so the engine calls no output code itself. */
+typedef struct ga_replay_snapshot_ops {
+    /* record: start recording a's history, keeping at most max_entries trace
+     * entries (0 = all). 0, or -1 with err set (the column then writes none). */
+    int (*record)(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen);
+    /* write: a's state and recorded trace to path. 0, or -1 with err set. */
+    int (*write)(galloc_allocator_t *a, const char *path, char *err, size_t errlen);
+    /* annotate: a trace annotation ("step 8847") into the recorded history;
+     * NULL = annotations are not kept. */
+    void (*annotate)(galloc_allocator_t *a, const char *text);
+} ga_replay_snapshot_ops_t;
+
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
     char *label;                         /* what the user wrote, "defaults" for none */
@@ -128,6 +143,7 @@ typedef struct ga_replay_column {
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
     double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
+    const ga_replay_snapshot_ops_t *snapshot_ops; /* how (ga_replay_opts_t.snapshot_ops) */
     uint64_t snapshot_first;             /* recording starts before this event index */
     uint64_t snapshot_last;              /* ... and the snapshot is written after this one */
     size_t snapshot_max_entries;         /* trace ring size, 0 = unbounded */
@@ -147,6 +163,8 @@ typedef struct ga_replay_opts {
     bool check;                    /* galloc_check each allocator at the end (tests); a violation
                                       counts in errors / first_error */
     const char *const *snapshot_paths; /* per configuration, or NULL: --snapshot */
+    const ga_replay_snapshot_ops_t *snapshot_ops; /* how snapshots are recorded and written; needed
+                                                     with snapshot_paths (without: a snapshot_error) */
     /* --snapshot-range FIRST:LAST (when snapshot_range): record from event
      * FIRST, write after event LAST (or at the end, or at the first OOM in
      * the range). Without it the whole replay is recorded. */

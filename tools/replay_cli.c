@@ -254,7 +254,8 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     bool seeded = positioned && snapshot_context(c, r, path, unit, &mem, &seed);
     ga_replay_opts_t o = {.backend = c->backend, .device_memory = mem, .sample = c->plot != NULL,
                           .seed = seeded ? &seed : NULL,
-                          .snapshot_paths = (const char *const *)snaps, .snapshot_range = c->snapshot_range,
+                          .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
+                          .snapshot_range = c->snapshot_range,
                           .snapshot_first = c->snapshot_first, .snapshot_last = c->snapshot_last,
                           .snapshot_max_entries = c->snapshot_max, .progress = ga_progress_update,
                           .progress_ctx = &prog};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tools/fit.h"
+#include "tools/outputs.h"
 #include "tools/replay.h"
 #include "tools/report.h"
 #include "tools/seed.h"
@@ -264,6 +265,7 @@ static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, const c
 {
     const char *paths[] = {tmp};
     ga_replay_opts_t ro = {.backend = o->backend, .device_memory = mem, .snapshot_paths = paths,
+                           .snapshot_ops = &ga_outputs_snapshot_ops,
                            .snapshot_at_end = true, .seed = seed};
     ga_replay_t rp;
     if (ga_replay_run(r, &ro, &conf, 1, &rp) != 0) {
