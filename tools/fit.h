@@ -10,7 +10,8 @@
  * if every unit fits. The search (ga_fit_search) replays a grid of the knobs
  * users set in PYTORCH_CUDA_ALLOC_CONF, refines around the best, ranks, and
  * bisects the smallest device size for the leaders. A PyTorch snapshot's
- * recorded allocator settings (fit_settings.c) are replayed first.
+ * recorded allocator settings (ga_torch_recorded_conf, settings.c) are
+ * replayed first.
  *
  * Replay semantics are those of replay.c (docs/trace-format.md, "Replay
  * semantics"), except that a configuration's replay ends at its first OOM:
@@ -71,17 +72,6 @@ typedef struct ga_fit_job {
  * or host memory); the job keeps what was loaded before.
  */
 int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err, size_t errlen);
-
-/*
- * ga_fit_recorded_conf: the allocator settings the PyTorch snapshot at path
- * recorded ("allocator_settings"), as a PYTORCH_CUDA_ALLOC_CONF string in
- * conf (len bytes), and the recorded PYTORCH_CUDA_ALLOC_CONF text in text
- * (text_len bytes, "" if none). Returns 1 when settings were recorded, 0 when
- * path is not a snapshot or has none (conf ""), -1 with err on a file that
- * cannot be read or parsed. See fit_settings.c for the mapping.
- */
-int ga_fit_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
-                         size_t errlen);
 
 /* ga_fit_job_free: release what ga_fit_load made. */
 void ga_fit_job_free(ga_fit_job_t *job);

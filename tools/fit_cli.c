@@ -19,6 +19,7 @@
 #include "tools/replay_cli.h"
 #include "tools/report.h"
 #include "tools/units.h"
+#include "tools/torch_snapshot.h"
 
 typedef struct cli {
     uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
@@ -375,7 +376,7 @@ int ga_fit_main(int argc, char **argv)
         }
         if (c.no_recorded || c.has_recorded || strcmp(argv[i], "-") == 0)
             continue; /* the first snapshot with settings speaks for the job; stdin cannot be reread */
-        int rc2 = ga_fit_recorded_conf(argv[i], c.recorded, sizeof(c.recorded), c.recorded_text,
+        int rc2 = ga_torch_recorded_conf(argv[i], c.recorded, sizeof(c.recorded), c.recorded_text,
                                        sizeof(c.recorded_text), err, sizeof(err));
         if (rc2 < 0) {
             fprintf(stderr, "galloc fit: %s\n", err);

@@ -1,6 +1,7 @@
 /*
  * read_torch.c: PyTorch memory snapshots (torch.cuda.memory._dump_snapshot),
- * decoded by pickle_read.c and turned into replay events.
+ * decoded by pickle_read.c, walked by torch_snapshot.c and turned into replay
+ * events.
  *
  * What is replayed, per device ("unit") of device_traces:
  *  - alloc -> GA_EV_ALLOC (addr is the id, size is the request, PyTorch records
@@ -30,13 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/pickle_read.h"
 #include "tools/idmap.h"
+#include "tools/pickle_read.h"
 #include "tools/reader_int.h"
 #include "tools/snapfile.h"
-
-#define MAX_FILE ((size_t)16 << 30) /* a snapshot larger than this is refused */
-#define MAX_DEVICES 1024            /* device indices above this are refused as garbled */
+#include "tools/torch_snapshot.h"
 
 typedef struct pro_block {
     uint64_t addr, size, stream;
@@ -46,14 +45,12 @@ typedef struct torch {
     uint8_t *file;                     /* the whole file when read from stdin (strings point into it) */
     size_t len;                        /* the file's length */
     ga_pickle_t *owned;                /* the decoded snapshot when read from stdin */
-    const ga_pickle_t *pk;             /* the decoded snapshot: owned, or shared (snapfile.h) */
-    const ga_pk_value_t *traces;       /* device_traces (list) or NULL */
-    const ga_pk_value_t *segments;     /* segments (list) or NULL */
-    int *devices;                      /* device index of each unit */
-    const ga_pk_value_t *trace;        /* the current unit's entries (list) or NULL */
+    ga_torch_snapshot_t snap;                /* the snapshot: of owned, or of a shared file (snapfile.h) */
+    int devices[GA_TORCH_MAX_DEVICES]; /* device index of each unit */
+    ga_torch_list_t trace;          /* the current unit's entries (n = 0 when it has none) */
     size_t next;                       /* next entry of trace */
     pro_block_t *pro;                  /* the current unit's prologue */
-    size_t n_pro, pro_next;
+    size_t n_pro, pro_next, pro_cap;
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -63,41 +60,34 @@ static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const c
     return -1;
 }
 
-/* An int field of a dict as uint64 bits (addresses and streams are int64 in
- * PyTorch's dict); missing -> dflt if allowed. Returns false on a wrong type. */
-static bool get_u64(const ga_pk_value_t *d, const char *key, bool required, uint64_t dflt, uint64_t *out)
+static int push_pro(torch_t *t, pro_block_t b)
 {
-    const ga_pk_value_t *v = ga_pk_dict_get(d, key);
-    if (v == NULL) {
-        *out = dflt;
-        return !required;
+    if (t->n_pro == t->pro_cap) {
+        size_t ncap = t->pro_cap ? t->pro_cap * 2 : 64;
+        pro_block_t *np = realloc(t->pro, ncap * sizeof(*np));
+        if (np == NULL)
+            return -1;
+        t->pro = np;
+        t->pro_cap = ncap;
     }
-    if (v->type != GA_PK_INT)
-        return false;
-    *out = (uint64_t)v->u.i;
-    return true;
-}
-
-static size_t trace_len(const torch_t *t)
-{
-    return t->trace != NULL ? t->trace->u.seq.n : 0;
+    t->pro[t->n_pro++] = b;
+    return 0;
 }
 
 /* Prologue step 1: frees of addresses the trace never allocated before. */
-static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *seen, size_t *cap, char *err,
-                               size_t errlen)
+static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *seen, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
     ga_idmap_val_t none = {0};
-    for (size_t i = 0; i < trace_len(t); i++) {
-        const ga_pk_value_t *e = t->trace->u.seq.items[i];
-        const ga_pk_value_t *a = ga_pk_dict_get(e, "action");
+    for (size_t i = 0; i < t->trace.n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
         uint64_t addr, size, stream;
-        bool is_alloc = ga_pk_str_eq(a, "alloc"), is_free = ga_pk_str_eq(a, "free_requested");
+        bool is_alloc = e.action == GA_ACT_ALLOC, is_free = e.action == GA_ACT_FREE_REQUESTED;
         if (!is_alloc && !is_free)
             continue;
-        if (!get_u64(e, "addr", true, 0, &addr) || !get_u64(e, "size", true, 0, &size) ||
-            !get_u64(e, "stream", false, 0, &stream))
+        if (!ga_torch_int_get(e.addr, true, 0, &addr) || !ga_torch_int_get(e.size, true, 0, &size) ||
+            !ga_torch_int_get(e.stream, false, 0, &stream))
             return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('addr' and 'size' present)");
         if (is_alloc) {
             if (ga_idmap_put(live, addr, none, NULL, NULL) != 0 || ga_idmap_put(seen, addr, none, NULL, NULL) != 0)
@@ -106,23 +96,41 @@ static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *see
         }
         if (ga_idmap_remove(live, addr, NULL) || ga_idmap_get(seen, addr, NULL))
             continue;
-        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0)
+        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 || push_pro(t, (pro_block_t){addr, size, stream}) != 0)
             return entry_err(r, err, errlen, i, "out of host memory");
-        if (t->n_pro == *cap) {
-            size_t ncap = *cap ? *cap * 2 : 64;
-            pro_block_t *np = realloc(t->pro, ncap * sizeof(*np));
-            if (np == NULL)
-                return entry_err(r, err, errlen, i, "out of host memory");
-            t->pro = np;
-            *cap = ncap;
+    }
+    return 0;
+}
+
+/* Prologue step 2, one segment: its live blocks the trace never mentions. */
+static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, uint64_t stream,
+                            const ga_idmap_t *seen, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    for (size_t b = 0; b < g->blocks.n; b++) {
+        ga_torch_block_t blk;
+        ga_torch_block(g, b, &blk);
+        uint64_t addr, size, req;
+        if (blk.state != GA_STATE_ALLOCATED && blk.state != GA_STATE_PENDING_FREE)
+            continue;
+        if (!ga_torch_int_get(blk.address, true, 0, &addr) || !ga_torch_int_get(blk.size, true, 0, &size) ||
+            !ga_torch_int_get(blk.requested_size, false, size, &req)) {
+            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'address' and 'size' must be ints", r->in.path,
+                     s, b);
+            return -1;
         }
-        t->pro[t->n_pro++] = (pro_block_t){addr, size, stream};
+        if (ga_idmap_get(seen, addr, NULL))
+            continue;
+        if (push_pro(t, (pro_block_t){addr, req, stream}) != 0) {
+            snprintf(err, errlen, "%s: out of host memory", r->in.path);
+            return -1;
+        }
     }
     return 0;
 }
 
 /* Prologue step 2: blocks live at the end that the trace never mentions. */
-static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, size_t *cap, char *err, size_t errlen)
+static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
     int dev = t->devices[r->unit];
@@ -130,49 +138,25 @@ static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, size_t
      * than bytes; more visits mean shared lists, a hostile file's way to make
      * a small input cost quadratic time. */
     size_t budget = t->len;
-    for (size_t s = 0; t->segments != NULL && s < t->segments->u.seq.n; s++) {
-        const ga_pk_value_t *seg = t->segments->u.seq.items[s];
+    for (size_t s = 0; s < t->snap.segments.n; s++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(&t->snap, s, &g);
         uint64_t sdev, stream;
-        const ga_pk_value_t *blocks = ga_pk_dict_get(seg, "blocks");
-        if (seg->type != GA_PK_DICT || !get_u64(seg, "device", false, 0, &sdev) ||
-            !get_u64(seg, "stream", false, 0, &stream) || (blocks != NULL && blocks->type != GA_PK_LIST)) {
+        if (!g.is_dict || !ga_torch_int_get(g.device, false, 0, &sdev) ||
+            !ga_torch_int_get(g.stream, false, 0, &stream) || (g.blocks.present && !g.blocks.is_list)) {
             snprintf(err, errlen, "%s: segments[%zu]: not a segment dict (device, stream, blocks)", r->in.path, s);
             return -1;
         }
-        if ((int64_t)sdev != dev || blocks == NULL)
+        if ((int64_t)sdev != dev || !g.blocks.present)
             continue;
-        if (blocks->u.seq.n > budget) {
+        if (g.blocks.n > budget) {
             snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold (shared lists?)",
                      r->in.path, s);
             return -1;
         }
-        budget -= blocks->u.seq.n;
-        for (size_t b = 0; b < blocks->u.seq.n; b++) {
-            const ga_pk_value_t *blk = blocks->u.seq.items[b];
-            const ga_pk_value_t *state = ga_pk_dict_get(blk, "state");
-            uint64_t addr, size, req;
-            if (!ga_pk_str_eq(state, "active_allocated") && !ga_pk_str_eq(state, "active_pending_free"))
-                continue;
-            if (!get_u64(blk, "address", true, 0, &addr) || !get_u64(blk, "size", true, 0, &size) ||
-                !get_u64(blk, "requested_size", false, size, &req)) {
-                snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'address' and 'size' must be ints",
-                         r->in.path, s, b);
-                return -1;
-            }
-            if (ga_idmap_get(seen, addr, NULL))
-                continue;
-            if (t->n_pro == *cap) {
-                size_t ncap = *cap ? *cap * 2 : 64;
-                pro_block_t *np = realloc(t->pro, ncap * sizeof(*np));
-                if (np == NULL) {
-                    snprintf(err, errlen, "%s: out of host memory", r->in.path);
-                    return -1;
-                }
-                t->pro = np;
-                *cap = ncap;
-            }
-            t->pro[t->n_pro++] = (pro_block_t){addr, req, stream};
-        }
+        budget -= g.blocks.n;
+        if (segment_prologue(r, &g, s, stream, seen, err, errlen) != 0)
+            return -1;
     }
     return 0;
 }
@@ -180,24 +164,23 @@ static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, size_t
 static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
-    int dev = t->devices[unit];
-    t->trace = NULL;
-    if (t->traces != NULL && (size_t)dev < t->traces->u.seq.n)
-        t->trace = t->traces->u.seq.items[dev];
+    t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
     t->next = 0;
     free(t->pro);
     t->pro = NULL;
-    t->n_pro = t->pro_next = 0;
-    for (size_t i = 0; i < trace_len(t); i++)
-        if (t->trace->u.seq.items[i]->type != GA_PK_DICT)
+    t->n_pro = t->pro_next = t->pro_cap = 0;
+    for (size_t i = 0; i < t->trace.n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
+        if (!e.is_dict)
             return entry_err(r, err, errlen, i, "not a dict");
+    }
     ga_idmap_t live, seen;
     ga_idmap_init(&live);
     ga_idmap_init(&seen);
-    size_t cap = 0;
-    int rc = prologue_from_trace(r, &live, &seen, &cap, err, errlen);
+    int rc = prologue_from_trace(r, &live, &seen, err, errlen);
     if (rc == 0)
-        rc = prologue_from_segments(r, &seen, &cap, err, errlen);
+        rc = prologue_from_segments(r, &seen, err, errlen);
     ga_idmap_free(&live);
     ga_idmap_free(&seen);
     r->notes.prologue = t->n_pro;
@@ -220,21 +203,56 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
 {
     *next_segment = 0;
-    while (t->next < trace_len(t)) {
-        const ga_pk_value_t *e = t->trace->u.seq.items[t->next];
-        const ga_pk_value_t *a = ga_pk_dict_get(e, "action");
-        if (ga_pk_str_eq(a, "segment_free") || ga_pk_str_eq(a, "segment_unmap")) {
+    while (t->next < t->trace.n) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, t->next, &e);
+        if (e.action == GA_ACT_SEGMENT_FREE || e.action == GA_ACT_SEGMENT_UNMAP) {
             t->next++;
             continue;
         }
-        if (ga_pk_str_eq(a, "oom"))
+        if (e.action == GA_ACT_OOM)
             return false;
-        if ((ga_pk_str_eq(a, "segment_alloc") || ga_pk_str_eq(a, "segment_map")) &&
-            !get_u64(e, "size", true, 0, next_segment))
+        if ((e.action == GA_ACT_SEGMENT_ALLOC || e.action == GA_ACT_SEGMENT_MAP) &&
+            !ga_torch_int_get(e.size, true, 0, next_segment))
             *next_segment = 0;
         return true;
     }
     return true; /* released at the end of the trace: nothing else explains it */
+}
+
+/* An alloc, free_requested, free_completed or oom entry i as its event. */
+static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_event_t *ev, char *err,
+                       size_t errlen)
+{
+    torch_t *t = r->impl;
+    bool oom = e->action == GA_ACT_OOM;
+    if (!ga_torch_int_get(e->addr, !oom, 0, &ev->id) || !ga_torch_int_get(e->size, true, 0, &ev->size) ||
+        !ga_torch_int_get(e->stream, false, 0, &ev->stream))
+        return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
+    if ((int64_t)ev->size < 0)
+        return entry_err(r, err, errlen, i, "negative 'size'");
+    if (e->action == GA_ACT_ALLOC) {
+        ev->kind = GA_EV_ALLOC;
+    } else if (oom) {
+        ev->kind = GA_EV_OOM;
+        ev->id = 0;
+    } else if (e->action == GA_ACT_FREE_COMPLETED) {
+        ev->kind = GA_EV_FREE_COMPLETED;
+    } else {
+        ev->kind = GA_EV_FREE_PENDING;
+        if (t->next < t->trace.n) {
+            ga_torch_entry_t n;
+            uint64_t naddr;
+            ga_torch_entry(&t->trace, t->next, &n);
+            if (n.action == GA_ACT_FREE_COMPLETED && ga_torch_int_get(n.addr, true, 0, &naddr) &&
+                naddr == ev->id) {
+                ev->kind = GA_EV_FREE; /* the common case: no other stream used the block */
+                ev->stream = GA_STREAM_NONE;
+                t->next++;
+            }
+        }
+    }
+    return 1;
 }
 
 static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
@@ -250,66 +268,36 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ev->stream = p->stream;
         return 1;
     }
-    while (t->next < trace_len(t)) {
+    while (t->next < t->trace.n) {
         size_t i = t->next++;
-        const ga_pk_value_t *e = t->trace->u.seq.items[i];
-        const ga_pk_value_t *a = ga_pk_dict_get(e, "action");
-        if (a == NULL || a->type != GA_PK_STR)
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
+        if (e.action == GA_ACT_NONE)
             return entry_err(r, err, errlen, i, "'action' is missing or not a str");
         ev->where = i;
-        if (ga_pk_str_eq(a, "annotate")) {
-            const ga_pk_value_t *m = ga_pk_dict_get(e, "user_metadata");
-            if (m == NULL || m->type != GA_PK_STR) {
-                r->notes.skipped++;
-                continue;
-            }
+        switch (e.action) {
+        case GA_ACT_ANNOTATE:
+            if (e.text == NULL)
+                break;
             ev->kind = GA_EV_ANNOTATE;
-            ev->text = m->u.s.p;
-            ev->text_len = m->u.s.n;
+            ev->text = e.text;
+            ev->text_len = e.text_len;
             return 1;
+        case GA_ACT_SEGMENT_FREE:
+        case GA_ACT_SEGMENT_UNMAP:
+            if (!release_run_may_be_empty_cache(t, &ev->size))
+                break;
+            ev->kind = GA_EV_EMPTY_CACHE;
+            return 1;
+        case GA_ACT_ALLOC:
+        case GA_ACT_FREE_REQUESTED:
+        case GA_ACT_FREE_COMPLETED:
+        case GA_ACT_OOM:
+            return block_event(r, &e, i, ev, err, errlen);
+        default:
+            break; /* segment_alloc/map and snapshot entries, unknown actions */
         }
-        if (ga_pk_str_eq(a, "segment_free") || ga_pk_str_eq(a, "segment_unmap")) {
-            if (release_run_may_be_empty_cache(t, &ev->size)) {
-                ev->kind = GA_EV_EMPTY_CACHE;
-                return 1;
-            }
-            r->notes.skipped++;
-            continue;
-        }
-        bool alloc = ga_pk_str_eq(a, "alloc"), freq = ga_pk_str_eq(a, "free_requested");
-        bool fcomp = ga_pk_str_eq(a, "free_completed"), oom = ga_pk_str_eq(a, "oom");
-        if (!alloc && !freq && !fcomp && !oom) {
-            r->notes.skipped++; /* segment_* and snapshot entries, unknown actions */
-            continue;
-        }
-        int64_t size_signed;
-        if (!get_u64(e, "addr", !oom, 0, &ev->id) || !get_u64(e, "size", true, 0, &ev->size) ||
-            !get_u64(e, "stream", false, 0, &ev->stream))
-            return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
-        size_signed = (int64_t)ev->size;
-        if (size_signed < 0)
-            return entry_err(r, err, errlen, i, "negative 'size'");
-        if (alloc) {
-            ev->kind = GA_EV_ALLOC;
-        } else if (oom) {
-            ev->kind = GA_EV_OOM;
-            ev->id = 0;
-        } else if (fcomp) {
-            ev->kind = GA_EV_FREE_COMPLETED;
-        } else {
-            ev->kind = GA_EV_FREE_PENDING;
-            if (t->next < trace_len(t)) {
-                const ga_pk_value_t *n = t->trace->u.seq.items[t->next];
-                uint64_t naddr;
-                if (ga_pk_str_eq(ga_pk_dict_get(n, "action"), "free_completed") &&
-                    get_u64(n, "addr", true, 0, &naddr) && naddr == ev->id) {
-                    ev->kind = GA_EV_FREE; /* the common case: no other stream used the block */
-                    ev->stream = GA_STREAM_NONE;
-                    t->next++;
-                }
-            }
-        }
-        return 1;
+        r->notes.skipped++;
     }
     return 0;
 }
@@ -317,7 +305,7 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 static double torch_progress(const ga_reader_t *r)
 {
     const torch_t *t = r->impl;
-    size_t total = trace_len(t) + t->n_pro;
+    size_t total = t->trace.n + t->n_pro;
     return total ? (double)(t->next + t->pro_next) / (double)total : 1.0;
 }
 
@@ -328,7 +316,6 @@ static void torch_close(ga_reader_t *r)
         return;
     ga_pickle_free(t->owned);
     free(t->file);
-    free(t->devices);
     free(t->pro);
     free(t);
     r->impl = NULL;
@@ -343,38 +330,59 @@ int ga_read_torch_device(const ga_reader_t *r, size_t unit)
     return unit < r->units ? t->devices[unit] : -1;
 }
 
-/* Units: every device with trace entries or live blocks; device 0 if none. */
-static int find_units(ga_reader_t *r, char *err, size_t errlen)
+/* The decoded snapshot: a file through the cache, stdin read whole. */
+static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
 {
-    torch_t *t = r->impl;
-    size_t ndev = t->traces != NULL ? t->traces->u.seq.n : 0;
-    bool *used = calloc(MAX_DEVICES, sizeof(bool));
-    t->devices = calloc(MAX_DEVICES, sizeof(int));
-    if (used == NULL || t->devices == NULL) {
-        free(used);
-        snprintf(err, errlen, "%s: out of host memory", r->in.path);
+    if (strcmp(r->in.path, "-") != 0) /* parsed once for the reader, the settings, --verify and the seed */
+        return ga_torch_load(r->in.path, &t->snap, &t->len, err, errlen);
+    if (ga_input_slurp(&r->in, GA_SNAPFILE_MAX, &t->file, &t->len, err, errlen) != 0)
+        return -1;
+    char perr[256];
+    if (ga_pickle_parse(t->file, t->len, NULL, &t->owned, perr, sizeof(perr)) != 0) {
+        snprintf(err, errlen, "%s: %s", r->in.path, perr);
         return -1;
     }
-    for (size_t d = 0; d < ndev; d++)
-        used[d] = t->traces->u.seq.items[d]->u.seq.n > 0;
-    for (size_t s = 0; t->segments != NULL && s < t->segments->u.seq.n; s++) {
-        uint64_t d;
-        const ga_pk_value_t *seg = t->segments->u.seq.items[s];
-        if (seg->type != GA_PK_DICT || !get_u64(seg, "device", false, 0, &d) || d >= MAX_DEVICES) {
-            snprintf(err, errlen, "%s: segments[%zu]: not a segment dict with a device index below %d",
-                     r->in.path, s, MAX_DEVICES);
-            free(used);
+    ga_torch_open(t->owned, &t->snap);
+    return 0;
+}
+
+/* The document's shape: a dict with lists where the replay walks. */
+static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, size_t errlen)
+{
+    const char *path = r->in.path;
+    if (s->is_list) {
+        snprintf(err, errlen, "%s: a PyTorch 1.13 snapshot (a list of segments without device_traces); record "
+                              "with torch.cuda.memory._record_memory_history() of PyTorch 2.x", path);
+        return -1;
+    }
+    if (!s->is_dict) {
+        snprintf(err, errlen, "%s: the pickle holds a %s, not a snapshot dict", path, s->root_type);
+        return -1;
+    }
+    if (!s->traces.present && !s->segments.present) {
+        snprintf(err, errlen, "%s: the dict has neither 'device_traces' nor 'segments': not a memory snapshot", path);
+        return -1;
+    }
+    if (s->traces.present && !s->traces.is_list) {
+        snprintf(err, errlen, "%s: 'device_traces' is a %s, not a list", path, s->traces.type);
+        return -1;
+    }
+    if (s->traces.n > GA_TORCH_MAX_DEVICES) {
+        snprintf(err, errlen, "%s: 'device_traces' lists %zu devices (at most %d)", path, s->traces.n,
+                 GA_TORCH_MAX_DEVICES);
+        return -1;
+    }
+    for (size_t d = 0; d < s->traces.n; d++) {
+        ga_torch_list_t tr = ga_torch_trace(s, d);
+        if (!tr.is_list) {
+            snprintf(err, errlen, "%s: device_traces[%zu] is a %s, not a list", path, d, tr.type);
             return -1;
         }
-        used[d] = true;
     }
-    r->units = 0;
-    for (size_t d = 0; d < MAX_DEVICES; d++)
-        if (used[d])
-            t->devices[r->units++] = (int)d;
-    if (r->units == 0)
-        t->devices[r->units++] = 0;
-    free(used);
+    if (s->segments.present && !s->segments.is_list) {
+        snprintf(err, errlen, "%s: 'segments' is a %s, not a list", path, s->segments.type);
+        return -1;
+    }
     return 0;
 }
 
@@ -387,61 +395,15 @@ int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen)
     }
     r->impl = t;
     r->ops = &torch_ops; /* from here torch_close frees whatever was made */
-    if (strcmp(r->in.path, "-") != 0) {
-        /* A file: parsed once for the reader, the settings, --verify and the seed. */
-        if (ga_snapfile_get(r->in.path, &t->pk, &t->len, err, errlen) != 0)
-            return -1;
-    } else {
-        if (ga_input_slurp(&r->in, MAX_FILE, &t->file, &t->len, err, errlen) != 0)
-            return -1;
-        char perr[256];
-        if (ga_pickle_parse(t->file, t->len, NULL, &t->owned, perr, sizeof(perr)) != 0) {
-            snprintf(err, errlen, "%s: %s", r->in.path, perr);
-            return -1;
-        }
-        t->pk = t->owned;
-    }
-    const ga_pk_value_t *root = ga_pickle_root(t->pk);
-    if (root->type == GA_PK_LIST) {
-        snprintf(err, errlen, "%s: a PyTorch 1.13 snapshot (a list of segments without device_traces); record "
-                              "with torch.cuda.memory._record_memory_history() of PyTorch 2.x", r->in.path);
+    if (load(r, t, err, errlen) != 0 || check_shape(r, &t->snap, err, errlen) != 0)
+        return -1;
+    /* Units: every device with trace entries or live blocks; device 0 if none. */
+    size_t bad = 0;
+    r->units = ga_torch_devices(&t->snap, t->devices, &bad);
+    if (r->units == 0) {
+        snprintf(err, errlen, "%s: segments[%zu]: not a segment dict with a device index below %d", r->in.path, bad,
+                 GA_TORCH_MAX_DEVICES);
         return -1;
     }
-    if (root->type != GA_PK_DICT) {
-        snprintf(err, errlen, "%s: the pickle holds a %s, not a snapshot dict", r->in.path,
-                 ga_pk_type_name(root->type));
-        return -1;
-    }
-    t->traces = ga_pk_dict_get(root, "device_traces");
-    t->segments = ga_pk_dict_get(root, "segments");
-    if (t->traces == NULL && t->segments == NULL) {
-        snprintf(err, errlen, "%s: the dict has neither 'device_traces' nor 'segments': not a memory snapshot",
-                 r->in.path);
-        return -1;
-    }
-    if (t->traces != NULL) {
-        if (t->traces->type != GA_PK_LIST) {
-            snprintf(err, errlen, "%s: 'device_traces' is a %s, not a list", r->in.path,
-                     ga_pk_type_name(t->traces->type));
-            return -1;
-        }
-        if (t->traces->u.seq.n > MAX_DEVICES) {
-            snprintf(err, errlen, "%s: 'device_traces' lists %zu devices (at most %d)", r->in.path,
-                     t->traces->u.seq.n, MAX_DEVICES);
-            return -1;
-        }
-        for (size_t d = 0; d < t->traces->u.seq.n; d++)
-            if (t->traces->u.seq.items[d]->type != GA_PK_LIST) {
-                snprintf(err, errlen, "%s: device_traces[%zu] is a %s, not a list", r->in.path, d,
-                         ga_pk_type_name(t->traces->u.seq.items[d]->type));
-                return -1;
-            }
-    }
-    if (t->segments != NULL && t->segments->type != GA_PK_LIST) {
-        snprintf(err, errlen, "%s: 'segments' is a %s, not a list", r->in.path, ga_pk_type_name(t->segments->type));
-        return -1;
-    }
-    if (find_units(r, err, errlen) != 0)
-        return -1;
     return torch_begin(r, 0, err, errlen);
 }

@@ -223,6 +223,15 @@ void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, doubl
 void ga_sampler_add_stats(ga_sampler_t *s, uint64_t x, galloc_allocator_t *a);
 void ga_sampler_free(ga_sampler_t *s);
 
+/*
+ * ga_seed_apply: make the fresh allocator a hold s (the state at a mid-run
+ * trace's first entry, seed.h), and map the trace id of every live block to
+ * its galloc block in map. Returns 0, or -1 with err set (an allocation
+ * failed: the device is too small, or the configuration does not allow the
+ * layout).
+ */
+int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, char *err, size_t errlen);
+
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch
  * allocated right after releasing cached segments. If the device has room for

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
 #include "tools/outputs.h"
 #include "tools/progress.h"
 #include "tools/replay.h"
@@ -20,6 +19,7 @@
 #include "tools/trace_reader.h"
 #include "tools/units.h"
 #include "tools/verify.h"
+#include "tools/torch_snapshot.h"
 
 typedef struct cli {
     const char *backend;      /* --backend, "sim" by default */
@@ -329,14 +329,14 @@ static void print_environment(void)
 
 /* A PyTorch snapshot replays under its own recorded allocator_settings
  * unless --conf or --no-recorded says otherwise: the point of replaying it is
- * to see what that job's allocator did. fit_settings.c owns the mapping. */
+ * to see what that job's allocator did. settings.c owns the mapping. */
 static int recorded_settings(cli_t *c, ga_reader_t *r, const char *path)
 {
     c->have_recorded = false;
     if (c->n_confs > 0 || c->no_recorded || ga_reader_format(r) != GA_FORMAT_TORCH || strcmp(path, "-") == 0)
         return 0;
     char err[512];
-    int rc = ga_fit_recorded_conf(path, c->recorded, sizeof(c->recorded), c->recorded_text,
+    int rc = ga_torch_recorded_conf(path, c->recorded, sizeof(c->recorded), c->recorded_text,
                                   sizeof(c->recorded_text), err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "galloc replay: %s\n", err);

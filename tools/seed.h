@@ -14,7 +14,7 @@
  * as PyTorch's split rule would have. Expandable segments are not
  * reconstructed (segment_map/unmap): ga_seed_from_snapshot refuses them.
  *
- * Seeding (ga_seed_apply) creates each segment with its recorded size and
+ * Seeding (ga_seed_apply in replay.h, seed_apply.c) creates each segment with its recorded size and
  * tiles it, in address order, with allocations of its blocks and of its free
  * gaps, then frees the gaps: the allocator then holds the same segments with
  * the same block sizes and states. This relies on PyTorch's rules under the
@@ -29,12 +29,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <galloc/galloc.h>
-#include "tools/idmap.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* PyTorch's kSmallSize (1 MiB): the small pool's largest block, and the
+ * remainder above which a large block is split (below it the block is handed
+ * out whole). */
+#define GA_SEED_SMALL_SIZE ((uint64_t)1 << 20)
 
 /* One piece of a segment at the first trace entry: a live block or a gap. */
 typedef struct ga_seed_piece {
@@ -66,14 +68,6 @@ typedef struct ga_seed {
  */
 int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen);
 void ga_seed_free(ga_seed_t *s);
-
-/*
- * ga_seed_apply: make the fresh allocator a hold s, and map the trace id of
- * every live block to its galloc block in map. Returns 0, or -1 with err set
- * (an allocation failed: the device is too small, or the configuration does
- * not allow the layout).
- */
-int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -14,23 +14,27 @@
 #include <string.h>
 
 #include "tools/idmap.h"
-#include "tools/pickle_read.h"
 #include "tools/snapfile.h"
+#include "tools/torch_snapshot.h"
 #include "tools/verify.h"
 
-#define MAX_DEVICES 1024            /* as the trace reader: larger indices are garbled input */
+/* The device events, by the walker's action (GA_ACT_NONE where not one). */
+static const struct {
+    ga_torch_action_t act;
+    ga_dev_action_t dev;
+    const char *name;
+} dev_actions[] = {
+    {GA_ACT_SEGMENT_ALLOC, GA_DEV_SEGMENT_ALLOC, "segment_alloc"},
+    {GA_ACT_SEGMENT_FREE, GA_DEV_SEGMENT_FREE, "segment_free"},
+    {GA_ACT_SEGMENT_MAP, GA_DEV_SEGMENT_MAP, "segment_map"},
+    {GA_ACT_SEGMENT_UNMAP, GA_DEV_SEGMENT_UNMAP, "segment_unmap"},
+    {GA_ACT_OOM, GA_DEV_OOM, "oom"},
+};
+#define N_DEV_ACTIONS (sizeof(dev_actions) / sizeof(dev_actions[0]))
 
 const char *ga_dev_action_name(ga_dev_action_t a)
 {
-    static const char *const names[] = {"segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom"};
-    return (unsigned)a < sizeof(names) / sizeof(names[0]) ? names[a] : "?";
-}
-
-static bool get_int(const ga_pk_value_t *d, const char *key, uint64_t *out)
-{
-    const ga_pk_value_t *v = ga_pk_dict_get(d, key);
-    *out = v != NULL && v->type == GA_PK_INT ? (uint64_t)v->u.i : 0;
-    return v != NULL && v->type == GA_PK_INT;
+    return (unsigned)a < N_DEV_ACTIONS ? dev_actions[a].name : "?";
 }
 
 /* Grow *p (n used, *cap allocated, elements of size sz) to hold one more. */
@@ -47,25 +51,6 @@ static int grow(void *p, size_t n, size_t *cap, size_t sz)
     return 0;
 }
 
-/* The device of unit `unit`: devices with trace entries or segments, in
- * index order (the trace reader's units); device 0 when there is none. */
-static int unit_device(const ga_pk_value_t *traces, const ga_pk_value_t *segments, size_t unit)
-{
-    bool used[MAX_DEVICES] = {false};
-    for (size_t d = 0; traces != NULL && d < traces->u.seq.n && d < MAX_DEVICES; d++)
-        used[d] = traces->u.seq.items[d]->type == GA_PK_LIST && traces->u.seq.items[d]->u.seq.n > 0;
-    for (size_t s = 0; segments != NULL && s < segments->u.seq.n; s++) {
-        uint64_t d;
-        if (get_int(segments->u.seq.items[s], "device", &d) && d < MAX_DEVICES)
-            used[d] = true;
-    }
-    size_t k = 0;
-    for (int d = 0; d < MAX_DEVICES; d++)
-        if (used[d] && k++ == unit)
-            return d;
-    return 0;
-}
-
 typedef struct walk {
     ga_idmap_t seen;     /* block addresses allocated (or freed) in the trace */
     ga_idmap_t live_seg; /* segment address -> ordinal (in val.stream) */
@@ -73,128 +58,138 @@ typedef struct walk {
     int64_t n_seg_alloc; /* segment_alloc ordinals handed out */
 } walk_t;
 
-static int trace_events(ga_snap_view_t *v, walk_t *w, const ga_pk_value_t *trace, const char *path, char *err,
-                        size_t errlen)
+/* Block events: which addresses the trace allocated, and frees of blocks
+ * from before it. Returns 1 when e was one, 0 when not, -1 on host memory. */
+static int block_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e)
 {
-    static const char *const names[] = {"segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom"};
     ga_idmap_val_t none = {0};
-    for (size_t i = 0; trace != NULL && i < trace->u.seq.n; i++) {
-        const ga_pk_value_t *e = trace->u.seq.items[i];
-        const ga_pk_value_t *a = ga_pk_dict_get(e, "action");
-        if (a == NULL || a->type != GA_PK_STR) {
+    if (e->action == GA_ACT_ALLOC)
+        return ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0 ? -1 : 1;
+    if (e->action != GA_ACT_FREE_REQUESTED)
+        return 0;
+    if (!ga_idmap_get(&w->seen, e->addr.v, NULL)) { /* freed, never allocated: from before the trace */
+        v->untraced_blocks++;
+        if (ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0)
+            return -1;
+    }
+    return 1;
+}
+
+/* A device event (entry i): appended, with its segment's ordinal. */
+static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, ga_dev_action_t action,
+                        size_t i)
+{
+    if (grow(&v->ev, v->n_ev, &w->ev_cap, sizeof(*v->ev)) != 0)
+        return -1;
+    ga_dev_event_t *d = &v->ev[v->n_ev++];
+    *d = (ga_dev_event_t){.action = action, .size = e->size.v, .addr = e->addr.v, .entry = i, .segment = -1};
+    if (action == GA_DEV_OOM) {
+        d->extra = e->device_free.v;
+        d->addr = 0;
+    } else if (action == GA_DEV_SEGMENT_ALLOC) {
+        d->segment = w->n_seg_alloc++;
+        ga_idmap_val_t ord = {.ptr = NULL, .stream = (uint64_t)d->segment};
+        if (ga_idmap_put(&w->live_seg, e->addr.v, ord, NULL, NULL) != 0)
+            return -1;
+    } else if (action == GA_DEV_SEGMENT_FREE) {
+        ga_idmap_val_t ord;
+        if (ga_idmap_remove(&w->live_seg, e->addr.v, &ord))
+            d->segment = (int64_t)ord.stream;
+    }
+    return 0;
+}
+
+static int trace_events(ga_snap_view_t *v, walk_t *w, const ga_torch_list_t *trace, const char *path,
+                        char *err, size_t errlen)
+{
+    for (size_t i = 0; i < trace->n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(trace, i, &e);
+        if (e.action == GA_ACT_NONE) {
             snprintf(err, errlen, "%s: device_traces[%d][%zu]: 'action' is missing or not a str", path, v->device,
                      i);
             return -1;
         }
-        uint64_t addr, size;
-        get_int(e, "addr", &addr);
-        get_int(e, "size", &size);
-        if (ga_pk_str_eq(a, "alloc")) {
-            if (ga_idmap_put(&w->seen, addr, none, NULL, NULL) != 0)
-                goto nomem;
-            continue;
-        }
-        if (ga_pk_str_eq(a, "free_requested")) {
-            if (!ga_idmap_get(&w->seen, addr, NULL)) { /* freed, never allocated: from before the trace */
-                v->untraced_blocks++;
-                if (ga_idmap_put(&w->seen, addr, none, NULL, NULL) != 0)
-                    goto nomem;
-            }
-            continue;
-        }
-        int k = 0;
-        while (k < 5 && !ga_pk_str_eq(a, names[k]))
+        int rc = block_event(v, w, &e);
+        size_t k = 0;
+        while (rc == 0 && k < N_DEV_ACTIONS && dev_actions[k].act != e.action)
             k++;
-        if (k == 5)
-            continue; /* block events, snapshot and annotate entries: not device events */
-        if (grow(&v->ev, v->n_ev, &w->ev_cap, sizeof(*v->ev)) != 0)
+        if (rc == 0 && k < N_DEV_ACTIONS) /* else snapshot and annotate entries: not device events */
+            rc = device_event(v, w, &e, dev_actions[k].dev, i);
+        if (rc < 0)
             goto nomem;
-        ga_dev_event_t *d = &v->ev[v->n_ev++];
-        memset(d, 0, sizeof(*d));
-        d->action = (ga_dev_action_t)k;
-        d->size = size;
-        d->addr = addr;
-        d->entry = i;
-        d->segment = -1;
-        if (d->action == GA_DEV_OOM) {
-            get_int(e, "device_free", &d->extra);
-            d->addr = 0;
-        } else if (d->action == GA_DEV_SEGMENT_ALLOC) {
-            d->segment = w->n_seg_alloc++;
-            ga_idmap_val_t ord = {.ptr = NULL, .stream = (uint64_t)d->segment};
-            if (ga_idmap_put(&w->live_seg, addr, ord, NULL, NULL) != 0)
-                goto nomem;
-        } else if (d->action == GA_DEV_SEGMENT_FREE) {
-            ga_idmap_val_t ord;
-            if (ga_idmap_remove(&w->live_seg, addr, &ord))
-                d->segment = (int64_t)ord.stream;
-        }
     }
-    v->trace_entries = trace != NULL ? trace->u.seq.n : 0;
+    v->trace_entries = trace->n;
     return 0;
 nomem:
     snprintf(err, errlen, "%s: out of host memory", path);
     return -1;
 }
 
-static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_pk_value_t *segments, const char *path, char *err,
-                          size_t errlen)
+/* The blocks of one final segment g (segments[s]) into v. */
+static int segment_blocks(ga_snap_view_t *v, walk_t *w, const ga_torch_segment_t *g, size_t s, const char *path,
+                          char *err, size_t errlen)
 {
-    size_t budget = GA_SNAPFILE_MAX; /* shared block lists in a hostile file are bounded by its size (see read_torch.c) */
-    for (size_t s = 0; segments != NULL && s < segments->u.seq.n; s++) {
-        const ga_pk_value_t *sd = segments->u.seq.items[s];
-        uint64_t dev, addr, total;
-        const ga_pk_value_t *blocks = ga_pk_dict_get(sd, "blocks");
-        if (sd->type != GA_PK_DICT || !get_int(sd, "address", &addr) || !get_int(sd, "total_size", &total) ||
-            (blocks != NULL && blocks->type != GA_PK_LIST)) {
+    for (size_t b = 0; b < g->blocks.n; b++) {
+        ga_torch_block_t blk;
+        ga_torch_block(g, b, &blk);
+        if (blk.size.kind != GA_TORCH_INT || blk.state == GA_STATE_NONE) {
+            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'size' (int) and 'state' (str) needed", path, s,
+                     b);
+            return -1;
+        }
+        ga_block_state_t state = blk.state == GA_STATE_ALLOCATED      ? GA_BLOCK_ALLOCATED
+                                 : blk.state == GA_STATE_PENDING_FREE ? GA_BLOCK_PENDING_FREE
+                                                                      : GA_BLOCK_INACTIVE;
+        if (state != GA_BLOCK_INACTIVE && !ga_idmap_get(&w->seen, blk.address.v, NULL))
+            v->untraced_blocks++; /* live at the end, allocated before the trace began */
+        if (grow(&v->blk, v->n_blk, &w->blk_cap, sizeof(*v->blk)) != 0) {
+            snprintf(err, errlen, "%s: out of host memory", path);
+            return -1;
+        }
+        v->blk[v->n_blk++] = (ga_snap_block_t){blk.size.v, state};
+    }
+    return 0;
+}
+
+static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_torch_snapshot_t *snap, const char *path,
+                          char *err, size_t errlen)
+{
+    /* Shared block lists in a hostile file are bounded by its size (see read_torch.c). */
+    size_t budget = GA_SNAPFILE_MAX;
+    for (size_t s = 0; s < snap->segments.n; s++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(snap, s, &g);
+        if (!g.is_dict || g.address.kind != GA_TORCH_INT || g.total_size.kind != GA_TORCH_INT ||
+            (g.blocks.present && !g.blocks.is_list)) {
             snprintf(err, errlen, "%s: segments[%zu]: not a segment dict (address, total_size, blocks)", path, s);
             return -1;
         }
-        get_int(sd, "device", &dev);
-        if ((int64_t)dev != v->device)
+        if ((int64_t)g.device.v != v->device)
             continue;
-        if (grow(&v->seg, v->n_seg, &w->seg_cap, sizeof(*v->seg)) != 0)
-            goto nomem;
-        ga_snap_segment_t *g = &v->seg[v->n_seg++];
-        const ga_pk_value_t *ex = ga_pk_dict_get(sd, "is_expandable");
+        if (grow(&v->seg, v->n_seg, &w->seg_cap, sizeof(*v->seg)) != 0) {
+            snprintf(err, errlen, "%s: out of host memory", path);
+            return -1;
+        }
+        ga_snap_segment_t *vs = &v->seg[v->n_seg++];
         ga_idmap_val_t ord;
-        *g = (ga_snap_segment_t){.addr = addr, .total_size = total, .segment = -1, .first_block = v->n_blk,
-                                 .expandable = ex != NULL && ex->type == GA_PK_BOOL && ex->u.b};
-        if (ga_idmap_get(&w->live_seg, addr, &ord))
-            g->segment = (int64_t)ord.stream;
-        else if (!g->expandable)
+        *vs = (ga_snap_segment_t){.addr = g.address.v, .total_size = g.total_size.v, .segment = -1,
+                                  .first_block = v->n_blk, .expandable = g.expandable};
+        if (ga_idmap_get(&w->live_seg, g.address.v, &ord))
+            vs->segment = (int64_t)ord.stream;
+        else if (!vs->expandable)
             v->untraced_segments++;
-        size_t nb = blocks != NULL ? blocks->u.seq.n : 0;
-        if (nb > budget) {
+        if (g.blocks.n > budget) {
             snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold", path, s);
             return -1;
         }
-        budget -= nb;
-        for (size_t b = 0; b < nb; b++) {
-            const ga_pk_value_t *bd = blocks->u.seq.items[b];
-            const ga_pk_value_t *st = ga_pk_dict_get(bd, "state");
-            uint64_t size, baddr;
-            if (!get_int(bd, "size", &size) || st == NULL || st->type != GA_PK_STR) {
-                snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'size' (int) and 'state' (str) needed", path,
-                         s, b);
-                return -1;
-            }
-            get_int(bd, "address", &baddr);
-            ga_block_state_t state = ga_pk_str_eq(st, "active_allocated")      ? GA_BLOCK_ALLOCATED
-                                     : ga_pk_str_eq(st, "active_pending_free") ? GA_BLOCK_PENDING_FREE
-                                                                                : GA_BLOCK_INACTIVE;
-            if (state != GA_BLOCK_INACTIVE && !ga_idmap_get(&w->seen, baddr, NULL))
-                v->untraced_blocks++; /* live at the end, allocated before the trace began */
-            if (grow(&v->blk, v->n_blk, &w->blk_cap, sizeof(*v->blk)) != 0)
-                goto nomem;
-            v->blk[v->n_blk++] = (ga_snap_block_t){size, state};
-        }
-        g->n_blocks = nb;
+        budget -= g.blocks.n;
+        if (segment_blocks(v, w, &g, s, path, err, errlen) != 0)
+            return -1;
+        vs = &v->seg[v->n_seg - 1];
+        vs->n_blocks = g.blocks.n;
     }
     return 0;
-nomem:
-    snprintf(err, errlen, "%s: out of host memory", path);
-    return -1;
 }
 
 /* The device's size is at least what was reserved plus what the device still
@@ -223,35 +218,45 @@ static void device_bound(ga_snap_view_t *v)
     }
 }
 
+/* The device unit `unit` replays: devices with trace entries or segments, in
+ * index order, as the trace reader numbers its units. */
+static int unit_device(const ga_torch_snapshot_t *snap, size_t unit, const char *path, char *err, size_t errlen)
+{
+    int devices[GA_TORCH_MAX_DEVICES];
+    size_t bad = 0, n = ga_torch_devices(snap, devices, &bad);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: segments[%zu]: not a segment dict with a device index below %d", path, bad,
+                 GA_TORCH_MAX_DEVICES);
+        return -1;
+    }
+    return unit < n ? devices[unit] : 0;
+}
+
 int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t *v, char *err, size_t errlen)
 {
     memset(v, 0, sizeof(*v));
-    const ga_pickle_t *pk = NULL;
+    ga_torch_snapshot_t snap;
     walk_t w;
     memset(&w, 0, sizeof(w));
     ga_idmap_init(&w.seen);
     ga_idmap_init(&w.live_seg);
     int rc = -1;
-    if (ga_snapfile_get(path, &pk, NULL, err, errlen) != 0)
+    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0)
         goto out;
-    const ga_pk_value_t *root = ga_pickle_root(pk);
-    const ga_pk_value_t *traces = ga_pk_dict_get(root, "device_traces");
-    const ga_pk_value_t *segments = ga_pk_dict_get(root, "segments");
-    if (root->type != GA_PK_DICT || (traces != NULL && traces->type != GA_PK_LIST) ||
-        (segments != NULL && segments->type != GA_PK_LIST)) {
+    if (!snap.is_dict || (snap.traces.present && !snap.traces.is_list) ||
+        (snap.segments.present && !snap.segments.is_list)) {
         snprintf(err, errlen, "%s: not a PyTorch 2.x snapshot dict (segments, device_traces lists)", path);
         goto out;
     }
-    v->device = device >= 0 ? device : unit_device(traces, segments, unit);
-    const ga_pk_value_t *trace = NULL;
-    if (traces != NULL && (size_t)v->device < traces->u.seq.n) {
-        trace = traces->u.seq.items[v->device];
-        if (trace->type != GA_PK_LIST) {
-            snprintf(err, errlen, "%s: device_traces[%d] is not a list", path, v->device);
-            goto out;
-        }
+    v->device = device >= 0 ? device : unit_device(&snap, unit, path, err, errlen);
+    if (v->device < 0)
+        goto out;
+    ga_torch_list_t trace = ga_torch_trace(&snap, (size_t)v->device);
+    if (trace.present && !trace.is_list) {
+        snprintf(err, errlen, "%s: device_traces[%d] is not a list", path, v->device);
+        goto out;
     }
-    if (trace_events(v, &w, trace, path, err, errlen) != 0 || final_segments(v, &w, segments, path, err, errlen) != 0)
+    if (trace_events(v, &w, &trace, path, err, errlen) != 0 || final_segments(v, &w, &snap, path, err, errlen) != 0)
         goto out;
     device_bound(v);
     rc = 0;

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
 #include "tools/outputs.h"
 #include "tools/replay.h"
 #include "tools/report.h"
 #include "tools/seed.h"
 #include "tools/units.h"
 #include "tools/verify.h"
+#include "tools/torch_snapshot.h"
 
 /* The outcome of one comparison. */
 typedef struct cmp {
@@ -311,7 +311,7 @@ int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verif
     if (o->conf != NULL) {
         oc.settings = o->conf;
     } else {
-        int rc = ga_fit_recorded_conf(path, recorded, sizeof(recorded), text, sizeof(text), err, sizeof(err));
+        int rc = ga_torch_recorded_conf(path, recorded, sizeof(recorded), text, sizeof(text), err, sizeof(err));
         if (rc < 0)
             goto report;
         oc.settings = recorded; /* "" = none recorded, or PyTorch's defaults recorded */

@@ -4,9 +4,9 @@
  * galloc's allocator did with what the traced allocator recorded.
  *
  * Two files: snap_view.c reads the part of a snapshot the comparison needs
- * (the device events of one device's trace and the final segments) from
- * either side, the recorded snapshot or the one galloc writes of its replay;
- * verify.c replays, compares and reports.
+ * (the device events of one device's trace and the final segments, from the
+ * records of torch_snapshot.c) from either side, the recorded snapshot or the one
+ * galloc writes of its replay; verify.c replays, compares and reports.
  *
  * What is compared, and why addresses are not: two devices (or PyTorch and
  * the sim device) hand out different virtual addresses, so an address says

@@ -22,6 +22,7 @@ extern "C" {
 #include <galloc/galloc.h>
 #include "tools/fit.h"
 #include "tools/replay.h"
+#include "tools/torch_snapshot.h"
 #include "tools/trace_reader.h"
 }
 
@@ -339,20 +340,20 @@ TEST(FitSearch, RanksFittingFirstSmallestPeakFirst)
 TEST(FitRecorded, SnapshotSettings)
 {
     char conf[GA_FIT_CONF_MAX] = "x", text[256] = "x", err[256] = "";
-    EXPECT_EQ(ga_fit_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
+    EXPECT_EQ(ga_torch_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
                                    err, sizeof(err)),
               1)
         << err;
     EXPECT_STREQ(conf, "");
     EXPECT_STREQ(text, "");
     std::strcpy(conf, "x");
-    EXPECT_EQ(ga_fit_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
+    EXPECT_EQ(ga_torch_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
     EXPECT_STREQ(conf, "");
-    EXPECT_EQ(ga_fit_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
+    EXPECT_EQ(ga_torch_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
               -1);
     EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
     std::string cut = Write("cut.pickle", std::string("\x80\x04\x95", 3));
-    EXPECT_EQ(ga_fit_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
+    EXPECT_EQ(ga_torch_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
     EXPECT_NE(std::strstr(err, "cut.pickle: byte"), nullptr) << err;
 }
 

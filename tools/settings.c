@@ -1,8 +1,8 @@
 /*
- * fit_settings.c: the allocator settings a PyTorch memory snapshot recorded
- * (its "allocator_settings" dict, newer releases), as the
- * PYTORCH_CUDA_ALLOC_CONF string galloc fit replays as the job's own
- * configuration.
+ * settings.c: the allocator settings a PyTorch memory snapshot recorded
+ * (its "allocator_settings" dict, newer releases, read by the walker of
+ * torch_snapshot.c), as the PYTORCH_CUDA_ALLOC_CONF string that galloc replay
+ * and galloc fit replay as the job's own configuration.
  *
  * The dict's fields are the effective configuration (PyTorch's
  * AllocatorConfigInfo): expandable_segments, max_split_size (bytes; -1 or
@@ -23,23 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fit.h"
-#include "tools/pickle_read.h"
-#include "tools/snapfile.h"
-
-
+#include "tools/torch_snapshot.h"
 
 /* The roundup dict as "N" when every interval agrees, else a 16-entry list;
  * "" when every interval is 0 (off). */
-static void roundup(const ga_pk_value_t *d, char *out, size_t len)
+static void roundup(const int64_t div[16], char *out, size_t len)
 {
-    int64_t div[16] = {0};
     bool any = false, same = true;
     for (int i = 0; i < 16; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "%d", 1 << i);
-        const ga_pk_value_t *v = ga_pk_dict_get(d, key);
-        div[i] = v != NULL && v->type == GA_PK_INT ? v->u.i : 0;
         any |= div[i] != 0;
         same &= div[i] == div[0];
     }
@@ -65,35 +56,31 @@ static void append(char *conf, size_t len, const char *item)
 }
 
 /* The string from the dict's fields; false when it has none of them. */
-static bool from_fields(const ga_pk_value_t *s, char *conf, size_t len)
+static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
 {
-    const ga_pk_value_t *es = ga_pk_dict_get(s, "expandable_segments");
-    const ga_pk_value_t *ms = ga_pk_dict_get(s, "max_split_size");
-    const ga_pk_value_t *gc = ga_pk_dict_get(s, "garbage_collection_threshold");
-    const ga_pk_value_t *rd = ga_pk_dict_get(s, "roundup_power2_divisions");
-    if (es == NULL && ms == NULL && gc == NULL && rd == NULL)
+    if (!s->has_fields)
         return false;
     char item[400];
     conf[0] = '\0';
-    if (es != NULL && es->type == GA_PK_BOOL && es->u.b)
+    if (s->expandable_segments)
         append(conf, len, "expandable_segments:True");
     /* Unlimited is SIZE_MAX, which a pickle holds as -1 or as a big int. */
-    if (ms != NULL && ms->type == GA_PK_INT && ms->u.i > 0 && ms->u.i < INT64_MAX) {
-        snprintf(item, sizeof(item), "max_split_size_mb:%" PRId64, ms->u.i >> 20);
+    if (s->max_split_size_int && s->max_split_size > 0 && s->max_split_size < INT64_MAX) {
+        snprintf(item, sizeof(item), "max_split_size_mb:%" PRId64, s->max_split_size >> 20);
         append(conf, len, item);
     }
-    if (rd != NULL && rd->type == GA_PK_DICT) {
-        roundup(rd, item, sizeof(item));
+    if (s->roundup_dict) {
+        roundup(s->roundup, item, sizeof(item));
         append(conf, len, item);
     }
-    if (gc != NULL && gc->type == GA_PK_FLOAT && gc->u.f > 0) {
-        snprintf(item, sizeof(item), "garbage_collection_threshold:%g", gc->u.f);
+    if (s->gc_threshold > 0) {
+        snprintf(item, sizeof(item), "garbage_collection_threshold:%g", s->gc_threshold);
         append(conf, len, item);
     }
     return true;
 }
 
-int ga_fit_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
+int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
                          size_t errlen)
 {
     conf[0] = '\0';
@@ -109,22 +96,20 @@ int ga_fit_recorded_conf(const char *path, char *conf, size_t len, char *text, s
     fclose(f);
     if (first != 0x80)
         return 0;
-    int rc = 0;
-    const ga_pickle_t *pk = NULL;
-    if (ga_snapfile_get(path, &pk, NULL, err, errlen) != 0)
+    ga_torch_snapshot_t snap;
+    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0)
         return -1;
-    const ga_pk_value_t *s = ga_pk_dict_get(ga_pickle_root(pk), "allocator_settings");
-    if (s == NULL || s->type != GA_PK_DICT)
-        goto out;
-    const ga_pk_value_t *t = ga_pk_dict_get(s, "PYTORCH_CUDA_ALLOC_CONF");
-    if (t != NULL && t->type == GA_PK_STR)
-        snprintf(text, text_len, "%.*s", (int)(t->u.s.n < 1000 ? t->u.s.n : 1000), t->u.s.p);
-    if (from_fields(s, conf, len))
-        rc = 1;
-    else if (text[0] != '\0') {
+    ga_torch_settings_t s;
+    ga_torch_settings(&snap, &s);
+    if (!s.present)
+        return 0;
+    if (s.conf_text != NULL)
+        snprintf(text, text_len, "%.*s", (int)(s.conf_text_len < 1000 ? s.conf_text_len : 1000), s.conf_text);
+    if (from_fields(&s, conf, len))
+        return 1;
+    if (text[0] != '\0') {
         snprintf(conf, len, "%s", text);
-        rc = 1;
+        return 1;
     }
-out:
-    return rc;
+    return 0;
 }
