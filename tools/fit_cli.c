@@ -37,6 +37,8 @@ typedef struct cli {
 
 void ga_fit_usage(FILE *out)
 {
+    char formats[128];
+    ga_reader_format_list(formats, sizeof(formats));
     fputs("usage: galloc fit [options] TRACE...\n"
           "Search the PYTORCH_CUDA_ALLOC_CONF settings under which a traced job fits its device:\n"
           "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions (and\n"
@@ -51,9 +53,10 @@ void ga_fit_usage(FILE *out)
           "  --bisect N|all        find the smallest fitting device size (2 MiB steps) for the N\n"
           "                        best configurations (default 10)\n"
           "  --max-configs N       replay at most N configurations (default: the whole search)\n"
-          "  --top N               rows of the ranked table (default 15; --json has all)\n"
-          "  --format FMT          auto (default), rmm, torch, galloc, umpire, kineto\n"
-          "  --no-recorded         ignore the allocator_settings a PyTorch snapshot recorded (by\n"
+          "  --top N               rows of the ranked table (default 15; --json has all)\n",
+          out);
+    fprintf(out, "  --format FMT          auto (default), %s\n", formats);
+    fputs("  --no-recorded         ignore the allocator_settings a PyTorch snapshot recorded (by\n"
           "                        default they are replayed first and reported as the job's own)\n"
           "  --plot FILE           plot requested / allocated / reserved memory over time under the\n"
           "                        defaults and the winner, the defaults' OOM marked with its class\n"
@@ -70,6 +73,14 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fputs("\n(galloc fit --help for usage)\n", stderr);
     return GA_EXIT_USAGE;
+}
+
+static int bad_format(const char *arg)
+{
+    char formats[128], fmt[192];
+    ga_reader_format_list(formats, sizeof(formats));
+    snprintf(fmt, sizeof(fmt), "bad --format \"%%s\" (auto, %s)", formats);
+    return usage_error(fmt, arg);
 }
 
 static bool parse_count(const char *s, size_t *out)
@@ -125,7 +136,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
             break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
-                return usage_error("bad --format \"%s\" (auto, rmm, torch, galloc, umpire, kineto)", optarg);
+                return bad_format(optarg);
             break;
         case O_NOREC: c->no_recorded = true; break;
         case O_PLOT: c->plot = optarg; break;

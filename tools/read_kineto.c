@@ -294,16 +294,19 @@ static void kineto_close(ga_reader_t *r)
     r->impl = NULL;
 }
 
-static const ga_reader_ops_t kineto_ops = {
-    .begin = kineto_begin, .next = kineto_next, .progress = kineto_progress, .close = kineto_close};
-
-int ga_read_kineto_device(const ga_reader_t *r, size_t unit)
+static int kineto_device(const ga_reader_t *r, size_t unit)
 {
     const kineto_t *k = r->impl;
     return unit < r->units ? k->devices[unit] : -1;
 }
 
-int ga_read_kineto_open(ga_reader_t *r, char *err, size_t errlen)
+static const ga_reader_ops_t kineto_ops = {.begin = kineto_begin,
+                                           .next = kineto_next,
+                                           .progress = kineto_progress,
+                                           .close = kineto_close,
+                                           .unit_device = kineto_device};
+
+static int kineto_open(ga_reader_t *r, char *err, size_t errlen)
 {
     kineto_t *k = calloc(1, sizeof(*k));
     if (k == NULL) {
@@ -330,3 +333,21 @@ int ga_read_kineto_open(ga_reader_t *r, char *err, size_t errlen)
         k->devices[r->units++] = 0; /* no CUDA memory events: one empty replay */
     return kineto_begin(r, 0, err, errlen);
 }
+
+/* JSON that names "traceEvents" in its first bytes. */
+static int kineto_probe(const char *p, size_t n)
+{
+    const char *l;
+    size_t ln;
+    ga_reader_first_line(p, n, &l, &ln);
+    bool json = ln > 0 && (l[0] == '{' || l[0] == '[');
+    return json && ga_reader_contains(p, n, "\"traceEvents\"") ? GA_PROBE_MENTION : 0;
+}
+
+const ga_format_desc_t ga_format_kineto = {
+    .name = "kineto",
+    .aliases = {"chrome", "profiler"},
+    .what = "PyTorch profiler (Kineto) Chrome trace, its [memory] events",
+    .probe = kineto_probe,
+    .open = kineto_open,
+};

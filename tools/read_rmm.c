@@ -110,7 +110,7 @@ static void rmm_close(ga_reader_t *r)
 
 static const ga_reader_ops_t rmm_ops = {.next = rmm_next, .close = rmm_close};
 
-int ga_read_rmm_open(ga_reader_t *r, char *err, size_t errlen)
+static int rmm_open(ga_reader_t *r, char *err, size_t errlen)
 {
     char *line;
     size_t n;
@@ -147,3 +147,19 @@ int ga_read_rmm_open(ga_reader_t *r, char *err, size_t errlen)
     r->ops = &rmm_ops;
     return 0;
 }
+
+/* An RMM header names its columns; Action and Pointer are the distinctive two. */
+static int rmm_probe(const char *p, size_t n)
+{
+    char head[256];
+    size_t hn = ga_reader_head(p, n, head, sizeof(head));
+    bool named = memchr(head, ',', hn) != NULL && strstr(head, "Action") != NULL && strstr(head, "Pointer") != NULL;
+    return named ? GA_PROBE_HEADER : 0;
+}
+
+const ga_format_desc_t ga_format_rmm = {
+    .name = "rmm",
+    .what = "RAPIDS RMM log, the CSV of rmm's logging_resource_adaptor",
+    .probe = rmm_probe,
+    .open = rmm_open,
+};

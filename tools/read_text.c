@@ -183,7 +183,7 @@ static int parse_device_memory(ga_reader_t *r, const ga_field_t *v, char *err, s
     return 0;
 }
 
-int ga_read_text_open(ga_reader_t *r, char *err, size_t errlen)
+static int text_open(ga_reader_t *r, char *err, size_t errlen)
 {
     ga_field_t t[MAX_TOKENS + 1];
     char *line;
@@ -243,3 +243,18 @@ int ga_read_text_open(ga_reader_t *r, char *err, size_t errlen)
             return -1;
     }
 }
+
+static int text_probe(const char *p, size_t n)
+{
+    const char *l;
+    size_t ln;
+    ga_reader_first_line(p, n, &l, &ln);
+    return ln >= 12 && memcmp(l, "galloc-trace", 12) == 0 ? GA_PROBE_MAGIC : 0;
+}
+
+const ga_format_desc_t ga_format_galloc = {
+    .name = "galloc",
+    .what = "galloc text trace (docs/trace-format.md)",
+    .probe = text_probe,
+    .open = text_open,
+};

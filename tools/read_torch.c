@@ -321,14 +321,17 @@ static void torch_close(ga_reader_t *r)
     r->impl = NULL;
 }
 
-static const ga_reader_ops_t torch_ops = {
-    .begin = torch_begin, .next = torch_next, .progress = torch_progress, .close = torch_close};
-
-int ga_read_torch_device(const ga_reader_t *r, size_t unit)
+static int torch_device(const ga_reader_t *r, size_t unit)
 {
     const torch_t *t = r->impl;
     return unit < r->units ? t->devices[unit] : -1;
 }
+
+static const ga_reader_ops_t torch_ops = {.begin = torch_begin,
+                                          .next = torch_next,
+                                          .progress = torch_progress,
+                                          .close = torch_close,
+                                          .unit_device = torch_device};
 
 /* The decoded snapshot: a file through the cache, stdin read whole. */
 static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
@@ -386,7 +389,7 @@ static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, 
     return 0;
 }
 
-int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen)
+static int torch_open(ga_reader_t *r, char *err, size_t errlen)
 {
     torch_t *t = calloc(1, sizeof(*t));
     if (t == NULL) {
@@ -407,3 +410,17 @@ int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen)
     }
     return torch_begin(r, 0, err, errlen);
 }
+
+/* A pickle of protocol 2 to 5 starts with PROTO and its number. */
+static int torch_probe(const char *p, size_t n)
+{
+    return n >= 2 && (unsigned char)p[0] == 0x80 && p[1] >= 2 && p[1] <= 5 ? GA_PROBE_MAGIC : 0;
+}
+
+const ga_format_desc_t ga_format_torch = {
+    .name = "torch",
+    .aliases = {"pytorch", "snapshot"},
+    .what = "PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle)",
+    .probe = torch_probe,
+    .open = torch_open,
+};

@@ -173,10 +173,26 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 
 static const ga_reader_ops_t umpire_ops = {.next = umpire_next};
 
-int ga_read_umpire_open(ga_reader_t *r, char *err, size_t errlen)
+static int umpire_open(ga_reader_t *r, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
     r->ops = &umpire_ops;
     return 0;
 }
+
+/* The first event line: a JSON object of kind "replay". */
+static int umpire_probe(const char *p, size_t n)
+{
+    char head[256];
+    size_t hn = ga_reader_head(p, n, head, sizeof(head));
+    bool replay = hn > 0 && head[0] == '{' && strstr(head, "\"kind\"") != NULL && strstr(head, "\"replay\"") != NULL;
+    return replay ? GA_PROBE_LINE : 0;
+}
+
+const ga_format_desc_t ga_format_umpire = {
+    .name = "umpire",
+    .what = "LLNL Umpire replay log (UMPIRE_REPLAY=On), JSON lines",
+    .probe = umpire_probe,
+    .open = umpire_open,
+};

@@ -1,10 +1,15 @@
 /*
  * reader_int.h: what the format readers (read_rmm.c, read_text.c,
- * read_torch.c, read_umpire.c, read_kineto.c) share with trace_reader.c. Private to tools/.
+ * read_torch.c, read_umpire.c, read_kineto.c) share with trace_reader.c.
+ * Private to the readers.
  *
- * Each format fills a ga_reader_t's ops and impl when opened; trace_reader.c
- * owns detection, the common fields and the sticky error (after a -1 every
- * further ga_reader_next repeats the same message).
+ * The format registry, modelled on FFmpeg's AVInputFormat list: each format
+ * file defines one ga_format_desc_t (name, probe, open), formats.def lists
+ * them, and trace_reader.c builds its table from that list, so detection,
+ * --format NAME and the help texts all come from one place. An opened
+ * format fills a ga_reader_t's ops and impl; trace_reader.c owns detection,
+ * the common fields and the sticky error (after a -1 every further
+ * ga_reader_next repeats the same message).
  */
 #ifndef GA_TOOLS_READER_INT_H
 #define GA_TOOLS_READER_INT_H
@@ -21,6 +26,9 @@ typedef struct ga_reader_ops {
     double (*progress)(const ga_reader_t *r);
     /* close: free impl (the input is closed by trace_reader.c). */
     void (*close)(ga_reader_t *r);
+    /* unit_device: the device index a unit replays (its label is "device N");
+     * NULL = units are not devices ("unit N", or "" for a single unit). */
+    int (*unit_device)(const ga_reader_t *r, size_t unit);
 } ga_reader_ops_t;
 
 struct ga_reader {
@@ -37,17 +45,41 @@ struct ga_reader {
     void *impl;                  /* the format's own state */
 };
 
-/* Open functions, called with r->in open and r->format set. They set ops and
- * impl (and units, device_memory where the format has them). */
-int ga_read_rmm_open(ga_reader_t *r, char *err, size_t errlen);
-int ga_read_text_open(ga_reader_t *r, char *err, size_t errlen);
-int ga_read_torch_open(ga_reader_t *r, char *err, size_t errlen);
-int ga_read_umpire_open(ga_reader_t *r, char *err, size_t errlen);
-int ga_read_kineto_open(ga_reader_t *r, char *err, size_t errlen);
-/* ga_read_kineto_device: the CUDA device index of a Chrome trace's unit. */
-int ga_read_kineto_device(const ga_reader_t *r, size_t unit);
-/* ga_read_torch_device: the device index of a snapshot's unit. */
-int ga_read_torch_device(const ga_reader_t *r, size_t unit);
+/* How sure a probe is, from the first bytes of a file (FFmpeg's
+ * AVPROBE_SCORE_*): the highest score wins, the registry's order breaks ties,
+ * 0 is "not this format". */
+#define GA_PROBE_MAGIC 100   /* a signature no other format starts with */
+#define GA_PROBE_HEADER 75   /* a header line naming the format's own fields */
+#define GA_PROBE_LINE 50     /* a first record of the format's shape */
+#define GA_PROBE_MENTION 25  /* a key of the format somewhere in the first bytes */
+
+/* One trace format (formats.def lists them). */
+typedef struct ga_format_desc {
+    const char *name;         /* --format NAME, and the "format" reports print */
+    const char *aliases[3];   /* other names --format accepts, NULL-terminated */
+    const char *what;         /* what it is, for the help texts */
+    /* probe: how sure the first bytes p[0..n) of a file (n may be 0) are of
+     * this format, 0 to GA_PROBE_MAGIC. */
+    int (*probe)(const char *p, size_t n);
+    /* open: called with r->in open and r->format set; sets ops and impl (and
+     * units, device_memory where the format has them). 0, or -1 with err. */
+    int (*open)(ga_reader_t *r, char *err, size_t errlen);
+} ga_format_desc_t;
+
+#define GA_FORMAT(id, name) extern const ga_format_desc_t ga_format_##name;
+#include "tools/formats.def"
+#undef GA_FORMAT
+
+/* ga_reader_first_line: the first line of p[0..n) that is neither blank nor
+ * a comment ('#'), without leading blanks; *ln = 0 when there is none. */
+void ga_reader_first_line(const char *p, size_t n, const char **l, size_t *ln);
+
+/* ga_reader_head: that first line as a string, cut to len - 1 bytes (a probe
+ * looks at a header's start); returns its length. */
+size_t ga_reader_head(const char *p, size_t n, char *head, size_t len);
+
+/* ga_reader_contains: whether p[0..n) holds the string lit. */
+bool ga_reader_contains(const char *p, size_t n, const char *lit);
 
 /* ga_reader_fields: split line[0..n) at sep (',' for CSV) or, with sep 0, at
  * runs of blanks; up to max fields, each trimmed of blanks. Returns the

@@ -47,6 +47,8 @@ typedef struct cli {
 
 void ga_replay_usage(FILE *out)
 {
+    char formats[128];
+    ga_reader_format_list(formats, sizeof(formats));
     fputs("usage: galloc replay [options] TRACE...\n"
           "Replay allocation traces through galloc on a simulated GPU, one column per --conf.\n"
           "\n"
@@ -57,9 +59,10 @@ void ga_replay_usage(FILE *out)
           "  --device-memory SIZE  simulated device size (80GiB, 512MiB, 1.5GB, bytes); default:\n"
           "                        the size recorded in the trace (a snapshot's oom entries:\n"
           "                        reserved + device_free), else 80GiB\n"
-          "  --backend NAME        device backend (default sim)\n"
-          "  --format FMT          auto (default), rmm, torch, galloc, umpire, kineto\n"
-          "  --json                print one JSON document (memory_stats with PyTorch's keys)\n"
+          "  --backend NAME        device backend (default sim)\n",
+          out);
+    fprintf(out, "  --format FMT          auto (default), %s\n", formats);
+    fputs("  --json                print one JSON document (memory_stats with PyTorch's keys)\n"
           "  --no-recorded         ignore a snapshot's recorded allocator_settings: PyTorch's defaults\n"
           "  --no-seed             a snapshot trace that starts mid-run: replay the blocks live before\n"
           "                        it as plain allocations instead of rebuilding the allocator state\n"
@@ -77,10 +80,11 @@ void ga_replay_usage(FILE *out)
           "                        with the recorded ones; exit 1 on a divergence\n"
           "  -h, --help            this text\n"
           "\n"
-          "TRACE: a RAPIDS RMM log (CSV), a PyTorch snapshot (torch.cuda.memory._dump_snapshot\n"
-          "pickle), an LLNL Umpire replay log, a PyTorch profiler (Kineto) Chrome trace or a\n"
-          "galloc text trace (docs/trace-format.md); - reads standard input.\n"
-          "Exit status: 0 no OOM, 1 an OOM in some configuration, 2 bad usage or input; with\n"
+          "TRACE: a file in one of these formats (told from its first bytes unless --format names\n"
+          "one); - reads standard input:\n",
+          out);
+    ga_reader_format_help(out);
+    fputs("Exit status: 0 no OOM, 1 an OOM in some configuration, 2 bad usage or input; with\n"
           "--verify: 0 agrees, 1 diverges, 2 cannot verify.\n",
           out);
 }
@@ -91,6 +95,14 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fputs("\n(galloc replay --help for usage)\n", stderr);
     return GA_EXIT_USAGE;
+}
+
+static int bad_format(const char *arg)
+{
+    char formats[128], fmt[192];
+    ga_reader_format_list(formats, sizeof(formats));
+    snprintf(fmt, sizeof(fmt), "bad --format \"%%s\" (auto, %s)", formats);
+    return usage_error(fmt, arg);
 }
 
 /* "FIRST:LAST" (LAST empty: to the end) into event indices. 0 or -1. */
@@ -142,7 +154,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_CONF: c->confs[c->n_confs++] = optarg; break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
-                return usage_error("bad --format \"%s\" (auto, rmm, torch, galloc, umpire, kineto)", optarg);
+                return bad_format(optarg);
             break;
         case O_JSON: c->json = true; break;
         case O_SNAPSHOT: c->snapshot = optarg; break;

@@ -1,14 +1,16 @@
 /*
- * trace_reader.c: opening a trace file, telling its format from the first
- * bytes, and the calls common to every format (see trace_reader.h).
+ * trace_reader.c: the format registry's table (from formats.def), opening a
+ * trace file, telling its format from the first bytes, and the calls common
+ * to every format (see trace_reader.h).
  *
- * Detection, in order: a pickle starts with PROTO (0x80) and a protocol byte;
- * galloc's text trace has "galloc-trace" as its first line that is not blank
- * or a comment; an RMM log's first line is its CSV header with Action and
- * Pointer columns; an Umpire replay log's first such line is a JSON object
- * with "kind":"replay"; a Chrome trace is JSON naming "traceEvents" in its
- * first bytes (Kineto writes a few small header fields before the events).
- * Anything else is refused with what the first line holds.
+ * Detection asks every format's probe and takes the highest score (ties: the
+ * registry's order). The probes: a pickle starts with PROTO (0x80) and a
+ * protocol byte; galloc's text trace has "galloc-trace" as its first line
+ * that is not blank or a comment; an RMM log's first line is its CSV header
+ * with Action and Pointer columns; an Umpire replay log's first such line is
+ * a JSON object with "kind":"replay"; a Chrome trace is JSON naming
+ * "traceEvents" in its first bytes (Kineto writes a few small header fields
+ * before the events). Anything else is refused with what the first line holds.
  */
 #include "tools/reader_int.h"
 
@@ -16,30 +18,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const format_names[] = {"auto", "rmm", "torch", "galloc", "umpire", "kineto"};
-#define N_FORMATS (sizeof(format_names) / sizeof(format_names[0]))
+/* The registry, indexed by ga_format_t. */
+static const ga_format_desc_t *const formats[GA_FORMAT_END] = {
+#define GA_FORMAT(id, name) [GA_FORMAT_##id] = &ga_format_##name,
+#include "tools/formats.def"
+#undef GA_FORMAT
+};
 
 const char *ga_reader_format_name(ga_format_t f)
 {
-    return (unsigned)f < N_FORMATS ? format_names[f] : "?";
+    if (f == GA_FORMAT_AUTO)
+        return "auto";
+    return (unsigned)f < GA_FORMAT_END ? formats[f]->name : "?";
 }
 
 bool ga_reader_format_parse(const char *s, ga_format_t *out)
 {
-    for (unsigned i = 0; i < N_FORMATS; i++)
-        if (strcmp(s, format_names[i]) == 0) {
-            *out = (ga_format_t)i;
+    if (strcmp(s, "auto") == 0) {
+        *out = GA_FORMAT_AUTO;
+        return true;
+    }
+    for (unsigned f = GA_FORMAT_AUTO + 1; f < GA_FORMAT_END; f++) {
+        bool match = strcmp(s, formats[f]->name) == 0;
+        for (size_t k = 0; !match && formats[f]->aliases[k] != NULL; k++)
+            match = strcmp(s, formats[f]->aliases[k]) == 0;
+        if (match) {
+            *out = (ga_format_t)f;
             return true;
         }
-    if (strcmp(s, "pytorch") == 0 || strcmp(s, "snapshot") == 0) {
-        *out = GA_FORMAT_TORCH;
-        return true;
-    }
-    if (strcmp(s, "chrome") == 0 || strcmp(s, "profiler") == 0) {
-        *out = GA_FORMAT_KINETO;
-        return true;
     }
     return false;
+}
+
+void ga_reader_format_list(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (unsigned f = GA_FORMAT_AUTO + 1; f < GA_FORMAT_END && n < len; f++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", formats[f]->name);
+}
+
+void ga_reader_format_help(FILE *out)
+{
+    for (unsigned f = GA_FORMAT_AUTO + 1; f < GA_FORMAT_END; f++)
+        fprintf(out, "  %-8s %s\n", formats[f]->name, formats[f]->what);
 }
 
 size_t ga_reader_fields(const char *line, size_t n, char sep, ga_field_t *f, size_t max)
@@ -81,8 +103,7 @@ size_t ga_reader_fields(const char *line, size_t n, char sep, ga_field_t *f, siz
     }
 }
 
-/* The first line of the peeked bytes that is neither blank nor a comment. */
-static void first_line(const char *p, size_t n, const char **l, size_t *ln)
+void ga_reader_first_line(const char *p, size_t n, const char **l, size_t *ln)
 {
     size_t i = 0;
     while (i < n) {
@@ -104,8 +125,19 @@ static void first_line(const char *p, size_t n, const char **l, size_t *ln)
     *ln = 0;
 }
 
-/* Whether p[0..n) holds the string lit (memmem is a GNU extension). */
-static bool has(const char *p, size_t n, const char *lit)
+size_t ga_reader_head(const char *p, size_t n, char *head, size_t len)
+{
+    const char *l;
+    size_t ln;
+    ga_reader_first_line(p, n, &l, &ln);
+    size_t hn = ln < len - 1 ? ln : len - 1;
+    memcpy(head, l, hn);
+    head[hn] = '\0';
+    return hn;
+}
+
+/* memmem is a GNU extension. */
+bool ga_reader_contains(const char *p, size_t n, const char *lit)
 {
     size_t k = strlen(lit);
     for (size_t i = 0; i + k <= n; i++) {
@@ -119,27 +151,19 @@ static bool has(const char *p, size_t n, const char *lit)
     return false;
 }
 
+/* The format whose probe is surest of p[0..n), AUTO when none is. */
 static ga_format_t detect(const char *p, size_t n)
 {
-    if (n >= 2 && (unsigned char)p[0] == 0x80 && p[1] >= 2 && p[1] <= 5)
-        return GA_FORMAT_TORCH;
-    const char *l;
-    size_t ln;
-    first_line(p, n, &l, &ln);
-    if (ln >= 12 && memcmp(l, "galloc-trace", 12) == 0)
-        return GA_FORMAT_GALLOC;
-    /* An RMM header names its columns; Action and Pointer are the distinctive two. */
-    char head[256];
-    size_t hn = ln < sizeof(head) - 1 ? ln : sizeof(head) - 1;
-    memcpy(head, l, hn);
-    head[hn] = '\0';
-    if (memchr(head, ',', hn) != NULL && strstr(head, "Action") != NULL && strstr(head, "Pointer") != NULL)
-        return GA_FORMAT_RMM;
-    if (hn > 0 && head[0] == '{' && strstr(head, "\"kind\"") != NULL && strstr(head, "\"replay\"") != NULL)
-        return GA_FORMAT_UMPIRE;
-    if (ln > 0 && (l[0] == '{' || l[0] == '[') && has(p, n, "\"traceEvents\""))
-        return GA_FORMAT_KINETO;
-    return GA_FORMAT_AUTO;
+    ga_format_t best = GA_FORMAT_AUTO;
+    int best_score = 0;
+    for (unsigned f = GA_FORMAT_AUTO + 1; f < GA_FORMAT_END; f++) {
+        int score = formats[f]->probe(p, n);
+        if (score > best_score) {
+            best = (ga_format_t)f;
+            best_score = score;
+        }
+    }
+    return best;
 }
 
 /* A short printable rendering of the first line, for the refusal message. */
@@ -147,7 +171,7 @@ static void describe_start(const char *p, size_t n, char *out, size_t len)
 {
     const char *l;
     size_t ln;
-    first_line(p, n, &l, &ln);
+    ga_reader_first_line(p, n, &l, &ln);
     size_t o = 0;
     for (size_t i = 0; i < ln && i < 40 && o + 5 < len; i++) {
         unsigned char c = (unsigned char)l[i];
@@ -196,12 +220,8 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
     }
     r->format = fmt;
     r->units = 1;
-    int rc = fmt == GA_FORMAT_RMM      ? ga_read_rmm_open(r, err, errlen)
-             : fmt == GA_FORMAT_TORCH  ? ga_read_torch_open(r, err, errlen)
-             : fmt == GA_FORMAT_GALLOC ? ga_read_text_open(r, err, errlen)
-             : fmt == GA_FORMAT_UMPIRE ? ga_read_umpire_open(r, err, errlen)
-             : fmt == GA_FORMAT_KINETO ? ga_read_kineto_open(r, err, errlen)
-                                       : (snprintf(err, errlen, "%s: no format given", path), -1);
+    int rc = fmt > GA_FORMAT_AUTO && fmt < GA_FORMAT_END ? formats[fmt]->open(r, err, errlen)
+                                                         : (snprintf(err, errlen, "%s: no format given", path), -1);
     if (rc != 0) {
         ga_reader_close(r);
         return -1;
@@ -227,16 +247,13 @@ size_t ga_reader_units(const ga_reader_t *r)
 
 const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit)
 {
-    if (r->units <= 1 && r->format != GA_FORMAT_TORCH && r->format != GA_FORMAT_KINETO)
-        return "";
     ga_reader_t *w = (ga_reader_t *)r; /* the label buffer is scratch space */
-    if (r->format == GA_FORMAT_TORCH && r->impl != NULL) {
-        snprintf(w->label, sizeof(w->label), "device %d", ga_read_torch_device(r, unit));
-    } else if (r->format == GA_FORMAT_KINETO && r->impl != NULL) {
-        snprintf(w->label, sizeof(w->label), "device %d", ga_read_kineto_device(r, unit));
-    } else {
+    if (r->ops->unit_device != NULL)
+        snprintf(w->label, sizeof(w->label), "device %d", r->ops->unit_device(r, unit));
+    else if (r->units > 1)
         snprintf(w->label, sizeof(w->label), "unit %zu", unit);
-    }
+    else
+        return "";
     return w->label;
 }
 

@@ -24,18 +24,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The formats, from the registry formats.def (its descriptors say what each
+ * is): GA_FORMAT_RMM (RAPIDS RMM logging CSV), GA_FORMAT_TORCH (PyTorch
+ * snapshot pickle), GA_FORMAT_GALLOC (galloc text), GA_FORMAT_UMPIRE (LLNL
+ * Umpire replay log), GA_FORMAT_KINETO (PyTorch profiler Chrome trace). */
 typedef enum ga_format {
     GA_FORMAT_AUTO = 0, /* detect from the first bytes */
-    GA_FORMAT_RMM,      /* RAPIDS RMM logging_resource_adaptor CSV */
-    GA_FORMAT_TORCH,    /* PyTorch _dump_snapshot pickle */
-    GA_FORMAT_GALLOC,   /* galloc text trace */
-    GA_FORMAT_UMPIRE,   /* LLNL Umpire replay log (UMPIRE_REPLAY=On), JSON lines */
-    GA_FORMAT_KINETO    /* PyTorch profiler (Kineto) Chrome trace JSON, its [memory] events */
+#define GA_FORMAT(id, name) GA_FORMAT_##id,
+#include "tools/formats.def"
+#undef GA_FORMAT
+    GA_FORMAT_END       /* one past the last */
 } ga_format_t;
 
 typedef enum ga_event_kind {
@@ -116,10 +120,19 @@ typedef struct ga_reader_notes {
 } ga_reader_notes_t;
 void ga_reader_notes(const ga_reader_t *r, ga_reader_notes_t *out);
 
-/* ga_reader_format_name: "rmm", "torch", "galloc", "umpire", "kineto", "auto". ga_reader_format_parse: the
- * reverse; returns false for an unknown name. */
+/* ga_reader_format_name: "rmm", "torch", "galloc", "umpire", "kineto" (the
+ * registry's names), "auto". ga_reader_format_parse: the reverse, also taking
+ * a format's aliases ("pytorch" for torch); false for an unknown name. */
 const char *ga_reader_format_name(ga_format_t f);
 bool ga_reader_format_parse(const char *s, ga_format_t *out);
+
+/* ga_reader_format_list: "rmm, torch, galloc, umpire, kineto": every name
+ * --format takes besides auto, in the registry's order, into buf. */
+void ga_reader_format_list(char *buf, size_t len);
+
+/* ga_reader_format_help: one line per format for the help texts,
+ * "  NAME     what it is\n", in the registry's order. */
+void ga_reader_format_help(FILE *out);
 
 #ifdef __cplusplus
 }
