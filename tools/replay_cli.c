@@ -16,6 +16,7 @@
 #include "tools/replay.h"
 #include "tools/report.h"
 #include "tools/seed.h"
+#include "tools/snap_view.h"
 #include "tools/trace_reader.h"
 #include "tools/units.h"
 #include "tools/verify.h"

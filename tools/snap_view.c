@@ -1,6 +1,6 @@
 /*
  * snap_view.c: the device events and final segments of one device of a
- * PyTorch snapshot (verify.h), read the same way from a snapshot PyTorch
+ * PyTorch snapshot (snap_view.h), read the same way from a snapshot PyTorch
  * recorded and from one galloc wrote of its replay, so both sides of the
  * comparison pass through one reader.
  *
@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "tools/idmap.h"
+#include "tools/snap_view.h"
 #include "tools/snapfile.h"
 #include "tools/torch_snapshot.h"
-#include "tools/verify.h"
 
 /* The device events, by the walker's action (GA_ACT_NONE where not one). */
 static const struct {

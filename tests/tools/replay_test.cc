@@ -21,6 +21,7 @@ extern "C" {
 #include "tools/replay.h"
 #include "tools/trace_reader.h"
 #include "tools/seed.h"
+#include "tools/snap_view.h"
 #include "tools/verify.h"
 }
 
