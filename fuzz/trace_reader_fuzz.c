@@ -1,6 +1,6 @@
 /*
  * trace_reader_fuzz.c: libFuzzer target for the replay tool's trace readers
- * (tools/trace_reader.h: RMM CSV, PyTorch snapshot pickle, galloc text trace,
+ * (tools/readers/trace_reader.h: RMM CSV, PyTorch snapshot pickle, galloc text trace,
  * Umpire replay log, PyTorch profiler Chrome trace),
  * which read files users bring from elsewhere. trace_reader.h promises that no
  * input makes a reader crash or leak; beyond that (ASan, UBSan, LeakSanitizer)
@@ -24,8 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tools/snapfile.h"
-#include "tools/trace_reader.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/snapshot/snapfile.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

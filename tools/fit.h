@@ -25,8 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/readers/trace_reader.h"
 #include "tools/replay.h"
-#include "tools/trace_reader.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,10 +16,10 @@
 
 #include "tools/fit.h"
 #include "tools/outputs.h"
+#include "tools/readers/units.h"
 #include "tools/replay_cli.h"
 #include "tools/report.h"
-#include "tools/units.h"
-#include "tools/torch_snapshot.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 typedef struct cli {
     uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */

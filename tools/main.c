@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "tools/fit.h"
+#include "tools/readers/trace_reader.h"
 #include "tools/replay_cli.h"
-#include "tools/snapfile.h"
-#include "tools/trace_reader.h"
+#include "tools/snapshot/snapfile.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
 #endif

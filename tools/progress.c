@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "tools/units.h"
+#include "tools/readers/units.h"
 
 #define BAR 30 /* characters of the bar */
 

@@ -12,7 +12,7 @@
  * counting as a trace anomaly.
  */
 #include "tools/replay.h"
-#include "tools/seed.h"
+#include "tools/snapshot/seed.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -23,8 +23,8 @@
 
 #include <galloc/galloc.h>
 #include "tools/idmap.h"
+#include "tools/readers/trace_reader.h"
 #include "tools/series.h"
-#include "tools/trace_reader.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,14 +13,14 @@
 
 #include "tools/outputs.h"
 #include "tools/progress.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/readers/units.h"
 #include "tools/replay.h"
 #include "tools/report.h"
-#include "tools/seed.h"
-#include "tools/snap_view.h"
-#include "tools/trace_reader.h"
-#include "tools/units.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/snap_view.h"
+#include "tools/snapshot/torch_snapshot.h"
 #include "tools/verify.h"
-#include "tools/torch_snapshot.h"
 
 typedef struct cli {
     const char *backend;      /* --backend, "sim" by default */

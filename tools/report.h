@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "tools/readers/trace_reader.h"
 #include "tools/replay.h"
-#include "tools/trace_reader.h"
 
 /* One replayed trace (one unit of one file), or one that could not be read. */
 typedef struct ga_report_trace {

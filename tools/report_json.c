@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "tools/report.h"
-#include "tools/seed.h"
+#include "tools/snapshot/seed.h"
 
 static void jstr(FILE *out, const char *s)
 {

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/readers/units.h"
 #include "tools/report.h"
-#include "tools/seed.h"
-#include "tools/units.h"
+#include "tools/snapshot/seed.h"
 
 #define LABEL_W 30      /* width of the row-name column */
 #define MAX_HEADER 26   /* longest configuration shown as a column header */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "tools/replay.h"
-#include "tools/seed.h"
+#include "tools/snapshot/seed.h"
 
 /* Allocate size bytes on stream; -1 with err on failure. */
 static int take(galloc_allocator_t *a, uint64_t size, uint64_t stream, void **p, char *err, size_t errlen)

@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "tools/outputs.h"
+#include "tools/readers/units.h"
 #include "tools/replay.h"
 #include "tools/report.h"
-#include "tools/seed.h"
-#include "tools/units.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/torch_snapshot.h"
 #include "tools/verify.h"
-#include "tools/torch_snapshot.h"
 
 /* The outcome of one comparison. */
 typedef struct cmp {

@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tools/snap_view.h"
-#include "tools/trace_reader.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/snapshot/snap_view.h"
 
 #ifdef __cplusplus
 extern "C" {

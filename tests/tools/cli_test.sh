@@ -54,7 +54,7 @@ expect_in "$TMP/out" "(rmm, 160 events" "stdin read"
 expect_exit 0 "help" -- "$GALLOC" replay --help
 expect_in "$TMP/out" "usage: galloc replay" "help text"
 expect_exit 0 "version" -- "$GALLOC" --version
-# Both usages list every format of the registry (tools/formats.def).
+# Both usages list every format of the registry (tools/readers/formats.def).
 expect_exit 0 "top-level help" -- "$GALLOC" help
 for f in rmm torch galloc umpire kineto; do
     expect_in "$TMP/out" "^  $f  " "top-level usage names format $f"

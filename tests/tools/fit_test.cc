@@ -21,9 +21,9 @@
 extern "C" {
 #include <galloc/galloc.h>
 #include "tools/fit.h"
+#include "tools/readers/trace_reader.h"
 #include "tools/replay.h"
-#include "tools/torch_snapshot.h"
-#include "tools/trace_reader.h"
+#include "tools/snapshot/torch_snapshot.h"
 }
 
 namespace {

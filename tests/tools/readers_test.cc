@@ -15,8 +15,8 @@
 
 extern "C" {
 #include "tools/idmap.h"
-#include "tools/trace_reader.h"
-#include "tools/units.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/readers/units.h"
 }
 
 #include "tests/tools/readers_util.h"

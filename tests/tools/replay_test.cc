@@ -18,10 +18,10 @@
 extern "C" {
 #include <galloc/galloc.h>
 #include "tools/outputs.h"
+#include "tools/readers/trace_reader.h"
 #include "tools/replay.h"
-#include "tools/trace_reader.h"
-#include "tools/seed.h"
-#include "tools/snap_view.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/snap_view.h"
 #include "tools/verify.h"
 }
 

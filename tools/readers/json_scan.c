@@ -5,7 +5,7 @@
  * make it read out of bounds. The grammar state says what may come next;
  * an error names the byte offset where the input went wrong.
  */
-#include "tools/json_scan.h"
+#include "tools/readers/json_scan.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * are found with memchr, so reading costs a few nanoseconds per byte and no
  * allocation per line.
  */
-#include "tools/input.h"
+#include "tools/readers/input.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * the budget is spent; values live in slabs owned by the document, so freeing
  * is one walk over the slabs whatever the shape (shared or cyclic) of the tree.
  */
-#include "tools/pickle_read.h"
+#include "tools/snapshot/pickle_read.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,8 +7,8 @@
  * longer than GA_INPUT_MAX_LINE or holding a NUL byte is an error: a trace line
  * is short text, and a NUL means a binary or garbled file.
  */
-#ifndef GA_TOOLS_INPUT_H
-#define GA_TOOLS_INPUT_H
+#ifndef GA_TOOLS_READERS_INPUT_H
+#define GA_TOOLS_READERS_INPUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,4 +64,4 @@ void ga_input_close(ga_input_t *in);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_INPUT_H */
+#endif /* GA_TOOLS_READERS_INPUT_H */

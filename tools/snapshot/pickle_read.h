@@ -22,8 +22,8 @@
  * a consumer walking the tree must bound its own depth; galloc's snapshot
  * reader only descends along fixed paths.
  */
-#ifndef GA_TOOLS_PICKLE_READ_H
-#define GA_TOOLS_PICKLE_READ_H
+#ifndef GA_TOOLS_SNAPSHOT_PICKLE_READ_H
+#define GA_TOOLS_SNAPSHOT_PICKLE_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -106,4 +106,4 @@ const char *ga_pk_type_name(ga_pk_type_t t);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_PICKLE_READ_H */
+#endif /* GA_TOOLS_SNAPSHOT_PICKLE_READ_H */

@@ -32,10 +32,10 @@
 #include <string.h>
 
 #include "tools/idmap.h"
-#include "tools/pickle_read.h"
-#include "tools/reader_int.h"
-#include "tools/snapfile.h"
-#include "tools/torch_snapshot.h"
+#include "tools/readers/reader_int.h"
+#include "tools/snapshot/pickle_read.h"
+#include "tools/snapshot/snapfile.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 typedef struct pro_block {
     uint64_t addr, size, stream;

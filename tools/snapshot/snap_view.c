@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "tools/idmap.h"
-#include "tools/snap_view.h"
-#include "tools/snapfile.h"
-#include "tools/torch_snapshot.h"
+#include "tools/snapshot/snap_view.h"
+#include "tools/snapshot/snapfile.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 /* The device events, by the walker's action (GA_ACT_NONE where not one). */
 static const struct {

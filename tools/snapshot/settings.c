@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/torch_snapshot.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 /* The roundup dict as "N" when every interval agrees, else a 16-entry list;
  * "" when every interval is 0 (off). */

@@ -17,8 +17,8 @@
  *
  * Not thread-safe: one scanner per reader.
  */
-#ifndef GA_TOOLS_JSON_SCAN_H
-#define GA_TOOLS_JSON_SCAN_H
+#ifndef GA_TOOLS_READERS_JSON_SCAN_H
+#define GA_TOOLS_READERS_JSON_SCAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -79,4 +79,4 @@ bool ga_json_double(const ga_json_t *j, double *out);
 /* ga_json_is: the last token's text equals lit (and was not truncated). */
 bool ga_json_is(const ga_json_t *j, const char *lit);
 
-#endif /* GA_TOOLS_JSON_SCAN_H */
+#endif /* GA_TOOLS_READERS_JSON_SCAN_H */

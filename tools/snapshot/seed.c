@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "tools/idmap.h"
-#include "tools/seed.h"
-#include "tools/torch_snapshot.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 #define MIN_BLOCK 512                     /* PyTorch kMinBlockSize */
 #define SMALL_SEGMENT ((uint64_t)2 << 20) /* PyTorch kSmallBuffer */

@@ -22,8 +22,8 @@
  * rounded to 2 MiB, best fit, split remainders): with roundup_power2_divisions
  * or max_split_size_mb the seeded layout may differ, and --verify shows where.
  */
-#ifndef GA_TOOLS_SEED_H
-#define GA_TOOLS_SEED_H
+#ifndef GA_TOOLS_SNAPSHOT_SEED_H
+#define GA_TOOLS_SNAPSHOT_SEED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,4 +72,4 @@ void ga_seed_free(ga_seed_t *s);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_SEED_H */
+#endif /* GA_TOOLS_SNAPSHOT_SEED_H */

@@ -8,13 +8,13 @@
  * ga_pk_dict_get reads it). Nothing is allocated: records are small structs
  * filled on the caller's stack.
  */
-#include "tools/torch_snapshot.h"
+#include "tools/snapshot/torch_snapshot.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/pickle_read.h"
-#include "tools/snapfile.h"
+#include "tools/snapshot/pickle_read.h"
+#include "tools/snapshot/snapfile.h"
 
 static const char *const action_names[] = {
     [GA_ACT_ALLOC] = "alloc",

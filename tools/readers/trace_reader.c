@@ -12,7 +12,7 @@
  * "traceEvents" in its first bytes (Kineto writes a few small header fields
  * before the events). Anything else is refused with what the first line holds.
  */
-#include "tools/reader_int.h"
+#include "tools/readers/reader_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 /* The registry, indexed by ga_format_t. */
 static const ga_format_desc_t *const formats[GA_FORMAT_END] = {
 #define GA_FORMAT(id, name) [GA_FORMAT_##id] = &ga_format_##name,
-#include "tools/formats.def"
+#include "tools/readers/formats.def"
 #undef GA_FORMAT
 };
 

@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/json_scan.h"
-#include "tools/reader_int.h"
-#include "tools/units.h"
+#include "tools/readers/json_scan.h"
+#include "tools/readers/reader_int.h"
+#include "tools/readers/units.h"
 
 /* What one line holds that the replay needs. */
 typedef struct line {

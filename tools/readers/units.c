@@ -4,7 +4,7 @@
  * that are not NUL-terminated, and must reject "-1", "+3" and overflow. Sizes
  * are read by util/size.h, the one size parser, under the tools' rules.
  */
-#include "tools/units.h"
+#include "tools/readers/units.h"
 #include "util/size.h"
 
 #include <math.h>

@@ -11,11 +11,11 @@
  * the common fields and the sticky error (after a -1 every further
  * ga_reader_next repeats the same message).
  */
-#ifndef GA_TOOLS_READER_INT_H
-#define GA_TOOLS_READER_INT_H
+#ifndef GA_TOOLS_READERS_READER_INT_H
+#define GA_TOOLS_READERS_READER_INT_H
 
-#include "tools/input.h"
-#include "tools/trace_reader.h"
+#include "tools/readers/input.h"
+#include "tools/readers/trace_reader.h"
 
 typedef struct ga_reader_ops {
     /* begin: position at unit (only for multi-unit formats; NULL = one unit). */
@@ -67,7 +67,7 @@ typedef struct ga_format_desc {
 } ga_format_desc_t;
 
 #define GA_FORMAT(id, name) extern const ga_format_desc_t ga_format_##name;
-#include "tools/formats.def"
+#include "tools/readers/formats.def"
 #undef GA_FORMAT
 
 /* ga_reader_first_line: the first line of p[0..n) that is neither blank nor
@@ -90,4 +90,4 @@ typedef struct ga_field {
 } ga_field_t;
 size_t ga_reader_fields(const char *line, size_t n, char sep, ga_field_t *f, size_t max);
 
-#endif /* GA_TOOLS_READER_INT_H */
+#endif /* GA_TOOLS_READERS_READER_INT_H */

@@ -12,8 +12,8 @@
  *
  * Not thread-safe (the file cache, snapfile.h); no other global state.
  */
-#ifndef GA_TOOLS_SNAP_VIEW_H
-#define GA_TOOLS_SNAP_VIEW_H
+#ifndef GA_TOOLS_SNAPSHOT_SNAP_VIEW_H
+#define GA_TOOLS_SNAPSHOT_SNAP_VIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,4 +94,4 @@ void ga_snap_view_free(ga_snap_view_t *v);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_SNAP_VIEW_H */
+#endif /* GA_TOOLS_SNAPSHOT_SNAP_VIEW_H */

@@ -12,14 +12,14 @@
  * ga_snapfile_drop_all (the command's exit). Not thread-safe: files are
  * loaded before any worker thread starts (fit reads its traces first).
  */
-#ifndef GA_TOOLS_SNAPFILE_H
-#define GA_TOOLS_SNAPFILE_H
+#ifndef GA_TOOLS_SNAPSHOT_SNAPFILE_H
+#define GA_TOOLS_SNAPSHOT_SNAPFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/pickle_read.h"
+#include "tools/snapshot/pickle_read.h"
 
 /* The largest snapshot read (the readers' bound). */
 #define GA_SNAPFILE_MAX ((size_t)16 << 30)
@@ -41,4 +41,4 @@ void ga_snapfile_share(bool on);
  * ga_snapfile_get become invalid. */
 void ga_snapfile_drop_all(void);
 
-#endif /* GA_TOOLS_SNAPFILE_H */
+#endif /* GA_TOOLS_SNAPSHOT_SNAPFILE_H */

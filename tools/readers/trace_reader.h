@@ -18,8 +18,8 @@
  *
  * Not thread-safe: one reader per thread.
  */
-#ifndef GA_TOOLS_TRACE_READER_H
-#define GA_TOOLS_TRACE_READER_H
+#ifndef GA_TOOLS_READERS_TRACE_READER_H
+#define GA_TOOLS_READERS_TRACE_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,7 +37,7 @@ extern "C" {
 typedef enum ga_format {
     GA_FORMAT_AUTO = 0, /* detect from the first bytes */
 #define GA_FORMAT(id, name) GA_FORMAT_##id,
-#include "tools/formats.def"
+#include "tools/readers/formats.def"
 #undef GA_FORMAT
     GA_FORMAT_END       /* one past the last */
 } ga_format_t;
@@ -137,4 +137,4 @@ void ga_reader_format_help(FILE *out);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_TRACE_READER_H */
+#endif /* GA_TOOLS_READERS_TRACE_READER_H */

@@ -8,8 +8,8 @@
  * reports 80 GiB. All parsers take (pointer, length), never read past it and
  * reject overflow.
  */
-#ifndef GA_TOOLS_UNITS_H
-#define GA_TOOLS_UNITS_H
+#ifndef GA_TOOLS_READERS_UNITS_H
+#define GA_TOOLS_READERS_UNITS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,4 +43,4 @@ void ga_units_format_rate(double per_second, char *buf, size_t len);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_UNITS_H */
+#endif /* GA_TOOLS_READERS_UNITS_H */

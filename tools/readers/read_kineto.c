@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/json_scan.h"
-#include "tools/reader_int.h"
+#include "tools/readers/json_scan.h"
+#include "tools/readers/reader_int.h"
 
 #define MAX_DEVICES 1024      /* Device Id above this is refused as garbled */
 #define CUDA_DEVICE_TYPE 1    /* c10::DeviceType::CUDA */

@@ -1,5 +1,5 @@
 /* snapfile.c: see snapfile.h. */
-#include "tools/snapfile.h"
+#include "tools/snapshot/snapfile.h"
 
 #include <errno.h>
 #include <stdio.h>

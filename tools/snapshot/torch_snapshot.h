@@ -26,8 +26,8 @@
  * Thread-safety: read-only walks over an immutable document; the file cache
  * behind ga_torch_load is not thread-safe (snapfile.h).
  */
-#ifndef GA_TOOLS_TORCH_SNAPSHOT_H
-#define GA_TOOLS_TORCH_SNAPSHOT_H
+#ifndef GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H
+#define GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -199,4 +199,4 @@ int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text,
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_TORCH_SNAPSHOT_H */
+#endif /* GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H */

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/reader_int.h"
-#include "tools/units.h"
+#include "tools/readers/reader_int.h"
+#include "tools/readers/units.h"
 
 #define MAX_COLUMNS 32
 
