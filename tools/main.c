@@ -1,7 +1,7 @@
 /*
  * main.c: the galloc command. Dispatches to its subcommands:
- *   replay  replay allocation traces through galloc (tools/replay_cli.c)
- *   fit     search the settings under which a trace fits (tools/fit_cli.c)
+ *   replay  replay allocation traces through galloc (tools/replay/replay_cli.c)
+ *   fit     search the settings under which a trace fits (tools/fit/fit_cli.c)
  *   gen     generate a synthetic training trace     (tools/gen)
  *   budget  a training step's memory budget          (tools/gen)
  */
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
+#include "tools/fit/fit.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/replay_cli.h"
+#include "tools/replay/replay_cli.h"
 #include "tools/snapshot/snapfile.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"

@@ -1,4 +1,4 @@
-// fit_test.cc: galloc fit's engine (tools/fit.h) on generated workloads with
+// fit_test.cc: galloc fit's engine (tools/fit/fit.h) on generated workloads with
 // exact expected outcomes: the load-order job (530 MiB buffers freed, then
 // 270 MiB buffers) that fits only with max_split_size_mb or expandable
 // segments, the variable-sequence-length job that fragments under the
@@ -20,9 +20,9 @@
 
 extern "C" {
 #include <galloc/galloc.h>
-#include "tools/fit.h"
+#include "tools/engine/replay.h"
+#include "tools/fit/fit.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/replay.h"
 #include "tools/snapshot/torch_snapshot.h"
 }
 

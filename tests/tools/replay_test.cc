@@ -17,12 +17,12 @@
 
 extern "C" {
 #include <galloc/galloc.h>
-#include "tools/outputs.h"
+#include "tools/engine/replay.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/replay.h"
+#include "tools/replay/verify.h"
+#include "tools/report/outputs.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snap_view.h"
-#include "tools/verify.h"
 }
 
 namespace {

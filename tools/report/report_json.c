@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/report.h"
+#include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 
 static void jstr(FILE *out, const char *s)

@@ -10,15 +10,15 @@
  * tools/BUILD (GA_TOOLS_HAVE_SNAPSHOT, GA_TOOLS_HAVE_PLOT); without it the
  * functions fail with "not available yet" and the option exits 2.
  */
-#ifndef GA_TOOLS_OUTPUTS_H
-#define GA_TOOLS_OUTPUTS_H
+#ifndef GA_TOOLS_REPORT_OUTPUTS_H
+#define GA_TOOLS_REPORT_OUTPUTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include <galloc/galloc.h>
-#include "tools/replay.h"
-#include "tools/series.h"
+#include "tools/engine/replay.h"
+#include "tools/plot/series.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,4 +70,4 @@ char *ga_outputs_name(const char *base, size_t k, size_t n);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_OUTPUTS_H */
+#endif /* GA_TOOLS_REPORT_OUTPUTS_H */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tools/replay.h"
+#include "tools/engine/replay.h"
 #include "tools/snapshot/seed.h"
 
 /* Allocate size bytes on stream; -1 with err on failure. */

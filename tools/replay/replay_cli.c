@@ -4,23 +4,23 @@
  * comparison, write the optional snapshot and plot files, and choose the exit
  * code (2 for bad input or usage beats 1 for an OOM beats 0).
  */
-#include "tools/replay_cli.h"
+#include "tools/replay/replay_cli.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/outputs.h"
-#include "tools/progress.h"
+#include "tools/engine/replay.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/readers/units.h"
-#include "tools/replay.h"
-#include "tools/report.h"
+#include "tools/replay/progress.h"
+#include "tools/replay/verify.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snap_view.h"
 #include "tools/snapshot/torch_snapshot.h"
-#include "tools/verify.h"
 
 typedef struct cli {
     const char *backend;      /* --backend, "sim" by default */

@@ -1,7 +1,7 @@
 /*
  * progress.c: see progress.h. "\r" + "\033[K" rewrite one line in place.
  */
-#include "tools/progress.h"
+#include "tools/replay/progress.h"
 
 #include <stdio.h>
 #include <time.h>

@@ -1,8 +1,8 @@
 /*
  * replay_cli.h: `galloc replay`, the command line around replay.h.
  */
-#ifndef GA_TOOLS_REPLAY_CLI_H
-#define GA_TOOLS_REPLAY_CLI_H
+#ifndef GA_TOOLS_REPLAY_REPLAY_CLI_H
+#define GA_TOOLS_REPLAY_REPLAY_CLI_H
 
 #include <stdio.h>
 
@@ -10,15 +10,10 @@
 extern "C" {
 #endif
 
-/* Exit codes of galloc replay. */
-#define GA_EXIT_OK 0    /* every trace replayed without an OOM in any configuration */
-#define GA_EXIT_OOM 1   /* an allocation ran out of memory in some configuration */
-#define GA_EXIT_USAGE 2 /* bad usage or input: unreadable or garbled trace, bad --conf */
-
 /*
  * ga_replay_main: run `galloc replay` with argv[0] = "replay" and the options
  * after it; the report goes to stdout, messages to stderr. Returns an exit
- * code above. Not reentrant (getopt state).
+ * code (GA_EXIT_*, report.h). Not reentrant (getopt state).
  */
 int ga_replay_main(int argc, char **argv);
 
@@ -28,4 +23,4 @@ void ga_replay_usage(FILE *out);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_REPLAY_CLI_H */
+#endif /* GA_TOOLS_REPLAY_REPLAY_CLI_H */

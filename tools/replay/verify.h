@@ -18,8 +18,8 @@
  *
  * Not thread-safe (one verification at a time per thread); no global state.
  */
-#ifndef GA_TOOLS_VERIFY_H
-#define GA_TOOLS_VERIFY_H
+#ifndef GA_TOOLS_REPLAY_VERIFY_H
+#define GA_TOOLS_REPLAY_VERIFY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,4 +57,4 @@ void ga_verify_json_end(FILE *out);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_VERIFY_H */
+#endif /* GA_TOOLS_REPLAY_VERIFY_H */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "tools/readers/units.h"
-#include "tools/report.h"
+#include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 
 #define LABEL_W 30      /* width of the row-name column */

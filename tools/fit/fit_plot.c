@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fit.h"
-#include "tools/outputs.h"
+#include "tools/fit/fit.h"
+#include "tools/report/outputs.h"
 
 /* One configuration on the plot. */
 typedef struct shown {

@@ -14,8 +14,8 @@
  * record_stream on a side stream then free, expected OOM -> an allocation
  * attempt that is released at once if it succeeds.
  */
-#ifndef GA_TOOLS_REPLAY_H
-#define GA_TOOLS_REPLAY_H
+#ifndef GA_TOOLS_ENGINE_REPLAY_H
+#define GA_TOOLS_ENGINE_REPLAY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,8 +23,8 @@
 
 #include <galloc/galloc.h>
 #include "tools/idmap.h"
+#include "tools/plot/series.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/series.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -243,4 +243,4 @@ galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segme
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_REPLAY_H */
+#endif /* GA_TOOLS_ENGINE_REPLAY_H */

@@ -13,8 +13,8 @@
  * ga_plot_write call; the writer copies what it keeps. Plain C, no allocator
  * header needed.
  */
-#ifndef GA_TOOLS_SERIES_H
-#define GA_TOOLS_SERIES_H
+#ifndef GA_TOOLS_PLOT_SERIES_H
+#define GA_TOOLS_PLOT_SERIES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,4 +58,4 @@ typedef struct ga_plot_input {
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_SERIES_H */
+#endif /* GA_TOOLS_PLOT_SERIES_H */

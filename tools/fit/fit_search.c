@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
+#include "tools/fit/fit.h"
 
 /* The knobs of one configuration. */
 typedef struct axes {

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/outputs.h"
+#include "tools/engine/replay.h"
 #include "tools/readers/units.h"
-#include "tools/replay.h"
-#include "tools/report.h"
+#include "tools/replay/verify.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/torch_snapshot.h"
-#include "tools/verify.h"
 
 /* The outcome of one comparison. */
 typedef struct cmp {

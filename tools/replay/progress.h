@@ -3,8 +3,8 @@
  * when stderr is a terminal (never into logs or pipes) and only once a replay
  * has run for half a second, redrawn at most ten times a second.
  */
-#ifndef GA_TOOLS_PROGRESS_H
-#define GA_TOOLS_PROGRESS_H
+#ifndef GA_TOOLS_REPLAY_PROGRESS_H
+#define GA_TOOLS_REPLAY_PROGRESS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,4 +27,4 @@ void ga_progress_update(void *ctx, double fraction, uint64_t events);
 /* ga_progress_done: erase the bar. */
 void ga_progress_done(ga_progress_t *p);
 
-#endif /* GA_TOOLS_PROGRESS_H */
+#endif /* GA_TOOLS_REPLAY_PROGRESS_H */

@@ -4,7 +4,7 @@
  * pull a definition out of a library archive, so a weak check would keep
  * saying "not available" even once the functions exist.
  */
-#include "tools/outputs.h"
+#include "tools/report/outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

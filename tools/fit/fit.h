@@ -17,16 +17,16 @@
  * semantics"), except that a configuration's replay ends at its first OOM:
  * what happens after a failed allocation is not the job the user runs.
  */
-#ifndef GA_TOOLS_FIT_H
-#define GA_TOOLS_FIT_H
+#ifndef GA_TOOLS_FIT_FIT_H
+#define GA_TOOLS_FIT_FIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/engine/replay.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/replay.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -183,4 +183,4 @@ void ga_fit_usage(FILE *out);
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_TOOLS_FIT_H */
+#endif /* GA_TOOLS_FIT_FIT_H */

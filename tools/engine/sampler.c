@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/replay.h"
+#include "tools/engine/replay.h"
 
 int ga_sampler_init(ga_sampler_t *s)
 {

@@ -14,11 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
-#include "tools/outputs.h"
+#include "tools/fit/fit.h"
 #include "tools/readers/units.h"
-#include "tools/replay_cli.h"
-#include "tools/report.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
 #include "tools/snapshot/torch_snapshot.h"
 
 typedef struct cli {

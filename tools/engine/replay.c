@@ -11,7 +11,7 @@
  * {NULL, GA_STREAM_NONE}, so its later free is consumed silently instead of
  * counting as a trace anomaly.
  */
-#include "tools/replay.h"
+#include "tools/engine/replay.h"
 #include "tools/snapshot/seed.h"
 
 #include <inttypes.h>

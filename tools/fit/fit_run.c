@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fit.h"
+#include "tools/fit/fit.h"
 #include "tools/idmap.h"
 
 static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)

@@ -1,15 +1,21 @@
 /*
  * report.h: what `galloc replay` prints: a side-by-side table per trace
- * (report_text.c) or one JSON document for the whole run (report_json.c).
+ * (report_text.c) or one JSON document for the whole run (report_json.c),
+ * the OOM figures galloc fit prints the same way, and the exit codes.
  */
-#ifndef GA_TOOLS_REPORT_H
-#define GA_TOOLS_REPORT_H
+#ifndef GA_TOOLS_REPORT_REPORT_H
+#define GA_TOOLS_REPORT_REPORT_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "tools/engine/replay.h"
 #include "tools/readers/trace_reader.h"
-#include "tools/replay.h"
+
+/* Exit codes of galloc replay (galloc fit reads 1 as "no configuration fits"). */
+#define GA_EXIT_OK 0    /* every trace replayed without an OOM in any configuration */
+#define GA_EXIT_OOM 1   /* an allocation ran out of memory in some configuration */
+#define GA_EXIT_USAGE 2 /* bad usage or input: unreadable or garbled trace, bad --conf */
 
 /* One replayed trace (one unit of one file), or one that could not be read. */
 typedef struct ga_report_trace {
@@ -52,4 +58,4 @@ void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f);
 /* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
 void ga_report_json_str(FILE *out, const char *s);
 
-#endif /* GA_TOOLS_REPORT_H */
+#endif /* GA_TOOLS_REPORT_REPORT_H */
