@@ -175,6 +175,19 @@ size_t ga_fit_grid(const ga_fit_job_t *job, char (*confs)[GA_FIT_CONF_MAX], size
  * smaller peak reserved, the later first OOM, the shorter string. */
 bool ga_fit_better(const ga_fit_result_t *a, const ga_fit_result_t *b);
 
+/* What the report says besides the outcome (from the command line). */
+typedef struct ga_fit_report {
+    size_t top;                /* rows of the text table, 0 = 15 */
+    const char *recorded;      /* the snapshot's recorded settings replayed first, NULL if none */
+    const char *recorded_text; /* ... and their PYTORCH_CUDA_ALLOC_CONF text */
+    const char *plot;          /* the --plot file name when the plots were written, else NULL */
+} ga_fit_report_t;
+
+/* ga_fit_report_text / ga_fit_report_json (fit_report.c): the ranked outcome
+ * oc of job as a table with the answer, or as one JSON document. */
+void ga_fit_report_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep);
+void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep);
+
 /* ga_fit_main: `galloc fit` (argv[0] = "fit"). Exit 0 if some configuration
  * fits, 1 if none does, 2 on bad usage or input. */
 int ga_fit_main(int argc, char **argv);

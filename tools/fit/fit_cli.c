@@ -1,8 +1,8 @@
 /*
  * fit_cli.c: `galloc fit [options] TRACE...`: load the traces, run the search
- * (fit_search.c), print the ranked table or one JSON document, and choose the
- * exit code: 2 for bad usage or input, else 0 when some configuration fits
- * and 1 when none does.
+ * (fit_search.c), draw the plot (fit_plot.c), print the ranked table or one
+ * JSON document (fit_report.c), and choose the exit code: 2 for bad usage or
+ * input, else 0 when some configuration fits and 1 when none does.
  *
  * Several traces (or a snapshot's several devices) are one job: a
  * configuration fits only if it fits every one, as a setting exported for a
@@ -152,216 +152,29 @@ static int parse_args(cli_t *c, int argc, char **argv)
     return 0;
 }
 
-/* The files --plot wrote, one per unit (ga_fit_plot names them so). */
-static void print_plot_names(const cli_t *c, const ga_fit_job_t *job, bool json)
+/* Every trace of argv[first..argc) into job, and the first snapshot's
+ * recorded settings into c. 0, or -1 said on stderr. */
+static int load(cli_t *c, int first, int argc, char **argv, ga_fit_job_t *job)
 {
-    for (size_t u = 0; u < job->n_units; u++) {
-        char *name = ga_outputs_name(c->plot, u, job->n_units);
-        if (json) {
-            fputs(u ? ", " : "", stdout);
-            ga_report_json_str(stdout, name ? name : "");
-        } else {
-            printf("%s%s", u ? ", " : "\nPlot (defaults and winner over time): ", name ? name : "");
+    char err[512];
+    for (int i = first; i < argc; i++) {
+        if (ga_fit_load(job, argv[i], c->format, err, sizeof(err)) != 0) {
+            fprintf(stderr, "galloc fit: %s\n", err);
+            return -1;
         }
-        free(name);
-    }
-    if (!json)
-        printf("\n");
-}
-
-static const char *fmt_bytes(int64_t v, char *b, size_t n)
-{
-    ga_units_format_bytes(v, b, n);
-    return b;
-}
-
-/* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation ratio. */
-static double frag_at_peak(const ga_fit_run_t *r)
-{
-    return r->peak_reserved > 0 ? 1.0 - (double)r->allocated_at_peak / (double)r->peak_reserved : 0.0;
-}
-
-static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, char *b, size_t n)
-{
-    char ev[32];
-    if (r->run.failed) {
-        snprintf(b, n, "error");
-        return;
-    }
-    if (r->run.fits) {
-        snprintf(b, n, "-");
-        return;
-    }
-    ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
-    if (job->n_units > 1)
-        snprintf(b, n, "#%zu:%s %s", r->run.fail_unit + 1, ev, ga_oom_class_name(r->run.oom.cls));
-    else
-        snprintf(b, n, "%s %s", ev, ga_oom_class_name(r->run.oom.cls));
-}
-
-static void print_text(const cli_t *c, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
-{
-    char a[32], b[32], d[32], e[32];
-    ga_units_format_count(job->events, a, sizeof(a));
-    printf("galloc fit: %zu trace%s, %s events, sim device %s\n", job->n_units, job->n_units == 1 ? "" : "s", a,
-           fmt_bytes((int64_t)job->device_memory, b, sizeof(b)));
-    for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
-        printf("  #%zu %s\n", u + 1, job->units[u].label);
-    size_t replays = 0, nfit = 0;
-    for (size_t i = 0; i < oc->n; i++) {
-        replays += oc->results[i].replays;
-        nfit += oc->results[i].run.fits;
-    }
-    ga_units_format_count(replays, a, sizeof(a));
-    printf("%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n\n", oc->n, nfit, a, oc->seconds,
-           oc->jobs);
-    printf("%4s  %-4s  %13s  %14s  %9s  %11s  %-22s  %s\n", "rank", "fits", "peak reserved", "peak allocated",
-           "frag@peak", "min device", "first OOM (event)", "configuration");
-    size_t top = c->top ? c->top : 15;
-    for (size_t i = 0; i < oc->n && i < top; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        char oom[64], minm[32];
-        first_oom_cell(job, r, oom, sizeof(oom));
-        if (!r->min_searched)
-            snprintf(minm, sizeof(minm), "-");
-        else if (r->min_memory == 0)
-            snprintf(minm, sizeof(minm), "> 64x");
-        else
-            fmt_bytes((int64_t)r->min_memory, minm, sizeof(minm));
-        printf("%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
-               fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-               100.0 * frag_at_peak(&r->run), minm, oom, r->conf[0] ? r->conf : "(defaults)");
-    }
-    if (oc->n > top)
-        printf("(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
-    for (size_t i = 0; i < oc->n; i++) { /* the defaults first: that is the run that failed */
-        const ga_fit_result_t *r = &oc->results[i];
-        if (r->conf[0] == '\0' && !r->run.fits && !r->run.failed) {
-            ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            printf("\nUnder the defaults the job runs out of memory at event %s of %s:\n", a,
-                   job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(stdout, &r->run.oom);
+        if (c->no_recorded || c->has_recorded || strcmp(argv[i], "-") == 0)
+            continue; /* the first snapshot with settings speaks for the job; stdin cannot be reread */
+        int rc = ga_torch_recorded_conf(argv[i], c->recorded, sizeof(c->recorded), c->recorded_text,
+                                        sizeof(c->recorded_text), err, sizeof(err));
+        if (rc < 0) {
+            fprintf(stderr, "galloc fit: %s\n", err);
+            return -1;
         }
+        c->has_recorded = rc == 1;
     }
-    size_t nfailed = 0;
-    for (size_t i = 0; i < oc->n; i++) {
-        if (!oc->results[i].run.failed)
-            continue;
-        if (nfailed++ < 3) /* usually one cause (a bad environment variable) for all: a few say it */
-            printf("configuration \"%s\": %s\n", oc->results[i].conf, oc->results[i].run.error);
-    }
-    if (nfailed > 3)
-        printf("... and %zu more configurations that could not be replayed (see --json)\n", nfailed - 3);
-    for (size_t i = 0; c->has_recorded && i < oc->n; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        if (strcmp(r->stage, "recorded") != 0)
-            continue;
-        printf("\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
-               "replayed as \"%s\", rank %zu: ",
-               c->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
-        if (r->run.failed) {
-            printf("error: %s\n", r->run.error);
-        } else if (r->run.fits) {
-            printf("fits\n");
-        } else {
-            ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            printf("OOM at event %s of %s\n", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(stdout, &r->run.oom);
-        }
-    }
-    const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
-    if (w != NULL && w->run.fits) {
-        if (w->conf[0])
-            printf("\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", w->conf);
-        else
-            printf("\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
-        printf("  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
-               fmt_bytes(w->run.peak_allocated, b, sizeof(b)));
-        if (w->min_searched && w->min_memory)
-            printf("; fits on a device of %s or more", fmt_bytes((int64_t)w->min_memory, d, sizeof(d)));
-        printf("\n");
-    } else if (w != NULL) {
-        printf("\nNo configuration fits on %s.", fmt_bytes((int64_t)job->device_memory, a, sizeof(a)));
-        if (w->min_searched && w->min_memory)
-            printf(" The closest, \"%s\", fits on %s.", w->conf[0] ? w->conf : "(defaults)",
-                   fmt_bytes((int64_t)w->min_memory, b, sizeof(b)));
-        printf("\n");
-        if (!w->run.failed) {
-            printf("Its first OOM:\n");
-            ga_report_oom_facts(stdout, &w->run.oom);
-        }
-    }
-    if (c->plotted)
-        print_plot_names(c, job, false);
-}
-
-static void print_json(const cli_t *c, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
-{
-    printf("{\"tool\": \"galloc fit\", \"version\": 1, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
-           ",\n \"traces\": [",
-           job->device_memory, job->events);
-    for (size_t u = 0; u < job->n_units; u++) {
-        printf("%s{\"label\": ", u ? ", " : "");
-        ga_report_json_str(stdout, job->units[u].label);
-        printf(", \"events\": %zu}", job->units[u].n);
-    }
-    const ga_fit_result_t *w = oc->n && oc->results[0].run.fits ? &oc->results[0] : NULL;
-    printf("],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
-           " \"pytorch_cuda_alloc_conf\": ",
-           oc->seconds, oc->jobs, oc->n, w ? "true" : "false");
-    if (w)
-        ga_report_json_str(stdout, w->conf);
-    else
-        fputs("null", stdout);
-    fputs(",\n \"recorded_conf\": ", stdout);
-    if (c->has_recorded) {
-        ga_report_json_str(stdout, c->recorded);
-        fputs(", \"recorded_pytorch_cuda_alloc_conf\": ", stdout);
-        ga_report_json_str(stdout, c->recorded_text);
-    } else {
-        fputs("null, \"recorded_pytorch_cuda_alloc_conf\": null", stdout);
-    }
-    fputs(",\n \"plots\": ", stdout);
-    if (c->plotted) {
-        fputs("[", stdout);
-        print_plot_names(c, job, true);
-        fputs("]", stdout);
-    } else {
-        fputs("null", stdout);
-    }
-    fputs(",\n \"results\": [", stdout);
-    for (size_t i = 0; i < oc->n; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        printf("%s\n  {\"rank\": %zu, \"conf\": ", i ? "," : "", i + 1);
-        ga_report_json_str(stdout, r->conf);
-        printf(", \"stage\": \"%s\", \"fits\": %s, \"error\": ", r->stage, r->run.fits ? "true" : "false");
-        if (r->run.failed)
-            ga_report_json_str(stdout, r->run.error);
-        else
-            fputs("null", stdout);
-        printf(",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
-               ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
-               ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
-               ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
-               r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
-               frag_at_peak(&r->run), r->run.external_frag_at_peak, r->run.largest_free_at_peak);
-        if (r->min_searched && r->min_memory)
-            printf("%" PRIu64, r->min_memory);
-        else
-            fputs("null", stdout);
-        printf(", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n"
-               "   \"first_oom\": ",
-               r->min_searched ? "true" : "false", r->replays, r->seconds);
-        if (r->run.fits || r->run.failed) {
-            fputs("null}", stdout);
-            continue;
-        }
-        printf("{\"trace\": %zu, \"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"class\": ", r->run.fail_unit,
-               r->run.fail_event, r->run.oom.size);
-        ga_report_json_oom_facts(stdout, &r->run.oom);
-        fputs("}}", stdout);
-    }
-    fputs("\n ]}\n", stdout);
+    if (c->has_recorded)
+        c->o.recorded = c->recorded;
+    return 0;
 }
 
 int ga_fit_main(int argc, char **argv)
@@ -378,25 +191,10 @@ int ga_fit_main(int argc, char **argv)
     ga_fit_job_t job;
     memset(&job, 0, sizeof(job));
     char err[512];
-    for (int i = optind; i < argc; i++) {
-        if (ga_fit_load(&job, argv[i], c.format, err, sizeof(err)) != 0) {
-            fprintf(stderr, "galloc fit: %s\n", err);
-            ga_fit_job_free(&job);
-            return GA_EXIT_USAGE;
-        }
-        if (c.no_recorded || c.has_recorded || strcmp(argv[i], "-") == 0)
-            continue; /* the first snapshot with settings speaks for the job; stdin cannot be reread */
-        int rc2 = ga_torch_recorded_conf(argv[i], c.recorded, sizeof(c.recorded), c.recorded_text,
-                                       sizeof(c.recorded_text), err, sizeof(err));
-        if (rc2 < 0) {
-            fprintf(stderr, "galloc fit: %s\n", err);
-            ga_fit_job_free(&job);
-            return GA_EXIT_USAGE;
-        }
-        c.has_recorded = rc2 == 1;
+    if (load(&c, optind, argc, argv, &job) != 0) {
+        ga_fit_job_free(&job);
+        return GA_EXIT_USAGE;
     }
-    if (c.has_recorded)
-        c.o.recorded = c.recorded;
     job.device_memory = c.device_memory                         ? c.device_memory
                         : job.n_units && job.units[0].device_memory ? job.units[0].device_memory
                                                                     : GA_REPLAY_DEFAULT_MEMORY;
@@ -417,10 +215,12 @@ int ga_fit_main(int argc, char **argv)
             fprintf(stderr, "galloc fit: %s\n", err);
         c.plotted = !plot_failed;
     }
+    ga_fit_report_t rep = {.top = c.top, .recorded = c.has_recorded ? c.recorded : NULL,
+                           .recorded_text = c.recorded_text, .plot = c.plotted ? c.plot : NULL};
     if (c.json)
-        print_json(&c, &job, &oc);
+        ga_fit_report_json(stdout, &job, &oc, &rep);
     else
-        print_text(&c, &job, &oc);
+        ga_fit_report_text(stdout, &job, &oc, &rep);
     fflush(stdout);
     int code = all_failed || plot_failed ? GA_EXIT_USAGE : oc.n && oc.results[0].run.fits ? GA_EXIT_OK : GA_EXIT_OOM;
     ga_fit_outcome_free(&oc);

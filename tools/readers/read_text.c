@@ -72,30 +72,93 @@ static size_t tokens(const char *line, size_t n, ga_field_t *t)
     return k;
 }
 
+/* The next line that has tokens: the one read ahead by open, else from the
+ * file. 1 (*line, *n, t[0..*k) set), 0 at the end, -1 with err. */
+static int next_line(ga_reader_t *r, char **line, size_t *n, ga_field_t *t, size_t *k, char *err, size_t errlen)
+{
+    text_t *x = r->impl;
+    if (x->pending != NULL) {
+        *line = x->pending;
+        *n = x->pending_len;
+        x->pending = NULL;
+        *k = tokens(*line, *n, t);
+        return 1;
+    }
+    for (;;) {
+        int rc = ga_input_line(&r->in, line, n, err, errlen);
+        if (rc <= 0)
+            return rc;
+        *k = tokens(*line, *n, t);
+        if (*k > 0)
+            return 1;
+    }
+}
+
+/* Argument i as an id or stream: decimal or 0x hex. */
+static bool uint_arg(const ga_field_t *t, size_t i, uint64_t *out)
+{
+    return ga_units_parse_uint(t[i].p, t[i].n, out);
+}
+
+/* The arguments t[1..k) of verb v (their count checked) into ev. 1, or -1. */
+static int verb_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_t k, ga_event_t *ev, char *err,
+                     size_t errlen)
+{
+    switch (v->kind) {
+    case GA_EV_ALLOC:
+        if (!uint_arg(t, 1, &ev->id))
+            return bad(r, err, errlen, "bad id (an unsigned integer, decimal or 0x hex)", &t[1]);
+        if (!ga_units_parse_size(t[2].p, t[2].n, &ev->size))
+            return bad(r, err, errlen, "bad size", &t[2]);
+        if (k > 3 && !uint_arg(t, 3, &ev->stream))
+            return bad(r, err, errlen, "bad stream", &t[3]);
+        break;
+    case GA_EV_FREE:
+        ev->stream = GA_STREAM_NONE;
+        if (k > 2 && !uint_arg(t, 2, &ev->stream))
+            return bad(r, err, errlen, "bad stream", &t[2]);
+        if (!uint_arg(t, 1, &ev->id))
+            return bad(r, err, errlen, "bad id", &t[1]);
+        break;
+    case GA_EV_FREE_PENDING:
+    case GA_EV_FREE_COMPLETED:
+    case GA_EV_RECORD_STREAM:
+        if (!uint_arg(t, 1, &ev->id))
+            return bad(r, err, errlen, "bad id", &t[1]);
+        if (v->kind == GA_EV_RECORD_STREAM && !uint_arg(t, 2, &ev->stream))
+            return bad(r, err, errlen, "bad stream", &t[2]);
+        break;
+    case GA_EV_STREAM_SYNC:
+        if (!uint_arg(t, 1, &ev->stream))
+            return bad(r, err, errlen, "bad stream", &t[1]);
+        break;
+    case GA_EV_SET_FRACTION:
+        if (!ga_units_parse_fraction(t[1].p, t[1].n, &ev->fraction) || ev->fraction > 1.0)
+            return bad(r, err, errlen, "bad fraction (a number in [0, 1])", &t[1]);
+        break;
+    case GA_EV_OOM:
+        if (!ga_units_parse_size(t[1].p, t[1].n, &ev->size))
+            return bad(r, err, errlen, "bad size", &t[1]);
+        if (k > 2 && !uint_arg(t, 2, &ev->stream))
+            return bad(r, err, errlen, "bad stream", &t[2]);
+        break;
+    default:
+        break;
+    }
+    return 1;
+}
+
 static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
     ga_field_t t[MAX_TOKENS + 1];
-    text_t *x = r->impl;
     char *line;
     size_t n, k;
-    if (x->pending != NULL) {
-        line = x->pending;
-        n = x->pending_len;
-        x->pending = NULL;
-        k = tokens(line, n, t);
-    } else {
-        for (;;) {
-            int rc = ga_input_line(&r->in, &line, &n, err, errlen);
-            if (rc <= 0)
-                return rc;
-            k = tokens(line, n, t);
-            if (k > 0)
-                break;
-        }
-    }
+    int rc = next_line(r, &line, &n, t, &k, err, errlen);
+    if (rc <= 0)
+        return rc;
     memset(ev, 0, sizeof(*ev));
     ev->where = r->in.line;
-    if (t[0].p[0] == 'a' && tok_is(&t[0], "annotate")) {
+    if (t[0].p[0] == 'a' && tok_is(&t[0], "annotate")) { /* the text is the rest of the line, verbatim */
         const char *s = t[0].p + t[0].n;
         const char *e = line + n;
         while (s < e && (*s == ' ' || *s == '\t'))
@@ -120,52 +183,7 @@ static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return bad(r, err, errlen, what, NULL);
     }
     ev->kind = v->kind;
-    ev->stream = 0;
-    switch (v->kind) {
-    case GA_EV_ALLOC:
-        if (!ga_units_parse_uint(t[1].p, t[1].n, &ev->id))
-            return bad(r, err, errlen, "bad id (an unsigned integer, decimal or 0x hex)", &t[1]);
-        if (!ga_units_parse_size(t[2].p, t[2].n, &ev->size))
-            return bad(r, err, errlen, "bad size", &t[2]);
-        if (k > 3 && !ga_units_parse_uint(t[3].p, t[3].n, &ev->stream))
-            return bad(r, err, errlen, "bad stream", &t[3]);
-        break;
-    case GA_EV_FREE:
-        ev->stream = GA_STREAM_NONE;
-        if (k > 2 && !ga_units_parse_uint(t[2].p, t[2].n, &ev->stream))
-            return bad(r, err, errlen, "bad stream", &t[2]);
-        if (!ga_units_parse_uint(t[1].p, t[1].n, &ev->id))
-            return bad(r, err, errlen, "bad id", &t[1]);
-        break;
-    case GA_EV_FREE_PENDING:
-    case GA_EV_FREE_COMPLETED:
-        if (!ga_units_parse_uint(t[1].p, t[1].n, &ev->id))
-            return bad(r, err, errlen, "bad id", &t[1]);
-        break;
-    case GA_EV_RECORD_STREAM:
-        if (!ga_units_parse_uint(t[1].p, t[1].n, &ev->id))
-            return bad(r, err, errlen, "bad id", &t[1]);
-        if (!ga_units_parse_uint(t[2].p, t[2].n, &ev->stream))
-            return bad(r, err, errlen, "bad stream", &t[2]);
-        break;
-    case GA_EV_STREAM_SYNC:
-        if (!ga_units_parse_uint(t[1].p, t[1].n, &ev->stream))
-            return bad(r, err, errlen, "bad stream", &t[1]);
-        break;
-    case GA_EV_SET_FRACTION:
-        if (!ga_units_parse_fraction(t[1].p, t[1].n, &ev->fraction) || ev->fraction > 1.0)
-            return bad(r, err, errlen, "bad fraction (a number in [0, 1])", &t[1]);
-        break;
-    case GA_EV_OOM:
-        if (!ga_units_parse_size(t[1].p, t[1].n, &ev->size))
-            return bad(r, err, errlen, "bad size", &t[1]);
-        if (k > 2 && !ga_units_parse_uint(t[2].p, t[2].n, &ev->stream))
-            return bad(r, err, errlen, "bad stream", &t[2]);
-        break;
-    default:
-        break;
-    }
-    return 1;
+    return verb_args(r, v, t, k, ev, err, errlen);
 }
 
 static void text_close(ga_reader_t *r)

@@ -235,29 +235,80 @@ static bool snapshot_context(const cli_t *c, ga_reader_t *r, const char *path, s
     return made;
 }
 
+/* The files this unit's outputs go to: --snapshot one per configuration,
+ * --plot one, numbered (FILE.N.ext) when the run makes several. */
+static void output_names(cli_t *c, bool single, size_t nc, char ***snaps, char **plot_path)
+{
+    *snaps = NULL;
+    *plot_path = NULL;
+    if (c->snapshot != NULL) {
+        *snaps = calloc(nc, sizeof(**snaps));
+        for (size_t i = 0; *snaps != NULL && i < nc; i++)
+            (*snaps)[i] = ga_outputs_name(c->snapshot, c->n_snapshots++, single && nc == 1 ? 1 : 2);
+    }
+    if (c->plot != NULL)
+        *plot_path = ga_outputs_name(c->plot, c->n_plots++, single ? 1 : 2);
+}
+
+/* A unit that replayed: its plot, and the exit code it asks for (2 for bad
+ * input, a configuration that could not be made or a file not written, else
+ * 1 for an OOM). t gets the results. */
+static int judge(const ga_replay_t *rp, const char *plot_path, const char *title, ga_report_trace_t *t,
+                 char *plot_err, size_t errlen)
+{
+    int code = GA_EXIT_OK;
+    t->rp = rp;
+    if (rp->read_failed) {
+        t->error = rp->read_error;
+        code = GA_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < rp->n_cols; i++) {
+        if (rp->cols[i].create_status != GALLOC_OK || rp->cols[i].snapshot_error[0])
+            code = GA_EXIT_USAGE;
+        else if (rp->cols[i].ooms_total > 0 && code == GA_EXIT_OK)
+            code = GA_EXIT_OOM;
+    }
+    if (plot_path != NULL) {
+        if (write_plot(plot_path, title, rp, plot_err, errlen) == 0) {
+            t->plot_path = plot_path;
+        } else {
+            t->plot_error = plot_err;
+            code = GA_EXIT_USAGE;
+        }
+    }
+    return code;
+}
+
+/* The problems on stderr, then the report on stdout. */
+static void report(cli_t *c, const ga_report_trace_t *t, const char *title)
+{
+    if (t->error != NULL)
+        fprintf(stderr, "galloc replay: %s\n", t->error);
+    for (size_t i = 0; t->rp != NULL && i < t->rp->n_cols; i++)
+        if (t->rp->cols[i].create_status != GALLOC_OK)
+            fprintf(stderr, "galloc replay: %s: configuration \"%s\": %s\n", title, t->rp->cols[i].label,
+                    t->rp->cols[i].create_error);
+    if (c->json) {
+        ga_report_json_trace(stdout, t, c->first_json);
+        c->first_json = false;
+    } else {
+        ga_report_text(stdout, t);
+    }
+    fflush(stdout);
+}
+
 /* Replay one unit of an open reader and report it. Returns the exit code
  * this trace asks for. */
 static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, bool single_file)
 {
-    int code = GA_EXIT_OK;
-    char err[512] = "", plot_err[512] = "";
+    char err[512] = "", plot_err[512] = "", title[600];
     const char *unit_label = ga_reader_unit_label(r, unit);
-    bool single = single_file && ga_reader_units(r) == 1;
     size_t nc = c->n_confs ? c->n_confs : 1;
-    char **snaps = NULL;
-    char *plot_path = NULL;
-    if (c->snapshot != NULL) {
-        snaps = calloc(nc, sizeof(*snaps));
-        for (size_t i = 0; snaps != NULL && i < nc; i++)
-            snaps[i] = ga_outputs_name(c->snapshot, c->n_snapshots++, single && nc == 1 ? 1 : 2);
-    }
-    if (c->plot != NULL)
-        plot_path = ga_outputs_name(c->plot, c->n_plots++, single ? 1 : 2);
-
+    char **snaps, *plot_path;
+    output_names(c, single_file && ga_reader_units(r) == 1, nc, &snaps, &plot_path);
     ga_replay_t rp;
     memset(&rp, 0, sizeof(rp));
     ga_progress_t prog;
-    char title[600];
     snprintf(title, sizeof(title), "%s%s%s", path, unit_label[0] ? " " : "", unit_label);
     ga_progress_start(&prog, title, isatty(STDERR_FILENO) == 1);
     int rc = -1;
@@ -274,51 +325,17 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
                           .progress_ctx = &prog};
     const char *recorded = c->recorded;
     const char *const *confs = c->have_recorded ? &recorded : c->confs;
-    size_t n_confs = c->have_recorded ? 1 : c->n_confs;
     if (positioned)
-        rc = ga_replay_run(r, &o, confs, n_confs, &rp);
+        rc = ga_replay_run(r, &o, confs, c->have_recorded ? 1 : c->n_confs, &rp);
     ga_progress_done(&prog);
     ga_report_trace_t t = {.path = path, .unit = unit_label, .format = ga_reader_format(r),
                            .backend = c->backend ? c->backend : "sim",
                            .settings = c->have_recorded ? c->recorded : NULL, .settings_text = c->recorded_text,
                            .device_from_snapshot = mem != c->device_memory, .seed = seeded ? &seed : NULL};
-    if (rc != 0) {
+    if (rc != 0)
         t.error = err[0] ? err : rp.read_error;
-        code = GA_EXIT_USAGE;
-    } else {
-        t.rp = &rp;
-        if (rp.read_failed) {
-            t.error = rp.read_error;
-            code = GA_EXIT_USAGE;
-        }
-        for (size_t i = 0; i < rp.n_cols; i++) {
-            if (rp.cols[i].create_status != GALLOC_OK || rp.cols[i].snapshot_error[0])
-                code = GA_EXIT_USAGE;
-            else if (rp.cols[i].ooms_total > 0 && code == GA_EXIT_OK)
-                code = GA_EXIT_OOM;
-        }
-        if (plot_path != NULL) {
-            if (write_plot(plot_path, title, &rp, plot_err, sizeof(plot_err)) == 0) {
-                t.plot_path = plot_path;
-            } else {
-                t.plot_error = plot_err;
-                code = GA_EXIT_USAGE;
-            }
-        }
-    }
-    if (t.error != NULL)
-        fprintf(stderr, "galloc replay: %s\n", t.error);
-    for (size_t i = 0; t.rp != NULL && i < rp.n_cols; i++)
-        if (rp.cols[i].create_status != GALLOC_OK)
-            fprintf(stderr, "galloc replay: %s: configuration \"%s\": %s\n", title, rp.cols[i].label,
-                    rp.cols[i].create_error);
-    if (c->json) {
-        ga_report_json_trace(stdout, &t, c->first_json);
-        c->first_json = false;
-    } else {
-        ga_report_text(stdout, &t);
-    }
-    fflush(stdout);
+    int code = rc != 0 ? GA_EXIT_USAGE : judge(&rp, plot_path, title, &t, plot_err, sizeof(plot_err));
+    report(c, &t, title);
     if (rc == 0)
         ga_replay_release(&rp);
     for (size_t i = 0; snaps != NULL && i < nc; i++)

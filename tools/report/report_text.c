@@ -203,32 +203,22 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
         fprintf(out, "%s ... and %" PRIu64 " more OOMs (see --json)\n", tag, c->ooms_total - 3);
 }
 
-void ga_report_text(FILE *out, const ga_report_trace_t *t)
+/* The side-by-side table: a header row of labels (or [N] with a legend
+ * above), then a row per figure. Cells are made first, to size the columns.
+ * false when host memory ran out (said in the output). */
+static bool table(FILE *out, const ga_replay_t *rp, bool legend)
 {
-    header(out, t);
-    if (t->rp == NULL) {
-        fprintf(out, "error: %s\n\n", t->error ? t->error : "unknown");
-        return;
-    }
-    const ga_replay_t *rp = t->rp;
-    size_t nc = rp->n_cols;
-    bool legend = false, any_expected = false;
-    for (size_t i = 0; i < nc; i++) {
-        legend |= strlen(rp->cols[i].label) > MAX_HEADER;
+    size_t nc = rp->n_cols, nrows = sizeof(rows) / sizeof(rows[0]);
+    bool any_expected = false;
+    for (size_t i = 0; i < nc; i++)
         any_expected |= rp->cols[i].expected_ooms > 0;
-    }
-    if (legend)
-        for (size_t i = 0; i < nc; i++)
-            fprintf(out, "  [%zu] %s\n", i + 1, rp->cols[i].label);
-    /* Cells first, to size the columns. */
-    size_t nrows = sizeof(rows) / sizeof(rows[0]);
-    char(*cells)[CELL] = calloc(nrows * nc + nc, CELL);
+    char(*cells)[CELL] = calloc(nrows * nc + nc, CELL); /* the header row last */
     size_t *w = calloc(nc, sizeof(size_t));
     if (cells == NULL || w == NULL) {
         free(cells);
         free(w);
         fprintf(out, "error: out of host memory\n");
-        return;
+        return false;
     }
     for (size_t i = 0; i < nc; i++) {
         char *h = cells[nrows * nc + i];
@@ -261,29 +251,35 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
     }
     free(cells);
     free(w);
+    return true;
+}
 
-    for (size_t i = 0; i < nc; i++) {
-        const ga_replay_column_t *c = &rp->cols[i];
-        char tag[CELL + 4];
-        snprintf(tag, sizeof(tag), "[%.*s]", CELL - 1, legend ? "" : c->label);
-        if (legend)
-            snprintf(tag, sizeof(tag), "[%zu]", i + 1);
-        if (c->create_status != GALLOC_OK)
-            fprintf(out, "%s could not create the allocator (%s): %s\n", tag, galloc_status_name(c->create_status),
-                    c->create_error);
-        oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
-        if (c->errors)
-            fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
-        if (c->unmatched || c->duplicates)
-            fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
-                         " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
-        if (c->snapshot_path != NULL) {
-            if (c->snapshot_error[0])
-                fprintf(out, "%s snapshot: %s\n", tag, c->snapshot_error);
-            else
-                fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
-        }
+/* What a column has to say beyond its cells: creation failure, OOM details,
+ * failed calls, trace anomalies, its snapshot. */
+static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_column_t *c, const char *tag)
+{
+    if (c->create_status != GALLOC_OK)
+        fprintf(out, "%s could not create the allocator (%s): %s\n", tag, galloc_status_name(c->create_status),
+                c->create_error);
+    oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
+    if (c->errors)
+        fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
+    if (c->unmatched || c->duplicates)
+        fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
+                     " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
+    if (c->snapshot_path != NULL) {
+        if (c->snapshot_error[0])
+            fprintf(out, "%s snapshot: %s\n", tag, c->snapshot_error);
+        else
+            fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
     }
+}
+
+/* What the trace as a whole has to say: how it started, what was skipped,
+ * the read rate, the plot, a read error. */
+static void trace_notes(FILE *out, const ga_report_trace_t *t)
+{
+    const ga_replay_t *rp = t->rp;
     if (t->seed != NULL)
         fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
                      "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
@@ -303,5 +299,32 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
         fprintf(out, "plot: %s\n", t->plot_error);
     if (t->error != NULL)
         fprintf(out, "error: %s (results cover the events before it)\n", t->error);
+}
+
+void ga_report_text(FILE *out, const ga_report_trace_t *t)
+{
+    header(out, t);
+    if (t->rp == NULL) {
+        fprintf(out, "error: %s\n\n", t->error ? t->error : "unknown");
+        return;
+    }
+    const ga_replay_t *rp = t->rp;
+    bool legend = false;
+    for (size_t i = 0; i < rp->n_cols; i++)
+        legend |= strlen(rp->cols[i].label) > MAX_HEADER;
+    if (legend)
+        for (size_t i = 0; i < rp->n_cols; i++)
+            fprintf(out, "  [%zu] %s\n", i + 1, rp->cols[i].label);
+    if (!table(out, rp, legend))
+        return;
+    for (size_t i = 0; i < rp->n_cols; i++) {
+        const ga_replay_column_t *c = &rp->cols[i];
+        char tag[CELL + 4];
+        snprintf(tag, sizeof(tag), "[%.*s]", CELL - 1, legend ? "" : c->label);
+        if (legend)
+            snprintf(tag, sizeof(tag), "[%zu]", i + 1);
+        column_notes(out, t, c, tag);
+    }
+    trace_notes(out, t);
     fprintf(out, "\n");
 }

@@ -327,14 +327,13 @@ static const char *refusal(uint8_t op)
     }
 }
 
-/* Execute one opcode. Returns 1 at STOP, 0 to continue, -1 on error. */
-static int step(ctx_t *c)
+#define NOT_MINE (-2) /* an op_* function does not handle this opcode */
+
+/* The framing and stack opcodes: STOP, PROTO, FRAME, MARK, POP, POP_MARK,
+ * DUP. Returns 1 at STOP, 0 to continue, -1 on error, NOT_MINE. */
+static int op_control(ctx_t *c, uint8_t op)
 {
     size_t base = 0;
-    c->op_at = c->pos;
-    if (c->pos >= c->len)
-        return fail(c, "truncated: the pickle ends before its STOP opcode");
-    uint8_t op = c->buf[c->pos++];
     switch (op) {
     case '.': /* STOP */
         if (c->n_marks != 0 || c->sp != 1)
@@ -372,6 +371,15 @@ static int step(ctx_t *c)
         ga_pk_value_t *v = top(c);
         return v == NULL ? -1 : push(c, v);
     }
+    default:
+        return NOT_MINE;
+    }
+}
+
+/* The scalars: None, True, False, the ints, BINFLOAT, str and bytes. */
+static int op_scalar(ctx_t *c, uint8_t op)
+{
+    switch (op) {
     case 'N': return push(c, &v_none);
     case 0x88: return push(c, &v_true);
     case 0x89: return push(c, &v_false);
@@ -420,6 +428,17 @@ static int step(ctx_t *c)
     case 'C': return push_str(c, GA_PK_BYTES, 1, "SHORT_BINBYTES");
     case 'B': return push_str(c, GA_PK_BYTES, 4, "BINBYTES");
     case 0x8e: return push_str(c, GA_PK_BYTES, 8, "BINBYTES8");
+    default:
+        return NOT_MINE;
+    }
+}
+
+/* The containers: empty dict, list and tuple, DICT, LIST, TUPLE from a MARK,
+ * TUPLE1-3, SETITEM(S), APPEND(S). */
+static int op_container(ctx_t *c, uint8_t op)
+{
+    size_t base = 0;
+    switch (op) {
     case '}': return push(c, new_value(c, GA_PK_DICT));
     case ']': return push(c, new_value(c, GA_PK_LIST));
     case ')': return push(c, &v_empty_tuple);
@@ -459,6 +478,15 @@ static int step(ctx_t *c)
         if (pop_mark(c, &base) != 0)
             return -1;
         return append_items(c, base, "APPENDS");
+    default:
+        return NOT_MINE;
+    }
+}
+
+/* The memo: MEMOIZE, BINPUT, LONG_BINPUT, BINGET, LONG_BINGET. */
+static int op_memo(ctx_t *c, uint8_t op)
+{
+    switch (op) {
     case 0x94: return memo_put(c, c->memo_count); /* MEMOIZE */
     case 'q': /* BINPUT */
         if (need(c, 1, "BINPUT") != 0)
@@ -478,13 +506,26 @@ static int step(ctx_t *c)
             return -1;
         c->pos += 4;
         return memo_get(c, read_le(c->buf + c->pos - 4, 4));
-    default: {
-        const char *why = refusal(op);
-        if (why != NULL)
-            return fail(c, "opcode 0x%02x is %s, which a data snapshot never holds; refused", op, why);
-        return fail(c, "unknown opcode 0x%02x", op);
+    default:
+        return NOT_MINE;
     }
-    }
+}
+
+/* Execute one opcode. Returns 1 at STOP, 0 to continue, -1 on error. */
+static int step(ctx_t *c)
+{
+    c->op_at = c->pos;
+    if (c->pos >= c->len)
+        return fail(c, "truncated: the pickle ends before its STOP opcode");
+    uint8_t op = c->buf[c->pos++];
+    int rc;
+    if ((rc = op_control(c, op)) != NOT_MINE || (rc = op_scalar(c, op)) != NOT_MINE ||
+        (rc = op_container(c, op)) != NOT_MINE || (rc = op_memo(c, op)) != NOT_MINE)
+        return rc;
+    const char *why = refusal(op);
+    if (why != NULL)
+        return fail(c, "opcode 0x%02x is %s, which a data snapshot never holds; refused", op, why);
+    return fail(c, "unknown opcode 0x%02x", op);
 }
 
 void ga_pickle_free(ga_pickle_t *pk)
@@ -548,27 +589,4 @@ const ga_pk_value_t *ga_pickle_root(const ga_pickle_t *pk)
 int ga_pickle_protocol(const ga_pickle_t *pk)
 {
     return pk ? pk->protocol : 0;
-}
-
-bool ga_pk_str_eq(const ga_pk_value_t *v, const char *s)
-{
-    size_t n = strlen(s);
-    return v != NULL && v->type == GA_PK_STR && v->u.s.n == n && memcmp(v->u.s.p, s, n) == 0;
-}
-
-const ga_pk_value_t *ga_pk_dict_get(const ga_pk_value_t *d, const char *key)
-{
-    if (d == NULL || d->type != GA_PK_DICT)
-        return NULL;
-    for (size_t i = d->u.seq.n / 2; i-- > 0;)
-        if (ga_pk_str_eq(d->u.seq.items[2 * i], key))
-            return d->u.seq.items[2 * i + 1];
-    return NULL;
-}
-
-const char *ga_pk_type_name(ga_pk_type_t t)
-{
-    static const char *const names[] = {"None", "bool", "int", "int (beyond 64 bits)", "float", "str", "bytes",
-                                        "list", "tuple", "dict"};
-    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
 }
