@@ -38,6 +38,32 @@ galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segme
     return galloc_empty_cache(a);
 }
 
+bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other)
+{
+    *other = kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)stream;
+    return (kind == GA_EV_FREE_PENDING || stream != GA_STREAM_NONE) && *other != (galloc_stream_t)alloc_stream;
+}
+
+galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
+                               double fraction)
+{
+    galloc_status_t st = GALLOC_E_INVAL;
+    switch (kind) {
+    case GA_EV_FREE_COMPLETED:
+        st = galloc_stream_synchronize(a, GA_REPLAY_SIDE_STREAM);
+        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
+    case GA_EV_STREAM_SYNC:
+        st = galloc_stream_synchronize(a, (galloc_stream_t)stream);
+        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
+    case GA_EV_EMPTY_CACHE:
+        return ga_replay_empty_cache(a, size);
+    case GA_EV_SET_FRACTION:
+        return galloc_set_memory_fraction(a, fraction);
+    default:
+        return st;
+    }
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -207,10 +233,8 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
     }
     if (v.stream == GA_STREAM_NONE)
         return; /* its allocation failed in this configuration */
-    galloc_stream_t other = e->kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)e->stream;
-    if ((e->kind == GA_EV_FREE_PENDING || e->stream != GA_STREAM_NONE) && other != (galloc_stream_t)v.stream) {
-        /* Freed on another stream than it was allocated on: the block may be
-         * reused only after that stream's work, as record_stream arranges. */
+    galloc_stream_t other;
+    if (ga_replay_free_stream(e->kind, e->stream, v.stream, &other)) {
         galloc_status_t st = galloc_record_stream(c->a, v.ptr, other);
         if (st != GALLOC_OK && st != GALLOC_E_UNSUPPORTED)
             note_error(c, idx, e, "galloc_record_stream", st);
@@ -238,13 +262,6 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
     case GA_EV_FREE_PENDING:
         do_free(c, idx, e);
         return;
-    case GA_EV_FREE_COMPLETED:
-        /* The side stream's work up to here is done: the deferred frees may
-         * complete (on sim they already have at the next allocation). */
-        st = galloc_stream_synchronize(c->a, GA_REPLAY_SIDE_STREAM);
-        if (st == GALLOC_E_UNSUPPORTED)
-            st = GALLOC_OK;
-        break;
     case GA_EV_RECORD_STREAM:
         if (!ga_idmap_get(&c->map, e->id, &v)) {
             c->unmatched++;
@@ -255,17 +272,12 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
         if (st == GALLOC_E_UNSUPPORTED)
             st = GALLOC_OK;
         break;
+    case GA_EV_FREE_COMPLETED:
     case GA_EV_STREAM_SYNC:
-        st = galloc_stream_synchronize(c->a, (galloc_stream_t)e->stream);
-        if (st == GALLOC_E_UNSUPPORTED)
-            st = GALLOC_OK;
-        break;
     case GA_EV_EMPTY_CACHE:
-        st = ga_replay_empty_cache(c->a, e->size);
-        break;
     case GA_EV_SET_FRACTION:
-        st = galloc_set_memory_fraction(c->a, e->fraction);
-        if (st == GALLOC_OK)
+        st = ga_replay_call(c->a, e->kind, e->stream, e->size, e->fraction);
+        if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             c->fraction = e->fraction;
         break;
     case GA_EV_ANNOTATE:

@@ -232,6 +232,29 @@ void ga_sampler_free(ga_sampler_t *s);
  */
 int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, char *err, size_t errlen);
 
+/*
+ * The replay semantics of the events (docs/trace-format.md), shared by this
+ * engine and galloc fit's leaner loop so both do the same calls.
+ *
+ * ga_replay_free_stream: whether a free event must first record its block on
+ * another stream than the one it was allocated on (alloc_stream), and which
+ * (*other): a deferred free (GA_EV_FREE_PENDING) waits on the side stream, a
+ * free ordered on another stream on that one. The block may be reused only
+ * after that stream's work, as galloc_record_stream arranges before the free.
+ */
+bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other);
+
+/*
+ * ga_replay_call: replay an event that is one galloc call whatever the
+ * pointer map holds: GA_EV_FREE_COMPLETED (the side stream's work is done:
+ * synchronize it, so deferred frees complete), GA_EV_STREAM_SYNC (stream),
+ * GA_EV_EMPTY_CACHE (size, see ga_replay_empty_cache), GA_EV_SET_FRACTION
+ * (fraction). Returns the call's status, with GALLOC_E_UNSUPPORTED from a
+ * stream call as GALLOC_OK: a backend without streams has nothing to wait for.
+ */
+galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
+                               double fraction);
+
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch
  * allocated right after releasing cached segments. If the device has room for

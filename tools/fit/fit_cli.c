@@ -68,18 +68,7 @@ void ga_fit_usage(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-    fputs("galloc fit: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\n(galloc fit --help for usage)\n", stderr);
-    return GA_EXIT_USAGE;
-}
-
-static int bad_format(const char *arg)
-{
-    char formats[128], fmt[192];
-    ga_reader_format_list(formats, sizeof(formats));
-    snprintf(fmt, sizeof(fmt), "bad --format \"%%s\" (auto, %s)", formats);
-    return usage_error(fmt, arg);
+    return ga_report_usage_error("fit", fmt, arg);
 }
 
 static bool parse_count(const char *s, size_t *out)
@@ -135,7 +124,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
             break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
-                return bad_format(optarg);
+                return ga_report_bad_format("fit", optarg);
             break;
         case O_NOREC: c->no_recorded = true; break;
         case O_PLOT: c->plot = optarg; break;
@@ -183,11 +172,10 @@ int ga_fit_main(int argc, char **argv)
     int rc = parse_args(&c, argc, argv);
     if (rc != 0)
         return rc < 0 ? GA_EXIT_OK : rc;
-    static const char *const vars[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "GALLOC_CONF"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-        if (getenv(vars[i]) != NULL) /* it would silently apply under every configuration */
-            fprintf(stderr, "galloc fit: note: %s=%s is set and applies under every configuration\n", vars[i],
-                    getenv(vars[i]));
+    for (size_t i = 0; ga_report_env[i] != NULL; i++)
+        if (getenv(ga_report_env[i]) != NULL) /* it would silently apply under every configuration */
+            fprintf(stderr, "galloc fit: note: %s=%s is set and applies under every configuration\n",
+                    ga_report_env[i], getenv(ga_report_env[i]));
     ga_fit_job_t job;
     memset(&job, 0, sizeof(job));
     char err[512];

@@ -2,9 +2,9 @@
  * fit_run.c: the traces in memory, one replay of one configuration at one
  * device size, and the bisection of the smallest device size (fit.h).
  *
- * The event loop mirrors replay.c's apply() (same calls for the same events,
- * docs/trace-format.md "Replay semantics") but stops at the first OOM and
- * watches for new reserved peaks. A new peak is seen from the device's free
+ * The event loop makes the engine's calls for the same events (replay.h:
+ * ga_replay_call, ga_replay_free_stream; docs/trace-format.md "Replay
+ * semantics") but stops at the first OOM and watches for new reserved peaks. A new peak is seen from the device's free
  * memory (galloc_memory_info, O(1)); only then are the peak's figures taken
  * (galloc_memory_stats and the O(blocks) galloc_fragmentation walk), so
  * steady-state events cost one galloc call, one map operation and, for
@@ -145,49 +145,56 @@ static void on_peak(run_ctx_t *x)
     }
 }
 
+/* An allocation (or a traced OOM point): 1 to go on, 0 at an OOM (recorded),
+ * -1 on another failure. */
+static int alloc_event(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e)
+{
+    void *p = NULL;
+    galloc_status_t st = galloc_malloc(x->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
+    if (st == GALLOC_E_OOM) {
+        x->out->fail_unit = unit;
+        x->out->fail_event = idx;
+        ga_replay_classify_oom(x->a, e->size, x->fraction, &x->out->oom);
+        return 0;
+    }
+    if (st != GALLOC_OK)
+        return fail_call(x, unit, idx, "galloc_malloc", st);
+    size_t fr, tot;
+    if (galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
+        x->min_free = fr;
+        on_peak(x);
+    }
+    if (e->kind == GA_EV_OOM) { /* the traced run failed here; this configuration does not */
+        galloc_free(x->a, p);
+        return 1;
+    }
+    bool replaced;
+    ga_idmap_val_t v = {p, e->stream}, old;
+    if (ga_idmap_put(&x->map, e->id, v, &old, &replaced) != 0) {
+        x->out->failed = true;
+        snprintf(x->out->error, sizeof(x->out->error), "out of host memory");
+        return -1;
+    }
+    if (replaced && old.ptr != NULL) /* the trace lost a free: release the stale block */
+        galloc_free(x->a, old.ptr);
+    return 1;
+}
+
 /* Returns 1 to go on, 0 at an OOM (recorded), -1 on another failure. */
 static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e)
 {
     galloc_status_t st = GALLOC_OK;
-    ga_idmap_val_t v, old;
-    void *p = NULL;
+    ga_idmap_val_t v;
     switch ((ga_event_kind_t)e->kind) {
     case GA_EV_ALLOC:
     case GA_EV_OOM:
-        st = galloc_malloc(x->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
-        if (st == GALLOC_E_OOM) {
-            x->out->fail_unit = unit;
-            x->out->fail_event = idx;
-            ga_replay_classify_oom(x->a, e->size, x->fraction, &x->out->oom);
-            return 0;
-        }
-        if (st != GALLOC_OK)
-            return fail_call(x, unit, idx, "galloc_malloc", st);
-        size_t fr, tot;
-        if (galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
-            x->min_free = fr;
-            on_peak(x);
-        }
-        if (e->kind == GA_EV_OOM) { /* the traced run failed here; this configuration does not */
-            galloc_free(x->a, p);
-            return 1;
-        }
-        bool replaced;
-        v = (ga_idmap_val_t){p, e->stream};
-        if (ga_idmap_put(&x->map, e->id, v, &old, &replaced) != 0) {
-            x->out->failed = true;
-            snprintf(x->out->error, sizeof(x->out->error), "out of host memory");
-            return -1;
-        }
-        if (replaced && old.ptr != NULL) /* the trace lost a free: release the stale block */
-            galloc_free(x->a, old.ptr);
-        return 1;
+        return alloc_event(x, unit, idx, e);
     case GA_EV_FREE:
     case GA_EV_FREE_PENDING: {
         if (!ga_idmap_remove(&x->map, e->id, &v))
             return 1; /* a free of an id not live: replay counts it as an anomaly, fit ignores it */
-        galloc_stream_t other = e->kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)e->stream;
-        if ((e->kind == GA_EV_FREE_PENDING || e->stream != GA_STREAM_NONE) && other != (galloc_stream_t)v.stream) {
+        galloc_stream_t other;
+        if (ga_replay_free_stream((ga_event_kind_t)e->kind, e->stream, v.stream, &other)) {
             st = galloc_record_stream(x->a, v.ptr, other);
             if (st != GALLOC_OK && st != GALLOC_E_UNSUPPORTED)
                 return fail_call(x, unit, idx, "galloc_record_stream", st);
@@ -195,24 +202,19 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         st = galloc_free(x->a, v.ptr);
         return st == GALLOC_OK ? 1 : fail_call(x, unit, idx, "galloc_free", st);
     }
-    case GA_EV_FREE_COMPLETED:
-        st = galloc_stream_synchronize(x->a, GA_REPLAY_SIDE_STREAM);
-        break;
     case GA_EV_RECORD_STREAM:
         if (ga_idmap_get(&x->map, e->id, &v))
             st = galloc_record_stream(x->a, v.ptr, (galloc_stream_t)e->stream);
         break;
+    case GA_EV_FREE_COMPLETED:
     case GA_EV_STREAM_SYNC:
-        st = galloc_stream_synchronize(x->a, (galloc_stream_t)e->stream);
-        break;
     case GA_EV_EMPTY_CACHE:
-        st = ga_replay_empty_cache(x->a, e->size);
-        break;
     case GA_EV_SET_FRACTION: {
-        double fraction;
-        memcpy(&fraction, &e->size, sizeof(fraction));
-        st = galloc_set_memory_fraction(x->a, fraction);
-        if (st == GALLOC_OK)
+        double fraction = 0;
+        if (e->kind == GA_EV_SET_FRACTION)
+            memcpy(&fraction, &e->size, sizeof(fraction)); /* the only event with a double */
+        st = ga_replay_call(x->a, (ga_event_kind_t)e->kind, e->stream, e->size, fraction);
+        if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             x->fraction = fraction;
         break;
     }

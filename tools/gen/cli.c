@@ -4,11 +4,11 @@
  * the two commands cannot drift apart on the model flags.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/gen/cli.h"
+#include "util/errf.h"
 #include "util/size.h"
 
 /* galloc gen's dialects of util/size.h: counts in powers of 1000 that must
@@ -95,15 +95,6 @@ static const flag_t flags[] = {
     {"--help", "-h", F_HELP, false, FOR_BOTH},
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The flag argv[i] names (value after '=' in *inline_value), or NULL. */
 static const flag_t *find_flag(const char *arg, ga_cli_cmd_t cmd, const char **inline_value)
 {
@@ -127,25 +118,25 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
     switch (f->id) {
     case F_PARAMS:
         if (ga_cli_parse_count(v, &m->params) != 0 || m->params == 0)
-            return fail(err, errlen, "--params: '%s' is not a count such as 7B, 21.875B or 125M", v);
+            return ga_errf(err, errlen, "--params: '%s' is not a count such as 7B, 21.875B or 125M", v);
         return 0;
     case F_LAYERS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--layers: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--layers: '%s' is not a positive integer", v);
         m->layers = (uint32_t)x;
         return 0;
     case F_D_MODEL:
         return parse_int(v, 1, UINT64_MAX, &m->d_model) == 0 ? 0
-               : fail(err, errlen, "--d-model: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--d-model: '%s' is not a positive integer", v);
     case F_SEQ_LEN:
         return parse_int(v, 1, UINT64_MAX, &m->seq_len) == 0 ? 0
-               : fail(err, errlen, "--seq-len: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--seq-len: '%s' is not a positive integer", v);
     case F_BATCH:
         return parse_int(v, 1, UINT64_MAX, &m->batch) == 0 ? 0
-               : fail(err, errlen, "--batch: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--batch: '%s' is not a positive integer", v);
     case F_HEADS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--heads: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--heads: '%s' is not a positive integer", v);
         m->heads = (uint32_t)x;
         return 0;
     case F_MIXED:
@@ -156,7 +147,7 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         return 0;
     case F_STEPS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--steps: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--steps: '%s' is not a positive integer", v);
         m->steps = (uint32_t)x;
         return 0;
     case F_VARSEQ: {
@@ -164,29 +155,29 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         char lo[32];
         size_t n = colon != NULL ? (size_t)(colon - v) : 0;
         if (colon == NULL || n == 0 || n >= sizeof(lo))
-            return fail(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX", v);
+            return ga_errf(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX", v);
         memcpy(lo, v, n);
         lo[n] = '\0';
         if (parse_int(lo, 1, UINT64_MAX, &x) != 0 || parse_int(colon + 1, 1, UINT64_MAX, &y) != 0 || x > y)
-            return fail(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX with 1 <= MIN <= MAX", v);
+            return ga_errf(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX with 1 <= MIN <= MAX", v);
         m->seq_min = x;
         m->seq_max = y;
         return 0;
     }
     case F_SEED:
         return parse_int(v, 0, UINT64_MAX, &m->seed) == 0 ? 0
-               : fail(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+               : ga_errf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
     case F_OUTPUT:
         cli->output = v;
         return 0;
     case F_DEVICE_MEMORY:
         if (ga_cli_parse_size(v, &cli->device_memory) != 0 || cli->device_memory == 0 ||
             cli->device_memory > (uint64_t)INT64_MAX)
-            return fail(err, errlen, "--device-memory: '%s' is not a size such as 80GiB", v);
+            return ga_errf(err, errlen, "--device-memory: '%s' is not a size such as 80GiB", v);
         return 0;
     case F_CONF:
         if (cli->n_confs == GA_CLI_MAX_CONFS)
-            return fail(err, errlen, "--conf: at most %d configurations", GA_CLI_MAX_CONFS);
+            return ga_errf(err, errlen, "--conf: at most %d configurations", GA_CLI_MAX_CONFS);
         cli->confs[cli->n_confs++] = v;
         return 0;
     case F_JSON:
@@ -196,7 +187,7 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         cli->help = true;
         return 0;
     }
-    return fail(err, errlen, "internal error: flag %s", f->name);
+    return ga_errf(err, errlen, "internal error: flag %s", f->name);
 }
 
 int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *cli, char *err, size_t errlen)
@@ -207,13 +198,13 @@ int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *c
         const char *v;
         const flag_t *f = find_flag(argv[i], cmd, &v);
         if (f == NULL)
-            return fail(err, errlen, "unknown argument '%s' (see --help)", argv[i]);
+            return ga_errf(err, errlen, "unknown argument '%s' (see --help)", argv[i]);
         if (f->has_value && v == NULL) {
             if (i + 1 >= argc)
-                return fail(err, errlen, "%s needs a value", f->name);
+                return ga_errf(err, errlen, "%s needs a value", f->name);
             v = argv[++i];
         } else if (!f->has_value && v != NULL) {
-            return fail(err, errlen, "%s takes no value", f->name);
+            return ga_errf(err, errlen, "%s takes no value", f->name);
         }
         if (set_flag(f, v, cli, err, errlen) != 0)
             return -1;
@@ -227,7 +218,7 @@ int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *c
                           : m->batch == 0   ? "--batch"
                                             : NULL;
     if (missing != NULL)
-        return fail(err, errlen, "%s is required (see --help)", missing);
+        return ga_errf(err, errlen, "%s is required (see --help)", missing);
     return ga_gen_model_check(m, err, errlen);
 }
 

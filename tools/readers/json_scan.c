@@ -287,6 +287,12 @@ ga_json_tok_t ga_json_next(ga_json_t *j)
     }
 }
 
+int ga_json_member(ga_json_t *j)
+{
+    ga_json_tok_t t = ga_json_next(j);
+    return t == GA_JSON_KEY ? 1 : t == GA_JSON_OBJ_END ? 0 : -1;
+}
+
 int ga_json_skip(ga_json_t *j, ga_json_tok_t tok)
 {
     if (tok != GA_JSON_OBJ && tok != GA_JSON_ARR)

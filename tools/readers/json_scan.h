@@ -67,6 +67,11 @@ void ga_json_init(ga_json_t *j, const char *buf, size_t n, ga_json_refill_fn ref
 /* ga_json_next: the next token. After GA_JSON_ERR, keeps returning it. */
 ga_json_tok_t ga_json_next(ga_json_t *j);
 
+/* ga_json_member: inside an object, the next member: 1 with its key read
+ * (text in s; the value comes next), 0 at the object's end ('}' read), -1 on
+ * a scan error (msg says why). The loop every object walk starts with. */
+int ga_json_member(ga_json_t *j);
+
 /* ga_json_skip: having just received tok, skip the rest of that value (a
  * whole object or array; nothing for a scalar). 0, or -1 on a scan error. */
 int ga_json_skip(ga_json_t *j, ga_json_tok_t tok);

@@ -97,12 +97,8 @@ static int int_member(ga_json_t *j, int64_t *out, bool *has)
 
 static int args(ga_json_t *j, fields_t *f)
 {
-    for (;;) {
-        ga_json_tok_t t = ga_json_next(j);
-        if (t == GA_JSON_OBJ_END)
-            return 0;
-        if (t != GA_JSON_KEY)
-            return -1;
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
         int rc;
         if (ga_json_is(j, "Addr"))
             rc = int_member(j, &f->addr, &f->has_addr);
@@ -117,19 +113,16 @@ static int args(ga_json_t *j, fields_t *f)
         if (rc < 0)
             return -1;
     }
+    return more;
 }
 
 static int event(ga_json_t *j, fields_t *f)
 {
     memset(f, 0, sizeof(*f));
-    for (;;) {
-        ga_json_tok_t t = ga_json_next(j);
-        if (t == GA_JSON_OBJ_END)
-            return 0;
-        if (t != GA_JSON_KEY)
-            return -1;
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
         bool name = ga_json_is(j, "name"), ts = ga_json_is(j, "ts"), a = ga_json_is(j, "args");
-        t = ga_json_next(j);
+        ga_json_tok_t t = ga_json_next(j);
         if (name && t == GA_JSON_STR)
             f->memory = ga_json_is(j, "[memory]");
         else if (ts && t == GA_JSON_NUM)
@@ -140,6 +133,7 @@ static int event(ga_json_t *j, fields_t *f)
         } else if (ga_json_skip(j, t) != 0)
             return -1;
     }
+    return more;
 }
 
 /* Keep one event of traceEvents (index i, object just opened). */
@@ -205,12 +199,8 @@ static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
         if (events(r, j, err, errlen) != 0)
             return -1;
     } else if (t == GA_JSON_OBJ) {
-        for (;;) {
-            t = ga_json_next(j);
-            if (t == GA_JSON_OBJ_END)
-                break;
-            if (t != GA_JSON_KEY)
-                return scan_err(r, j, err, errlen, j->msg);
+        int more;
+        while ((more = ga_json_member(j)) > 0) {
             bool te = ga_json_is(j, "traceEvents");
             t = ga_json_next(j);
             if (te && t == GA_JSON_ARR && !found) {
@@ -221,6 +211,8 @@ static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
                 return scan_err(r, j, err, errlen, j->msg);
             }
         }
+        if (more < 0)
+            return scan_err(r, j, err, errlen, j->msg);
     } else {
         return scan_err(r, j, err, errlen, t == GA_JSON_ERR ? j->msg : "not a Chrome trace (expected an object)");
     }

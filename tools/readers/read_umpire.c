@@ -63,18 +63,14 @@ static int pointer(ga_reader_t *r, ga_json_t *j, uint64_t *out, char *err, size_
 /* The members of payload or result (just opened); is_payload picks which. */
 static int members(ga_reader_t *r, ga_json_t *j, line_t *l, bool is_payload, char *err, size_t errlen)
 {
-    for (;;) {
-        ga_json_tok_t t = ga_json_next(j);
-        if (t == GA_JSON_OBJ_END)
-            return 0;
-        if (t != GA_JSON_KEY)
-            return bad(r, err, errlen, j, j->msg);
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
         if (ga_json_is(j, "memory_ptr")) {
             if (pointer(r, j, is_payload ? &l->pptr : &l->rptr, err, errlen) != 0)
                 return -1;
             *(is_payload ? &l->has_pptr : &l->has_rptr) = true;
         } else if (is_payload && ga_json_is(j, "size")) {
-            t = ga_json_next(j);
+            ga_json_tok_t t = ga_json_next(j);
             int64_t v;
             if (t == GA_JSON_ERR)
                 return bad(r, err, errlen, j, j->msg);
@@ -86,6 +82,7 @@ static int members(ga_reader_t *r, ga_json_t *j, line_t *l, bool is_payload, cha
             return bad(r, err, errlen, j, j->msg);
         }
     }
+    return more < 0 ? bad(r, err, errlen, j, j->msg) : 0;
 }
 
 static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *err, size_t errlen)
@@ -100,12 +97,8 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
                  t == GA_JSON_ERR ? j.msg : "");
         return bad(r, err, errlen, &j, what);
     }
-    for (;;) {
-        t = ga_json_next(&j);
-        if (t == GA_JSON_OBJ_END)
-            break;
-        if (t != GA_JSON_KEY)
-            return bad(r, err, errlen, &j, j.msg);
+    int more;
+    while ((more = ga_json_member(&j)) > 0) {
         bool payload = ga_json_is(&j, "payload"), result = ga_json_is(&j, "result");
         bool kind = ga_json_is(&j, "kind"), event = ga_json_is(&j, "event");
         t = ga_json_next(&j);
@@ -122,7 +115,7 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
             return bad(r, err, errlen, &j, j.msg);
         }
     }
-    if (ga_json_next(&j) != GA_JSON_EOF)
+    if (more < 0 || ga_json_next(&j) != GA_JSON_EOF)
         return bad(r, err, errlen, &j, j.msg);
     return 0;
 }

@@ -92,18 +92,7 @@ void ga_replay_usage(FILE *out)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-    fputs("galloc replay: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\n(galloc replay --help for usage)\n", stderr);
-    return GA_EXIT_USAGE;
-}
-
-static int bad_format(const char *arg)
-{
-    char formats[128], fmt[192];
-    ga_reader_format_list(formats, sizeof(formats));
-    snprintf(fmt, sizeof(fmt), "bad --format \"%%s\" (auto, %s)", formats);
-    return usage_error(fmt, arg);
+    return ga_report_usage_error("replay", fmt, arg);
 }
 
 /* "FIRST:LAST" (LAST empty: to the end) into event indices. 0 or -1. */
@@ -128,7 +117,10 @@ static int parse_range(const char *s, uint64_t *first, uint64_t *last)
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY, O_NOSEED };
+    enum {
+        O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY,
+        O_NOSEED
+    };
     static const struct option opts[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"device-memory", required_argument, NULL, O_MEM},
         {"conf", required_argument, NULL, O_CONF},         {"format", required_argument, NULL, O_FORMAT},
@@ -155,7 +147,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_CONF: c->confs[c->n_confs++] = optarg; break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
-                return bad_format(optarg);
+                return ga_report_bad_format("replay", optarg);
             break;
         case O_JSON: c->json = true; break;
         case O_SNAPSHOT: c->snapshot = optarg; break;
@@ -351,10 +343,9 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
  * forgotten export would otherwise silently change the "defaults" column. */
 static void print_environment(void)
 {
-    static const char *const vars[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "GALLOC_CONF"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-        if (getenv(vars[i]) != NULL)
-            printf("note: %s=%s is set and applies under every column\n", vars[i], getenv(vars[i]));
+    for (size_t i = 0; ga_report_env[i] != NULL; i++)
+        if (getenv(ga_report_env[i]) != NULL)
+            printf("note: %s=%s is set and applies under every column\n", ga_report_env[i], getenv(ga_report_env[i]));
 }
 
 /* A PyTorch snapshot replays under its own recorded allocator_settings

@@ -60,7 +60,9 @@ static const ga_snap_segment_t *match_segment(const ga_snap_view_t *rec, size_t 
 
 static const char *state_name(ga_block_state_t s)
 {
-    return s == GA_BLOCK_ALLOCATED ? "active_allocated" : s == GA_BLOCK_PENDING_FREE ? "active_pending_free" : "inactive";
+    return s == GA_BLOCK_ALLOCATED      ? "active_allocated"
+           : s == GA_BLOCK_PENDING_FREE ? "active_pending_free"
+                                        : "inactive";
 }
 
 /* Compare one recorded segment with its galloc counterpart; "" when equal. */

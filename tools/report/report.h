@@ -55,6 +55,20 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f);
  * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */
 void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f);
 
+/* ga_report_usage_error (usage.c): on stderr, "galloc CMD: " and fmt with
+ * arg, then where CMD's help is. Returns GA_EXIT_USAGE. */
+int ga_report_usage_error(const char *cmd, const char *fmt, const char *arg);
+
+/* ga_report_bad_format: the usage error for an unknown --format arg, with the
+ * registry's format names. */
+int ga_report_bad_format(const char *cmd, const char *arg);
+
+/* The environment variables galloc_allocator_create applies under every
+ * configuration (PyTorch's two names, then galloc's), NULL-terminated: the
+ * commands say when one is set, since a forgotten export would silently
+ * change the "defaults". */
+extern const char *const ga_report_env[];
+
 /* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
 void ga_report_json_str(FILE *out, const char *s);
 

@@ -163,17 +163,16 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
 
 void ga_report_json_begin(FILE *out, const char *backend)
 {
-    static const char *const env[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "GALLOC_CONF"};
     fputs("{\"tool\": \"galloc replay\", \"version\": 1, \"backend\": ", out);
     jstr(out, backend);
     fputs(",\n  \"environment\": {", out);
     bool first = true;
-    for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
-        const char *v = getenv(env[i]);
+    for (size_t i = 0; ga_report_env[i] != NULL; i++) {
+        const char *v = getenv(ga_report_env[i]);
         if (v == NULL)
             continue;
         fprintf(out, "%s", first ? "" : ", ");
-        jstr(out, env[i]);
+        jstr(out, ga_report_env[i]);
         fputs(": ", out);
         jstr(out, v);
         first = false;
