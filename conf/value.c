@@ -10,6 +10,7 @@
  * the first bad character ("512MB" is 512 there, "0.8x" is 0.8): a value must
  * be read whole, or the string is rejected with the value named, because a
  * silently truncated setting is what a user tuning an OOM cannot afford.
+ * Sizes go through util/size.h, the one size parser, under conf's rules.
  *
  * Invariant: every reader looks only at t->text (NUL-terminated, at most
  * GA_CONF_TOK_CAP - 1 bytes); the tokenizer never reads past the string's NUL.
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "conf/conf_int.h"
+#include "util/size.h"
 
 bool ga_conf_is_space(char ch)
 {
@@ -34,11 +36,6 @@ static bool is_sep(char ch)
 static bool is_digit(char ch)
 {
     return ch >= '0' && ch <= '9';
-}
-
-static char lower(char ch)
-{
-    return ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
 }
 
 void ga_conf_lex_init(ga_lex_t *lx, const char *s)
@@ -148,10 +145,11 @@ ga_num_t ga_conf_read_stoull(const ga_tok_t *t, uint64_t *v, bool *cut)
     return GA_NUM_OK;
 }
 
-static const struct unit {
-    const char *name; /* compared case-insensitively */
-    uint64_t bytes;
-} units[] = {
+/* conf's dialect of util/size.h: KB is 1000 bytes and KiB 1024, as the units
+ * are defined (PyTorch's *_mb keys are read by stoull, never here); every
+ * digit counts and a size must be a whole number of bytes, so a config string
+ * means exactly one number or is refused. */
+static const ga_size_unit_t size_units[] = {
     {"b", 1},
     {"kb", 1000ull},
     {"mb", 1000ull * 1000},
@@ -163,50 +161,29 @@ static const struct unit {
     {"tib", 1ull << 40},
 };
 
-static bool unit_bytes(const char *u, uint64_t *bytes)
-{
-    for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
-        const char *n = units[k].name;
-        size_t j = 0;
-        while (n[j] != '\0' && lower(u[j]) == n[j])
-            j++;
-        if (n[j] == '\0' && u[j] == '\0') {
-            *bytes = units[k].bytes;
-            return true;
-        }
-    }
-    return false;
-}
+static const ga_size_rules_t size_rules = {
+    .units = size_units,
+    .n_units = sizeof(size_units) / sizeof(size_units[0]),
+    .round = GA_SIZE_EXACT,
+    .frac_digits = 18,
+    .strict = true,
+};
 
 ga_num_t ga_conf_read_size(const ga_tok_t *t, uint64_t *bytes)
 {
     if (t->kind != GA_TOK_WORD || t->len >= GA_CONF_TOK_CAP)
         return GA_NUM_SYNTAX;
-    const char *s = t->text;
-    size_t i = 0, whole = 0, frac = 0;
-    uint64_t m = 0; /* all digits, whole and fraction, as one integer: the value is m * unit / 10^frac */
-    bool fits = take_digits(s, &i, &m, &whole);
-    if (whole == 0)
-        return GA_NUM_SYNTAX;
-    if (s[i] == '.') {
-        i++;
-        fits &= take_digits(s, &i, &m, &frac);
-        if (frac == 0 || frac > 18) /* 10^18 is the largest power of ten in 64 bits */
-            return GA_NUM_SYNTAX;
-    }
-    uint64_t unit = 1;
-    if (s[i] != '\0' && !unit_bytes(s + i, &unit))
-        return GA_NUM_SYNTAX;
-    if (!fits || m > UINT64_MAX / unit)
+    switch (ga_size_parse(t->text, t->len, &size_rules, bytes)) {
+    case GA_SIZE_OK:
+        return GA_NUM_OK;
+    case GA_SIZE_RANGE:
         return GA_NUM_RANGE;
-    uint64_t scale = 1;
-    for (size_t k = 0; k < frac; k++)
-        scale *= 10;
-    uint64_t product = m * unit;
-    if (product % scale != 0)
+    case GA_SIZE_INEXACT:
         return GA_NUM_INEXACT;
-    *bytes = product / scale;
-    return GA_NUM_OK;
+    case GA_SIZE_SYNTAX:
+        break;
+    }
+    return GA_NUM_SYNTAX;
 }
 
 /*

@@ -1,5 +1,5 @@
 /*
- * pickle_fuzz.c: libFuzzer target for tools/pickle_read.c, the decoder of
+ * pickle_fuzz.c: libFuzzer target for tools/snapshot/pickle_read.c, the decoder of
  * PyTorch snapshots that users bring from other machines (untrusted bytes).
  * Beyond "no crash, no leak, no overrun" (ASan, LeakSanitizer) it checks what
  * pickle_read.h promises:
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/pickle_read.h"
+#include "tools/snapshot/pickle_read.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

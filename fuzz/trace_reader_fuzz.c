@@ -1,6 +1,6 @@
 /*
  * trace_reader_fuzz.c: libFuzzer target for the replay tool's trace readers
- * (tools/trace_reader.h: RMM CSV, PyTorch snapshot pickle, galloc text trace,
+ * (tools/readers/trace_reader.h: RMM CSV, PyTorch snapshot pickle, galloc text trace,
  * Umpire replay log, PyTorch profiler Chrome trace),
  * which read files users bring from elsewhere. trace_reader.h promises that no
  * input makes a reader crash or leak; beyond that (ASan, UBSan, LeakSanitizer)
@@ -11,9 +11,10 @@
  *     length), 0 at the end, -1 with a message, and after -1 the same -1 and
  *     the same message again (errors are sticky);
  *   - progress in [0, 1] or -1.
- * Input: byte 0 modulo 6 picks the format (auto, rmm, torch, galloc, umpire,
- * kineto; the seeds of the JSON formats use auto, so detection is fuzzed
- * too), the rest is the file. The file is a memfd reopened by path, as the readers take a path.
+ * Input: byte 0 modulo GA_FORMAT_END picks the format (auto, then the
+ * registry's: rmm, torch, galloc, umpire, kineto; the seeds of the JSON formats
+ * use auto, so detection is fuzzed too), the rest is the file. The file is a
+ * memfd reopened by path, as the readers take a path.
  */
 /* memfd_create: _GNU_SOURCE comes from .bazelrc */
 #include <stdint.h>
@@ -23,8 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "tools/snapfile.h"
-#include "tools/trace_reader.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/snapshot/snapfile.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -109,9 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    static const ga_format_t formats[6] = {GA_FORMAT_AUTO,   GA_FORMAT_RMM,    GA_FORMAT_TORCH,
-                                           GA_FORMAT_GALLOC, GA_FORMAT_UMPIRE, GA_FORMAT_KINETO};
-    ga_format_t fmt = formats[data[0] % 6];
+    ga_format_t fmt = (ga_format_t)(data[0] % GA_FORMAT_END); /* auto, then the registry (formats.def) */
     put_file(data + 1, size - 1);
     char err[1024];
     ga_reader_t *r = (ga_reader_t *)1;

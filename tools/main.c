@@ -1,7 +1,7 @@
 /*
  * main.c: the galloc command. Dispatches to its subcommands:
- *   replay  replay allocation traces through galloc (tools/replay_cli.c)
- *   fit     search the settings under which a trace fits (tools/fit_cli.c)
+ *   replay  replay allocation traces through galloc (tools/replay/replay_cli.c)
+ *   fit     search the settings under which a trace fits (tools/fit/fit_cli.c)
  *   gen     generate a synthetic training trace     (tools/gen)
  *   budget  a training step's memory budget          (tools/gen)
  */
@@ -10,9 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fit.h"
-#include "tools/replay_cli.h"
-#include "tools/snapfile.h"
+#include "tools/fit/fit.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/replay/replay_cli.h"
+#include "tools/snapshot/snapfile.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
 #endif
@@ -23,16 +24,18 @@ static void usage(FILE *out)
 {
     fputs("usage: galloc <command> [options]\n"
           "commands:\n"
-          "  replay   replay allocation traces (RMM CSV, PyTorch snapshot, galloc text) on a\n"
-          "           simulated GPU under several allocator configurations\n"
+          "  replay   replay allocation traces on a simulated GPU under several allocator\n"
+          "           configurations\n"
           "  fit      search the PYTORCH_CUDA_ALLOC_CONF settings under which a trace fits\n"
 #ifdef GA_TOOLS_HAVE_GEN
           "  gen      generate a synthetic training-step allocation trace\n"
           "  budget   estimate a training step's memory budget\n"
 #endif
           "  help     this text (galloc <command> --help for a command's options)\n"
-          "  --version\n",
+          "  --version\n"
+          "trace formats (told from a file's first bytes; --format NAME forces one):\n",
           out);
+    ga_reader_format_help(out);
 }
 
 int main(int argc, char **argv)

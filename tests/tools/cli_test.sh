@@ -54,6 +54,10 @@ expect_in "$TMP/out" "(rmm, 160 events" "stdin read"
 expect_exit 0 "help" -- "$GALLOC" replay --help
 expect_in "$TMP/out" "usage: galloc replay" "help text"
 expect_exit 0 "version" -- "$GALLOC" --version
+for cmd in help "replay --help"; do # both usages list every format (tools/readers/formats.def)
+    expect_exit 0 "$cmd" -- "$GALLOC" $cmd
+    for f in rmm torch galloc umpire kineto; do expect_in "$TMP/out" "^  $f  " "$cmd names format $f"; done
+done
 
 # ---- exit code 1: an OOM, with side-by-side columns -------------------------
 expect_exit 1 "fragmentation example" -- "$GALLOC" replay --conf "" --conf expandable_segments:True \

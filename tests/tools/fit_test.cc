@@ -1,4 +1,4 @@
-// fit_test.cc: galloc fit's engine (tools/fit.h) on generated workloads with
+// fit_test.cc: galloc fit's engine (tools/fit/fit.h) on generated workloads with
 // exact expected outcomes: the load-order job (530 MiB buffers freed, then
 // 270 MiB buffers) that fits only with max_split_size_mb or expandable
 // segments, the variable-sequence-length job that fragments under the
@@ -20,9 +20,10 @@
 
 extern "C" {
 #include <galloc/galloc.h>
-#include "tools/fit.h"
-#include "tools/replay.h"
-#include "tools/trace_reader.h"
+#include "tools/engine/replay.h"
+#include "tools/fit/fit.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/snapshot/torch_snapshot.h"
 }
 
 namespace {
@@ -339,20 +340,20 @@ TEST(FitSearch, RanksFittingFirstSmallestPeakFirst)
 TEST(FitRecorded, SnapshotSettings)
 {
     char conf[GA_FIT_CONF_MAX] = "x", text[256] = "x", err[256] = "";
-    EXPECT_EQ(ga_fit_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
+    EXPECT_EQ(ga_torch_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
                                    err, sizeof(err)),
               1)
         << err;
     EXPECT_STREQ(conf, "");
     EXPECT_STREQ(text, "");
     std::strcpy(conf, "x");
-    EXPECT_EQ(ga_fit_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
+    EXPECT_EQ(ga_torch_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
     EXPECT_STREQ(conf, "");
-    EXPECT_EQ(ga_fit_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
+    EXPECT_EQ(ga_torch_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
               -1);
     EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
     std::string cut = Write("cut.pickle", std::string("\x80\x04\x95", 3));
-    EXPECT_EQ(ga_fit_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
+    EXPECT_EQ(ga_torch_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
     EXPECT_NE(std::strstr(err, "cut.pickle: byte"), nullptr) << err;
 }
 

@@ -12,7 +12,7 @@
 #include <string>
 
 extern "C" {
-#include "tools/pickle_read.h"
+#include "tools/snapshot/pickle_read.h"
 }
 
 namespace {

@@ -15,8 +15,8 @@
 
 extern "C" {
 #include "tools/idmap.h"
-#include "tools/trace_reader.h"
-#include "tools/units.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/readers/units.h"
 }
 
 #include "tests/tools/readers_util.h"
@@ -124,6 +124,37 @@ TEST(IdMap, MatchesAReferenceModel)
     }
     ga_idmap_free(&m);
     EXPECT_EQ(ga_idmap_size(&m), 0u);
+}
+
+// The format registry (formats.def): names, aliases, the --format list, and
+// detection by probe score rather than by the order of the probes.
+TEST(FormatRegistry, NamesAliasesAndDetection)
+{
+    char list[128];
+    ga_reader_format_list(list, sizeof(list));
+    EXPECT_STREQ(list, "rmm, torch, galloc, umpire, kineto");
+    ga_format_t f;
+    for (const char *name : {"rmm", "torch", "galloc", "umpire", "kineto"}) {
+        ASSERT_TRUE(ga_reader_format_parse(name, &f)) << name;
+        EXPECT_STREQ(ga_reader_format_name(f), name);
+    }
+    const std::pair<const char *, ga_format_t> aliases[] = {{"auto", GA_FORMAT_AUTO},     {"pytorch", GA_FORMAT_TORCH},
+                                                            {"snapshot", GA_FORMAT_TORCH}, {"chrome", GA_FORMAT_KINETO},
+                                                            {"profiler", GA_FORMAT_KINETO}};
+    for (const auto &a : aliases) {
+        ASSERT_TRUE(ga_reader_format_parse(a.first, &f)) << a.first;
+        EXPECT_EQ(f, a.second) << a.first;
+    }
+    EXPECT_FALSE(ga_reader_format_parse("xml", &f));
+    EXPECT_STREQ(ga_reader_format_name(GA_FORMAT_AUTO), "auto");
+    // An Umpire line that also mentions traceEvents: the surer probe wins.
+    Read u(Write("both.log", "{\"kind\":\"replay\",\"event\":\"version\",\"traceEvents\":1}\n"));
+    EXPECT_EQ(u.rc, 0) << u.err;
+    EXPECT_EQ(u.format, GA_FORMAT_UMPIRE);
+    // A galloc header that looks like an RMM header too.
+    Read g(Write("both.trace", "galloc-trace 1 # not Action,Pointer\n"));
+    EXPECT_EQ(g.rc, 0) << g.err;
+    EXPECT_EQ(g.format, GA_FORMAT_GALLOC);
 }
 
 TEST(RmmReader, GoodLog)

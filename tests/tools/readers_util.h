@@ -16,7 +16,7 @@
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
-#include "tools/trace_reader.h"
+#include "tools/readers/trace_reader.h"
 }
 
 namespace {

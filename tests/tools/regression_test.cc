@@ -14,8 +14,8 @@
 
 extern "C" {
 #include <galloc/galloc.h>
-#include "tools/replay.h"
-#include "tools/trace_reader.h"
+#include "tools/engine/replay.h"
+#include "tools/readers/trace_reader.h"
 }
 
 namespace {

@@ -17,10 +17,12 @@
 
 extern "C" {
 #include <galloc/galloc.h>
-#include "tools/replay.h"
-#include "tools/trace_reader.h"
-#include "tools/seed.h"
-#include "tools/verify.h"
+#include "tools/engine/replay.h"
+#include "tools/readers/trace_reader.h"
+#include "tools/replay/verify.h"
+#include "tools/report/outputs.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/snap_view.h"
 }
 
 namespace {
@@ -340,6 +342,7 @@ TEST(Replay, SnapshotRangeAndVerifyReader)
     const char *paths[] = {snap.c_str()};
     ga_replay_opts_t o = {};
     o.snapshot_paths = paths;
+    o.snapshot_ops = &ga_outputs_snapshot_ops;
     o.snapshot_range = true;
     o.snapshot_first = 1;
     o.snapshot_last = 2;
@@ -403,6 +406,7 @@ TEST(Verify, GallocsOwnSnapshotAgrees)
     const char *paths[] = {snap.c_str()};
     ga_replay_opts_t o = {};
     o.snapshot_paths = paths;
+    o.snapshot_ops = &ga_outputs_snapshot_ops;
     ga_replay_t rp;
     ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
     ga_replay_release(&rp);

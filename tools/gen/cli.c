@@ -4,78 +4,42 @@
  * the two commands cannot drift apart on the model flags.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "tools/gen/cli.h"
+#include "util/errf.h"
+#include "util/size.h"
 
-typedef struct unit {
-    const char *name; /* case-insensitive suffix */
-    uint64_t mult;    /* its multiplier */
-} unit_t;
+/* galloc gen's dialects of util/size.h: counts in powers of 1000 that must
+ * come out whole (a parameter count of 1.5 is a typo), sizes in powers of 1024
+ * whether spelt GB or GiB, rounded down (a size of 0.1GiB is not a typo). */
+static const ga_size_unit_t count_units[] = {
+    {"K", 1000}, {"M", 1000000}, {"B", 1000000000}, {"G", 1000000000}, {"T", UINT64_C(1000000000000)}};
 
-static const unit_t count_units[] = {{"", 1},
-                                     {"K", 1000},
-                                     {"M", 1000000},
-                                     {"B", 1000000000},
-                                     {"G", 1000000000},
-                                     {"T", UINT64_C(1000000000000)}};
-
-static const unit_t size_units[] = {
-    {"", 1},        {"B", 1},
+static const ga_size_unit_t size_units[] = {
+    {"B", 1},
     {"K", 1 << 10}, {"KB", 1 << 10}, {"KiB", 1 << 10},
     {"M", 1 << 20}, {"MB", 1 << 20}, {"MiB", 1 << 20},
     {"G", 1 << 30}, {"GB", 1 << 30}, {"GiB", 1 << 30},
     {"T", UINT64_C(1) << 40}, {"TB", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
 
-/* digits [ '.' digits ] unit: the value times the unit, rounded down, or
- * refused when whole_only is set and it is not a whole number (a parameter count
- * of 1.5 is a typo, a size of 0.1GiB is not). */
-static int parse_scaled(const char *s, const unit_t *units, size_t n_units, bool whole_only, uint64_t *out)
-{
-    uint64_t whole = 0, frac = 0, scale = 1;
-    size_t i = 0, digits = 0;
-    for (; s[i] >= '0' && s[i] <= '9'; i++, digits++)
-        if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, (uint64_t)(s[i] - '0'), &whole))
-            return -1;
-    if (s[i] == '.') {
-        for (i++; s[i] >= '0' && s[i] <= '9'; i++, digits++)
-            if (scale < UINT64_C(1000000000000000000)) { /* digits past 10^-18 cannot matter */
-                frac = frac * 10 + (uint64_t)(s[i] - '0');
-                scale *= 10;
-            }
-    }
-    if (digits == 0)
-        return -1;
-    for (size_t k = 0; k < n_units; k++) {
-        if (strcasecmp(s + i, units[k].name) != 0)
-            continue;
-        uint64_t v;
-        if (__builtin_mul_overflow(whole, units[k].mult, &v))
-            return -1;
-        /* frac / scale < 1, so frac * mult / scale < mult: 128-bit avoids the overflow. */
-        unsigned __int128 scaled = (unsigned __int128)frac * units[k].mult;
-        if (whole_only && scaled % scale != 0)
-            return -1;
-        uint64_t f = (uint64_t)(scaled / scale);
-        if (__builtin_add_overflow(v, f, &v))
-            return -1;
-        *out = v;
-        return 0;
-    }
-    return -1;
-}
+static const ga_size_rules_t count_rules = {
+    .units = count_units, .n_units = sizeof(count_units) / sizeof(count_units[0]), .round = GA_SIZE_EXACT,
+    .frac_digits = 18};
+
+static const ga_size_rules_t size_rules = {
+    .units = size_units, .n_units = sizeof(size_units) / sizeof(size_units[0]), .round = GA_SIZE_ROUND_DOWN,
+    .frac_digits = 18};
 
 int ga_cli_parse_count(const char *s, uint64_t *out)
 {
-    return parse_scaled(s, count_units, sizeof(count_units) / sizeof(count_units[0]), true, out);
+    return ga_size_parse(s, strlen(s), &count_rules, out) == GA_SIZE_OK ? 0 : -1;
 }
 
 int ga_cli_parse_size(const char *s, uint64_t *out)
 {
-    return parse_scaled(s, size_units, sizeof(size_units) / sizeof(size_units[0]), false, out);
+    return ga_size_parse(s, strlen(s), &size_rules, out) == GA_SIZE_OK ? 0 : -1;
 }
 
 /* Plain decimal integer in [lo, hi]. */
@@ -131,15 +95,6 @@ static const flag_t flags[] = {
     {"--help", "-h", F_HELP, false, FOR_BOTH},
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The flag argv[i] names (value after '=' in *inline_value), or NULL. */
 static const flag_t *find_flag(const char *arg, ga_cli_cmd_t cmd, const char **inline_value)
 {
@@ -163,25 +118,25 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
     switch (f->id) {
     case F_PARAMS:
         if (ga_cli_parse_count(v, &m->params) != 0 || m->params == 0)
-            return fail(err, errlen, "--params: '%s' is not a count such as 7B, 21.875B or 125M", v);
+            return ga_errf(err, errlen, "--params: '%s' is not a count such as 7B, 21.875B or 125M", v);
         return 0;
     case F_LAYERS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--layers: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--layers: '%s' is not a positive integer", v);
         m->layers = (uint32_t)x;
         return 0;
     case F_D_MODEL:
         return parse_int(v, 1, UINT64_MAX, &m->d_model) == 0 ? 0
-               : fail(err, errlen, "--d-model: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--d-model: '%s' is not a positive integer", v);
     case F_SEQ_LEN:
         return parse_int(v, 1, UINT64_MAX, &m->seq_len) == 0 ? 0
-               : fail(err, errlen, "--seq-len: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--seq-len: '%s' is not a positive integer", v);
     case F_BATCH:
         return parse_int(v, 1, UINT64_MAX, &m->batch) == 0 ? 0
-               : fail(err, errlen, "--batch: '%s' is not a positive integer", v);
+               : ga_errf(err, errlen, "--batch: '%s' is not a positive integer", v);
     case F_HEADS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--heads: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--heads: '%s' is not a positive integer", v);
         m->heads = (uint32_t)x;
         return 0;
     case F_MIXED:
@@ -192,7 +147,7 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         return 0;
     case F_STEPS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
-            return fail(err, errlen, "--steps: '%s' is not a positive integer", v);
+            return ga_errf(err, errlen, "--steps: '%s' is not a positive integer", v);
         m->steps = (uint32_t)x;
         return 0;
     case F_VARSEQ: {
@@ -200,29 +155,29 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         char lo[32];
         size_t n = colon != NULL ? (size_t)(colon - v) : 0;
         if (colon == NULL || n == 0 || n >= sizeof(lo))
-            return fail(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX", v);
+            return ga_errf(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX", v);
         memcpy(lo, v, n);
         lo[n] = '\0';
         if (parse_int(lo, 1, UINT64_MAX, &x) != 0 || parse_int(colon + 1, 1, UINT64_MAX, &y) != 0 || x > y)
-            return fail(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX with 1 <= MIN <= MAX", v);
+            return ga_errf(err, errlen, "--variable-seq-len: '%s' is not MIN:MAX with 1 <= MIN <= MAX", v);
         m->seq_min = x;
         m->seq_max = y;
         return 0;
     }
     case F_SEED:
         return parse_int(v, 0, UINT64_MAX, &m->seed) == 0 ? 0
-               : fail(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+               : ga_errf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
     case F_OUTPUT:
         cli->output = v;
         return 0;
     case F_DEVICE_MEMORY:
         if (ga_cli_parse_size(v, &cli->device_memory) != 0 || cli->device_memory == 0 ||
             cli->device_memory > (uint64_t)INT64_MAX)
-            return fail(err, errlen, "--device-memory: '%s' is not a size such as 80GiB", v);
+            return ga_errf(err, errlen, "--device-memory: '%s' is not a size such as 80GiB", v);
         return 0;
     case F_CONF:
         if (cli->n_confs == GA_CLI_MAX_CONFS)
-            return fail(err, errlen, "--conf: at most %d configurations", GA_CLI_MAX_CONFS);
+            return ga_errf(err, errlen, "--conf: at most %d configurations", GA_CLI_MAX_CONFS);
         cli->confs[cli->n_confs++] = v;
         return 0;
     case F_JSON:
@@ -232,7 +187,7 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         cli->help = true;
         return 0;
     }
-    return fail(err, errlen, "internal error: flag %s", f->name);
+    return ga_errf(err, errlen, "internal error: flag %s", f->name);
 }
 
 int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *cli, char *err, size_t errlen)
@@ -243,13 +198,13 @@ int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *c
         const char *v;
         const flag_t *f = find_flag(argv[i], cmd, &v);
         if (f == NULL)
-            return fail(err, errlen, "unknown argument '%s' (see --help)", argv[i]);
+            return ga_errf(err, errlen, "unknown argument '%s' (see --help)", argv[i]);
         if (f->has_value && v == NULL) {
             if (i + 1 >= argc)
-                return fail(err, errlen, "%s needs a value", f->name);
+                return ga_errf(err, errlen, "%s needs a value", f->name);
             v = argv[++i];
         } else if (!f->has_value && v != NULL) {
-            return fail(err, errlen, "%s takes no value", f->name);
+            return ga_errf(err, errlen, "%s takes no value", f->name);
         }
         if (set_flag(f, v, cli, err, errlen) != 0)
             return -1;
@@ -263,7 +218,7 @@ int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *c
                           : m->batch == 0   ? "--batch"
                                             : NULL;
     if (missing != NULL)
-        return fail(err, errlen, "%s is required (see --help)", missing);
+        return ga_errf(err, errlen, "%s is required (see --help)", missing);
     return ga_gen_model_check(m, err, errlen);
 }
 

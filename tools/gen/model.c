@@ -18,11 +18,11 @@
  * --params, so the trace must hold exactly that many.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "tools/gen/model_int.h"
+#include "util/errf.h"
 
 /* Limits that keep every product below 2^62 with room for the multipliers used
  * in transformer.c (largest: 8 units of s*b*d elements, or b*h*s^2 elements, at
@@ -109,17 +109,6 @@ void ga_gen_param_elems(const ga_gen_model_t *m, uint64_t *elems)
     elems[0] = m->params - sum; /* >= 1: ga_gen_model_check ensured params > n */
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* a * b, or MAX_TENSOR_BYTES when it would reach that bound (so callers test once). */
 static uint64_t capped_mul(uint64_t a, uint64_t b)
 {
@@ -132,41 +121,41 @@ static uint64_t capped_mul(uint64_t a, uint64_t b)
 int ga_gen_model_check(const ga_gen_model_t *m, char *err, size_t errlen)
 {
     if (m->layers == 0 || m->layers > MAX_LAYERS)
-        return fail(err, errlen, "--layers must be in 1..100000 (got %" PRIu64 ")", (uint64_t)m->layers);
+        return ga_errf(err, errlen, "--layers must be in 1..100000 (got %" PRIu64 ")", (uint64_t)m->layers);
     if (m->d_model == 0 || m->d_model > MAX_DIM)
-        return fail(err, errlen, "--d-model must be in 1..16777216 (got %" PRIu64 ")", m->d_model);
+        return ga_errf(err, errlen, "--d-model must be in 1..16777216 (got %" PRIu64 ")", m->d_model);
     if (m->batch == 0 || m->batch > MAX_DIM)
-        return fail(err, errlen, "--batch must be in 1..16777216 (got %" PRIu64 ")", m->batch);
+        return ga_errf(err, errlen, "--batch must be in 1..16777216 (got %" PRIu64 ")", m->batch);
     if (m->steps == 0 || m->steps > MAX_STEPS)
-        return fail(err, errlen, "--steps must be in 1..100000000 (got %" PRIu64 ")", (uint64_t)m->steps);
+        return ga_errf(err, errlen, "--steps must be in 1..100000000 (got %" PRIu64 ")", (uint64_t)m->steps);
     if (m->heads > m->d_model)
-        return fail(err, errlen, "--heads must not exceed --d-model (got %" PRIu64 ")", (uint64_t)m->heads);
+        return ga_errf(err, errlen, "--heads must not exceed --d-model (got %" PRIu64 ")", (uint64_t)m->heads);
     if (m->seq_max != 0 || m->seq_min != 0) {
         if (m->seq_min == 0 || m->seq_min > m->seq_max)
-            return fail(err, errlen, "--variable-seq-len MIN:MAX needs 1 <= MIN <= MAX (MIN %" PRIu64 ")",
+            return ga_errf(err, errlen, "--variable-seq-len MIN:MAX needs 1 <= MIN <= MAX (MIN %" PRIu64 ")",
                         m->seq_min);
         if (m->seq_max > MAX_DIM)
-            return fail(err, errlen, "--variable-seq-len MAX must be at most 16777216 (got %" PRIu64 ")",
+            return ga_errf(err, errlen, "--variable-seq-len MAX must be at most 16777216 (got %" PRIu64 ")",
                         m->seq_max);
     } else if (m->seq_len == 0) {
-        return fail(err, errlen, "--seq-len is required (or --variable-seq-len MIN:MAX)");
+        return ga_errf(err, errlen, "--seq-len is required (or --variable-seq-len MIN:MAX)");
     }
     uint64_t s = m->seq_max > ga_gen_seq_len(m) ? m->seq_max : ga_gen_seq_len(m);
     if (s > MAX_DIM)
-        return fail(err, errlen, "--seq-len must be at most 16777216 (got %" PRIu64 ")", s);
+        return ga_errf(err, errlen, "--seq-len must be at most 16777216 (got %" PRIu64 ")", s);
     /* The largest per-step tensors: 8 activation units, the attention scores. */
     uint64_t unit = capped_mul(capped_mul(capped_mul(s, m->batch), m->d_model), 4);
     uint64_t scores = capped_mul(capped_mul(capped_mul(capped_mul(s, s), m->batch), ga_gen_heads(m)), 4);
     if (capped_mul(unit, 8) >= MAX_TENSOR_BYTES || scores >= MAX_TENSOR_BYTES)
-        return fail(err, errlen, "the activations of one layer would exceed 2^60 bytes (seq_len %" PRIu64 ")", s);
+        return ga_errf(err, errlen, "the activations of one layer would exceed 2^60 bytes (seq_len %" PRIu64 ")", s);
     uint64_t block = 12 * m->d_model * m->d_model + 13 * m->d_model; /* < 2^53 by MAX_DIM */
     uint64_t natural = capped_mul(m->layers, block);
     if (natural >= MAX_TENSOR_BYTES || capped_mul(m->params, 16) >= MAX_TENSOR_BYTES)
-        return fail(err, errlen, "--params %" PRIu64 " (or the blocks' own size) exceeds 2^56 parameters",
+        return ga_errf(err, errlen, "--params %" PRIu64 " (or the blocks' own size) exceeds 2^56 parameters",
                     m->params);
     /* Every tensor needs an element, the embedding included. */
     if (m->params <= (uint64_t)ga_gen_param_count(m))
-        return fail(err, errlen, "--params must exceed the number of parameter tensors (%" PRIu64 " here)",
+        return ga_errf(err, errlen, "--params must exceed the number of parameter tensors (%" PRIu64 " here)",
                     (uint64_t)ga_gen_param_count(m));
     return 0;
 }

@@ -8,7 +8,6 @@
  * output stream", and a partial file can be removed.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <cairo-svg.h>
 
 #include "tools/plot/plot_int.h"
+#include "util/errf.h"
 
 typedef enum format { FMT_PNG, FMT_SVG } format_t;
 
@@ -25,17 +25,6 @@ typedef struct sink {
     FILE *f;   /* the open file */
     int error; /* errno of the first failed write, 0 if none */
 } sink_t;
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static cairo_status_t sink_write(void *closure, const unsigned char *data, unsigned int length)
 {
@@ -65,17 +54,17 @@ static int format_of(const char *path, format_t *fmt)
 static int check_input(const ga_plot_input_t *in, char *err, size_t errlen)
 {
     if (in->n_series > 0 && in->series == NULL)
-        return fail(err, errlen, "%zu series but no series array", in->n_series);
+        return ga_errf(err, errlen, "%zu series but no series array", in->n_series);
     for (size_t i = 0; i < in->n_series; i++) {
         const ga_series_t *s = &in->series[i];
         if (s->n > 0 && s->event_index == NULL)
-            return fail(err, errlen, "series %zu has %zu points but no event_index", i, s->n);
+            return ga_errf(err, errlen, "series %zu has %zu points but no event_index", i, s->n);
     }
     if (in->n_ooms > 0 && in->ooms == NULL)
-        return fail(err, errlen, "%zu OOM markers but no marker array", in->n_ooms);
+        return ga_errf(err, errlen, "%zu OOM markers but no marker array", in->n_ooms);
     for (size_t i = 0; i < in->n_ooms; i++)
         if (in->ooms[i].series >= in->n_series)
-            return fail(err, errlen, "OOM marker %zu names series %zu of %zu", i, in->ooms[i].series,
+            return ga_errf(err, errlen, "OOM marker %zu names series %zu of %zu", i, in->ooms[i].series,
                         in->n_series);
     return 0;
 }
@@ -109,9 +98,9 @@ int ga_plot_check_path(const char *path, char *err, size_t errlen)
 {
     format_t fmt;
     if (path == NULL)
-        return fail(err, errlen, "ga_plot_write: NULL path");
+        return ga_errf(err, errlen, "ga_plot_write: NULL path");
     if (format_of(path, &fmt) != 0)
-        return fail(err, errlen, "%s: unknown plot format (the file name must end in .png or .svg)", path);
+        return ga_errf(err, errlen, "%s: unknown plot format (the file name must end in .png or .svg)", path);
     return 0;
 }
 
@@ -119,17 +108,17 @@ int ga_plot_write(const char *path, const ga_plot_input_t *in, char *err, size_t
 {
     format_t fmt;
     if (path == NULL || in == NULL)
-        return fail(err, errlen, "ga_plot_write: NULL %s", path == NULL ? "path" : "input");
+        return ga_errf(err, errlen, "ga_plot_write: NULL %s", path == NULL ? "path" : "input");
     if (ga_plot_check_path(path, err, errlen) != 0 || format_of(path, &fmt) != 0)
         return -1;
     if (check_input(in, err, errlen) != 0) {
         char msg[256];
         snprintf(msg, sizeof(msg), "%s", err != NULL ? err : "");
-        return fail(err, errlen, "%s: bad plot input: %s", path, msg);
+        return ga_errf(err, errlen, "%s: bad plot input: %s", path, msg);
     }
     sink_t sink = {.f = fopen(path, "wb")};
     if (sink.f == NULL)
-        return fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return ga_errf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     cairo_status_t st = render(fmt, in, &sink);
     bool closed = fclose(sink.f) == 0;
     if (!closed && sink.error == 0)
@@ -138,6 +127,6 @@ int ga_plot_write(const char *path, const ga_plot_input_t *in, char *err, size_t
         return 0;
     (void)remove(path); /* a truncated image would look like a plot that stopped early */
     if (sink.error != 0)
-        return fail(err, errlen, "%s: cannot write: %s", path, strerror(sink.error));
-    return fail(err, errlen, "%s: cairo: %s", path, cairo_status_to_string(st));
+        return ga_errf(err, errlen, "%s: cannot write: %s", path, strerror(sink.error));
+    return ga_errf(err, errlen, "%s: cairo: %s", path, cairo_status_to_string(st));
 }

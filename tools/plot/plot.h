@@ -1,6 +1,6 @@
 /*
  * plot.h: draw memory over time, as `galloc replay --plot FILE` collects it
- * (tools/series.h: per configuration requested / allocated / reserved bytes at
+ * (tools/plot/series.h: per configuration requested / allocated / reserved bytes at
  * sampled event indices, plus OOM markers), to a PNG or SVG file with cairo.
  *
  * The plot: bytes on a GiB axis against the event index; per configuration one
@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "tools/series.h"
+#include "tools/plot/series.h"
 
 #ifdef __cplusplus
 extern "C" {

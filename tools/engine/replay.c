@@ -1,0 +1,498 @@
+/*
+ * replay.c: the replay loop of replay.h. Events are read in chunks; every
+ * configuration replays a chunk before the next is read. The per-event work
+ * (apply) is one galloc call and one pointer-map operation; everything else
+ * (OOM records, samples, snapshots) happens on rare events only. The engine
+ * decides when a snapshot is recorded and written; how is the caller's
+ * (ga_replay_snapshot_ops_t), so no output code sits below the engine.
+ *
+ * Invariant: a column's map holds exactly the trace ids whose allocation the
+ * column has replayed and not yet freed; an id whose allocation failed maps to
+ * {NULL, GA_STREAM_NONE}, so its later free is consumed silently instead of
+ * counting as a trace anomaly.
+ */
+#include "tools/engine/replay.h"
+#include "tools/snapshot/seed.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Shared by every column while one chunk is replayed. */
+typedef struct chunk_ctx {
+    const ga_event_t *ev;     /* the chunk */
+    size_t n;                 /* its events */
+    uint64_t first;           /* event index of ev[0] */
+    const char *annotation;   /* the last annotate text before the chunk */
+} chunk_ctx_t;
+
+galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segment)
+{
+    if (next_segment > 0) {
+        size_t free_b = 0, total = 0;
+        if (galloc_memory_info(a, &free_b, &total) == GALLOC_OK && free_b < next_segment)
+            return GALLOC_OK; /* the traced malloc's OOM path: galloc's malloc will do it */
+    }
+    return galloc_empty_cache(a);
+}
+
+bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other)
+{
+    *other = kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)stream;
+    return (kind == GA_EV_FREE_PENDING || stream != GA_STREAM_NONE) && *other != (galloc_stream_t)alloc_stream;
+}
+
+galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
+                               double fraction)
+{
+    galloc_status_t st = GALLOC_E_INVAL;
+    switch (kind) {
+    case GA_EV_FREE_COMPLETED:
+        st = galloc_stream_synchronize(a, GA_REPLAY_SIDE_STREAM);
+        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
+    case GA_EV_STREAM_SYNC:
+        st = galloc_stream_synchronize(a, (galloc_stream_t)stream);
+        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
+    case GA_EV_EMPTY_CACHE:
+        return ga_replay_empty_cache(a, size);
+    case GA_EV_SET_FRACTION:
+        return galloc_set_memory_fraction(a, fraction);
+    default:
+        return st;
+    }
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void note_error(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const char *call, galloc_status_t st)
+{
+    if (c->errors++ == 0) {
+        char msg[GALLOC_ERROR_MAX - 256]; /* room for the prefix: the whole line fits first_error */
+        galloc_last_error(c->a, msg, sizeof(msg));
+        snprintf(c->first_error, sizeof(c->first_error), "event %" PRIu64 " (line/entry %" PRIu64 "): %s: %s%s%s",
+                 idx, e->where, call, galloc_strerror(st), msg[0] ? ": " : "", msg);
+    }
+}
+
+static void write_snapshot(ga_replay_column_t *c)
+{
+    if (c->snapshot_path == NULL || c->snapshot_done)
+        return;
+    c->snapshot_done = true;
+    if (!c->snapshot_recording) { /* the replay ended before the range began */
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error),
+                 "%s: not written: --snapshot-range starts at event %" PRIu64 ", after the trace's last event",
+                 c->snapshot_path, c->snapshot_first);
+        return;
+    }
+    c->snapshot_ops->write(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
+}
+
+/* Start recording the history (at the first event of --snapshot-range). */
+static void start_recording(ga_replay_column_t *c)
+{
+    if (c->snapshot_ops == NULL) {
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error), "%s: not written: no snapshot writer given",
+                 c->snapshot_path);
+        c->snapshot_done = true;
+    } else if (c->snapshot_ops->record(c->a, c->snapshot_max_entries, c->snapshot_error,
+                                       sizeof(c->snapshot_error)) != 0) {
+        c->snapshot_done = true; /* nothing to write: the error says why */
+    } else {
+        c->snapshot_recording = true;
+    }
+}
+
+/* An allocation failed with out-of-memory: keep the message and figures. */
+static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    c->ooms_total++;
+    if (c->n_ooms < GA_REPLAY_MAX_OOMS) {
+        ga_replay_oom_t *o = &c->ooms[c->n_ooms++];
+        memset(o, 0, sizeof(*o));
+        o->event = idx;
+        o->where = e->where;
+        o->size = e->size;
+        o->expected = e->kind == GA_EV_OOM;
+        o->prologue = (e->flags & GA_EVF_PROLOGUE) != 0;
+        snprintf(o->annotation, sizeof(o->annotation), "%s", x->annotation);
+        galloc_last_error(c->a, o->message, sizeof(o->message));
+        galloc_stats_t s = {.struct_size = sizeof(s)};
+        if (galloc_memory_stats(c->a, &s) == GALLOC_OK) {
+            o->allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
+            o->reserved = s.reserved_bytes[GALLOC_STAT_ALL].current;
+        }
+        ga_replay_classify_oom(c->a, e->size, c->fraction, &o->facts);
+    }
+    if (c->snapshot_recording && !c->snapshot_at_end)
+        write_snapshot(c); /* the first OOM's state is what a user wants to see */
+}
+
+void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, double fraction, ga_oom_facts_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->size = size;
+    galloc_fragmentation_t f = {.struct_size = sizeof(f)};
+    if (galloc_fragmentation(a, &f) == GALLOC_OK) {
+        const galloc_pool_fragmentation_t *all = &f.pool[GALLOC_STAT_ALL];
+        out->live = all->active_bytes;
+        out->cached_free = all->free_bytes;
+        for (int p = 0; p < GALLOC_STAT_POOLS; p++) /* the "all" entry may not carry a per-block maximum */
+            if (f.pool[p].largest_free_block > out->largest_free_block)
+                out->largest_free_block = f.pool[p].largest_free_block;
+    }
+    size_t fr = 0, tot = 0;
+    if (galloc_memory_info(a, &fr, &tot) == GALLOC_OK) {
+        out->device_free = fr;
+        out->device_total = tot;
+    }
+    out->fraction = fraction >= 0.0 && fraction < 1.0 ? fraction : 1.0;
+    out->limit = out->device_total;
+    out->usable_free = out->device_free;
+    if (out->fraction < 1.0) {
+        /* PyTorch's allowed_memory_maximum: fraction x total, truncated. A
+         * new segment past it fails before the device is asked, so only
+         * the room under it counts, however much the device has free. */
+        out->limit = (uint64_t)(out->fraction * (double)out->device_total);
+        galloc_stats_t s = {.struct_size = sizeof(s)};
+        int64_t reserved = galloc_memory_stats(a, &s) == GALLOC_OK ? s.reserved_bytes[GALLOC_STAT_ALL].current : 0;
+        uint64_t room = reserved >= 0 && (uint64_t)reserved < out->limit ? out->limit - (uint64_t)reserved : 0;
+        if (room < out->usable_free)
+            out->usable_free = room;
+    }
+    /* Compare as unsigned 64-bit sums: the figures are bounded by the device. */
+    uint64_t usable = (uint64_t)(out->cached_free > 0 ? out->cached_free : 0) + out->usable_free;
+    out->cls = size <= usable ? GA_OOM_FRAGMENTATION : GA_OOM_GENUINE;
+}
+
+double ga_replay_start_fraction(galloc_allocator_t *a)
+{
+    galloc_settings_t st = {.struct_size = sizeof(st)};
+    if (galloc_settings_get(a, &st) != GALLOC_OK)
+        return 1.0;
+    return st.per_process_memory_fraction;
+}
+
+const char *ga_oom_class_name(ga_oom_class_t c)
+{
+    return c == GA_OOM_FRAGMENTATION ? "fragmentation" : "genuine";
+}
+
+static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    void *p = NULL;
+    galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
+    if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
+        c->expected_ooms++;
+        if (st == GALLOC_OK) {
+            c->expected_avoided++;
+            galloc_free(c->a, p);
+        } else if (st == GALLOC_E_OOM) {
+            record_oom(c, idx, e, x);
+        } else {
+            note_error(c, idx, e, "galloc_malloc", st);
+        }
+        return;
+    }
+    ga_idmap_val_t v = {p, e->stream}, old;
+    if (st != GALLOC_OK) {
+        if (st == GALLOC_E_OOM)
+            record_oom(c, idx, e, x);
+        else
+            note_error(c, idx, e, "galloc_malloc", st);
+        v.ptr = NULL;
+        v.stream = GA_STREAM_NONE; /* its free will be consumed silently */
+    }
+    bool replaced;
+    if (ga_idmap_put(&c->map, e->id, v, &old, &replaced) != 0) {
+        if (p != NULL)
+            galloc_free(c->a, p);
+        c->errors++;
+        return;
+    }
+    if (replaced) { /* the trace lost a free: release the stale block */
+        c->duplicates++;
+        if (old.ptr != NULL)
+            galloc_free(c->a, old.ptr);
+    }
+}
+
+static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
+{
+    ga_idmap_val_t v;
+    if (!ga_idmap_remove(&c->map, e->id, &v)) {
+        c->unmatched++;
+        return;
+    }
+    if (v.stream == GA_STREAM_NONE)
+        return; /* its allocation failed in this configuration */
+    galloc_stream_t other;
+    if (ga_replay_free_stream(e->kind, e->stream, v.stream, &other)) {
+        galloc_status_t st = galloc_record_stream(c->a, v.ptr, other);
+        if (st != GALLOC_OK && st != GALLOC_E_UNSUPPORTED)
+            note_error(c, idx, e, "galloc_record_stream", st);
+    }
+    galloc_status_t st = galloc_free(c->a, v.ptr);
+    if (st != GALLOC_OK)
+        note_error(c, idx, e, "galloc_free", st);
+}
+
+/* Replay one event in one configuration. */
+static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    galloc_status_t st = GALLOC_OK;
+    ga_idmap_val_t v;
+    switch (e->kind) {
+    case GA_EV_ALLOC:
+        if ((e->flags & GA_EVF_PROLOGUE) && c->seeded)
+            return; /* the seeded state already holds the block */
+        do_alloc(c, idx, e, x);
+        return;
+    case GA_EV_OOM:
+        do_alloc(c, idx, e, x);
+        return;
+    case GA_EV_FREE:
+    case GA_EV_FREE_PENDING:
+        do_free(c, idx, e);
+        return;
+    case GA_EV_RECORD_STREAM:
+        if (!ga_idmap_get(&c->map, e->id, &v)) {
+            c->unmatched++;
+            return;
+        }
+        if (v.stream != GA_STREAM_NONE)
+            st = galloc_record_stream(c->a, v.ptr, (galloc_stream_t)e->stream);
+        if (st == GALLOC_E_UNSUPPORTED)
+            st = GALLOC_OK;
+        break;
+    case GA_EV_FREE_COMPLETED:
+    case GA_EV_STREAM_SYNC:
+    case GA_EV_EMPTY_CACHE:
+    case GA_EV_SET_FRACTION:
+        st = ga_replay_call(c->a, e->kind, e->stream, e->size, e->fraction);
+        if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
+            c->fraction = e->fraction;
+        break;
+    case GA_EV_ANNOTATE:
+        if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)
+            c->snapshot_ops->annotate(c->a, e->text);
+        return;
+    }
+    if (st != GALLOC_OK)
+        note_error(c, idx, e, "replaying the event", st);
+}
+
+static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
+{
+    double t0 = now();
+    if (c->snapshot_path != NULL && !c->snapshot_done) {
+        /* The range checks cost two compares per event: only while a
+         * snapshot is still to be written, so plain replays keep the loop below. */
+        for (size_t i = 0; i < x->n; i++) {
+            uint64_t idx = x->first + i;
+            if (!c->snapshot_recording && !c->snapshot_done && idx >= c->snapshot_first)
+                start_recording(c);
+            apply(c, idx, &x->ev[i], x);
+            if (idx == c->sampler.next && c->sampler.x != NULL)
+                ga_sampler_add_stats(&c->sampler, idx, c->a);
+            if (idx >= c->snapshot_last && c->snapshot_recording)
+                write_snapshot(c);
+        }
+        c->events += x->n;
+        c->seconds += now() - t0;
+        return;
+    }
+    for (size_t i = 0; i < x->n; i++) {
+        uint64_t idx = x->first + i;
+        apply(c, idx, &x->ev[i], x);
+        if (idx == c->sampler.next && c->sampler.x != NULL)
+            ga_sampler_add_stats(&c->sampler, idx, c->a);
+    }
+    c->events += x->n;
+    c->seconds += now() - t0;
+}
+
+/* The configuration string handed to galloc: the capacity first, so that a
+ * sim_capacity the user wrote in --conf (later in the string) wins. */
+static char *make_conf(const char *user, const char *backend, uint64_t capacity)
+{
+    bool sim = backend == NULL || strcmp(backend, "sim") == 0;
+    size_t n = (user ? strlen(user) : 0) + 64;
+    char *s = malloc(n);
+    if (s == NULL)
+        return NULL;
+    if (sim && (user == NULL || strstr(user, "sim_capacity") == NULL))
+        snprintf(s, n, "sim_capacity:%" PRIu64 "%s%s", capacity, user && *user ? "," : "", user ? user : "");
+    else
+        snprintf(s, n, "%s", user ? user : "");
+    return s;
+}
+
+static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay_opts_t *o, uint64_t capacity,
+                        size_t i)
+{
+    c->label = strdup(user && *user ? user : "defaults");
+    c->conf = make_conf(user, o->backend, capacity);
+    c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
+    ga_idmap_init(&c->map);
+    c->stats.struct_size = sizeof(c->stats);
+    c->snapshot_path = o->snapshot_paths ? o->snapshot_paths[i] : NULL;
+    c->snapshot_ops = o->snapshot_ops;
+    if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
+        return -1;
+    c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,
+                                               sizeof(c->create_error));
+    if (c->create_status != GALLOC_OK) {
+        c->a = NULL;
+        /* The message's offsets count from the string galloc parsed, which
+         * starts with the capacity make_conf put first; parse the user's
+         * string alone for a message that points into what they wrote. */
+        if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
+            galloc_allocator_t *probe = NULL;
+            char err[sizeof(c->create_error)];
+            if (galloc_allocator_create(o->backend, 0, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+                snprintf(c->create_error, sizeof(c->create_error), "%s", err);
+            galloc_allocator_destroy(probe);
+        }
+        return 0;
+    }
+    c->fraction = ga_replay_start_fraction(c->a);
+    c->snapshot_first = o->snapshot_range ? o->snapshot_first : 0;
+    c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
+    c->snapshot_max_entries = o->snapshot_max_entries;
+    c->snapshot_at_end = o->snapshot_at_end;
+    if (o->seed != NULL) {
+        char err[GALLOC_ERROR_MAX - 64];
+        if (ga_seed_apply(c->a, &c->map, o->seed, err, sizeof(err)) != 0) {
+            c->errors++;
+            snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
+        }
+        c->seeded = true; /* recording starts below: the seeding is not part of the trace */
+    }
+    if (c->snapshot_path != NULL && c->snapshot_first == 0)
+        start_recording(c); /* before the first event: the prologue is recorded too */
+    return 0;
+}
+
+/* End of replay: final sample, snapshot if no OOM wrote it, stats, teardown. */
+static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
+{
+    if (c->a == NULL)
+        return;
+    if (c->sampler.x != NULL && events > 0)
+        ga_sampler_add_stats(&c->sampler, events - 1, c->a);
+    if (check) {
+        galloc_status_t st = galloc_check(c->a);
+        if (st != GALLOC_OK) {
+            ga_event_t end = {.where = 0};
+            note_error(c, events, &end, "galloc_check after the replay", st);
+        }
+    }
+    write_snapshot(c);
+    galloc_memory_stats(c->a, &c->stats);
+    galloc_allocator_destroy(c->a); /* releases the blocks still live: no need to free them one by one */
+    c->a = NULL;
+    ga_idmap_free(&c->map);
+}
+
+int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *confs, size_t n_confs,
+                  ga_replay_t *out)
+{
+    static const char *const no_conf[] = {NULL};
+    memset(out, 0, sizeof(*out));
+    if (n_confs == 0) {
+        confs = no_conf;
+        n_confs = 1;
+    }
+    out->device_memory = o->device_memory       ? o->device_memory
+                         : ga_reader_device_memory(r) ? ga_reader_device_memory(r)
+                                                      : GA_REPLAY_DEFAULT_MEMORY;
+    out->cols = calloc(n_confs, sizeof(*out->cols));
+    ga_event_t *ev = malloc(GA_REPLAY_CHUNK * sizeof(*ev));
+    if (out->cols == NULL || ev == NULL)
+        goto err_nomem;
+    out->n_cols = n_confs;
+    for (size_t i = 0; i < n_confs; i++)
+        if (setup_column(&out->cols[i], confs[i], o, out->device_memory, i) != 0)
+            goto err_nomem;
+
+    char annotation[80] = "";
+    for (;;) {
+        /* Read a chunk. It ends early after an annotate event, so that the
+         * annotation (copied here, the reader's text is short-lived) applies
+         * exactly to the events after it. */
+        double t0 = now();
+        size_t n = 0;
+        int rc = 1;
+        char next_annotation[80] = "";
+        bool annotated = false;
+        while (n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[n], out->read_error, sizeof(out->read_error))) > 0) {
+            if (ev[n].kind == GA_EV_ANNOTATE) {
+                size_t k = ev[n].text_len < sizeof(next_annotation) - 1 ? ev[n].text_len : sizeof(next_annotation) - 1;
+                memcpy(next_annotation, ev[n].text, k);
+                next_annotation[k] = '\0';
+                ev[n].text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
+                ev[n].text_len = k;
+                annotated = true;
+                n++;
+                break;
+            }
+            n++;
+        }
+        out->read_seconds += now() - t0;
+        chunk_ctx_t x = {.ev = ev, .n = n, .first = out->events, .annotation = annotation};
+        for (size_t i = 0; i < n_confs && n > 0; i++)
+            if (out->cols[i].a != NULL)
+                replay_chunk(&out->cols[i], &x);
+        out->events += n;
+        if (annotated)
+            memcpy(annotation, next_annotation, sizeof(annotation));
+        if (o->progress != NULL)
+            o->progress(o->progress_ctx, ga_reader_progress(r), out->events);
+        if (rc < 0) {
+            out->read_failed = true;
+            break;
+        }
+        if (rc == 0 && !annotated)
+            break;
+    }
+    ga_reader_notes(r, &out->notes);
+    for (size_t i = 0; i < n_confs; i++)
+        finish_column(&out->cols[i], out->events, o->check);
+    free(ev);
+    return 0;
+
+err_nomem:
+    free(ev);
+    snprintf(out->read_error, sizeof(out->read_error), "out of host memory setting up the replay");
+    ga_replay_release(out);
+    return -1;
+}
+
+void ga_replay_release(ga_replay_t *rp)
+{
+    for (size_t i = 0; rp->cols != NULL && i < rp->n_cols; i++) {
+        ga_replay_column_t *c = &rp->cols[i];
+        galloc_allocator_destroy(c->a);
+        ga_idmap_free(&c->map);
+        ga_sampler_free(&c->sampler);
+        free(c->label);
+        free(c->conf);
+        free(c->ooms);
+    }
+    free(rp->cols);
+    rp->cols = NULL;
+    rp->n_cols = 0;
+}
+
+void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out)
+{
+    ga_sampler_series(&rp->cols[i].sampler, rp->cols[i].label, out);
+}

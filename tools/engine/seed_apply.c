@@ -1,0 +1,82 @@
+/*
+ * seed_apply.c: seed a fresh galloc allocator with the state a snapshot held
+ * at its trace's first entry (ga_seed_t, reconstructed by seed.c), so the
+ * replay of a mid-run trace starts where PyTorch's allocator stood. See seed.h
+ * for why the tiling below reproduces the layout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tools/engine/replay.h"
+#include "tools/snapshot/seed.h"
+
+/* Allocate size bytes on stream; -1 with err on failure. */
+static int take(galloc_allocator_t *a, uint64_t size, uint64_t stream, void **p, char *err, size_t errlen)
+{
+    galloc_status_t st = galloc_malloc(a, (size_t)size, (galloc_stream_t)stream, p);
+    if (st == GALLOC_OK)
+        return 0;
+    char msg[GALLOC_ERROR_MAX];
+    galloc_last_error(a, msg, sizeof(msg));
+    snprintf(err, errlen, "seeding the reconstructed state: galloc_malloc(%llu): %s: %.300s",
+             (unsigned long long)size, galloc_strerror(st), msg);
+    return -1;
+}
+
+int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen)
+{
+    /* Gap pieces are held until every segment is tiled: a gap freed early
+     * would be a free block best fit could place a later piece in. */
+    size_t n_held = 0, cap = s->n_pc;
+    for (size_t i = 0; i < s->n_seg; i++)
+        if (s->seg[i].small)
+            cap += s->seg[i].size / GA_SEED_SMALL_SIZE;
+    void **held = calloc(cap ? cap : 1, sizeof(void *));
+    if (held == NULL) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    int rc = -1;
+    for (size_t i = 0; i < s->n_seg; i++) {
+        const ga_seed_segment_t *g = &s->seg[i];
+        void *whole = NULL;
+        /* A large segment is made with its own size, then given back to the
+         * cache so its pieces are split off its front in address order; a
+         * small one is made by its first piece (every piece is at most 1 MiB).
+         * Every earlier segment is fully tiled, so no other free block can
+         * take a piece. */
+        if (!g->small) {
+            if (take(a, g->size, g->stream, &whole, err, errlen) != 0)
+                goto out;
+            galloc_free(a, whole);
+        }
+        for (size_t k = g->first; k < g->first + g->n; k++) {
+            const ga_seed_piece_t *pc = &s->pc[k];
+            for (uint64_t done = 0; done < pc->size;) {
+                /* Small gaps above 1 MiB go in 1 MiB pieces (the small pool's largest). */
+                uint64_t n = pc->size - done;
+                if (g->small && !pc->live && n > GA_SEED_SMALL_SIZE)
+                    n = GA_SEED_SMALL_SIZE;
+                void *p = NULL;
+                if (take(a, n, g->stream, &p, err, errlen) != 0)
+                    goto out;
+                if (pc->live) {
+                    ga_idmap_val_t v = {p, g->stream};
+                    if (ga_idmap_put(map, pc->addr, v, NULL, NULL) != 0) {
+                        snprintf(err, errlen, "out of host memory");
+                        goto out;
+                    }
+                } else if (n_held < cap) {
+                    held[n_held++] = p;
+                }
+                done += n;
+            }
+        }
+    }
+    rc = 0;
+out:
+    for (size_t k = 0; k < n_held; k++) /* the gaps become free blocks and merge as they were */
+        galloc_free(a, held[k]);
+    free(held);
+    return rc;
+}

@@ -1,0 +1,217 @@
+/*
+ * fit_cli.c: `galloc fit [options] TRACE...`: load the traces, run the search
+ * (fit_search.c), draw the plot (fit_plot.c), print the ranked table or one
+ * JSON document (fit_report.c), and choose the exit code: 2 for bad usage or
+ * input, else 0 when some configuration fits and 1 when none does.
+ *
+ * Several traces (or a snapshot's several devices) are one job: a
+ * configuration fits only if it fits every one, as a setting exported for a
+ * distributed job applies to every rank.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/fit/fit.h"
+#include "tools/readers/units.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
+#include "tools/snapshot/torch_snapshot.h"
+
+typedef struct cli {
+    uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
+    bool no_recorded;       /* --no-recorded: ignore a snapshot's allocator_settings */
+    char recorded[GA_FIT_CONF_MAX]; /* the first snapshot's recorded settings as a conf string */
+    char recorded_text[1024];      /* its recorded PYTORCH_CUDA_ALLOC_CONF text */
+    bool has_recorded;             /* a snapshot recorded settings */
+    ga_format_t format;     /* --format */
+    bool json;              /* --json */
+    size_t top;             /* --top: rows of the text table */
+    const char *plot;       /* --plot FILE: defaults vs winner over time, NULL for none */
+    bool plotted;           /* the plot files were written */
+    ga_fit_opts_t o;        /* --jobs, --bisect, --max-configs */
+} cli_t;
+
+void ga_fit_usage(FILE *out)
+{
+    char formats[128];
+    ga_reader_format_list(formats, sizeof(formats));
+    fputs("usage: galloc fit [options] TRACE...\n"
+          "Search the PYTORCH_CUDA_ALLOC_CONF settings under which a traced job fits its device:\n"
+          "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions (and\n"
+          "garbage_collection_threshold when the trace sets a memory fraction, as PyTorch's GC\n"
+          "needs one), refined around the best, replayed in parallel on a simulated GPU.\n"
+          "Several traces are one job: a setting must fit them all.\n"
+          "\n"
+          "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: the size\n"
+          "                        recorded in the first trace, else 80GiB\n"
+          "  --json                print one JSON document with every configuration\n"
+          "  --jobs N              worker threads (default: every online CPU)\n"
+          "  --bisect N|all        find the smallest fitting device size (2 MiB steps) for the N\n"
+          "                        best configurations (default 10)\n"
+          "  --max-configs N       replay at most N configurations (default: the whole search)\n"
+          "  --top N               rows of the ranked table (default 15; --json has all)\n",
+          out);
+    fprintf(out, "  --format FMT          auto (default), %s\n", formats);
+    fputs("  --no-recorded         ignore the allocator_settings a PyTorch snapshot recorded (by\n"
+          "                        default they are replayed first and reported as the job's own)\n"
+          "  --plot FILE           plot requested / allocated / reserved memory over time under the\n"
+          "                        defaults and the winner, the defaults' OOM marked with its class\n"
+          "                        (.png or .svg; FILE.N.ext per trace when several)\n"
+          "  -h, --help            this text\n"
+          "\n"
+          "Exit status: 0 some configuration fits, 1 none does, 2 bad usage or input.\n",
+          out);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    return ga_report_usage_error("fit", fmt, arg);
+}
+
+static bool parse_count(const char *s, size_t *out)
+{
+    uint64_t v;
+    if (!ga_units_parse_u64(s, strlen(s), &v) || v == 0 || v > 1000000)
+        return false;
+    *out = (size_t)v;
+    return true;
+}
+
+static int parse_args(cli_t *c, int argc, char **argv)
+{
+    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT };
+    static const struct option opts[] = {
+        {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
+        {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
+        {"max-configs", required_argument, NULL, O_MAX},   {"top", required_argument, NULL, O_TOP},
+        {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
+        {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
+        {NULL, 0, NULL, 0}};
+    optind = 0; /* the command may run more than once in a process (tests) */
+    opterr = 0;
+    int o;
+    size_t v;
+    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (o) {
+        case O_MEM:
+            if (!ga_units_parse_size(optarg, strlen(optarg), &c->device_memory) || c->device_memory == 0)
+                return usage_error("bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", optarg);
+            break;
+        case O_JSON: c->json = true; break;
+        case O_JOBS:
+            if (!parse_count(optarg, &v) || v > 256)
+                return usage_error("bad --jobs \"%s\" (1 to 256)", optarg);
+            c->o.jobs = (unsigned)v;
+            break;
+        case O_BISECT:
+            if (strcmp(optarg, "all") == 0)
+                c->o.bisect = SIZE_MAX;
+            else if (strcmp(optarg, "0") == 0)
+                c->o.bisect = 0;
+            else if (!parse_count(optarg, &c->o.bisect))
+                return usage_error("bad --bisect \"%s\" (a count or all)", optarg);
+            break;
+        case O_MAX:
+            if (!parse_count(optarg, &c->o.max_configs))
+                return usage_error("bad --max-configs \"%s\" (a count >= 1)", optarg);
+            break;
+        case O_TOP:
+            if (!parse_count(optarg, &c->top))
+                return usage_error("bad --top \"%s\" (a count >= 1)", optarg);
+            break;
+        case O_FORMAT:
+            if (!ga_reader_format_parse(optarg, &c->format))
+                return ga_report_bad_format("fit", optarg);
+            break;
+        case O_NOREC: c->no_recorded = true; break;
+        case O_PLOT: c->plot = optarg; break;
+        case 'h': ga_fit_usage(stdout); return -1;
+        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("%s", "no trace file given");
+    char err[512];
+    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
+        return usage_error("--plot %s", err); /* before the search, not after minutes of it */
+    return 0;
+}
+
+/* Every trace of argv[first..argc) into job, and the first snapshot's
+ * recorded settings into c. 0, or -1 said on stderr. */
+static int load(cli_t *c, int first, int argc, char **argv, ga_fit_job_t *job)
+{
+    char err[512];
+    for (int i = first; i < argc; i++) {
+        if (ga_fit_load(job, argv[i], c->format, err, sizeof(err)) != 0) {
+            fprintf(stderr, "galloc fit: %s\n", err);
+            return -1;
+        }
+        if (c->no_recorded || c->has_recorded || strcmp(argv[i], "-") == 0)
+            continue; /* the first snapshot with settings speaks for the job; stdin cannot be reread */
+        int rc = ga_torch_recorded_conf(argv[i], c->recorded, sizeof(c->recorded), c->recorded_text,
+                                        sizeof(c->recorded_text), err, sizeof(err));
+        if (rc < 0) {
+            fprintf(stderr, "galloc fit: %s\n", err);
+            return -1;
+        }
+        c->has_recorded = rc == 1;
+    }
+    if (c->has_recorded)
+        c->o.recorded = c->recorded;
+    return 0;
+}
+
+int ga_fit_main(int argc, char **argv)
+{
+    cli_t c = {.format = GA_FORMAT_AUTO, .o = {.bisect = 10}};
+    int rc = parse_args(&c, argc, argv);
+    if (rc != 0)
+        return rc < 0 ? GA_EXIT_OK : rc;
+    for (size_t i = 0; ga_report_env[i] != NULL; i++)
+        if (getenv(ga_report_env[i]) != NULL) /* it would silently apply under every configuration */
+            fprintf(stderr, "galloc fit: note: %s=%s is set and applies under every configuration\n",
+                    ga_report_env[i], getenv(ga_report_env[i]));
+    ga_fit_job_t job;
+    memset(&job, 0, sizeof(job));
+    char err[512];
+    if (load(&c, optind, argc, argv, &job) != 0) {
+        ga_fit_job_free(&job);
+        return GA_EXIT_USAGE;
+    }
+    job.device_memory = c.device_memory                         ? c.device_memory
+                        : job.n_units && job.units[0].device_memory ? job.units[0].device_memory
+                                                                    : GA_REPLAY_DEFAULT_MEMORY;
+    c.o.progress = isatty(STDERR_FILENO) == 1;
+    ga_fit_outcome_t oc;
+    if (ga_fit_search(&job, &c.o, &oc, err, sizeof(err)) != 0) {
+        fprintf(stderr, "galloc fit: %s\n", err);
+        ga_fit_job_free(&job);
+        return GA_EXIT_USAGE;
+    }
+    bool all_failed = oc.n > 0;
+    for (size_t i = 0; i < oc.n; i++)
+        all_failed &= oc.results[i].run.failed;
+    bool plot_failed = false;
+    if (c.plot != NULL && !all_failed) {
+        plot_failed = ga_fit_plot(&job, &oc, c.plot, err, sizeof(err)) != 0;
+        if (plot_failed)
+            fprintf(stderr, "galloc fit: %s\n", err);
+        c.plotted = !plot_failed;
+    }
+    ga_fit_report_t rep = {.top = c.top, .recorded = c.has_recorded ? c.recorded : NULL,
+                           .recorded_text = c.recorded_text, .plot = c.plotted ? c.plot : NULL};
+    if (c.json)
+        ga_fit_report_json(stdout, &job, &oc, &rep);
+    else
+        ga_fit_report_text(stdout, &job, &oc, &rep);
+    fflush(stdout);
+    int code = all_failed || plot_failed ? GA_EXIT_USAGE : oc.n && oc.results[0].run.fits ? GA_EXIT_OK : GA_EXIT_OOM;
+    ga_fit_outcome_free(&oc);
+    ga_fit_job_free(&job);
+    return code;
+}

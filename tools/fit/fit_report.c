@@ -1,0 +1,256 @@
+/*
+ * fit_report.c: what `galloc fit` prints (fit.h, ga_fit_report_text and
+ * ga_fit_report_json): the ranked configurations, the runs worth a word (the
+ * defaults' OOM with its class, configurations that could not be replayed,
+ * the job's recorded settings) and the answer, or one JSON document with
+ * every configuration. OOM figures are worded as galloc replay words them
+ * (report.h).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/fit/fit.h"
+#include "tools/readers/units.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
+
+/* The files --plot wrote, one per unit (ga_fit_plot names them so). */
+static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, bool json)
+{
+    for (size_t u = 0; u < job->n_units; u++) {
+        char *name = ga_outputs_name(plot, u, job->n_units);
+        if (json) {
+            fputs(u ? ", " : "", out);
+            ga_report_json_str(out, name ? name : "");
+        } else {
+            fprintf(out, "%s%s", u ? ", " : "\nPlot (defaults and winner over time): ", name ? name : "");
+        }
+        free(name);
+    }
+    if (!json)
+        fprintf(out, "\n");
+}
+
+static const char *fmt_bytes(int64_t v, char *b, size_t n)
+{
+    ga_units_format_bytes(v, b, n);
+    return b;
+}
+
+/* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation ratio. */
+static double frag_at_peak(const ga_fit_run_t *r)
+{
+    return r->peak_reserved > 0 ? 1.0 - (double)r->allocated_at_peak / (double)r->peak_reserved : 0.0;
+}
+
+static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, char *b, size_t n)
+{
+    char ev[32];
+    if (r->run.failed) {
+        snprintf(b, n, "error");
+        return;
+    }
+    if (r->run.fits) {
+        snprintf(b, n, "-");
+        return;
+    }
+    ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
+    if (job->n_units > 1)
+        snprintf(b, n, "#%zu:%s %s", r->run.fail_unit + 1, ev, ga_oom_class_name(r->run.oom.cls));
+    else
+        snprintf(b, n, "%s %s", ev, ga_oom_class_name(r->run.oom.cls));
+}
+
+/* The job and the search in two lines (and the traces when several). */
+static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
+{
+    char a[32], b[32];
+    ga_units_format_count(job->events, a, sizeof(a));
+    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device %s\n", job->n_units, job->n_units == 1 ? "" : "s", a,
+            fmt_bytes((int64_t)job->device_memory, b, sizeof(b)));
+    for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
+        fprintf(out, "  #%zu %s\n", u + 1, job->units[u].label);
+    size_t replays = 0, nfit = 0;
+    for (size_t i = 0; i < oc->n; i++) {
+        replays += oc->results[i].replays;
+        nfit += oc->results[i].run.fits;
+    }
+    ga_units_format_count(replays, a, sizeof(a));
+    fprintf(out, "%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n\n", oc->n, nfit, a, oc->seconds,
+            oc->jobs);
+}
+
+/* The ranked table, its first `top` rows. */
+static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, size_t top)
+{
+    char d[32], e[32];
+    fprintf(out, "%4s  %-4s  %13s  %14s  %9s  %11s  %-22s  %s\n", "rank", "fits", "peak reserved", "peak allocated",
+            "frag@peak", "min device", "first OOM (event)", "configuration");
+    for (size_t i = 0; i < oc->n && i < top; i++) {
+        const ga_fit_result_t *r = &oc->results[i];
+        char oom[64], minm[32];
+        first_oom_cell(job, r, oom, sizeof(oom));
+        if (!r->min_searched)
+            snprintf(minm, sizeof(minm), "-");
+        else if (r->min_memory == 0)
+            snprintf(minm, sizeof(minm), "> 64x");
+        else
+            fmt_bytes((int64_t)r->min_memory, minm, sizeof(minm));
+        fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
+                fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
+                100.0 * frag_at_peak(&r->run), minm, oom, r->conf[0] ? r->conf : "(defaults)");
+    }
+    if (oc->n > top)
+        fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
+}
+
+/* The runs worth a word: the defaults' OOM, configurations that could not be
+ * replayed, the job's recorded settings. */
+static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+{
+    char a[32];
+    for (size_t i = 0; i < oc->n; i++) { /* the defaults first: that is the run that failed */
+        const ga_fit_result_t *r = &oc->results[i];
+        if (r->conf[0] == '\0' && !r->run.fits && !r->run.failed) {
+            ga_units_format_count(r->run.fail_event, a, sizeof(a));
+            fprintf(out, "\nUnder the defaults the job runs out of memory at event %s of %s:\n", a,
+                    job->units[r->run.fail_unit].label);
+            ga_report_oom_facts(out, &r->run.oom);
+        }
+    }
+    size_t nfailed = 0;
+    for (size_t i = 0; i < oc->n; i++) {
+        if (!oc->results[i].run.failed)
+            continue;
+        if (nfailed++ < 3) /* usually one cause (a bad environment variable) for all: a few say it */
+            fprintf(out, "configuration \"%s\": %s\n", oc->results[i].conf, oc->results[i].run.error);
+    }
+    if (nfailed > 3)
+        fprintf(out, "... and %zu more configurations that could not be replayed (see --json)\n", nfailed - 3);
+    for (size_t i = 0; rep->recorded != NULL && i < oc->n; i++) {
+        const ga_fit_result_t *r = &oc->results[i];
+        if (strcmp(r->stage, "recorded") != 0)
+            continue;
+        fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
+                     "replayed as \"%s\", rank %zu: ",
+                rep->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
+        if (r->run.failed) {
+            fprintf(out, "error: %s\n", r->run.error);
+        } else if (r->run.fits) {
+            fprintf(out, "fits\n");
+        } else {
+            ga_units_format_count(r->run.fail_event, a, sizeof(a));
+            fprintf(out, "OOM at event %s of %s\n", a, job->units[r->run.fail_unit].label);
+            ga_report_oom_facts(out, &r->run.oom);
+        }
+    }
+}
+
+/* The answer: the winner to export, or the closest and its first OOM. */
+static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
+{
+    char a[32], b[32], d[32];
+    const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
+    if (w != NULL && w->run.fits) {
+        if (w->conf[0])
+            fprintf(out, "\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", w->conf);
+        else
+            fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
+        fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
+                fmt_bytes(w->run.peak_allocated, b, sizeof(b)));
+        if (w->min_searched && w->min_memory)
+            fprintf(out, "; fits on a device of %s or more", fmt_bytes((int64_t)w->min_memory, d, sizeof(d)));
+        fprintf(out, "\n");
+    } else if (w != NULL) {
+        fprintf(out, "\nNo configuration fits on %s.", fmt_bytes((int64_t)job->device_memory, a, sizeof(a)));
+        if (w->min_searched && w->min_memory)
+            fprintf(out, " The closest, \"%s\", fits on %s.", w->conf[0] ? w->conf : "(defaults)",
+                    fmt_bytes((int64_t)w->min_memory, b, sizeof(b)));
+        fprintf(out, "\n");
+        if (!w->run.failed) {
+            fprintf(out, "Its first OOM:\n");
+            ga_report_oom_facts(out, &w->run.oom);
+        }
+    }
+}
+
+void ga_fit_report_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+{
+    summary(out, job, oc);
+    ranking(out, job, oc, rep->top ? rep->top : 15);
+    notes(out, job, oc, rep);
+    verdict(out, job, oc);
+    if (rep->plot != NULL)
+        plot_names(out, job, rep->plot, false);
+}
+
+void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+{
+    fprintf(out, "{\"tool\": \"galloc fit\", \"version\": 1, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
+           ",\n \"traces\": [",
+           job->device_memory, job->events);
+    for (size_t u = 0; u < job->n_units; u++) {
+        fprintf(out, "%s{\"label\": ", u ? ", " : "");
+        ga_report_json_str(out, job->units[u].label);
+        fprintf(out, ", \"events\": %zu}", job->units[u].n);
+    }
+    const ga_fit_result_t *w = oc->n && oc->results[0].run.fits ? &oc->results[0] : NULL;
+    fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
+           " \"pytorch_cuda_alloc_conf\": ",
+           oc->seconds, oc->jobs, oc->n, w ? "true" : "false");
+    if (w)
+        ga_report_json_str(out, w->conf);
+    else
+        fputs("null", out);
+    fputs(",\n \"recorded_conf\": ", out);
+    if (rep->recorded != NULL) {
+        ga_report_json_str(out, rep->recorded);
+        fputs(", \"recorded_pytorch_cuda_alloc_conf\": ", out);
+        ga_report_json_str(out, rep->recorded_text);
+    } else {
+        fputs("null, \"recorded_pytorch_cuda_alloc_conf\": null", out);
+    }
+    fputs(",\n \"plots\": ", out);
+    if (rep->plot != NULL) {
+        fputs("[", out);
+        plot_names(out, job, rep->plot, true);
+        fputs("]", out);
+    } else {
+        fputs("null", out);
+    }
+    fputs(",\n \"results\": [", out);
+    for (size_t i = 0; i < oc->n; i++) {
+        const ga_fit_result_t *r = &oc->results[i];
+        fprintf(out, "%s\n  {\"rank\": %zu, \"conf\": ", i ? "," : "", i + 1);
+        ga_report_json_str(out, r->conf);
+        fprintf(out, ", \"stage\": \"%s\", \"fits\": %s, \"error\": ", r->stage, r->run.fits ? "true" : "false");
+        if (r->run.failed)
+            ga_report_json_str(out, r->run.error);
+        else
+            fputs("null", out);
+        fprintf(out, ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
+               ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
+               ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
+               ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
+               r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
+               frag_at_peak(&r->run), r->run.external_frag_at_peak, r->run.largest_free_at_peak);
+        if (r->min_searched && r->min_memory)
+            fprintf(out, "%" PRIu64, r->min_memory);
+        else
+            fputs("null", out);
+        fprintf(out, ", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n"
+               "   \"first_oom\": ",
+               r->min_searched ? "true" : "false", r->replays, r->seconds);
+        if (r->run.fits || r->run.failed) {
+            fputs("null}", out);
+            continue;
+        }
+        fprintf(out, "{\"trace\": %zu, \"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"class\": ", r->run.fail_unit,
+               r->run.fail_event, r->run.oom.size);
+        ga_report_json_oom_facts(out, &r->run.oom);
+        fputs("}}", out);
+    }
+    fputs("\n ]}\n", out);
+}
+

@@ -1,0 +1,345 @@
+/*
+ * read_kineto.c: the memory events of PyTorch profiler (Kineto) Chrome traces
+ * (torch.profiler.profile(profile_memory=True) ... export_chrome_trace()):
+ *
+ *   {"schemaVersion": 1, ..., "traceEvents": [ ...,
+ *    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
+ *     "pid": 1, "tid": 1, "ts": 1700000000123.5,
+ *     "args": {"Total Reserved": 2097152, "Total Allocated": 512, "Bytes": 512,
+ *              "Addr": 139872812433408, "Device Type": 1, "Device Id": 0}}, ...]}
+ *
+ * What is replayed: "[memory]" events with Device Type 1 (c10::DeviceType
+ * CUDA; ROCm builds report HIP allocations as CUDA too), one replay per
+ * Device Id (a "unit", labelled "device N" as for snapshots). Bytes > 0 is an
+ * allocation of Bytes at Addr; Bytes < 0 the free of Addr. CPU memory events,
+ * zero-byte events and every other trace event are counted as skipped (the
+ * count is kept per unit for the CUDA ones, in total for the rest). The
+ * profiler records no streams and no failed allocations, so every event is on
+ * the default stream and the trace has no OOM points.
+ *
+ * Trace events need not be in time order (Chrome's format does not require
+ * it), so the memory events are kept and stably sorted by "ts" before the
+ * replay; ties keep file order. The JSON is scanned as a stream (json_scan.h)
+ * and everything else is dropped as it is read: memory is 32 bytes per CUDA
+ * memory event, not the file size, and a pipe works. Errors say
+ * "FILE: byte N: problem"; event indices (e.g. in OOM reports) count
+ * traceEvents from 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/readers/json_scan.h"
+#include "tools/readers/reader_int.h"
+
+#define MAX_DEVICES 1024      /* Device Id above this is refused as garbled */
+#define CUDA_DEVICE_TYPE 1    /* c10::DeviceType::CUDA */
+
+typedef struct mem_ev {
+    double ts;      /* microseconds, as traced */
+    uint64_t addr;  /* Addr */
+    int64_t bytes;  /* Bytes: > 0 allocation, < 0 free */
+    uint32_t index; /* position in traceEvents (saturates at UINT32_MAX) */
+    uint16_t dev;   /* Device Id */
+} mem_ev_t;
+
+typedef struct kineto {
+    mem_ev_t *ev;         /* the CUDA memory events, sorted by (ts, file order) */
+    size_t n, cap;        /* used and allocated entries */
+    size_t next;          /* next entry to look at in the current unit */
+    size_t unit_total;    /* entries of the current unit */
+    size_t unit_done;     /* of those, handed out */
+    int devices[MAX_DEVICES]; /* device of each unit */
+    uint64_t skipped;     /* non-memory and CPU events */
+    char ioerr[256];      /* a read error from the refill */
+} kineto_t;
+
+typedef struct refill_ctx {
+    ga_reader_t *r;
+    kineto_t *k;
+} refill_ctx_t;
+
+static int refill(void *ctx, const char **p, size_t *n)
+{
+    refill_ctx_t *c = ctx;
+    return ga_input_chunk(&c->r->in, p, n, c->k->ioerr, sizeof(c->k->ioerr));
+}
+
+static int scan_err(ga_reader_t *r, const ga_json_t *j, char *err, size_t errlen, const char *what)
+{
+    kineto_t *k = r->impl;
+    if (k->ioerr[0] != '\0')
+        snprintf(err, errlen, "%s", k->ioerr);
+    else
+        snprintf(err, errlen, "%s: byte %llu: %s", r->in.path, (unsigned long long)j->at, what);
+    return -1;
+}
+
+/* The fields of one trace event object (just opened) that matter here. */
+typedef struct fields {
+    bool memory;   /* name is "[memory]" */
+    bool has_ts, has_addr, has_bytes, has_type, has_id;
+    double ts;
+    int64_t addr, bytes, type, id;
+} fields_t;
+
+/* A number member: returns 0 with *out and *has set, 1 if not an integer
+ * (left unset: the caller decides), -1 on a scan error. */
+static int int_member(ga_json_t *j, int64_t *out, bool *has)
+{
+    ga_json_tok_t t = ga_json_next(j);
+    if (t == GA_JSON_NUM && ga_json_int(j, out)) {
+        *has = true;
+        return 0;
+    }
+    return ga_json_skip(j, t) != 0 ? -1 : 1;
+}
+
+static int args(ga_json_t *j, fields_t *f)
+{
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
+        int rc;
+        if (ga_json_is(j, "Addr"))
+            rc = int_member(j, &f->addr, &f->has_addr);
+        else if (ga_json_is(j, "Bytes"))
+            rc = int_member(j, &f->bytes, &f->has_bytes);
+        else if (ga_json_is(j, "Device Type"))
+            rc = int_member(j, &f->type, &f->has_type);
+        else if (ga_json_is(j, "Device Id"))
+            rc = int_member(j, &f->id, &f->has_id);
+        else
+            rc = ga_json_skip(j, ga_json_next(j));
+        if (rc < 0)
+            return -1;
+    }
+    return more;
+}
+
+static int event(ga_json_t *j, fields_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
+        bool name = ga_json_is(j, "name"), ts = ga_json_is(j, "ts"), a = ga_json_is(j, "args");
+        ga_json_tok_t t = ga_json_next(j);
+        if (name && t == GA_JSON_STR)
+            f->memory = ga_json_is(j, "[memory]");
+        else if (ts && t == GA_JSON_NUM)
+            f->has_ts = ga_json_double(j, &f->ts);
+        else if (a && t == GA_JSON_OBJ) {
+            if (args(j, f) != 0)
+                return -1;
+        } else if (ga_json_skip(j, t) != 0)
+            return -1;
+    }
+    return more;
+}
+
+/* Keep one event of traceEvents (index i, object just opened). */
+static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_t errlen)
+{
+    kineto_t *k = r->impl;
+    fields_t f;
+    uint64_t at = j->at;
+    if (event(j, &f) != 0)
+        return scan_err(r, j, err, errlen, j->msg);
+    if (!f.memory || !f.has_type || f.type != CUDA_DEVICE_TYPE || (f.has_bytes && f.bytes == 0)) {
+        k->skipped++;
+        return 0;
+    }
+    if (!f.has_addr || !f.has_bytes || !f.has_id || !f.has_ts || f.id < 0 || f.id >= MAX_DEVICES ||
+        f.bytes == INT64_MIN) {
+        snprintf(err, errlen,
+                 "%s: byte %llu: traceEvents[%llu]: a CUDA [memory] event needs integer args Addr, Bytes and "
+                 "Device Id (0..%d) and a numeric ts",
+                 r->in.path, (unsigned long long)at, (unsigned long long)i, MAX_DEVICES - 1);
+        return -1;
+    }
+    if (k->n == k->cap) {
+        size_t ncap = k->cap ? k->cap * 2 : 1024;
+        mem_ev_t *ne = realloc(k->ev, ncap * sizeof(*ne));
+        if (ne == NULL) {
+            snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
+            return -1;
+        }
+        k->ev = ne;
+        k->cap = ncap;
+    }
+    k->ev[k->n++] = (mem_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
+                               .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX, .dev = (uint16_t)f.id};
+    return 0;
+}
+
+static int events(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
+{
+    for (uint64_t i = 0;; i++) {
+        ga_json_tok_t t = ga_json_next(j);
+        if (t == GA_JSON_ARR_END)
+            return 0;
+        if (t == GA_JSON_OBJ) {
+            if (keep_event(r, j, i, err, errlen) != 0)
+                return -1;
+            continue;
+        }
+        if (ga_json_skip(j, t) != 0)
+            return scan_err(r, j, err, errlen, j->msg);
+        ((kineto_t *)r->impl)->skipped++;
+    }
+}
+
+/* The whole document: an object with traceEvents, or (Chrome's other form) a
+ * bare array of events. */
+static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
+{
+    ga_json_tok_t t = ga_json_next(j);
+    bool found = false;
+    if (t == GA_JSON_ARR) {
+        found = true;
+        if (events(r, j, err, errlen) != 0)
+            return -1;
+    } else if (t == GA_JSON_OBJ) {
+        int more;
+        while ((more = ga_json_member(j)) > 0) {
+            bool te = ga_json_is(j, "traceEvents");
+            t = ga_json_next(j);
+            if (te && t == GA_JSON_ARR && !found) {
+                found = true;
+                if (events(r, j, err, errlen) != 0)
+                    return -1;
+            } else if (ga_json_skip(j, t) != 0) {
+                return scan_err(r, j, err, errlen, j->msg);
+            }
+        }
+        if (more < 0)
+            return scan_err(r, j, err, errlen, j->msg);
+    } else {
+        return scan_err(r, j, err, errlen, t == GA_JSON_ERR ? j->msg : "not a Chrome trace (expected an object)");
+    }
+    t = ga_json_next(j);
+    if (t != GA_JSON_EOF)
+        return scan_err(r, j, err, errlen, j->msg);
+    if (!found) {
+        snprintf(err, errlen, "%s: no \"traceEvents\" array: not a Chrome trace", r->in.path);
+        return -1;
+    }
+    return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const mem_ev_t *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index; /* file order: the sort is stable */
+}
+
+static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    kineto_t *k = r->impl;
+    k->next = 0;
+    k->unit_done = 0;
+    k->unit_total = 0;
+    for (size_t i = 0; i < k->n; i++)
+        k->unit_total += k->ev[i].dev == k->devices[unit];
+    r->notes.skipped = unit == 0 ? k->skipped : 0;
+    return 0;
+}
+
+static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    kineto_t *k = r->impl;
+    int dev = k->devices[r->unit];
+    while (k->next < k->n) {
+        const mem_ev_t *m = &k->ev[k->next++];
+        if (m->dev != dev)
+            continue;
+        k->unit_done++;
+        memset(ev, 0, sizeof(*ev));
+        ev->kind = m->bytes > 0 ? GA_EV_ALLOC : GA_EV_FREE;
+        ev->id = m->addr;
+        ev->size = m->bytes > 0 ? (uint64_t)m->bytes : 0;
+        ev->stream = m->bytes > 0 ? 0 : GA_STREAM_NONE;
+        ev->where = m->index;
+        return 1;
+    }
+    return 0;
+}
+
+static double kineto_progress(const ga_reader_t *r)
+{
+    const kineto_t *k = r->impl;
+    return k->unit_total ? (double)k->unit_done / (double)k->unit_total : 1.0;
+}
+
+static void kineto_close(ga_reader_t *r)
+{
+    kineto_t *k = r->impl;
+    if (k == NULL)
+        return;
+    free(k->ev);
+    free(k);
+    r->impl = NULL;
+}
+
+static int kineto_device(const ga_reader_t *r, size_t unit)
+{
+    const kineto_t *k = r->impl;
+    return unit < r->units ? k->devices[unit] : -1;
+}
+
+static const ga_reader_ops_t kineto_ops = {.begin = kineto_begin,
+                                           .next = kineto_next,
+                                           .progress = kineto_progress,
+                                           .close = kineto_close,
+                                           .unit_device = kineto_device};
+
+static int kineto_open(ga_reader_t *r, char *err, size_t errlen)
+{
+    kineto_t *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", r->in.path);
+        return -1;
+    }
+    r->impl = k;
+    r->ops = &kineto_ops; /* from here kineto_close frees whatever was made */
+    refill_ctx_t ctx = {r, k};
+    ga_json_t j;
+    ga_json_init(&j, "", 0, refill, &ctx); /* all input comes from refill */
+    if (scan(r, &j, err, errlen) != 0)
+        return -1;
+    if (k->n > 1) /* k->ev is NULL when there are none */
+        qsort(k->ev, k->n, sizeof(*k->ev), by_time);
+    bool used[MAX_DEVICES] = {false};
+    for (size_t i = 0; i < k->n; i++)
+        used[k->ev[i].dev] = true;
+    r->units = 0;
+    for (int d = 0; d < MAX_DEVICES; d++)
+        if (used[d])
+            k->devices[r->units++] = d;
+    if (r->units == 0)
+        k->devices[r->units++] = 0; /* no CUDA memory events: one empty replay */
+    return kineto_begin(r, 0, err, errlen);
+}
+
+/* JSON that names "traceEvents" in its first bytes. */
+static int kineto_probe(const char *p, size_t n)
+{
+    const char *l;
+    size_t ln;
+    ga_reader_first_line(p, n, &l, &ln);
+    bool json = ln > 0 && (l[0] == '{' || l[0] == '[');
+    return json && ga_reader_contains(p, n, "\"traceEvents\"") ? GA_PROBE_MENTION : 0;
+}
+
+const ga_format_desc_t ga_format_kineto = {
+    .name = "kineto",
+    .aliases = {"chrome", "profiler"},
+    .what = "PyTorch profiler (Kineto) Chrome trace, its [memory] events",
+    .probe = kineto_probe,
+    .open = kineto_open,
+};

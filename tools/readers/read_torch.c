@@ -1,0 +1,426 @@
+/*
+ * read_torch.c: PyTorch memory snapshots (torch.cuda.memory._dump_snapshot),
+ * decoded by pickle_read.c, walked by torch_snapshot.c and turned into replay
+ * events.
+ *
+ * What is replayed, per device ("unit") of device_traces:
+ *  - alloc -> GA_EV_ALLOC (addr is the id, size is the request, PyTorch records
+ *    orig_size there);
+ *  - free_requested immediately followed by free_completed of the same address
+ *    -> GA_EV_FREE (MemoryViz.js merges the pair the same way);
+ *  - free_requested on its own -> GA_EV_FREE_PENDING: the block was used on
+ *    other streams and PyTorch waits for their events before reuse; a later
+ *    free_completed -> GA_EV_FREE_COMPLETED;
+ *  - oom -> GA_EV_OOM (size: the rounded request PyTorch failed to place);
+ *  - annotate with a str user_metadata -> GA_EV_ANNOTATE;
+ *  - a run of segment_free/unmap not followed by an oom -> GA_EV_EMPTY_CACHE
+ *    with size = the next segment's, which the replay performs only if the
+ *    device had room for that segment (see release_run_may_be_empty_cache);
+ *  - segment_alloc/map, the other segment_free/unmap entries and snapshot are
+ *    the allocator's own decisions, which the replay recomputes: counted as
+ *    skipped, as are actions this reader does not know (newer PyTorch releases).
+ *
+ * The trace is a ring buffer (max_entries), so it may start mid-run. Blocks
+ * live before its first entry are recreated first, as a prologue: those freed
+ * in the trace without having been allocated in it (in the order of their
+ * frees), then those still live in `segments` at the end whose address the
+ * trace never mentions (in segment and address order). Their original
+ * allocation order is unknown, so the prologue is an approximation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/idmap.h"
+#include "tools/readers/reader_int.h"
+#include "tools/snapshot/pickle_read.h"
+#include "tools/snapshot/snapfile.h"
+#include "tools/snapshot/torch_snapshot.h"
+
+typedef struct pro_block {
+    uint64_t addr, size, stream;
+} pro_block_t;
+
+typedef struct torch {
+    uint8_t *file;                     /* the whole file when read from stdin (strings point into it) */
+    size_t len;                        /* the file's length */
+    ga_pickle_t *owned;                /* the decoded snapshot when read from stdin */
+    ga_torch_snapshot_t snap;                /* the snapshot: of owned, or of a shared file (snapfile.h) */
+    int devices[GA_TORCH_MAX_DEVICES]; /* device index of each unit */
+    ga_torch_list_t trace;          /* the current unit's entries (n = 0 when it has none) */
+    size_t next;                       /* next entry of trace */
+    pro_block_t *pro;                  /* the current unit's prologue */
+    size_t n_pro, pro_next, pro_cap;
+} torch_t;
+
+static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
+{
+    torch_t *t = r->impl;
+    snprintf(err, errlen, "%s: device_traces[%d][%zu]: %s", r->in.path, t->devices[r->unit], i, what);
+    return -1;
+}
+
+static int push_pro(torch_t *t, pro_block_t b)
+{
+    if (t->n_pro == t->pro_cap) {
+        size_t ncap = t->pro_cap ? t->pro_cap * 2 : 64;
+        pro_block_t *np = realloc(t->pro, ncap * sizeof(*np));
+        if (np == NULL)
+            return -1;
+        t->pro = np;
+        t->pro_cap = ncap;
+    }
+    t->pro[t->n_pro++] = b;
+    return 0;
+}
+
+/* Prologue step 1: frees of addresses the trace never allocated before. */
+static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *seen, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    ga_idmap_val_t none = {0};
+    for (size_t i = 0; i < t->trace.n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
+        uint64_t addr, size, stream;
+        bool is_alloc = e.action == GA_ACT_ALLOC, is_free = e.action == GA_ACT_FREE_REQUESTED;
+        if (!is_alloc && !is_free)
+            continue;
+        if (!ga_torch_int_get(e.addr, true, 0, &addr) || !ga_torch_int_get(e.size, true, 0, &size) ||
+            !ga_torch_int_get(e.stream, false, 0, &stream))
+            return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('addr' and 'size' present)");
+        if (is_alloc) {
+            if (ga_idmap_put(live, addr, none, NULL, NULL) != 0 || ga_idmap_put(seen, addr, none, NULL, NULL) != 0)
+                return entry_err(r, err, errlen, i, "out of host memory");
+            continue;
+        }
+        if (ga_idmap_remove(live, addr, NULL) || ga_idmap_get(seen, addr, NULL))
+            continue;
+        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 || push_pro(t, (pro_block_t){addr, size, stream}) != 0)
+            return entry_err(r, err, errlen, i, "out of host memory");
+    }
+    return 0;
+}
+
+/* Prologue step 2, one segment: its live blocks the trace never mentions. */
+static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, uint64_t stream,
+                            const ga_idmap_t *seen, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    for (size_t b = 0; b < g->blocks.n; b++) {
+        ga_torch_block_t blk;
+        ga_torch_block(g, b, &blk);
+        uint64_t addr, size, req;
+        if (blk.state != GA_STATE_ALLOCATED && blk.state != GA_STATE_PENDING_FREE)
+            continue;
+        if (!ga_torch_int_get(blk.address, true, 0, &addr) || !ga_torch_int_get(blk.size, true, 0, &size) ||
+            !ga_torch_int_get(blk.requested_size, false, size, &req)) {
+            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'address' and 'size' must be ints", r->in.path,
+                     s, b);
+            return -1;
+        }
+        if (ga_idmap_get(seen, addr, NULL))
+            continue;
+        if (push_pro(t, (pro_block_t){addr, req, stream}) != 0) {
+            snprintf(err, errlen, "%s: out of host memory", r->in.path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Prologue step 2: blocks live at the end that the trace never mentions. */
+static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    int dev = t->devices[r->unit];
+    /* Python writes every block dict once, so a real file holds fewer blocks
+     * than bytes; more visits mean shared lists, a hostile file's way to make
+     * a small input cost quadratic time. */
+    size_t budget = t->len;
+    for (size_t s = 0; s < t->snap.segments.n; s++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(&t->snap, s, &g);
+        uint64_t sdev, stream;
+        if (!g.is_dict || !ga_torch_int_get(g.device, false, 0, &sdev) ||
+            !ga_torch_int_get(g.stream, false, 0, &stream) || (g.blocks.present && !g.blocks.is_list)) {
+            snprintf(err, errlen, "%s: segments[%zu]: not a segment dict (device, stream, blocks)", r->in.path, s);
+            return -1;
+        }
+        if ((int64_t)sdev != dev || !g.blocks.present)
+            continue;
+        if (g.blocks.n > budget) {
+            snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold (shared lists?)",
+                     r->in.path, s);
+            return -1;
+        }
+        budget -= g.blocks.n;
+        if (segment_prologue(r, &g, s, stream, seen, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
+    t->next = 0;
+    free(t->pro);
+    t->pro = NULL;
+    t->n_pro = t->pro_next = t->pro_cap = 0;
+    for (size_t i = 0; i < t->trace.n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
+        if (!e.is_dict)
+            return entry_err(r, err, errlen, i, "not a dict");
+    }
+    ga_idmap_t live, seen;
+    ga_idmap_init(&live);
+    ga_idmap_init(&seen);
+    int rc = prologue_from_trace(r, &live, &seen, err, errlen);
+    if (rc == 0)
+        rc = prologue_from_segments(r, &seen, err, errlen);
+    ga_idmap_free(&live);
+    ga_idmap_free(&seen);
+    r->notes.prologue = t->n_pro;
+    return rc;
+}
+
+/*
+ * A run of segment_free / segment_unmap entries (t->next is just past its
+ * first) is either the release path of a malloc (the OOM path, garbage
+ * collection, releasing oversize blocks: PyTorch then allocates or fails, so
+ * a segment_alloc, segment_map or oom comes next) or torch.cuda.empty_cache(),
+ * which the replay must perform itself: the allocator frees cached segments
+ * outside any allocation only there. Skips the run's other entries. Returns
+ * false when an oom follows (certainly a malloc's release); otherwise true,
+ * with *next_segment the size of the segment_alloc / segment_map that
+ * follows (0 if none): the replay decides whether the device had room for it
+ * (then PyTorch's allocation could not have failed: empty_cache) or not
+ * (then the next malloc's own OOM path reproduces the release).
+ */
+static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
+{
+    *next_segment = 0;
+    while (t->next < t->trace.n) {
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, t->next, &e);
+        if (e.action == GA_ACT_SEGMENT_FREE || e.action == GA_ACT_SEGMENT_UNMAP) {
+            t->next++;
+            continue;
+        }
+        if (e.action == GA_ACT_OOM)
+            return false;
+        if ((e.action == GA_ACT_SEGMENT_ALLOC || e.action == GA_ACT_SEGMENT_MAP) &&
+            !ga_torch_int_get(e.size, true, 0, next_segment))
+            *next_segment = 0;
+        return true;
+    }
+    return true; /* released at the end of the trace: nothing else explains it */
+}
+
+/* An alloc, free_requested, free_completed or oom entry i as its event. */
+static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_event_t *ev, char *err,
+                       size_t errlen)
+{
+    torch_t *t = r->impl;
+    bool oom = e->action == GA_ACT_OOM;
+    if (!ga_torch_int_get(e->addr, !oom, 0, &ev->id) || !ga_torch_int_get(e->size, true, 0, &ev->size) ||
+        !ga_torch_int_get(e->stream, false, 0, &ev->stream))
+        return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
+    if ((int64_t)ev->size < 0)
+        return entry_err(r, err, errlen, i, "negative 'size'");
+    if (e->action == GA_ACT_ALLOC) {
+        ev->kind = GA_EV_ALLOC;
+    } else if (oom) {
+        ev->kind = GA_EV_OOM;
+        ev->id = 0;
+    } else if (e->action == GA_ACT_FREE_COMPLETED) {
+        ev->kind = GA_EV_FREE_COMPLETED;
+    } else {
+        ev->kind = GA_EV_FREE_PENDING;
+        if (t->next < t->trace.n) {
+            ga_torch_entry_t n;
+            uint64_t naddr;
+            ga_torch_entry(&t->trace, t->next, &n);
+            if (n.action == GA_ACT_FREE_COMPLETED && ga_torch_int_get(n.addr, true, 0, &naddr) &&
+                naddr == ev->id) {
+                ev->kind = GA_EV_FREE; /* the common case: no other stream used the block */
+                ev->stream = GA_STREAM_NONE;
+                t->next++;
+            }
+        }
+    }
+    return 1;
+}
+
+static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    memset(ev, 0, sizeof(*ev));
+    if (t->pro_next < t->n_pro) {
+        const pro_block_t *p = &t->pro[t->pro_next++];
+        ev->kind = GA_EV_ALLOC;
+        ev->flags = GA_EVF_PROLOGUE;
+        ev->id = p->addr;
+        ev->size = p->size;
+        ev->stream = p->stream;
+        return 1;
+    }
+    while (t->next < t->trace.n) {
+        size_t i = t->next++;
+        ga_torch_entry_t e;
+        ga_torch_entry(&t->trace, i, &e);
+        if (e.action == GA_ACT_NONE)
+            return entry_err(r, err, errlen, i, "'action' is missing or not a str");
+        ev->where = i;
+        switch (e.action) {
+        case GA_ACT_ANNOTATE:
+            if (e.text == NULL)
+                break;
+            ev->kind = GA_EV_ANNOTATE;
+            ev->text = e.text;
+            ev->text_len = e.text_len;
+            return 1;
+        case GA_ACT_SEGMENT_FREE:
+        case GA_ACT_SEGMENT_UNMAP:
+            if (!release_run_may_be_empty_cache(t, &ev->size))
+                break;
+            ev->kind = GA_EV_EMPTY_CACHE;
+            return 1;
+        case GA_ACT_ALLOC:
+        case GA_ACT_FREE_REQUESTED:
+        case GA_ACT_FREE_COMPLETED:
+        case GA_ACT_OOM:
+            return block_event(r, &e, i, ev, err, errlen);
+        default:
+            break; /* segment_alloc/map and snapshot entries, unknown actions */
+        }
+        r->notes.skipped++;
+    }
+    return 0;
+}
+
+static double torch_progress(const ga_reader_t *r)
+{
+    const torch_t *t = r->impl;
+    size_t total = t->trace.n + t->n_pro;
+    return total ? (double)(t->next + t->pro_next) / (double)total : 1.0;
+}
+
+static void torch_close(ga_reader_t *r)
+{
+    torch_t *t = r->impl;
+    if (t == NULL)
+        return;
+    ga_pickle_free(t->owned);
+    free(t->file);
+    free(t->pro);
+    free(t);
+    r->impl = NULL;
+}
+
+static int torch_device(const ga_reader_t *r, size_t unit)
+{
+    const torch_t *t = r->impl;
+    return unit < r->units ? t->devices[unit] : -1;
+}
+
+static const ga_reader_ops_t torch_ops = {.begin = torch_begin,
+                                          .next = torch_next,
+                                          .progress = torch_progress,
+                                          .close = torch_close,
+                                          .unit_device = torch_device};
+
+/* The decoded snapshot: a file through the cache, stdin read whole. */
+static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
+{
+    if (strcmp(r->in.path, "-") != 0) /* parsed once for the reader, the settings, --verify and the seed */
+        return ga_torch_load(r->in.path, &t->snap, &t->len, err, errlen);
+    if (ga_input_slurp(&r->in, GA_SNAPFILE_MAX, &t->file, &t->len, err, errlen) != 0)
+        return -1;
+    char perr[256];
+    if (ga_pickle_parse(t->file, t->len, NULL, &t->owned, perr, sizeof(perr)) != 0) {
+        snprintf(err, errlen, "%s: %s", r->in.path, perr);
+        return -1;
+    }
+    ga_torch_open(t->owned, &t->snap);
+    return 0;
+}
+
+/* The document's shape: a dict with lists where the replay walks. */
+static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, size_t errlen)
+{
+    const char *path = r->in.path;
+    if (s->is_list) {
+        snprintf(err, errlen, "%s: a PyTorch 1.13 snapshot (a list of segments without device_traces); record "
+                              "with torch.cuda.memory._record_memory_history() of PyTorch 2.x", path);
+        return -1;
+    }
+    if (!s->is_dict) {
+        snprintf(err, errlen, "%s: the pickle holds a %s, not a snapshot dict", path, s->root_type);
+        return -1;
+    }
+    if (!s->traces.present && !s->segments.present) {
+        snprintf(err, errlen, "%s: the dict has neither 'device_traces' nor 'segments': not a memory snapshot", path);
+        return -1;
+    }
+    if (s->traces.present && !s->traces.is_list) {
+        snprintf(err, errlen, "%s: 'device_traces' is a %s, not a list", path, s->traces.type);
+        return -1;
+    }
+    if (s->traces.n > GA_TORCH_MAX_DEVICES) {
+        snprintf(err, errlen, "%s: 'device_traces' lists %zu devices (at most %d)", path, s->traces.n,
+                 GA_TORCH_MAX_DEVICES);
+        return -1;
+    }
+    for (size_t d = 0; d < s->traces.n; d++) {
+        ga_torch_list_t tr = ga_torch_trace(s, d);
+        if (!tr.is_list) {
+            snprintf(err, errlen, "%s: device_traces[%zu] is a %s, not a list", path, d, tr.type);
+            return -1;
+        }
+    }
+    if (s->segments.present && !s->segments.is_list) {
+        snprintf(err, errlen, "%s: 'segments' is a %s, not a list", path, s->segments.type);
+        return -1;
+    }
+    return 0;
+}
+
+static int torch_open(ga_reader_t *r, char *err, size_t errlen)
+{
+    torch_t *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", r->in.path);
+        return -1;
+    }
+    r->impl = t;
+    r->ops = &torch_ops; /* from here torch_close frees whatever was made */
+    if (load(r, t, err, errlen) != 0 || check_shape(r, &t->snap, err, errlen) != 0)
+        return -1;
+    /* Units: every device with trace entries or live blocks; device 0 if none. */
+    size_t bad = 0;
+    r->units = ga_torch_devices(&t->snap, t->devices, &bad);
+    if (r->units == 0) {
+        snprintf(err, errlen, "%s: segments[%zu]: not a segment dict with a device index below %d", r->in.path, bad,
+                 GA_TORCH_MAX_DEVICES);
+        return -1;
+    }
+    return torch_begin(r, 0, err, errlen);
+}
+
+/* A pickle of protocol 2 to 5 starts with PROTO and its number. */
+static int torch_probe(const char *p, size_t n)
+{
+    return n >= 2 && (unsigned char)p[0] == 0x80 && p[1] >= 2 && p[1] <= 5 ? GA_PROBE_MAGIC : 0;
+}
+
+const ga_format_desc_t ga_format_torch = {
+    .name = "torch",
+    .aliases = {"pytorch", "snapshot"},
+    .what = "PyTorch memory snapshot (torch.cuda.memory._dump_snapshot pickle)",
+    .probe = torch_probe,
+    .open = torch_open,
+};

@@ -1,0 +1,140 @@
+/*
+ * trace_reader.h: allocation traces as a stream of replay events, whatever the
+ * file format (RAPIDS RMM logging CSV, PyTorch memory snapshot pickle,
+ * galloc's text trace of docs/trace-format.md, Umpire replay log, PyTorch
+ * profiler Chrome trace).
+ *
+ * A reader yields one ga_event_t at a time. The CSV, text and Umpire readers
+ * stream the file through a fixed buffer (memory does not grow with the
+ * file); the Chrome trace reader streams the JSON but keeps its CUDA memory
+ * events (to sort them by time); the snapshot reader holds the decoded
+ * pickle. A file may hold several "units" (a snapshot or Chrome trace has one
+ * trace per device); each unit is replayed on its own.
+ *
+ * Errors name the file and the place: "FILE:LINE: problem" for the text
+ * formats ("FILE:LINE: column C: problem" for an Umpire log), "FILE: byte N:
+ * problem" for a pickle or Chrome trace, "FILE: device_traces[D][I]:
+ * problem" for a snapshot entry. No input makes a reader crash or leak.
+ *
+ * Not thread-safe: one reader per thread.
+ */
+#ifndef GA_TOOLS_READERS_TRACE_READER_H
+#define GA_TOOLS_READERS_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The formats, from the registry formats.def (its descriptors say what each
+ * is): GA_FORMAT_RMM (RAPIDS RMM logging CSV), GA_FORMAT_TORCH (PyTorch
+ * snapshot pickle), GA_FORMAT_GALLOC (galloc text), GA_FORMAT_UMPIRE (LLNL
+ * Umpire replay log), GA_FORMAT_KINETO (PyTorch profiler Chrome trace). */
+typedef enum ga_format {
+    GA_FORMAT_AUTO = 0, /* detect from the first bytes */
+#define GA_FORMAT(id, name) GA_FORMAT_##id,
+#include "tools/readers/formats.def"
+#undef GA_FORMAT
+    GA_FORMAT_END       /* one past the last */
+} ga_format_t;
+
+typedef enum ga_event_kind {
+    GA_EV_ALLOC,          /* id, size, stream: an allocation that succeeded in the traced run */
+    GA_EV_FREE,           /* id; stream = the stream the free was ordered on, or GA_STREAM_NONE */
+    GA_EV_FREE_PENDING,   /* id: freed by the user, reuse waits on other streams' work (snapshot
+                             free_requested without an immediate free_completed) */
+    GA_EV_FREE_COMPLETED, /* id: that deferred free finished (snapshot free_completed) */
+    GA_EV_RECORD_STREAM,  /* id, stream: the block is also used on stream (Tensor.record_stream) */
+    GA_EV_STREAM_SYNC,    /* stream: the host waited for the stream's work */
+    GA_EV_EMPTY_CACHE,    /* torch.cuda.empty_cache(); size: see ga_replay_empty_cache */
+    GA_EV_SET_FRACTION,   /* fraction: torch.cuda.set_per_process_memory_fraction() */
+    GA_EV_OOM,            /* size, stream: an allocation that FAILED in the traced run */
+    GA_EV_ANNOTATE        /* text: a user marker ("step 8847"), kept for OOM reports */
+} ga_event_kind_t;
+
+#define GA_STREAM_NONE UINT64_MAX /* "no stream given" in GA_EV_FREE */
+#define GA_EVF_PROLOGUE 0x1u      /* recreates a block that was live before the trace began */
+
+typedef struct ga_event {
+    ga_event_kind_t kind;
+    uint32_t flags;     /* GA_EVF_* */
+    uint64_t id;        /* the traced pointer (or the text format's id): the key of the pointer map */
+    uint64_t size;      /* bytes requested */
+    uint64_t stream;    /* stream handle as traced; 0 is the default stream */
+    double fraction;    /* GA_EV_SET_FRACTION */
+    uint64_t where;     /* 1-based line (CSV, text, Umpire) or entry index (snapshot,
+                           Chrome traceEvents), for messages */
+    const char *text;   /* GA_EV_ANNOTATE: not NUL-terminated, valid until the next ga_reader_next */
+    size_t text_len;
+} ga_event_t;
+
+typedef struct ga_reader ga_reader_t;
+
+/*
+ * ga_reader_open: open path ("-" is stdin, streamed formats only) in format
+ * fmt (GA_FORMAT_AUTO detects it). Returns 0 and *out, or -1 with err set and
+ * *out NULL.
+ */
+int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *err, size_t errlen);
+
+/* ga_reader_close: release everything (NULL is a no-op). */
+void ga_reader_close(ga_reader_t *r);
+
+/* ga_reader_units: how many separately replayed traces the file holds (>= 1). */
+size_t ga_reader_units(const ga_reader_t *r);
+
+/* ga_reader_unit_label: "" for a single-unit file, "device 1" for a snapshot's
+ * second device trace. Static or reader-owned. */
+const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit);
+
+/* ga_reader_begin: position at the start of unit (units in order, each once;
+ * unit 0 is where a fresh reader stands). Returns 0, or -1 with err set. */
+int ga_reader_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen);
+
+/* ga_reader_next: the next event of the current unit. Returns 1 with *ev
+ * filled, 0 at the end of the unit, -1 with err set (the file is bad: the
+ * message names file and line or offset; further calls keep returning -1). */
+int ga_reader_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen);
+
+/* ga_reader_format: the format detected or forced. */
+ga_format_t ga_reader_format(const ga_reader_t *r);
+
+/* ga_reader_device_memory: device size recorded in the trace (galloc header
+ * device_memory), 0 when the trace does not say. */
+uint64_t ga_reader_device_memory(const ga_reader_t *r);
+
+/* ga_reader_progress: fraction in [0, 1] of the current unit consumed, for a
+ * progress bar (-1 when unknown, e.g. reading a pipe). */
+double ga_reader_progress(const ga_reader_t *r);
+
+/* ga_reader_notes: counts a reader skipped on purpose (informational entries
+ * such as snapshot segment_alloc, or entries with an action it does not
+ * replay); prologue: allocations recreated for blocks live before the trace. */
+typedef struct ga_reader_notes {
+    uint64_t skipped;  /* entries read but not replayed */
+    uint64_t prologue; /* GA_EVF_PROLOGUE events of the current unit */
+} ga_reader_notes_t;
+void ga_reader_notes(const ga_reader_t *r, ga_reader_notes_t *out);
+
+/* ga_reader_format_name: "rmm", "torch", "galloc", "umpire", "kineto" (the
+ * registry's names), "auto". ga_reader_format_parse: the reverse, also taking
+ * a format's aliases ("pytorch" for torch); false for an unknown name. */
+const char *ga_reader_format_name(ga_format_t f);
+bool ga_reader_format_parse(const char *s, ga_format_t *out);
+
+/* ga_reader_format_list: "rmm, torch, galloc, umpire, kineto": every name
+ * --format takes besides auto, in the registry's order, into buf. */
+void ga_reader_format_list(char *buf, size_t len);
+
+/* ga_reader_format_help: one line per format for the help texts,
+ * "  NAME     what it is\n", in the registry's order. */
+void ga_reader_format_help(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_READERS_TRACE_READER_H */

@@ -1,0 +1,60 @@
+/*
+ * progress.c: see progress.h. "\r" + "\033[K" rewrite one line in place.
+ */
+#include "tools/replay/progress.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#include "tools/readers/units.h"
+
+#define BAR 30 /* characters of the bar */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ga_progress_start(ga_progress_t *p, const char *label, bool enabled)
+{
+    p->enabled = enabled;
+    p->drawn = false;
+    p->start = p->last = now();
+    p->label = label;
+}
+
+void ga_progress_update(void *ctx, double fraction, uint64_t events)
+{
+    ga_progress_t *p = ctx;
+    if (!p->enabled)
+        return;
+    double t = now();
+    if (t - p->start < 0.5 || t - p->last < 0.1)
+        return;
+    p->last = t;
+    char count[32];
+    ga_units_format_count(events, count, sizeof(count));
+    if (fraction >= 0) {
+        char bar[BAR + 1];
+        int full = (int)(fraction * BAR + 0.5);
+        for (int i = 0; i < BAR; i++)
+            bar[i] = i < full ? '#' : '.';
+        bar[BAR] = '\0';
+        fprintf(stderr, "\r\033[K[%s] %3.0f%%  %s events  %s", bar, fraction * 100, count, p->label);
+    } else {
+        fprintf(stderr, "\r\033[K%s events  %s", count, p->label);
+    }
+    fflush(stderr);
+    p->drawn = true;
+}
+
+void ga_progress_done(ga_progress_t *p)
+{
+    if (p->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    p->drawn = false;
+}

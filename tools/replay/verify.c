@@ -1,0 +1,364 @@
+/*
+ * verify.c: `galloc replay --verify` (see verify.h for what is compared).
+ *
+ * The replay runs under the snapshot's recorded allocator_settings (or
+ * --conf) with galloc recording its own history, writes galloc's snapshot of
+ * the final state to a temporary file, and both snapshots go through the one
+ * reader of snap_view.c. A trace that starts mid-run (the ring buffer wrapped)
+ * is replayed from the state reconstructed at its first entry (seed.h): from an
+ * empty allocator every later decision could differ for that reason alone and
+ * the comparison would prove nothing. When that state cannot be reconstructed
+ * (expandable segments) the snapshot is refused with exit 2.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/engine/replay.h"
+#include "tools/readers/units.h"
+#include "tools/replay/verify.h"
+#include "tools/report/outputs.h"
+#include "tools/report/report.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/torch_snapshot.h"
+
+/* The outcome of one comparison. */
+typedef struct cmp {
+    size_t ev_total, ev_agree; /* device events: max of both sides; positions that agree */
+    bool diverged;             /* some device event differs (or one side has more) */
+    size_t first;              /* the first differing position */
+    size_t seg_total, seg_agree; /* final segments: max of both sides; those that agree */
+    char seg_first[512];       /* the first segment difference, "" if none */
+} cmp_t;
+
+static bool same_event(const ga_dev_event_t *a, const ga_dev_event_t *b)
+{
+    if (a->action != b->action || a->size != b->size)
+        return false;
+    return a->action != GA_DEV_SEGMENT_FREE || a->segment == b->segment;
+}
+
+/* The galloc segment matching recorded segment s: the same segment_alloc
+ * ordinal, or for a segment without one (made before the trace and seeded in
+ * address order, or expandable) the same rank among such segments. NULL if
+ * none. */
+static const ga_snap_segment_t *match_segment(const ga_snap_view_t *rec, size_t s, const ga_snap_view_t *rep)
+{
+    const ga_snap_segment_t *g = &rec->seg[s];
+    size_t rank = 0;
+    for (size_t i = 0; g->segment < 0 && i < s; i++)
+        rank += rec->seg[i].segment < 0;
+    for (size_t j = 0; j < rep->n_seg; j++) {
+        if (g->segment >= 0 && rep->seg[j].segment == g->segment)
+            return &rep->seg[j];
+        if (g->segment < 0 && rep->seg[j].segment < 0 && rank-- == 0)
+            return &rep->seg[j];
+    }
+    return NULL;
+}
+
+static const char *state_name(ga_block_state_t s)
+{
+    return s == GA_BLOCK_ALLOCATED      ? "active_allocated"
+           : s == GA_BLOCK_PENDING_FREE ? "active_pending_free"
+                                        : "inactive";
+}
+
+/* Compare one recorded segment with its galloc counterpart; "" when equal. */
+static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, const ga_snap_view_t *rep,
+                         const ga_snap_segment_t *b, char *out, size_t len)
+{
+    out[0] = '\0';
+    char name[64];
+    if (a->segment >= 0)
+        snprintf(name, sizeof(name), "the segment of segment_alloc #%" PRId64 " (0-based)", a->segment);
+    else
+        snprintf(name, sizeof(name), "the segment at 0x%" PRIx64 " (made before the trace)", a->addr);
+    if (b == NULL) {
+        snprintf(out, len, "%s of %" PRIu64 " bytes: not in galloc's final segments", name, a->total_size);
+        return;
+    }
+    if (a->total_size != b->total_size) {
+        snprintf(out, len, "%s: total_size %" PRIu64 " in the snapshot, %" PRIu64 " in galloc", name, a->total_size,
+                 b->total_size);
+        return;
+    }
+    for (size_t k = 0; k < a->n_blocks || k < b->n_blocks; k++) {
+        const ga_snap_block_t *x = k < a->n_blocks ? &rec->blk[a->first_block + k] : NULL;
+        const ga_snap_block_t *y = k < b->n_blocks ? &rep->blk[b->first_block + k] : NULL;
+        if (x != NULL && y != NULL && x->size == y->size && x->state == y->state)
+            continue;
+        char xs[80] = "none", ys[80] = "none";
+        if (x != NULL)
+            snprintf(xs, sizeof(xs), "%" PRIu64 " bytes %s", x->size, state_name(x->state));
+        if (y != NULL)
+            snprintf(ys, sizeof(ys), "%" PRIu64 " bytes %s", y->size, state_name(y->state));
+        snprintf(out, len, "%s: block %zu: snapshot %s, galloc %s", name, k, xs, ys);
+        return;
+    }
+}
+
+static void compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, cmp_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    size_t n = rec->n_ev < rep->n_ev ? rec->n_ev : rep->n_ev;
+    c->ev_total = rec->n_ev > rep->n_ev ? rec->n_ev : rep->n_ev;
+    for (size_t k = 0; k < n; k++) {
+        if (same_event(&rec->ev[k], &rep->ev[k])) {
+            c->ev_agree++;
+        } else if (!c->diverged) {
+            c->diverged = true;
+            c->first = k;
+        }
+    }
+    if (!c->diverged && rec->n_ev != rep->n_ev) {
+        c->diverged = true;
+        c->first = n;
+    }
+    c->seg_total = rec->n_seg > rep->n_seg ? rec->n_seg : rep->n_seg;
+    for (size_t s = 0; s < rec->n_seg; s++) {
+        char d[512];
+        diff_segment(rec, &rec->seg[s], rep, match_segment(rec, s, rep), d, sizeof(d));
+        if (d[0] == '\0')
+            c->seg_agree++;
+        else if (c->seg_first[0] == '\0')
+            snprintf(c->seg_first, sizeof(c->seg_first), "%s", d);
+    }
+    if (c->seg_first[0] == '\0' && rep->n_seg > rec->n_seg)
+        snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu",
+                 rep->n_seg, rec->n_seg);
+}
+
+static void describe(const ga_dev_event_t *e, char *out, size_t len)
+{
+    if (e == NULL) {
+        snprintf(out, len, "(no more device events)");
+        return;
+    }
+    char sz[32];
+    ga_units_format_bytes((int64_t)e->size, sz, sizeof(sz));
+    int n = snprintf(out, len, "%s %" PRIu64 " bytes (%s)", ga_dev_action_name(e->action), e->size, sz);
+    if (n > 0 && (size_t)n < len && e->action == GA_DEV_SEGMENT_FREE)
+        snprintf(out + n, len - (size_t)n, " of segment #%" PRId64, e->segment);
+    else if (n > 0 && (size_t)n < len && e->action == GA_DEV_OOM)
+        snprintf(out + n, len - (size_t)n, ", device_free %" PRIu64, e->extra);
+}
+
+static void json_event(FILE *out, const ga_dev_event_t *e)
+{
+    if (e == NULL) {
+        fputs("null", out);
+        return;
+    }
+    fprintf(out, "{\"entry\": %zu, \"action\": \"%s\", \"size\": %" PRIu64 ", \"segment\": %" PRId64 "}", e->entry,
+            ga_dev_action_name(e->action), e->size, e->segment);
+}
+
+typedef struct outcome {
+    const char *path, *unit, *settings; /* settings: the config string replayed ("" = defaults) */
+    int device;                         /* the snapshot's device index */
+    uint64_t device_memory;             /* the sim device's size */
+    const char *error;                  /* why it could not be verified, NULL if it was */
+    const ga_seed_t *seed;              /* the reconstructed state at the first entry, NULL if none */
+    const ga_snap_view_t *rec, *rep;
+    const cmp_t *c;
+} outcome_t;
+
+static void report_text(FILE *out, const outcome_t *o)
+{
+    char mem[32];
+    ga_units_format_bytes((int64_t)o->device_memory, mem, sizeof(mem));
+    fprintf(out, "== %s%s%s: verify (settings: %s; sim device %s)\n", o->path, o->unit[0] ? " " : "", o->unit,
+            o->settings == NULL ? "-" : o->settings[0] ? o->settings : "PyTorch's defaults", mem);
+    if (o->error != NULL) {
+        fprintf(out, "cannot verify: %s\nverdict: cannot verify\n\n", o->error);
+        return;
+    }
+    if (o->seed != NULL)
+        fprintf(out, "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
+                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
+                o->seed->n_seg, o->seed->live_blocks);
+    const cmp_t *c = o->c;
+    fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
+                 "segment_free also by the segment it releases; addresses are not compared)\n",
+            c->ev_agree, c->ev_total);
+    fprintf(out, "final segments: %zu of %zu agree (total size, blocks' sizes and states)\n", c->seg_agree,
+            c->seg_total);
+    if (c->diverged) {
+        const ga_dev_event_t *a = c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL;
+        const ga_dev_event_t *b = c->first < o->rep->n_ev ? &o->rep->ev[c->first] : NULL;
+        char as[160], bs[160];
+        describe(a, as, sizeof(as));
+        describe(b, bs, sizeof(bs));
+        fprintf(out, "first divergence at device event %zu:\n", c->first);
+        if (a != NULL)
+            fprintf(out, "  snapshot device_traces[%d][%zu]: %s\n", o->device, a->entry, as);
+        else
+            fprintf(out, "  snapshot: %s\n", as);
+        if (b != NULL)
+            fprintf(out, "  galloc   trace entry %zu: %s\n", b->entry, bs);
+        else
+            fprintf(out, "  galloc: %s\n", bs);
+    }
+    if (o->c->seg_first[0])
+        fprintf(out, "first final-state difference: %s\n", c->seg_first);
+    fprintf(out, "verdict: %s\n\n", c->diverged || c->seg_first[0] ? "diverges" : "agrees");
+}
+
+static void report_json(FILE *out, const outcome_t *o, bool first)
+{
+    fprintf(out, "%s\n    {\"file\": ", first ? "" : ",");
+    ga_report_json_str(out, o->path);
+    fputs(", \"unit\": ", out);
+    ga_report_json_str(out, o->unit);
+    fputs(", \"settings\": ", out);
+    if (o->settings != NULL)
+        ga_report_json_str(out, o->settings);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"device\": %d, \"device_memory\": %" PRIu64 ", \"seeded\": ", o->device, o->device_memory);
+    if (o->seed != NULL)
+        fprintf(out, "{\"segments\": %zu, \"live_blocks\": %" PRIu64 "}", o->seed->n_seg, o->seed->live_blocks);
+    else
+        fputs("null", out);
+    fputs(", \"error\": ", out);
+    if (o->error != NULL) {
+        ga_report_json_str(out, o->error);
+        fputs(", \"verdict\": \"cannot verify\"}", out);
+        return;
+    }
+    const cmp_t *c = o->c;
+    fprintf(out, "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
+                 "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     \"first_divergence\": ",
+            c->diverged || c->seg_first[0] ? "diverges" : "agrees", c->ev_total, c->ev_agree, c->seg_total,
+            c->seg_agree);
+    if (c->diverged) {
+        fprintf(out, "{\"device_event\": %zu, \"snapshot\": ", c->first);
+        json_event(out, c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL);
+        fputs(", \"galloc\": ", out);
+        json_event(out, c->first < o->rep->n_ev ? &o->rep->ev[c->first] : NULL);
+        fputs("}", out);
+    } else {
+        fputs("null", out);
+    }
+    fputs(", \"segment_divergence\": ", out);
+    if (c->seg_first[0])
+        ga_report_json_str(out, c->seg_first);
+    else
+        fputs("null", out);
+    fputs("}", out);
+}
+
+void ga_verify_json_begin(FILE *out)
+{
+    fputs("{\"tool\": \"galloc replay --verify\", \"version\": 1, \"traces\": [", out);
+}
+
+void ga_verify_json_end(FILE *out)
+{
+    fputs("\n  ]\n}\n", out);
+}
+
+/* Replay under conf with galloc's history recorded; its snapshot of the final
+ * state into tmp. 0, or -1 with err. */
+static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, const char *conf, uint64_t mem,
+                              const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
+{
+    const char *paths[] = {tmp};
+    ga_replay_opts_t ro = {.backend = o->backend, .device_memory = mem, .snapshot_paths = paths,
+                           .snapshot_ops = &ga_outputs_snapshot_ops,
+                           .snapshot_at_end = true, .seed = seed};
+    ga_replay_t rp;
+    if (ga_replay_run(r, &ro, &conf, 1, &rp) != 0) {
+        snprintf(err, errlen, "%.900s", rp.read_error);
+        return -1;
+    }
+    int rc = 0;
+    const ga_replay_column_t *c = &rp.cols[0];
+    if (rp.read_failed)
+        snprintf(err, errlen, "%.900s", rp.read_error);
+    else if (c->create_status != GALLOC_OK)
+        snprintf(err, errlen, "configuration \"%.100s\": %.800s", conf, c->create_error);
+    else if (c->snapshot_error[0])
+        snprintf(err, errlen, "%.900s", c->snapshot_error);
+    else if (c->errors)
+        snprintf(err, errlen, "the replay failed: %.900s", c->first_error);
+    if (err[0])
+        rc = -1;
+    ga_replay_release(&rp);
+    return rc;
+}
+
+int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verify_opts_t *o, bool first, FILE *out)
+{
+    char err[1024] = "", recorded[1024] = "", text[1024] = "", tmp[4096] = "";
+    ga_snap_view_t rec, rep;
+    ga_seed_t seed;
+    memset(&seed, 0, sizeof(seed));
+    memset(&rec, 0, sizeof(rec));
+    memset(&rep, 0, sizeof(rep));
+    cmp_t c;
+    memset(&c, 0, sizeof(c));
+    outcome_t oc = {.path = path, .unit = ga_reader_unit_label(r, unit), .rec = &rec, .rep = &rep, .c = &c};
+    int code = 2, fd = -1;
+    if (ga_reader_format(r) != GA_FORMAT_TORCH) {
+        snprintf(err, sizeof(err), "%s is not a PyTorch snapshot (--verify compares with a snapshot's record)", path);
+        goto report;
+    }
+    if ((unit > 0 && ga_reader_begin(r, unit, err, sizeof(err)) != 0) ||
+        ga_snap_view_load(path, -1, unit, &rec, err, sizeof(err)) != 0)
+        goto report;
+    oc.device = rec.device;
+    if (o->conf != NULL) {
+        oc.settings = o->conf;
+    } else {
+        int rc = ga_torch_recorded_conf(path, recorded, sizeof(recorded), text, sizeof(text), err, sizeof(err));
+        if (rc < 0)
+            goto report;
+        oc.settings = recorded; /* "" = none recorded, or PyTorch's defaults recorded */
+    }
+    oc.device_memory = o->device_memory ? o->device_memory : rec.device_memory ? rec.device_memory
+                                                                                : GA_REPLAY_DEFAULT_MEMORY;
+    ga_reader_notes_t notes;
+    ga_reader_notes(r, &notes);
+    if (rec.untraced_blocks > 0 || rec.untraced_segments > 0 || notes.prologue > 0) {
+        char serr[512];
+        if (ga_seed_from_snapshot(path, rec.device, &seed, serr, sizeof(serr)) != 0) {
+            snprintf(err, sizeof(err),
+                     "the trace starts mid-run (%" PRIu64 " blocks in the final segments or freed in the trace were "
+                     "never allocated in the trace, %" PRIu64 " segments never segment_alloc'd) and the state at "
+                     "its first entry cannot be reconstructed: %s",
+                     rec.untraced_blocks > notes.prologue ? rec.untraced_blocks : notes.prologue,
+                     rec.untraced_segments, serr);
+            goto report;
+        }
+        oc.seed = &seed;
+    }
+    const char *dir = getenv("TMPDIR");
+    snprintf(tmp, sizeof(tmp), "%s/galloc-verify-XXXXXX", dir && *dir ? dir : "/tmp");
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, sizeof(err), "cannot create a temporary file in %s", dir && *dir ? dir : "/tmp");
+        tmp[0] = '\0';
+        goto report;
+    }
+    close(fd);
+    if (replay_to_snapshot(r, o, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
+        ga_snap_view_load(tmp, -1, 0, &rep, err, sizeof(err)) != 0)
+        goto report;
+    compare(&rec, &rep, &c);
+    code = c.diverged || c.seg_first[0] ? 1 : 0;
+report:
+    oc.error = code == 2 ? err : NULL;
+    if (o->json)
+        report_json(out, &oc, first);
+    else
+        report_text(out, &oc);
+    if (tmp[0])
+        unlink(tmp);
+    ga_snap_view_free(&rec);
+    ga_snap_view_free(&rep);
+    ga_seed_free(&seed);
+    return code;
+}

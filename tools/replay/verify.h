@@ -1,0 +1,60 @@
+/*
+ * verify.h: `galloc replay --verify SNAPSHOT`: replay a PyTorch snapshot's
+ * trace through galloc under the snapshot's own settings and compare what
+ * galloc's allocator did with what the traced allocator recorded.
+ *
+ * Both sides, the recorded snapshot and the one galloc writes of its replay,
+ * are read by one reader (snap_view.h); verify.c replays, compares and
+ * reports.
+ *
+ * What is compared, and why addresses are not: two devices (or PyTorch and
+ * the sim device) hand out different virtual addresses, so an address says
+ * nothing about the policy. The device events (segment_alloc, segment_free,
+ * segment_map, segment_unmap, oom) are compared in order by action and size;
+ * a segment_free must also release the same segment on both sides, named by
+ * the ordinal of the segment_alloc that created it (its identity relative to
+ * the run, not its address). The final segments are matched the same way and
+ * compared by total size and by their blocks' sizes and states in order.
+ *
+ * Not thread-safe (one verification at a time per thread); no global state.
+ */
+#ifndef GA_TOOLS_REPLAY_VERIFY_H
+#define GA_TOOLS_REPLAY_VERIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tools/readers/trace_reader.h"
+#include "tools/snapshot/snap_view.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options of a verification (from galloc replay's command line). */
+typedef struct ga_verify_opts {
+    const char *backend;     /* NULL = sim */
+    uint64_t device_memory;  /* --device-memory, 0 = the snapshot's bound, else 80 GiB */
+    const char *conf;        /* --conf, NULL = the snapshot's recorded settings (or the defaults) */
+    bool json;               /* write JSON entries (the caller writes the document's head and end) */
+} ga_verify_opts_t;
+
+/*
+ * ga_verify_unit: verify unit `unit` of the open snapshot reader r (path as
+ * given), printing the report (text, or one JSON entry of "traces" preceded by
+ * a comma unless first). Returns the exit code: 0 every compared figure
+ * agrees, 1 a divergence, 2 the snapshot cannot be verified (bad input, or a
+ * trace that starts mid-run: see the message).
+ */
+int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verify_opts_t *o, bool first, FILE *out);
+
+/* ga_verify_json_begin / _end: the document around the entries. */
+void ga_verify_json_begin(FILE *out);
+void ga_verify_json_end(FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_REPLAY_VERIFY_H */

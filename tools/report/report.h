@@ -1,0 +1,75 @@
+/*
+ * report.h: what `galloc replay` prints: a side-by-side table per trace
+ * (report_text.c) or one JSON document for the whole run (report_json.c),
+ * the OOM figures galloc fit prints the same way, and the exit codes.
+ */
+#ifndef GA_TOOLS_REPORT_REPORT_H
+#define GA_TOOLS_REPORT_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tools/engine/replay.h"
+#include "tools/readers/trace_reader.h"
+
+/* Exit codes of galloc replay (galloc fit reads 1 as "no configuration fits"). */
+#define GA_EXIT_OK 0    /* every trace replayed without an OOM in any configuration */
+#define GA_EXIT_OOM 1   /* an allocation ran out of memory in some configuration */
+#define GA_EXIT_USAGE 2 /* bad usage or input: unreadable or garbled trace, bad --conf */
+
+/* One replayed trace (one unit of one file), or one that could not be read. */
+typedef struct ga_report_trace {
+    const char *path;       /* as given on the command line */
+    const char *unit;       /* "" or "device 1" */
+    ga_format_t format;     /* detected or forced (AUTO if the file could not be opened) */
+    const char *backend;    /* "sim" unless --backend */
+    const ga_replay_t *rp;  /* NULL when the file could not be opened */
+    const char *error;      /* open or read failure, NULL if none */
+    const char *plot_path;  /* plot written there, NULL if none */
+    const char *plot_error; /* why the plot failed, NULL if it did not */
+    const char *settings;   /* the snapshot's recorded allocator_settings as replayed (a config
+                               string, "" = PyTorch's defaults), NULL when not used */
+    const char *settings_text; /* the recorded PYTORCH_CUDA_ALLOC_CONF text ("" if none) */
+    bool device_from_snapshot; /* the device size is the snapshot's oom entries' bound */
+    const struct ga_seed *seed; /* the mid-run state seeded before the replay (seed.h), NULL if none */
+} ga_report_trace_t;
+
+/* Text: a table per trace, a column per configuration, then OOM details. */
+void ga_report_text(FILE *out, const ga_report_trace_t *t);
+
+/* JSON: begin writes the document's head, trace one entry of "traces",
+ * end closes the document. */
+void ga_report_json_begin(FILE *out, const char *backend);
+void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first);
+void ga_report_json_end(FILE *out);
+
+/* ga_report_verdict: "fits", "OOM (fragmentation)", "OOM (genuine)", "error" for a
+ * column (shared by both outputs). */
+const char *ga_report_verdict(const ga_replay_column_t *c);
+
+/* ga_report_oom_facts: one indented line: the OOM's class and its figures
+ * (shared by galloc replay and galloc fit). */
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f);
+
+/* ga_report_json_oom_facts: the JSON value of "class" followed by the figures'
+ * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */
+void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f);
+
+/* ga_report_usage_error (usage.c): on stderr, "galloc CMD: " and fmt with
+ * arg, then where CMD's help is. Returns GA_EXIT_USAGE. */
+int ga_report_usage_error(const char *cmd, const char *fmt, const char *arg);
+
+/* ga_report_bad_format: the usage error for an unknown --format arg, with the
+ * registry's format names. */
+int ga_report_bad_format(const char *cmd, const char *arg);
+
+/* The environment variables galloc_allocator_create applies under every
+ * configuration (PyTorch's two names, then galloc's), NULL-terminated: the
+ * commands say when one is set, since a forgotten export would silently
+ * change the "defaults". */
+extern const char *const ga_report_env[];
+
+/* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
+void ga_report_json_str(FILE *out, const char *s);
+
+#endif /* GA_TOOLS_REPORT_REPORT_H */

@@ -1,0 +1,330 @@
+/*
+ * report_text.c: the human-readable comparison. Rows use the words PyTorch
+ * users know: requested (what the program asked for), allocated (blocks
+ * handed out, after rounding), reserved (what the allocator holds from the
+ * device), reserved but unallocated (cached free blocks).
+ *
+ * Columns are headed by the configuration strings when they are short, else by
+ * [1], [2], ... with a legend, so the table stays readable at 80+ columns.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/readers/units.h"
+#include "tools/report/report.h"
+#include "tools/snapshot/seed.h"
+
+#define LABEL_W 30      /* width of the row-name column */
+#define MAX_HEADER 26   /* longest configuration shown as a column header */
+#define CELL 64         /* bytes per cell */
+
+const char *ga_report_verdict(const ga_replay_column_t *c)
+{
+    if (c->create_status != GALLOC_OK)
+        return "error";
+    if (c->ooms_total == 0)
+        return c->errors ? "fits (with errors)" : "fits";
+    if (c->n_ooms > 0 && c->ooms[0].facts.cls == GA_OOM_FRAGMENTATION)
+        return "OOM (fragmentation)";
+    return "OOM (genuine)";
+}
+
+typedef void (*cell_fn)(const ga_replay_column_t *c, char *buf, size_t len);
+
+static void c_bytes(int64_t v, char *b, size_t n)
+{
+    ga_units_format_bytes(v, b, n);
+}
+static void peak_req(const ga_replay_column_t *c, char *b, size_t n)
+{
+    c_bytes(c->stats.requested_bytes[GALLOC_STAT_ALL].peak, b, n);
+}
+static void peak_alloc(const ga_replay_column_t *c, char *b, size_t n)
+{
+    c_bytes(c->stats.allocated_bytes[GALLOC_STAT_ALL].peak, b, n);
+}
+static void peak_res(const ga_replay_column_t *c, char *b, size_t n)
+{
+    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].peak, b, n);
+}
+static void ratio(const ga_replay_column_t *c, char *b, size_t n)
+{
+    int64_t req = c->stats.requested_bytes[GALLOC_STAT_ALL].peak;
+    if (req <= 0)
+        snprintf(b, n, "-");
+    else
+        snprintf(b, n, "%.3fx", (double)c->stats.reserved_bytes[GALLOC_STAT_ALL].peak / (double)req);
+}
+static void unalloc_end(const ga_replay_column_t *c, char *b, size_t n)
+{
+    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current - c->stats.allocated_bytes[GALLOC_STAT_ALL].current, b,
+            n);
+}
+static void segments(const ga_replay_column_t *c, char *b, size_t n)
+{
+    ga_units_format_count((uint64_t)c->stats.segment[GALLOC_STAT_ALL].peak, b, n);
+}
+static void dev_calls(const ga_replay_column_t *c, char *b, size_t n)
+{
+    char x[32], y[32];
+    ga_units_format_count((uint64_t)c->stats.num_device_alloc, x, sizeof(x));
+    ga_units_format_count((uint64_t)c->stats.num_device_free, y, sizeof(y));
+    snprintf(b, n, "%s / %s", x, y);
+}
+static void retries(const ga_replay_column_t *c, char *b, size_t n)
+{
+    ga_units_format_count((uint64_t)c->stats.num_alloc_retries, b, n);
+}
+static void ooms(const ga_replay_column_t *c, char *b, size_t n)
+{
+    if (c->ooms_total == 0) {
+        snprintf(b, n, "0");
+        return;
+    }
+    char first[32];
+    ga_units_format_count(c->ooms[0].event, first, sizeof(first));
+    snprintf(b, n, "%" PRIu64 " (first at event %s)", c->ooms_total, first);
+}
+static void expected(const ga_replay_column_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%" PRIu64 " of %" PRIu64 " avoided", c->expected_avoided, c->expected_ooms);
+}
+static void seconds(const ga_replay_column_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%.3f s", c->seconds);
+}
+static void rate(const ga_replay_column_t *c, char *b, size_t n)
+{
+    ga_units_format_rate(c->seconds > 0 ? (double)c->events / c->seconds : -1, b, n);
+}
+static void verdict(const ga_replay_column_t *c, char *b, size_t n)
+{
+    snprintf(b, n, "%s", ga_report_verdict(c));
+}
+
+static const struct {
+    const char *name;
+    cell_fn fn;
+    bool expected_only; /* shown only when the trace records failed allocations */
+} rows[] = {
+    {"peak requested", peak_req, false},
+    {"peak allocated", peak_alloc, false},
+    {"peak reserved", peak_res, false},
+    {"reserved / requested at peak", ratio, false},
+    {"reserved but unallocated, end", unalloc_end, false},
+    {"segments (peak)", segments, false},
+    {"device allocs / frees", dev_calls, false},
+    {"alloc retries", retries, false},
+    {"OOMs", ooms, false},
+    {"traced OOMs", expected, true},
+    {"replay time", seconds, false},
+    {"events/s", rate, false},
+    {"verdict", verdict, false},
+};
+
+static void header(FILE *out, const ga_report_trace_t *t)
+{
+    const ga_replay_t *rp = t->rp;
+    char ev[32], mem[32];
+    fprintf(out, "== %s%s%s", t->path, t->unit[0] ? " " : "", t->unit);
+    if (rp == NULL) {
+        fprintf(out, "\n");
+        return;
+    }
+    ga_units_format_count(rp->events, ev, sizeof(ev));
+    ga_units_format_bytes((int64_t)rp->device_memory, mem, sizeof(mem));
+    fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
+    /* Said up front: the column header alone would not tell the snapshot's
+     * own settings from PyTorch's defaults. */
+    if (t->settings != NULL)
+        fprintf(out, "settings from the snapshot: %s (recorded PYTORCH_CUDA_ALLOC_CONF=\"%s\"; --no-recorded "
+                     "ignores them)\n",
+                t->settings[0] ? t->settings : "PyTorch's defaults", t->settings_text ? t->settings_text : "");
+    if (t->device_from_snapshot)
+        fprintf(out, "device size from the snapshot: reserved + device_free at its oom entries (--device-memory "
+                     "overrides)\n");
+}
+
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
+{
+    char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32], lim[32];
+    ga_units_format_bytes((int64_t)f->size, sz, sizeof(sz));
+    ga_units_format_bytes(f->live, live, sizeof(live));
+    ga_units_format_bytes(f->cached_free, cached, sizeof(cached));
+    ga_units_format_bytes(f->largest_free_block, largest, sizeof(largest));
+    ga_units_format_bytes((int64_t)f->usable_free, dfree, sizeof(dfree));
+    ga_units_format_bytes((int64_t)f->device_total, dtot, sizeof(dtot));
+    ga_units_format_bytes((int64_t)f->limit, lim, sizeof(lim));
+    bool capped = f->fraction < 1.0;
+    /* Each class gets only the advice that can work for it: allocator
+     * settings for fragmentation (the bytes exist, not in one piece), less
+     * memory or more of it for a genuine OOM, where no setting helps. */
+    if (f->cls == GA_OOM_FRAGMENTATION && !capped)
+        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
+                     "block is %s; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)\n",
+                sz, cached, dfree, largest);
+    else if (f->cls == GA_OOM_FRAGMENTATION)
+        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s free under the memory fraction "
+                     "(%g of %s = %s), but the largest free block is %s; settings can help (galloc fit: "
+                     "expandable_segments:True, max_split_size_mb)\n",
+                sz, cached, dfree, f->fraction, dtot, lim, largest);
+    else if (!capped)
+        fprintf(out, "  genuine: %s live + %s requested exceed the %s device; no allocator setting helps, even "
+                     "with every cached block released (smaller batch, activation checkpointing, a larger "
+                     "device)\n",
+                live, sz, dtot);
+    else
+        fprintf(out, "  genuine: %s live + %s requested exceed the %s the memory fraction allows (%g of %s); "
+                     "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
+                     "activation checkpointing)\n",
+                live, sz, lim, f->fraction, dtot);
+}
+
+static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag, const char *where_word)
+{
+    for (size_t k = 0; k < c->n_ooms && k < 3; k++) {
+        const ga_replay_oom_t *o = &c->ooms[k];
+        char ev[32], sz[32];
+        ga_units_format_count(o->event, ev, sizeof(ev));
+        ga_units_format_bytes((int64_t)o->size, sz, sizeof(sz));
+        fprintf(out, "%s OOM at event %s", tag, ev);
+        if (o->prologue)
+            fprintf(out, " (recreating a block live before the trace began)");
+        else if (o->where)
+            fprintf(out, " (%s %" PRIu64 ")", where_word, o->where);
+        if (o->annotation[0])
+            fprintf(out, " after \"%s\"", o->annotation);
+        fprintf(out, ", %s requested%s:\n  %s\n", sz, o->expected ? ", an OOM the traced run had too" : "",
+                o->message);
+        ga_report_oom_facts(out, &o->facts);
+    }
+    if (c->ooms_total > 3)
+        fprintf(out, "%s ... and %" PRIu64 " more OOMs (see --json)\n", tag, c->ooms_total - 3);
+}
+
+/* The side-by-side table: a header row of labels (or [N] with a legend
+ * above), then a row per figure. Cells are made first, to size the columns.
+ * false when host memory ran out (said in the output). */
+static bool table(FILE *out, const ga_replay_t *rp, bool legend)
+{
+    size_t nc = rp->n_cols, nrows = sizeof(rows) / sizeof(rows[0]);
+    bool any_expected = false;
+    for (size_t i = 0; i < nc; i++)
+        any_expected |= rp->cols[i].expected_ooms > 0;
+    char(*cells)[CELL] = calloc(nrows * nc + nc, CELL); /* the header row last */
+    size_t *w = calloc(nc, sizeof(size_t));
+    if (cells == NULL || w == NULL) {
+        free(cells);
+        free(w);
+        fprintf(out, "error: out of host memory\n");
+        return false;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        char *h = cells[nrows * nc + i];
+        if (legend)
+            snprintf(h, CELL, "[%zu]", i + 1);
+        else
+            snprintf(h, CELL, "%s", rp->cols[i].label);
+        w[i] = strlen(h);
+        for (size_t r = 0; r < nrows; r++) {
+            char *cell = cells[r * nc + i];
+            if (rp->cols[i].create_status != GALLOC_OK)
+                snprintf(cell, CELL, "%s", r + 1 == nrows ? "error" : "-");
+            else
+                rows[r].fn(&rp->cols[i], cell, CELL);
+            if (strlen(cell) > w[i])
+                w[i] = strlen(cell);
+        }
+    }
+    fprintf(out, "%-*s", LABEL_W, "");
+    for (size_t i = 0; i < nc; i++) /* the last column unpadded: no trailing blanks */
+        fprintf(out, "  %-*s", i + 1 < nc ? (int)w[i] : 0, cells[nrows * nc + i]);
+    fprintf(out, "\n");
+    for (size_t r = 0; r < nrows; r++) {
+        if (rows[r].expected_only && !any_expected)
+            continue;
+        fprintf(out, "%-*s", LABEL_W, rows[r].name);
+        for (size_t i = 0; i < nc; i++)
+            fprintf(out, "  %-*s", i + 1 < nc ? (int)w[i] : 0, cells[r * nc + i]);
+        fprintf(out, "\n");
+    }
+    free(cells);
+    free(w);
+    return true;
+}
+
+/* What a column has to say beyond its cells: creation failure, OOM details,
+ * failed calls, trace anomalies, its snapshot. */
+static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_column_t *c, const char *tag)
+{
+    if (c->create_status != GALLOC_OK)
+        fprintf(out, "%s could not create the allocator (%s): %s\n", tag, galloc_status_name(c->create_status),
+                c->create_error);
+    oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
+    if (c->errors)
+        fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
+    if (c->unmatched || c->duplicates)
+        fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
+                     " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
+    if (c->snapshot_path != NULL) {
+        if (c->snapshot_error[0])
+            fprintf(out, "%s snapshot: %s\n", tag, c->snapshot_error);
+        else
+            fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
+    }
+}
+
+/* What the trace as a whole has to say: how it started, what was skipped,
+ * the read rate, the plot, a read error. */
+static void trace_notes(FILE *out, const ga_report_trace_t *t)
+{
+    const ga_replay_t *rp = t->rp;
+    if (t->seed != NULL)
+        fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
+                     "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
+                t->seed->n_seg, t->seed->live_blocks);
+    else if (rp->notes.prologue)
+        fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
+                rp->notes.prologue);
+    if (rp->notes.skipped)
+        fprintf(out, "note: %" PRIu64 " entries not replayed (segment and snapshot records, unknown actions)\n",
+                rp->notes.skipped);
+    char rs[32];
+    ga_units_format_rate(rp->read_seconds > 0 ? (double)rp->events / rp->read_seconds : -1, rs, sizeof(rs));
+    fprintf(out, "read %" PRIu64 " events in %.3f s (%s)\n", rp->events, rp->read_seconds, rs);
+    if (t->plot_path != NULL)
+        fprintf(out, "plot written to %s\n", t->plot_path);
+    if (t->plot_error != NULL)
+        fprintf(out, "plot: %s\n", t->plot_error);
+    if (t->error != NULL)
+        fprintf(out, "error: %s (results cover the events before it)\n", t->error);
+}
+
+void ga_report_text(FILE *out, const ga_report_trace_t *t)
+{
+    header(out, t);
+    if (t->rp == NULL) {
+        fprintf(out, "error: %s\n\n", t->error ? t->error : "unknown");
+        return;
+    }
+    const ga_replay_t *rp = t->rp;
+    bool legend = false;
+    for (size_t i = 0; i < rp->n_cols; i++)
+        legend |= strlen(rp->cols[i].label) > MAX_HEADER;
+    if (legend)
+        for (size_t i = 0; i < rp->n_cols; i++)
+            fprintf(out, "  [%zu] %s\n", i + 1, rp->cols[i].label);
+    if (!table(out, rp, legend))
+        return;
+    for (size_t i = 0; i < rp->n_cols; i++) {
+        const ga_replay_column_t *c = &rp->cols[i];
+        char tag[CELL + 4];
+        snprintf(tag, sizeof(tag), "[%.*s]", CELL - 1, legend ? "" : c->label);
+        if (legend)
+            snprintf(tag, sizeof(tag), "[%zu]", i + 1);
+        column_notes(out, t, c, tag);
+    }
+    trace_notes(out, t);
+    fprintf(out, "\n");
+}

@@ -1,0 +1,259 @@
+/*
+ * seed.c: reconstruct the allocator state at a snapshot trace's first entry
+ * from the records of torch_snapshot.c (see seed.h for the rules); the replay
+ * engine seeds an allocator with it (seed_apply.c).
+ *
+ * Invariant of the backward walk: `blocks` holds exactly the blocks live at
+ * the point reached (addresses unique, looked up through `bmap`), `segs` the
+ * segments existing then (through `smap`).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/idmap.h"
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/torch_snapshot.h"
+
+#define MIN_BLOCK 512                     /* PyTorch kMinBlockSize */
+#define SMALL_SEGMENT ((uint64_t)2 << 20) /* PyTorch kSmallBuffer */
+
+typedef struct item {
+    uint64_t addr, size, stream;
+    bool small, valid;
+    bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
+} item_t;
+
+typedef struct set {
+    item_t *v;
+    size_t n, cap;
+    ga_idmap_t map; /* addr -> index (in val.stream) of a valid item */
+} set_t;
+
+static int set_add(set_t *s, item_t it)
+{
+    ga_idmap_val_t old;
+    if (ga_idmap_get(&s->map, it.addr, &old) && s->v[old.stream].valid)
+        return 0; /* already there: an inconsistent trace, keep the first */
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 64;
+        item_t *nv = realloc(s->v, nc * sizeof(*nv));
+        if (nv == NULL)
+            return -1;
+        s->v = nv;
+        s->cap = nc;
+    }
+    it.valid = true;
+    s->v[s->n] = it;
+    ga_idmap_val_t idx = {.ptr = NULL, .stream = s->n++};
+    return ga_idmap_put(&s->map, it.addr, idx, NULL, NULL);
+}
+
+static void set_del(set_t *s, uint64_t addr)
+{
+    ga_idmap_val_t idx;
+    if (ga_idmap_remove(&s->map, addr, &idx))
+        s->v[idx.stream].valid = false;
+}
+
+/* Undo a free_requested: the block was live before it (and its
+ * free_completed, if seen, now has its pair). */
+static int request(set_t *s, item_t it)
+{
+    ga_idmap_val_t idx;
+    if (ga_idmap_get(&s->map, it.addr, &idx) && s->v[idx.stream].valid) {
+        s->v[idx.stream].completing = false;
+        return 0;
+    }
+    return set_add(s, it);
+}
+
+static int by_addr(const void *a, const void *b)
+{
+    const item_t *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int push_piece(ga_seed_t *s, size_t *cap, ga_seed_piece_t p)
+{
+    if (s->n_pc == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        ga_seed_piece_t *np = realloc(s->pc, nc * sizeof(*np));
+        if (np == NULL)
+            return -1;
+        s->pc = np;
+        *cap = nc;
+    }
+    s->pc[s->n_pc++] = p;
+    return 0;
+}
+
+/* Tile every segment with its live blocks and the gaps between them. */
+static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
+{
+    size_t ns = 0, nb = 0, pcap = 0;
+    for (size_t i = 0; i < segs->n; i++)
+        if (segs->v[i].valid)
+            segs->v[ns++] = segs->v[i];
+    /* A free_completed whose free_requested fell off the ring: the user had
+     * freed the block before the trace began and the replay never frees it
+     * again, so at the first entry it is free space for the replay. */
+    for (size_t i = 0; i < blocks->n; i++)
+        if (blocks->v[i].valid && !blocks->v[i].completing)
+            blocks->v[nb++] = blocks->v[i];
+    qsort(segs->v, ns, sizeof(item_t), by_addr);
+    qsort(blocks->v, nb, sizeof(item_t), by_addr);
+    s->seg = calloc(ns ? ns : 1, sizeof(*s->seg));
+    if (s->seg == NULL)
+        return -1;
+    size_t b = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const item_t *g = &segs->v[i];
+        uint64_t end = g->addr + g->size, at = g->addr;
+        uint64_t min_gap = g->small ? MIN_BLOCK : GA_SEED_SMALL_SIZE + 1;
+        ga_seed_segment_t *sg = &s->seg[s->n_seg++];
+        *sg = (ga_seed_segment_t){.addr = g->addr, .size = g->size, .stream = g->stream, .small = g->small,
+                                  .first = s->n_pc};
+        while (b < nb && blocks->v[b].addr < g->addr)
+            b++; /* a live block outside every segment: inconsistent, dropped */
+        for (; b < nb && blocks->v[b].addr < end; b++) {
+            const item_t *k = &blocks->v[b];
+            if (k->addr < at)
+                continue; /* overlaps the previous block: dropped */
+            if (k->addr > at) {
+                if (k->addr - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
+                    s->pc[s->n_pc - 1].size += k->addr - at; /* too small to have been split off */
+                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false}) != 0)
+                    return -1;
+            }
+            uint64_t size = k->size < end - k->addr ? k->size : end - k->addr;
+            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true}) != 0)
+                return -1;
+            s->live_blocks++;
+            at = k->addr + size;
+        }
+        if (at < end) {
+            if (end - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
+                s->pc[s->n_pc - 1].size += end - at;
+            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false}) != 0)
+                return -1;
+        }
+        sg->n = s->n_pc - sg->first;
+    }
+    return 0;
+}
+
+static uint64_t round_block(uint64_t n)
+{
+    return n < MIN_BLOCK ? MIN_BLOCK : (n + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+}
+
+/* The backward walk over the trace (see the invariant above). */
+static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, char *err, size_t errlen)
+{
+    for (size_t i = trace->n; i-- > 0;) {
+        ga_torch_entry_t e;
+        ga_torch_entry(trace, i, &e);
+        uint64_t addr = e.addr.v, size = e.size.v, stream = e.stream.v; /* 0 where not an int */
+        int rc = 0;
+        switch (e.action) {
+        case GA_ACT_ALLOC:
+            set_del(blocks, addr);
+            break;
+        case GA_ACT_FREE_COMPLETED:
+            rc = set_add(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream,
+                                          .completing = true});
+            break;
+        case GA_ACT_FREE_REQUESTED:
+            rc = request(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream});
+            break;
+        case GA_ACT_SEGMENT_ALLOC:
+            set_del(segs, addr);
+            break;
+        case GA_ACT_SEGMENT_FREE:
+            rc = set_add(segs, (item_t){.addr = addr, .size = size, .stream = stream, .small = size == SMALL_SEGMENT});
+            break;
+        case GA_ACT_SEGMENT_MAP:
+        case GA_ACT_SEGMENT_UNMAP:
+            snprintf(err, errlen, "expandable segments (segment_map/unmap) are not reconstructed");
+            return -1;
+        default:
+            break;
+        }
+        if (rc != 0) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The final segments of device (and their live blocks) into segs and blocks. */
+static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs, set_t *blocks, const char *path,
+                       char *err, size_t errlen)
+{
+    for (size_t s = 0; s < snap->segments.n; s++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(snap, s, &g);
+        if ((int64_t)g.device.v != device)
+            continue;
+        if (g.expandable) {
+            snprintf(err, errlen, "%s: segments[%zu]: expandable segments are not reconstructed", path, s);
+            return -1;
+        }
+        if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
+                                   .small = g.small}) != 0)
+            goto nomem;
+        for (size_t b = 0; b < g.blocks.n; b++) {
+            ga_torch_block_t blk;
+            ga_torch_block(&g, b, &blk);
+            if (blk.state == GA_STATE_INACTIVE)
+                continue;
+            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v}) != 0)
+                goto nomem;
+        }
+    }
+    return 0;
+nomem:
+    snprintf(err, errlen, "%s: out of host memory", path);
+    return -1;
+}
+
+int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    ga_torch_snapshot_t snap;
+    set_t segs = {0}, blocks = {0};
+    ga_idmap_init(&segs.map);
+    ga_idmap_init(&blocks.map);
+    char werr[256];
+    int rc = -1;
+    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0 ||
+        final_state(&snap, device, &segs, &blocks, path, err, errlen) != 0)
+        goto out;
+    ga_torch_list_t trace = ga_torch_trace(&snap, (size_t)device);
+    if (walk_back(&trace, &segs, &blocks, werr, sizeof(werr)) != 0) {
+        snprintf(err, errlen, "%s: %s", path, werr);
+        goto out;
+    }
+    if (build(out, &segs, &blocks) != 0) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(segs.v);
+    free(blocks.v);
+    ga_idmap_free(&segs.map);
+    ga_idmap_free(&blocks.map);
+    if (rc != 0)
+        ga_seed_free(out);
+    return rc;
+}
+
+void ga_seed_free(ga_seed_t *s)
+{
+    free(s->seg);
+    free(s->pc);
+    memset(s, 0, sizeof(*s));
+}

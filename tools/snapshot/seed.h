@@ -1,0 +1,75 @@
+/*
+ * seed.h: the allocator state at a snapshot trace's first entry, for a trace
+ * that starts mid-run (its ring buffer wrapped), and a galloc allocator made
+ * to hold it.
+ *
+ * Reconstruction (ga_seed_from_snapshot) walks the trace backwards from the
+ * final `segments`, as PyTorch's memory visualizer does for its Allocator
+ * State History: undo an alloc -> the block was not live; undo a
+ * free_completed -> it was (size: the request rounded to 512 bytes);
+ * undo a segment_alloc -> the segment did not exist; undo a segment_free ->
+ * it existed, empty. Blocks freed in the trace report their requested size
+ * only, so a gap too small to have been split off (1 MiB or less in a large
+ * segment, under 512 bytes in a small one) is given to the block before it,
+ * as PyTorch's split rule would have. Expandable segments are not
+ * reconstructed (segment_map/unmap): ga_seed_from_snapshot refuses them.
+ *
+ * Seeding (ga_seed_apply in replay.h, seed_apply.c) creates each segment with its recorded size and
+ * tiles it, in address order, with allocations of its blocks and of its free
+ * gaps, then frees the gaps: the allocator then holds the same segments with
+ * the same block sizes and states. This relies on PyTorch's rules under the
+ * default rounding (512 bytes, 2 MiB small and >= 10 MiB large segments
+ * rounded to 2 MiB, best fit, split remainders): with roundup_power2_divisions
+ * or max_split_size_mb the seeded layout may differ, and --verify shows where.
+ */
+#ifndef GA_TOOLS_SNAPSHOT_SEED_H
+#define GA_TOOLS_SNAPSHOT_SEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PyTorch's kSmallSize (1 MiB): the small pool's largest block, and the
+ * remainder above which a large block is split (below it the block is handed
+ * out whole). */
+#define GA_SEED_SMALL_SIZE ((uint64_t)1 << 20)
+
+/* One piece of a segment at the first trace entry: a live block or a gap. */
+typedef struct ga_seed_piece {
+    uint64_t addr;   /* the recorded address (the trace id of a live block) */
+    uint64_t size;   /* bytes */
+    bool live;       /* a block live at the first entry; false: free space */
+} ga_seed_piece_t;
+
+typedef struct ga_seed_segment {
+    uint64_t addr;    /* recorded address */
+    uint64_t size;    /* total_size */
+    uint64_t stream;  /* the stream it belongs to */
+    bool small;       /* small pool (2 MiB segments of blocks up to 1 MiB) */
+    size_t first, n;  /* its pieces: pc[first .. first + n), address order */
+} ga_seed_segment_t;
+
+typedef struct ga_seed {
+    ga_seed_segment_t *seg; /* n_seg segments, address order */
+    size_t n_seg;
+    ga_seed_piece_t *pc;    /* n_pc pieces */
+    size_t n_pc;
+    uint64_t live_blocks;   /* live pieces */
+} ga_seed_t;
+
+/*
+ * ga_seed_from_snapshot: the state of device `device` of the snapshot at path
+ * at its trace's first entry. Returns 0, or -1 with err set (unreadable file,
+ * expandable segments). Release with ga_seed_free.
+ */
+int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen);
+void ga_seed_free(ga_seed_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_SNAPSHOT_SEED_H */

@@ -1,0 +1,115 @@
+/*
+ * settings.c: the allocator settings a PyTorch memory snapshot recorded
+ * (its "allocator_settings" dict, newer releases, read by the walker of
+ * torch_snapshot.c), as the PYTORCH_CUDA_ALLOC_CONF string that galloc replay
+ * and galloc fit replay as the job's own configuration.
+ *
+ * The dict's fields are the effective configuration (PyTorch's
+ * AllocatorConfigInfo): expandable_segments, max_split_size (bytes; -1 or
+ * SIZE_MAX when unlimited), garbage_collection_threshold (0 = off) and
+ * roundup_power2_divisions (a dict from each interval's start in MB, "1" to
+ * "32768", to its divisions). They are preferred to the recorded
+ * "PYTORCH_CUDA_ALLOC_CONF" text, which is only the last string set and
+ * omits keys an earlier one set; the text is used when the fields are absent.
+ * Not recorded, so not replayed: max_non_split_rounding_mb and the
+ * per-process memory fraction.
+ *
+ * The parsed document comes from the per-process snapshot cache
+ * (snapfile.h) the trace reader filled, so the file is not read again; only
+ * its first byte is, to skip non-pickle traces without loading them.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/snapshot/torch_snapshot.h"
+
+/* The roundup dict as "N" when every interval agrees, else a 16-entry list;
+ * "" when every interval is 0 (off). */
+static void roundup(const int64_t div[16], char *out, size_t len)
+{
+    bool any = false, same = true;
+    for (int i = 0; i < 16; i++) {
+        any |= div[i] != 0;
+        same &= div[i] == div[0];
+    }
+    out[0] = '\0';
+    if (!any)
+        return;
+    if (same) {
+        snprintf(out, len, "roundup_power2_divisions:%" PRId64, div[0]);
+        return;
+    }
+    size_t n = (size_t)snprintf(out, len, "roundup_power2_divisions:[");
+    for (int i = 0; i < 16 && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s%d:%" PRId64, i ? "," : "", 1 << i, div[i]);
+    if (n < len)
+        snprintf(out + n, len - n, "]");
+}
+
+static void append(char *conf, size_t len, const char *item)
+{
+    size_t n = strlen(conf);
+    if (item[0] != '\0' && n < len)
+        snprintf(conf + n, len - n, "%s%s", n ? "," : "", item);
+}
+
+/* The string from the dict's fields; false when it has none of them. */
+static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
+{
+    if (!s->has_fields)
+        return false;
+    char item[400];
+    conf[0] = '\0';
+    if (s->expandable_segments)
+        append(conf, len, "expandable_segments:True");
+    /* Unlimited is SIZE_MAX, which a pickle holds as -1 or as a big int. */
+    if (s->max_split_size_int && s->max_split_size > 0 && s->max_split_size < INT64_MAX) {
+        snprintf(item, sizeof(item), "max_split_size_mb:%" PRId64, s->max_split_size >> 20);
+        append(conf, len, item);
+    }
+    if (s->roundup_dict) {
+        roundup(s->roundup, item, sizeof(item));
+        append(conf, len, item);
+    }
+    if (s->gc_threshold > 0) {
+        snprintf(item, sizeof(item), "garbage_collection_threshold:%g", s->gc_threshold);
+        append(conf, len, item);
+    }
+    return true;
+}
+
+int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
+                         size_t errlen)
+{
+    conf[0] = '\0';
+    text[0] = '\0';
+    /* Only a pickle records settings: look at its first byte before loading
+     * anything (a text or CSV trace may be large). */
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return -1;
+    }
+    int first = fgetc(f);
+    fclose(f);
+    if (first != 0x80)
+        return 0;
+    ga_torch_snapshot_t snap;
+    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0)
+        return -1;
+    ga_torch_settings_t s;
+    ga_torch_settings(&snap, &s);
+    if (!s.present)
+        return 0;
+    if (s.conf_text != NULL)
+        snprintf(text, text_len, "%.*s", (int)(s.conf_text_len < 1000 ? s.conf_text_len : 1000), s.conf_text);
+    if (from_fields(&s, conf, len))
+        return 1;
+    if (text[0] != '\0') {
+        snprintf(conf, len, "%s", text);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * snap_view.h: what one device of a PyTorch snapshot recorded, in the terms
+ * `galloc replay --verify` compares (verify.h): the device events of its trace
+ * in order, each segment_alloc/free named by an ordinal rather than an
+ * address, and the final segments with their blocks' sizes and states. Read
+ * the same way from a snapshot PyTorch recorded and from one galloc wrote of
+ * its replay, from the records of torch_snapshot.c (snap_view.c).
+ *
+ * Also what the replay learns from a snapshot before it starts: whether the
+ * trace starts mid-run (untraced blocks and segments) and a lower bound of the
+ * device's size from its oom entries.
+ *
+ * Not thread-safe (the file cache, snapfile.h); no other global state.
+ */
+#ifndef GA_TOOLS_SNAPSHOT_SNAP_VIEW_H
+#define GA_TOOLS_SNAPSHOT_SNAP_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The device events, in the order MemoryViz and PyTorch's trace name them. */
+typedef enum ga_dev_action {
+    GA_DEV_SEGMENT_ALLOC = 0,
+    GA_DEV_SEGMENT_FREE,
+    GA_DEV_SEGMENT_MAP,
+    GA_DEV_SEGMENT_UNMAP,
+    GA_DEV_OOM
+} ga_dev_action_t;
+
+/* ga_dev_action_name: "segment_alloc", ... */
+const char *ga_dev_action_name(ga_dev_action_t a);
+
+/* One device event of a trace. */
+typedef struct ga_dev_event {
+    ga_dev_action_t action;
+    uint64_t size;    /* bytes (segment, mapping or the failed request) */
+    uint64_t addr;    /* as recorded (0 for oom): shown, never compared */
+    uint64_t extra;   /* oom: device_free; else 0 */
+    size_t entry;     /* index of the entry in device_traces[device] */
+    int64_t segment;  /* segment_alloc/free: the ordinal of the segment_alloc that created the
+                         segment in this trace, -1 when it was created before the trace began */
+} ga_dev_event_t;
+
+/* Block states of a snapshot's segments. */
+typedef enum ga_block_state { GA_BLOCK_INACTIVE = 0, GA_BLOCK_ALLOCATED, GA_BLOCK_PENDING_FREE } ga_block_state_t;
+
+typedef struct ga_snap_block {
+    uint64_t size;
+    ga_block_state_t state;
+} ga_snap_block_t;
+
+/* One final segment of the device. */
+typedef struct ga_snap_segment {
+    uint64_t addr;          /* shown only */
+    uint64_t total_size;
+    bool expandable;        /* is_expandable */
+    int64_t segment;        /* ordinal of the segment_alloc that created it, -1 if not in the trace */
+    size_t first_block;     /* its blocks are blocks[first_block .. first_block + n_blocks) */
+    size_t n_blocks;
+} ga_snap_segment_t;
+
+/* What one device of a snapshot recorded, for the comparison. */
+typedef struct ga_snap_view {
+    int device;                 /* the device index */
+    ga_dev_event_t *ev;         /* n_ev device events in trace order */
+    size_t n_ev;
+    ga_snap_segment_t *seg;     /* n_seg final segments of the device, in the file's order */
+    size_t n_seg;
+    ga_snap_block_t *blk;       /* n_blk blocks of those segments */
+    size_t n_blk;
+    size_t trace_entries;       /* entries in the device's trace */
+    uint64_t untraced_blocks;   /* live blocks of the final segments never allocated in the trace,
+                                   plus blocks freed in the trace without an alloc: > 0 means the
+                                   trace starts mid-run */
+    uint64_t untraced_segments; /* final non-expandable segments without a segment_alloc in the trace */
+    uint64_t device_memory;     /* a lower bound of the device size from oom entries (reserved then
+                                   + device_free), 0 when the trace has no oom entry */
+} ga_snap_view_t;
+
+/*
+ * ga_snap_view_load: read device `device` of the snapshot at path, or with
+ * device < 0 the unit-th device that has trace entries or segments (the units
+ * of the trace reader, in the same order). Returns 0, or -1 with err set
+ * ("PATH: problem"). Release with ga_snap_view_free.
+ */
+int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t *out, char *err, size_t errlen);
+void ga_snap_view_free(ga_snap_view_t *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_SNAPSHOT_SNAP_VIEW_H */

@@ -1,0 +1,243 @@
+/*
+ * torch_snapshot.c: the one walker of PyTorch's snapshot schema
+ * (torch_snapshot.h).
+ *
+ * A record is decoded in one pass over its dict's items: each key is matched
+ * against the names the record has, and a later duplicate overrides an
+ * earlier one, as Python keeps the last value of a repeated key (and as
+ * ga_pk_dict_get reads it). Nothing is allocated: records are small structs
+ * filled on the caller's stack.
+ */
+#include "tools/snapshot/torch_snapshot.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/snapshot/pickle_read.h"
+#include "tools/snapshot/snapfile.h"
+
+static const char *const action_names[] = {
+    [GA_ACT_ALLOC] = "alloc",
+    [GA_ACT_FREE_REQUESTED] = "free_requested",
+    [GA_ACT_FREE_COMPLETED] = "free_completed",
+    [GA_ACT_SEGMENT_ALLOC] = "segment_alloc",
+    [GA_ACT_SEGMENT_FREE] = "segment_free",
+    [GA_ACT_SEGMENT_MAP] = "segment_map",
+    [GA_ACT_SEGMENT_UNMAP] = "segment_unmap",
+    [GA_ACT_OOM] = "oom",
+    [GA_ACT_SNAPSHOT] = "snapshot",
+    [GA_ACT_ANNOTATE] = "annotate",
+};
+
+static const char *const state_names[] = {
+    [GA_STATE_INACTIVE] = "inactive",
+    [GA_STATE_ALLOCATED] = "active_allocated",
+    [GA_STATE_PENDING_FREE] = "active_pending_free",
+};
+
+/* Which of names[1..n) the str v is: 0 when v is not a str, other when it is
+ * none of them. */
+static int name_index(const ga_pk_value_t *v, const char *const *names, int n, int other)
+{
+    if (v == NULL || v->type != GA_PK_STR)
+        return 0;
+    for (int k = 1; k < n; k++)
+        if (names[k] != NULL && ga_pk_str_eq(v, names[k]))
+            return k;
+    return other;
+}
+
+static ga_torch_int_t int_field(const ga_pk_value_t *v)
+{
+    if (v == NULL)
+        return (ga_torch_int_t){GA_TORCH_MISSING, 0};
+    if (v->type != GA_PK_INT)
+        return (ga_torch_int_t){GA_TORCH_WRONG, 0};
+    return (ga_torch_int_t){GA_TORCH_INT, (uint64_t)v->u.i};
+}
+
+static ga_torch_list_t list_of(const ga_pk_value_t *v)
+{
+    ga_torch_list_t l = {.v = v};
+    if (v == NULL)
+        return l;
+    l.present = true;
+    l.type = ga_pk_type_name(v->type);
+    l.is_list = v->type == GA_PK_LIST;
+    l.n = l.is_list ? v->u.seq.n : 0;
+    return l;
+}
+
+/* The i-th key and value of dict d. */
+#define KEY(d, i) ((d)->u.seq.items[2 * (i)])
+#define VAL(d, i) ((d)->u.seq.items[2 * (i) + 1])
+
+void ga_torch_open(const ga_pickle_t *pk, ga_torch_snapshot_t *s)
+{
+    const ga_pk_value_t *root = ga_pickle_root(pk);
+    memset(s, 0, sizeof(*s));
+    s->is_dict = root->type == GA_PK_DICT;
+    s->is_list = root->type == GA_PK_LIST;
+    s->root_type = ga_pk_type_name(root->type);
+    s->traces = list_of(ga_pk_dict_get(root, "device_traces"));
+    s->segments = list_of(ga_pk_dict_get(root, "segments"));
+    s->settings = ga_pk_dict_get(root, "allocator_settings");
+}
+
+int ga_torch_load(const char *path, ga_torch_snapshot_t *s, size_t *len, char *err, size_t errlen)
+{
+    const ga_pickle_t *pk = NULL;
+    if (ga_snapfile_get(path, &pk, len, err, errlen) != 0)
+        return -1;
+    ga_torch_open(pk, s);
+    return 0;
+}
+
+ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device)
+{
+    if (!s->traces.is_list || device >= s->traces.n)
+        return (ga_torch_list_t){0};
+    return list_of(s->traces.v->u.seq.items[device]);
+}
+
+void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *out)
+{
+    const ga_pk_value_t *e = trace->v->u.seq.items[i];
+    const ga_pk_value_t *action = NULL, *addr = NULL, *size = NULL, *stream = NULL, *dfree = NULL, *meta = NULL;
+    memset(out, 0, sizeof(*out));
+    out->is_dict = e->type == GA_PK_DICT;
+    for (size_t k = 0; out->is_dict && k < e->u.seq.n / 2; k++) {
+        const ga_pk_value_t *key = KEY(e, k), *v = VAL(e, k);
+        if (ga_pk_str_eq(key, "action"))
+            action = v;
+        else if (ga_pk_str_eq(key, "addr"))
+            addr = v;
+        else if (ga_pk_str_eq(key, "size"))
+            size = v;
+        else if (ga_pk_str_eq(key, "stream"))
+            stream = v;
+        else if (ga_pk_str_eq(key, "device_free"))
+            dfree = v;
+        else if (ga_pk_str_eq(key, "user_metadata"))
+            meta = v;
+    }
+    int n_actions = (int)(sizeof(action_names) / sizeof(action_names[0]));
+    out->action = (ga_torch_action_t)name_index(action, action_names, n_actions, GA_ACT_OTHER);
+    out->addr = int_field(addr);
+    out->size = int_field(size);
+    out->stream = int_field(stream);
+    out->device_free = int_field(dfree);
+    if (meta != NULL && meta->type == GA_PK_STR) {
+        out->text = meta->u.s.p;
+        out->text_len = meta->u.s.n;
+    }
+}
+
+void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t *out)
+{
+    const ga_pk_value_t *g = s->segments.v->u.seq.items[i];
+    const ga_pk_value_t *dev = NULL, *addr = NULL, *total = NULL, *stream = NULL, *ex = NULL, *type = NULL,
+                        *blocks = NULL;
+    memset(out, 0, sizeof(*out));
+    out->is_dict = g->type == GA_PK_DICT;
+    for (size_t k = 0; out->is_dict && k < g->u.seq.n / 2; k++) {
+        const ga_pk_value_t *key = KEY(g, k), *v = VAL(g, k);
+        if (ga_pk_str_eq(key, "device"))
+            dev = v;
+        else if (ga_pk_str_eq(key, "address"))
+            addr = v;
+        else if (ga_pk_str_eq(key, "total_size"))
+            total = v;
+        else if (ga_pk_str_eq(key, "stream"))
+            stream = v;
+        else if (ga_pk_str_eq(key, "is_expandable"))
+            ex = v;
+        else if (ga_pk_str_eq(key, "segment_type"))
+            type = v;
+        else if (ga_pk_str_eq(key, "blocks"))
+            blocks = v;
+    }
+    out->device = int_field(dev);
+    out->address = int_field(addr);
+    out->total_size = int_field(total);
+    out->stream = int_field(stream);
+    out->expandable = ex != NULL && ex->type == GA_PK_BOOL && ex->u.b;
+    out->small = ga_pk_str_eq(type, "small");
+    out->blocks = list_of(blocks);
+}
+
+void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)
+{
+    const ga_pk_value_t *d = g->blocks.v->u.seq.items[b];
+    const ga_pk_value_t *state = NULL, *addr = NULL, *size = NULL, *req = NULL;
+    for (size_t k = 0; d->type == GA_PK_DICT && k < d->u.seq.n / 2; k++) {
+        const ga_pk_value_t *key = KEY(d, k), *v = VAL(d, k);
+        if (ga_pk_str_eq(key, "state"))
+            state = v;
+        else if (ga_pk_str_eq(key, "address"))
+            addr = v;
+        else if (ga_pk_str_eq(key, "size"))
+            size = v;
+        else if (ga_pk_str_eq(key, "requested_size"))
+            req = v;
+    }
+    int n_states = (int)(sizeof(state_names) / sizeof(state_names[0]));
+    out->state = (ga_torch_state_t)name_index(state, state_names, n_states, GA_STATE_OTHER);
+    out->address = int_field(addr);
+    out->size = int_field(size);
+    out->requested_size = int_field(req);
+}
+
+void ga_torch_settings(const ga_torch_snapshot_t *s, ga_torch_settings_t *out)
+{
+    const ga_pk_value_t *d = s->settings;
+    memset(out, 0, sizeof(*out));
+    if (d == NULL || d->type != GA_PK_DICT)
+        return;
+    out->present = true;
+    const ga_pk_value_t *es = ga_pk_dict_get(d, "expandable_segments");
+    const ga_pk_value_t *ms = ga_pk_dict_get(d, "max_split_size");
+    const ga_pk_value_t *gc = ga_pk_dict_get(d, "garbage_collection_threshold");
+    const ga_pk_value_t *rd = ga_pk_dict_get(d, "roundup_power2_divisions");
+    const ga_pk_value_t *text = ga_pk_dict_get(d, "PYTORCH_CUDA_ALLOC_CONF");
+    out->has_fields = es != NULL || ms != NULL || gc != NULL || rd != NULL;
+    out->expandable_segments = es != NULL && es->type == GA_PK_BOOL && es->u.b;
+    out->max_split_size_int = ms != NULL && ms->type == GA_PK_INT;
+    out->max_split_size = out->max_split_size_int ? ms->u.i : 0;
+    out->gc_threshold = gc != NULL && gc->type == GA_PK_FLOAT ? gc->u.f : 0.0;
+    out->roundup_dict = rd != NULL && rd->type == GA_PK_DICT;
+    for (int i = 0; out->roundup_dict && i < 16; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "%d", 1 << i);
+        const ga_pk_value_t *v = ga_pk_dict_get(rd, key);
+        out->roundup[i] = v != NULL && v->type == GA_PK_INT ? v->u.i : 0;
+    }
+    if (text != NULL && text->type == GA_PK_STR) {
+        out->conf_text = text->u.s.p;
+        out->conf_text_len = text->u.s.n;
+    }
+}
+
+size_t ga_torch_devices(const ga_torch_snapshot_t *s, int *devices, size_t *bad)
+{
+    bool used[GA_TORCH_MAX_DEVICES] = {false};
+    for (size_t d = 0; d < s->traces.n && d < GA_TORCH_MAX_DEVICES; d++)
+        used[d] = ga_torch_trace(s, d).n > 0;
+    for (size_t i = 0; i < s->segments.n; i++) {
+        ga_torch_segment_t g;
+        uint64_t d;
+        ga_torch_segment(s, i, &g);
+        if (!g.is_dict || !ga_torch_int_get(g.device, false, 0, &d) || d >= GA_TORCH_MAX_DEVICES) {
+            *bad = i;
+            return 0;
+        }
+        used[d] = true;
+    }
+    size_t n = 0;
+    for (int d = 0; d < GA_TORCH_MAX_DEVICES; d++)
+        if (used[d])
+            devices[n++] = d;
+    if (n == 0)
+        devices[n++] = 0;
+    return n;
+}

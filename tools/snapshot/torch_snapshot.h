@@ -1,0 +1,202 @@
+/*
+ * torch_snapshot.h: a PyTorch memory snapshot (torch.cuda.memory._snapshot(),
+ * as _dump_snapshot pickles it), read through one walker: torch_snapshot.c is
+ * the only code that knows the dict's keys and their types. The trace reader
+ * (read_torch.c), the mid-run state (seed.c), --verify's view (snap_view.c)
+ * and the recorded settings (settings.c) consume the typed records below.
+ *
+ * The schema (PyTorch 2.x: c10/cuda/CUDACachingAllocator.cpp, the
+ * TraceEntry and SegmentInfo it exports, and torch/cuda/memory.py):
+ *
+ *   {"segments": [{"device", "address", "total_size", "stream", "segment_type",
+ *                  "is_expandable", "blocks": [{"address", "size",
+ *                  "requested_size", "state"}, ...]}, ...],
+ *    "device_traces": [[{"action", "addr", "size", "stream", "device_free",
+ *                        "user_metadata"}, ...], ...],        (one list per device)
+ *    "allocator_settings": {"expandable_segments", "max_split_size",
+ *                           "garbage_collection_threshold",
+ *                           "roundup_power2_divisions", "PYTORCH_CUDA_ALLOC_CONF"}}
+ *
+ * Records are decoded on demand from the parsed pickle, never copied in bulk:
+ * a hostile file can put one list in many places (the pickle memo), and a
+ * flattened copy could then cost far more memory than the file. Every field
+ * says whether it was there and of the right type, so each consumer keeps its
+ * own rules (required or defaulted) and its own messages.
+ *
+ * Thread-safety: read-only walks over an immutable document; the file cache
+ * behind ga_torch_load is not thread-safe (snapfile.h).
+ */
+#ifndef GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H
+#define GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GA_TORCH_MAX_DEVICES 1024 /* device indices at or above this are garbled input */
+
+struct ga_pickle;   /* pickle_read.h */
+struct ga_pk_value; /* pickle_read.h: the walker's own business */
+
+/* An integer field: addresses, sizes and streams are int64 in PyTorch's dicts. */
+typedef enum ga_torch_kind {
+    GA_TORCH_MISSING = 0, /* the key is not there (or the record is not a dict) */
+    GA_TORCH_INT,         /* an int (within 64 bits) */
+    GA_TORCH_WRONG        /* something else */
+} ga_torch_kind_t;
+
+typedef struct ga_torch_int {
+    ga_torch_kind_t kind;
+    uint64_t v; /* GA_TORCH_INT: the int64 as its bits; else 0 */
+} ga_torch_int_t;
+
+/* ga_torch_int_get: f as a strict reader takes it: an int; missing gives
+ * dflt unless required. false when missing and required, or of another type. */
+static inline bool ga_torch_int_get(ga_torch_int_t f, bool required, uint64_t dflt, uint64_t *out)
+{
+    *out = f.kind == GA_TORCH_INT ? f.v : dflt;
+    return f.kind == GA_TORCH_INT || (f.kind == GA_TORCH_MISSING && !required);
+}
+
+/* A list the schema names (device_traces, one device's trace, segments, a
+ * segment's blocks), described for checks and messages. */
+typedef struct ga_torch_list {
+    bool present;                 /* the key (or index) is there */
+    bool is_list;                 /* ... and holds a list */
+    const char *type;             /* its type name ("list", "dict", ...) when present, for messages */
+    size_t n;                     /* items when a list, else 0 */
+    const struct ga_pk_value *v;  /* the list itself (walker-private) */
+} ga_torch_list_t;
+
+/* The document. */
+typedef struct ga_torch_snapshot {
+    bool is_dict;                        /* the root is a dict (PyTorch 1.13 wrote a list of segments) */
+    bool is_list;                        /* the root is a list */
+    const char *root_type;               /* the root's type name, for messages */
+    ga_torch_list_t traces;           /* device_traces: item d is device d's trace */
+    ga_torch_list_t segments;         /* segments: the final state, every device */
+    const struct ga_pk_value *settings;  /* allocator_settings (walker-private: ga_torch_settings) */
+} ga_torch_snapshot_t;
+
+/* Trace entry actions (TraceEntry::Action, by the names the pickle holds). */
+typedef enum ga_torch_action {
+    GA_ACT_NONE = 0,        /* 'action' is missing or not a str, or the entry is not a dict */
+    GA_ACT_ALLOC,
+    GA_ACT_FREE_REQUESTED,
+    GA_ACT_FREE_COMPLETED,
+    GA_ACT_SEGMENT_ALLOC,
+    GA_ACT_SEGMENT_FREE,
+    GA_ACT_SEGMENT_MAP,
+    GA_ACT_SEGMENT_UNMAP,
+    GA_ACT_OOM,
+    GA_ACT_SNAPSHOT,
+    GA_ACT_ANNOTATE,
+    GA_ACT_OTHER            /* a str this walker does not know (a newer PyTorch) */
+} ga_torch_action_t;
+
+/* One entry of a device's trace. */
+typedef struct ga_torch_entry {
+    bool is_dict;
+    ga_torch_action_t action;
+    ga_torch_int_t addr;        /* the block or segment address (absent in oom entries) */
+    ga_torch_int_t size;        /* bytes (the request in alloc and oom entries) */
+    ga_torch_int_t stream;
+    ga_torch_int_t device_free; /* oom: the device's free memory then */
+    const char *text;              /* user_metadata when a str (annotate entries), else NULL; not
+                                      NUL-terminated, points into the file */
+    size_t text_len;
+} ga_torch_entry_t;
+
+/* A block's 'state'. */
+typedef enum ga_torch_state {
+    GA_STATE_NONE = 0,       /* missing or not a str, or the block is not a dict */
+    GA_STATE_INACTIVE,       /* "inactive" */
+    GA_STATE_ALLOCATED,      /* "active_allocated" */
+    GA_STATE_PENDING_FREE,   /* "active_pending_free" */
+    GA_STATE_OTHER           /* another str */
+} ga_torch_state_t;
+
+typedef struct ga_torch_block {
+    ga_torch_state_t state;
+    ga_torch_int_t address, size, requested_size;
+} ga_torch_block_t;
+
+/* One segment of the final state. */
+typedef struct ga_torch_segment {
+    bool is_dict;
+    ga_torch_int_t device, address, total_size, stream;
+    bool expandable;           /* is_expandable is True */
+    bool small;                /* segment_type is "small" */
+    ga_torch_list_t blocks; /* its blocks, in address order as PyTorch lists them */
+} ga_torch_segment_t;
+
+/* allocator_settings (newer releases: AllocatorConfigInfo, the effective
+ * configuration) as recorded. */
+typedef struct ga_torch_settings {
+    bool present;               /* allocator_settings is a dict */
+    bool has_fields;            /* it names expandable_segments, max_split_size,
+                                   garbage_collection_threshold or roundup_power2_divisions */
+    bool expandable_segments;   /* expandable_segments is True */
+    bool max_split_size_int;    /* max_split_size is an int: */
+    int64_t max_split_size;     /*   bytes; -1 (or a big int, not kept) when unlimited */
+    double gc_threshold;        /* garbage_collection_threshold when a float, else 0 (off) */
+    bool roundup_dict;          /* roundup_power2_divisions is a dict: */
+    int64_t roundup[16];        /*   divisions per interval starting at 1, 2, 4, ... 32768 MB (0 if not an int) */
+    const char *conf_text;      /* PYTORCH_CUDA_ALLOC_CONF when a str, else NULL (not NUL-terminated) */
+    size_t conf_text_len;
+} ga_torch_settings_t;
+
+/* ga_torch_open: describe the parsed pickle pk (which must outlive s). */
+void ga_torch_open(const struct ga_pickle *pk, ga_torch_snapshot_t *s);
+
+/*
+ * ga_torch_load: the snapshot in the file at path, parsed once per process
+ * through the file cache (snapfile.h). Returns 0 with *s set (valid until
+ * ga_snapfile_drop_all) and, if len is not NULL, the file's size; or -1 with
+ * err naming the path.
+ */
+int ga_torch_load(const char *path, ga_torch_snapshot_t *s, size_t *len, char *err, size_t errlen);
+
+/* ga_torch_trace: device_traces[device] (present is false past the list's end). */
+ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device);
+
+/* ga_torch_entry: entry i (< trace->n) of a trace list. */
+void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *out);
+
+/* ga_torch_segment: segments[i] (i < s->segments.n). */
+void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t *out);
+
+/* ga_torch_block: block b (< g->blocks.n) of segment g. */
+void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out);
+
+/* ga_torch_settings: allocator_settings. */
+void ga_torch_settings(const ga_torch_snapshot_t *s, ga_torch_settings_t *out);
+
+/*
+ * ga_torch_devices: the devices a replay has a unit for: those whose trace
+ * has entries or that hold final segments, in index order; device 0 when there
+ * is none. Fills devices[GA_TORCH_MAX_DEVICES] and returns how many; returns
+ * 0 with *bad set to the index of the first segment that is not a dict with an
+ * int device below GA_TORCH_MAX_DEVICES (a missing device counts as 0).
+ */
+size_t ga_torch_devices(const ga_torch_snapshot_t *s, int *devices, size_t *bad);
+
+/*
+ * ga_torch_recorded_conf: the allocator settings the snapshot at path
+ * recorded, as the PYTORCH_CUDA_ALLOC_CONF string galloc replays them with, in
+ * conf (len bytes), and the recorded PYTORCH_CUDA_ALLOC_CONF text in text
+ * (text_len bytes, "" if none). Returns 1 when settings were recorded, 0 when
+ * path is not a pickle or records none (conf ""), -1 with err on a file that
+ * cannot be read or parsed. settings.c has the mapping.
+ */
+int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
+                              size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_TOOLS_SNAPSHOT_TORCH_SNAPSHOT_H */
