@@ -2,8 +2,10 @@
  * galloc_allocator.h: create a device allocator, allocate and free device memory.
  *
  * A galloc_allocator_t owns one device (a backend state) and one allocator
- * implementation behind an ops table: today the native caching pool, which
- * reproduces PyTorch's CUDA caching allocator exactly. Every call is
+ * implementation behind an ops table, chosen at create: the native caching
+ * pool, which reproduces PyTorch's CUDA caching allocator exactly; the
+ * stream-ordered driver pool (backend:cudaMallocAsync); or, through
+ * galloc_allocator_create_user, the caller's own allocator. Every call is
  * thread-safe: the allocator serializes calls with its own lock.
  *
  * Errors: every call returns a galloc_status_t; on failure the allocator's

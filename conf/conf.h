@@ -14,8 +14,8 @@
  * Thread-safety: every function works only on its arguments.
  *
  * PyTorch reference: c10/cuda/CUDAAllocatorConfig.cpp (2.x) and
- * c10/core/AllocatorConfig.cpp (newest main); see
- * ../shared/reference/torch-allocator-spec-pool.md section 8.
+ * c10/core/AllocatorConfig.cpp (newest main): the keys, how values are read
+ * (std::stoull / std::stod) and the wording of refusals.
  */
 #ifndef GA_CONF_H
 #define GA_CONF_H

@@ -6,7 +6,7 @@
  *
  * Sizing rule. Saved activations are sized so that a step keeps exactly what
  * the budget formula of `galloc budget` counts (34 units per layer, 1 with
- * checkpointing: ../shared/reference/mission-notes.md): the formula is the
+ * checkpointing; tools/gen/budget.c): the formula is the
  * reference the simulated peak is compared with, and a trace keeping a
  * different amount would make that comparison meaningless. The split of the
  * 34 follows Korthikanti et al. 2022 ("Reducing Activation Recomputation in
