@@ -324,14 +324,14 @@ galloc_status_t galloc_torch_snapshot(int device, const char *path)
 
 galloc_status_t galloc_torch_reset_peak_memory_stats(int device)
 {
-    GET_OR_RETURN(device, a);
-    return galloc_stats_reset_peak(a);
+    galloc_status_t st = resolve_backend();
+    return st != GALLOC_OK ? st : galloc_device_reset_peak_memory_stats(device);
 }
 
 galloc_status_t galloc_torch_reset_accumulated_memory_stats(int device)
 {
-    GET_OR_RETURN(device, a);
-    return galloc_stats_reset_accumulated(a);
+    galloc_status_t st = resolve_backend();
+    return st != GALLOC_OK ? st : galloc_device_reset_accumulated_memory_stats(device);
 }
 
 galloc_status_t galloc_torch_memory_summary(int device, char *buf, size_t len, size_t *needed)

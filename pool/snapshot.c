@@ -75,15 +75,9 @@ galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot
         st = add_segment(p, &s, seg);
     if (st == GALLOC_OK)
         st = add_settings(p, &s);
-    if (st != GALLOC_OK) {
-        ga_snapshot_destroy(&s);
-        return ga_fail(p->err, st, "snapshot: %s", galloc_strerror(st));
-    }
-    char err[512] = "";
-    st = ga_snapshot_commit(&s, &p->trace, path, format, err, sizeof(err));
-    if (st != GALLOC_OK)
-        return ga_fail(p->err, st, "snapshot: %s", err[0] ? err : galloc_strerror(st));
-    return GALLOC_OK;
+    char msg[GALLOC_ERROR_MAX];
+    st = ga_snapshot_commit(&s, st, &p->trace, path, format, msg, sizeof(msg));
+    return st == GALLOC_OK ? GALLOC_OK : ga_fail(p->err, st, "%s", msg);
 }
 
 galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_options_t *opt)

@@ -163,3 +163,19 @@ void ga_trace_utf8_clean(ga_trace_emitter_t *e, const char *s, size_t len,
     if (len > run)
         put(e, s + run, len - run);
 }
+
+ga_trace_emit_level_t *ga_trace_emit_value_start(ga_trace_emitter_t *e)
+{
+    if (e->after_key) {
+        e->after_key = false;
+        return NULL;
+    }
+    if (e->depth == 0)
+        return NULL;
+    ga_trace_emit_level_t *l = &e->level[e->depth - 1];
+    if (l->is_dict) {
+        ga_trace_emit_fail(e, GALLOC_E_INVAL);
+        return NULL;
+    }
+    return l;
+}

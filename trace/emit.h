@@ -98,6 +98,14 @@ galloc_status_t ga_trace_emit_finish(ga_trace_emitter_t *e);
 /* ga_trace_emit_fail: record a failure (kept only if it is the first). */
 void ga_trace_emit_fail(ga_trace_emitter_t *e, galloc_status_t status);
 
+/* ga_trace_emit_value_start: every value of either format starts here: as a
+ * dict value right after its key, as the top-level object, or as an item of
+ * the innermost list. Returns that list's level, which the format then
+ * separates the item in (a ',' in JSON, a batch slot in pickle), or NULL when
+ * there is nothing to separate. A value in a dict without its key is a caller
+ * bug: recorded as GALLOC_E_INVAL, NULL returned. */
+ga_trace_emit_level_t *ga_trace_emit_value_start(ga_trace_emitter_t *e);
+
 static inline bool ga_trace_emit_ok(const ga_trace_emitter_t *e)
 {
     return e->status == GALLOC_OK;

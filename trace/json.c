@@ -31,18 +31,9 @@ static void item(ga_trace_emitter_t *e, ga_trace_emit_level_t *l)
 
 static void value_begin(ga_trace_emitter_t *e)
 {
-    if (e->after_key) {
-        e->after_key = false;
-        return;
-    }
-    if (e->depth == 0)
-        return;
-    ga_trace_emit_level_t *l = &e->level[e->depth - 1];
-    if (l->is_dict) {
-        ga_trace_emit_fail(e, GALLOC_E_INVAL); /* a dict value needs its key first */
-        return;
-    }
-    item(e, l);
+    ga_trace_emit_level_t *l = ga_trace_emit_value_start(e);
+    if (l != NULL)
+        item(e, l);
 }
 
 /* Write one clean UTF-8 piece, escaped. */

@@ -78,22 +78,12 @@ static void batch_item(ga_trace_emitter_t *e, ga_trace_emit_level_t *l)
     l->items++;
 }
 
-/* Every value starts here: as a dict value after its key, a list item, or the
- * top-level object. A value in a dict without a key is a caller bug. */
+/* Every value starts here (ga_trace_emit_value_start says where it stands). */
 static void value_begin(ga_trace_emitter_t *e)
 {
-    if (e->after_key) {
-        e->after_key = false;
-        return;
-    }
-    if (e->depth == 0)
-        return;
-    ga_trace_emit_level_t *l = &e->level[e->depth - 1];
-    if (l->is_dict) {
-        ga_trace_emit_fail(e, GALLOC_E_INVAL);
-        return;
-    }
-    batch_item(e, l);
+    ga_trace_emit_level_t *l = ga_trace_emit_value_start(e);
+    if (l != NULL)
+        batch_item(e, l);
 }
 
 static void put_int(ga_trace_emitter_t *e, int64_t v)

@@ -6,6 +6,7 @@
 #include "trace/snapshot.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,12 +159,20 @@ galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, gallo
     return rc;
 }
 
-galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, ga_trace_t *trace, const char *path,
-                                   galloc_snapshot_format_t format, char *err, size_t errlen)
+galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, galloc_status_t built, ga_trace_t *trace, const char *path,
+                                   galloc_snapshot_format_t format, char *msg, size_t len)
 {
+    if (built != GALLOC_OK) {
+        ga_snapshot_destroy(s);
+        snprintf(msg, len, "snapshot: %s", galloc_strerror(built));
+        return built;
+    }
     /* PyTorch records a "snapshot" entry with the active bytes when one is taken. */
     ga_trace_record(trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(s), 0, NULL, 0);
-    galloc_status_t st = ga_snapshot_write_path(s, path, format, err, errlen);
+    char err[512] = "";
+    galloc_status_t st = ga_snapshot_write_path(s, path, format, err, sizeof(err));
     ga_snapshot_destroy(s);
+    if (st != GALLOC_OK)
+        snprintf(msg, len, "snapshot: %s", err[0] ? err : galloc_strerror(st));
     return st;
 }

@@ -13,7 +13,7 @@
  *       for each block of it, in address order:
  *           ga_snapshot_block(&s, size, requested_size, state, stack_id);
  *   ga_snapshot_settings(&s, &settings);
- *   rc = ga_snapshot_commit(&s, &trace, path, GALLOC_SNAPSHOT_PICKLE, err, sizeof(err));
+ *   rc = ga_snapshot_commit(&s, rc, &trace, path, GALLOC_SNAPSHOT_PICKLE, msg, sizeof(msg));
  *
  * As in PyTorch's snapshot() (DeviceCachingAllocator::snapshot), a block's
  * address is the segment's plus the sizes of the blocks before it (blocks
@@ -152,11 +152,14 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
 galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format,
                                        char *err, size_t errlen);
 
-/* ga_snapshot_commit: what every snapshot ends with. Records PyTorch's
- * "snapshot" trace entry (the active bytes) in trace, writes s to path
- * (ga_snapshot_write_path, err as there) and destroys s, whatever the outcome. */
-galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, ga_trace_t *trace, const char *path,
-                                   galloc_snapshot_format_t format, char *err, size_t errlen);
+/* ga_snapshot_commit: what every snapshot ends with, whatever the outcome of
+ * building it (built: the status of the builder calls). If building failed,
+ * only destroys s. Otherwise records PyTorch's "snapshot" trace entry (the
+ * active bytes) in trace, writes s to path (ga_snapshot_write_path) and
+ * destroys s. On failure msg (len bytes) holds "snapshot: " and the reason
+ * (the path and OS error where the write failed), for the caller's ga_fail. */
+galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, galloc_status_t built, ga_trace_t *trace, const char *path,
+                                   galloc_snapshot_format_t format, char *msg, size_t len);
 
 /* ga_snapshot_state_name: PyTorch's string for a block state. Static. */
 const char *ga_snapshot_state_name(ga_snapshot_block_state_t state);

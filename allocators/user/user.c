@@ -291,15 +291,9 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
     };
     if (st == GALLOC_OK)
         st = ga_snapshot_settings(&s, &set);
-    if (st != GALLOC_OK) {
-        ga_snapshot_destroy(&s);
-        return ga_fail(p->err, st, "snapshot: %s", galloc_strerror(st));
-    }
-    char err[512] = "";
-    st = ga_snapshot_commit(&s, &p->trace, path, format, err, sizeof(err));
-    if (st != GALLOC_OK)
-        return ga_fail(p->err, st, "snapshot: %s", err[0] ? err : galloc_strerror(st));
-    return GALLOC_OK;
+    char msg[GALLOC_ERROR_MAX];
+    st = ga_snapshot_commit(&s, st, &p->trace, path, format, msg, sizeof(msg));
+    return st == GALLOC_OK ? GALLOC_OK : ga_fail(p->err, st, "%s", msg);
 }
 
 /* Built by galloc_allocator_create_user through ga_user_create, never

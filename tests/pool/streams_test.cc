@@ -12,7 +12,7 @@ extern "C" {
 
 namespace {
 
-constexpr uint64_t MiB = 1 << 20, GiB = 1ull << 30;
+constexpr uint64_t MiB = 1 << 20;
 constexpr int ALL = GALLOC_STAT_ALL;
 constexpr uintptr_t S0 = 0, S1 = 0x1001, S2 = 0x1002;
 

@@ -112,8 +112,9 @@ TEST(IdMap, MatchesAReferenceModel)
         } else {
             bool had = ga_idmap_get(&m, k, &out);
             ASSERT_EQ(had, ref.count(k) == 1) << "seed " << seed << " step " << i;
-            if (had)
+            if (had) {
                 ASSERT_EQ(out.stream, ref[k]);
+            }
         }
         ASSERT_EQ(ga_idmap_size(&m), ref.size());
     }
@@ -221,8 +222,9 @@ TEST(RmmReader, EveryTruncationOfTheExample)
         Read r(p);
         // A cut at a line boundary is a shorter valid log; anywhere else is a
         // garbled last row, reported with its line (or no header at all).
-        if (r.rc != 0)
+        if (r.rc != 0) {
             EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
+        }
         else
             EXPECT_LE(r.ev.size(), whole.ev.size());
     }
@@ -312,8 +314,9 @@ TEST(TextReader, EveryTruncationOfTheExample)
     for (size_t n = 0; n < full.size(); n += step) {
         std::string p = Write("trunc.trace", full.substr(0, n));
         Read r(p);
-        if (r.rc != 0)
+        if (r.rc != 0) {
             EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
+        }
     }
 }
 

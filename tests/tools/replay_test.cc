@@ -448,8 +448,9 @@ TEST(Verify, SeedFromTheExampleSnapshot)
             at += s.pc[k].size;
         }
         EXPECT_EQ(at, g.addr + g.size) << "segment " << i;
-        if (i > 0)
+        if (i > 0) {
             EXPECT_GT(g.addr, s.seg[i - 1].addr);
+        }
     }
     ga_seed_free(&s);
     EXPECT_NE(ga_seed_from_snapshot(Write("seed-bad", "x").c_str(), 0, &s, err, sizeof(err)), 0);
