@@ -105,8 +105,9 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
 }
 
-/* The runs worth a word: the defaults' OOM, configurations that could not be
- * replayed, the job's recorded settings. */
+/* The runs worth a word: the defaults' OOM, the job's recorded settings
+ * (configurations that could not be replayed are errors: fit_cli.c says them
+ * on stderr). */
 static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
 {
     char a[32];
@@ -119,15 +120,6 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
             ga_report_oom_facts(out, &r->run.oom);
         }
     }
-    size_t nfailed = 0;
-    for (size_t i = 0; i < oc->n; i++) {
-        if (!oc->results[i].run.failed)
-            continue;
-        if (nfailed++ < 3) /* usually one cause (a bad environment variable) for all: a few say it */
-            fprintf(out, "configuration \"%s\": %s\n", oc->results[i].conf, oc->results[i].run.error);
-    }
-    if (nfailed > 3)
-        fprintf(out, "... and %zu more configurations that could not be replayed (see --json)\n", nfailed - 3);
     for (size_t i = 0; rep->recorded != NULL && i < oc->n; i++) {
         const ga_fit_result_t *r = &oc->results[i];
         if (strcmp(r->stage, "recorded") != 0)
@@ -136,7 +128,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
                      "replayed as \"%s\", rank %zu: ",
                 rep->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
         if (r->run.failed) {
-            fprintf(out, "error: %s\n", r->run.error);
+            fprintf(out, "could not be replayed (said on stderr)\n");
         } else if (r->run.fits) {
             fprintf(out, "fits\n");
         } else {

@@ -217,7 +217,7 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
     if (cells == NULL || w == NULL) {
         free(cells);
         free(w);
-        fprintf(out, "error: out of host memory\n");
+        fprintf(stderr, "galloc replay: out of host memory\n");
         return false;
     }
     for (size_t i = 0; i < nc; i++) {
@@ -255,28 +255,21 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
 }
 
 /* What a column has to say beyond its cells: creation failure, OOM details,
- * failed calls, trace anomalies, its snapshot. */
+ * failed calls, trace anomalies, its snapshot (failures are on stderr). */
 static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_column_t *c, const char *tag)
 {
-    if (c->create_status != GALLOC_OK)
-        fprintf(out, "%s could not create the allocator (%s): %s\n", tag, galloc_status_name(c->create_status),
-                c->create_error);
     oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
     if (c->errors)
         fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
     if (c->unmatched || c->duplicates)
         fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
                      " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
-    if (c->snapshot_path != NULL) {
-        if (c->snapshot_error[0])
-            fprintf(out, "%s snapshot: %s\n", tag, c->snapshot_error);
-        else
-            fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
-    }
+    if (c->snapshot_path != NULL && !c->snapshot_error[0]) /* a failure is said on stderr (replay_cli.c) */
+        fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
 }
 
 /* What the trace as a whole has to say: how it started, what was skipped,
- * the read rate, the plot, a read error. */
+ * the read rate, the plot. */
 static void trace_notes(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
@@ -295,19 +288,13 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
     fprintf(out, "read %" PRIu64 " events in %.3f s (%s)\n", rp->events, rp->read_seconds, rs);
     if (t->plot_path != NULL)
         fprintf(out, "plot written to %s\n", t->plot_path);
-    if (t->plot_error != NULL)
-        fprintf(out, "plot: %s\n", t->plot_error);
-    if (t->error != NULL)
-        fprintf(out, "error: %s (results cover the events before it)\n", t->error);
 }
 
 void ga_report_text(FILE *out, const ga_report_trace_t *t)
 {
+    if (t->rp == NULL || t->error != NULL)
+        return; /* the caller said why on stderr; a partial replay has no verdict */
     header(out, t);
-    if (t->rp == NULL) {
-        fprintf(out, "error: %s\n\n", t->error ? t->error : "unknown");
-        return;
-    }
     const ga_replay_t *rp = t->rp;
     bool legend = false;
     for (size_t i = 0; i < rp->n_cols; i++)
