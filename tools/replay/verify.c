@@ -137,7 +137,7 @@ static void describe(const ga_dev_event_t *e, char *out, size_t len)
         return;
     }
     char sz[32];
-    ga_units_format_bytes((int64_t)e->size, sz, sizeof(sz));
+    ga_units_format_size(e->size, sz, sizeof(sz));
     int n = snprintf(out, len, "%s %" PRIu64 " bytes (%s)", ga_dev_action_name(e->action), e->size, sz);
     if (n > 0 && (size_t)n < len && e->action == GA_DEV_SEGMENT_FREE)
         snprintf(out + n, len - (size_t)n, " of segment #%" PRId64, e->segment);
@@ -168,7 +168,7 @@ typedef struct outcome {
 static void report_text(FILE *out, const outcome_t *o)
 {
     char mem[32];
-    ga_units_format_bytes((int64_t)o->device_memory, mem, sizeof(mem));
+    ga_units_format_size(o->device_memory, mem, sizeof(mem));
     fprintf(out, "== %s%s%s: verify (settings: %s; sim device %s)\n", o->path, o->unit[0] ? " " : "", o->unit,
             o->settings == NULL ? "-" : o->settings[0] ? o->settings : "PyTorch's defaults", mem);
     if (o->error != NULL) {

@@ -133,7 +133,7 @@ static void header(FILE *out, const ga_report_trace_t *t)
         return;
     }
     ga_units_format_count(rp->events, ev, sizeof(ev));
-    ga_units_format_bytes((int64_t)rp->device_memory, mem, sizeof(mem));
+    ga_units_format_size(rp->device_memory, mem, sizeof(mem));
     fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
     /* Said up front: the column header alone would not tell the snapshot's
      * own settings from PyTorch's defaults. */
@@ -149,13 +149,13 @@ static void header(FILE *out, const ga_report_trace_t *t)
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
 {
     char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32], lim[32];
-    ga_units_format_bytes((int64_t)f->size, sz, sizeof(sz));
+    ga_units_format_size(f->size, sz, sizeof(sz));
     ga_units_format_bytes(f->live, live, sizeof(live));
     ga_units_format_bytes(f->cached_free, cached, sizeof(cached));
     ga_units_format_bytes(f->largest_free_block, largest, sizeof(largest));
-    ga_units_format_bytes((int64_t)f->usable_free, dfree, sizeof(dfree));
-    ga_units_format_bytes((int64_t)f->device_total, dtot, sizeof(dtot));
-    ga_units_format_bytes((int64_t)f->limit, lim, sizeof(lim));
+    ga_units_format_size(f->usable_free, dfree, sizeof(dfree));
+    ga_units_format_size(f->device_total, dtot, sizeof(dtot));
+    ga_units_format_size(f->limit, lim, sizeof(lim));
     bool capped = f->fraction < 1.0;
     /* Each class gets only the advice that can work for it: allocator
      * settings for fragmentation (the bytes exist, not in one piece), less
@@ -187,7 +187,7 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
         const ga_replay_oom_t *o = &c->ooms[k];
         char ev[32], sz[32];
         ga_units_format_count(o->event, ev, sizeof(ev));
-        ga_units_format_bytes((int64_t)o->size, sz, sizeof(sz));
+        ga_units_format_size(o->size, sz, sizeof(sz));
         fprintf(out, "%s OOM at event %s", tag, ev);
         if (o->prologue)
             fprintf(out, " (recreating a block live before the trace began)");
