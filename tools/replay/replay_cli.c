@@ -183,6 +183,12 @@ static int parse_args(cli_t *c, int argc, char **argv)
         return usage_error("--snapshot %s: not available yet (the snapshot writer is not in this build)", c->snapshot);
     if (c->plot != NULL && !ga_outputs_have_plot())
         return usage_error("--plot %s: not available yet (the plot writer is not in this build)", c->plot);
+    /* Before the replay, not after minutes of it. */
+    char err[512];
+    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
+        return usage_error("--plot %s", err);
+    if (c->snapshot != NULL && ga_outputs_check_writable(c->snapshot, err, sizeof(err)) != 0)
+        return usage_error("--snapshot %s", err);
     return 0;
 }
 
