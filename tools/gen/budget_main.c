@@ -139,8 +139,9 @@ static void json_str(const char *s)
 static void print_json(const ga_cli_t *cli, const ga_budget_t *b, const ga_budget_sim_t *sims)
 {
     const ga_gen_model_t *m = &cli->model;
-    printf("{\"tool\": \"galloc budget\", \"version\": 1,\n \"model\": {\"params\": %" PRIu64 ", \"layers\": %" PRIu32 ", \"d_model\": %" PRIu64
-           ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64 ", \"batch\": %" PRIu64
+    printf("{\"tool\": \"galloc budget\", \"version\": 1,\n \"model\": {\"params\": %" PRIu64
+           ", \"layers\": %" PRIu32 ", \"d_model\": %" PRIu64 ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64
+           ", \"batch\": %" PRIu64
            ", \"mixed_precision\": %s, \"checkpointing\": %s, \"steps\": %" PRIu32,
            m->params, m->layers, m->d_model, ga_gen_heads(m), ga_gen_seq_len(m), m->batch,
            m->mixed_precision ? "true" : "false", m->checkpointing ? "true" : "false", m->steps);
