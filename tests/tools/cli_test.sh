@@ -547,7 +547,7 @@ d = pickle.load(open('$TMP/w.pickle', 'rb'))
 d['segments'][0]['is_expandable'] = True
 pickle.dump(d, open('$TMP/we.pickle', 'wb'))" || fail "doctor we.pickle"
 expect_exit 2 "a mid-run trace with expandable segments cannot be verified" -- "$GALLOC" replay --verify "$TMP/we.pickle"
-expect_in "$TMP/out" "cannot verify: the trace starts mid-run ([1-9][0-9]* blocks in the final segments or freed in the trace were never allocated in the trace, [0-9]* segments never segment_alloc'd) and the state at its first entry cannot be reconstructed: .*expandable segments are not reconstructed" "mid-run refusal"
+expect_in "$TMP/err" "cannot verify: the trace starts mid-run ([1-9][0-9]* blocks in the final segments or freed in the trace were never allocated in the trace, [0-9]* segments never segment_alloc'd) and the state at its first entry cannot be reconstructed: .*expandable segments are not reconstructed" "mid-run refusal"
 # The example (a 300-entry ring written by a miniature of PyTorch's allocator):
 # device 0 starts mid-run and is seeded; device 1 starts at the beginning.
 expect_exit 0 "example snapshot verifies" -- "$GALLOC" replay --verify "$EX/torch_snapshot.pickle"
@@ -571,7 +571,7 @@ assert [x['seeded'] for x in t] == [{'segments': 9, 'live_blocks': 11}, None], [
 assert [x['device_memory_from_snapshot'] for x in t] == [False, False]
 " || fail "seeded in json"
 expect_exit 2 "--verify needs a snapshot" -- "$GALLOC" replay --verify "$TMP/v.trace"
-expect_in "$TMP/out" "is not a PyTorch snapshot" "verify of a text trace"
+expect_in "$TMP/err" "is not a PyTorch snapshot" "verify of a text trace"
 expect_exit 2 "--verify with two confs" -- "$GALLOC" replay --verify --conf "" --conf expandable_segments:True "$TMP/v.pickle"
 expect_exit 0 "--verify with --conf" -- "$GALLOC" replay --verify --conf "" "$TMP/v.pickle"
 
