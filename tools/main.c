@@ -5,6 +5,7 @@
  *   gen     generate a synthetic training trace     (tools/gen)
  *   budget  a training step's memory budget          (tools/gen)
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,29 @@ static void usage(FILE *out)
     ga_reader_format_help(out);
 }
 
+/* Every subcommand's output ends here: a report that could not be written
+ * (a full disk, a closed pipe, > /dev/full) is bad output, exit 2 with the
+ * reason on stderr, whatever the command had decided, so a script never takes
+ * a truncated report for a verdict. */
+static int finish(const char *cmd, int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    int e = errno;
+    fprintf(stderr, "galloc %s: cannot write standard output%s%s\n", cmd, e ? ": " : "", e ? strerror(e) : "");
+    return 2;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    return finish(argc > 1 ? argv[1] : "", rc);
+}
+
+static int run(int argc, char **argv)
 {
     /* Under `bazel run` the tool starts in its runfiles tree; go back to where
      * the user typed the command so that relative trace and output paths work. */

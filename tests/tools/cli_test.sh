@@ -90,7 +90,7 @@ expect_in "$TMP/err" "does-not-exist.csv: cannot open" "missing file message"
 expect_exit 2 "unknown command" -- "$GALLOC" frobnicate
 expect_exit 2 "bad conf" -- "$GALLOC" replay --conf "" --conf "no_such_key:1" "$EX/rmm_small.csv"
 expect_in "$TMP/err" "no_such_key" "creation failure names the key"
-expect_in "$TMP/out" "could not create the allocator" "creation failure in the table"
+expect_in "$TMP/out" "verdict .*  error" "creation failure in the table (the message on stderr)"
 expect_in "$TMP/out" "fits" "the other column still ran"
 head -c 2000 "$EX/rmm_small.csv" >"$TMP/cut.csv"
 expect_exit 2 "truncated csv" -- "$GALLOC" replay "$TMP/cut.csv"
@@ -426,7 +426,7 @@ import json
 assert len(json.load(open('$TMP/rm.json'))['device_traces'][0]) == 3
 " || fail "range to the end with max entries, JSON"
 expect_exit 2 "range past the trace" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-range 30:40 "$TMP/ten.trace"
-expect_in "$TMP/out" "not written: --snapshot-range starts at event 30, after the trace's last event" "range past the end"
+expect_in "$TMP/err" "not written: --snapshot-range starts at event 30, after the trace's last event" "range past the end"
 expect_exit 2 "bad range" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-range 4:2 "$TMP/ten.trace"
 expect_in "$TMP/err" 'bad --snapshot-range "4:2"' "bad range message"
 expect_exit 2 "bad max entries" -- "$GALLOC" replay --snapshot "$TMP/p.pickle" --snapshot-max-entries 0 "$TMP/ten.trace"
@@ -547,7 +547,7 @@ d = pickle.load(open('$TMP/w.pickle', 'rb'))
 d['segments'][0]['is_expandable'] = True
 pickle.dump(d, open('$TMP/we.pickle', 'wb'))" || fail "doctor we.pickle"
 expect_exit 2 "a mid-run trace with expandable segments cannot be verified" -- "$GALLOC" replay --verify "$TMP/we.pickle"
-expect_in "$TMP/out" "cannot verify: the trace starts mid-run ([1-9][0-9]* blocks in the final segments or freed in the trace were never allocated in the trace, [0-9]* segments never segment_alloc'd) and the state at its first entry cannot be reconstructed: .*expandable segments are not reconstructed" "mid-run refusal"
+expect_in "$TMP/err" "cannot verify: the trace starts mid-run ([1-9][0-9]* blocks in the final segments or freed in the trace were never allocated in the trace, [0-9]* segments never segment_alloc'd) and the state at its first entry cannot be reconstructed: .*expandable segments are not reconstructed" "mid-run refusal"
 # The example (a 300-entry ring written by a miniature of PyTorch's allocator):
 # device 0 starts mid-run and is seeded; device 1 starts at the beginning.
 expect_exit 0 "example snapshot verifies" -- "$GALLOC" replay --verify "$EX/torch_snapshot.pickle"
@@ -571,7 +571,7 @@ assert [x['seeded'] for x in t] == [{'segments': 9, 'live_blocks': 11}, None], [
 assert [x['device_memory_from_snapshot'] for x in t] == [False, False]
 " || fail "seeded in json"
 expect_exit 2 "--verify needs a snapshot" -- "$GALLOC" replay --verify "$TMP/v.trace"
-expect_in "$TMP/out" "is not a PyTorch snapshot" "verify of a text trace"
+expect_in "$TMP/err" "is not a PyTorch snapshot" "verify of a text trace"
 expect_exit 2 "--verify with two confs" -- "$GALLOC" replay --verify --conf "" --conf expandable_segments:True "$TMP/v.pickle"
 expect_exit 0 "--verify with --conf" -- "$GALLOC" replay --verify --conf "" "$TMP/v.pickle"
 

@@ -331,14 +331,14 @@ TEST(GenMain, UsageAndFileErrors)
     std::string bad = "/nonexistent-dir/x.trace";
     EXPECT_EQ(Main(ga_gen_main, {"gen", "transformer", "--params", "1M", "--layers", "2", "--d-model", "64",
                                  "--seq-len", "16", "--batch", "1", "-o", bad}),
-              1);
+              2); // a file that cannot be written is bad output: 2, as in every subcommand
     // A full disk: the partial file is removed.
     std::string full = TmpPath("full.trace");
     unlink(full.c_str());
     ASSERT_EQ(symlink("/dev/full", full.c_str()), 0);
     EXPECT_EQ(Main(ga_gen_main, {"gen", "transformer", "--params", "1M", "--layers", "2", "--d-model", "64",
                                  "--seq-len", "16", "--batch", "1", "-o", full}),
-              1);
+              2);
     EXPECT_NE(access(full.c_str(), F_OK), 0);
 }
 
@@ -389,7 +389,9 @@ TEST(BudgetMain, JsonReportsTheTableAndEachConfiguration)
                                    "--seq-len", "2048", "--batch", "1", "--mixed-precision", "--checkpointing",
                                    "--steps", "1", "--conf", "", "--conf", "bogus_key:1", "--json"});
     std::string out = testing::internal::GetCapturedStdout();
-    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(rc, 2) << "a refused configuration is bad input, as replay's bad --conf: " << out;
+    // The head galloc replay and galloc fit start with.
+    EXPECT_EQ(out.rfind("{\"tool\": \"galloc budget\", \"version\": 1,", 0), 0u) << out;
     EXPECT_NE(out.find("\"params\": 21875000000"), std::string::npos) << out;
     EXPECT_NE(out.find("\"weights\": 122.24, \"grads\": 40.75, \"optimizer\": 162.98, \"activations\": 0.56, "
                        "\"kv_cache\": 2.25, \"total\": 326.53, \"total_plus_15pct\": 375.50"),
@@ -397,6 +399,20 @@ TEST(BudgetMain, JsonReportsTheTableAndEachConfiguration)
         << out;
     EXPECT_NE(out.find("\"fits\": false"), std::string::npos) << "326 GiB on an 80 GiB device";
     EXPECT_NE(out.find("\"status\": \"E_CONFIG\""), std::string::npos) << out;
+}
+
+TEST(BudgetMain, ExitCodesAreReplays)
+{
+    testing::internal::CaptureStdout();
+    int oom = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len",
+                                    "16", "--batch", "1", "--device-memory", "1MiB"});
+    int fits = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len",
+                                     "16", "--batch", "1"});
+    int bad = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2"});
+    testing::internal::GetCapturedStdout();
+    EXPECT_EQ(fits, 0);
+    EXPECT_EQ(oom, 1);
+    EXPECT_EQ(bad, 2);
 }
 
 TEST(BudgetMain, TextTable)

@@ -1,6 +1,7 @@
 // plot_test.cc: ga_plot_write (tools/plot) writes a valid PNG and SVG of the
 // replay's series, and reports bad paths and bad input with a message and no
-// file left behind.
+// file left behind; its layout (layout.h) scales the y axis to the job, never
+// overlaps labels and keeps coinciding curves apart.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 extern "C" {
+#include "tools/plot/layout.h"
 #include "tools/plot/plot.h"
 }
 
@@ -237,6 +239,141 @@ TEST(Plot, BadInput)
     EXPECT_FALSE(Exists(path));
     // err may be NULL.
     EXPECT_NE(ga_plot_write(path.c_str(), &s.in, nullptr, 0), 0);
+}
+
+// ---- layout (issue 18): asserted on the layout, not on pixels ---------------
+
+constexpr double kMiB = 1048576.0;
+
+// One configuration (or n identical ones) rising to peak bytes over 100 events.
+struct Flat {
+    std::vector<double> x, v;
+    std::vector<ga_series_t> s;
+    Flat(double peak, size_t n = 1)
+    {
+        for (int k = 0; k < 100; k++) {
+            x.push_back(k);
+            v.push_back(peak * (k + 1) / 100.0);
+        }
+        for (size_t i = 0; i < n; i++)
+            s.push_back({"c", x.size(), x.data(), v.data(), v.data(), v.data()});
+    }
+    ga_plot_input_t In(uint64_t device, const ga_oom_marker_t *m = nullptr, size_t nm = 0)
+    {
+        return {"t", device, 100, s.size(), s.data(), nm, m};
+    }
+};
+
+void ExpectNoOverlap(const ga_plot_layout_t &l)
+{
+    std::vector<ga_plot_rect_t> r;
+    if (l.device_labelled)
+        r.push_back(l.device_label);
+    for (size_t i = 0; i < l.n_labels; i++)
+        r.push_back(l.labels[i].box);
+    for (size_t i = 0; i < r.size(); i++) {
+        EXPECT_GE(r[i].x, l.x0) << i;
+        EXPECT_GE(r[i].y, l.y0) << i;
+        EXPECT_LE(r[i].x + r[i].w, l.x0 + l.w) << i;
+        EXPECT_LE(r[i].y + r[i].h, l.y0 + l.h) << i;
+        for (size_t j = i + 1; j < r.size(); j++)
+            EXPECT_FALSE(ga_plot_rects_overlap(&r[i], &r[j])) << "labels " << i << " and " << j << " overlap";
+    }
+}
+
+TEST(PlotLayout, SmallJobIsScaledToItsDataNotTheDevice)
+{
+    Flat f(242 * kMiB);
+    ga_plot_input_t in = f.In(UINT64_C(80) << 30);
+    ga_plot_layout_t l;
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_GE(l.ymax, 242 * kMiB);
+    EXPECT_LE(l.ymax, 1.5 * 242 * kMiB) << "the job fills the axis";
+    EXPECT_STREQ(l.unit_name, "MiB");
+    EXPECT_FALSE(l.device_line);
+    EXPECT_TRUE(l.device_above) << "an 80 GiB device is named above the axis";
+    EXPECT_TRUE(l.device_labelled);
+    EXPECT_NE(std::string(l.device_text).find("80.00 GiB"), std::string::npos) << l.device_text;
+    ga_plot_layout_free(&l);
+}
+
+TEST(PlotLayout, DeviceWithinAFactorIsALine)
+{
+    Flat f(60 * kGiB);
+    ga_plot_input_t in = f.In(UINT64_C(80) << 30);
+    ga_plot_layout_t l;
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_TRUE(l.device_line);
+    EXPECT_FALSE(l.device_above);
+    EXPECT_GE(l.ymax, 80 * kGiB);
+    EXPECT_LE(l.ymax, 1.25 * 80 * kGiB);
+    EXPECT_STREQ(l.unit_name, "GiB");
+    ga_plot_layout_free(&l);
+    // Right at the factor, still a line; past it, an arrow.
+    Flat g(80 * kGiB / GA_PLOT_DEVICE_FACTOR * 0.99);
+    in = g.In(UINT64_C(80) << 30);
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_FALSE(l.device_line);
+    EXPECT_LE(l.ymax, 1.5 * 80 * kGiB / GA_PLOT_DEVICE_FACTOR);
+    ga_plot_layout_free(&l);
+}
+
+TEST(PlotLayout, OomLabelsAndTheDeviceLabelNeverOverlap)
+{
+    // Two configurations failing at the same moment right under the device
+    // line's label (what overprinted before), then eight at one point.
+    Flat f(80 * kGiB, 2);
+    ga_oom_marker_t two[2] = {{99, 0, "fragmentation"}, {98, 1, "genuine"}};
+    ga_plot_input_t in = f.In(UINT64_C(80) << 30, two, 2);
+    ga_plot_layout_t l;
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_TRUE(l.device_labelled);
+    EXPECT_EQ(l.n_labels, 2u) << "both fit somewhere";
+    ExpectNoOverlap(l);
+    ga_plot_layout_free(&l);
+
+    std::vector<ga_oom_marker_t> many(12, ga_oom_marker_t{50, 0, "fragmentation"});
+    in = f.In(UINT64_C(80) << 30, many.data(), many.size());
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_LE(l.n_labels, (size_t)GA_PLOT_MAX_LABELS);
+    EXPECT_GE(l.n_labels, 4u) << "stacked, not dropped at the first clash";
+    ExpectNoOverlap(l);
+    ga_plot_layout_free(&l);
+}
+
+TEST(PlotLayout, CoincidingCurvesAreDrawnApart)
+{
+    Flat same(10 * kGiB, 3);
+    ga_plot_input_t in = same.In(0);
+    ga_plot_layout_t l;
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    for (int k = 0; k < GA_PLOT_LINES; k++) {
+        EXPECT_EQ(l.offset[0 * GA_PLOT_LINES + k], 0.0);
+        EXPECT_EQ(l.same_as[0 * GA_PLOT_LINES + k], SIZE_MAX);
+        EXPECT_EQ(l.offset[1 * GA_PLOT_LINES + k], GA_PLOT_OFFSET_PX);
+        EXPECT_EQ(l.same_as[1 * GA_PLOT_LINES + k], 0u);
+        EXPECT_EQ(l.offset[2 * GA_PLOT_LINES + k], 2 * GA_PLOT_OFFSET_PX) << "a third copy above the second";
+    }
+    ga_plot_layout_free(&l);
+    // Distinct curves stay where their values are.
+    Sample s;
+    ASSERT_EQ(ga_plot_layout_make(&s.in, &l), 0);
+    EXPECT_EQ(l.offset[1 * GA_PLOT_LINES + GA_PLOT_RESERVED], 0.0);
+    EXPECT_EQ(l.same_as[1 * GA_PLOT_LINES + GA_PLOT_RESERVED], SIZE_MAX);
+    ExpectNoOverlap(l);
+    ga_plot_layout_free(&l);
+}
+
+TEST(PlotLayout, HugeDeviceIsASize)
+{
+    Flat f(1 * kMiB);
+    ga_plot_input_t in = f.In(UINT64_MAX);
+    ga_plot_layout_t l;
+    ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_TRUE(l.device_above);
+    EXPECT_EQ(std::string(l.device_text), "device 16.00 EiB above");
+    EXPECT_LE(l.ymax, 2 * kMiB);
+    ga_plot_layout_free(&l);
 }
 
 } // namespace

@@ -194,8 +194,15 @@ int ga_fit_main(int argc, char **argv)
         return GA_EXIT_USAGE;
     }
     bool all_failed = oc.n > 0;
-    for (size_t i = 0; i < oc.n; i++)
+    size_t nfailed = 0;
+    for (size_t i = 0; i < oc.n; i++) {
         all_failed &= oc.results[i].run.failed;
+        if (oc.results[i].run.failed && nfailed++ < 3) /* usually one cause (a bad environment variable) */
+            fprintf(stderr, "galloc fit: configuration \"%s\": %s\n", oc.results[i].conf, oc.results[i].run.error);
+    }
+    if (nfailed > 3)
+        fprintf(stderr, "galloc fit: ... and %zu more configurations that could not be replayed (see --json)\n",
+                nfailed - 3);
     bool plot_failed = false;
     if (c.plot != NULL && !all_failed) {
         plot_failed = ga_fit_plot(&job, &oc, c.plot, err, sizeof(err)) != 0;

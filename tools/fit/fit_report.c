@@ -38,6 +38,12 @@ static const char *fmt_bytes(int64_t v, char *b, size_t n)
     return b;
 }
 
+static const char *fmt_size(uint64_t v, char *b, size_t n) /* a device size: never negative */
+{
+    ga_units_format_size(v, b, n);
+    return b;
+}
+
 /* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation ratio. */
 static double frag_at_peak(const ga_fit_run_t *r)
 {
@@ -68,7 +74,7 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     char a[32], b[32];
     ga_units_format_count(job->events, a, sizeof(a));
     fprintf(out, "galloc fit: %zu trace%s, %s events, sim device %s\n", job->n_units, job->n_units == 1 ? "" : "s", a,
-            fmt_bytes((int64_t)job->device_memory, b, sizeof(b)));
+            fmt_size(job->device_memory, b, sizeof(b)));
     for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
         fprintf(out, "  #%zu %s\n", u + 1, job->units[u].label);
     size_t replays = 0, nfit = 0;
@@ -96,7 +102,7 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         else if (r->min_memory == 0)
             snprintf(minm, sizeof(minm), "> 64x");
         else
-            fmt_bytes((int64_t)r->min_memory, minm, sizeof(minm));
+            fmt_size(r->min_memory, minm, sizeof(minm));
         fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
                 fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
                 100.0 * frag_at_peak(&r->run), minm, oom, r->conf[0] ? r->conf : "(defaults)");
@@ -105,8 +111,9 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
 }
 
-/* The runs worth a word: the defaults' OOM, configurations that could not be
- * replayed, the job's recorded settings. */
+/* The runs worth a word: the defaults' OOM, the job's recorded settings
+ * (configurations that could not be replayed are errors: fit_cli.c says them
+ * on stderr). */
 static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
 {
     char a[32];
@@ -119,15 +126,6 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
             ga_report_oom_facts(out, &r->run.oom);
         }
     }
-    size_t nfailed = 0;
-    for (size_t i = 0; i < oc->n; i++) {
-        if (!oc->results[i].run.failed)
-            continue;
-        if (nfailed++ < 3) /* usually one cause (a bad environment variable) for all: a few say it */
-            fprintf(out, "configuration \"%s\": %s\n", oc->results[i].conf, oc->results[i].run.error);
-    }
-    if (nfailed > 3)
-        fprintf(out, "... and %zu more configurations that could not be replayed (see --json)\n", nfailed - 3);
     for (size_t i = 0; rep->recorded != NULL && i < oc->n; i++) {
         const ga_fit_result_t *r = &oc->results[i];
         if (strcmp(r->stage, "recorded") != 0)
@@ -136,7 +134,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
                      "replayed as \"%s\", rank %zu: ",
                 rep->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
         if (r->run.failed) {
-            fprintf(out, "error: %s\n", r->run.error);
+            fprintf(out, "could not be replayed (said on stderr)\n");
         } else if (r->run.fits) {
             fprintf(out, "fits\n");
         } else {
@@ -160,13 +158,13 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
                 fmt_bytes(w->run.peak_allocated, b, sizeof(b)));
         if (w->min_searched && w->min_memory)
-            fprintf(out, "; fits on a device of %s or more", fmt_bytes((int64_t)w->min_memory, d, sizeof(d)));
+            fprintf(out, "; fits on a device of %s or more", fmt_size(w->min_memory, d, sizeof(d)));
         fprintf(out, "\n");
     } else if (w != NULL) {
-        fprintf(out, "\nNo configuration fits on %s.", fmt_bytes((int64_t)job->device_memory, a, sizeof(a)));
+        fprintf(out, "\nNo configuration fits on %s.", fmt_size(job->device_memory, a, sizeof(a)));
         if (w->min_searched && w->min_memory)
             fprintf(out, " The closest, \"%s\", fits on %s.", w->conf[0] ? w->conf : "(defaults)",
-                    fmt_bytes((int64_t)w->min_memory, b, sizeof(b)));
+                    fmt_size(w->min_memory, b, sizeof(b)));
         fprintf(out, "\n");
         if (!w->run.failed) {
             fprintf(out, "Its first OOM:\n");

@@ -6,6 +6,11 @@
  * user sees whether the job fits and what fragmentation costs over the
  * formula. A configuration the allocator refuses is reported in its row; the
  * other rows still run.
+ *
+ * Exit codes and the --json head are galloc replay's and galloc fit's: 0 every
+ * configuration fits, 1 an OOM in some configuration, 2 bad usage or input (a
+ * refused configuration, as replay's bad --conf) or a failed simulation;
+ * {"tool": "galloc budget", "version": 1, ...}.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -91,7 +96,7 @@ static void print_text(const ga_cli_t *cli, const ga_budget_t *b, const ga_budge
         const ga_budget_sim_t *s = &sims[i];
         printf("  %-32s ", label(cli->confs[i]));
         if (s->status != GALLOC_OK) {
-            printf("error: %s: %s\n", galloc_status_name(s->status), s->error);
+            printf("error (%s, said on stderr)\n", galloc_status_name(s->status));
             continue;
         }
         /* When it does not fit, show what it needs (the unbounded run). */
@@ -134,8 +139,9 @@ static void json_str(const char *s)
 static void print_json(const ga_cli_t *cli, const ga_budget_t *b, const ga_budget_sim_t *sims)
 {
     const ga_gen_model_t *m = &cli->model;
-    printf("{\"model\": {\"params\": %" PRIu64 ", \"layers\": %" PRIu32 ", \"d_model\": %" PRIu64
-           ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64 ", \"batch\": %" PRIu64
+    printf("{\"tool\": \"galloc budget\", \"version\": 1,\n \"model\": {\"params\": %" PRIu64
+           ", \"layers\": %" PRIu32 ", \"d_model\": %" PRIu64 ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64
+           ", \"batch\": %" PRIu64
            ", \"mixed_precision\": %s, \"checkpointing\": %s, \"steps\": %" PRIu32,
            m->params, m->layers, m->d_model, ga_gen_heads(m), ga_gen_seq_len(m), m->batch,
            m->mixed_precision ? "true" : "false", m->checkpointing ? "true" : "false", m->steps);
@@ -207,23 +213,24 @@ int ga_budget_main(int argc, char **argv)
     ga_budget_sim_t *sims = calloc(cli.n_confs, sizeof(*sims));
     if (sims == NULL) {
         fprintf(stderr, "galloc budget: out of host memory\n");
-        return 1;
+        return 2;
     }
     int rc = 0;
     for (size_t i = 0; i < cli.n_confs; i++) {
         galloc_status_t st = ga_budget_simulate(&cli.model, cli.confs[i], cli.device_memory, &sims[i]);
-        /* A refused configuration is an answer (its row says why), not a failure of the command. */
-        if (st != GALLOC_OK && st != GALLOC_E_CONFIG && st != GALLOC_E_UNSUPPORTED)
+        /* The other rows still run; the row shows the refusal, stderr says it once. */
+        if (st != GALLOC_OK) {
+            fprintf(stderr, "galloc budget: configuration \"%s\": %s: %s\n", cli.confs[i],
+                    galloc_status_name(st), sims[i].error);
+            rc = 2;
+        } else if (!sims[i].fits && rc == 0) {
             rc = 1;
+        }
     }
     if (cli.json)
         print_json(&cli, &b, sims);
     else
         print_text(&cli, &b, sims);
     free(sims);
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "galloc budget: cannot write standard output\n");
-        rc = 1;
-    }
-    return rc;
+    return rc; /* a failed write: main.c makes it 2 */
 }

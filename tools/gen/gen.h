@@ -5,8 +5,10 @@
  * argv[0] is the command's own name ("gen", "budget"), argv[1..argc) its
  * arguments, as a git-style subcommand sees them. Output goes to stdout (or
  * -o FILE), diagnostics to stderr prefixed "galloc gen: " / "galloc budget: ".
- * Return value: the process exit status: 0 success, 1 failure (I/O, a
- * simulation error), 2 usage error.
+ * Return value: the process exit status, as galloc replay's: gen 0 written,
+ * 2 bad usage or output not written; budget 0 every configuration fits, 1 an
+ * OOM in some configuration, 2 bad usage or input (a configuration the
+ * allocator refuses included) or a simulation error.
  */
 #ifndef GA_TOOLS_GEN_GEN_H
 #define GA_TOOLS_GEN_GEN_H

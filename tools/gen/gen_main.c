@@ -104,7 +104,7 @@ int ga_gen_main(int argc, char **argv)
     FILE *f = to_stdout ? stdout : fopen(cli.output, "w");
     if (f == NULL) {
         fprintf(stderr, "galloc gen: cannot open %s: %s\n", name, strerror(errno));
-        return 1;
+        return 2;
     }
     int rc = write_head(f, &cli) != 0 ? 1 : ga_gen_transformer(&cli.model, on_event, f, err, sizeof(err));
     int saved_errno = errno;
@@ -118,10 +118,10 @@ int ga_gen_main(int argc, char **argv)
     }
     if (rc < 0) {
         fprintf(stderr, "galloc gen: %s\n", err);
-    } else if (rc != 0) {
+    } else if (rc != 0 && !to_stdout) { /* standard output: main.c says it, once */
         fprintf(stderr, "galloc gen: cannot write %s: %s\n", name, strerror(saved_errno));
     }
     if (rc != 0 && !to_stdout)
         (void)remove(cli.output);
-    return rc == 0 ? 0 : 1;
+    return rc == 0 ? 0 : 2; /* a trace not written is bad output, as in every subcommand */
 }

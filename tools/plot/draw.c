@@ -9,24 +9,24 @@
  * with the number of configurations, so a long --conf list never overlaps
  * the data.
  *
+ * Where things go (the y scale, the device line or arrow, label boxes, the
+ * offsets of coinciding lines) is layout.c's decision; this file draws it.
+ *
  * Invariants: every value is drawn at its true position on linear axes from 0
  * (memory plots read as "how full is the device", so the y axis always starts
- * at zero); data lines are clipped to the plot area.
+ * at zero), except a line drawn a few pixels higher because it coincides with
+ * an earlier configuration's (the legend says which); data lines are clipped
+ * to the plot area; no text is drawn outside the box layout.c gave it.
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tools/plot/plot_int.h"
 
-#define GIB 1073741824.0
-
-/* Plot area and legend geometry (device units). */
-#define M_LEFT 88.0
-#define M_RIGHT 36.0
-#define M_TOP 60.0
-#define AREA_H 470.0
+/* Legend geometry (device units); the plot area is layout.h's. */
 #define BELOW_AXES 58.0 /* x tick labels and the x axis title */
 #define KEY_ROW 26.0
 #define CONF_ROW 22.0
@@ -43,37 +43,27 @@ static const double palette[][3] = {
 /* How each of a configuration's three lines is stroked. */
 typedef enum line_kind { L_RESERVED, L_ALLOCATED, L_REQUESTED } line_kind_t;
 
-/* The data-to-device mapping of the plot area. */
-typedef struct frame {
-    double x0, y0; /* top-left corner of the plot area */
-    double w, h;   /* its size */
-    double xmax;   /* event index at the right edge (0 at the left) */
-    double ymax;   /* GiB at the top edge (0 at the bottom) */
-} frame_t;
+typedef ga_plot_layout_t frame_t;
 
 static double px(const frame_t *f, double x)
 {
-    return f->x0 + x / f->xmax * f->w;
+    return ga_plot_layout_x(f, x);
 }
 
 static double py(const frame_t *f, double bytes)
 {
-    return f->y0 + f->h - bytes / GIB / f->ymax * f->h;
+    return ga_plot_layout_y(f, bytes);
+}
+
+/* layout.h's index of a line kind. */
+static int line_index(line_kind_t kind)
+{
+    return kind == L_RESERVED ? GA_PLOT_RESERVED : kind == L_ALLOCATED ? GA_PLOT_ALLOCATED : GA_PLOT_REQUESTED;
 }
 
 double ga_plot_height(const ga_plot_input_t *in)
 {
-    return M_TOP + AREA_H + BELOW_AXES + KEY_ROW + CONF_ROW * (double)in->n_series + LEGEND_PAD;
-}
-
-/* A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target`
- * ticks over span, so labels stay short and round. */
-static double nice_step(double span, int target)
-{
-    double raw = span / target;
-    double mag = pow(10.0, floor(log10(raw)));
-    double f = raw / mag;
-    return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * mag;
+    return GA_PLOT_AREA_TOP + GA_PLOT_AREA_H + BELOW_AXES + KEY_ROW + CONF_ROW * (double)in->n_series + LEGEND_PAD;
 }
 
 /* Decimals needed to tell ticks `step` apart. */
@@ -114,34 +104,6 @@ static void set_line(cairo_t *cr, const double *rgb, line_kind_t kind)
         cairo_set_dash(cr, dotted, 2, 0);
 }
 
-/* The frame fitting every value and the device size, with round tick ends. */
-static frame_t make_frame(const ga_plot_input_t *in, double *ystep, double *xstep)
-{
-    frame_t f = {.x0 = M_LEFT, .y0 = M_TOP, .w = GA_PLOT_WIDTH - M_LEFT - M_RIGHT, .h = AREA_H};
-    double xmax = (double)in->events, ymax = (double)in->device_memory;
-    for (size_t i = 0; i < in->n_series; i++) {
-        const ga_series_t *s = &in->series[i];
-        const double *lines[] = {s->requested, s->allocated, s->reserved};
-        for (size_t k = 0; k < s->n; k++) {
-            if (s->event_index[k] + 1 > xmax)
-                xmax = s->event_index[k] + 1;
-            for (size_t j = 0; j < 3; j++)
-                if (lines[j] != NULL && lines[j][k] > ymax)
-                    ymax = lines[j][k];
-        }
-    }
-    if (xmax < 1)
-        xmax = 1;
-    double ygib = ymax / GIB * 1.05; /* headroom so the top line is not on the frame */
-    if (!(ygib > 0))
-        ygib = 1;
-    *ystep = nice_step(ygib, 6);
-    f.ymax = ceil(ygib / *ystep - 1e-9) * *ystep;
-    *xstep = nice_step(xmax, 8);
-    f.xmax = xmax;
-    return f;
-}
-
 /* Event counts as 0, 500, 1.5k, 2M: short labels under the axis. */
 static void format_count(double v, double step, char *buf, size_t len)
 {
@@ -154,15 +116,34 @@ static void format_count(double v, double step, char *buf, size_t len)
     snprintf(buf, len, "%.*f%s", decimals_for(step / div), v / div, suffix);
 }
 
-static void draw_axes(cairo_t *cr, const frame_t *f, double ystep, double xstep, uint64_t events)
+/* Text s in box b (left-aligned, centred vertically), made smaller if the
+ * font is wider than layout.c's estimate, so it never leaves its box. */
+static void text_in(cairo_t *cr, const ga_plot_rect_t *b, const char *s)
 {
+    cairo_text_extents_t e;
+    double r, g, bl;
+    cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &bl, NULL);
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.8); /* readable over the curves it sits on */
+    cairo_rectangle(cr, b->x, b->y, b->w, b->h);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, r, g, bl);
+    set_font(cr, GA_PLOT_LABEL_FONT, false);
+    cairo_text_extents(cr, s, &e);
+    if (e.x_advance > b->w - 4)
+        set_font(cr, GA_PLOT_LABEL_FONT * (b->w - 4) / e.x_advance, false);
+    text_at(cr, b->x + 2, b->y + b->h / 2, s, 0.0, 0.5);
+}
+
+static void draw_axes(cairo_t *cr, const frame_t *f, uint64_t events)
+{
+    double ystep = f->ystep, xstep = f->xstep;
     char buf[64];
     set_font(cr, 12, false);
     cairo_set_dash(cr, NULL, 0, 0);
     cairo_set_line_width(cr, 1.0);
-    /* Horizontal grid and y tick labels (GiB). */
+    /* Horizontal grid and y tick labels (in the layout's unit). */
     for (double v = 0; v <= f->ymax + ystep * 1e-6; v += ystep) {
-        double y = round(py(f, v * GIB)) + 0.5; /* on the pixel grid: crisp 1-px lines in the PNG */
+        double y = round(py(f, v)) + 0.5; /* on the pixel grid: crisp 1-px lines in the PNG */
         cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
         cairo_move_to(cr, f->x0, y);
         cairo_line_to(cr, f->x0 + f->w, y);
@@ -171,7 +152,7 @@ static void draw_axes(cairo_t *cr, const frame_t *f, double ystep, double xstep,
         cairo_move_to(cr, f->x0 - 5, y);
         cairo_line_to(cr, f->x0, y);
         cairo_stroke(cr);
-        snprintf(buf, sizeof(buf), "%.*f", decimals_for(ystep), v);
+        snprintf(buf, sizeof(buf), "%.*f", decimals_for(ystep / f->unit), v / f->unit);
         text_at(cr, f->x0 - 9, y, buf, 1.0, 0.5);
     }
     /* x ticks (event index). */
@@ -195,56 +176,61 @@ static void draw_axes(cairo_t *cr, const frame_t *f, double ystep, double xstep,
     cairo_save(cr);
     cairo_translate(cr, 22, f->y0 + f->h / 2);
     cairo_rotate(cr, -M_PI / 2);
-    text_at(cr, 0, 0, "memory (GiB)", 0.5, 0.5);
+    snprintf(buf, sizeof(buf), "memory (%s)", f->unit_name);
+    text_at(cr, 0, 0, buf, 0.5, 0.5);
     cairo_restore(cr);
 }
 
-static void draw_device_line(cairo_t *cr, const frame_t *f, uint64_t device_memory)
+/* The device: a dashed ceiling with its label, or, off the scale, an arrow
+ * pointing up beside its label at the top. */
+static void draw_device(cairo_t *cr, const frame_t *f, uint64_t device_memory)
 {
     static const double dash[] = {10.0, 5.0};
-    char buf[64];
-    double y = py(f, (double)device_memory);
     cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
     cairo_set_line_width(cr, 1.4);
-    cairo_set_dash(cr, dash, 2, 0);
-    cairo_move_to(cr, f->x0, y);
-    cairo_line_to(cr, f->x0 + f->w, y);
-    cairo_stroke(cr);
-    cairo_set_dash(cr, NULL, 0, 0);
-    set_font(cr, 11, false);
-    snprintf(buf, sizeof(buf), "device %.2f GiB", (double)device_memory / GIB);
-    text_at(cr, f->x0 + f->w - 6, y - 4, buf, 1.0, 1.0);
+    if (f->device_line) {
+        double y = py(f, (double)device_memory);
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_move_to(cr, f->x0, y);
+        cairo_line_to(cr, f->x0 + f->w, y);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+    }
+    if (!f->device_labelled)
+        return;
+    ga_plot_rect_t b = f->device_label;
+    if (f->device_above) { /* the arrow takes the box's first 14 units */
+        double ax = b.x + 6;
+        cairo_move_to(cr, ax, b.y + b.h - 1);
+        cairo_line_to(cr, ax, b.y + 2);
+        cairo_stroke(cr);
+        cairo_move_to(cr, ax - 4, b.y + 6);
+        cairo_line_to(cr, ax, b.y + 1);
+        cairo_line_to(cr, ax + 4, b.y + 6);
+        cairo_stroke(cr);
+        b.x += 14;
+        b.w -= 14;
+    }
+    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+    text_in(cr, &b, f->device_text);
 }
 
 /* One of a configuration's lines (kind), if the replay provided it. */
-static void draw_line(cairo_t *cr, const frame_t *f, const ga_series_t *s, const double *rgb, line_kind_t kind)
+static void draw_line(cairo_t *cr, const frame_t *f, size_t i, const ga_series_t *s, const double *rgb,
+                      line_kind_t kind)
 {
-    const double *line = kind == L_RESERVED ? s->reserved : kind == L_ALLOCATED ? s->allocated : s->requested;
+    const double *line = ga_plot_series_line(s, line_index(kind));
     if (line == NULL || s->n == 0)
         return;
+    double up = f->offset[i * GA_PLOT_LINES + (size_t)line_index(kind)]; /* over an earlier, identical line */
     set_line(cr, rgb, kind);
-    cairo_move_to(cr, px(f, s->event_index[0]), py(f, line[0]));
+    cairo_move_to(cr, px(f, s->event_index[0]), py(f, line[0]) - up);
     for (size_t k = 1; k < s->n; k++)
-        cairo_line_to(cr, px(f, s->event_index[k]), py(f, line[k]));
+        cairo_line_to(cr, px(f, s->event_index[k]), py(f, line[k]) - up);
     if (s->n == 1) /* a lone sample still shows as a short tick */
         cairo_rel_line_to(cr, 2, 0);
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
-}
-
-/* The value of the line at x: the last sample at or before x (samples are
- * strictly increasing in x), so a marker sits on the drawn curve. */
-static double value_at(const ga_series_t *s, const double *line, double x)
-{
-    size_t lo = 0, hi = s->n;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->event_index[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return line[lo];
 }
 
 static void draw_cross(cairo_t *cr, double x, double y, double r)
@@ -260,25 +246,29 @@ static void draw_cross(cairo_t *cr, double x, double y, double r)
     cairo_stroke(cr);
 }
 
-#define MAX_OOM_LABELS 8 /* OOM markers that get their class written by them */
-
 static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
 {
     for (size_t i = 0; i < in->n_ooms; i++) {
-        const ga_oom_marker_t *o = &in->ooms[i];
-        const ga_series_t *s = &in->series[o->series];
-        const double *line = s->reserved != NULL ? s->reserved : s->allocated != NULL ? s->allocated : s->requested;
-        double v = line != NULL && s->n > 0 ? value_at(s, line, o->event_index) : 0.0;
-        draw_cross(cr, px(f, o->event_index), py(f, v), 5.5);
-        /* The class is the point of the marker (can a setting help?); past a
-         * few the labels would only overprint each other. */
-        if (o->label != NULL && o->label[0] != '\0' && i < MAX_OOM_LABELS) {
-            set_font(cr, 11, false);
-            cairo_set_source_rgb(cr, 0.6, 0.0, 0.0);
-            double x = px(f, o->event_index);
-            bool left = x - f->x0 > 0.5 * f->w; /* on the side with room, inside the axes */
-            text_at(cr, left ? x - 8 : x + 8, py(f, v) - 8, o->label, left ? 1.0 : 0.0, 1.0);
+        double x, y;
+        ga_plot_oom_point(f, in, i, &x, &y);
+        draw_cross(cr, x, y, 5.5);
+    }
+    /* The class is the point of the marker (can a setting help?): each label
+     * in the box layout.c found free, a thin leader when stacked away. */
+    for (size_t k = 0; k < f->n_labels; k++) {
+        const ga_plot_label_t *lb = &f->labels[k];
+        double x, y;
+        ga_plot_oom_point(f, in, lb->oom, &x, &y);
+        double bx = x < lb->box.x ? lb->box.x : x > lb->box.x + lb->box.w ? lb->box.x + lb->box.w : x;
+        double by = y < lb->box.y ? lb->box.y : lb->box.y + lb->box.h;
+        cairo_set_source_rgb(cr, 0.6, 0.0, 0.0);
+        if (fabs(by - y) > 12) {
+            cairo_set_line_width(cr, 0.8);
+            cairo_move_to(cr, x, y);
+            cairo_line_to(cr, bx, by);
+            cairo_stroke(cr);
         }
+        text_in(cr, &lb->box, lb->text);
     }
 }
 
@@ -297,6 +287,33 @@ static double key_entry(cairo_t *cr, double x, double y, const double *rgb, line
     return x + 36 + e.x_advance + 26;
 }
 
+static const char *series_name(const ga_plot_input_t *in, size_t i)
+{
+    const char *label = in->series[i].label;
+    return label != NULL && label[0] != '\0' ? label : "defaults";
+}
+
+/* A configuration's legend row: its name, and which of its lines are drawn
+ * higher than their values because they coincide with an earlier row's. */
+static void legend_text(const ga_plot_input_t *in, const frame_t *f, size_t i, char *buf, size_t len)
+{
+    static const char *const names[] = {"requested", "allocated", "reserved"};
+    int n = snprintf(buf, len, "%s", series_name(in, i));
+    bool any = false;
+    size_t last = 0;
+    for (int k = 0; k < GA_PLOT_LINES && n > 0 && (size_t)n < len; k++) {
+        size_t same = f->same_as[i * GA_PLOT_LINES + (size_t)k];
+        if (same == SIZE_MAX)
+            continue;
+        n += snprintf(buf + n, len - (size_t)n, "%s%s", any ? ", " : "  (", names[k]);
+        last = same;
+        any = true;
+    }
+    if (any && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, " overlapping those of %s: drawn %g px higher)", series_name(in, last),
+                 GA_PLOT_OFFSET_PX);
+}
+
 static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
 {
     static const double grey[] = {0.25, 0.25, 0.25};
@@ -312,7 +329,7 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
         text_at(cr, x + 22, y, "out of memory", 0.0, 0.5);
         x += 130;
     }
-    if (in->device_memory > 0) {
+    if (f->device_line) { /* an arrow label names a device off the scale */
         static const double dash[] = {10.0, 5.0};
         cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
         cairo_set_line_width(cr, 1.4);
@@ -331,15 +348,17 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
         cairo_rectangle(cr, f->x0 + 4, ry - 6, 22, 12);
         cairo_fill(cr);
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        const char *label = in->series[i].label;
-        text_at(cr, f->x0 + 36, ry, label != NULL && label[0] != '\0' ? label : "defaults", 0.0, 0.5);
+        char text[512];
+        legend_text(in, f, i, text, sizeof(text));
+        text_at(cr, f->x0 + 36, ry, text, 0.0, 0.5);
     }
 }
 
-void ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
+cairo_status_t ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
 {
-    double ystep, xstep;
-    frame_t f = make_frame(in, &ystep, &xstep);
+    frame_t f;
+    if (ga_plot_layout_make(in, &f) != 0)
+        return CAIRO_STATUS_NO_MEMORY;
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
 
@@ -350,20 +369,21 @@ void ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
     cairo_set_source_rgb(cr, 0.05, 0.05, 0.05);
     text_at(cr, GA_PLOT_WIDTH / 2, 22, title, 0.5, 0.0);
 
-    draw_axes(cr, &f, ystep, xstep, in->events);
+    draw_axes(cr, &f, in->events);
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.w, f.h);
     cairo_clip(cr);
-    if (in->device_memory > 0)
-        draw_device_line(cr, &f, in->device_memory);
     /* Requested, then allocated, then reserved, each over every configuration:
      * requested is the same in every configuration (the trace fixes it) and
      * allocated nearly so, while reserved is what the configurations change,
      * so it goes on top where no other line hides it. */
     for (int kind = L_REQUESTED; kind >= L_RESERVED; kind--)
         for (size_t i = 0; i < in->n_series; i++)
-            draw_line(cr, &f, &in->series[i], palette[i % N_COLORS], (line_kind_t)kind);
+            draw_line(cr, &f, i, &in->series[i], palette[i % N_COLORS], (line_kind_t)kind);
     cairo_restore(cr);
-    draw_ooms(cr, &f, in); /* unclipped: a cross at the edge stays whole */
+    draw_device(cr, &f, in->device_memory); /* its label over the lines, in its own box */
+    draw_ooms(cr, &f, in);                  /* unclipped: a cross at the edge stays whole */
     draw_legend(cr, &f, in);
+    ga_plot_layout_free(&f);
+    return cairo_status(cr);
 }

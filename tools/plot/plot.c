@@ -81,8 +81,7 @@ static cairo_status_t render(format_t fmt, const ga_plot_input_t *in, sink_t *si
     cairo_status_t st = cairo_surface_status(surface);
     if (st == CAIRO_STATUS_SUCCESS) {
         cairo_t *cr = cairo_create(surface);
-        ga_plot_draw(cr, in);
-        st = cairo_status(cr);
+        st = ga_plot_draw(cr, in);
         cairo_destroy(cr);
     }
     if (st == CAIRO_STATUS_SUCCESS && fmt == FMT_PNG)

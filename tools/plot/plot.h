@@ -3,11 +3,15 @@
  * (tools/plot/series.h: per configuration requested / allocated / reserved bytes at
  * sampled event indices, plus OOM markers), to a PNG or SVG file with cairo.
  *
- * The plot: bytes on a GiB axis against the event index; per configuration one
- * colour, reserved as a solid line, allocated dashed, requested dotted; OOMs
- * as red crosses on the configuration's reserved curve; the device size as a
- * grey dashed ceiling; a title, axis labels and ticks, and a legend under the
- * axes (a line-style key, then one colour per configuration).
+ * The plot: bytes against the event index, the y axis scaled to the job in
+ * the unit that suits it; per configuration one colour, reserved as a solid
+ * line, allocated dashed, requested dotted (a line that coincides with an
+ * earlier configuration's drawn a few pixels higher, said in the legend); OOMs
+ * as red crosses on the configuration's reserved curve, labelled with their
+ * class; the device size as a grey dashed ceiling, or an arrow label when it
+ * is far above the data; a title, axis labels and ticks, and a legend under
+ * the axes (a line-style key, then one colour per configuration). Labels never
+ * overlap. layout.h holds these rules.
  *
  * Thread-safety: ga_plot_write uses only its arguments and cairo objects it
  * creates (cairo and fontconfig lock their own shared caches), so calls

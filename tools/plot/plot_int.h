@@ -8,17 +8,16 @@
 
 #include <cairo.h>
 
+#include "tools/plot/layout.h"
 #include "tools/plot/plot.h"
-
-/* Canvas width in pixels (PNG) or points (SVG). */
-#define GA_PLOT_WIDTH 1200.0
 
 /* ga_plot_height: the canvas height for in: the axes plus a legend row per
  * configuration. */
 double ga_plot_height(const ga_plot_input_t *in);
 
 /* ga_plot_draw: draw everything on cr, a fresh context of a GA_PLOT_WIDTH x
- * ga_plot_height(in) surface. Errors stay in cr's status (cairo_status). */
-void ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in);
+ * ga_plot_height(in) surface, as layout.h places it. Returns cr's status, or
+ * CAIRO_STATUS_NO_MEMORY when the layout could not be made. */
+cairo_status_t ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in);
 
 #endif /* GA_TOOLS_PLOT_PLOT_INT_H */

@@ -111,20 +111,27 @@ bool ga_units_parse_fraction(const char *s, size_t n, double *out)
     return true;
 }
 
+static void format_magnitude(const char *sign, uint64_t b, char *buf, size_t len)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (b <= 1024) {
+        snprintf(buf, len, "%s%llu bytes", sign, (unsigned long long)b);
+        return;
+    }
+    size_t u = 0; /* the largest unit the value is above, as format_size picks it */
+    while (u + 1 < sizeof(unit) / sizeof(unit[0]) && b > (uint64_t)1 << (10 * (u + 2)))
+        u++;
+    snprintf(buf, len, "%s%.2f %s", sign, (double)b / (double)((uint64_t)1 << (10 * (u + 1))), unit[u]);
+}
+
 void ga_units_format_bytes(int64_t bytes, char *buf, size_t len)
 {
-    const char *sign = bytes < 0 ? "-" : "";
-    uint64_t b = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
-    if (b <= 1024)
-        snprintf(buf, len, "%s%llu bytes", sign, (unsigned long long)b);
-    else if (b <= ((uint64_t)1 << 20))
-        snprintf(buf, len, "%s%.2f KiB", sign, (double)b / 1024.0);
-    else if (b <= ((uint64_t)1 << 30))
-        snprintf(buf, len, "%s%.2f MiB", sign, (double)b / 1048576.0);
-    else if (b <= ((uint64_t)1 << 40))
-        snprintf(buf, len, "%s%.2f GiB", sign, (double)b / 1073741824.0);
-    else
-        snprintf(buf, len, "%s%.2f TiB", sign, (double)b / 1099511627776.0);
+    format_magnitude(bytes < 0 ? "-" : "", bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes, buf, len);
+}
+
+void ga_units_format_size(uint64_t bytes, char *buf, size_t len)
+{
+    format_magnitude("", bytes, buf, len);
 }
 
 void ga_units_format_count(uint64_t n, char *buf, size_t len)

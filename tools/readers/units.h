@@ -31,8 +31,13 @@ bool ga_units_parse_size(const char *s, size_t n, uint64_t *out);
 bool ga_units_parse_fraction(const char *s, size_t n, double *out);
 
 /* ga_units_format_bytes: "512 bytes", "1.50 KiB", "2.00 MiB", "79.80 GiB",
- * "1.25 TiB" (PyTorch's format_size plus TiB; negative values get a sign). */
+ * "1.25 TiB", up to "16.00 EiB" (PyTorch's format_size plus TiB, PiB, EiB;
+ * negative values get a sign). For a signed figure (a stat, a difference). */
 void ga_units_format_bytes(int64_t bytes, char *buf, size_t len);
+
+/* ga_units_format_size: the same for an unsigned size (a request, a device),
+ * so one near 2^64 prints as the size it is, never as a negative. */
+void ga_units_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* ga_units_format_count: 1234567 -> "1,234,567". */
 void ga_units_format_count(uint64_t n, char *buf, size_t len);

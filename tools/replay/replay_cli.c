@@ -183,6 +183,12 @@ static int parse_args(cli_t *c, int argc, char **argv)
         return usage_error("--snapshot %s: not available yet (the snapshot writer is not in this build)", c->snapshot);
     if (c->plot != NULL && !ga_outputs_have_plot())
         return usage_error("--plot %s: not available yet (the plot writer is not in this build)", c->plot);
+    /* Before the replay, not after minutes of it. */
+    char err[512];
+    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
+        return usage_error("--plot %s", err);
+    if (c->snapshot != NULL && ga_outputs_check_writable(c->snapshot, err, sizeof(err)) != 0)
+        return usage_error("--snapshot %s", err);
     return 0;
 }
 
@@ -250,9 +256,9 @@ static int judge(const ga_replay_t *rp, const char *plot_path, const char *title
 {
     int code = GA_EXIT_OK;
     t->rp = rp;
-    if (rp->read_failed) {
+    if (rp->read_failed) { /* no verdict and no plot of a trace cut short (report) */
         t->error = rp->read_error;
-        code = GA_EXIT_USAGE;
+        return GA_EXIT_USAGE;
     }
     for (size_t i = 0; i < rp->n_cols; i++) {
         if (rp->cols[i].create_status != GALLOC_OK || rp->cols[i].snapshot_error[0])
@@ -271,15 +277,28 @@ static int judge(const ga_replay_t *rp, const char *plot_path, const char *title
     return code;
 }
 
-/* The problems on stderr, then the report on stdout. */
-static void report(cli_t *c, const ga_report_trace_t *t, const char *title)
+/* Every problem once, on stderr; then the report on stdout. A trace that
+ * failed to read has no verdict: a table of the events before the error
+ * would read as "fits", so text prints nothing and JSON an entry with the
+ * error and no results. */
+static void report(cli_t *c, ga_report_trace_t *t, const char *title)
 {
     if (t->error != NULL)
         fprintf(stderr, "galloc replay: %s\n", t->error);
-    for (size_t i = 0; t->rp != NULL && i < t->rp->n_cols; i++)
-        if (t->rp->cols[i].create_status != GALLOC_OK)
-            fprintf(stderr, "galloc replay: %s: configuration \"%s\": %s\n", title, t->rp->cols[i].label,
-                    t->rp->cols[i].create_error);
+    for (size_t i = 0; t->rp != NULL && i < t->rp->n_cols; i++) {
+        const ga_replay_column_t *col = &t->rp->cols[i];
+        if (col->create_status != GALLOC_OK)
+            fprintf(stderr, "galloc replay: %s: configuration \"%s\": %s\n", title, col->label, col->create_error);
+        if (col->snapshot_path != NULL && col->snapshot_error[0])
+            fprintf(stderr, "galloc replay: %s: configuration \"%s\": snapshot: %s\n", title, col->label,
+                    col->snapshot_error);
+    }
+    if (t->plot_error != NULL)
+        fprintf(stderr, "galloc replay: %s: plot: %s\n", title, t->plot_error);
+    if (t->error != NULL)
+        t->rp = NULL;
+    if (t->error != NULL && !c->json)
+        return;
     if (c->json) {
         ga_report_json_trace(stdout, t, c->first_json);
         c->first_json = false;
@@ -396,17 +415,12 @@ int ga_replay_main(int argc, char **argv)
         if (ga_reader_open(path, c.format, &r, err, sizeof(err)) != 0) {
             fprintf(stderr, "galloc replay: %s\n", err);
             code = GA_EXIT_USAGE;
-            if (c.verify)
-                continue; /* the message is the report */
-            ga_report_trace_t t = {.path = path, .unit = "", .format = c.format, .backend = backend,
-                                   .error = err};
-            if (c.json) {
+            if (c.json && !c.verify) { /* the document still lists every file named */
+                ga_report_trace_t t = {.path = path, .unit = "", .format = c.format, .backend = backend,
+                                       .error = err};
                 ga_report_json_trace(stdout, &t, c.first_json);
                 c.first_json = false;
-            } else {
-                ga_report_text(stdout, &t);
             }
-            code = GA_EXIT_USAGE;
             continue;
         }
         if (c.verify) {

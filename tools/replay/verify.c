@@ -137,7 +137,7 @@ static void describe(const ga_dev_event_t *e, char *out, size_t len)
         return;
     }
     char sz[32];
-    ga_units_format_bytes((int64_t)e->size, sz, sizeof(sz));
+    ga_units_format_size(e->size, sz, sizeof(sz));
     int n = snprintf(out, len, "%s %" PRIu64 " bytes (%s)", ga_dev_action_name(e->action), e->size, sz);
     if (n > 0 && (size_t)n < len && e->action == GA_DEV_SEGMENT_FREE)
         snprintf(out + n, len - (size_t)n, " of segment #%" PRId64, e->segment);
@@ -168,11 +168,11 @@ typedef struct outcome {
 static void report_text(FILE *out, const outcome_t *o)
 {
     char mem[32];
-    ga_units_format_bytes((int64_t)o->device_memory, mem, sizeof(mem));
+    ga_units_format_size(o->device_memory, mem, sizeof(mem));
     fprintf(out, "== %s%s%s: verify (settings: %s; sim device %s)\n", o->path, o->unit[0] ? " " : "", o->unit,
             o->settings == NULL ? "-" : o->settings[0] ? o->settings : "PyTorch's defaults", mem);
     if (o->error != NULL) {
-        fprintf(out, "cannot verify: %s\nverdict: cannot verify\n\n", o->error);
+        fprintf(out, "verdict: cannot verify (the reason is on stderr)\n\n");
         return;
     }
     if (o->seed != NULL)
@@ -351,6 +351,8 @@ int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verif
     code = c.diverged || c.seg_first[0] ? 1 : 0;
 report:
     oc.error = code == 2 ? err : NULL;
+    if (oc.error != NULL) /* an error, said once on stderr like every other */
+        fprintf(stderr, "galloc replay: %s%s%s: cannot verify: %s\n", path, oc.unit[0] ? " " : "", oc.unit, err);
     if (o->json)
         report_json(out, &oc, first);
     else

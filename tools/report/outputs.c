@@ -6,9 +6,12 @@
  */
 #include "tools/report/outputs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef GA_TOOLS_HAVE_PLOT
 #include "tools/plot/plot.h"
@@ -103,10 +106,31 @@ int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size
 #endif
 }
 
+int ga_outputs_check_writable(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        close(fd);
+        (void)unlink(path); /* made only to prove it can be */
+        return 0;
+    }
+    if (errno == EEXIST) {
+        fd = open(path, O_WRONLY | O_CLOEXEC); /* no O_TRUNC: the old file stays until the new one is written */
+        if (fd >= 0) {
+            close(fd);
+            return 0;
+        }
+    }
+    snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    return -1;
+}
+
 int ga_outputs_plot_check(const char *path, char *err, size_t errlen)
 {
 #ifdef GA_TOOLS_HAVE_PLOT
-    return ga_plot_check_path(path, err, errlen) == 0 ? 0 : -1;
+    if (ga_plot_check_path(path, err, errlen) != 0)
+        return -1;
+    return ga_outputs_check_writable(path, err, errlen);
 #else
     snprintf(err, errlen, "%s: --plot is not available yet in this build", path);
     return -1;

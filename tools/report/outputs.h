@@ -39,8 +39,15 @@ extern const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops;
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen);
 
 /* ga_outputs_plot_check: whether path names a plot format this build can
- * write, checked before a long run rather than after it. 0, or -1 with err. */
+ * write and can be created (ga_outputs_check_writable), checked before a long
+ * run rather than after it. 0, or -1 with err. */
 int ga_outputs_plot_check(const char *path, char *err, size_t errlen);
+
+/* ga_outputs_check_writable: whether path can be created or, existing,
+ * written: its directory exists and is writable. Leaves no file behind and an
+ * existing one untouched. The numbered names (ga_outputs_name) share path's
+ * directory, so checking path answers for them. 0, or -1 with err. */
+int ga_outputs_check_writable(const char *path, char *err, size_t errlen);
 
 /* One configuration's lines on a plot, as a replay left them. */
 typedef struct ga_plot_run {

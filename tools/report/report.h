@@ -34,7 +34,9 @@ typedef struct ga_report_trace {
     const struct ga_seed *seed; /* the mid-run state seeded before the replay (seed.h), NULL if none */
 } ga_report_trace_t;
 
-/* Text: a table per trace, a column per configuration, then OOM details. */
+/* Text: a table per trace, a column per configuration, then OOM details.
+ * Nothing for a trace with an error (rp NULL or error set): the caller says
+ * it on stderr, and a replay cut short has no verdict. */
 void ga_report_text(FILE *out, const ga_report_trace_t *t);
 
 /* JSON: begin writes the document's head, trace one entry of "traces",

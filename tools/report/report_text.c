@@ -133,7 +133,7 @@ static void header(FILE *out, const ga_report_trace_t *t)
         return;
     }
     ga_units_format_count(rp->events, ev, sizeof(ev));
-    ga_units_format_bytes((int64_t)rp->device_memory, mem, sizeof(mem));
+    ga_units_format_size(rp->device_memory, mem, sizeof(mem));
     fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
     /* Said up front: the column header alone would not tell the snapshot's
      * own settings from PyTorch's defaults. */
@@ -149,13 +149,13 @@ static void header(FILE *out, const ga_report_trace_t *t)
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
 {
     char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32], lim[32];
-    ga_units_format_bytes((int64_t)f->size, sz, sizeof(sz));
+    ga_units_format_size(f->size, sz, sizeof(sz));
     ga_units_format_bytes(f->live, live, sizeof(live));
     ga_units_format_bytes(f->cached_free, cached, sizeof(cached));
     ga_units_format_bytes(f->largest_free_block, largest, sizeof(largest));
-    ga_units_format_bytes((int64_t)f->usable_free, dfree, sizeof(dfree));
-    ga_units_format_bytes((int64_t)f->device_total, dtot, sizeof(dtot));
-    ga_units_format_bytes((int64_t)f->limit, lim, sizeof(lim));
+    ga_units_format_size(f->usable_free, dfree, sizeof(dfree));
+    ga_units_format_size(f->device_total, dtot, sizeof(dtot));
+    ga_units_format_size(f->limit, lim, sizeof(lim));
     bool capped = f->fraction < 1.0;
     /* Each class gets only the advice that can work for it: allocator
      * settings for fragmentation (the bytes exist, not in one piece), less
@@ -187,7 +187,7 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
         const ga_replay_oom_t *o = &c->ooms[k];
         char ev[32], sz[32];
         ga_units_format_count(o->event, ev, sizeof(ev));
-        ga_units_format_bytes((int64_t)o->size, sz, sizeof(sz));
+        ga_units_format_size(o->size, sz, sizeof(sz));
         fprintf(out, "%s OOM at event %s", tag, ev);
         if (o->prologue)
             fprintf(out, " (recreating a block live before the trace began)");
@@ -217,7 +217,7 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
     if (cells == NULL || w == NULL) {
         free(cells);
         free(w);
-        fprintf(out, "error: out of host memory\n");
+        fprintf(stderr, "galloc replay: out of host memory\n");
         return false;
     }
     for (size_t i = 0; i < nc; i++) {
@@ -255,28 +255,21 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
 }
 
 /* What a column has to say beyond its cells: creation failure, OOM details,
- * failed calls, trace anomalies, its snapshot. */
+ * failed calls, trace anomalies, its snapshot (failures are on stderr). */
 static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_column_t *c, const char *tag)
 {
-    if (c->create_status != GALLOC_OK)
-        fprintf(out, "%s could not create the allocator (%s): %s\n", tag, galloc_status_name(c->create_status),
-                c->create_error);
     oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
     if (c->errors)
         fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
     if (c->unmatched || c->duplicates)
         fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
                      " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
-    if (c->snapshot_path != NULL) {
-        if (c->snapshot_error[0])
-            fprintf(out, "%s snapshot: %s\n", tag, c->snapshot_error);
-        else
-            fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
-    }
+    if (c->snapshot_path != NULL && !c->snapshot_error[0]) /* a failure is said on stderr (replay_cli.c) */
+        fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
 }
 
 /* What the trace as a whole has to say: how it started, what was skipped,
- * the read rate, the plot, a read error. */
+ * the read rate, the plot. */
 static void trace_notes(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
@@ -295,19 +288,13 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
     fprintf(out, "read %" PRIu64 " events in %.3f s (%s)\n", rp->events, rp->read_seconds, rs);
     if (t->plot_path != NULL)
         fprintf(out, "plot written to %s\n", t->plot_path);
-    if (t->plot_error != NULL)
-        fprintf(out, "plot: %s\n", t->plot_error);
-    if (t->error != NULL)
-        fprintf(out, "error: %s (results cover the events before it)\n", t->error);
 }
 
 void ga_report_text(FILE *out, const ga_report_trace_t *t)
 {
+    if (t->rp == NULL || t->error != NULL)
+        return; /* the caller said why on stderr; a partial replay has no verdict */
     header(out, t);
-    if (t->rp == NULL) {
-        fprintf(out, "error: %s\n\n", t->error ? t->error : "unknown");
-        return;
-    }
     const ga_replay_t *rp = t->rp;
     bool legend = false;
     for (size_t i = 0; i < rp->n_cols; i++)
