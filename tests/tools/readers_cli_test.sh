@@ -53,9 +53,25 @@ if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     { head -c $((size - 8)) "$KT"; printf '\001\002\003\004'; tail -c 4 "$KT"; } >"$TMP/crc.json.gz"
     expect_exit 2 "gzip with a bad CRC" -- "$GALLOC" replay "$TMP/crc.json.gz"
     expect_in "$TMP/err" "crc.json.gz: gzip stream corrupt at byte $((size - 4)): incorrect data check" "bad CRC"
+    # Umpire's 2022 layout, plain and gzipped: 1,642 allocates, 1,642
+    # deallocates and 27 self-done reallocates (one alloc + one free each).
+    UT="$SHARED/umpire-devices.replay"
+    expect_exit 0 "replay of the real umpire log" -- "$GALLOC" replay "$UT"
+    expect_in "$TMP/out" "(umpire, 3,338 events" "real umpire log"
+    expect_in "$TMP/out" "peak requested                  496 bytes" "real umpire log"
+    gzip -c "$UT" >"$TMP/umpire.log"
+    expect_exit 0 "replay of the gzipped umpire log" -- "$GALLOC" replay "$TMP/umpire.log"
+    expect_in "$TMP/out" "(umpire, 3,338 events" "gzipped umpire log"
 else
     echo "SKIP: real traces not found in $SHARED (set GALLOC_SHARED_TRACES)" >&2
 fi
+
+# A forced format that finds no events exits 2 saying so (it used to report "fits").
+printf '{"foo":1}\n{"bar":2}\n' >"$TMP/nothing.jsonl"
+expect_exit 2 "forced format, no events" -- "$GALLOC" replay --format umpire "$TMP/nothing.jsonl"
+expect_in "$TMP/err" "nothing.jsonl: no events found reading it as --format umpire (2 entries skipped)" "no events"
+expect_exit 2 "fit, forced format, no events" -- "$GALLOC" fit --format umpire "$TMP/nothing.jsonl"
+expect_in "$TMP/err" "no events found reading it as --format umpire" "fit, no events"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures failure(s)" >&2
