@@ -66,6 +66,18 @@ else
     echo "SKIP: real traces not found in $SHARED (set GALLOC_SHARED_TRACES)" >&2
 fi
 
+# Older snapshot layouts (tests/tools/data/make_old_snapshots.py): a bare
+# list of segments replays its live blocks (4 on device 0, 1 on device 1);
+# one without live blocks has nothing to replay and exits 2.
+OLD="$RUNFILES/tests/tools/data"
+expect_exit 0 "bare list of segments" -- "$GALLOC" replay "$OLD/torch_segments_list.pickle"
+expect_in "$TMP/out" "device 0 (torch, 4 events" "bare list, device 0"
+expect_in "$TMP/out" "device 1 (torch, 1 events" "bare list, device 1"
+expect_exit 0 "PyTorch 2.0 snapshot" -- "$GALLOC" replay "$OLD/torch20_snapshot.pickle"
+expect_in "$TMP/out" "device 0 (torch, 4 events" "2.0 snapshot, device 0"
+expect_exit 2 "bare list without live blocks" -- "$GALLOC" replay "$OLD/torch_segments_idle.pickle"
+expect_in "$TMP/err" "with no allocated block: it holds no trace, so there is nothing to replay" "idle list"
+
 # A forced format that finds no events exits 2 saying so (it used to report "fits").
 printf '{"foo":1}\n{"bar":2}\n' >"$TMP/nothing.jsonl"
 expect_exit 2 "forced format, no events" -- "$GALLOC" replay --format umpire "$TMP/nothing.jsonl"

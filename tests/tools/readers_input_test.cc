@@ -122,6 +122,91 @@ TEST(GzipInput, CorruptAndTruncatedStreams)
     EXPECT_EQ(h.err, p + ": gzip stream corrupt at byte 4: unknown compression method");
 }
 
+// The older snapshot fixtures (tests/tools/data/make_old_snapshots.py).
+std::string OldSnapshot(const std::string &name)
+{
+    const char *srcdir = std::getenv("TEST_SRCDIR");
+    const char *ws = std::getenv("TEST_WORKSPACE");
+    std::string rel = "tests/tools/data/" + name;
+    return srcdir != nullptr && ws != nullptr ? std::string(srcdir) + "/" + ws + "/" + rel : rel;
+}
+
+struct Ev {
+    ga_event_kind_t kind;
+    uint64_t id, size;
+    bool prologue;
+};
+
+void ExpectEvents(const std::vector<ga_event_t> &got, size_t from, const std::vector<Ev> &want)
+{
+    ASSERT_GE(got.size(), from + want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+        const ga_event_t &e = got[from + i];
+        EXPECT_EQ(e.kind, want[i].kind) << i;
+        EXPECT_EQ(e.id, want[i].id) << std::hex << i;
+        EXPECT_EQ(e.size, want[i].size) << i;
+        EXPECT_EQ((e.flags & GA_EVF_PROLOGUE) != 0, want[i].prologue) << i;
+    }
+}
+
+const uint64_t kS0 = 0x7F3A00000000, kS1 = 0x7F3A01400000, kS2 = 0x7F4C00000000, kMB = 1 << 20;
+
+// PyTorch 2.0: blocks without 'address' (the segment's address plus the
+// sizes before) and without 'requested_size' (history[0].real_size).
+// Device 0: 3 live blocks the trace never mentions (the prologue), then its
+// one trace entry; device 1: 1 live block.
+TEST(OldSnapshots, Torch20BlocksWithoutAddress)
+{
+    Read r(OldSnapshot("torch20_snapshot.pickle"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.format, GA_FORMAT_TORCH);
+    ASSERT_EQ(r.units, 2u);
+    ASSERT_EQ(r.ev.size(), 5u);
+    ExpectEvents(r.ev, 0,
+                 {{GA_EV_ALLOC, kS0, 8000000, true},
+                  {GA_EV_ALLOC, kS1, 500, true},
+                  {GA_EV_ALLOC, kS1 + 512, 1000, true},
+                  {GA_EV_ALLOC, kS0 + 10 * kMB, 10000000, false},
+                  {GA_EV_ALLOC, kS2 + 8192, 4000, true}});
+}
+
+// torch.cuda.memory_snapshot()'s bare list of segments: no trace, so it
+// replays as the state it records (every live block, as a prologue).
+TEST(OldSnapshots, BareListOfSegments)
+{
+    Read r(OldSnapshot("torch_segments_list.pickle"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.units, 2u);
+    ASSERT_EQ(r.ev.size(), 5u);
+    ExpectEvents(r.ev, 0,
+                 {{GA_EV_ALLOC, kS0, 8000000, true},
+                  {GA_EV_ALLOC, kS0 + 10 * kMB, 10000000, true},
+                  {GA_EV_ALLOC, kS1, 500, true},
+                  {GA_EV_ALLOC, kS1 + 512, 1000, true},
+                  {GA_EV_ALLOC, kS2 + 8192, 4000, true}});
+    uint64_t bytes = 0;
+    for (const ga_event_t &e : r.ev)
+        bytes += e.size;
+    EXPECT_EQ(bytes, 18005500u);
+}
+
+// What cannot be replayed says what was expected and what was found.
+TEST(OldSnapshots, ErrorsNameTheLayout)
+{
+    std::string p = OldSnapshot("torch_segments_idle.pickle");
+    Read idle(p);
+    EXPECT_EQ(idle.rc, -1);
+    EXPECT_EQ(idle.err, p + ": a list of 1 segment (torch.cuda.memory_snapshot(), or PyTorch 1.13's _snapshot()) "
+                            "with no allocated block: it holds no trace, so there is nothing to replay (record one "
+                            "with torch.cuda.memory._record_memory_history() and _dump_snapshot())");
+    p = OldSnapshot("torch20_noaddr.pickle");
+    Read na(p);
+    EXPECT_EQ(na.rc, -1);
+    EXPECT_EQ(na.err, p + ": segments[0].blocks[1]: expected a live block with int 'size' and 'address' (PyTorch "
+                          "2.1+) or a segment 'address' to count from (2.0); found 'size' an int, 'address' missing, "
+                          "and no int segment 'address'");
+}
+
 // A 200 MB file with a snapshot's pickle header and garbage after it (sparse:
 // no disk) is refused at the first bad opcode without being read whole: the
 // snapshot cache maps the file, and the decoder touches only what it parses.

@@ -208,8 +208,8 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
                 snprintf(err, errlen, "%s: empty file, not a trace", path);
             else if (p[0] == '{' || p[0] == '[')
                 snprintf(err, errlen, "%s: JSON that is neither an Umpire replay log (lines with \"kind\":\"replay\" "
-                                      "or \"category\" and \"name\") nor a Chrome trace with \"traceEvents\"; galloc reads snapshots as pickles "
-                                      "(torch.cuda.memory._dump_snapshot)",
+                                      "or \"category\" and \"name\") nor a Chrome trace with \"traceEvents\"; "
+                                      "galloc reads snapshots as pickles (torch.cuda.memory._dump_snapshot)",
                          path);
             else
                 snprintf(err, errlen, "%s:1: cannot tell the trace format from \"%s\": expected an RMM CSV "
