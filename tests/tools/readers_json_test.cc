@@ -3,8 +3,10 @@
 // exact events; truncated or garbled files give -1 with a message naming the
 // file and the line or byte, never a crash.
 #include <string>
+#include <unordered_map>
 
 #include "tests/tools/readers_util.h"
+#include "tests/tools/shared_traces.h"
 
 namespace {
 
@@ -55,6 +57,142 @@ TEST(UmpireReader, HandMadeLog)
     ga_format_t f;
     ASSERT_TRUE(ga_reader_format_parse("umpire", &f));
     EXPECT_EQ(f, GA_FORMAT_UMPIRE);
+}
+
+// The 2022 layout (category/name/numeric_args/string_args), every
+// reallocate case as Umpire logs it: with its own allocate/copy/deallocate
+// between the call and result lines (nothing added), from a null pointer,
+// and by a resource that reallocates itself, moving or in place.
+const char *const kUmpire2022 =
+    "{\"category\":\"metadata\",\"name\":\"version\",\"numeric_args\":{\"major\":2022,\"minor\":3,\"patch\":1},"
+    "\"string_args\":{\"rc\":\"5d67af28\"},\"tags\":{},\"timestamp\":1}\n"
+    "{\"category\":\"operation\",\"name\":\"make_memory_resource\",\"numeric_args\":{\"introspection\":1},"
+    "\"string_args\":{\"allocator_ref\":\"0x10379980\"},\"tags\":{\"allocator_name\":\"HOST\"},\"timestamp\":2}\n"
+    // 3: allocate
+    "{\"category\":\"operation\",\"name\":\"allocate\",\"numeric_args\":{\"size\":128},"
+    "\"string_args\":{\"allocator_ref\":\"0x10379980\",\"pointer\":\"0x1037a4e0\"},\"tags\":{},\"timestamp\":3}\n"
+    // 4-8: a reallocate through allocate, copy, deallocate
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{\"size\":256},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"current_ptr\":\"0x1037a4e0\"},\"tags\":{},\"timestamp\":4}\n"
+    "{\"category\":\"operation\",\"name\":\"allocate\",\"numeric_args\":{\"size\":256},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"pointer\":\"0x2000\"},\"tags\":{},\"timestamp\":5}\n"
+    "{\"category\":\"operation\",\"name\":\"copy\",\"numeric_args\":{\"dst_offset\":0,\"size\":128,\"src_offset\":0},"
+    "\"string_args\":{\"dst\":\"0x2000\",\"src\":\"0x1037a4e0\"},\"tags\":{},\"timestamp\":6}\n"
+    "{\"category\":\"operation\",\"name\":\"deallocate\","
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"pointer\":\"0x1037a4e0\"},\"tags\":{},\"timestamp\":7}\n"
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"new_ptr\":\"0x2000\"},\"tags\":{},\"timestamp\":8}\n"
+    // 9-10: a resource's own realloc that moves the block: alloc new, free old
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{\"size\":36},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"current_ptr\":\"0x2000\"},\"tags\":{},\"timestamp\":9}\n"
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"new_ptr\":\"0x3000\"},\"tags\":{},\"timestamp\":10}\n"
+    // 11-12: in place: free, then alloc of the new size
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{\"size\":4},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"current_ptr\":\"0x3000\"},\"tags\":{},\"timestamp\":11}\n"
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"new_ptr\":\"0x3000\"},\"tags\":{},\"timestamp\":12}\n"
+    // 13-14: from a null pointer, by the resource itself: alloc only
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{\"size\":8},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"current_ptr\":\"0\"},\"tags\":{},\"timestamp\":13}\n"
+    "{\"category\":\"operation\",\"name\":\"reallocate\",\"numeric_args\":{},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"new_ptr\":\"0x4000\"},\"tags\":{},\"timestamp\":14}\n"
+    // 15: memory Umpire did not allocate: skipped
+    "{\"category\":\"operation\",\"name\":\"register_external_allocation\",\"numeric_args\":{\"size\":64},"
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"pointer\":\"0x9000\"},\"tags\":{},\"timestamp\":15}\n"
+    "{\"category\":\"operation\",\"name\":\"deallocate\","
+    "\"string_args\":{\"allocator_ref\":\"0x1\",\"pointer\":\"0x3000\"},\"tags\":{},\"timestamp\":16}\n";
+
+TEST(UmpireReader, Layout2022AndReallocate)
+{
+    Read r(Write("u2022.replay", kUmpire2022));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.format, GA_FORMAT_UMPIRE);
+    struct Want {
+        ga_event_kind_t kind;
+        uint64_t id, size, where;
+    };
+    const Want want[] = {
+        {GA_EV_ALLOC, 0x1037a4e0, 128, 3}, {GA_EV_ALLOC, 0x2000, 256, 5}, {GA_EV_FREE, 0x1037a4e0, 0, 7},
+        {GA_EV_ALLOC, 0x3000, 36, 10},     {GA_EV_FREE, 0x2000, 0, 10},   {GA_EV_FREE, 0x3000, 0, 12},
+        {GA_EV_ALLOC, 0x3000, 4, 12},      {GA_EV_ALLOC, 0x4000, 8, 14},  {GA_EV_FREE, 0x3000, 0, 16},
+    };
+    ASSERT_EQ(r.ev.size(), sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < r.ev.size(); i++) {
+        EXPECT_EQ(r.ev[i].kind, want[i].kind) << i;
+        EXPECT_EQ(r.ev[i].id, want[i].id) << i;
+        if (want[i].kind == GA_EV_ALLOC)
+            EXPECT_EQ(r.ev[i].size, want[i].size) << i;
+        else
+            EXPECT_EQ(r.ev[i].stream, GA_STREAM_NONE) << i;
+        EXPECT_EQ(r.ev[i].where, want[i].where) << i;
+    }
+    // version, make_memory_resource, copy, the 4 call lines of a reallocate,
+    // the result line of the one replayed through its own lines, and
+    // register_external_allocation.
+    EXPECT_EQ(r.notes.skipped, 9u);
+
+    std::string p = Write("u2022bad.replay", "{\"category\":\"operation\",\"name\":\"allocate\","
+                                             "\"string_args\":{\"pointer\":\"0x10\"}}\n");
+    Read b(p);
+    EXPECT_EQ(b.rc, -1);
+    EXPECT_EQ(b.err, p + ":1: allocate without string_args.pointer and numeric_args.size");
+}
+
+// The real log of shared/traces (Umpire's replay test program, 2022.3.1:
+// allocate 1,642, deallocate 1,642, reallocate 672 lines). 309 of its 336
+// reallocates go through logged allocate/deallocate lines; 27 are done by a
+// resource itself (8 moves, 19 in place), each replayed as one allocation and
+// one free. All allocators together: no pointer is allocated twice while
+// live, every free matches, nothing is live at the end, and the requested
+// bytes peak at 496.
+TEST(UmpireReader, RealLog2022)
+{
+    GA_SHARED_TRACE(path, "umpire-devices.replay");
+    Read r(path);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.format, GA_FORMAT_UMPIRE);
+    EXPECT_EQ(r.units, 1u);
+    ASSERT_EQ(r.ev.size(), 3338u);
+    size_t allocs = 0, frees = 0, reallocs = 0, anomalies = 0;
+    std::unordered_map<uint64_t, uint64_t> live;
+    uint64_t cur = 0, peak = 0;
+    for (const ga_event_t &e : r.ev) {
+        if (e.kind == GA_EV_ALLOC) {
+            allocs++;
+            anomalies += !live.emplace(e.id, e.size).second;
+            cur += e.size;
+            peak = cur > peak ? cur : peak;
+        } else if (e.kind == GA_EV_FREE) {
+            frees++;
+            auto it = live.find(e.id);
+            if (it == live.end()) {
+                anomalies++;
+                continue;
+            }
+            cur -= it->second;
+            live.erase(it);
+        }
+    }
+    for (size_t i = 1; i < r.ev.size(); i++)
+        reallocs += r.ev[i].where == r.ev[i - 1].where; // the two events of one result line
+    EXPECT_EQ(allocs, 1642u + 27u);
+    EXPECT_EQ(frees, 1642u + 27u);
+    EXPECT_EQ(reallocs, 27u);
+    EXPECT_EQ(anomalies, 0u);
+    EXPECT_TRUE(live.empty());
+    EXPECT_EQ(peak, 496u);
+    EXPECT_EQ(r.notes.skipped, 4828u - 1642u - 1642u - 27u);
+}
+
+// A forced format that yields nothing is refused, not replayed as "fits".
+TEST(UmpireReader, ForcedFormatWithNoEvents)
+{
+    std::string p = Write("nothing.jsonl", "{\"foo\":1}\n{\"bar\":2}\n");
+    Read r(p, GA_FORMAT_UMPIRE);
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, p + ": no events found reading it as --format umpire (2 entries skipped): not a trace of that "
+                         "format, or one without allocations");
 }
 
 TEST(UmpireReader, BadLinesNameTheLineAndColumn)

@@ -5,6 +5,8 @@
  */
 #include "tools/readers/input.h"
 
+#include "tools/readers/gz.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,27 @@ static void put(char *err, size_t errlen, const char *path, const char *what, in
         snprintf(err, errlen, "%s: %s%s%s", path, what, e ? ": " : "", e ? strerror(e) : "");
 }
 
+/* Up to n bytes of the file's content (inflated when gzip) into dst; sets
+ * in->eof at its end. Returns the count, or -1 with err. */
+static long long get(ga_input_t *in, void *dst, size_t n, char *err, size_t errlen)
+{
+    if (in->gz != NULL) {
+        long long k = ga_gz_read(in->gz, dst, n, err, errlen);
+        if (k == 0)
+            in->eof = true;
+        return k;
+    }
+    size_t k = fread(dst, 1, n, in->f);
+    if (k == 0) {
+        if (ferror(in->f)) {
+            put(err, errlen, in->path, "read error", errno);
+            return -1;
+        }
+        in->eof = true;
+    }
+    return (long long)k;
+}
+
 /* Move unread bytes to the front and read until the buffer is full or EOF. */
 static int fill(ga_input_t *in, char *err, size_t errlen)
 {
@@ -25,15 +48,10 @@ static int fill(ga_input_t *in, char *err, size_t errlen)
         in->start = 0;
     }
     while (!in->eof && in->end < GA_INPUT_BUF) {
-        size_t k = fread(in->buf + in->end, 1, GA_INPUT_BUF - in->end, in->f);
-        in->end += k;
-        if (k == 0) {
-            if (ferror(in->f)) {
-                put(err, errlen, in->path, "read error", errno);
-                return -1;
-            }
-            in->eof = true;
-        }
+        long long k = get(in, in->buf + in->end, GA_INPUT_BUF - in->end, err, errlen);
+        if (k < 0)
+            return -1;
+        in->end += (size_t)k;
     }
     return 0;
 }
@@ -70,7 +88,25 @@ int ga_input_open(ga_input_t *in, const char *path, char *err, size_t errlen)
         ga_input_close(in);
         return -1;
     }
+    if (ga_gz_magic(in->buf, in->end)) {
+        /* Inflate from here on: the bytes read so far are the decoder's first input. */
+        if (ga_gz_open(&in->gz, in->f, in->buf, in->end, path, err, errlen) != 0) {
+            ga_input_close(in);
+            return -1;
+        }
+        in->start = in->end = 0;
+        in->eof = false;
+        if (fill(in, err, errlen) != 0) {
+            ga_input_close(in);
+            return -1;
+        }
+    }
     return 0;
+}
+
+bool ga_input_compressed(const ga_input_t *in)
+{
+    return in->gz != NULL;
 }
 
 void ga_input_peek(const ga_input_t *in, const char **p, size_t *n)
@@ -168,16 +204,12 @@ int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char 
             b = nb;
             cap = ncap;
         }
-        size_t k = fread(b + n, 1, cap - n, in->f);
-        n += k;
-        if (k == 0) {
-            if (ferror(in->f)) {
-                free(b);
-                put(err, errlen, in->path, "read error", errno);
-                return -1;
-            }
-            in->eof = true;
+        long long k = get(in, b + n, cap - n, err, errlen);
+        if (k < 0) {
+            free(b);
+            return -1;
         }
+        n += (size_t)k;
     }
     in->consumed += n;
     *out = b;
@@ -189,7 +221,7 @@ double ga_input_progress(const ga_input_t *in)
 {
     if (in->total == 0)
         return -1.0;
-    double p = (double)in->consumed / (double)in->total;
+    double p = (double)(in->gz != NULL ? ga_gz_consumed(in->gz) : in->consumed) / (double)in->total;
     return p > 1.0 ? 1.0 : p;
 }
 
@@ -197,6 +229,8 @@ void ga_input_close(ga_input_t *in)
 {
     if (in->own && in->f != NULL)
         fclose(in->f);
+    ga_gz_close(in->gz);
+    in->gz = NULL;
     free(in->buf);
     in->f = NULL;
     in->buf = NULL;

@@ -2,6 +2,8 @@
  * input.h: a trace file read through one fixed buffer: a peek at its first
  * bytes for format detection, then either line by line (CSV and text traces:
  * memory stays at the buffer size whatever the file size) or whole (a pickle).
+ * A gzip-compressed file (gzip magic bytes, whatever its name) is inflated as
+ * it is read (gz.h): every reader sees the plain bytes.
  *
  * Lines are returned NUL-terminated in place, without "\n" or "\r\n". A line
  * longer than GA_INPUT_MAX_LINE or holding a NUL byte is an error: a trace line
@@ -22,6 +24,8 @@ extern "C" {
 #define GA_INPUT_MAX_LINE 65536          /* longest line accepted, bytes */
 #define GA_INPUT_BUF (GA_INPUT_MAX_LINE * 4) /* the read buffer */
 
+struct ga_gz;
+
 typedef struct ga_input {
     FILE *f;            /* the open file, or stdin */
     bool own;           /* whether f is ours to close */
@@ -32,6 +36,7 @@ typedef struct ga_input {
     uint64_t line;      /* number of the last line returned (1-based) */
     uint64_t consumed;  /* bytes handed out so far (for progress) */
     uint64_t total;     /* file size, 0 when unknown (a pipe) */
+    struct ga_gz *gz;   /* the decoder when the file is gzip, else NULL */
 } ga_input_t;
 
 /* ga_input_open: open path ("-" = stdin) and fill the buffer. 0 or -1 + err. */
@@ -54,7 +59,10 @@ int ga_input_chunk(ga_input_t *in, const char **p, size_t *n, char *err, size_t 
  * frees). Fails with err if it is larger than max bytes. */
 int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char *err, size_t errlen);
 
-/* ga_input_progress: consumed / total, or -1 when the size is unknown. */
+/* ga_input_compressed: whether the file is gzip (its bytes are inflated). */
+bool ga_input_compressed(const ga_input_t *in);
+
+/* ga_input_progress: consumed / total (compressed bytes for a gzip file), or -1 when the size is unknown. */
 double ga_input_progress(const ga_input_t *in);
 
 /* ga_input_close: close the file and free the buffer. Safe on a zeroed or

@@ -20,6 +20,13 @@
  *    the allocator's own decisions, which the replay recomputes: counted as
  *    skipped, as are actions this reader does not know (newer PyTorch releases).
  *
+ * Older layouts: a bare list of segments (torch.cuda.memory_snapshot(),
+ * PyTorch 1.13's _snapshot()) has no trace, so it replays as its prologue
+ * alone: the blocks live when it was taken, which shows what that state
+ * costs under each configuration; with no live block it is refused (nothing
+ * to replay). PyTorch 2.0 blocks without 'address' or 'requested_size' get
+ * them from the walker (torch_snapshot.h).
+ *
  * The trace is a ring buffer (max_entries), so it may start mid-run. Blocks
  * live before its first entry are recreated first, as a prologue: those freed
  * in the trace without having been allocated in it (in the order of their
@@ -102,6 +109,28 @@ static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *see
     return 0;
 }
 
+static const char *int_found(ga_torch_int_t f)
+{
+    return f.kind == GA_TORCH_INT ? "an int" : f.kind == GA_TORCH_MISSING ? "missing" : "not an int";
+}
+
+/* A live block the replay cannot recreate: what was expected, what was found. */
+static int block_err(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, size_t b, const ga_torch_block_t *blk,
+                     char *err, size_t errlen)
+{
+    const char *why = "";
+    if (blk->address.kind == GA_TORCH_MISSING)
+        why = g->address.kind != GA_TORCH_INT ? ", and no int segment 'address'"
+                                              : ", and a block before without int 'size'";
+    else if (blk->requested_size.kind == GA_TORCH_WRONG)
+        why = ", 'requested_size' not an int";
+    snprintf(err, errlen,
+             "%s: segments[%zu].blocks[%zu]: expected a live block with int 'size' and 'address' (PyTorch 2.1+) or "
+             "a segment 'address' to count from (2.0); found 'size' %s, 'address' %s%s",
+             r->in.path, s, b, int_found(blk->size), int_found(blk->address), why);
+    return -1;
+}
+
 /* Prologue step 2, one segment: its live blocks the trace never mentions. */
 static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, uint64_t stream,
                             const ga_idmap_t *seen, char *err, size_t errlen)
@@ -114,11 +143,8 @@ static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t 
         if (blk.state != GA_STATE_ALLOCATED && blk.state != GA_STATE_PENDING_FREE)
             continue;
         if (!ga_torch_int_get(blk.address, true, 0, &addr) || !ga_torch_int_get(blk.size, true, 0, &size) ||
-            !ga_torch_int_get(blk.requested_size, false, size, &req)) {
-            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'address' and 'size' must be ints", r->in.path,
-                     s, b);
-            return -1;
-        }
+            !ga_torch_int_get(blk.requested_size, false, size, &req))
+            return block_err(r, g, s, b, &blk, err, errlen);
         if (ga_idmap_get(seen, addr, NULL))
             continue;
         if (push_pro(t, (pro_block_t){addr, req, stream}) != 0) {
@@ -353,17 +379,14 @@ static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
 static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, size_t errlen)
 {
     const char *path = r->in.path;
-    if (s->is_list) {
-        snprintf(err, errlen, "%s: a PyTorch 1.13 snapshot (a list of segments without device_traces); record "
-                              "with torch.cuda.memory._record_memory_history() of PyTorch 2.x", path);
-        return -1;
-    }
-    if (!s->is_dict) {
-        snprintf(err, errlen, "%s: the pickle holds a %s, not a snapshot dict", path, s->root_type);
+    if (!s->is_dict && !s->is_list) {
+        snprintf(err, errlen, "%s: expected a snapshot dict (torch.cuda.memory._dump_snapshot) or a list of "
+                              "segments (torch.cuda.memory_snapshot()); the pickle holds a %s", path, s->root_type);
         return -1;
     }
     if (!s->traces.present && !s->segments.present) {
-        snprintf(err, errlen, "%s: the dict has neither 'device_traces' nor 'segments': not a memory snapshot", path);
+        snprintf(err, errlen, "%s: expected a snapshot dict with 'device_traces' or 'segments'; the dict has "
+                              "neither: not a memory snapshot", path);
         return -1;
     }
     if (s->traces.present && !s->traces.is_list) {
@@ -389,6 +412,22 @@ static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, 
     return 0;
 }
 
+/* Whether any segment holds an allocated or pending-free block. */
+static bool has_live_block(const ga_torch_snapshot_t *s)
+{
+    for (size_t i = 0; i < s->segments.n; i++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(s, i, &g);
+        for (size_t b = 0; g.blocks.is_list && b < g.blocks.n; b++) {
+            ga_torch_block_t blk;
+            ga_torch_block(&g, b, &blk);
+            if (blk.state == GA_STATE_ALLOCATED || blk.state == GA_STATE_PENDING_FREE)
+                return true;
+        }
+    }
+    return false;
+}
+
 static int torch_open(ga_reader_t *r, char *err, size_t errlen)
 {
     torch_t *t = calloc(1, sizeof(*t));
@@ -406,6 +445,14 @@ static int torch_open(ga_reader_t *r, char *err, size_t errlen)
     if (r->units == 0) {
         snprintf(err, errlen, "%s: segments[%zu]: not a segment dict with a device index below %d", r->in.path, bad,
                  GA_TORCH_MAX_DEVICES);
+        return -1;
+    }
+    if (t->snap.is_list && !has_live_block(&t->snap)) {
+        snprintf(err, errlen, "%s: a list of %zu segment%s (torch.cuda.memory_snapshot(), or PyTorch 1.13's "
+                              "_snapshot()) with no allocated block: it holds no trace, so there is nothing to "
+                              "replay (record one with torch.cuda.memory._record_memory_history() and "
+                              "_dump_snapshot())",
+                 r->in.path, t->snap.segments.n, t->snap.segments.n == 1 ? "" : "s");
         return -1;
     }
     return torch_begin(r, 0, err, errlen);

@@ -1,6 +1,32 @@
 /*
  * read_umpire.c: LLNL Umpire replay logs (UMPIRE_REPLAY=On), one JSON object
- * per line, as Umpire's UMPIRE_REPLAY macro writes them (src/umpire/Replay.hpp):
+ * per line, in either of the two layouts Umpire has written.
+ *
+ * Since 2022 (Umpire 2022.03, src/umpire/Replay.hpp's "category/name" form):
+ *
+ *   {"category":"operation","name":"allocate","numeric_args":{"size":128},
+ *    "string_args":{"allocator_ref":"0x10379980","pointer":"0x1037a4e0"},...}
+ *   {"category":"operation","name":"deallocate",
+ *    "string_args":{"allocator_ref":"0x10379980","pointer":"0x1037a4e0"},...}
+ *   {"category":"operation","name":"reallocate","numeric_args":{"size":84},
+ *    "string_args":{"allocator_ref":"0x10379980","current_ptr":"0x1037a440"},...}
+ *   {"category":"operation","name":"reallocate",
+ *    "string_args":{"allocator_ref":"0x10379980","new_ptr":"0x1037a4e0"},...}
+ *
+ * allocate -> GA_EV_ALLOC (id = pointer, size = numeric_args.size);
+ * deallocate -> GA_EV_FREE of pointer. A reallocate is two lines: the call
+ * (current_ptr, size) and the result (new_ptr). When the allocator
+ * reallocates through its own allocate/deallocate, Umpire logs those between
+ * the two lines and they are replayed as they come; the reallocate lines then
+ * add nothing. When no allocate/deallocate comes between them (a memory
+ * resource that calls realloc itself), the pair is replayed as Umpire's
+ * fallback does it: allocate new_ptr with the new size, then free
+ * current_ptr (a move); in place (new_ptr = current_ptr) that is a free then
+ * an allocate of the new size. current_ptr "0" allocates only.
+ * register/deregister_external_allocation (memory Umpire did not allocate),
+ * copy, move, release and the allocator-building operations are skipped.
+ *
+ * The older layout (before 2022):
  *
  *   { "kind":"replay", "uid":27494, "timestamp":1558..., "event": "allocate",
  *     "payload": { "allocator_ref": "0x108a8730", "size": 134 },
@@ -8,14 +34,17 @@
  *   { "kind":"replay", ..., "event": "deallocate",
  *     "payload": { "allocator_ref": "0x108a8730", "memory_ptr": "0x200040000010" } }
  *
- * Umpire logs each allocate twice: once when called (payload only) and once
- * when it returns (with result.memory_ptr). Only the second is an allocation
- * that happened, so it becomes GA_EV_ALLOC (id = memory_ptr, size =
+ * logs each allocate twice: once when called (payload only) and once when it
+ * returns (with result.memory_ptr). Only the second is an allocation that
+ * happened, so it becomes GA_EV_ALLOC (id = memory_ptr, size =
  * payload.size); the first is skipped. deallocate -> GA_EV_FREE of
- * payload.memory_ptr (no stream: Umpire has none in the log). Every other
- * event (version, makeMemoryResource, makeAllocator, reallocate, release, ...)
- * and objects whose kind is not "replay" are counted as skipped. Events of
- * all allocators are replayed together, in file order.
+ * payload.memory_ptr. Other events and objects whose kind is not "replay"
+ * are skipped.
+ *
+ * In both layouts the events of all allocators (every resource and every
+ * pool built on them) are replayed together, in file order, on one device:
+ * the log does not say which resources are GPU memory, and their pointers
+ * never collide while live. No stream: Umpire has none in the log.
  *
  * Blank lines and lines starting with '#' are ignored (Umpire's tutorial log
  * has a comment header). The file is streamed line by line through
@@ -32,15 +61,25 @@
 
 /* What one line holds that the replay needs. */
 typedef struct line {
-    bool replay;                /* "kind": "replay" */
-    int event;                  /* E_* */
-    bool has_size, has_pptr, has_rptr;
-    uint64_t size;              /* payload.size */
-    uint64_t pptr;              /* payload.memory_ptr */
+    bool replay;                /* "kind": "replay" (old layout) */
+    bool op;                    /* "category": "operation" (2022 layout) */
+    int event;                  /* E_*: "event" (old) or "name" (2022) */
+    bool has_size, has_pptr, has_rptr, has_cur, has_new;
+    uint64_t size;              /* payload.size / numeric_args.size */
+    uint64_t pptr;              /* payload.memory_ptr / string_args.pointer */
     uint64_t rptr;              /* result.memory_ptr */
+    uint64_t cur, new_ptr;      /* string_args.current_ptr, new_ptr (reallocate) */
 } line_t;
 
-enum { E_OTHER, E_ALLOCATE, E_DEALLOCATE };
+enum { E_OTHER, E_ALLOCATE, E_DEALLOCATE, E_REALLOCATE };
+
+typedef struct umpire {
+    bool in_realloc;    /* between a reallocate's call line and its result line */
+    bool realloc_inner; /* an allocate or deallocate was logged in between */
+    uint64_t cur, size; /* the call's current_ptr and size */
+    bool has_queued;    /* a second event of a reallocate waits */
+    ga_event_t queued;
+} umpire_t;
 
 static int bad(ga_reader_t *r, char *err, size_t errlen, const ga_json_t *j, const char *what)
 {
@@ -49,15 +88,57 @@ static int bad(ga_reader_t *r, char *err, size_t errlen, const ga_json_t *j, con
     return -1;
 }
 
-/* A pointer as Umpire prints a void*: "0x..." in a string. */
-static int pointer(ga_reader_t *r, ga_json_t *j, uint64_t *out, char *err, size_t errlen)
+/* A pointer as Umpire prints a void*: "0x..." (or "0") in a string. */
+static int pointer(ga_reader_t *r, ga_json_t *j, const char *name, uint64_t *out, bool *has, char *err,
+                   size_t errlen)
 {
     ga_json_tok_t t = ga_json_next(j);
     if (t == GA_JSON_ERR)
         return bad(r, err, errlen, j, j->msg);
-    if (t != GA_JSON_STR || j->trunc || !ga_units_parse_hex(j->s, j->n, out))
-        return bad(r, err, errlen, j, "memory_ptr is not a hex pointer string");
+    if (t != GA_JSON_STR || j->trunc || !ga_units_parse_hex(j->s, j->n, out)) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s is not a hex pointer string", name);
+        return bad(r, err, errlen, j, what);
+    }
+    *has = true;
     return 0;
+}
+
+static int size_arg(ga_reader_t *r, ga_json_t *j, const char *name, line_t *l, char *err, size_t errlen)
+{
+    ga_json_tok_t t = ga_json_next(j);
+    int64_t v;
+    if (t == GA_JSON_ERR)
+        return bad(r, err, errlen, j, j->msg);
+    if (t != GA_JSON_NUM || !ga_json_int(j, &v) || v < 0) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s is not a non-negative integer", name);
+        return bad(r, err, errlen, j, what);
+    }
+    l->size = (uint64_t)v;
+    l->has_size = true;
+    return 0;
+}
+
+/* The members of numeric_args or string_args (2022 layout; just opened). */
+static int args(ga_reader_t *r, ga_json_t *j, line_t *l, bool numeric, char *err, size_t errlen)
+{
+    int more, rc = 0;
+    while (rc == 0 && (more = ga_json_member(j)) > 0) {
+        if (numeric && ga_json_is(j, "size"))
+            rc = size_arg(r, j, "numeric_args.size", l, err, errlen);
+        else if (!numeric && ga_json_is(j, "pointer"))
+            rc = pointer(r, j, "string_args.pointer", &l->pptr, &l->has_pptr, err, errlen);
+        else if (!numeric && ga_json_is(j, "current_ptr"))
+            rc = pointer(r, j, "string_args.current_ptr", &l->cur, &l->has_cur, err, errlen);
+        else if (!numeric && ga_json_is(j, "new_ptr"))
+            rc = pointer(r, j, "string_args.new_ptr", &l->new_ptr, &l->has_new, err, errlen);
+        else if (ga_json_skip(j, ga_json_next(j)) != 0)
+            return bad(r, err, errlen, j, j->msg);
+    }
+    if (rc != 0)
+        return -1;
+    return more < 0 ? bad(r, err, errlen, j, j->msg) : 0;
 }
 
 /* The members of payload or result (just opened); is_payload picks which. */
@@ -66,18 +147,12 @@ static int members(ga_reader_t *r, ga_json_t *j, line_t *l, bool is_payload, cha
     int more;
     while ((more = ga_json_member(j)) > 0) {
         if (ga_json_is(j, "memory_ptr")) {
-            if (pointer(r, j, is_payload ? &l->pptr : &l->rptr, err, errlen) != 0)
+            if (pointer(r, j, "memory_ptr", is_payload ? &l->pptr : &l->rptr,
+                        is_payload ? &l->has_pptr : &l->has_rptr, err, errlen) != 0)
                 return -1;
-            *(is_payload ? &l->has_pptr : &l->has_rptr) = true;
         } else if (is_payload && ga_json_is(j, "size")) {
-            ga_json_tok_t t = ga_json_next(j);
-            int64_t v;
-            if (t == GA_JSON_ERR)
-                return bad(r, err, errlen, j, j->msg);
-            if (t != GA_JSON_NUM || !ga_json_int(j, &v) || v < 0)
-                return bad(r, err, errlen, j, "payload.size is not a non-negative integer");
-            l->size = (uint64_t)v;
-            l->has_size = true;
+            if (size_arg(r, j, "payload.size", l, err, errlen) != 0)
+                return -1;
         } else if (ga_json_skip(j, ga_json_next(j)) != 0) {
             return bad(r, err, errlen, j, j->msg);
         }
@@ -100,17 +175,27 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
     int more;
     while ((more = ga_json_member(&j)) > 0) {
         bool payload = ga_json_is(&j, "payload"), result = ga_json_is(&j, "result");
-        bool kind = ga_json_is(&j, "kind"), event = ga_json_is(&j, "event");
+        bool kind = ga_json_is(&j, "kind"), event = ga_json_is(&j, "event") || ga_json_is(&j, "name");
+        bool category = ga_json_is(&j, "category");
+        bool numeric = ga_json_is(&j, "numeric_args"), strings = ga_json_is(&j, "string_args");
         t = ga_json_next(&j);
         if (t == GA_JSON_ERR)
             return bad(r, err, errlen, &j, j.msg);
         if ((payload || result) && t == GA_JSON_OBJ) {
             if (members(r, &j, l, payload, err, errlen) != 0)
                 return -1;
+        } else if ((numeric || strings) && t == GA_JSON_OBJ) {
+            if (args(r, &j, l, numeric, err, errlen) != 0)
+                return -1;
         } else if (kind && t == GA_JSON_STR) {
             l->replay = ga_json_is(&j, "replay");
+        } else if (category && t == GA_JSON_STR) {
+            l->op = ga_json_is(&j, "operation");
         } else if (event && t == GA_JSON_STR) {
-            l->event = ga_json_is(&j, "allocate") ? E_ALLOCATE : ga_json_is(&j, "deallocate") ? E_DEALLOCATE : E_OTHER;
+            l->event = ga_json_is(&j, "allocate")     ? E_ALLOCATE
+                       : ga_json_is(&j, "deallocate") ? E_DEALLOCATE
+                       : ga_json_is(&j, "reallocate") ? E_REALLOCATE
+                                                      : E_OTHER;
         } else if (ga_json_skip(&j, t) != 0) {
             return bad(r, err, errlen, &j, j.msg);
         }
@@ -120,11 +205,85 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
     return 0;
 }
 
+static int need(ga_reader_t *r, bool has, const char *what, char *err, size_t errlen)
+{
+    if (!has)
+        snprintf(err, errlen, "%s:%llu: %s", r->in.path, (unsigned long long)r->in.line, what);
+    return has ? 0 : -1;
+}
+
+/* A 2022-layout operation line: 1 with *ev, 0 if it replays nothing. */
+static int operation(ga_reader_t *r, const line_t *l, ga_event_t *ev, char *err, size_t errlen)
+{
+    umpire_t *u = r->impl;
+    switch (l->event) {
+    case E_ALLOCATE:
+        if (need(r, l->has_pptr && l->has_size, "allocate without string_args.pointer and numeric_args.size", err,
+                 errlen) != 0)
+            return -1;
+        u->realloc_inner = true;
+        ev->kind = GA_EV_ALLOC;
+        ev->id = l->pptr;
+        ev->size = l->size;
+        return 1;
+    case E_DEALLOCATE:
+        if (need(r, l->has_pptr, "deallocate without string_args.pointer", err, errlen) != 0)
+            return -1;
+        u->realloc_inner = true;
+        ev->kind = GA_EV_FREE;
+        ev->id = l->pptr;
+        ev->stream = GA_STREAM_NONE;
+        return 1;
+    case E_REALLOCATE:
+        if (l->has_cur) { /* the call */
+            if (need(r, l->has_size, "reallocate with current_ptr but no numeric_args.size", err, errlen) != 0)
+                return -1;
+            u->in_realloc = true;
+            u->realloc_inner = false;
+            u->cur = l->cur;
+            u->size = l->size;
+            return 0;
+        }
+        if (!l->has_new || !u->in_realloc) /* a result without its call (a log cut there) */
+            return 0;
+        u->in_realloc = false;
+        if (u->realloc_inner) /* replayed through the allocate/deallocate lines */
+            return 0;
+        ga_event_t alloc = *ev, fr = *ev;
+        alloc.kind = GA_EV_ALLOC;
+        alloc.id = l->new_ptr;
+        alloc.size = u->size;
+        fr.kind = GA_EV_FREE;
+        fr.id = u->cur;
+        fr.stream = GA_STREAM_NONE;
+        if (u->cur == 0) {
+            *ev = alloc;
+        } else if (u->cur == l->new_ptr) { /* in place: the block changes size */
+            *ev = fr;
+            u->queued = alloc;
+            u->has_queued = true;
+        } else {
+            *ev = alloc;
+            u->queued = fr;
+            u->has_queued = true;
+        }
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
+    umpire_t *u = r->impl;
     char *s;
     size_t n;
     line_t l;
+    if (u->has_queued) {
+        u->has_queued = false;
+        *ev = u->queued;
+        return 1;
+    }
     for (;;) {
         int rc = ga_input_line(&r->in, &s, &n, err, errlen);
         if (rc <= 0)
@@ -138,7 +297,11 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
             return -1;
         memset(ev, 0, sizeof(*ev));
         ev->where = r->in.line;
-        if (l.replay && l.event == E_ALLOCATE && l.has_rptr) {
+        if (l.op) {
+            rc = operation(r, &l, ev, err, errlen);
+            if (rc != 0)
+                return rc;
+        } else if (l.replay && l.event == E_ALLOCATE && l.has_rptr) {
             if (!l.has_size) {
                 snprintf(err, errlen, "%s:%llu: allocate with a result but no payload.size", r->in.path,
                          (unsigned long long)r->in.line);
@@ -148,8 +311,7 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
             ev->id = l.rptr;
             ev->size = l.size;
             return 1;
-        }
-        if (l.replay && l.event == E_DEALLOCATE) {
+        } else if (l.replay && l.event == E_DEALLOCATE) {
             if (!l.has_pptr) {
                 snprintf(err, errlen, "%s:%llu: deallocate without payload.memory_ptr", r->in.path,
                          (unsigned long long)r->in.line);
@@ -164,28 +326,41 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
     }
 }
 
-static const ga_reader_ops_t umpire_ops = {.next = umpire_next};
+static void umpire_close(ga_reader_t *r)
+{
+    free(r->impl);
+    r->impl = NULL;
+}
+
+static const ga_reader_ops_t umpire_ops = {.next = umpire_next, .close = umpire_close};
 
 static int umpire_open(ga_reader_t *r, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
+    r->impl = calloc(1, sizeof(umpire_t));
+    if (r->impl == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", r->in.path);
+        return -1;
+    }
     r->ops = &umpire_ops;
     return 0;
 }
 
-/* The first event line: a JSON object of kind "replay". */
+/* The first event line: a JSON object of kind "replay" (old layout), or one
+ * with "category" and "name" (2022 layout: the first is metadata/version). */
 static int umpire_probe(const char *p, size_t n)
 {
     char head[256];
     size_t hn = ga_reader_head(p, n, head, sizeof(head));
-    bool replay = hn > 0 && head[0] == '{' && strstr(head, "\"kind\"") != NULL && strstr(head, "\"replay\"") != NULL;
-    return replay ? GA_PROBE_LINE : 0;
+    if (hn == 0 || head[0] != '{')
+        return 0;
+    bool replay = strstr(head, "\"kind\"") != NULL && strstr(head, "\"replay\"") != NULL;
+    bool category = strstr(head, "\"category\"") != NULL && strstr(head, "\"name\"") != NULL;
+    return replay || category ? GA_PROBE_LINE : 0;
 }
 
 const ga_format_desc_t ga_format_umpire = {
     .name = "umpire",
-    .what = "LLNL Umpire replay log (UMPIRE_REPLAY=On), JSON lines",
+    .what = "LLNL Umpire replay log (UMPIRE_REPLAY=On), JSON lines, 2022 or older layout",
     .probe = umpire_probe,
     .open = umpire_open,
 };

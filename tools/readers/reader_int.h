@@ -39,6 +39,8 @@ struct ga_reader {
     size_t unit;                 /* the unit being read */
     uint64_t device_memory;      /* from the trace, 0 if not given */
     ga_reader_notes_t notes;     /* skipped entries, prologue events */
+    bool forced;                 /* the format was forced (--format), not detected */
+    uint64_t events;             /* events the current unit has yielded */
     bool failed;                 /* a next() returned -1: keep returning it */
     char failmsg[512];           /* the message of that failure */
     char label[32];              /* ga_reader_unit_label's buffer */

@@ -8,7 +8,7 @@
  * protocol byte; galloc's text trace has "galloc-trace" as its first line
  * that is not blank or a comment; an RMM log's first line is its CSV header
  * with Action and Pointer columns; an Umpire replay log's first such line is
- * a JSON object with "kind":"replay"; a Chrome trace is JSON naming
+ * a JSON object with "kind":"replay" or with "category" and "name"; a Chrome trace is JSON naming
  * "traceEvents" in its first bytes (Kineto writes a few small header fields
  * before the events). Anything else is refused with what the first line holds.
  */
@@ -198,6 +198,7 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
     const char *p;
     size_t n;
     ga_input_peek(&r->in, &p, &n);
+    r->forced = fmt != GA_FORMAT_AUTO;
     if (fmt == GA_FORMAT_AUTO) {
         fmt = detect(p, n);
         if (fmt == GA_FORMAT_AUTO) {
@@ -206,9 +207,9 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
             if (n == 0)
                 snprintf(err, errlen, "%s: empty file, not a trace", path);
             else if (p[0] == '{' || p[0] == '[')
-                snprintf(err, errlen, "%s: JSON that is neither an Umpire replay log (\"kind\":\"replay\" lines) "
-                                      "nor a Chrome trace with \"traceEvents\"; galloc reads snapshots as pickles "
-                                      "(torch.cuda.memory._dump_snapshot)",
+                snprintf(err, errlen, "%s: JSON that is neither an Umpire replay log (lines with \"kind\":\"replay\" "
+                                      "or \"category\" and \"name\") nor a Chrome trace with \"traceEvents\"; "
+                                      "galloc reads snapshots as pickles (torch.cuda.memory._dump_snapshot)",
                          path);
             else
                 snprintf(err, errlen, "%s:1: cannot tell the trace format from \"%s\": expected an RMM CSV "
@@ -264,6 +265,7 @@ int ga_reader_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
         return -1;
     }
     r->unit = unit;
+    r->events = 0;
     r->failed = false;
     memset(&r->notes, 0, sizeof(r->notes));
     if (r->ops->begin != NULL)
@@ -278,6 +280,18 @@ int ga_reader_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return -1;
     }
     int rc = r->ops->next(r, ev, err, errlen);
+    if (rc > 0)
+        r->events++;
+    if (rc == 0 && r->events == 0 && r->forced) {
+        /* A forced format that finds nothing was most likely the wrong one:
+         * replaying nothing would report that the trace fits. */
+        const char *name = ga_reader_format_name(r->format);
+        snprintf(err, errlen, "%s%s%s: no events found reading it as --format %s (%llu entries skipped): "
+                              "not a trace of that format, or one without allocations",
+                 r->in.path, r->units > 1 ? ": " : "", r->units > 1 ? ga_reader_unit_label(r, r->unit) : "", name,
+                 (unsigned long long)r->notes.skipped);
+        rc = -1;
+    }
     if (rc < 0) {
         r->failed = true;
         snprintf(r->failmsg, sizeof(r->failmsg), "%s", err);

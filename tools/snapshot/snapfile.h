@@ -9,7 +9,9 @@
  * Entries are keyed by path and by the file's identity (device, inode, size,
  * modification time), so a file rewritten in place is normally read again;
  * the old copy stays valid for whoever still holds it. Entries live until
- * ga_snapfile_drop_all (the command's exit). Not thread-safe: files are
+ * ga_snapfile_drop_all (the command's exit). A plain file is mapped, not
+ * read (memory grows only with what the decoder touches); a gzip one (magic
+ * bytes 1f 8b) is inflated. Not thread-safe: files are
  * loaded before any worker thread starts (fit reads its traces first).
  */
 #ifndef GA_TOOLS_SNAPSHOT_SNAPFILE_H
@@ -26,7 +28,7 @@
 
 /* ga_snapfile_get: the parsed pickle at path (a file, not "-"), loaded on
  * first use. Returns 0 and sets *pk (owned by the cache, read-only) and, if
- * len is not NULL, *len to the file's size; or -1 with a message naming the
+ * len is not NULL, *len to the file's size (inflated size for a gzip file); or -1 with a message naming the
  * path in err. */
 int ga_snapfile_get(const char *path, const ga_pickle_t **pk, size_t *len, char *err, size_t errlen);
 

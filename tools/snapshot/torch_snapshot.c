@@ -80,7 +80,9 @@ void ga_torch_open(const ga_pickle_t *pk, ga_torch_snapshot_t *s)
     s->is_list = root->type == GA_PK_LIST;
     s->root_type = ga_pk_type_name(root->type);
     s->traces = list_of(ga_pk_dict_get(root, "device_traces"));
-    s->segments = list_of(ga_pk_dict_get(root, "segments"));
+    /* torch.cuda.memory_snapshot() (and 1.13's _snapshot()): the list of
+     * segments alone, no trace. */
+    s->segments = list_of(s->is_list ? root : ga_pk_dict_get(root, "segments"));
     s->settings = ga_pk_dict_get(root, "allocator_settings");
 }
 
@@ -166,11 +168,14 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
     out->blocks = list_of(blocks);
 }
 
-void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)
+/* The decoded fields of block b, its address as the dict gives it. */
+static void block_fields(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)
 {
     const ga_pk_value_t *d = g->blocks.v->u.seq.items[b];
-    const ga_pk_value_t *state = NULL, *addr = NULL, *size = NULL, *req = NULL;
-    for (size_t k = 0; d->type == GA_PK_DICT && k < d->u.seq.n / 2; k++) {
+    const ga_pk_value_t *state = NULL, *addr = NULL, *size = NULL, *req = NULL, *history = NULL;
+    memset(out, 0, sizeof(*out));
+    out->is_dict = d->type == GA_PK_DICT;
+    for (size_t k = 0; out->is_dict && k < d->u.seq.n / 2; k++) {
         const ga_pk_value_t *key = KEY(d, k), *v = VAL(d, k);
         if (ga_pk_str_eq(key, "state"))
             state = v;
@@ -180,12 +185,54 @@ void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out
             size = v;
         else if (ga_pk_str_eq(key, "requested_size"))
             req = v;
+        else if (ga_pk_str_eq(key, "history"))
+            history = v;
     }
     int n_states = (int)(sizeof(state_names) / sizeof(state_names[0]));
     out->state = (ga_torch_state_t)name_index(state, state_names, n_states, GA_STATE_OTHER);
     out->address = int_field(addr);
     out->size = int_field(size);
     out->requested_size = int_field(req);
+    /* PyTorch 1.13/2.0: the request is history[0].real_size (MemoryViz.js
+     * reads it there too). */
+    if (req == NULL && history != NULL && history->type == GA_PK_LIST && history->u.seq.n > 0 &&
+        history->u.seq.items[0]->type == GA_PK_DICT) {
+        const ga_pk_value_t *real = ga_pk_dict_get(history->u.seq.items[0], "real_size");
+        if (real != NULL) {
+            out->requested_size = int_field(real);
+            out->requested_from_history = true;
+        }
+    }
+}
+
+void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)
+{
+    block_fields(g, b, out);
+    if (out->address.kind != GA_TORCH_MISSING || g->address.kind != GA_TORCH_INT)
+        return;
+    /* PyTorch 2.0 blocks have no 'address': the segment's address plus the
+     * sizes of the blocks before (the list is in address order, as
+     * PyTorch's builder walks the segment). A walk in block order costs
+     * one step per block: the segment remembers where the last one ended
+     * (g is the caller's own copy, so the cursor is its scratch space). */
+    ga_torch_segment_t *w = (ga_torch_segment_t *)g;
+    if (!w->walk_ok || w->walk_next > b) {
+        w->walk_ok = true;
+        w->walk_next = 0;
+        w->walk_off = 0;
+    }
+    while (w->walk_next < b) {
+        ga_torch_block_t prev;
+        block_fields(g, w->walk_next, &prev);
+        if (prev.size.kind != GA_TORCH_INT) {
+            w->walk_ok = false;
+            return; /* address stays missing: a block before has no int size */
+        }
+        w->walk_off += prev.size.v;
+        w->walk_next++;
+    }
+    out->address = (ga_torch_int_t){GA_TORCH_INT, g->address.v + w->walk_off};
+    out->address_computed = true;
 }
 
 void ga_torch_settings(const ga_torch_snapshot_t *s, ga_torch_settings_t *out)

@@ -17,6 +17,12 @@
  *                           "garbage_collection_threshold",
  *                           "roundup_power2_divisions", "PYTORCH_CUDA_ALLOC_CONF"}}
  *
+ * Older layouts read through the same records: a bare list of segments
+ * (torch.cuda.memory_snapshot(), PyTorch 1.13's _snapshot()) is a document
+ * with segments and no device_traces; PyTorch 2.0 blocks without 'address'
+ * get it computed (ga_torch_block) and those without 'requested_size' take
+ * history[0].real_size.
+ *
  * Records are decoded on demand from the parsed pickle, never copied in bulk:
  * a hostile file can put one list in many places (the pickle memo), and a
  * flattened copy could then cost far more memory than the file. Every field
@@ -75,7 +81,7 @@ typedef struct ga_torch_list {
 /* The document. */
 typedef struct ga_torch_snapshot {
     bool is_dict;                        /* the root is a dict (PyTorch 1.13 wrote a list of segments) */
-    bool is_list;                        /* the root is a list */
+    bool is_list;                        /* the root is a list: taken as the segments, no traces */
     const char *root_type;               /* the root's type name, for messages */
     ga_torch_list_t traces;           /* device_traces: item d is device d's trace */
     ga_torch_list_t segments;         /* segments: the final state, every device */
@@ -121,8 +127,12 @@ typedef enum ga_torch_state {
 } ga_torch_state_t;
 
 typedef struct ga_torch_block {
+    bool is_dict;
     ga_torch_state_t state;
     ga_torch_int_t address, size, requested_size;
+    bool address_computed;       /* no 'address' key (PyTorch 2.0): the segment's address plus the
+                                    sizes of the blocks before it */
+    bool requested_from_history; /* no 'requested_size' (1.13/2.0): history[0].real_size */
 } ga_torch_block_t;
 
 /* One segment of the final state. */
@@ -132,6 +142,10 @@ typedef struct ga_torch_segment {
     bool expandable;           /* is_expandable is True */
     bool small;                /* segment_type is "small" */
     ga_torch_list_t blocks; /* its blocks, in address order as PyTorch lists them */
+    /* ga_torch_block's cursor for blocks without 'address' (scratch space). */
+    bool walk_ok;
+    size_t walk_next;
+    uint64_t walk_off;
 } ga_torch_segment_t;
 
 /* allocator_settings (newer releases: AllocatorConfigInfo, the effective
@@ -170,7 +184,11 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
 /* ga_torch_segment: segments[i] (i < s->segments.n). */
 void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t *out);
 
-/* ga_torch_block: block b (< g->blocks.n) of segment g. */
+/* ga_torch_block: block b (< g->blocks.n) of segment g. Without an
+ * 'address' key it is computed from g's address and the earlier blocks'
+ * sizes (address_computed; still missing when one of those is not an int).
+ * g must be the caller's writable copy (its cursor makes an in-order walk
+ * linear). */
 void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out);
 
 /* ga_torch_settings: allocator_settings. */

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# readers_cli_test.sh: the galloc binary on the real traces of shared/traces
+# (found beside the checkout, or from $GALLOC_SHARED_TRACES; skipped with a
+# reason when absent) and on damaged or empty inputs: gzip read directly by
+# replay and fit, corrupt gzip exits 2 naming the byte.
+set -uo pipefail
+
+RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
+GALLOC="$RUNFILES/tools/galloc"
+EX="$RUNFILES/examples"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_exit CODE DESCRIPTION -- COMMAND...: run, keep stdout/stderr in $TMP/out, $TMP/err.
+expect_exit() {
+    local want=$1 what=$2
+    shift 3
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$what: exit $got, expected $want"
+        sed 's/^/  out: /' "$TMP/out" | head -20 >&2
+        sed 's/^/  err: /' "$TMP/err" | head -20 >&2
+    fi
+}
+
+expect_in() { # expect_in FILE PATTERN DESCRIPTION
+    grep -qF -- "$2" "$1" || fail "$3: '$2' not in $1: $(head -c 600 "$1")"
+}
+
+# The real traces: the runfiles' examples/ is a symlink into the checkout.
+SHARED="${GALLOC_SHARED_TRACES:-}"
+if [ -z "$SHARED" ]; then
+    repo="$(dirname "$(dirname "$(readlink -f "$EX/torch_snapshot.pickle")")")"
+    SHARED="$repo/../shared/traces"
+fi
+if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
+    KT="$SHARED/kineto-hta-rank1-memory.json.gz"
+    expect_exit 0 "replay of a .json.gz" -- "$GALLOC" replay "$KT"
+    expect_in "$TMP/out" "(kineto, 26,770 events" "replay of a .json.gz"
+    expect_exit 0 "fit of a .json.gz" -- "$GALLOC" fit "$KT"
+    expect_in "$TMP/out" "1 trace, 26,770 events" "fit of a .json.gz"
+    # Damaged copies: the trailer's CRC, and a cut in the middle.
+    size=$(stat -c %s "$KT")
+    head -c 500000 "$KT" >"$TMP/cut.json.gz"
+    expect_exit 2 "truncated gzip" -- "$GALLOC" replay "$TMP/cut.json.gz"
+    expect_in "$TMP/err" "cut.json.gz: gzip stream truncated at byte 500000" "truncated gzip"
+    { head -c $((size - 8)) "$KT"; printf '\001\002\003\004'; tail -c 4 "$KT"; } >"$TMP/crc.json.gz"
+    expect_exit 2 "gzip with a bad CRC" -- "$GALLOC" replay "$TMP/crc.json.gz"
+    expect_in "$TMP/err" "crc.json.gz: gzip stream corrupt at byte $((size - 4)): incorrect data check" "bad CRC"
+    # Umpire's 2022 layout, plain and gzipped: 1,642 allocates, 1,642
+    # deallocates and 27 self-done reallocates (one alloc + one free each).
+    UT="$SHARED/umpire-devices.replay"
+    expect_exit 0 "replay of the real umpire log" -- "$GALLOC" replay "$UT"
+    expect_in "$TMP/out" "(umpire, 3,338 events" "real umpire log"
+    expect_in "$TMP/out" "peak requested                  496 bytes" "real umpire log"
+    gzip -c "$UT" >"$TMP/umpire.log"
+    expect_exit 0 "replay of the gzipped umpire log" -- "$GALLOC" replay "$TMP/umpire.log"
+    expect_in "$TMP/out" "(umpire, 3,338 events" "gzipped umpire log"
+else
+    echo "SKIP: real traces not found in $SHARED (set GALLOC_SHARED_TRACES)" >&2
+fi
+
+# Older snapshot layouts (tests/tools/data/make_old_snapshots.py): a bare
+# list of segments replays its live blocks (4 on device 0, 1 on device 1);
+# one without live blocks has nothing to replay and exits 2.
+OLD="$RUNFILES/tests/tools/data"
+expect_exit 0 "bare list of segments" -- "$GALLOC" replay "$OLD/torch_segments_list.pickle"
+expect_in "$TMP/out" "device 0 (torch, 4 events" "bare list, device 0"
+expect_in "$TMP/out" "device 1 (torch, 1 events" "bare list, device 1"
+expect_exit 0 "PyTorch 2.0 snapshot" -- "$GALLOC" replay "$OLD/torch20_snapshot.pickle"
+expect_in "$TMP/out" "device 0 (torch, 4 events" "2.0 snapshot, device 0"
+expect_exit 2 "bare list without live blocks" -- "$GALLOC" replay "$OLD/torch_segments_idle.pickle"
+expect_in "$TMP/err" "with no allocated block: it holds no trace, so there is nothing to replay" "idle list"
+
+# A forced format that finds no events exits 2 saying so (it used to report "fits").
+printf '{"foo":1}\n{"bar":2}\n' >"$TMP/nothing.jsonl"
+expect_exit 2 "forced format, no events" -- "$GALLOC" replay --format umpire "$TMP/nothing.jsonl"
+expect_in "$TMP/err" "nothing.jsonl: no events found reading it as --format umpire (2 entries skipped)" "no events"
+expect_exit 2 "fit, forced format, no events" -- "$GALLOC" fit --format umpire "$TMP/nothing.jsonl"
+expect_in "$TMP/err" "no events found reading it as --format umpire" "fit, no events"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)" >&2
+    exit 1
+fi
+echo "PASS"
