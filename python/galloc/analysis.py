@@ -270,7 +270,10 @@ def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Op
         extra += ["--max-configs", str(max_configs)]
     argv, paths = _argv("fit", paths, device_memory, format, recorded, extra)
     rc, out, messages = _tools.run(argv)
-    doc = _document("fit", rc, out, messages, paths)
+    return _fit_result(rc, _document("fit", rc, out, messages, paths), messages)
+
+
+def _fit_result(rc, doc, messages):
     configs = tuple(FitConfig(rank=r["rank"], conf=r["conf"], stage=r["stage"], fits=r["fits"], error=r["error"],
                               peak_reserved_bytes=r["peak_reserved_bytes"],
                               peak_allocated_bytes=r["peak_allocated_bytes"],
@@ -282,6 +285,43 @@ def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Op
                      device_memory=doc["device_memory"], events=doc["events"], fits=doc["fits"],
                      winner=doc["pytorch_cuda_alloc_conf"], configurations=configs, seconds=doc["seconds"],
                      messages=messages, raw=doc)
+
+
+def fleet_files(paths: Union[PathLike, Sequence[PathLike]]):
+    """The traces of a fleet as `galloc fit FOLDER` takes them: a folder's
+    regular files, hidden ones left out, in name order; other paths as given."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files = []
+    for p in map(os.fspath, paths):
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if not n.startswith(".") and
+                           os.path.isfile(os.path.join(p, n)))
+            files += [os.path.join(p, n) for n in names]
+        else:
+            files.append(p)
+    return files
+
+
+def fit_fleet(paths: Union[PathLike, Sequence[PathLike]], client=None, **options):
+    """galloc fit over a fleet: each trace (folders expanded by fleet_files)
+    fitted on its own; {path: FitResult} in the fleet's order. options are
+    galloc.fit's. Without client, galloc.fit on each trace in turn, in this
+    process, as `galloc fit FOLDER` does (each search over the worker pool);
+    with a Dask
+    client (dask.distributed.Client), one galloc.fit task per trace on the
+    cluster's workers (examples/dask/fit_fleet.py). A trace with bad input
+    raises its GallocError either way."""
+    files = fleet_files(paths)
+    if not files:
+        raise error(_native.STATUS_NAMES.index("E_INVAL"), "galloc fit: no trace files in the fleet")
+    if client is not None:
+        futures = client.map(fit, files, key=[f"galloc-fit-{i}-{os.path.basename(f)}" for i, f in
+                                              enumerate(files)], **options)
+        return dict(zip(files, client.gather(futures)))
+    results = {}
+    for f in files:
+        results[f] = fit(f, **options)
+    return results
 
 
 def load_trace(path: PathLike, format: str = "auto") -> TraceInfo:

@@ -106,6 +106,26 @@ class Fit(unittest.TestCase):
         self.assertEqual((f.exit_status, f.fits, f.winner, f.min_device_memory), (1, False, None, None))
 
 
+@unittest.skipIf(FRAG is None or LOAD_ORDER is None, "examples/: not in a source tree")
+class Fleet(unittest.TestCase):
+    def test_folder_in_name_order_each_trace_its_own_job(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, src in (("b.trace", LOAD_ORDER), ("a.trace", FRAG), (".hidden.trace", FRAG)):
+                with open(src, "rb") as f, open(os.path.join(d, name), "wb") as g:
+                    g.write(f.read())
+            os.mkdir(os.path.join(d, "sub"))
+            self.assertEqual(galloc.fleet_files(d), [os.path.join(d, "a.trace"), os.path.join(d, "b.trace")])
+            fleet = galloc.fit_fleet(d, jobs=2)
+            self.assertEqual(list(fleet), galloc.fleet_files(d))
+            b = fleet[os.path.join(d, "b.trace")]
+            self.assertEqual((b.winner, b.configurations[0].peak_reserved_bytes), ("expandable_segments:True",
+                                                                                   83361792000))
+            a = fleet[os.path.join(d, "a.trace")]
+            self.assertEqual((a.fits, a.events, a.min_device_memory), (True, 1720, 82480988160))
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError):
+            galloc.fit_fleet(d)
+
+
 class LoadTrace(unittest.TestCase):
     @unittest.skipIf(FRAG is None, "examples/: not in a source tree")
     def test_galloc_rmm_torch(self):
