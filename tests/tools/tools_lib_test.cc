@@ -64,7 +64,8 @@ TEST(ToolsLib, ReplayJsonIsTheCommands)
     Outcome again = Galloc({"replay", "--json", "--conf", "", "--conf", "expandable_segments:True",
                         Example("fragmentation.trace")});
     EXPECT_EQ(again.rc, 1);
-    EXPECT_EQ(again.out.substr(again.out.find("\"traces\"")).size(), r.out.substr(r.out.find("\"traces\"")).size());
+    EXPECT_NE(again.out.find("{\"event\": 1601, \"size\": 2147483648"), std::string::npos);
+    EXPECT_EQ(again.messages, "");
 }
 
 TEST(ToolsLib, BadInputIsExitTwoWithTheMessage)

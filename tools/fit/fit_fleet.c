@@ -89,7 +89,8 @@ static int expand(list_t *l, const char *dir)
         fprintf(stderr, "galloc fit: %s: no trace files in the folder\n", dir);
         rc = -1;
     }
-    qsort(l->v + from, l->n - from, sizeof(*l->v), by_name);
+    if (l->n > from)
+        qsort(l->v + from, l->n - from, sizeof(*l->v), by_name);
     return rc;
 }
 
