@@ -269,6 +269,9 @@ def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Op
     if max_configs is not None:
         extra += ["--max-configs", str(max_configs)]
     argv, paths = _argv("fit", paths, device_memory, format, recorded, extra)
+    if any(os.path.isdir(p) for p in paths):
+        raise error(_native.STATUS_NAMES.index("E_INVAL"),
+                    "galloc.fit: a folder is a fleet of jobs: use galloc.fit_fleet (one result per trace)")
     rc, out, messages = _tools.run(argv)
     return _fit_result(rc, _document("fit", rc, out, messages, paths), messages)
 

@@ -124,6 +124,9 @@ class Fleet(unittest.TestCase):
             self.assertEqual((a.fits, a.events, a.min_device_memory), (True, 1720, 82480988160))
         with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError):
             galloc.fit_fleet(d)
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError) as cm:
+            galloc.fit(d)
+        self.assertIn("galloc.fit_fleet", str(cm.exception))
 
 
 class LoadTrace(unittest.TestCase):
