@@ -1,6 +1,6 @@
 """galloc_build: the PEP 517 build backend of the galloc Python package.
 
-It writes the wheel itself with zipfile: the package is pure Python plus two
+It writes the wheel itself with zipfile: the package is pure Python plus three
 prebuilt shared libraries, so setuptools and wheel (which a fresh Debian 12
 venv lacks, and which cannot be fetched offline) are not needed. The
 libraries come from Bazel's output (`./bazelw build //:python_lib`), or from
@@ -16,10 +16,11 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NAME = "galloc"
-SUMMARY = "PyTorch's CUDA caching allocator as a C library, from Python: galloc.Allocator and galloc.torch"
+SUMMARY = ("PyTorch's CUDA caching allocator as a C library, from Python: galloc.Allocator, galloc.torch and "
+           "trace analysis (galloc.replay, galloc.fit)")
 REQUIRES_PYTHON = ">=3.10"
 # Each library the package carries, and where //:python_lib builds it.
-LIBS = {"libgalloc.so": "packaging", "libgalloc_torch.so": "api"}
+LIBS = {"libgalloc.so": "packaging", "libgalloc_torch.so": "api", "libgalloc_tools.so": "tools/lib"}
 PACKAGE_DATA = ("_torch_oom.cpp",)
 
 

@@ -6,6 +6,12 @@
         a.memory_stats()["allocated_bytes.all.current"]   # 512, as PyTorch
         a.free(p)
 
+Trace analysis runs the galloc command's engine in this process:
+
+    r = galloc.replay("job.trace", confs=["", "expandable_segments:True"])
+    f = galloc.fit("job.trace")                         # f.winner, f.configurations
+    galloc.load_trace("job.pickle")                     # format, devices, events
+
 galloc.Allocator runs galloc's C library (carried in the package) through
 ctypes. galloc.torch makes galloc PyTorch's CUDA allocator (galloc.torch.use())
 and reads its statistics; importing galloc imports neither torch nor
@@ -13,6 +19,8 @@ galloc.torch.
 """
 from ._native import STATUS_NAMES
 from .allocator import Allocator
+from .analysis import (OOM, ConfigResult, FitConfig, FitResult, ReplayResult, TraceInfo, TraceResult, TraceUnit,
+                       fit, fit_fleet, fleet_files, load_trace, replay)
 from .errors import (ConfigError, CorruptError, DestroyedError, DeviceError, FileError, GallocError,
                      HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError, UnavailableError,
                      UnsupportedError)
@@ -20,7 +28,8 @@ from .errors import (ConfigError, CorruptError, DestroyedError, DeviceError, Fil
 __all__ = [
     "Allocator", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
-    "FileError", "DestroyedError",
+    "FileError", "DestroyedError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace", "ReplayResult",
+    "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
 ]
 
 

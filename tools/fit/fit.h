@@ -193,6 +193,21 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
 int ga_fit_main(int argc, char **argv);
 void ga_fit_usage(FILE *out);
 
+/* ga_fit_fleet_wanted (fit_fleet.c): whether one of the n traces named is a
+ * folder: the command then fits each trace on its own (a fleet of jobs)
+ * instead of all of them as one job. */
+bool ga_fit_fleet_wanted(int n, char *const *paths);
+
+/* ga_fit_fleet: galloc fit over a fleet. argv as ga_fit_main's after its
+ * options were parsed (getopt put them first: argv[1..first) options,
+ * argv[first..argc) traces and folders); each trace, folders expanded to
+ * their files in name order, is fitted by ga_fit_main on its own, one after
+ * another, each search over the worker pool (--jobs). Text: each trace's
+ * report under a "== FILE" line; json: one document {"tool": "galloc fit",
+ * "version": 1, "fleet": [{"file", "exit_status", "fit": the trace's own
+ * document or null}]}. Returns the worst exit status (2 > 1 > 0). */
+int ga_fit_fleet(int argc, char **argv, int first, bool json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,12 +38,13 @@ void ga_fit_usage(FILE *out)
 {
     char formats[128];
     ga_reader_format_list(formats, sizeof(formats));
-    fputs("usage: galloc fit [options] TRACE...\n"
+    fputs("usage: galloc fit [options] TRACE...|FOLDER...\n"
           "Search the PYTORCH_CUDA_ALLOC_CONF settings under which a traced job fits its device:\n"
           "a grid over expandable_segments, max_split_size_mb, roundup_power2_divisions (and\n"
           "garbage_collection_threshold when the trace sets a memory fraction, as PyTorch's GC\n"
           "needs one), refined around the best, replayed in parallel on a simulated GPU.\n"
-          "Several traces are one job: a setting must fit them all.\n"
+          "Several traces are one job: a setting must fit them all. A FOLDER is a fleet: each\n"
+          "trace in it (and each other trace named) is fitted on its own, one result per trace.\n"
           "\n"
           "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: the size\n"
           "                        recorded in the first trace, else 80GiB\n"
@@ -172,6 +173,11 @@ int ga_fit_main(int argc, char **argv)
     int rc = parse_args(&c, argc, argv);
     if (rc != 0)
         return rc < 0 ? GA_EXIT_OK : rc;
+    if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
+        if (c.plot != NULL) /* one plot path would be overwritten by every trace */
+            return usage_error("%s", "--plot draws one job: not with a folder of traces");
+        return ga_fit_fleet(argc, argv, optind, c.json);
+    }
     for (size_t i = 0; ga_report_env[i] != NULL; i++)
         if (getenv(ga_report_env[i]) != NULL) /* it would silently apply under every configuration */
             fprintf(stderr, "galloc fit: note: %s=%s is set and applies under every configuration\n",

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "tools/readers/units.h"
+#include "tools/replay/replay_cli.h"
 
 #define BAR 30 /* characters of the bar */
 
@@ -15,6 +16,15 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void (*observer)(void *ctx, double fraction, uint64_t events); /* ga_replay_progress_observe */
+static void *observer_ctx;
+
+void ga_replay_progress_observe(void (*fn)(void *ctx, double fraction, uint64_t events), void *ctx)
+{
+    observer = fn;
+    observer_ctx = ctx;
 }
 
 void ga_progress_start(ga_progress_t *p, const char *label, bool enabled)
@@ -28,6 +38,8 @@ void ga_progress_start(ga_progress_t *p, const char *label, bool enabled)
 void ga_progress_update(void *ctx, double fraction, uint64_t events)
 {
     ga_progress_t *p = ctx;
+    if (observer != NULL)
+        observer(observer_ctx, fraction, events);
     if (!p->enabled)
         return;
     double t = now();

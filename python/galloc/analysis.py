@@ -1,0 +1,341 @@
+"""Trace analysis from Python: galloc.replay, galloc.fit, galloc.load_trace.
+
+    import galloc
+    r = galloc.replay("examples/fragmentation.trace", confs=["", "expandable_segments:True"])
+    r["defaults"].ooms[0].event                 # 1601
+    f = galloc.fit("examples/fit/load_order.trace")
+    f.winner                                    # "expandable_segments:True"
+
+These run the galloc command's own engine (libgalloc_tools.so, tools/lib:
+the command's entry called in this process with --json), so every figure is
+the one `galloc replay --json` / `galloc fit --json` prints; the results are
+that document as dataclasses, the document itself in .raw. Bad usage or input
+(the command's exit status 2) raises a galloc.GallocError subclass with the
+command's message. Calls are serialized inside the library; run them in
+processes (galloc.fit in a process pool, or Dask: examples/dask/) for
+parallelism across traces.
+"""
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Tuple, Union
+
+from . import _native, _tools
+from .errors import error
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class OOM:
+    """One out-of-memory point of a replay: event is the 0-based replay
+    event index, line where the trace file has it, message PyTorch's."""
+    event: int
+    line: int
+    size: int
+    message: str
+    oom_class: str                # "fragmentation" or "genuine"
+    allocated_bytes: int
+    reserved_bytes: int
+    annotation: Optional[str]
+    expected: bool                # the traced run hit it too
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One configuration (one column of galloc replay) of one trace."""
+    conf: str                     # the --conf string ("" = PyTorch's defaults)
+    label: str                    # "defaults" or the conf
+    verdict: str                  # "fits", "OOM (fragmentation)", "OOM (genuine)", "error"
+    peak_requested_bytes: int
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    ooms_total: int
+    ooms: Tuple[OOM, ...]         # the first ones, as the command lists them
+    events: int
+    create_error: Optional[str]   # the configuration could not be made
+    memory_stats: Optional[dict] = field(repr=False)  # torch.cuda.memory_stats() keys
+
+    @property
+    def fits(self):
+        return self.create_error is None and self.ooms_total == 0
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """One replayed trace (one device of a snapshot)."""
+    file: str
+    unit: str                     # "" or "device 1"
+    format: str
+    device_memory: int
+    events: int
+    error: Optional[str]
+    results: Tuple[ConfigResult, ...]
+
+    def __getitem__(self, key):
+        """The result of a configuration by label or conf string ("defaults" or "")."""
+        for r in self.results:
+            if key in (r.label, r.conf):
+                return r
+        raise KeyError(key)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """galloc replay: every trace, every configuration. exit_status is the
+    command's (0 no OOM, 1 an OOM somewhere)."""
+    exit_status: int
+    backend: str
+    traces: Tuple[TraceResult, ...]
+    messages: str = field(repr=False)
+    raw: dict = field(repr=False)
+
+    @property
+    def results(self):
+        """The configurations of the only trace (a one-trace replay)."""
+        if len(self.traces) != 1:
+            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i].results")
+        return self.traces[0].results
+
+    def __getitem__(self, key):
+        """A configuration of the only trace, by label or conf string."""
+        if len(self.traces) != 1:
+            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i][key]")
+        return self.traces[0][key]
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """One ranked configuration of galloc fit."""
+    rank: int
+    conf: str
+    stage: str
+    fits: bool
+    error: Optional[str]
+    peak_reserved_bytes: int
+    peak_allocated_bytes: int
+    peak_requested_bytes: int
+    fragmentation_at_peak: float
+    min_device_memory: Optional[int]  # the smallest device it fits on, when searched
+    first_oom: Optional[dict]         # {"trace", "event", "size", "class", ...} when it does not fit
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """galloc fit: the configurations ranked best first. winner is the
+    PYTORCH_CUDA_ALLOC_CONF to export (None when none fits)."""
+    exit_status: int
+    traces: Tuple[str, ...]           # the job's traces (labels)
+    device_memory: int
+    events: int
+    fits: bool
+    winner: Optional[str]
+    configurations: Tuple[FitConfig, ...]
+    seconds: float
+    messages: str = field(repr=False)
+    raw: dict = field(repr=False)
+
+    @property
+    def min_device_memory(self):
+        """The smallest device the winner fits on (None: none fits or not searched)."""
+        return self.configurations[0].min_device_memory if self.fits else None
+
+
+@dataclass(frozen=True)
+class TraceUnit:
+    """One trace of a file (a snapshot or Chrome trace has one per device)."""
+    label: str
+    events: int
+    allocs: int
+    frees: int
+    ooms: int
+    annotations: int
+    other: int
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """galloc.load_trace: what the command's readers see in a file."""
+    file: str
+    format: str                   # "rmm", "torch", "galloc", "umpire", "kineto"
+    device_memory: int            # recorded in the trace, 0 if it does not say
+    units: Tuple[TraceUnit, ...]
+
+    @property
+    def events(self):
+        return sum(u.events for u in self.units)
+
+    @property
+    def devices(self):
+        return tuple(u.label for u in self.units)
+
+
+def _size(v):
+    return str(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+
+
+def _raise(command, paths, messages, doc):
+    """The GallocError for exit status 2: the command's message; a
+    configuration that could not be made keeps its status (E_CONFIG)."""
+    text = "\n".join(line for line in messages.splitlines() if line.strip()) or f"galloc {command}: bad input"
+    names = _native.STATUS_NAMES
+    for t in (doc or {}).get("traces", []):
+        for r in t.get("results", []) if isinstance(t, dict) else []:
+            if r.get("create_status") in names:
+                raise error(names.index(r["create_status"]), text)
+    missing = [p for p in paths if not os.path.exists(p)]
+    raise error(names.index("E_IO" if missing else "E_INVAL"), text)
+
+
+def _argv(command, paths, device_memory, fmt, recorded, extra):
+    paths = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+    if not paths:
+        raise error(_native.STATUS_NAMES.index("E_INVAL"), f"galloc {command}: no trace file given")
+    argv = [command, "--json"] + extra
+    if device_memory is not None:
+        if _size(device_memory) is None:
+            raise TypeError("device_memory: bytes (int) or a size string such as \"80GiB\"")
+        argv += ["--device-memory", _size(device_memory)]
+    if fmt and fmt != "auto":
+        argv += ["--format", fmt]
+    if not recorded:
+        argv.append("--no-recorded")
+    # "--" ends the options: a trace named "-x" is still a file.
+    return argv + ["--"] + paths, paths
+
+
+def _document(command, rc, out, messages, paths):
+    try:
+        doc = json.loads(out) if out.strip() else None
+    except ValueError:
+        doc = None
+    if rc == 2 or doc is None:
+        _raise(command, paths, messages, doc)
+    return doc
+
+
+def _oom(o):
+    return OOM(event=o["event"], line=o["line"], size=o["size"], message=o["message"], oom_class=o["class"],
+               allocated_bytes=o["allocated_bytes"], reserved_bytes=o["reserved_bytes"],
+               annotation=o["annotation"], expected=o["expected"])
+
+
+def _config(r):
+    return ConfigResult(conf=r["conf"], label=r["label"], verdict=r["verdict"],
+                        peak_requested_bytes=r["peak_requested_bytes"],
+                        peak_allocated_bytes=r["peak_allocated_bytes"], peak_reserved_bytes=r["peak_reserved_bytes"],
+                        ooms_total=r["ooms_total"], ooms=tuple(_oom(o) for o in r["ooms"]), events=r["events"],
+                        create_error=r["create_error"], memory_stats=r["memory_stats"])
+
+
+def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = (), device_memory=None,
+           backend: Optional[str] = None, format: str = "auto", recorded: bool = True, seed: bool = True,
+           progress: Optional[Callable[[float, int], None]] = None) -> ReplayResult:
+    """galloc replay: replay one trace or several under each configuration
+    string of confs (PYTORCH_CUDA_ALLOC_CONF syntax; none: PyTorch's
+    defaults, or a snapshot's recorded settings unless recorded=False) on a
+    simulated device of device_memory bytes (int or "80GiB"; default: the
+    trace's recorded size, else 80 GiB). progress(fraction, events) is called
+    during long replays (fraction -1 when unknown). An OOM is a result, not an
+    exception; bad input raises a GallocError subclass."""
+    extra = []
+    for c in confs:
+        extra += ["--conf", c]
+    if backend:
+        extra += ["--backend", backend]
+    if not seed:
+        extra.append("--no-seed")
+    argv, paths = _argv("replay", paths, device_memory, format, recorded, extra)
+    rc, out, messages = _tools.run(argv, progress)
+    doc = _document("replay", rc, out, messages, paths)
+    traces = tuple(TraceResult(file=t["file"], unit=t["unit"], format=t["format"],
+                               device_memory=t.get("device_memory", 0), events=t.get("events", 0),
+                               error=t["error"], results=tuple(_config(r) for r in t["results"]))
+                   for t in doc["traces"])
+    return ReplayResult(exit_status=rc, backend=doc["backend"], traces=traces, messages=messages, raw=doc)
+
+
+def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Optional[int] = None,
+        bisect: Union[int, str] = 10, max_configs: Optional[int] = None, format: str = "auto",
+        recorded: bool = True) -> FitResult:
+    """galloc fit: search the PYTORCH_CUDA_ALLOC_CONF settings under which the
+    job fits (several traces are one job: a setting must fit them all), with
+    jobs worker threads (default: every CPU), the smallest fitting device
+    bisected for the bisect best ("all" for every one). No fitting setting is
+    a result (fits False, winner None); bad input raises a GallocError."""
+    extra = ["--bisect", str(bisect)]
+    if jobs is not None:
+        extra += ["--jobs", str(jobs)]
+    if max_configs is not None:
+        extra += ["--max-configs", str(max_configs)]
+    argv, paths = _argv("fit", paths, device_memory, format, recorded, extra)
+    if any(os.path.isdir(p) for p in paths):
+        raise error(_native.STATUS_NAMES.index("E_INVAL"),
+                    "galloc.fit: a folder is a fleet of jobs: use galloc.fit_fleet (one result per trace)")
+    rc, out, messages = _tools.run(argv)
+    return _fit_result(rc, _document("fit", rc, out, messages, paths), messages)
+
+
+def _fit_result(rc, doc, messages):
+    configs = tuple(FitConfig(rank=r["rank"], conf=r["conf"], stage=r["stage"], fits=r["fits"], error=r["error"],
+                              peak_reserved_bytes=r["peak_reserved_bytes"],
+                              peak_allocated_bytes=r["peak_allocated_bytes"],
+                              peak_requested_bytes=r["peak_requested_bytes"],
+                              fragmentation_at_peak=r["fragmentation_at_peak"],
+                              min_device_memory=r["min_device_memory"], first_oom=r["first_oom"])
+                    for r in doc["results"])
+    return FitResult(exit_status=rc, traces=tuple(t["label"] for t in doc["traces"]),
+                     device_memory=doc["device_memory"], events=doc["events"], fits=doc["fits"],
+                     winner=doc["pytorch_cuda_alloc_conf"], configurations=configs, seconds=doc["seconds"],
+                     messages=messages, raw=doc)
+
+
+def fleet_files(paths: Union[PathLike, Sequence[PathLike]]):
+    """The traces of a fleet as `galloc fit FOLDER` takes them: a folder's
+    regular files, hidden ones left out, in name order; other paths as given."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files = []
+    for p in map(os.fspath, paths):
+        if os.path.isdir(p):
+            names = sorted(n for n in os.listdir(p) if not n.startswith(".") and
+                           os.path.isfile(os.path.join(p, n)))
+            files += [os.path.join(p, n) for n in names]
+        else:
+            files.append(p)
+    return files
+
+
+def fit_fleet(paths: Union[PathLike, Sequence[PathLike]], client=None, **options):
+    """galloc fit over a fleet: each trace (folders expanded by fleet_files)
+    fitted on its own; {path: FitResult} in the fleet's order. options are
+    galloc.fit's. Without client, galloc.fit on each trace in turn, in this
+    process, as `galloc fit FOLDER` does (each search over the worker pool);
+    with a Dask
+    client (dask.distributed.Client), one galloc.fit task per trace on the
+    cluster's workers (examples/dask/fit_fleet.py). A trace with bad input
+    raises its GallocError either way."""
+    files = fleet_files(paths)
+    if not files:
+        raise error(_native.STATUS_NAMES.index("E_INVAL"), "galloc fit: no trace files in the fleet")
+    if client is not None:
+        futures = client.map(fit, files, key=[f"galloc-fit-{i}-{os.path.basename(f)}" for i, f in
+                                              enumerate(files)], **options)
+        return dict(zip(files, client.gather(futures)))
+    results = {}
+    for f in files:
+        results[f] = fit(f, **options)
+    return results
+
+
+def load_trace(path: PathLike, format: str = "auto") -> TraceInfo:
+    """Read a trace through the command's readers (every format galloc replay
+    reads, detected from the first bytes unless format names one) and count
+    its events per unit. Bad input raises a GallocError subclass."""
+    path = os.fspath(path)
+    rc, out, message = _tools.trace_info(path, format or "auto")
+    if rc != 0:
+        name = "E_IO" if not os.path.exists(path) else "E_INVAL"
+        raise error(_native.STATUS_NAMES.index(name), message)
+    doc = json.loads(out)
+    return TraceInfo(file=doc["file"], format=doc["format"], device_memory=doc["device_memory"],
+                     units=tuple(TraceUnit(**u) for u in doc["units"]))

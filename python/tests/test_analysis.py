@@ -1,0 +1,182 @@
+"""galloc.replay, galloc.fit and galloc.load_trace: the galloc command's
+figures from Python (libgalloc_tools.so runs the command's own code), checked
+exactly against the README's examples."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import galloc
+from support import GiB, REPO, repo_file
+
+FRAG = repo_file("examples/fragmentation.trace")
+LOAD_ORDER = repo_file("examples/fit/load_order.trace")
+
+
+@unittest.skipIf(FRAG is None, "examples/fragmentation.trace: not in a source tree")
+class Replay(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.r = galloc.replay(FRAG, confs=["", "expandable_segments:True"])
+
+    def test_defaults_oom_at_event_1601_with_7_96_gib_cached(self):
+        # README: "the defaults run out of memory at event 1,601 with 7.96 GiB
+        # reserved but unallocated (fragmentation)"; exit status 1.
+        self.assertEqual(self.r.exit_status, 1)
+        d = self.r["defaults"]
+        self.assertEqual(d.conf, "")
+        self.assertEqual(d.verdict, "OOM (fragmentation)")
+        self.assertFalse(d.fits)
+        oom = d.ooms[0]
+        self.assertEqual((oom.event, oom.line, oom.size), (1601, 1604, 2 * GiB))
+        self.assertEqual(oom.oom_class, "fragmentation")
+        self.assertEqual((oom.reserved_bytes, oom.allocated_bytes), (85742059520, 77193019392))
+        self.assertIn("7.96 GiB is reserved by PyTorch but unallocated", oom.message)
+        self.assertTrue(oom.message.startswith("CUDA out of memory. Tried to allocate 2.00 GiB."))
+        self.assertEqual(d.peak_reserved_bytes, 85742059520)
+
+    def test_expandable_segments_fits(self):
+        e = self.r["expandable_segments:True"]
+        self.assertTrue(e.fits)
+        self.assertEqual((e.verdict, e.ooms, e.ooms_total), ("fits", (), 0))
+        self.assertEqual(e.peak_reserved_bytes, 85647687680)
+        self.assertEqual(e.memory_stats["num_ooms"], 0)
+        self.assertEqual(e.memory_stats["reserved_bytes.all.peak"], e.peak_reserved_bytes)
+
+    def test_trace_figures(self):
+        (t,) = self.r.traces
+        self.assertEqual((t.format, t.events, t.device_memory, t.error), ("galloc", 1720, 80 * GiB, None))
+        self.assertEqual([c.label for c in t.results], ["defaults", "expandable_segments:True"])
+        self.assertEqual(self.r.raw["tool"], "galloc replay")
+
+    def test_device_memory_and_progress(self):
+        seen = []
+        r = galloc.replay(FRAG, device_memory="160GiB", progress=lambda f, n: seen.append((f, n)))
+        self.assertEqual(r.exit_status, 0)
+        self.assertTrue(r["defaults"].fits)
+        self.assertGreater(len(seen), 1)
+        self.assertEqual([n for _, n in seen], sorted(n for _, n in seen))
+        self.assertTrue(all(0 <= f <= 1 for f, _ in seen))
+        self.assertLessEqual(seen[-1][1], 1720)
+
+    def test_same_figures_as_the_command(self):
+        exe = os.path.join(REPO, "bazel-bin", "tools", "galloc")
+        if not os.access(exe, os.X_OK):
+            self.skipTest("bazel-bin/tools/galloc not built")
+        p = subprocess.run([exe, "replay", "--json", "--conf", "", "--conf", "expandable_segments:True", FRAG],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, self.r.exit_status)
+        cli = json.loads(p.stdout)
+        for mine, theirs in zip(self.r.raw["traces"][0]["results"], cli["traces"][0]["results"]):
+            for key in ("peak_reserved_bytes", "peak_allocated_bytes", "peak_requested_bytes", "memory_stats"):
+                self.assertEqual(mine[key], theirs[key], key)
+            self.assertEqual([o["message"] for o in mine["ooms"]], [o["message"] for o in theirs["ooms"]])
+
+    def test_bad_input_raises_with_the_commands_message(self):
+        with self.assertRaises(galloc.FileError) as cm:
+            galloc.replay(os.path.join(tempfile.gettempdir(), "no-such.trace"))
+        self.assertIn("no-such.trace: cannot open", str(cm.exception))
+        with self.assertRaises(galloc.ConfigError) as cm:
+            galloc.replay(FRAG, confs=["bogus_key:1"])
+        self.assertIn("Unrecognized key 'bogus_key'", str(cm.exception))
+        with self.assertRaises(galloc.InvalidArgumentError):
+            galloc.replay(FRAG, device_memory="lots")
+
+
+@unittest.skipIf(LOAD_ORDER is None, "examples/fit/load_order.trace: not in a source tree")
+class Fit(unittest.TestCase):
+    def test_load_order_winner(self):
+        # README: expandable_segments:True wins with 77.64 GiB peak reserved.
+        f = galloc.fit(LOAD_ORDER, jobs=2)
+        self.assertEqual((f.exit_status, f.fits, f.winner), (0, True, "expandable_segments:True"))
+        best = f.configurations[0]
+        self.assertEqual((best.rank, best.conf, best.fits), (1, "expandable_segments:True", True))
+        self.assertEqual(best.peak_reserved_bytes, 83361792000)
+        self.assertEqual(f"{best.peak_reserved_bytes / GiB:.2f}", "77.64")
+        self.assertEqual(f.min_device_memory, 83361792000)
+        self.assertEqual(len(f.configurations), 40)
+        self.assertEqual(f.device_memory, 80 * GiB)
+        defaults = next(c for c in f.configurations if c.conf == "")
+        self.assertFalse(defaults.fits)
+        self.assertEqual((defaults.first_oom["event"], defaults.first_oom["class"]), (460, "fragmentation"))
+
+    def test_too_small_a_device_fits_nothing(self):
+        f = galloc.fit(LOAD_ORDER, device_memory=40 * GiB, bisect=0, jobs=2)
+        self.assertEqual((f.exit_status, f.fits, f.winner, f.min_device_memory), (1, False, None, None))
+
+
+@unittest.skipIf(FRAG is None or LOAD_ORDER is None, "examples/: not in a source tree")
+class Fleet(unittest.TestCase):
+    def test_folder_in_name_order_each_trace_its_own_job(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name, src in (("b.trace", LOAD_ORDER), ("a.trace", FRAG), (".hidden.trace", FRAG)):
+                with open(src, "rb") as f, open(os.path.join(d, name), "wb") as g:
+                    g.write(f.read())
+            os.mkdir(os.path.join(d, "sub"))
+            self.assertEqual(galloc.fleet_files(d), [os.path.join(d, "a.trace"), os.path.join(d, "b.trace")])
+            fleet = galloc.fit_fleet(d, jobs=2)
+            self.assertEqual(list(fleet), galloc.fleet_files(d))
+            b = fleet[os.path.join(d, "b.trace")]
+            self.assertEqual((b.winner, b.configurations[0].peak_reserved_bytes), ("expandable_segments:True",
+                                                                                   83361792000))
+            a = fleet[os.path.join(d, "a.trace")]
+            self.assertEqual((a.fits, a.events, a.min_device_memory), (True, 1720, 82480988160))
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError):
+            galloc.fit_fleet(d)
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError) as cm:
+            galloc.fit(d)
+        self.assertIn("galloc.fit_fleet", str(cm.exception))
+
+
+class LoadTrace(unittest.TestCase):
+    @unittest.skipIf(FRAG is None, "examples/: not in a source tree")
+    def test_galloc_rmm_torch(self):
+        t = galloc.load_trace(FRAG)
+        self.assertEqual((t.format, t.events, t.device_memory, t.devices), ("galloc", 1720, 80 * GiB, ("",)))
+        self.assertEqual((t.units[0].allocs, t.units[0].frees, t.units[0].annotations), (880, 720, 120))
+        rmm = galloc.load_trace(repo_file("examples/rmm_small.csv"))
+        self.assertEqual((rmm.format, rmm.events, rmm.units[0].allocs), ("rmm", 160, 91))
+        snap = galloc.load_trace(repo_file("examples/torch_snapshot.pickle"))
+        self.assertEqual((snap.format, snap.devices), ("torch", ("device 0", "device 1")))
+        self.assertEqual([u.events for u in snap.units], [213, 4])
+
+    def test_umpire_and_kineto(self):
+        with tempfile.TemporaryDirectory() as d:
+            ump = os.path.join(d, "u.log")
+            with open(ump, "w") as f:
+                f.write('{"kind":"replay","uid":1,"event":"allocate","payload":{"allocator_ref":"0x1","size":134},'
+                        '"result":{"memory_ptr":"0x200040000010"}}\n'
+                        '{"kind":"replay","uid":1,"event":"deallocate","payload":{"allocator_ref":"0x1",'
+                        '"memory_ptr":"0x200040000010"}}\n')
+            u = galloc.load_trace(ump)
+            self.assertEqual((u.format, u.events, u.units[0].allocs, u.units[0].frees), ("umpire", 2, 1, 1))
+            kin = os.path.join(d, "k.json")
+
+            def mem(ts, addr, size, dev):
+                return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
+                        "args": {"Bytes": size, "Addr": addr, "Device Type": 1, "Device Id": dev}}
+            with open(kin, "w") as f:
+                json.dump({"traceEvents": [mem(1, 4096, 512, 0), mem(2, 4096, -512, 0), mem(3, 8192, 64, 1)]}, f)
+            k = galloc.load_trace(kin)
+            self.assertEqual((k.format, k.devices, [x.events for x in k.units]),
+                             ("kineto", ("device 0", "device 1"), [2, 1]))
+            r = galloc.replay(kin)
+            self.assertEqual([(t.unit, t.results[0].verdict) for t in r.traces],
+                             [("device 0", "fits"), ("device 1", "fits")])
+
+    def test_errors(self):
+        with self.assertRaises(galloc.FileError):
+            galloc.load_trace(os.path.join(tempfile.gettempdir(), "no-such.trace"))
+        with tempfile.NamedTemporaryFile("w", suffix=".trace") as f:
+            f.write("galloc-trace 1\nalloc nonsense\n")
+            f.flush()
+            with self.assertRaises(galloc.InvalidArgumentError) as cm:
+                galloc.load_trace(f.name)
+            self.assertIn(f"{f.name}:2", str(cm.exception))
+        with self.assertRaises(galloc.InvalidArgumentError):
+            galloc.load_trace(FRAG or __file__, format="nope")
+
+
+if __name__ == "__main__":
+    unittest.main()
