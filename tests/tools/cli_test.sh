@@ -294,6 +294,34 @@ expect_exit 0 "fit example" -- "$GALLOC" fit "$EX/fit/load_order.trace"
 expect_in "$TMP/out" 'Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "example: winning setting"
 expect_exit 0 "fit example winner replays" -- "$GALLOC" replay --conf expandable_segments:True "$EX/fit/load_order.trace"
 expect_exit 0 "fit example max_split replays" -- "$GALLOC" replay --conf max_split_size_mb:512 "$EX/fit/load_order.trace"
+# The shell must not change the answer: PYTORCH_CUDA_ALLOC_CONF set in the
+# environment is not read by replay or fit (the reports are byte for byte the
+# same, timings aside); --env applies it and names it.
+untimed() { sed -E 's/[0-9.]+ [kM]?\/s//g; s/in [0-9.]+ s/in - s/g; s/"(read_)?seconds": [0-9.e-]+//g; s/"events_per_second": [0-9.e-]+//g' "$1"; }
+for run in "1 replay" "1 replay --json" "0 fit --jobs 2 --bisect 1" "0 fit --json --jobs 2 --bisect 1"; do
+    code=${run%% *} cmd=${run#* }
+    expect_exit "$code" "$cmd without the variable" -- env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF -u GALLOC_CONF \
+        "$GALLOC" $cmd "$TMP/lo8.trace"
+    untimed "$TMP/out" >"$TMP/env_unset"
+    expect_exit "$code" "$cmd with the variable" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+        "$GALLOC" $cmd "$TMP/lo8.trace"
+    untimed "$TMP/out" >"$TMP/env_set"
+    cmp -s "$TMP/env_unset" "$TMP/env_set" || fail "$cmd: the environment changed the report: $(diff "$TMP/env_unset" "$TMP/env_set" | head -5)"
+    expect_in "$TMP/err" "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set and not applied (--env applies it)" \
+        "$cmd: the ignored variable is said on stderr"
+done
+expect_exit 0 "fit --env" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" fit --env --jobs 2 \
+    --bisect 1 "$TMP/lo8.trace"
+expect_in "$TMP/out" "^Every configuration replayed over the environment (--env): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "fit --env header"
+expect_in "$TMP/out" "^   1  yes .* (environment)$" "fit --env: the environment's column is not called defaults"
+expect_in "$TMP/out" "^Fits under the environment's settings as they are: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "fit --env verdict"
+grep -q "defaults" "$TMP/out" && fail "fit --env calls a column defaults: $(grep defaults "$TMP/out")"
+expect_exit 0 "replay --env" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" replay --env \
+    --conf max_split_size_mb:512 "$TMP/lo8.trace"
+expect_in "$TMP/out" "^  \[1\] max_split_size_mb:512 + PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "replay --env label"
+expect_exit 0 "replay --env --json" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" replay --env \
+    --json "$TMP/lo8.trace"
+expect_in "$TMP/out" '"environment": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}' "replay --env --json environment"
 # galloc fit --plot: the defaults and the winner over time, the defaults' OOM
 # marked with its class; a bad name is refused before the search.
 expect_exit 0 "fit plot png" -- "$GALLOC" fit --plot "$TMP/fit.png" "$TMP/lo8.trace"

@@ -335,10 +335,41 @@ static char *make_conf(const char *user, const char *backend, uint64_t capacity)
     return s;
 }
 
+size_t ga_replay_env_text(char *buf, size_t len)
+{
+    /* galloc_allocator_create's sources (api/allocator.c): PyTorch reads only
+     * the first set of its two names; GALLOC_CONF goes over it. */
+    const char *pt = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+    const char *names[] = {pt, "GALLOC_CONF"};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v != NULL && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", names[i], v);
+    }
+    return n < len ? n : len - 1;
+}
+
+/* The column's name: what the user wrote, "defaults" only for PyTorch's
+ * defaults; the environment, when it applies, is part of the name. */
+static char *make_label(const char *user, bool env)
+{
+    char e[512];
+    bool has_user = user != NULL && *user;
+    if (!env || ga_replay_env_text(e, sizeof(e)) == 0)
+        return strdup(has_user ? user : "defaults");
+    size_t n = strlen(e) + (has_user ? strlen(user) : 0) + 8;
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s%s%s", has_user ? user : "", has_user ? " + " : "", e);
+    return s;
+}
+
 static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay_opts_t *o, uint64_t capacity,
                         size_t i)
 {
-    c->label = strdup(user && *user ? user : "defaults");
+    c->label = make_label(user, o->env);
     c->conf = make_conf(user, o->backend, capacity);
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
@@ -347,8 +378,9 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     c->snapshot_ops = o->snapshot_ops;
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
-    c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,
-                                               sizeof(c->create_error));
+    uint32_t flags = o->env ? 0 : GALLOC_CREATE_NO_ENV;
+    c->create_status = galloc_allocator_create_ex(o->backend, 0, c->conf, flags, &c->a, c->create_error,
+                                                  sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
         /* The message's offsets count from the string galloc parsed, which
@@ -357,7 +389,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
             galloc_allocator_t *probe = NULL;
             char err[sizeof(c->create_error)];
-            if (galloc_allocator_create(o->backend, 0, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+            if (galloc_allocator_create_ex(o->backend, 0, user, flags, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
                 snprintf(c->create_error, sizeof(c->create_error), "%s", err);
             galloc_allocator_destroy(probe);
         }

@@ -122,7 +122,9 @@ typedef struct ga_replay_snapshot_ops {
 
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
-    char *label;                         /* what the user wrote, "defaults" for none */
+    char *label;                         /* what the user wrote, "defaults" for none (PyTorch's
+                                            defaults); with opts.env and a variable set, the
+                                            variables ("PYTORCH_CUDA_ALLOC_CONF=...") after it */
     char *conf;                          /* the string given to galloc_allocator_create */
     galloc_allocator_t *a;               /* NULL once destroyed or if creation failed */
     ga_idmap_t map;                     /* trace id -> block */
@@ -176,11 +178,25 @@ typedef struct ga_replay_opts {
      * every configuration before the first event; the reader's prologue
      * events are then skipped. NULL: start empty and replay the prologue. */
     const struct ga_seed *seed;
+    /* env: layer the environment's allocator variables (PYTORCH_ALLOC_CONF,
+     * else PYTORCH_CUDA_ALLOC_CONF, then GALLOC_CONF) under every
+     * configuration, as galloc_allocator_create does, and say so in the
+     * labels (--env). false: the configurations alone, whatever the shell
+     * exports (GALLOC_CREATE_NO_ENV), so the answer depends only on the
+     * command line and the trace. */
+    bool env;
     /* progress: called between chunks with the fraction read (-1 if unknown)
      * and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
     void *progress_ctx;
 } ga_replay_opts_t;
+
+/*
+ * ga_replay_env_text: the allocator variables galloc_allocator_create would
+ * apply, as "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" (several
+ * joined by " "), into buf. Returns its length, 0 when none is set.
+ */
+size_t ga_replay_env_text(char *buf, size_t len);
 
 /* The outcome of replaying one unit. */
 typedef struct ga_replay {

@@ -64,6 +64,11 @@ typedef struct ga_fit_job {
     bool sets_fraction;       /* some unit calls set_per_process_memory_fraction: only then does
                                  garbage_collection_threshold do anything, so only then is it searched */
     uint64_t device_memory;   /* the size searched at: --device-memory, else recorded, else 80 GiB */
+    /* env: the environment's allocator variables applied under every
+     * configuration (--env), as ga_replay_env_text writes them; "" = none
+     * applied: the configurations alone (GALLOC_CREATE_NO_ENV), whatever
+     * the shell exports. */
+    char env[512];
 } ga_fit_job_t;
 
 /*

@@ -32,6 +32,13 @@ static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, boo
         fprintf(out, "\n");
 }
 
+/* A configuration's name: "(defaults)" only for PyTorch's defaults; under
+ * --env the empty string is the environment's settings. */
+static const char *conf_name(const ga_fit_job_t *job, const char *conf)
+{
+    return conf[0] ? conf : job->env[0] ? "(environment)" : "(defaults)";
+}
+
 static const char *fmt_bytes(int64_t v, char *b, size_t n)
 {
     ga_units_format_bytes(v, b, n);
@@ -77,8 +84,11 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         nfit += oc->results[i].run.fits;
     }
     ga_units_format_count(replays, a, sizeof(a));
-    fprintf(out, "%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n\n", oc->n, nfit, a, oc->seconds,
+    fprintf(out, "%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n", oc->n, nfit, a, oc->seconds,
             oc->jobs);
+    if (job->env[0])
+        fprintf(out, "Every configuration replayed over the environment (--env): %s\n", job->env);
+    fprintf(out, "\n");
 }
 
 /* The ranked table, its first `top` rows. */
@@ -99,7 +109,7 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fmt_bytes((int64_t)r->min_memory, minm, sizeof(minm));
         fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
                 fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-                100.0 * frag_at_peak(&r->run), minm, oom, r->conf[0] ? r->conf : "(defaults)");
+                100.0 * frag_at_peak(&r->run), minm, oom, conf_name(job, r->conf));
     }
     if (oc->n > top)
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
@@ -114,8 +124,8 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
         const ga_fit_result_t *r = &oc->results[i];
         if (r->conf[0] == '\0' && !r->run.fits && !r->run.failed) {
             ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            fprintf(out, "\nUnder the defaults the job runs out of memory at event %s of %s:\n", a,
-                    job->units[r->run.fail_unit].label);
+            fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
+                    job->env[0] ? "the environment's settings" : "the defaults", a, job->units[r->run.fail_unit].label);
             ga_report_oom_facts(out, &r->run.oom);
         }
     }
@@ -134,7 +144,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
             continue;
         fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
                      "replayed as \"%s\", rank %zu: ",
-                rep->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
+                rep->recorded_text, conf_name(job, r->conf), i + 1);
         if (r->run.failed) {
             fprintf(out, "error: %s\n", r->run.error);
         } else if (r->run.fits) {
@@ -153,8 +163,12 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     char a[32], b[32], d[32];
     const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
     if (w != NULL && w->run.fits) {
-        if (w->conf[0])
+        if (w->conf[0] && job->env[0])
+            fprintf(out, "\nFits: add \"%s\" over the environment's %s\n", w->conf, job->env);
+        else if (w->conf[0])
             fprintf(out, "\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", w->conf);
+        else if (job->env[0])
+            fprintf(out, "\nFits under the environment's settings as they are: %s\n", job->env);
         else
             fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
         fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
@@ -165,7 +179,7 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     } else if (w != NULL) {
         fprintf(out, "\nNo configuration fits on %s.", fmt_bytes((int64_t)job->device_memory, a, sizeof(a)));
         if (w->min_searched && w->min_memory)
-            fprintf(out, " The closest, \"%s\", fits on %s.", w->conf[0] ? w->conf : "(defaults)",
+            fprintf(out, " The closest, \"%s\", fits on %s.", conf_name(job, w->conf),
                     fmt_bytes((int64_t)w->min_memory, b, sizeof(b)));
         fprintf(out, "\n");
         if (!w->run.failed) {
@@ -201,6 +215,11 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
            oc->seconds, oc->jobs, oc->n, w ? "true" : "false");
     if (w)
         ga_report_json_str(out, w->conf);
+    else
+        fputs("null", out);
+    fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
+    if (job->env[0])
+        ga_report_json_str(out, job->env);
     else
         fputs("null", out);
     fputs(",\n \"recorded_conf\": ", out);

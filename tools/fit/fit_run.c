@@ -243,7 +243,8 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
         run_ctx_t x = {.out = out, .min_free = SIZE_MAX};
-        galloc_status_t st = galloc_allocator_create("sim", 0, full, &x.a, out->error, sizeof(out->error));
+        uint32_t flags = job->env[0] ? 0 : GALLOC_CREATE_NO_ENV; /* only --env reads the environment */
+        galloc_status_t st = galloc_allocator_create_ex("sim", 0, full, flags, &x.a, out->error, sizeof(out->error));
         if (st != GALLOC_OK) {
             out->failed = true;
             out->fits = false;

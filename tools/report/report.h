@@ -38,8 +38,10 @@ typedef struct ga_report_trace {
 void ga_report_text(FILE *out, const ga_report_trace_t *t);
 
 /* JSON: begin writes the document's head, trace one entry of "traces",
- * end closes the document. */
-void ga_report_json_begin(FILE *out, const char *backend);
+ * end closes the document. env: the environment's allocator variables were
+ * applied (--env): "environment" lists them; otherwise it is {} (they were
+ * not read, whatever is set). */
+void ga_report_json_begin(FILE *out, const char *backend, bool env);
 void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first);
 void ga_report_json_end(FILE *out);
 

@@ -161,13 +161,13 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
     fputs("\n        }}", out);
 }
 
-void ga_report_json_begin(FILE *out, const char *backend)
+void ga_report_json_begin(FILE *out, const char *backend, bool env)
 {
     fputs("{\"tool\": \"galloc replay\", \"version\": 1, \"backend\": ", out);
     jstr(out, backend);
     fputs(",\n  \"environment\": {", out);
     bool first = true;
-    for (size_t i = 0; ga_report_env[i] != NULL; i++) {
+    for (size_t i = 0; env && ga_report_env[i] != NULL; i++) {
         const char *v = getenv(ga_report_env[i]);
         if (v == NULL)
             continue;
