@@ -38,6 +38,41 @@ galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segme
     return galloc_empty_cache(a);
 }
 
+galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream)
+{
+    /* A request in (1 MiB, 10 MiB) gets a 20 MiB segment (kLargeBuffer):
+     * pieces from 16 MiB up get segments of their own size. */
+    const uint64_t min_piece = (uint64_t)16 << 20;
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    size_t free_b = 0, total = 0;
+    galloc_status_t st = galloc_memory_stats(a, &s);
+    if (st == GALLOC_OK)
+        st = galloc_memory_info(a, &free_b, &total);
+    if (st != GALLOC_OK)
+        return st;
+    int64_t have = s.reserved_bytes[GALLOC_STAT_ALL].current;
+    uint64_t want = have >= 0 && size > (uint64_t)have ? size - (uint64_t)have : 0;
+    if (want > free_b)
+        want = free_b; /* a smaller device could not have cached more */
+    void *held[64];
+    size_t n = 0;
+    for (int b = 63; b >= 0 && st == GALLOC_OK; b--) {
+        uint64_t piece = (uint64_t)1 << b;
+        if (piece < min_piece || !((want >> b) & 1u))
+            continue;
+        void *p = NULL;
+        st = galloc_malloc(a, (size_t)piece, (galloc_stream_t)stream, &p);
+        if (st == GALLOC_OK)
+            held[n++] = p;
+    }
+    if (st == GALLOC_E_OOM) /* only under a memory-fraction cap: cache what fitted */
+        st = GALLOC_OK;
+    for (size_t i = 0; i < n; i++)
+        galloc_free(a, held[i]);
+    galloc_status_t rs = galloc_stats_reset_peak(a);
+    return st != GALLOC_OK ? st : rs;
+}
+
 bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other)
 {
     *other = kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)stream;
@@ -279,6 +314,11 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
         st = ga_replay_call(c->a, e->kind, e->stream, e->size, e->fraction);
         if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             c->fraction = e->fraction;
+        break;
+    case GA_EV_RESERVE:
+        if (c->seeded)
+            return; /* a seeded snapshot state holds its own segments */
+        st = ga_replay_reserve(c->a, e->size, e->stream);
         break;
     case GA_EV_ANNOTATE:
         if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)

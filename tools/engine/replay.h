@@ -271,6 +271,22 @@ bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc
 galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
                                double fraction);
 
+/*
+ * ga_replay_reserve: replay a GA_EV_RESERVE: grow a's reserved memory to
+ * `size` bytes (no more than the device's free memory) with cached free
+ * segments on stream, for the memory a mid-run trace's allocator had
+ * reserved and not allocated before the trace began. The segments are made
+ * by allocating and freeing power-of-two pieces of at least 16 MiB (largest
+ * first): such a request is never rounded up by roundup_power2_divisions and
+ * gets a segment of exactly its size, so every configuration caches the same
+ * bytes (what is left under 16 MiB is not recreated). The peaks are then
+ * reset (galloc_stats_reset_peak), so the stand-in allocations are no peak
+ * of the job: allocated_bytes.all.peak starts at the live bytes, reserved at
+ * what was reserved. Returns GALLOC_OK (a piece the device cannot hold is
+ * left out), or the status of a failed call other than out-of-memory.
+ */
+galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream);
+
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch
  * allocated right after releasing cached segments. If the device has room for

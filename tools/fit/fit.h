@@ -54,6 +54,7 @@ typedef struct ga_fit_unit {
     size_t n;
     uint64_t device_memory;   /* recorded in the trace, 0 if not */
     uint64_t max_alloc;       /* largest allocation requested */
+    ga_reader_start_t start;  /* what the trace says was in use before its first event */
 } ga_fit_unit_t;
 
 typedef struct ga_fit_job {

@@ -78,6 +78,12 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fmt_bytes((int64_t)job->device_memory, b, sizeof(b)));
     for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
         fprintf(out, "  #%zu %s\n", u + 1, job->units[u].label);
+    for (size_t u = 0; u < job->n_units; u++) { /* what a mid-run trace adds, or cannot say */
+        char pre[32] = "";
+        if (job->n_units > 1)
+            snprintf(pre, sizeof(pre), "#%zu ", u + 1);
+        ga_report_start_text(out, &job->units[u].start, pre);
+    }
     size_t replays = 0, nfit = 0;
     for (size_t i = 0; i < oc->n; i++) {
         replays += oc->results[i].replays;
@@ -207,7 +213,9 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     for (size_t u = 0; u < job->n_units; u++) {
         fprintf(out, "%s{\"label\": ", u ? ", " : "");
         ga_report_json_str(out, job->units[u].label);
-        fprintf(out, ", \"events\": %zu}", job->units[u].n);
+        fprintf(out, ", \"events\": %zu, \"start\": ", job->units[u].n);
+        ga_report_json_start(out, &job->units[u].start);
+        fputs("}", out);
     }
     const ga_fit_result_t *w = oc->n && oc->results[0].run.fits ? &oc->results[0] : NULL;
     fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"

@@ -42,8 +42,8 @@ static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
     f->stream = e->stream;
     f->kind = (uint32_t)e->kind;
     f->flags = e->flags;
-    if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && e->size > u->max_alloc)
-        u->max_alloc = e->size;
+    if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && !(e->flags & GA_EVF_SEEDED) && e->size > u->max_alloc)
+        u->max_alloc = e->size; /* a seeded stand-in block is no request of the job */
     return 0;
 }
 
@@ -77,6 +77,9 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
                 goto err_nomem;
         if (rc < 0)
             goto err_close;
+        ga_reader_notes_t notes;
+        ga_reader_notes(r, &notes);
+        un->start = notes.start;
         for (size_t i = 0; i < un->n && !job->sets_fraction; i++)
             job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
@@ -216,6 +219,15 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         st = ga_replay_call(x->a, (ga_event_kind_t)e->kind, e->stream, e->size, fraction);
         if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             x->fraction = fraction;
+        break;
+    }
+    case GA_EV_RESERVE: {
+        st = ga_replay_reserve(x->a, e->size, e->stream);
+        size_t fr, tot; /* the cached memory is the reserved figure from here */
+        if (st == GALLOC_OK && galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
+            x->min_free = fr;
+            on_peak(x);
+        }
         break;
     }
     case GA_EV_ANNOTATE:

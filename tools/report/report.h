@@ -74,4 +74,16 @@ extern const char *const ga_report_env[];
 /* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
 void ga_report_json_str(FILE *out, const char *s);
 
+/* ga_report_start_text (start.c): the note lines, each after prefix, on what
+ * a trace says about its state before its first event: a mid-run trace's
+ * seeded figures and their model, and the trace's own peaks; or what the
+ * figures leave out when it cannot tell. Nothing for GA_START_EVENTS. */
+void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *prefix);
+
+/* ga_report_json_start: the same as a JSON object: {"kind": "events" |
+ * "seeded" | "unknown", "live_bytes", "reserved_bytes", "model" (seeded),
+ * "not_included" (unknown), "trace_peak_allocated_bytes",
+ * "trace_peak_reserved_bytes" (when the trace has totals)}. */
+void ga_report_json_start(FILE *out, const ga_reader_start_t *s);
+
 #endif /* GA_TOOLS_REPORT_REPORT_H */

@@ -205,8 +205,10 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     fprintf(out, ",\n     \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64 ", \"read_seconds\": ",
             rp->device_memory, rp->events);
     jnum(out, rp->read_seconds);
-    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"plot\": ",
+    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"start\": ",
             rp->notes.skipped, rp->notes.prologue);
+    ga_report_json_start(out, &rp->notes.start);
+    fputs(", \"plot\": ", out);
     if (t->plot_path == NULL && t->plot_error == NULL) {
         fputs("null", out);
     } else {

@@ -284,6 +284,8 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
         fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
                      "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
                 t->seed->n_seg, t->seed->live_blocks);
+    else if (rp->notes.start.kind != GA_START_EVENTS)
+        ga_report_start_text(out, &rp->notes.start, "");
     else if (rp->notes.prologue)
         fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
                 rp->notes.prologue);
