@@ -244,3 +244,45 @@ TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
 }
 
 } // namespace
+
+namespace {
+
+std::string Facts(const ga_oom_facts_t &f, bool none_fits)
+{
+    char *buf = nullptr;
+    size_t n = 0;
+    FILE *out = open_memstream(&buf, &n);
+    ga_report_oom_facts(out, &f, none_fits);
+    fclose(out);
+    std::string s(buf);
+    free(buf);
+    return s;
+}
+
+// The per-OOM hint (issue 18, item 3): a fragmentation OOM names only the
+// settings its configuration lacks, none when it has both, and none at all
+// when galloc fit found no configuration that fits.
+TEST(Advice, FragmentationHintNeverRepeatsOrContradicts)
+{
+    ga_oom_facts_t f = {};
+    f.cls = GA_OOM_FRAGMENTATION;
+    f.size = 256 * MiB;
+    f.cached_free = (int64_t)(2 * GiB);
+    f.largest_free_block = (int64_t)(128 * MiB);
+    f.device_free = f.usable_free = 64 * MiB;
+    f.device_total = f.limit = 8 * GiB;
+    f.fraction = 1.0;
+    const std::string head = "  fragmentation: 256.00 MiB requested <= 2.00 GiB cached free + 64.00 MiB device free, "
+                             "but the largest free block is 128.00 MiB; ";
+    EXPECT_EQ(Facts(f, false), head + "settings can help (galloc fit: expandable_segments:True, max_split_size_mb)\n");
+    f.has_expandable = true;
+    EXPECT_EQ(Facts(f, false), head + "settings can help (galloc fit: max_split_size_mb)\n");
+    f.has_max_split = true;
+    EXPECT_EQ(Facts(f, false), head + "this configuration already has expandable_segments:True and "
+                                      "max_split_size_mb (galloc fit searches the other settings)\n");
+    f.has_expandable = false;
+    EXPECT_EQ(Facts(f, false), head + "settings can help (galloc fit: expandable_segments:True)\n");
+    EXPECT_EQ(Facts(f, true), head + "no configuration galloc fit tried fits this device, so no setting is enough\n");
+}
+
+} // namespace

@@ -183,6 +183,11 @@ void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, double fractio
             if (f.pool[p].largest_free_block > out->largest_free_block)
                 out->largest_free_block = f.pool[p].largest_free_block;
     }
+    galloc_settings_t set = {.struct_size = sizeof(set)};
+    if (galloc_settings_get(a, &set) == GALLOC_OK) {
+        out->has_expandable = set.expandable_segments;
+        out->has_max_split = set.max_split_size != UINT64_MAX;
+    }
     size_t fr = 0, tot = 0;
     if (galloc_memory_info(a, &fr, &tot) == GALLOC_OK) {
         out->device_free = fr;

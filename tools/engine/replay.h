@@ -61,6 +61,8 @@ typedef struct ga_oom_facts {
                                    (truncated as PyTorch does), device_total without a cap */
     uint64_t usable_free;       /* of device_free, what the cap still lets it take:
                                    min(device_free, limit - reserved); device_free without a cap */
+    bool has_expandable;        /* the configuration has expandable_segments:True ... */
+    bool has_max_split;         /* ... and a max_split_size_mb: advice never repeats what it has */
 } ga_oom_facts_t;
 
 /*

@@ -132,7 +132,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
             ga_units_format_count(r->run.fail_event, a, sizeof(a));
             fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
                     job->env[0] ? "the environment's settings" : "the defaults", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom);
+            ga_report_oom_facts(out, &r->run.oom, !(oc->n && oc->results[0].run.fits));
         }
     }
     size_t nfailed = 0;
@@ -158,7 +158,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
         } else {
             ga_units_format_count(r->run.fail_event, a, sizeof(a));
             fprintf(out, "OOM at event %s of %s\n", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom);
+            ga_report_oom_facts(out, &r->run.oom, !oc->results[0].run.fits);
         }
     }
 }
@@ -183,14 +183,33 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fprintf(out, "; fits on a device of %s or more", fmt_bytes((int64_t)w->min_memory, d, sizeof(d)));
         fprintf(out, "\n");
     } else if (w != NULL) {
-        fprintf(out, "\nNo configuration fits on %s.", fmt_bytes((int64_t)job->device_memory, a, sizeof(a)));
-        if (w->min_searched && w->min_memory)
-            fprintf(out, " The closest, \"%s\", fits on %s.", conf_name(job, w->conf),
-                    fmt_bytes((int64_t)w->min_memory, b, sizeof(b)));
-        fprintf(out, "\n");
+        /* Nothing fits: the search has shown no setting is enough, so the
+         * verdict is genuine, with the shortfall to the smallest device
+         * some configuration fits, and no OOM line below may advise a
+         * setting. */
+        const ga_fit_result_t *m = NULL;
+        for (size_t i = 0; i < oc->n; i++)
+            if (oc->results[i].min_searched && oc->results[i].min_memory &&
+                (m == NULL || oc->results[i].min_memory < m->min_memory))
+                m = &oc->results[i];
+        fmt_bytes((int64_t)job->device_memory, a, sizeof(a));
+        if (m != NULL && m->min_memory > job->device_memory) {
+            char gap[32], gapb[32];
+            fmt_bytes((int64_t)(m->min_memory - job->device_memory), gap, sizeof(gap));
+            ga_units_format_count(m->min_memory - job->device_memory, gapb, sizeof(gapb));
+            fprintf(out, "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
+                         "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) "
+                         "more than %s.\n",
+                    a, fmt_bytes((int64_t)m->min_memory, b, sizeof(b)), conf_name(job, m->conf), gap, gapb, a);
+        } else {
+            fprintf(out, "\nNo configuration fits on %s%s.\n", a,
+                    w->min_searched ? ", nor on any device up to 64 times its size" : "");
+        }
         if (!w->run.failed) {
-            fprintf(out, "Its first OOM:\n");
-            ga_report_oom_facts(out, &w->run.oom);
+            ga_units_format_count(w->run.fail_event, b, sizeof(b));
+            fprintf(out, "The closest, \"%s\", first runs out of memory at event %s of %s:\n", conf_name(job, w->conf),
+                    b, job->units[w->run.fail_unit].label);
+            ga_report_oom_facts(out, &w->run.oom, true);
         }
     }
 }

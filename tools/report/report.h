@@ -50,8 +50,12 @@ void ga_report_json_end(FILE *out);
 const char *ga_report_verdict(const ga_replay_column_t *c);
 
 /* ga_report_oom_facts: one indented line: the OOM's class and its figures
- * (shared by galloc replay and galloc fit). */
-void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f);
+ * (shared by galloc replay and galloc fit), and the advice that can work:
+ * for fragmentation, the settings the configuration does not have yet (none
+ * when it has them all); with none_fits (galloc fit found no configuration
+ * that fits the device), no setting at all: the search has shown none is
+ * enough. */
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits);
 
 /* ga_report_json_oom_facts: the JSON value of "class" followed by the figures'
  * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */
