@@ -9,7 +9,9 @@
  *
  * Configuration sources (lowest precedence first): PyTorch's variable
  * (PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then the
- * string given to galloc_allocator_create.
+ * string given to galloc_allocator_create; galloc_allocator_create_ex with
+ * GALLOC_CREATE_NO_ENV skips the two variables (tools that must not depend
+ * on their shell).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +43,22 @@ static void backend_args(const ga_conf_t *c, int device, galloc_backend_args_t *
 galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf, galloc_allocator_t **out,
                                         char *err, size_t errlen)
 {
+    return galloc_allocator_create_ex(backend, device, conf, 0, out, err, errlen);
+}
+
+galloc_status_t galloc_allocator_create_ex(const char *backend, int device, const char *conf, uint32_t flags,
+                                           galloc_allocator_t **out, char *err, size_t errlen)
+{
     char msg[GALLOC_ERROR_MAX];
-    if (out == NULL || device < 0) {
-        put_err(err, errlen, out == NULL ? "galloc_allocator_create: out is NULL" : "device index must be >= 0");
+    if (out == NULL || device < 0 || (flags & ~GALLOC_CREATE_NO_ENV) != 0) {
+        put_err(err, errlen, out == NULL ? "galloc_allocator_create: out is NULL"
+                             : device < 0 ? "device index must be >= 0"
+                                          : "galloc_allocator_create_ex: unknown flag bits");
+        if (out != NULL)
+            *out = NULL;
         return GALLOC_E_INVAL;
     }
+    bool env = (flags & GALLOC_CREATE_NO_ENV) == 0;
     *out = NULL;
     galloc_allocator_t *a = calloc(1, sizeof(*a));
     if (a == NULL) {
@@ -54,8 +67,9 @@ galloc_status_t galloc_allocator_create(const char *backend, int device, const c
     }
     a->device = device;
     ga_conf_defaults(&a->conf);
-    galloc_status_t st = ga_conf_load(&a->conf, conf, getenv("GALLOC_CONF"), getenv("PYTORCH_ALLOC_CONF"),
-                                      getenv("PYTORCH_CUDA_ALLOC_CONF"), msg, sizeof(msg));
+    galloc_status_t st = ga_conf_load(&a->conf, conf, env ? getenv("GALLOC_CONF") : NULL,
+                                      env ? getenv("PYTORCH_ALLOC_CONF") : NULL,
+                                      env ? getenv("PYTORCH_CUDA_ALLOC_CONF") : NULL, msg, sizeof(msg));
     if (st != GALLOC_OK)
         goto err_free;
     galloc_backend_args_t args;

@@ -48,7 +48,8 @@ typedef struct galloc_allocator galloc_allocator_t;
  *            galloc_backend_args_t.options, and a key the backend does not take
  *            fails the creation. It is applied on top of the environment:
  *            PYTORCH_ALLOC_CONF (or, if unset, PYTORCH_CUDA_ALLOC_CONF), then
- *            GALLOC_CONF, then conf; each overrides only the keys it names.
+ *            GALLOC_CONF, then conf; each overrides only the keys it names
+ *            (galloc_allocator_create_ex with GALLOC_CREATE_NO_ENV reads none).
  *   out:     receives the allocator; set to NULL on failure.
  *   err:     if non-NULL, receives a message on failure (errlen bytes, NUL-terminated).
  * Returns GALLOC_OK; GALLOC_E_INVAL (NULL out, device < 0); GALLOC_E_CONFIG (bad
@@ -58,6 +59,23 @@ typedef struct galloc_allocator galloc_allocator_t;
  */
 GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int device, const char *conf,
                                                    galloc_allocator_t **out, char *err, size_t errlen);
+
+/* Flags of galloc_allocator_create_ex. */
+#define GALLOC_CREATE_NO_ENV 0x1u /* read no environment variable: conf alone (over PyTorch's defaults)
+                                     configures the allocator, whatever the process's environment */
+
+/*
+ * galloc_allocator_create_ex: galloc_allocator_create with flags (a bitwise
+ * OR of GALLOC_CREATE_*; 0 is exactly galloc_allocator_create). With
+ * GALLOC_CREATE_NO_ENV, PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF and
+ * GALLOC_CONF are not read: a tool that replays a traced job under settings
+ * it names (galloc replay, galloc fit) gets the same answer whatever its
+ * shell exports. Returns what galloc_allocator_create returns, and
+ * GALLOC_E_INVAL for an unknown flag bit.
+ */
+GALLOC_API galloc_status_t galloc_allocator_create_ex(const char *backend, int device, const char *conf,
+                                                      uint32_t flags, galloc_allocator_t **out, char *err,
+                                                      size_t errlen);
 
 /*
  * galloc_allocator_destroy: release every segment back to the device and free

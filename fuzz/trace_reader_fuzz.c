@@ -91,7 +91,7 @@ static void read_unit(ga_reader_t *r, size_t unit)
             break;
         }
         CHECK(rc == 1);
-        CHECK(ev.kind >= GA_EV_ALLOC && ev.kind <= GA_EV_ANNOTATE);
+        CHECK(ev.kind >= GA_EV_ALLOC && ev.kind <= GA_EV_RESERVE);
         if (ev.kind == GA_EV_ANNOTATE) {
             CHECK(ev.text != NULL || ev.text_len == 0);
             for (size_t k = 0; k < ev.text_len; k++)

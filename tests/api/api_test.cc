@@ -331,6 +331,38 @@ TEST(Env, SourcesApplyInPrecedenceOrder)
     unsetenv("PYTORCH_CUDA_ALLOC_CONF");
 }
 
+TEST(Env, CreateExWithNoEnvReadsNoVariable)
+{
+    // The variables are set (a bad GALLOC_CONF too): GALLOC_CREATE_NO_ENV
+    // ignores them all, the create string alone applies; flags 0 is create.
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+    setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:200", 1);
+    setenv("GALLOC_CONF", "bogus_key:1", 1);
+    galloc_allocator_t *a = nullptr;
+    galloc_stats_t st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, nullptr, GALLOC_CREATE_NO_ENV, &a, nullptr, 0), GALLOC_OK);
+    galloc_settings_t set = {};
+    set.struct_size = sizeof set;
+    ASSERT_EQ(galloc_settings_get(a, &set), GALLOC_OK);
+    EXPECT_EQ(set.max_split_size, UINT64_MAX); // PyTorch's default: unlimited
+    EXPECT_FALSE(set.expandable_segments);
+    galloc_allocator_destroy(a);
+    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, "max_split_size_mb:400", GALLOC_CREATE_NO_ENV, &a, nullptr, 0),
+              GALLOC_OK);
+    galloc_memory_stats(a, &st);
+    EXPECT_EQ(st.max_split_size, (int64_t)(400 * MiB));
+    galloc_allocator_destroy(a);
+    char err[512] = "";
+    EXPECT_EQ(galloc_allocator_create_ex("sim", 0, nullptr, 0, &a, err, sizeof err), GALLOC_E_CONFIG);
+    EXPECT_NE(std::string(err).find("GALLOC_CONF"), std::string::npos) << err;
+    EXPECT_EQ(galloc_allocator_create_ex("sim", 0, nullptr, 0x80, &a, err, sizeof err), GALLOC_E_INVAL);
+    EXPECT_EQ(a, nullptr);
+    unsetenv("GALLOC_CONF");
+    unsetenv("PYTORCH_ALLOC_CONF");
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+}
+
 TEST(Threads, ConcurrentCallsKeepTheAllocatorConsistent)
 {
     galloc_allocator_t *a = nullptr;

@@ -281,7 +281,8 @@ while read -r conf size; do
 done <"$TMP/bisect.txt"
 [ "$(wc -l <"$TMP/bisect.txt")" -eq 3 ] || fail "three bisection cross-checks"
 expect_exit 1 "fit: nothing fits" -- "$GALLOC" fit --bisect 1 "$TMP/oom.trace"
-expect_in "$TMP/out" 'No configuration fits on 1024.00 MiB. The closest, "(defaults)", fits on 2.00 GiB.' "no fit, closest"
+expect_in "$TMP/out" '^No configuration fits on 1024.00 MiB: genuine, the job needs more memory than the device has whatever the settings.$' "no fit, genuine verdict"
+expect_in "$TMP/out" '^The smallest device it fits: 2.00 GiB, under "(defaults)": 1024.00 MiB (1,073,741,824 bytes) more than 1024.00 MiB.$' "no fit, shortfall in bytes"
 expect_in "$TMP/out" "genuine: 0 bytes live + 2.00 GiB requested" "no fit, genuine"
 expect_exit 0 "fit device memory option" -- "$GALLOC" fit --device-memory 2GiB --max-configs 3 "$TMP/oom.trace"
 expect_in "$TMP/out" "3 configurations, 3 fit" "max-configs and device memory"
@@ -294,6 +295,54 @@ expect_exit 0 "fit example" -- "$GALLOC" fit "$EX/fit/load_order.trace"
 expect_in "$TMP/out" 'Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"' "example: winning setting"
 expect_exit 0 "fit example winner replays" -- "$GALLOC" replay --conf expandable_segments:True "$EX/fit/load_order.trace"
 expect_exit 0 "fit example max_split replays" -- "$GALLOC" replay --conf max_split_size_mb:512 "$EX/fit/load_order.trace"
+# The shell must not change the answer: PYTORCH_CUDA_ALLOC_CONF set in the
+# environment is not read by replay or fit (the reports are byte for byte the
+# same, timings aside); --env applies it and names it.
+untimed() { sed -E 's/[0-9.]+ [kM]?\/s//g; s/in [0-9.]+ s/in - s/g; s/"(read_)?seconds": [0-9.e-]+//g; s/"events_per_second": [0-9.e-]+//g' "$1"; }
+for run in "1 replay" "1 replay --json" "0 fit --jobs 2 --bisect 1" "0 fit --json --jobs 2 --bisect 1"; do
+    code=${run%% *} cmd=${run#* }
+    expect_exit "$code" "$cmd without the variable" -- env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF -u GALLOC_CONF \
+        "$GALLOC" $cmd "$TMP/lo8.trace"
+    untimed "$TMP/out" >"$TMP/env_unset"
+    expect_exit "$code" "$cmd with the variable" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+        "$GALLOC" $cmd "$TMP/lo8.trace"
+    untimed "$TMP/out" >"$TMP/env_set"
+    cmp -s "$TMP/env_unset" "$TMP/env_set" || fail "$cmd: the environment changed the report: $(diff "$TMP/env_unset" "$TMP/env_set" | head -5)"
+    expect_in "$TMP/err" "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set and not applied (--env applies it)" \
+        "$cmd: the ignored variable is said on stderr"
+done
+expect_exit 0 "fit --env" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" fit --env --jobs 2 \
+    --bisect 1 "$TMP/lo8.trace"
+expect_in "$TMP/out" "^Every configuration replayed over the environment (--env): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "fit --env header"
+expect_in "$TMP/out" "^   1  yes .* (environment)$" "fit --env: the environment's column is not called defaults"
+expect_in "$TMP/out" "^Fits under the environment's settings as they are: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "fit --env verdict"
+grep -q "defaults" "$TMP/out" && fail "fit --env calls a column defaults: $(grep defaults "$TMP/out")"
+expect_exit 0 "replay --env" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" replay --env \
+    --conf max_split_size_mb:512 "$TMP/lo8.trace"
+expect_in "$TMP/out" "^  \[1\] max_split_size_mb:512 + PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True$" "replay --env label"
+expect_exit 0 "replay --env --json" -- env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$GALLOC" replay --env \
+    --json "$TMP/lo8.trace"
+expect_in "$TMP/out" '"environment": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}' "replay --env --json environment"
+# Advice that holds together: a 7B mixed-precision Adam job (no
+# checkpointing, sequence lengths 1024..2048) fits no configuration on 80 GiB.
+# The closest already has expandable_segments and runs out at a moment of
+# fragmentation: the verdict is genuine with the shortfall in bytes, and no
+# OOM line recommends a setting the search has shown is not enough.
+expect_exit 0 "gen 7B" -- "$GALLOC" gen transformer --params 7B --layers 32 --d-model 4096 --seq-len 2048 --batch 4 \
+    --mixed-precision --variable-seq-len 1024:2048 --device-memory 80GiB -o "$TMP/7b.trace"
+expect_exit 1 "fit 7B: nothing fits" -- "$GALLOC" fit --jobs 2 --bisect 3 "$TMP/7b.trace"
+tail -n 4 "$TMP/out" >"$TMP/7b.verdict"
+cat >"$TMP/7b.want" <<EOF
+No configuration fits on 80.00 GiB: genuine, the job needs more memory than the device has whatever the settings.
+The smallest device it fits: 165.17 GiB, under "expandable_segments:True,max_split_size_mb:1024": 85.17 GiB (91,446,312,960 bytes) more than 80.00 GiB.
+The closest, "expandable_segments:True", first runs out of memory at event 1,447 of $TMP/7b.trace:
+  fragmentation: 84.62 MiB requested <= 34.71 MiB cached free + 66.00 MiB device free, but the largest free block is 16.09 MiB; no configuration galloc fit tried fits this device, so no setting is enough
+EOF
+cmp -s "$TMP/7b.want" "$TMP/7b.verdict" || fail "fit 7B verdict: $(diff "$TMP/7b.want" "$TMP/7b.verdict")"
+grep -q "settings can help" "$TMP/out" && fail "fit 7B: a setting is advised although none fits: $(grep 'settings can help' "$TMP/out")"
+expect_exit 1 "replay 7B under expandable segments" -- "$GALLOC" replay --conf expandable_segments:True "$TMP/7b.trace"
+expect_in "$TMP/out" "largest free block is 16.09 MiB; settings can help (galloc fit: max_split_size_mb)$" \
+    "replay: the hint names only what the configuration lacks"
 # galloc fit --plot: the defaults and the winner over time, the defaults' OOM
 # marked with its class; a bad name is refused before the search.
 expect_exit 0 "fit plot png" -- "$GALLOC" fit --plot "$TMP/fit.png" "$TMP/lo8.trace"

@@ -40,10 +40,10 @@ count "$TMP/err" "unknown.bin: cannot open" 1 "missing file said once"
 run 2 "bad conf" "$GALLOC" replay --conf "" --conf no_such_key:1 "$EX/rmm_small.csv"
 count "$TMP/err" "no_such_key" 1 "refused configuration said once on stderr"
 hasnt "$TMP/out" "no_such_key.*Unrecognized\|could not create" "refused configuration not repeated on stdout"
-run 2 "fit: refused environment" env PYTORCH_CUDA_ALLOC_CONF=bogus_key:1 "$GALLOC" fit --max-configs 2 --bisect 0 \
+run 2 "fit: refused environment" env PYTORCH_CUDA_ALLOC_CONF=bogus_key:1 "$GALLOC" fit --env --max-configs 2 --bisect 0 \
     "$EX/rmm_small.csv"
 has "$TMP/err" "galloc fit: configuration" "fit: a configuration that cannot be replayed, on stderr"
-hasnt "$TMP/out" "bogus_key" "fit: not on stdout"
+hasnt "$TMP/out" "Unrecognized" "fit: the refusal not on stdout (the --env header names the variable)"
 run 2 "budget: refused conf" "$GALLOC" budget "${B[@]}" --conf bogus_key:1
 count "$TMP/err" "bogus_key" 1 "budget: refused configuration said once on stderr"
 hasnt "$TMP/out" "Unrecognized" "budget: the message not on stdout"

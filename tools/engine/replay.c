@@ -38,6 +38,41 @@ galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segme
     return galloc_empty_cache(a);
 }
 
+galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream)
+{
+    /* A request in (1 MiB, 10 MiB) gets a 20 MiB segment (kLargeBuffer):
+     * pieces from 16 MiB up get segments of their own size. */
+    const uint64_t min_piece = (uint64_t)16 << 20;
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    size_t free_b = 0, total = 0;
+    galloc_status_t st = galloc_memory_stats(a, &s);
+    if (st == GALLOC_OK)
+        st = galloc_memory_info(a, &free_b, &total);
+    if (st != GALLOC_OK)
+        return st;
+    int64_t have = s.reserved_bytes[GALLOC_STAT_ALL].current;
+    uint64_t want = have >= 0 && size > (uint64_t)have ? size - (uint64_t)have : 0;
+    if (want > free_b)
+        want = free_b; /* a smaller device could not have cached more */
+    void *held[64];
+    size_t n = 0;
+    for (int b = 63; b >= 0 && st == GALLOC_OK; b--) {
+        uint64_t piece = (uint64_t)1 << b;
+        if (piece < min_piece || !((want >> b) & 1u))
+            continue;
+        void *p = NULL;
+        st = galloc_malloc(a, (size_t)piece, (galloc_stream_t)stream, &p);
+        if (st == GALLOC_OK)
+            held[n++] = p;
+    }
+    if (st == GALLOC_E_OOM) /* only under a memory-fraction cap: cache what fitted */
+        st = GALLOC_OK;
+    for (size_t i = 0; i < n; i++)
+        galloc_free(a, held[i]);
+    galloc_status_t rs = galloc_stats_reset_peak(a);
+    return st != GALLOC_OK ? st : rs;
+}
+
 bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other)
 {
     *other = kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)stream;
@@ -147,6 +182,11 @@ void ga_replay_classify_oom(galloc_allocator_t *a, uint64_t size, double fractio
         for (int p = 0; p < GALLOC_STAT_POOLS; p++) /* the "all" entry may not carry a per-block maximum */
             if (f.pool[p].largest_free_block > out->largest_free_block)
                 out->largest_free_block = f.pool[p].largest_free_block;
+    }
+    galloc_settings_t set = {.struct_size = sizeof(set)};
+    if (galloc_settings_get(a, &set) == GALLOC_OK) {
+        out->has_expandable = set.expandable_segments;
+        out->has_max_split = set.max_split_size != UINT64_MAX;
     }
     size_t fr = 0, tot = 0;
     if (galloc_memory_info(a, &fr, &tot) == GALLOC_OK) {
@@ -280,6 +320,11 @@ static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, cons
         if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             c->fraction = e->fraction;
         break;
+    case GA_EV_RESERVE:
+        if (c->seeded)
+            return; /* a seeded snapshot state holds its own segments */
+        st = ga_replay_reserve(c->a, e->size, e->stream);
+        break;
     case GA_EV_ANNOTATE:
         if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)
             c->snapshot_ops->annotate(c->a, e->text);
@@ -335,10 +380,41 @@ static char *make_conf(const char *user, const char *backend, uint64_t capacity)
     return s;
 }
 
+size_t ga_replay_env_text(char *buf, size_t len)
+{
+    /* galloc_allocator_create's sources (api/allocator.c): PyTorch reads only
+     * the first set of its two names; GALLOC_CONF goes over it. */
+    const char *pt = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+    const char *names[] = {pt, "GALLOC_CONF"};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v != NULL && n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", names[i], v);
+    }
+    return n < len ? n : len - 1;
+}
+
+/* The column's name: what the user wrote, "defaults" only for PyTorch's
+ * defaults; the environment, when it applies, is part of the name. */
+static char *make_label(const char *user, bool env)
+{
+    char e[512];
+    bool has_user = user != NULL && *user;
+    if (!env || ga_replay_env_text(e, sizeof(e)) == 0)
+        return strdup(has_user ? user : "defaults");
+    size_t n = strlen(e) + (has_user ? strlen(user) : 0) + 8;
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s%s%s", has_user ? user : "", has_user ? " + " : "", e);
+    return s;
+}
+
 static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay_opts_t *o, uint64_t capacity,
                         size_t i)
 {
-    c->label = strdup(user && *user ? user : "defaults");
+    c->label = make_label(user, o->env);
     c->conf = make_conf(user, o->backend, capacity);
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
@@ -347,8 +423,9 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     c->snapshot_ops = o->snapshot_ops;
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
-    c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,
-                                               sizeof(c->create_error));
+    uint32_t flags = o->env ? 0 : GALLOC_CREATE_NO_ENV;
+    c->create_status = galloc_allocator_create_ex(o->backend, 0, c->conf, flags, &c->a, c->create_error,
+                                                  sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
         /* The message's offsets count from the string galloc parsed, which
@@ -357,7 +434,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
             galloc_allocator_t *probe = NULL;
             char err[sizeof(c->create_error)];
-            if (galloc_allocator_create(o->backend, 0, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+            if (galloc_allocator_create_ex(o->backend, 0, user, flags, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
                 snprintf(c->create_error, sizeof(c->create_error), "%s", err);
             galloc_allocator_destroy(probe);
         }

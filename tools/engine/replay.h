@@ -61,6 +61,8 @@ typedef struct ga_oom_facts {
                                    (truncated as PyTorch does), device_total without a cap */
     uint64_t usable_free;       /* of device_free, what the cap still lets it take:
                                    min(device_free, limit - reserved); device_free without a cap */
+    bool has_expandable;        /* the configuration has expandable_segments:True ... */
+    bool has_max_split;         /* ... and a max_split_size_mb: advice never repeats what it has */
 } ga_oom_facts_t;
 
 /*
@@ -122,7 +124,9 @@ typedef struct ga_replay_snapshot_ops {
 
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
-    char *label;                         /* what the user wrote, "defaults" for none */
+    char *label;                         /* what the user wrote, "defaults" for none (PyTorch's
+                                            defaults); with opts.env and a variable set, the
+                                            variables ("PYTORCH_CUDA_ALLOC_CONF=...") after it */
     char *conf;                          /* the string given to galloc_allocator_create */
     galloc_allocator_t *a;               /* NULL once destroyed or if creation failed */
     ga_idmap_t map;                     /* trace id -> block */
@@ -176,11 +180,25 @@ typedef struct ga_replay_opts {
      * every configuration before the first event; the reader's prologue
      * events are then skipped. NULL: start empty and replay the prologue. */
     const struct ga_seed *seed;
+    /* env: layer the environment's allocator variables (PYTORCH_ALLOC_CONF,
+     * else PYTORCH_CUDA_ALLOC_CONF, then GALLOC_CONF) under every
+     * configuration, as galloc_allocator_create does, and say so in the
+     * labels (--env). false: the configurations alone, whatever the shell
+     * exports (GALLOC_CREATE_NO_ENV), so the answer depends only on the
+     * command line and the trace. */
+    bool env;
     /* progress: called between chunks with the fraction read (-1 if unknown)
      * and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
     void *progress_ctx;
 } ga_replay_opts_t;
+
+/*
+ * ga_replay_env_text: the allocator variables galloc_allocator_create would
+ * apply, as "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" (several
+ * joined by " "), into buf. Returns its length, 0 when none is set.
+ */
+size_t ga_replay_env_text(char *buf, size_t len);
 
 /* The outcome of replaying one unit. */
 typedef struct ga_replay {
@@ -254,6 +272,22 @@ bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc
  */
 galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
                                double fraction);
+
+/*
+ * ga_replay_reserve: replay a GA_EV_RESERVE: grow a's reserved memory to
+ * `size` bytes (no more than the device's free memory) with cached free
+ * segments on stream, for the memory a mid-run trace's allocator had
+ * reserved and not allocated before the trace began. The segments are made
+ * by allocating and freeing power-of-two pieces of at least 16 MiB (largest
+ * first): such a request is never rounded up by roundup_power2_divisions and
+ * gets a segment of exactly its size, so every configuration caches the same
+ * bytes (what is left under 16 MiB is not recreated). The peaks are then
+ * reset (galloc_stats_reset_peak), so the stand-in allocations are no peak
+ * of the job: allocated_bytes.all.peak starts at the live bytes, reserved at
+ * what was reserved. Returns GALLOC_OK (a piece the device cannot hold is
+ * left out), or the status of a failed call other than out-of-memory.
+ */
+galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch

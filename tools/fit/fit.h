@@ -54,6 +54,7 @@ typedef struct ga_fit_unit {
     size_t n;
     uint64_t device_memory;   /* recorded in the trace, 0 if not */
     uint64_t max_alloc;       /* largest allocation requested */
+    ga_reader_start_t start;  /* what the trace says was in use before its first event */
 } ga_fit_unit_t;
 
 typedef struct ga_fit_job {
@@ -64,6 +65,11 @@ typedef struct ga_fit_job {
     bool sets_fraction;       /* some unit calls set_per_process_memory_fraction: only then does
                                  garbage_collection_threshold do anything, so only then is it searched */
     uint64_t device_memory;   /* the size searched at: --device-memory, else recorded, else 80 GiB */
+    /* env: the environment's allocator variables applied under every
+     * configuration (--env), as ga_replay_env_text writes them; "" = none
+     * applied: the configurations alone (GALLOC_CREATE_NO_ENV), whatever
+     * the shell exports. */
+    char env[512];
 } ga_fit_job_t;
 
 /*

@@ -23,6 +23,7 @@
 typedef struct cli {
     uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
     bool no_recorded;       /* --no-recorded: ignore a snapshot's allocator_settings */
+    bool env;               /* --env: apply the environment's allocator variables under every configuration */
     char recorded[GA_FIT_CONF_MAX]; /* the first snapshot's recorded settings as a conf string */
     char recorded_text[1024];      /* its recorded PYTORCH_CUDA_ALLOC_CONF text */
     bool has_recorded;             /* a snapshot recorded settings */
@@ -61,6 +62,10 @@ void ga_fit_usage(FILE *out)
           "  --plot FILE           plot requested / allocated / reserved memory over time under the\n"
           "                        defaults and the winner, the defaults' OOM marked with its class\n"
           "                        (.png or .svg; FILE.N.ext per trace when several)\n"
+          "  --env                 replay every configuration over the environment's\n"
+          "                        PYTORCH_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF) and GALLOC_CONF;\n"
+          "                        without it they are not read: the answer depends only on the\n"
+          "                        command line and the traces\n"
           "  -h, --help            this text\n"
           "\n"
           "Exit status: 0 some configuration fits, 1 none does, 2 bad usage or input.\n",
@@ -83,14 +88,14 @@ static bool parse_count(const char *s, size_t *out)
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT };
+    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV };
     static const struct option opts[] = {
         {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
         {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
         {"max-configs", required_argument, NULL, O_MAX},   {"top", required_argument, NULL, O_TOP},
         {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
-        {NULL, 0, NULL, 0}};
+        {"env", no_argument, NULL, O_ENV},                 {NULL, 0, NULL, 0}};
     optind = 0; /* the command may run more than once in a process (tests) */
     opterr = 0;
     int o;
@@ -129,6 +134,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
             break;
         case O_NOREC: c->no_recorded = true; break;
         case O_PLOT: c->plot = optarg; break;
+        case O_ENV: c->env = true; break;
         case 'h': ga_fit_usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -178,12 +184,16 @@ int ga_fit_main(int argc, char **argv)
             return usage_error("%s", "--plot draws one job: not with a folder of traces");
         return ga_fit_fleet(argc, argv, optind, c.json);
     }
-    for (size_t i = 0; ga_report_env[i] != NULL; i++)
-        if (getenv(ga_report_env[i]) != NULL) /* it would silently apply under every configuration */
-            fprintf(stderr, "galloc fit: note: %s=%s is set and applies under every configuration\n",
-                    ga_report_env[i], getenv(ga_report_env[i]));
     ga_fit_job_t job;
     memset(&job, 0, sizeof(job));
+    /* Only --env lets the shell change the answer; then the report names it. */
+    char env[sizeof(job.env)];
+    if (ga_replay_env_text(env, sizeof(env)) > 0) {
+        if (c.env)
+            memcpy(job.env, env, sizeof(env));
+        else
+            fprintf(stderr, "galloc fit: note: %s is set and not applied (--env applies it)\n", env);
+    }
     char err[512];
     if (load(&c, optind, argc, argv, &job) != 0) {
         ga_fit_job_free(&job);

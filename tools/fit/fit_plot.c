@@ -63,7 +63,7 @@ int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char 
     memset(s, 0, sizeof(s));
     const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
     size_t n = w != NULL && w->conf[0] != '\0' ? 2 : 1; /* a winning "defaults" is one line */
-    snprintf(s[0].label, sizeof(s[0].label), "defaults");
+    snprintf(s[0].label, sizeof(s[0].label), "%s", job->env[0] ? "environment" : "defaults");
     if (n == 2)
         snprintf(s[1].label, sizeof(s[1].label), "%s: %s", w->run.fits ? "winner" : "closest", w->conf);
     int rc = replay_shown(job, "", &s[0], err, errlen);

@@ -32,6 +32,13 @@ static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, boo
         fprintf(out, "\n");
 }
 
+/* A configuration's name: "(defaults)" only for PyTorch's defaults; under
+ * --env the empty string is the environment's settings. */
+static const char *conf_name(const ga_fit_job_t *job, const char *conf)
+{
+    return conf[0] ? conf : job->env[0] ? "(environment)" : "(defaults)";
+}
+
 static const char *fmt_bytes(int64_t v, char *b, size_t n)
 {
     ga_units_format_bytes(v, b, n);
@@ -77,14 +84,23 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fmt_size(job->device_memory, b, sizeof(b)));
     for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
         fprintf(out, "  #%zu %s\n", u + 1, job->units[u].label);
+    for (size_t u = 0; u < job->n_units; u++) { /* what a mid-run trace adds, or cannot say */
+        char pre[32] = "";
+        if (job->n_units > 1)
+            snprintf(pre, sizeof(pre), "#%zu ", u + 1);
+        ga_report_start_text(out, &job->units[u].start, pre);
+    }
     size_t replays = 0, nfit = 0;
     for (size_t i = 0; i < oc->n; i++) {
         replays += oc->results[i].replays;
         nfit += oc->results[i].run.fits;
     }
     ga_units_format_count(replays, a, sizeof(a));
-    fprintf(out, "%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n\n", oc->n, nfit, a, oc->seconds,
+    fprintf(out, "%zu configurations, %zu fit; %s replays in %.1f s on %u threads\n", oc->n, nfit, a, oc->seconds,
             oc->jobs);
+    if (job->env[0])
+        fprintf(out, "Every configuration replayed over the environment (--env): %s\n", job->env);
+    fprintf(out, "\n");
 }
 
 /* The ranked table, its first `top` rows. */
@@ -105,7 +121,7 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fmt_size(r->min_memory, minm, sizeof(minm));
         fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
                 fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-                100.0 * frag_at_peak(&r->run), minm, oom, r->conf[0] ? r->conf : "(defaults)");
+                100.0 * frag_at_peak(&r->run), minm, oom, conf_name(job, r->conf));
     }
     if (oc->n > top)
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
@@ -121,9 +137,9 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
         const ga_fit_result_t *r = &oc->results[i];
         if (r->conf[0] == '\0' && !r->run.fits && !r->run.failed) {
             ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            fprintf(out, "\nUnder the defaults the job runs out of memory at event %s of %s:\n", a,
-                    job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom);
+            fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
+                    job->env[0] ? "the environment's settings" : "the defaults", a, job->units[r->run.fail_unit].label);
+            ga_report_oom_facts(out, &r->run.oom, !(oc->n && oc->results[0].run.fits));
         }
     }
     for (size_t i = 0; rep->recorded != NULL && i < oc->n; i++) {
@@ -132,7 +148,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
             continue;
         fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
                      "replayed as \"%s\", rank %zu: ",
-                rep->recorded_text, r->conf[0] ? r->conf : "(defaults)", i + 1);
+                rep->recorded_text, conf_name(job, r->conf), i + 1);
         if (r->run.failed) {
             fprintf(out, "could not be replayed (said on stderr)\n");
         } else if (r->run.fits) {
@@ -140,7 +156,7 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
         } else {
             ga_units_format_count(r->run.fail_event, a, sizeof(a));
             fprintf(out, "OOM at event %s of %s\n", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom);
+            ga_report_oom_facts(out, &r->run.oom, !oc->results[0].run.fits);
         }
     }
 }
@@ -151,8 +167,12 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     char a[32], b[32], d[32];
     const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
     if (w != NULL && w->run.fits) {
-        if (w->conf[0])
+        if (w->conf[0] && job->env[0])
+            fprintf(out, "\nFits: add \"%s\" over the environment's %s\n", w->conf, job->env);
+        else if (w->conf[0])
             fprintf(out, "\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", w->conf);
+        else if (job->env[0])
+            fprintf(out, "\nFits under the environment's settings as they are: %s\n", job->env);
         else
             fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
         fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
@@ -161,14 +181,33 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fprintf(out, "; fits on a device of %s or more", fmt_size(w->min_memory, d, sizeof(d)));
         fprintf(out, "\n");
     } else if (w != NULL) {
-        fprintf(out, "\nNo configuration fits on %s.", fmt_size(job->device_memory, a, sizeof(a)));
-        if (w->min_searched && w->min_memory)
-            fprintf(out, " The closest, \"%s\", fits on %s.", w->conf[0] ? w->conf : "(defaults)",
-                    fmt_size(w->min_memory, b, sizeof(b)));
-        fprintf(out, "\n");
+        /* Nothing fits: the search has shown no setting is enough, so the
+         * verdict is genuine, with the shortfall to the smallest device
+         * some configuration fits, and no OOM line below may advise a
+         * setting. */
+        const ga_fit_result_t *m = NULL;
+        for (size_t i = 0; i < oc->n; i++)
+            if (oc->results[i].min_searched && oc->results[i].min_memory &&
+                (m == NULL || oc->results[i].min_memory < m->min_memory))
+                m = &oc->results[i];
+        fmt_size(job->device_memory, a, sizeof(a));
+        if (m != NULL && m->min_memory > job->device_memory) {
+            char gap[32], gapb[32];
+            fmt_size(m->min_memory - job->device_memory, gap, sizeof(gap));
+            ga_units_format_count(m->min_memory - job->device_memory, gapb, sizeof(gapb));
+            fprintf(out, "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
+                         "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) "
+                         "more than %s.\n",
+                    a, fmt_size(m->min_memory, b, sizeof(b)), conf_name(job, m->conf), gap, gapb, a);
+        } else {
+            fprintf(out, "\nNo configuration fits on %s%s.\n", a,
+                    w->min_searched ? ", nor on any device up to 64 times its size" : "");
+        }
         if (!w->run.failed) {
-            fprintf(out, "Its first OOM:\n");
-            ga_report_oom_facts(out, &w->run.oom);
+            ga_units_format_count(w->run.fail_event, b, sizeof(b));
+            fprintf(out, "The closest, \"%s\", first runs out of memory at event %s of %s:\n", conf_name(job, w->conf),
+                    b, job->units[w->run.fail_unit].label);
+            ga_report_oom_facts(out, &w->run.oom, true);
         }
     }
 }
@@ -191,7 +230,9 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     for (size_t u = 0; u < job->n_units; u++) {
         fprintf(out, "%s{\"label\": ", u ? ", " : "");
         ga_report_json_str(out, job->units[u].label);
-        fprintf(out, ", \"events\": %zu}", job->units[u].n);
+        fprintf(out, ", \"events\": %zu, \"start\": ", job->units[u].n);
+        ga_report_json_start(out, &job->units[u].start);
+        fputs("}", out);
     }
     const ga_fit_result_t *w = oc->n && oc->results[0].run.fits ? &oc->results[0] : NULL;
     fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
@@ -199,6 +240,11 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
            oc->seconds, oc->jobs, oc->n, w ? "true" : "false");
     if (w)
         ga_report_json_str(out, w->conf);
+    else
+        fputs("null", out);
+    fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
+    if (job->env[0])
+        ga_report_json_str(out, job->env);
     else
         fputs("null", out);
     fputs(",\n \"recorded_conf\": ", out);

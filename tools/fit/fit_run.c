@@ -42,8 +42,8 @@ static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
     f->stream = e->stream;
     f->kind = (uint32_t)e->kind;
     f->flags = e->flags;
-    if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && e->size > u->max_alloc)
-        u->max_alloc = e->size;
+    if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && !(e->flags & GA_EVF_SEEDED) && e->size > u->max_alloc)
+        u->max_alloc = e->size; /* a seeded stand-in block is no request of the job */
     return 0;
 }
 
@@ -77,6 +77,9 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
                 goto err_nomem;
         if (rc < 0)
             goto err_close;
+        ga_reader_notes_t notes;
+        ga_reader_notes(r, &notes);
+        un->start = notes.start;
         for (size_t i = 0; i < un->n && !job->sets_fraction; i++)
             job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
@@ -218,6 +221,15 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
             x->fraction = fraction;
         break;
     }
+    case GA_EV_RESERVE: {
+        st = ga_replay_reserve(x->a, e->size, e->stream);
+        size_t fr, tot; /* the cached memory is the reserved figure from here */
+        if (st == GALLOC_OK && galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
+            x->min_free = fr;
+            on_peak(x);
+        }
+        break;
+    }
     case GA_EV_ANNOTATE:
         break;
     }
@@ -243,7 +255,8 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
         run_ctx_t x = {.out = out, .min_free = SIZE_MAX};
-        galloc_status_t st = galloc_allocator_create("sim", 0, full, &x.a, out->error, sizeof(out->error));
+        uint32_t flags = job->env[0] ? 0 : GALLOC_CREATE_NO_ENV; /* only --env reads the environment */
+        galloc_status_t st = galloc_allocator_create_ex("sim", 0, full, flags, &x.a, out->error, sizeof(out->error));
         if (st != GALLOC_OK) {
             out->failed = true;
             out->fits = false;

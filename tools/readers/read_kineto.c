@@ -24,6 +24,30 @@
  * memory event, not the file size, and a pipe works. Errors say
  * "FILE: byte N: problem"; event indices (e.g. in OOM reports) count
  * traceEvents from 0.
+ *
+ * A trace that starts mid-run (the profiler was started after the model was
+ * loaded) says so in its totals: "Total Allocated" after the first event
+ * minus its "Bytes" was live before it, and its "Total Reserved" was held by
+ * the allocator. The unit then starts with a prologue that recreates that
+ * state (ga_reader_start_t, GA_START_SEEDED), modelled as simply as the
+ * totals allow, since the trace has no addresses or sizes for it:
+ *  - the live bytes as pinned blocks that are never freed: one block per set
+ *    bit of the figure (powers of two, largest first), because a power of
+ *    two is a boundary of every roundup_power2_divisions setting and a
+ *    multiple of 512, so each configuration pins exactly the traced bytes
+ *    (one big block would be rounded up by up to a quarter under some
+ *    settings and rank them unfairly);
+ *  - the reserved remainder as one cached free segment (GA_EV_RESERVE), as
+ *    much as the simulated device has room for: reserved but unallocated
+ *    memory the window's allocations can reuse, which the allocator gives
+ *    back on its OOM path as PyTorch's would.
+ * The first event's totals are read after it ran, so "reserved" includes a
+ * segment the first allocation may have added: the prologue reserves it
+ * ahead, which changes no figure of the replay but the segment count.
+ * Nothing live before the first event means no mid-run start: the events
+ * are the whole story (a cache the window needs is reserved by its own
+ * events again). Traces without totals (the older layout with Bytes only)
+ * get GA_START_UNKNOWN: the report says what the replay leaves out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +67,18 @@ typedef struct mem_ev {
     uint16_t dev;   /* Device Id */
 } mem_ev_t;
 
+/* What one device's events say about its totals. */
+typedef struct dev_totals {
+    bool any;            /* a CUDA memory event of this device was kept */
+    bool all_totals;     /* every one had integer Total Allocated and Total Reserved */
+    bool has_first;      /* the fields below are set */
+    double ts;           /* the first event (smallest ts, then file order) */
+    int64_t first_bytes, first_alloc, first_reserved; /* its Bytes and totals */
+    int64_t peak_alloc, peak_reserved;                /* the totals' maxima */
+} dev_totals_t;
+
+#define MAX_PIECES 64 /* one stand-in block per bit of a 64-bit figure */
+
 typedef struct kineto {
     mem_ev_t *ev;         /* the CUDA memory events, sorted by (ts, file order) */
     size_t n, cap;        /* used and allocated entries */
@@ -52,6 +88,11 @@ typedef struct kineto {
     int devices[MAX_DEVICES]; /* device of each unit */
     uint64_t skipped;     /* non-memory and CPU events */
     char ioerr[256];      /* a read error from the refill */
+    dev_totals_t tot[MAX_DEVICES]; /* per Device Id */
+    uint64_t piece[MAX_PIECES + 1]; /* the current unit's prologue: stand-in block sizes ... */
+    size_t n_pieces;      /* ... of which n_pieces, then one GA_EV_RESERVE when reserve > 0 */
+    uint64_t reserve;     /* reserved bytes to reach before the first event, 0: none */
+    size_t pro_next;      /* prologue events handed out */
 } kineto_t;
 
 typedef struct refill_ctx {
@@ -78,9 +119,9 @@ static int scan_err(ga_reader_t *r, const ga_json_t *j, char *err, size_t errlen
 /* The fields of one trace event object (just opened) that matter here. */
 typedef struct fields {
     bool memory;   /* name is "[memory]" */
-    bool has_ts, has_addr, has_bytes, has_type, has_id;
+    bool has_ts, has_addr, has_bytes, has_type, has_id, has_ta, has_tr;
     double ts;
-    int64_t addr, bytes, type, id;
+    int64_t addr, bytes, type, id, ta, tr; /* ta, tr: Total Allocated, Total Reserved */
 } fields_t;
 
 /* A number member: returns 0 with *out and *has set, 1 if not an integer
@@ -108,6 +149,10 @@ static int args(ga_json_t *j, fields_t *f)
             rc = int_member(j, &f->type, &f->has_type);
         else if (ga_json_is(j, "Device Id"))
             rc = int_member(j, &f->id, &f->has_id);
+        else if (ga_json_is(j, "Total Allocated"))
+            rc = int_member(j, &f->ta, &f->has_ta);
+        else if (ga_json_is(j, "Total Reserved"))
+            rc = int_member(j, &f->tr, &f->has_tr);
         else
             rc = ga_json_skip(j, ga_json_next(j));
         if (rc < 0)
@@ -134,6 +179,31 @@ static int event(ga_json_t *j, fields_t *f)
             return -1;
     }
     return more;
+}
+
+/* Fold one kept event into its device's totals. Events come in file order,
+ * so an equal ts keeps the earlier one first, as the sort does. */
+static void note_totals(dev_totals_t *d, const fields_t *f)
+{
+    bool totals = f->has_ta && f->has_tr && f->ta >= 0 && f->tr >= 0;
+    if (!d->any) {
+        d->any = true;
+        d->all_totals = true;
+    }
+    d->all_totals &= totals;
+    if (!totals)
+        return;
+    if (!d->has_first || f->ts < d->ts) {
+        d->has_first = true;
+        d->ts = f->ts;
+        d->first_bytes = f->bytes;
+        d->first_alloc = f->ta;
+        d->first_reserved = f->tr;
+    }
+    if (f->ta > d->peak_alloc)
+        d->peak_alloc = f->ta;
+    if (f->tr > d->peak_reserved)
+        d->peak_reserved = f->tr;
 }
 
 /* Keep one event of traceEvents (index i, object just opened). */
@@ -168,6 +238,7 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
     }
     k->ev[k->n++] = (mem_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
                                .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX, .dev = (uint16_t)f.id};
+    note_totals(&k->tot[f.id], &f);
     return 0;
 }
 
@@ -234,6 +305,44 @@ static int by_time(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index; /* file order: the sort is stable */
 }
 
+/* The unit's state before its first event, and the prologue recreating it
+ * (see the top of the file for the model). */
+static void start_state(ga_reader_t *r, kineto_t *k, const dev_totals_t *d)
+{
+    ga_reader_start_t *st = &r->notes.start;
+    memset(st, 0, sizeof(*st));
+    k->n_pieces = 0;
+    k->reserve = 0;
+    k->pro_next = 0;
+    if (!d->any)
+        return; /* no events: nothing to say */
+    if (!d->all_totals) {
+        st->kind = GA_START_UNKNOWN;
+        return;
+    }
+    st->peak_allocated = (uint64_t)d->peak_alloc;
+    st->peak_reserved = (uint64_t)d->peak_reserved;
+    /* Total Allocated is after the first event: minus its Bytes (a free's
+     * are negative) is what was live before it. */
+    int64_t live = d->first_alloc - d->first_bytes;
+    if (live < 0)
+        live = 0; /* a garbled total: nothing is known to be live */
+    if (live == 0)
+        return; /* nothing was live: the trace starts at the job's start (or between steps), and
+                   cached memory the window needs is reserved again by its own events */
+    st->kind = GA_START_SEEDED;
+    st->live = (uint64_t)live;
+    st->reserved = (uint64_t)d->first_reserved;
+    for (int b = 63; b >= 9; b--) /* powers of two from the largest; 512 and up */
+        if ((st->live >> b) & 1u)
+            k->piece[k->n_pieces++] = (uint64_t)1 << b;
+    if (st->live & 511u) /* a total not in 512-byte blocks: the rest as one block */
+        k->piece[k->n_pieces++] = st->live & 511u;
+    if (st->reserved > 0)
+        k->reserve = st->reserved;
+    r->notes.prologue = k->n_pieces + (k->reserve > 0);
+}
+
 static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 {
     (void)err;
@@ -245,7 +354,33 @@ static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     for (size_t i = 0; i < k->n; i++)
         k->unit_total += k->ev[i].dev == k->devices[unit];
     r->notes.skipped = unit == 0 ? k->skipped : 0;
+    start_state(r, k, &k->tot[k->devices[unit]]);
     return 0;
+}
+
+/* The prologue's stand-in blocks: ids no device pointer has (the top of the
+ * address space), never freed by the trace. */
+#define SEED_ID(i) (UINT64_MAX - MAX_PIECES - 1 + (uint64_t)(i))
+
+/* The next prologue event: 1, or 0 once it is all out. */
+static int prologue_next(kineto_t *k, ga_event_t *ev)
+{
+    size_t n = k->n_pieces + (k->reserve > 0);
+    if (k->pro_next >= n)
+        return 0;
+    memset(ev, 0, sizeof(*ev));
+    ev->flags = GA_EVF_PROLOGUE;
+    if (k->pro_next < k->n_pieces) {
+        ev->kind = GA_EV_ALLOC;
+        ev->flags |= GA_EVF_SEEDED;
+        ev->id = SEED_ID(k->pro_next);
+        ev->size = k->piece[k->pro_next];
+    } else {
+        ev->kind = GA_EV_RESERVE;
+        ev->size = k->reserve;
+    }
+    k->pro_next++;
+    return 1;
 }
 
 static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
@@ -254,6 +389,8 @@ static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
     (void)errlen;
     kineto_t *k = r->impl;
     int dev = k->devices[r->unit];
+    if (prologue_next(k, ev))
+        return 1;
     while (k->next < k->n) {
         const mem_ev_t *m = &k->ev[k->next++];
         if (m->dev != dev)

@@ -53,11 +53,16 @@ typedef enum ga_event_kind {
     GA_EV_EMPTY_CACHE,    /* torch.cuda.empty_cache(); size: see ga_replay_empty_cache */
     GA_EV_SET_FRACTION,   /* fraction: torch.cuda.set_per_process_memory_fraction() */
     GA_EV_OOM,            /* size, stream: an allocation that FAILED in the traced run */
-    GA_EV_ANNOTATE        /* text: a user marker ("step 8847"), kept for OOM reports */
+    GA_EV_ANNOTATE,       /* text: a user marker ("step 8847"), kept for OOM reports */
+    GA_EV_RESERVE         /* size, stream: memory the traced allocator had reserved before the trace
+                             began and not allocated: grow reserved to size bytes with one cached free
+                             segment, as far as the device has room (ga_replay_reserve) */
 } ga_event_kind_t;
 
 #define GA_STREAM_NONE UINT64_MAX /* "no stream given" in GA_EV_FREE */
 #define GA_EVF_PROLOGUE 0x1u      /* recreates a block that was live before the trace began */
+#define GA_EVF_SEEDED 0x2u        /* with GA_EVF_PROLOGUE: a stand-in block for bytes the trace says were
+                                     live before it began (not a request of the job; never freed) */
 
 typedef struct ga_event {
     ga_event_kind_t kind;
@@ -114,9 +119,30 @@ double ga_reader_progress(const ga_reader_t *r);
 /* ga_reader_notes: counts a reader skipped on purpose (informational entries
  * such as snapshot segment_alloc, or entries with an action it does not
  * replay); prologue: allocations recreated for blocks live before the trace. */
+
+/* What a trace says about memory in use before its first event: a profiler
+ * trace or allocator log often starts after the model was loaded. */
+typedef enum ga_start_kind {
+    GA_START_EVENTS = 0, /* nothing beyond the events (the format has no totals, or the events hold it) */
+    GA_START_SEEDED,     /* the trace's totals say what was live and reserved before its first event:
+                            the reader's prologue recreates it (live: GA_EVF_SEEDED blocks; the
+                            reserved remainder: one GA_EV_RESERVE) */
+    GA_START_UNKNOWN     /* the trace may start mid-run and has no totals to tell (older Kineto
+                            layout): the replay starts empty and leaves that memory out */
+} ga_start_kind_t;
+
+typedef struct ga_reader_start {
+    ga_start_kind_t kind;    /* see above */
+    uint64_t live;           /* GA_START_SEEDED: bytes allocated before the first event */
+    uint64_t reserved;       /* GA_START_SEEDED: bytes reserved at the first event */
+    uint64_t peak_allocated; /* the trace's own maximum of its allocated total, 0 if it has none */
+    uint64_t peak_reserved;  /* ... and of its reserved total */
+} ga_reader_start_t;
+
 typedef struct ga_reader_notes {
     uint64_t skipped;  /* entries read but not replayed */
     uint64_t prologue; /* GA_EVF_PROLOGUE events of the current unit */
+    ga_reader_start_t start; /* the current unit's state before its first event */
 } ga_reader_notes_t;
 void ga_reader_notes(const ga_reader_t *r, ga_reader_notes_t *out);
 

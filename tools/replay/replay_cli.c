@@ -37,6 +37,7 @@ typedef struct cli {
     bool no_recorded;         /* --no-recorded: PyTorch's defaults, not the snapshot's settings */
     bool verify;              /* --verify: compare the replay with the snapshot's record */
     bool no_seed;             /* --no-seed: a mid-run snapshot starts from the reader's prologue */
+    bool env;                 /* --env: apply the environment's allocator variables under every column */
     bool have_recorded;       /* the current file recorded allocator_settings (and no --conf) */
     char recorded[1024];      /* ... as a config string ("" = defaults) */
     char recorded_text[1024]; /* ... and its PYTORCH_CUDA_ALLOC_CONF text */
@@ -74,6 +75,10 @@ void ga_replay_usage(FILE *out)
           "                        indices; LAST may be empty: to the end) and write the state after\n"
           "                        LAST, so a huge trace's window opens in the memory visualizer\n"
           "  --snapshot-max-entries N  keep only the last N trace entries (PyTorch's max_entries)\n"
+          "  --env                 also apply the environment's PYTORCH_ALLOC_CONF (else\n"
+          "                        PYTORCH_CUDA_ALLOC_CONF) and GALLOC_CONF under every column, named\n"
+          "                        in its label; without it they are not read: the answer depends\n"
+          "                        only on the command line and the trace\n"
           "  --plot FILE           plot requested / allocated / reserved memory over the replay\n"
           "  --verify              TRACE is a PyTorch snapshot: replay it under its recorded settings\n"
           "                        (or --conf) and compare galloc's device events (segment_alloc,\n"
@@ -119,7 +124,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
 {
     enum {
         O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY,
-        O_NOSEED
+        O_NOSEED, O_ENV
     };
     static const struct option opts[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"device-memory", required_argument, NULL, O_MEM},
@@ -129,7 +134,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"snapshot-range", required_argument, NULL, O_RANGE},
         {"snapshot-max-entries", required_argument, NULL, O_MAXENT},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"verify", no_argument, NULL, O_VERIFY},
-        {"no-seed", no_argument, NULL, O_NOSEED},
+        {"no-seed", no_argument, NULL, O_NOSEED},          {"env", no_argument, NULL, O_ENV},
         {NULL, 0, NULL, 0}};
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
@@ -168,6 +173,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_NOREC: c->no_recorded = true; break;
         case O_VERIFY: c->verify = true; break;
         case O_NOSEED: c->no_seed = true; break;
+        case O_ENV: c->env = true; break;
         case 'h': ga_replay_usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -328,7 +334,7 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     ga_seed_t seed;
     bool seeded = positioned && snapshot_context(c, r, path, unit, &mem, &seed);
     ga_replay_opts_t o = {.backend = c->backend, .device_memory = mem, .sample = c->plot != NULL,
-                          .seed = seeded ? &seed : NULL,
+                          .seed = seeded ? &seed : NULL, .env = c->env,
                           .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
                           .snapshot_range = c->snapshot_range,
                           .snapshot_first = c->snapshot_first, .snapshot_last = c->snapshot_last,
@@ -358,13 +364,15 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     return code;
 }
 
-/* galloc_allocator_create applies these under every --conf: say so, since a
- * forgotten export would otherwise silently change the "defaults" column. */
-static void print_environment(void)
+/* The environment's allocator variables are applied only with --env (and
+ * then named in every column's label); without it, a variable that is set
+ * is said on stderr, so the report itself is the same whatever the shell
+ * exports. */
+static void print_environment(bool env)
 {
-    for (size_t i = 0; ga_report_env[i] != NULL; i++)
-        if (getenv(ga_report_env[i]) != NULL)
-            printf("note: %s=%s is set and applies under every column\n", ga_report_env[i], getenv(ga_report_env[i]));
+    char e[512];
+    if (!env && ga_replay_env_text(e, sizeof(e)) > 0)
+        fprintf(stderr, "galloc replay: note: %s is set and not applied (--env applies it)\n", e);
 }
 
 /* A PyTorch snapshot replays under its own recorded allocator_settings
@@ -400,12 +408,11 @@ int ga_replay_main(int argc, char **argv)
         return rc < 0 ? GA_EXIT_OK : rc;
     }
     const char *backend = c.backend ? c.backend : "sim";
+    print_environment(c.env);
     if (c.json && c.verify)
         ga_verify_json_begin(stdout);
     else if (c.json)
-        ga_report_json_begin(stdout, backend);
-    else
-        print_environment();
+        ga_report_json_begin(stdout, backend, c.env);
     int code = GA_EXIT_OK;
     bool single_file = argc - optind == 1;
     for (int i = optind; i < argc; i++) {

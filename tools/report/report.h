@@ -40,8 +40,10 @@ typedef struct ga_report_trace {
 void ga_report_text(FILE *out, const ga_report_trace_t *t);
 
 /* JSON: begin writes the document's head, trace one entry of "traces",
- * end closes the document. */
-void ga_report_json_begin(FILE *out, const char *backend);
+ * end closes the document. env: the environment's allocator variables were
+ * applied (--env): "environment" lists them; otherwise it is {} (they were
+ * not read, whatever is set). */
+void ga_report_json_begin(FILE *out, const char *backend, bool env);
 void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first);
 void ga_report_json_end(FILE *out);
 
@@ -50,8 +52,12 @@ void ga_report_json_end(FILE *out);
 const char *ga_report_verdict(const ga_replay_column_t *c);
 
 /* ga_report_oom_facts: one indented line: the OOM's class and its figures
- * (shared by galloc replay and galloc fit). */
-void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f);
+ * (shared by galloc replay and galloc fit), and the advice that can work:
+ * for fragmentation, the settings the configuration does not have yet (none
+ * when it has them all); with none_fits (galloc fit found no configuration
+ * that fits the device), no setting at all: the search has shown none is
+ * enough. */
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits);
 
 /* ga_report_json_oom_facts: the JSON value of "class" followed by the figures'
  * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */
@@ -73,5 +79,17 @@ extern const char *const ga_report_env[];
 
 /* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
 void ga_report_json_str(FILE *out, const char *s);
+
+/* ga_report_start_text (start.c): the note lines, each after prefix, on what
+ * a trace says about its state before its first event: a mid-run trace's
+ * seeded figures and their model, and the trace's own peaks; or what the
+ * figures leave out when it cannot tell. Nothing for GA_START_EVENTS. */
+void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *prefix);
+
+/* ga_report_json_start: the same as a JSON object: {"kind": "events" |
+ * "seeded" | "unknown", "live_bytes", "reserved_bytes", "model" (seeded),
+ * "not_included" (unknown), "trace_peak_allocated_bytes",
+ * "trace_peak_reserved_bytes" (when the trace has totals)}. */
+void ga_report_json_start(FILE *out, const ga_reader_start_t *s);
 
 #endif /* GA_TOOLS_REPORT_REPORT_H */

@@ -161,13 +161,13 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
     fputs("\n        }}", out);
 }
 
-void ga_report_json_begin(FILE *out, const char *backend)
+void ga_report_json_begin(FILE *out, const char *backend, bool env)
 {
     fputs("{\"tool\": \"galloc replay\", \"version\": 1, \"backend\": ", out);
     jstr(out, backend);
     fputs(",\n  \"environment\": {", out);
     bool first = true;
-    for (size_t i = 0; ga_report_env[i] != NULL; i++) {
+    for (size_t i = 0; env && ga_report_env[i] != NULL; i++) {
         const char *v = getenv(ga_report_env[i]);
         if (v == NULL)
             continue;
@@ -205,8 +205,10 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     fprintf(out, ",\n     \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64 ", \"read_seconds\": ",
             rp->device_memory, rp->events);
     jnum(out, rp->read_seconds);
-    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"plot\": ",
+    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"start\": ",
             rp->notes.skipped, rp->notes.prologue);
+    ga_report_json_start(out, &rp->notes.start);
+    fputs(", \"plot\": ", out);
     if (t->plot_path == NULL && t->plot_error == NULL) {
         fputs("null", out);
     } else {

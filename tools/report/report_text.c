@@ -146,8 +146,26 @@ static void header(FILE *out, const ga_report_trace_t *t)
                      "overrides)\n");
 }
 
-void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
+/* The advice for a fragmentation OOM (see ga_report_oom_facts). */
+static void frag_advice(const ga_oom_facts_t *f, bool none_fits, char *b, size_t n)
 {
+    if (none_fits) {
+        snprintf(b, n, "no configuration galloc fit tried fits this device, so no setting is enough");
+        return;
+    }
+    if (!f->has_expandable || !f->has_max_split) {
+        snprintf(b, n, "settings can help (galloc fit: %s%s%s)", f->has_expandable ? "" : "expandable_segments:True",
+                 !f->has_expandable && !f->has_max_split ? ", " : "", f->has_max_split ? "" : "max_split_size_mb");
+        return;
+    }
+    snprintf(b, n, "this configuration already has expandable_segments:True and max_split_size_mb (galloc fit "
+                   "searches the other settings)");
+}
+
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits)
+{
+    char advice[160];
+    frag_advice(f, none_fits, advice, sizeof(advice));
     char sz[32], live[32], cached[32], largest[32], dfree[32], dtot[32], lim[32];
     ga_units_format_size(f->size, sz, sizeof(sz));
     ga_units_format_bytes(f->live, live, sizeof(live));
@@ -162,13 +180,12 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f)
      * memory or more of it for a genuine OOM, where no setting helps. */
     if (f->cls == GA_OOM_FRAGMENTATION && !capped)
         fprintf(out, "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
-                     "block is %s; settings can help (galloc fit: expandable_segments:True, max_split_size_mb)\n",
-                sz, cached, dfree, largest);
+                     "block is %s; %s\n",
+                sz, cached, dfree, largest, advice);
     else if (f->cls == GA_OOM_FRAGMENTATION)
         fprintf(out, "  fragmentation: %s requested <= %s cached free + %s free under the memory fraction "
-                     "(%g of %s = %s), but the largest free block is %s; settings can help (galloc fit: "
-                     "expandable_segments:True, max_split_size_mb)\n",
-                sz, cached, dfree, f->fraction, dtot, lim, largest);
+                     "(%g of %s = %s), but the largest free block is %s; %s\n",
+                sz, cached, dfree, f->fraction, dtot, lim, largest, advice);
     else if (!capped)
         fprintf(out, "  genuine: %s live + %s requested exceed the %s device; no allocator setting helps, even "
                      "with every cached block released (smaller batch, activation checkpointing, a larger "
@@ -197,7 +214,7 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
             fprintf(out, " after \"%s\"", o->annotation);
         fprintf(out, ", %s requested%s:\n  %s\n", sz, o->expected ? ", an OOM the traced run had too" : "",
                 o->message);
-        ga_report_oom_facts(out, &o->facts);
+        ga_report_oom_facts(out, &o->facts, false);
     }
     if (c->ooms_total > 3)
         fprintf(out, "%s ... and %" PRIu64 " more OOMs (see --json)\n", tag, c->ooms_total - 3);
@@ -277,6 +294,8 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
         fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
                      "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
                 t->seed->n_seg, t->seed->live_blocks);
+    else if (rp->notes.start.kind != GA_START_EVENTS)
+        ga_report_start_text(out, &rp->notes.start, "");
     else if (rp->notes.prologue)
         fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
                 rp->notes.prologue);
