@@ -249,16 +249,16 @@ void galloc_allocator_destroy(galloc_allocator_t *a)
     a->ops->destroy(a->impl);
     a->impl = NULL;
     ga_backend_close(&a->backend);
-    pthread_mutex_destroy(&a->lock);
+    ga_allocator_lock_destroy(&a->lock);
     bury(a);
 }
 
 /* Run expr under the lock. */
 #define LOCKED(a, expr)                                                                            \
     do {                                                                                           \
-        pthread_mutex_lock(&(a)->lock);                                                            \
+        ga_allocator_lock(&(a)->lock);                                                             \
         expr;                                                                                      \
-        pthread_mutex_unlock(&(a)->lock);                                                          \
+        ga_allocator_unlock(&(a)->lock);                                                           \
     } while (0)
 
 galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr)

@@ -5,6 +5,12 @@
 // baseline.cc, under the same benchmark names.
 //
 //   pair/<sequence>/real_time/threads:{1,2}   both threads share one allocator
+//                                             and stream 0
+//   own_streams/<sequence>/real_time/threads:{1,2}
+//                                             the same on one allocator, each
+//                                             thread on a stream of its own
+//                                             (issue 19's case: blocks never
+//                                             move between the threads)
 //   multistream/<other streams>/real_time     pairs on stream 1 while 0..64
 //                                             other streams hold cached and
 //                                             live blocks in the same pools
@@ -74,6 +80,18 @@ void BM_Pairs(benchmark::State &state, Seq seq)
     ReportDeviceAllocs(state);
 }
 
+// BM_Pairs with thread t on stream 1 + t: with one allocator lock the
+// threads still serialize, and the pool's per-stream free sets alternate.
+void BM_OwnStreams(benchmark::State &state, Seq seq)
+{
+    GallocAdaptor a{g_alloc, static_cast<galloc_stream_t>(1 + state.thread_index())};
+    std::vector<size_t> sizes = MakeSizes(seq, 0);
+    WarmPairs(a, sizes);
+    NoteWarm();
+    PairLoop(state, a, sizes);
+    ReportDeviceAllocs(state);
+}
+
 // Pairs on stream 1 (the small mix) while `others` other streams each hold
 // cached free blocks of the same sizes and a few live ones. galloc's free sets
 // are ordered by (stream, size), so the other streams' blocks share the trees
@@ -116,6 +134,15 @@ int Register()
     for (Seq s : {Seq::kFixed4K, Seq::kSmallMix, Seq::kTrainingMix, Seq::kChurn}) {
         std::string name = std::string("pair/") + SeqName(s);
         PairIterations(benchmark::RegisterBenchmark(name.c_str(), BM_Pairs, s))
+            ->Setup(SetupShared)
+            ->Teardown(TeardownShared)
+            ->UseRealTime()
+            ->Threads(1)
+            ->Threads(2);
+    }
+    for (Seq s : {Seq::kFixed4K, Seq::kSmallMix}) {
+        std::string name = std::string("own_streams/") + SeqName(s);
+        PairIterations(benchmark::RegisterBenchmark(name.c_str(), BM_OwnStreams, s))
             ->Setup(SetupShared)
             ->Teardown(TeardownShared)
             ->UseRealTime()
