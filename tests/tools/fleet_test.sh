@@ -2,27 +2,7 @@
 # fleet_test.sh: `galloc fit FOLDER`: each trace of a folder fitted on its own
 # (one report per trace, in name order, the same as `galloc fit TRACE` of
 # that file), its JSON document, the worst exit status, and the usage errors.
-set -uo pipefail
-
-RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
-GALLOC="$RUNFILES/tools/galloc"
-EX="$RUNFILES/examples"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-PY="$(command -v python3 || echo /usr/bin/python3)"
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-expect_exit() { # expect_exit CODE DESCRIPTION -- COMMAND...: stdout/stderr in $TMP/out, $TMP/err
-    local want=$1 what=$2
-    shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    [ "$got" -eq "$want" ] || fail "$what: exit $got, expected $want: $(head -c 600 "$TMP/err")"
-}
+. "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}/tests/tools/cli_lib.sh"
 
 mkdir -p "$TMP/fleet/sub" "$TMP/empty"
 cp "$EX/fit/load_order.trace" "$TMP/fleet/b_load_order.trace"
@@ -63,8 +43,4 @@ expect_exit 2 "empty folder" -- "$GALLOC" fit "$TMP/empty"
 grep -q "no trace files" "$TMP/err" || fail "empty folder message"
 expect_exit 2 "plot with a folder" -- "$GALLOC" fit --plot "$TMP/p.svg" "$TMP/fleet"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)" >&2
-    exit 1
-fi
-echo "PASS"
+finish

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/tools/shared_traces.h"
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
@@ -192,23 +193,12 @@ TEST(MidRun, FitCountsTheMemoryInUseBeforeTheTrace)
     ga_fit_job_free(&job);
 }
 
-// The real trace (HolisticTraceAnalysis tests/data, MIT; see data/README.md):
-// 3.82 GiB allocated and 11.90 GiB reserved before its first event.
-std::string Hta()
-{
-    const char *srcdir = std::getenv("TEST_SRCDIR");
-    const char *ws = std::getenv("TEST_WORKSPACE");
-    std::string gz = srcdir && ws ? std::string(srcdir) + "/" + ws + "/tests/tools/data/kineto-hta-rank1-memory.json.gz"
-                                  : "tests/tools/data/kineto-hta-rank1-memory.json.gz";
-    std::string out = TmpPath("hta.json");
-    std::string cmd = "gzip -dc '" + gz + "' > '" + out + "'";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    return out;
-}
-
+// The real trace of shared/traces (HolisticTraceAnalysis tests/data, MIT; the
+// README beside it gives the provenance), read from its .json.gz: 3.82 GiB
+// allocated and 11.90 GiB reserved before its first event.
 TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
 {
-    std::string path = Hta();
+    GA_SHARED_TRACE(path, "kineto-hta-rank1-memory.json.gz");
     Replayed r(path, 32 * GiB); // a Tesla V100-SXM2-32GB
     ASSERT_TRUE(r.ok);
     const ga_reader_start_t &s = r.rp.notes.start;

@@ -3,35 +3,7 @@
 # (found beside the checkout, or from $GALLOC_SHARED_TRACES; skipped with a
 # reason when absent) and on damaged or empty inputs: gzip read directly by
 # replay and fit, corrupt gzip exits 2 naming the byte.
-set -uo pipefail
-
-RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
-GALLOC="$RUNFILES/tools/galloc"
-EX="$RUNFILES/examples"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_exit CODE DESCRIPTION -- COMMAND...: run, keep stdout/stderr in $TMP/out, $TMP/err.
-expect_exit() {
-    local want=$1 what=$2
-    shift 3
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "$what: exit $got, expected $want"
-        sed 's/^/  out: /' "$TMP/out" | head -20 >&2
-        sed 's/^/  err: /' "$TMP/err" | head -20 >&2
-    fi
-}
-
-expect_in() { # expect_in FILE PATTERN DESCRIPTION
-    grep -qF -- "$2" "$1" || fail "$3: '$2' not in $1: $(head -c 600 "$1")"
-}
+. "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}/tests/tools/cli_lib.sh"
 
 # The real traces: the runfiles' examples/ is a symlink into the checkout.
 SHARED="${GALLOC_SHARED_TRACES:-}"
@@ -86,8 +58,4 @@ expect_in "$TMP/err" "nothing.jsonl: no events found reading it as --format umpi
 expect_exit 2 "fit, forced format, no events" -- "$GALLOC" fit --format umpire "$TMP/nothing.jsonl"
 expect_in "$TMP/err" "no events found reading it as --format umpire" "fit, no events"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)" >&2
-    exit 1
-fi
-echo "PASS"
+finish
