@@ -84,9 +84,7 @@ galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_option
 {
     galloc_status_t st = ga_trace_configure(&p->trace, opt);
     if (st != GALLOC_OK)
-        return ga_fail(p->err, st, "record_memory_history: %s",
-                       st == GALLOC_E_INVAL ? "bad options (struct_size or an enum value out of range)"
-                                            : galloc_strerror(st));
+        return ga_fail(p->err, st, "record_memory_history: %s", ga_trace_configure_why(st));
     return GALLOC_OK;
 }
 

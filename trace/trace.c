@@ -64,6 +64,11 @@ static void stop(ga_trace_t *t)
     t->max_entries = 0;
 }
 
+const char *ga_trace_configure_why(galloc_status_t st)
+{
+    return st == GALLOC_E_INVAL ? "bad options (struct_size or an enum value out of range)" : galloc_strerror(st);
+}
+
 galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t *opt)
 {
     if (opt == NULL) {

@@ -81,6 +81,10 @@ void ga_trace_destroy(ga_trace_t *t);
  */
 galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t *opt);
 
+/* ga_trace_configure_why: what a status from ga_trace_configure means, for
+ * the allocator's last error (static text, never NULL). */
+const char *ga_trace_configure_why(galloc_status_t st);
+
 /* ga_trace_clear: drop the recorded entries and annotations, keep recording
  * (PyTorch's clear_history). */
 void ga_trace_clear(ga_trace_t *t);

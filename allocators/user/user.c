@@ -242,9 +242,7 @@ static galloc_status_t user_record_history(void *impl, const galloc_history_opti
     user_impl_t *p = impl;
     galloc_status_t st = ga_trace_configure(&p->trace, opt);
     if (st != GALLOC_OK)
-        return ga_fail(p->err, st, "record_memory_history: %s",
-                       st == GALLOC_E_INVAL ? "bad options (struct_size or an enum value out of range)"
-                                            : galloc_strerror(st));
+        return ga_fail(p->err, st, "record_memory_history: %s", ga_trace_configure_why(st));
     return GALLOC_OK;
 }
 
