@@ -409,8 +409,11 @@ got = [(e['action'], e['size']) for e in d['device_traces'][0]]
 M = 1 << 20
 want = [('segment_alloc', 2 * M), ('alloc', M), ('alloc', M), ('segment_alloc', 2 * M), ('alloc', M), ('snapshot', 5 * M)]
 assert got == want, got
-# written after event 4: five live blocks in three segments
-assert [[(b['size'], b['state']) for b in s['blocks']] for s in d['segments']] == [[(M, 'active_allocated')] * 2] * 2 + [[(M, 'active_allocated'), (M, 'inactive')]], d['segments']
+# written after event 4: five live blocks in three segments, listed by
+# address: the sim places segments descending (sim_placement:descending), so
+# the newest, half-used one comes first
+assert [[(b['size'], b['state']) for b in s['blocks']] for s in d['segments']] == [[(M, 'active_allocated'), (M, 'inactive')]] + [[(M, 'active_allocated')] * 2] * 2, d['segments']
+assert [s['address'] for s in d['segments']] == sorted(s['address'] for s in d['segments']), d['segments']
 " || fail "--snapshot-range 2:4 holds events 2..4"
 expect_exit 0 "snapshot max entries" -- "$GALLOC" replay --snapshot "$TMP/m.pickle" --snapshot-max-entries 4 "$TMP/ten.trace"
 "$PY" -c "
@@ -474,7 +477,8 @@ assert seg == [0, 7, 9, 13, 15], seg
 t[7]["size"] = 22 << 20  # the second 20 MiB segment_alloc
 pickle.dump(d, open(sys.argv[2], "wb"))
 t[7]["size"] = 20 << 20
-d["segments"][2]["blocks"][0]["state"] = "inactive"  # a final block state (the first 1000-byte block)
+# a final block state (the first 1000-byte block) of segment_alloc #2's segment
+next(s for s in d["segments"] if s["address"] == t[9]["addr"])["blocks"][0]["state"] = "inactive"
 pickle.dump(d, open(sys.argv[3], "wb"))
 PYEOF
 expect_exit 1 "doctored segment_alloc diverges" -- "$GALLOC" replay --verify "$TMP/vd.pickle"
@@ -574,6 +578,43 @@ expect_exit 2 "--verify needs a snapshot" -- "$GALLOC" replay --verify "$TMP/v.t
 expect_in "$TMP/out" "is not a PyTorch snapshot" "verify of a text trace"
 expect_exit 2 "--verify with two confs" -- "$GALLOC" replay --verify --conf "" --conf expandable_segments:True "$TMP/v.pickle"
 expect_exit 0 "--verify with --conf" -- "$GALLOC" replay --verify --conf "" "$TMP/v.pickle"
+
+# ---- device addresses: recorded placement and the address tie-break ----------
+# CUDA handed out B below A (descending). Both 20 MiB segments are free when c
+# comes: PyTorch's best fit takes the lower address (B), so empty_cache releases
+# A. Replayed at the recorded addresses galloc does the same; with rising sim
+# addresses (A below B) it takes A and releases B.
+"$PY" - "$TMP/tie.pickle" <<'PYEOF' || fail "make the tie snapshot"
+import pickle, sys
+M = 1 << 20
+A, B = 0x7f5a40000000, 0x7f5a3e000000
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+trace = [e("segment_alloc", A, 20 * M), e("alloc", A, 20 * M), e("segment_alloc", B, 20 * M), e("alloc", B, 20 * M),
+         e("free_requested", A, 20 * M), e("free_completed", A, 20 * M),
+         e("free_requested", B, 20 * M), e("free_completed", B, 20 * M),
+         e("alloc", B, 20 * M), e("segment_free", A, 20 * M)]
+seg = {"device": 0, "address": B, "total_size": 20 * M, "allocated_size": 20 * M, "active_size": 20 * M,
+       "requested_size": 20 * M, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+       "is_expandable": False, "frames": [],
+       "blocks": [{"address": B, "size": 20 * M, "requested_size": 20 * M, "state": "active_allocated", "frames": []}]}
+pickle.dump({"segments": [seg], "device_traces": [trace], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 0 "recorded addresses: the tie goes as recorded" -- "$GALLOC" replay --verify "$TMP/tie.pickle"
+expect_in "$TMP/out" "^device events: 3 of 3 agree" "tie: segment_alloc, segment_alloc, segment_free agree"
+expect_in "$TMP/out" "^final segments: 1 of 1 agree" "tie: B holds c"
+expect_exit 1 "rising addresses: the tie goes the other way" -- "$GALLOC" replay --verify --conf sim_placement:rising "$TMP/tie.pickle"
+expect_in "$TMP/out" "^device events: 2 of 3 agree" "tie under rising: empty_cache frees the other segment"
+expect_in "$TMP/out" "^verdict: diverges" "tie under rising diverges"
+expect_exit 0 "tie snapshot replayed to a snapshot" -- "$GALLOC" replay --snapshot "$TMP/tie_out.pickle" "$TMP/tie.pickle"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/tie_out.pickle', 'rb'))
+assert [s['address'] for s in d['segments']] == [0x7f5a3e000000], d['segments']
+t = [(x['action'], x['addr']) for x in d['device_traces'][0] if x['action'] in ('segment_alloc', 'segment_free')]
+assert t == [('segment_alloc', 0x7f5a40000000), ('segment_alloc', 0x7f5a3e000000), ('segment_free', 0x7f5a40000000)], t
+" || fail "tie: galloc's snapshot holds the recorded addresses"
 
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'

@@ -188,7 +188,11 @@ const char *ga_oom_class_name(ga_oom_class_t c)
 static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     void *p = NULL;
+    if (c->place && e->place != 0)
+        galloc_sim_place(c->a, e->place); /* GALLOC_E_UNSUPPORTED under another placement: nothing to do */
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
+    if (c->place && e->place != 0)
+        galloc_sim_place(c->a, 0); /* not taken: this replay needed no segment there */
     if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
@@ -319,19 +323,25 @@ static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
     c->seconds += now() - t0;
 }
 
-/* The configuration string handed to galloc: the capacity first, so that a
- * sim_capacity the user wrote in --conf (later in the string) wins. */
-static char *make_conf(const char *user, const char *backend, uint64_t capacity)
+/* The configuration string handed to galloc: the capacity and placement
+ * first, so that a sim_capacity or sim_placement the user wrote in --conf
+ * (later in the string) wins. */
+static char *make_conf(const char *user, const char *backend, uint64_t capacity, bool recorded)
 {
     bool sim = backend == NULL || strcmp(backend, "sim") == 0;
-    size_t n = (user ? strlen(user) : 0) + 64;
+    size_t n = (user ? strlen(user) : 0) + 96;
     char *s = malloc(n);
     if (s == NULL)
         return NULL;
+    char cap[40] = "", place[40] = "";
     if (sim && (user == NULL || strstr(user, "sim_capacity") == NULL))
-        snprintf(s, n, "sim_capacity:%" PRIu64 "%s%s", capacity, user && *user ? "," : "", user ? user : "");
-    else
-        snprintf(s, n, "%s", user ? user : "");
+        snprintf(cap, sizeof(cap), "sim_capacity:%" PRIu64 ",", capacity);
+    if (sim && (user == NULL || strstr(user, "sim_placement") == NULL))
+        snprintf(place, sizeof(place), "sim_placement:%s,", recorded ? "recorded" : "descending");
+    snprintf(s, n, "%s%s%s", cap, place, user ? user : "");
+    size_t len = strlen(s);
+    if (len > 0 && s[len - 1] == ',')
+        s[len - 1] = '\0';
     return s;
 }
 
@@ -339,7 +349,8 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
                         size_t i)
 {
     c->label = strdup(user && *user ? user : "defaults");
-    c->conf = make_conf(user, o->backend, capacity);
+    c->conf = make_conf(user, o->backend, capacity, o->place_recorded);
+    c->place = o->place_recorded;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
     c->stats.struct_size = sizeof(c->stats);

@@ -45,6 +45,9 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
          * small one is made by its first piece (every piece is at most 1 MiB).
          * Every earlier segment is fully tiled, so no other free block can
          * take a piece. */
+        /* Under sim_placement:recorded the segment also gets its recorded
+         * address (elsewhere galloc_sim_place is refused: no effect). */
+        galloc_sim_place(a, g->addr);
         if (!g->small) {
             if (take(a, g->size, g->stream, &whole, err, errlen) != 0)
                 goto out;
@@ -60,6 +63,7 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
                 void *p = NULL;
                 if (take(a, n, g->stream, &p, err, errlen) != 0)
                     goto out;
+                galloc_sim_place(a, 0); /* made: a small segment by its first piece */
                 if (pc->live) {
                     ga_idmap_val_t v = {p, g->stream};
                     if (ga_idmap_put(map, pc->addr, v, NULL, NULL) != 0) {

@@ -236,9 +236,12 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
 {
     memset(out, 0, sizeof(*out));
     out->fits = true;
-    /* The capacity first: a sim_capacity in conf (later in the string) would win. */
-    char full[GA_FIT_CONF_MAX + 64];
-    snprintf(full, sizeof(full), "sim_capacity:%" PRIu64 "%s%s", capacity, conf && *conf ? "," : "",
+    /* The capacity and placement first: a sim_* key in conf (later in the
+     * string) wins. Descending placement: addresses as the CUDA driver hands
+     * them out (backend/sim.h), so best fit's address tie-break and
+     * empty_cache's release order behave as on a real device. */
+    char full[GA_FIT_CONF_MAX + 96];
+    snprintf(full, sizeof(full), "sim_capacity:%" PRIu64 ",sim_placement:descending%s%s", capacity, conf && *conf ? "," : "",
              conf ? conf : "");
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];

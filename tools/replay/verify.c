@@ -267,6 +267,7 @@ static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, const c
 {
     const char *paths[] = {tmp};
     ga_replay_opts_t ro = {.backend = o->backend, .device_memory = mem, .snapshot_paths = paths,
+                           .place_recorded = true,
                            .snapshot_ops = &ga_outputs_snapshot_ops,
                            .snapshot_at_end = true, .seed = seed};
     ga_replay_t rp;
