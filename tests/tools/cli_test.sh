@@ -616,6 +616,22 @@ t = [(x['action'], x['addr']) for x in d['device_traces'][0] if x['action'] in (
 assert t == [('segment_alloc', 0x7f5a40000000), ('segment_alloc', 0x7f5a3e000000), ('segment_free', 0x7f5a40000000)], t
 " || fail "tie: galloc's snapshot holds the recorded addresses"
 
+# ---- the oom entry records the request rounded to 512 bytes -----------------
+# 2 GiB + 1000 bytes on a 1 GiB device: PyTorch's oom entry holds 2147484672
+# (the request rounded to 512), not the 2 GiB + 2 MiB segment it tried to make;
+# "Tried to allocate" names the segment.
+printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 4MiB\nalloc 2 2147484648\nfree 1\n' >"$TMP/oomsz.trace"
+expect_exit 1 "oom size: snapshot" -- "$GALLOC" replay --snapshot "$TMP/oomsz.pickle" "$TMP/oomsz.trace"
+expect_in "$TMP/out" "Tried to allocate 2.00 GiB" "oom size: the message names the segment"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/oomsz.pickle', 'rb'))
+o = [e for e in d['device_traces'][0] if e['action'] == 'oom']
+assert [e['size'] for e in o] == [2147484672], o
+" || fail "oom size: the oom entry holds the request rounded to 512 bytes"
+expect_exit 0 "oom size: verify" -- "$GALLOC" replay --verify "$TMP/oomsz.pickle"
+expect_in "$TMP/out" "^device events: 2 of 2 agree" "oom size: segment_alloc and oom agree"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys
