@@ -632,6 +632,40 @@ assert [e['size'] for e in o] == [2147484672], o
 expect_exit 0 "oom size: verify" -- "$GALLOC" replay --verify "$TMP/oomsz.pickle"
 expect_in "$TMP/out" "^device events: 2 of 2 agree" "oom size: segment_alloc and oom agree"
 
+# ---- --verify re-aligns after a difference, and counts by kind ---------------
+# Twelve allocations of distinct sizes, one segment each; the record gets one
+# extra 8 MiB segment_alloc after the first. Compared position by position, 12
+# of 13 device events would shift (1 of 13 agree); re-aligned, only the extra
+# one differs.
+"$PY" -c "
+s = 'galloc-trace 1 device_memory 4GiB\n' + ''.join('alloc %d %dMiB\n' % (i, 30 + 2 * i) for i in range(12))
+open('$TMP/shift.trace', 'w').write(s)"
+expect_exit 0 "shift: snapshot" -- "$GALLOC" replay --snapshot "$TMP/shift.pickle" "$TMP/shift.trace"
+"$PY" - "$TMP/shift.pickle" <<'PYEOF' || fail "shift: doctor"
+import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+t = d["device_traces"][0]
+assert [e["action"] for e in t[:2]] == ["segment_alloc", "alloc"], t[:2]
+t.insert(2, dict(t[0], addr=0x7f0000000000, size=8 << 20))
+pickle.dump(d, open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 1 "shift: verify" -- "$GALLOC" replay --verify "$TMP/shift.pickle"
+expect_in "$TMP/out" "^device events: 12 of 13 agree" "shift: one extra event costs one"
+expect_in "$TMP/out" "^by kind: segment_alloc 12 of 13, alloc 12 of 12 " "shift: by kind"
+expect_in "$TMP/out" "^first divergence at device event 1:" "shift: where"
+expect_in "$TMP/out" "snapshot device_traces\[0\]\[2\]: segment_alloc 8388608 bytes" "shift: the extra event"
+expect_exit 1 "shift: verify json" -- "$GALLOC" replay --verify --json "$TMP/shift.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces'][0]
+assert t['device_events'] == {'total': 13, 'agree': 12}, t
+k = t['by_kind']
+assert k['segment_alloc'] == {'total': 13, 'agree': 12} and k['alloc'] == {'total': 12, 'agree': 12}, k
+assert k['oom'] == {'total': 0, 'agree': 0} and k['free_requested'] == {'total': 0, 'agree': 0}, k
+f = t['first_divergence']
+assert f['device_event'] == 1 and f['galloc_device_event'] == 1 and f['snapshot']['size'] == 8 << 20, f
+" || fail "shift: json by kind"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys
