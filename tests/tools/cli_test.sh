@@ -666,6 +666,49 @@ f = t['first_divergence']
 assert f['device_event'] == 1 and f['galloc_device_event'] == 1 and f['snapshot']['size'] == 8 << 20, f
 " || fail "shift: json by kind"
 
+# ---- every device on its own: three devices, an OOM on device 1 --------------
+# Device 1's oom entry bounds its size (20 MiB reserved + 1004 MiB free =
+# 1 GiB); devices 0 and 2 recorded none (80 GiB). Messages name GPU 1 and
+# galloc's snapshots keep each device's index.
+"$PY" - "$TMP/three.pickle" <<'PYEOF' || fail "make the three-device snapshot"
+import pickle, sys
+M = 1 << 20
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+def seg(dev, addr, total, blocks):
+    return {"device": dev, "address": addr, "total_size": total, "allocated_size": 0, "active_size": 0,
+            "requested_size": 0, "stream": 0, "segment_type": "large" if total > 2 * M else "small",
+            "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}
+def blk(addr, size, state, req=0):
+    return {"address": addr, "size": size, "requested_size": req, "state": state, "frames": []}
+A0, A1, A2 = 0x7f0000000000, 0x7f1000000000, 0x7f2000000000
+t0 = [e("segment_alloc", A0, 2 * M), e("alloc", A0, 512)]
+t1 = [e("segment_alloc", A1, 20 * M), e("alloc", A1, 20 * M),
+      {"action": "oom", "device_free": 1004 * M, "size": 100 << 30, "stream": 0, "time_us": 0, "frames": []}]
+t2 = [e("segment_alloc", A2, 40 * M), e("alloc", A2, 40 * M), e("free_requested", A2, 40 * M),
+      e("free_completed", A2, 40 * M)]
+segs = [seg(0, A0, 2 * M, [blk(A0, 512, "active_allocated", 512), blk(A0 + 512, 2 * M - 512, "inactive")]),
+        seg(1, A1, 20 * M, [blk(A1, 20 * M, "active_allocated", 20 * M)]),
+        seg(2, A2, 40 * M, [blk(A2, 40 * M, "inactive")])]
+pickle.dump({"segments": segs, "device_traces": [t0, t1, t2], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 1 "three devices: replay" -- "$GALLOC" replay --snapshot "$TMP/three_out.pickle" "$TMP/three.pickle"
+expect_in "$TMP/out" "device 0 (torch, 1 events, sim device 80.00 GiB)" "three: device 0 size"
+expect_in "$TMP/out" "device 1 (torch, 2 events, sim device 1024.00 MiB)" "three: device 1 on its own size"
+expect_in "$TMP/out" "device 2 (torch, 2 events, sim device 80.00 GiB)" "three: device 2 size"
+expect_in "$TMP/out" "GPU 1 has a total capacity of 1024.00 MiB of which 1004.00 MiB is free" "three: the OOM names GPU 1"
+"$PY" -c "
+import pickle
+for u, dev in ((1, 0), (2, 1), (3, 2)):
+    d = pickle.load(open('$TMP/three_out.%d.pickle' % u, 'rb'))
+    assert [s['device'] for s in d['segments']] == [dev], (u, d['segments'])
+    assert len(d['device_traces']) == dev + 1 and d['device_traces'][dev], (u, d['device_traces'])
+" || fail "three: galloc's snapshots keep the device index"
+expect_exit 0 "three devices: verify" -- "$GALLOC" replay --verify "$TMP/three.pickle"
+expect_in "$TMP/out" "three.pickle device 1: verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "three: verify device 1"
+[ "$(grep -c '^verdict: agrees' "$TMP/out")" = 3 ] || fail "three: every device agrees"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys

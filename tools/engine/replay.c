@@ -358,7 +358,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     c->snapshot_ops = o->snapshot_ops;
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
-    c->create_status = galloc_allocator_create(o->backend, 0, c->conf, &c->a, c->create_error,
+    c->create_status = galloc_allocator_create(o->backend, o->device, c->conf, &c->a, c->create_error,
                                                sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
@@ -368,7 +368,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
             galloc_allocator_t *probe = NULL;
             char err[sizeof(c->create_error)];
-            if (galloc_allocator_create(o->backend, 0, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+            if (galloc_allocator_create(o->backend, o->device, user, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
                 snprintf(c->create_error, sizeof(c->create_error), "%s", err);
             galloc_allocator_destroy(probe);
         }

@@ -159,6 +159,8 @@ struct ga_seed; /* seed.h */
 
 typedef struct ga_replay_opts {
     const char *backend;           /* device backend, NULL = "sim" */
+    int device;                    /* the device index the trace recorded (messages say "GPU 1",
+                                      snapshots keep it); 0 for traces without one */
     /* place_recorded: the configurations replay under the trace's recorded
      * settings, so sim puts each segment at the address the trace recorded
      * (sim_placement:recorded, ga_event_t.place); otherwise sim places

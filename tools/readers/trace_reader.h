@@ -93,6 +93,10 @@ size_t ga_reader_units(const ga_reader_t *r);
  * second device trace. Static or reader-owned. */
 const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit);
 
+/* ga_reader_unit_device: the device index unit recorded (a snapshot's device
+ * trace), 0 for formats without one. */
+int ga_reader_unit_device(const ga_reader_t *r, size_t unit);
+
 /* ga_reader_begin: position at the start of unit (units in order, each once;
  * unit 0 is where a fresh reader stands). Returns 0, or -1 with err set. */
 int ga_reader_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen);

@@ -309,7 +309,8 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     ga_seed_t seed;
     bool seeded = positioned && snapshot_context(c, r, path, unit, &mem, &seed);
     /* no --conf: the run as recorded, so segments go where the trace says */
-    ga_replay_opts_t o = {.backend = c->backend, .device_memory = mem, .sample = c->plot != NULL,
+    ga_replay_opts_t o = {.backend = c->backend, .device = ga_reader_unit_device(r, unit),
+                          .device_memory = mem, .sample = c->plot != NULL,
                           .place_recorded = c->n_confs == 0 && !c->no_recorded,
                           .seed = seeded ? &seed : NULL,
                           .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,

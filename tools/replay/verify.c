@@ -369,11 +369,11 @@ void ga_verify_json_end(FILE *out)
 
 /* Replay under conf with galloc's history recorded; its snapshot of the final
  * state into tmp. 0, or -1 with err. */
-static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, const char *conf, uint64_t mem,
-                              const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
+static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, int device, const char *conf,
+                              uint64_t mem, const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
 {
     const char *paths[] = {tmp};
-    ga_replay_opts_t ro = {.backend = o->backend, .device_memory = mem, .snapshot_paths = paths,
+    ga_replay_opts_t ro = {.backend = o->backend, .device = device, .device_memory = mem, .snapshot_paths = paths,
                            .place_recorded = true,
                            .snapshot_ops = &ga_outputs_snapshot_ops,
                            .snapshot_at_end = true, .seed = seed};
@@ -452,8 +452,8 @@ int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verif
         goto report;
     }
     close(fd);
-    if (replay_to_snapshot(r, o, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
-        ga_snap_view_load(tmp, -1, 0, &rep, err, sizeof(err)) != 0)
+    if (replay_to_snapshot(r, o, rec.device, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
+        ga_snap_view_load(tmp, rec.device, 0, &rep, err, sizeof(err)) != 0)
         goto report;
     compare(&rec, &rep, &c);
     code = c.diverged || c.seg_first[0] ? 1 : 0;
