@@ -709,6 +709,14 @@ expect_exit 0 "three devices: verify" -- "$GALLOC" replay --verify "$TMP/three.p
 expect_in "$TMP/out" "three.pickle device 1: verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "three: verify device 1"
 [ "$(grep -c '^verdict: agrees' "$TMP/out")" = 3 ] || fail "three: every device agrees"
 
+# ---- written snapshots record PyTorch's settings keys only -------------------
+expect_exit 0 "settings: snapshot" -- "$GALLOC" replay --conf max_split_size_mb:64 --snapshot "$TMP/set.pickle" "$TMP/tie.pickle"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/set.pickle', 'rb'))
+assert d['allocator_settings']['PYTORCH_CUDA_ALLOC_CONF'] == 'max_split_size_mb:64', d['allocator_settings']
+" || fail "settings: no sim_capacity or sim_placement in PYTORCH_CUDA_ALLOC_CONF"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys
