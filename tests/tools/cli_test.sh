@@ -558,6 +558,10 @@ expect_exit 0 "example snapshot verifies" -- "$GALLOC" replay --verify "$EX/torc
 expect_in "$TMP/out" "reconstructed backwards from the final segments (9 segments, 11 live blocks) and seeded" "example device 0 seeded"
 expect_in "$TMP/out" "^device events: 1 of 1 agree" "example device 0 events"
 expect_in "$TMP/out" "^final segments: 10 of 10 agree" "example device 0 segments"
+# A block live before the window was freed in it with requested 8 MiB in a 9 MiB
+# block (the 1 MiB tail was not split off): seeded with its request, its frees
+# agree (with its rounded size: free_requested 99 of 100).
+expect_in "$TMP/out" "^by kind: segment_alloc 1 of 1, alloc 96 of 96, free_requested 100 of 100, free_completed 100 of 100 " "example: seeded blocks keep their requests"
 expect_in "$TMP/out" "^device events: 2 of 2 agree" "example device 1 agrees"
 expect_in "$TMP/out" "^final segments: 2 of 2 agree" "example device 1 segments"
 # galloc replay (without --verify) seeds the rebuilt state too; --no-seed keeps the prologue.

@@ -60,8 +60,17 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
                 uint64_t n = pc->size - done;
                 if (g->small && !pc->live && n > GA_SEED_SMALL_SIZE)
                     n = GA_SEED_SMALL_SIZE;
+                /* The request as recorded, so requested_bytes is not overstated,
+                 * where it gives the same block: it rounds (512 bytes) to the
+                 * block, or the block is the segment's last piece, whose
+                 * unsplit tail (a gap too small to split, seed.h) then stays
+                 * with it as PyTorch left it. Else the block's size. */
+                bool last = k + 1 == g->first + g->n;
+                uint64_t ask = n;
+                if (pc->live && pc->req != 0 && pc->req <= n && ((pc->req + 511) / 512 * 512 == n || last))
+                    ask = pc->req;
                 void *p = NULL;
-                if (take(a, n, g->stream, &p, err, errlen) != 0)
+                if (take(a, ask, g->stream, &p, err, errlen) != 0)
                     goto out;
                 galloc_sim_place(a, 0); /* made: a small segment by its first piece */
                 if (pc->live) {

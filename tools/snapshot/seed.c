@@ -20,6 +20,7 @@
 
 typedef struct item {
     uint64_t addr, size, stream;
+    uint64_t req; /* blocks: the bytes requested (the trace's size, requested_size), 0 if unknown */
     bool small, valid;
     bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
 } item_t;
@@ -123,11 +124,11 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
             if (k->addr > at) {
                 if (k->addr - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                     s->pc[s->n_pc - 1].size += k->addr - at; /* too small to have been split off */
-                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false}) != 0)
+                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false, 0}) != 0)
                     return -1;
             }
             uint64_t size = k->size < end - k->addr ? k->size : end - k->addr;
-            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true}) != 0)
+            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true, k->req <= size ? k->req : 0}) != 0)
                 return -1;
             s->live_blocks++;
             at = k->addr + size;
@@ -135,7 +136,7 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
         if (at < end) {
             if (end - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                 s->pc[s->n_pc - 1].size += end - at;
-            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false}) != 0)
+            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false, 0}) != 0)
                 return -1;
         }
         sg->n = s->n_pc - sg->first;
@@ -162,10 +163,10 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
             break;
         case GA_ACT_FREE_COMPLETED:
             rc = set_add(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream,
-                                          .completing = true});
+                                          .req = size, .completing = true});
             break;
         case GA_ACT_FREE_REQUESTED:
-            rc = request(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream});
+            rc = request(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream, .req = size});
             break;
         case GA_ACT_SEGMENT_ALLOC:
             set_del(segs, addr);
@@ -209,7 +210,9 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
             ga_torch_block(&g, b, &blk);
             if (blk.state == GA_STATE_INACTIVE)
                 continue;
-            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v}) != 0)
+            uint64_t req = blk.requested_size.kind == GA_TORCH_INT ? blk.requested_size.v : 0;
+            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v,
+                                         .req = req}) != 0)
                 goto nomem;
         }
     }
