@@ -721,6 +721,20 @@ d = pickle.load(open('$TMP/set.pickle', 'rb'))
 assert d['allocator_settings']['PYTORCH_CUDA_ALLOC_CONF'] == 'max_split_size_mb:64', d['allocator_settings']
 " || fail "settings: no sim_capacity or sim_placement in PYTORCH_CUDA_ALLOC_CONF"
 
+# ---- recorded frames travel into galloc's snapshot ----------------------------
+expect_exit 0 "frames: snapshot of the example" -- "$GALLOC" replay --snapshot "$TMP/fr.pickle" "$EX/torch_snapshot.pickle"
+"$PY" -c "
+import pickle
+r = pickle.load(open('$EX/torch_snapshot.pickle', 'rb'))['device_traces'][0]
+g = pickle.load(open('$TMP/fr.1.pickle', 'rb'))['device_traces'][0]
+key = lambda fs: [(f['filename'], f['line'], f['name']) for f in fs]
+for k in ('alloc', 'free_requested'):
+    a = [key(e['frames']) for e in r if e['action'] == k]
+    b = [key(e['frames']) for e in g if e['action'] == k]
+    assert len(a) in (96, 100) and a == b, (k, len(a), len(b))
+assert key([e for e in g if e['action'] == 'alloc'][0]['frames']) == [('train.py', 52, 'step')]
+" || fail "frames: the user's code in galloc's trace entries"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys

@@ -12,6 +12,7 @@
  * counting as a trace anomaly.
  */
 #include "tools/engine/replay.h"
+#include "tools/snapshot/torch_snapshot.h"
 #include "tools/snapshot/seed.h"
 
 #include <inttypes.h>
@@ -96,6 +97,32 @@ static void write_snapshot(ga_replay_column_t *c)
 }
 
 /* Start recording the history (at the first event of --snapshot-range). */
+/* galloc_frames_fn: the frames the trace recorded for the event being
+ * replayed, so galloc's snapshot of the replay shows the user's code. */
+static size_t event_frames(void *ctx, galloc_frame_t *out, size_t max)
+{
+    ga_replay_column_t *c = ctx;
+    const void *fr = c->cur != NULL ? c->cur->frames : NULL;
+    size_t n = ga_torch_frames_count(fr), k = 0, used = 0;
+    for (; k < n && k < max; k++) {
+        ga_torch_frame_t f;
+        ga_torch_frame(fr, k, &f);
+        const char *src[2] = {f.filename, f.name};
+        size_t len[2] = {f.filename_len, f.name_len};
+        const char *dst[2] = {"", ""};
+        for (int j = 0; j < 2; j++) {
+            if (src[j] == NULL || len[j] + 1 > sizeof(c->frame_text) - used)
+                continue; /* missing, or no room left: "" */
+            memcpy(c->frame_text + used, src[j], len[j]);
+            c->frame_text[used + len[j]] = '\0';
+            dst[j] = c->frame_text + used;
+            used += len[j] + 1;
+        }
+        out[k] = (galloc_frame_t){.filename = dst[0], .name = dst[1], .line = f.line};
+    }
+    return k;
+}
+
 static void start_recording(ga_replay_column_t *c)
 {
     if (c->snapshot_ops == NULL) {
@@ -107,6 +134,7 @@ static void start_recording(ga_replay_column_t *c)
         c->snapshot_done = true; /* nothing to write: the error says why */
     } else {
         c->snapshot_recording = true;
+        galloc_set_frames_callback(c->a, event_frames, c);
     }
 }
 
@@ -249,7 +277,16 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
 }
 
 /* Replay one event in one configuration. */
+static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x);
+
 static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    c->cur = e; /* for event_frames */
+    apply_event(c, idx, e, x);
+    c->cur = NULL;
+}
+
+static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     galloc_status_t st = GALLOC_OK;
     ga_idmap_val_t v;

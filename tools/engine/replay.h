@@ -151,6 +151,8 @@ typedef struct ga_replay_column {
     bool snapshot_recording;             /* the history is being recorded */
     bool seeded;                         /* opts.seed was applied: prologue events are skipped */
     bool place;                          /* tell sim each alloc's recorded segment address */
+    const ga_event_t *cur;               /* the event being replayed: its frames go into the history */
+    char frame_text[4096];               /* the frames callback's strings (valid during the call) */
     bool snapshot_done;                  /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;

@@ -233,6 +233,7 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
         return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
     if ((int64_t)ev->size < 0)
         return entry_err(r, err, errlen, i, "negative 'size'");
+    ev->frames = e->frames; /* the user's code, for the snapshot galloc writes of the replay */
     if (e->action == GA_ACT_ALLOC) {
         ev->kind = GA_EV_ALLOC;
         ev->place = t->place; /* PyTorch records a segment_alloc just before the alloc it serves */

@@ -70,6 +70,8 @@ typedef struct ga_event {
                            Chrome traceEvents), for messages */
     const char *text;   /* GA_EV_ANNOTATE: not NUL-terminated, valid until the next ga_reader_next */
     size_t text_len;
+    const void *frames; /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
+                           while the reader is open */
     uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
                            it (a snapshot's segment_alloc just before), 0 if none was recorded */
 } ga_event_t;
