@@ -712,6 +712,9 @@ for u, dev in ((1, 0), (2, 1), (3, 2)):
 expect_exit 0 "three devices: verify" -- "$GALLOC" replay --verify "$TMP/three.pickle"
 expect_in "$TMP/out" "three.pickle device 1: verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "three: verify device 1"
 [ "$(grep -c '^verdict: agrees' "$TMP/out")" = 3 ] || fail "three: every device agrees"
+expect_exit 1 "three devices: fit" -- "$GALLOC" fit "$TMP/three.pickle"
+expect_in "$TMP/out" "^  #2 .*three.pickle device 1 (on its own size: 1024.00 MiB)" "three: fit runs device 1 on its size"
+expect_in "$TMP/out" "^   1  no  .*#2:1 genuine  *(defaults)" "three: fit finds device 1's OOM"
 
 # ---- written snapshots record PyTorch's settings keys only -------------------
 expect_exit 0 "settings: snapshot" -- "$GALLOC" replay --conf max_split_size_mb:64 --snapshot "$TMP/set.pickle" "$TMP/tie.pickle"

@@ -23,6 +23,7 @@
 
 #include "tools/fit/fit.h"
 #include "tools/idmap.h"
+#include "tools/snapshot/snap_view.h"
 
 static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
 {
@@ -69,6 +70,15 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
             goto err_nomem;
         snprintf(un->label, ln, "%s%s%s", path, ul[0] ? " " : "", ul);
         un->device_memory = ga_reader_device_memory(r);
+        un->device = ga_reader_unit_device(r, u);
+        if (ga_reader_format(r) == GA_FORMAT_TORCH && strcmp(path, "-") != 0) {
+            ga_snap_view_t v; /* each device's own size: its oom entries' bound */
+            char verr[256];
+            if (ga_snap_view_load(path, -1, u, &v, verr, sizeof(verr)) == 0) {
+                un->device_memory = v.device_memory;
+                ga_snap_view_free(&v);
+            }
+        }
         size_t cap = 0;
         ga_event_t e;
         int rc;
@@ -246,7 +256,15 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
         run_ctx_t x = {.out = out, .min_free = SIZE_MAX};
-        galloc_status_t st = galloc_allocator_create("sim", 0, full, &x.a, out->error, sizeof(out->error));
+        const char *uconf = full;
+        char own[sizeof(full) + 48];
+        if (job->own_sizes && un->device_memory != 0 && job->device_memory != 0) {
+            /* this device's own size, scaled as the search scales the job's */
+            uint64_t cap = (uint64_t)((double)un->device_memory * ((double)capacity / (double)job->device_memory));
+            snprintf(own, sizeof(own), "%s,sim_capacity:%" PRIu64, full, cap ? cap : 1); /* the last one wins */
+            uconf = own;
+        }
+        galloc_status_t st = galloc_allocator_create("sim", un->device, uconf, &x.a, out->error, sizeof(out->error));
         if (st != GALLOC_OK) {
             out->failed = true;
             out->fits = false;
