@@ -738,6 +738,37 @@ for k in ('alloc', 'free_requested'):
 assert key([e for e in g if e['action'] == 'alloc'][0]['frames']) == [('train.py', 52, 'step')]
 " || fail "frames: the user's code in galloc's trace entries"
 
+# ---- seeding: every clue to a pre-window block's size, requests as recorded ----
+# B at X was live before the window: its free says 8 MiB, but C was allocated
+# at X + 9 MiB while B was live, and a 1 MiB gap cannot be a free block of the
+# large pool: B was 9 MiB with its 1 MiB tail unsplit. Seeded so, and with its
+# 8 MiB request: the final segment agrees and peak requested is 8 + 10 MiB.
+"$PY" - "$TMP/clue.pickle" <<'PYEOF' || fail "make the clue snapshot"
+import pickle, sys
+M = 1 << 20
+X = 0x7f0040000000
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+trace = [e("alloc", X + 9 * M, 10 * M), e("free_requested", X, 8 * M), e("free_completed", X, 8 * M)]
+blocks = [{"address": X, "size": 9 * M, "requested_size": 0, "state": "inactive", "frames": []},
+          {"address": X + 9 * M, "size": 10 * M, "requested_size": 10 * M, "state": "active_allocated", "frames": []},
+          {"address": X + 19 * M, "size": 21 * M, "requested_size": 0, "state": "inactive", "frames": []}]
+seg = {"device": 0, "address": X, "total_size": 40 * M, "allocated_size": 10 * M, "active_size": 10 * M,
+       "requested_size": 10 * M, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+       "is_expandable": False, "frames": [], "blocks": blocks}
+pickle.dump({"segments": [seg], "device_traces": [trace], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 0 "clue: verify" -- "$GALLOC" replay --verify "$TMP/clue.pickle"
+expect_in "$TMP/out" "^by kind: alloc 1 of 1, free_requested 1 of 1, free_completed 1 of 1 " "clue: frees carry the 8 MiB request"
+expect_in "$TMP/out" "^final segments: 1 of 1 agree" "clue: B is 9 MiB"
+expect_exit 0 "clue: replay json" -- "$GALLOC" replay --json "$TMP/clue.pickle"
+"$PY" -c "
+import json
+r = json.load(open('$TMP/out'))['traces'][0]['results'][0]
+assert (r['peak_requested_bytes'], r['peak_allocated_bytes'], r['peak_reserved_bytes']) == (18874368, 19922944, 41943040), r
+" || fail "clue: seeded peaks are the run's (18 MiB requested, 19 MiB allocated, 40 MiB reserved)"
+
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'
 import random, sys
