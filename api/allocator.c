@@ -21,6 +21,7 @@
 #include "allocators/async/async.h"
 #include "allocators/user/user.h"
 #include "api/allocator_int.h"
+#include "backend/sim.h"
 #include "pool/pool.h"
 #include "trace/summary.h"
 
@@ -372,6 +373,16 @@ galloc_status_t galloc_check(galloc_allocator_t *a)
 const char *galloc_allocator_backend(const galloc_allocator_t *a)
 {
     return a != NULL && a->magic == GA_ALLOCATOR_LIVE ? a->backend.ops->name : NULL;
+}
+
+galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr)
+{
+    GA_LIVE_OR_RETURN(a);
+    if (a->backend.ops != &ga_backend_sim)
+        return GALLOC_E_UNSUPPORTED;
+    galloc_status_t st;
+    LOCKED(a, st = ga_sim_place(a->backend.state, (uintptr_t)addr));
+    return st;
 }
 
 /* Optional ops members: GALLOC_E_UNSUPPORTED where the implementation has none. */

@@ -242,6 +242,16 @@ GALLOC_API galloc_status_t galloc_settings_string(galloc_allocator_t *a, char *b
  */
 GALLOC_API const char *galloc_allocator_backend(const galloc_allocator_t *a);
 
+/*
+ * galloc_sim_place: on the sim backend opened with sim_placement:recorded,
+ * the device address the next segment allocation takes (a trace replay tells
+ * it the address the traced run's driver returned), if that range is free;
+ * it is used by one segment allocation at most, and 0 clears it. Without
+ * such an address, or when the range is taken, sim places the segment
+ * itself (descending). GALLOC_E_UNSUPPORTED on another backend or placement.
+ */
+GALLOC_API galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr);
+
 #ifdef __cplusplus
 }
 #endif

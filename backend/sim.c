@@ -8,7 +8,9 @@
  *
  * Invariants: seg_bytes + mapped_bytes <= capacity <= INT64_MAX; a
  * reservation's mapped_pages equals the bits set in its page bitmap; every live
- * segment is in the hash table exactly once; unbacked addresses only grow.
+ * segment is in the hash table exactly once; in unbacked mode sim->used holds
+ * every live segment and reservation, ascending and disjoint, and under
+ * sim_placement:rising addresses only grow.
  * Host memory is allocated on cold paths only (segment_alloc, va_reserve and
  * event_create may grow a table); frees and the event path allocate nothing.
  */
@@ -64,17 +66,96 @@ static galloc_status_t charge(sim_t *sim, const char *what, uint64_t bytes)
     return GALLOC_OK;
 }
 
+/* Index of the first entry of sim->used whose base is >= addr. */
+static size_t used_at(const sim_t *sim, uintptr_t addr)
+{
+    size_t lo = 0, hi = sim->n_used;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sim->used[mid].base < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether [addr, addr + span) is free of used ranges (and not address 0). */
+static bool range_free(const sim_t *sim, uintptr_t addr, uint64_t span)
+{
+    if (addr == 0 || span > UINTPTR_MAX - addr)
+        return false;
+    size_t i = used_at(sim, addr);
+    if (i < sim->n_used && sim->used[i].base < addr + span)
+        return false;
+    return i == 0 || sim->used[i - 1].base + sim->used[i - 1].span <= addr;
+}
+
+/* Descending placement: the highest granularity-aligned hole of span bytes
+ * in the window, scanning the holes between used ranges from the top (first
+ * fit from the top), so a freed range is reused before lower memory is taken.
+ * Returns 0 when no hole fits. */
+static uintptr_t place_descending(const sim_t *sim, uint64_t span)
+{
+    uint64_t top = sim->va_end;
+    for (size_t i = sim->n_used + 1; i-- > 0;) {
+        uint64_t bottom = sim->va_base;
+        if (i > 0) {
+            const range_t *u = &sim->used[i - 1];
+            bottom = u->base + u->span > bottom ? u->base + u->span : bottom;
+        }
+        if (top > bottom && top - bottom >= span) {
+            uint64_t a = (top - span) & ~(GRAN - 1);
+            if (a >= bottom)
+                return (uintptr_t)a;
+        }
+        if (i > 0 && sim->used[i - 1].base < top)
+            top = sim->used[i - 1].base;
+    }
+    return 0;
+}
+
 /* A granularity-aligned address range of span bytes (a multiple of GRAN):
- * bump-allocated, or in backed mode an mmap trimmed to alignment. */
-static galloc_status_t range_get(sim_t *sim, uint64_t span, int prot, uintptr_t *addr)
+ * placed by sim_placement, or in backed mode an mmap trimmed to alignment.
+ * seg: a segment_alloc's bytes (0 for a reservation): a segment takes the
+ * recorded address when one is set. */
+static galloc_status_t range_get(sim_t *sim, uint64_t span, uint64_t seg, int prot, uintptr_t *addr)
 {
     char h1[32], h2[32];
     if (!sim->backed) {
-        if (span > sim->va_end - sim->va_next)
-            return ga_sim_fail(sim, GALLOC_E_OOM, "simulated address space exhausted: %s requested, %s left",
-                        human(h1, sizeof(h1), span), human(h2, sizeof(h2), sim->va_end - sim->va_next));
-        *addr = (uintptr_t)sim->va_next;
-        sim->va_next += span;
+        range_t *t = ga_sim_grow(sim->used, &sim->used_cap, sim->n_used, sizeof(range_t));
+        if (t == NULL)
+            return ga_sim_fail(sim, GALLOC_E_NOMEM, "address table: cannot grow past %zu entries", sim->used_cap);
+        sim->used = t;
+        uintptr_t a = 0;
+        uint64_t take = span;
+        if (seg != 0 && sim->placement == PLACE_RECORDED && sim->place_next != 0) {
+            /* a real device's segment may sit closer than a page to the next
+             * one: the recorded range is what the driver held */
+            uint64_t exact = (seg + 511) & ~(uint64_t)511;
+            if (range_free(sim, sim->place_next, exact)) {
+                a = sim->place_next;
+                take = exact;
+            }
+            sim->place_next = 0; /* one allocation per address */
+        }
+        if (a == 0 && sim->placement != PLACE_RISING)
+            a = place_descending(sim, span);
+        if (a == 0 && sim->placement == PLACE_RISING) {
+            if (span > sim->va_end - sim->va_next)
+                return ga_sim_fail(sim, GALLOC_E_OOM, "simulated address space exhausted: %s requested, %s left",
+                                   human(h1, sizeof(h1), span), human(h2, sizeof(h2), sim->va_end - sim->va_next));
+            a = (uintptr_t)sim->va_next;
+            sim->va_next += span;
+        }
+        if (a == 0)
+            return ga_sim_fail(sim, GALLOC_E_OOM, "simulated address space exhausted: no free range of %s",
+                               human(h1, sizeof(h1), span));
+        size_t i = used_at(sim, a);
+        memmove(&sim->used[i + 1], &sim->used[i], (sim->n_used - i) * sizeof(range_t));
+        sim->used[i] = (range_t){.base = a, .span = take};
+        sim->n_used++;
+        *addr = a;
         return GALLOC_OK;
     }
     char *p = mmap(NULL, span + GRAN, prot, MAP_FLAGS, -1, 0);
@@ -93,6 +174,13 @@ static galloc_status_t range_put(sim_t *sim, uintptr_t addr, uint64_t span)
 {
     if (sim->backed && munmap((void *)addr, span) != 0)
         return os_fail(sim, GALLOC_E_DEVICE, "munmap", span);
+    if (!sim->backed) { /* the range may be placed again (not by rising: va_next only grows) */
+        size_t i = used_at(sim, addr);
+        if (i < sim->n_used && sim->used[i].base == addr) {
+            memmove(&sim->used[i], &sim->used[i + 1], (sim->n_used - i - 1) * sizeof(range_t));
+            sim->n_used--;
+        }
+    }
     return GALLOC_OK;
 }
 
@@ -121,6 +209,7 @@ typedef struct sim_opts {
     bool backed;                              /* sim_backed */
     bool manual_events;                       /* sim_manual_events */
     uint64_t fail_nth, fail_from, fail_above; /* sim_fail_*: 0 = off */
+    char placement[GA_CONF_PATH_MAX];         /* sim_placement: rising, descending or recorded */
 } sim_opts_t;
 
 #define OPT(f) offsetof(sim_opts_t, f)
@@ -133,7 +222,11 @@ static const ga_conf_key_t sim_keys[] = {
     {"sim_fail_from", GA_CONF_WHOLE, OPT(fail_from), 0, UINT64_MAX, "a whole number (0 = off)", 0},
     {"sim_fail_above", GA_CONF_SIZE, OPT(fail_above), 0, UINT64_MAX,
      "a size (0 = off): bytes, or a number with unit " GA_CONF_SIZE_UNITS, 0},
+    {"sim_placement", GA_CONF_PATH, OPT(placement), 0, 0, NULL, 0},
 };
+
+static const char *const placement_names[] = {[PLACE_RISING] = "rising", [PLACE_DESCENDING] = "descending",
+                                              [PLACE_RECORDED] = "recorded"};
 
 static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
 {
@@ -154,6 +247,12 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
         if (st != GALLOC_OK)
             return st;
     }
+    int placement = -1;
+    for (int i = 0; i < 3; i++)
+        if (o.placement[0] == '\0' ? i == PLACE_RISING : strcmp(o.placement, placement_names[i]) == 0)
+            placement = i;
+    if (placement < 0)
+        OPEN_FAIL(GALLOC_E_CONFIG, "sim_placement: '%s' is not one of rising, descending, recorded", o.placement);
     sim_t *sim = malloc(sizeof(*sim));
     if (sim == NULL)
         OPEN_FAIL(GALLOC_E_NOMEM, "cannot allocate the simulator state");
@@ -162,7 +261,8 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
      * the other instead of being refused as not owned. */
     uint64_t window = GA_SIM_VA_BASE + (uint64_t)args->device * GA_SIM_DEVICE_STRIDE;
     *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = o.capacity, .va_next = window,
-                   .va_end = window + GA_SIM_DEVICE_STRIDE, .backed = o.backed, .manual_events = o.manual_events,
+                   .va_end = window + GA_SIM_DEVICE_STRIDE, .va_base = window,
+                   .placement = placement, .backed = o.backed, .manual_events = o.manual_events,
                    .fail_nth = o.fail_nth, .fail_from = o.fail_from, .fail_above = o.fail_above};
     ga_addrmap_init(&sim->segs, sizeof(seg_t));
     *state = sim;
@@ -184,6 +284,7 @@ static void sim_close(void *state)
         free(sim->resv[i].map);
     }
     ga_addrmap_destroy(&sim->segs);
+    free(sim->used);
     free(sim->resv);
     free(sim->ev);
     free(sim);
@@ -202,7 +303,7 @@ static galloc_status_t sim_segment_alloc(void *state, size_t bytes, galloc_strea
         st = ga_sim_fail(sim, GALLOC_E_NOMEM, "segment table: cannot grow past %zu entries", sim->segs.cap / 2);
     uintptr_t a = 0;
     if (st == GALLOC_OK)
-        st = range_get(sim, ROUND_GRAN(bytes), PROT_READ | PROT_WRITE, &a); /* bytes <= capacity: no wrap */
+        st = range_get(sim, ROUND_GRAN(bytes), bytes, PROT_READ | PROT_WRITE, &a); /* bytes <= capacity: no wrap */
     if (st != GALLOC_OK)
         return st;
     *(seg_t *)ga_addrmap_insert(&sim->segs, a) = (seg_t){.addr = a, .bytes = bytes};
@@ -280,7 +381,7 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
     if (map == NULL)
         return ga_sim_fail(sim, GALLOC_E_NOMEM, "va_reserve: cannot allocate the page bitmap of %zu pages", pages);
     uintptr_t base;
-    galloc_status_t st = range_get(sim, span, PROT_NONE, &base);
+    galloc_status_t st = range_get(sim, span, 0, PROT_NONE, &base);
     if (st != GALLOC_OK) {
         free(map);
         return st;
@@ -392,5 +493,14 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
                                .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
                                .live_reservations = sim->n_resv, .live_events = sim->live_events,
                                .sync_calls = sim->sync_calls, .query_calls = sim->query_calls};
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_sim_place(void *state, uintptr_t addr)
+{
+    sim_t *sim = ga_sim_of(state);
+    if (sim == NULL || sim->placement != PLACE_RECORDED || sim->backed)
+        return sim == NULL ? GALLOC_E_INVAL : GALLOC_E_UNSUPPORTED;
+    sim->place_next = addr;
     return GALLOC_OK;
 }

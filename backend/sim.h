@@ -6,12 +6,27 @@
  * real device has: fault injection changed at run time, counters a test can
  * assert on, and manual completion of stream work for event tests and replay.
  *
- * Modes. Unbacked (the default) backs nothing: addresses come from a bump
- * allocator over device index d's own window, [GA_SIM_VA_BASE + d *
- * GA_SIM_DEVICE_STRIDE, GA_SIM_VA_BASE + (d + 1) * GA_SIM_DEVICE_STRIDE), each
- * segment or reservation aligned to GA_SIM_GRANULARITY, never reused, so a
- * replay gets the same addresses on every run and an 80 GiB device costs a few
- * KiB of host memory. The windows are disjoint, as device pointers are under
+ * Modes. Unbacked (the default) backs nothing: addresses come from device
+ * index d's own window, [GA_SIM_VA_BASE + d * GA_SIM_DEVICE_STRIDE,
+ * GA_SIM_VA_BASE + (d + 1) * GA_SIM_DEVICE_STRIDE), each segment or
+ * reservation aligned to GA_SIM_GRANULARITY, placed deterministically (a replay
+ * gets the same addresses on every run; an 80 GiB device costs a few KiB of
+ * host memory) by the sim_placement option:
+ *   rising (the default): a bump allocator from the window's start, never
+ *     reused. Most library tests pin these addresses.
+ *   descending: like the CUDA driver as real PyTorch snapshots show it: first
+ *     fit from the top of the window over the holes between live ranges, so
+ *     addresses mostly go down and a freed range is reused first. What it rests
+ *     on: in real 2.1-2.6 snapshots only 160 of 583, 60 of 151 and 115 of 781
+ *     successive segment_allocs went up in address, and freed ranges came back.
+ *     PyTorch breaks best-fit ties between equal free blocks by address and
+ *     empty_cache releases in address order, so this decides which segment is
+ *     used and freed.
+ *   recorded: as descending, except that a segment_alloc takes the address set
+ *     by ga_sim_place (galloc_sim_place through the public API) when that
+ *     range, the size rounded to 512 bytes, is free; a replay of a trace that
+ *     recorded its device addresses so reproduces them. Recorded addresses are
+ *     the traced device's and need not lie in the window. The windows are disjoint, as device pointers are under
  * CUDA's unified addressing, so a pointer of one device is never a live block of
  * another by value and a free on the wrong device is refused, not obeyed.
  * Running out of the window (or asking va_reserve for more than
@@ -37,7 +52,8 @@
  * (the device's size, 1 byte to INT64_MAX, default GA_SIM_DEFAULT_CAPACITY),
  * sim_backed:True (backed mode), sim_manual_events:True (as
  * ga_sim_set_manual_events), sim_fail_nth:N, sim_fail_from:N and
- * sim_fail_above:SIZE (fault injection, as ga_sim_set_faults; 0 = off). Any
+ * sim_fail_above:SIZE (fault injection, as ga_sim_set_faults; 0 = off),
+ * sim_placement:rising|descending|recorded (see Modes; unbacked only). Any
  * other key, or a bad value, fails open with GALLOC_E_CONFIG.
  *
  * Locking: none. The backend is entered under the owning allocator's lock;
@@ -96,6 +112,14 @@ typedef struct ga_sim_counters {
     uint64_t sync_calls;        /* event_synchronize calls on live events, the numbering of sync faults */
     uint64_t query_calls;       /* event_query calls on live events, the numbering of query faults */
 } ga_sim_counters_t;
+
+/*
+ * ga_sim_place: under sim_placement:recorded (unbacked), the address the next
+ * segment_alloc takes if its range is free (0: none); used by one segment_alloc
+ * at most, then cleared whether taken or not (an occupied range falls back to
+ * descending placement). GALLOC_E_UNSUPPORTED under another placement.
+ */
+galloc_status_t ga_sim_place(void *state, uintptr_t addr);
 
 /*
  * ga_sim_set_faults: replace the fault-injection settings given at open

@@ -44,6 +44,15 @@ typedef struct resv {
     uint64_t *map;       /* bit i set: page i (at base + i * GRAN) is mapped */
 } resv_t;
 
+/* An address range in use (unbacked mode): a live segment or reservation. */
+typedef struct range {
+    uintptr_t base; /* first address */
+    uint64_t span;  /* bytes covered: a multiple of GRAN, or a recorded segment's size rounded to 512 */
+} range_t;
+
+/* sim_placement: where unbacked mode puts the next segment or reservation. */
+enum { PLACE_RISING, PLACE_DESCENDING, PLACE_RECORDED };
+
 enum { EV_FREE, EV_DONE, EV_PENDING }; /* event_t.status: slot unused, complete, recorded and not complete */
 
 /* An event slot; its handle is (uint64_t)gen << 32 | (index + 1), so 0 is never a handle. */
@@ -64,6 +73,11 @@ typedef struct sim {
     uint64_t mapped_bytes;                    /* bytes mapped into reservations */
     uint64_t va_next;                         /* unbacked mode: next free address, granularity aligned */
     uint64_t va_end;                          /* unbacked mode: end of this device's window (exclusive) */
+    uint64_t va_base;                         /* unbacked mode: start of this device's window */
+    int placement;                            /* PLACE_*: sim_placement */
+    uintptr_t place_next;                     /* PLACE_RECORDED: the next segment's address, 0 = none */
+    range_t *used;                            /* unbacked mode: ranges in use, ascending by base */
+    size_t n_used, used_cap;                  /* used and allocated entries of used */
     uint64_t fail_nth, fail_from, fail_above; /* fault injection, 0 = off (see sim.h) */
     uint64_t alloc_calls;                     /* device allocations attempted: the fault numbering */
     uint64_t faults_injected;                 /* of those, failed on purpose */

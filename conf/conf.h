@@ -139,6 +139,15 @@ galloc_status_t ga_conf_parse(const char *s, ga_conf_t *c, char *err, size_t err
 size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len);
 
 /*
+ * ga_conf_format_pytorch: as ga_conf_format, with only the keys PyTorch's
+ * PYTORCH_CUDA_ALLOC_CONF accepts (no per_process_memory_fraction, which
+ * PyTorch sets by a call, no galloc keys, no backend options such as
+ * sim_capacity): what a snapshot's allocator_settings records, so PyTorch
+ * could be started with it.
+ */
+size_t ga_conf_format_pytorch(const ga_conf_t *c, char *buf, size_t len);
+
+/*
  * ga_conf_options_normalized: c->backend_options as the normalized string and
  * galloc_settings_t show them: whitespace dropped (the grammar ignores it),
  * each item as given otherwise (only the backend knows its values' canonical

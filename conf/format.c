@@ -108,7 +108,8 @@ static bool all_zero(const uint32_t *d)
     return true;
 }
 
-size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
+/* pytorch: only the keys PyTorch's PYTORCH_CUDA_ALLOC_CONF accepts. */
+static size_t format(const ga_conf_t *c, char *buf, size_t len, bool pytorch)
 {
     out_t o = {.buf = buf, .len = buf != NULL ? len : 0, .n = 0};
     char v[400];
@@ -141,7 +142,8 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
         item(&o, "expandable_segments", tf(c->expandable_segments));
     if ((set & GA_CONF_SET_RELEASE_LOCK) || c->release_lock_on_cudamalloc)
         item(&o, "release_lock_on_cudamalloc", tf(c->release_lock_on_cudamalloc));
-    if ((set & GA_CONF_SET_MEMORY_FRACTION) || c->per_process_memory_fraction != 1.0) {
+    /* set_per_process_memory_fraction is a call in PyTorch, not a key */
+    if (!pytorch && ((set & GA_CONF_SET_MEMORY_FRACTION) || c->per_process_memory_fraction != 1.0)) {
         ga_conf_write_decimal(c->per_process_memory_fraction, v, sizeof(v));
         item(&o, "per_process_memory_fraction", v);
     }
@@ -154,6 +156,8 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
     if ((set & GA_CONF_SET_PINNED_BACKGROUND) || c->pinned_use_background_threads)
         item(&o, "pinned_use_background_threads", tf(c->pinned_use_background_threads));
 
+    if (pytorch)
+        goto out; /* the rest are galloc's own and the device backend's */
     if ((set & GA_CONF_SET_RETRY_POOL) || c->retry_pool_after_sync)
         item(&o, "retry_pool_after_sync", tf(c->retry_pool_after_sync));
 
@@ -168,7 +172,18 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
             put(&o, ",");
         put(&o, opts);
     }
+out:
     if (o.len > 0)
         o.buf[o.n < o.len ? o.n : o.len - 1] = '\0';
     return o.n;
+}
+
+size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
+{
+    return format(c, buf, len, false);
+}
+
+size_t ga_conf_format_pytorch(const ga_conf_t *c, char *buf, size_t len)
+{
+    return format(c, buf, len, true);
 }

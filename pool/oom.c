@@ -4,7 +4,8 @@
  * c10/cuda/CUDACachingAllocator.cpp). Users grep their logs for this text and
  * compare the numbers, so it is reproduced exactly, including the double
  * spaces. "Tried to allocate" shows the segment size PyTorch asked the device
- * for, not the caller's request. galloc has no NVML, so the per-process part
+ * for, not the caller's request; the "oom" trace entry records the request
+ * rounded to 512 bytes (params.size()), as PyTorch's record_trace does. galloc has no NVML, so the per-process part
  * is empty (as PyTorch prints it when NVML is unavailable).
  */
 #include <stdio.h>
@@ -20,7 +21,7 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     (void)ga_backend_mem_info(p->backend, &device_free, &device_total);
     p->stats.num_ooms++;
     int64_t pid[2];
-    ga_trace_record_oom(&p->trace, ap->alloc_size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid),
+    ga_trace_record_oom(&p->trace, ap->size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid),
                         ap->stack_id);
 
     const char *vendor = ga_backend_vendor(p->backend);

@@ -50,7 +50,7 @@ static galloc_status_t add_segment(ga_pool_t *p, ga_snapshot_t *s, const ga_segm
 static galloc_status_t add_settings(ga_pool_t *p, ga_snapshot_t *s)
 {
     char conf[1024];
-    ga_conf_format(&p->conf, conf, sizeof(conf));
+    ga_conf_format_pytorch(&p->conf, conf, sizeof(conf)); /* PyTorch's keys only: no sim_capacity */
     ga_snapshot_settings_t set = {
         .alloc_conf = conf,
         .max_split_size = (int64_t)p->conf.max_split_size,

@@ -171,8 +171,10 @@ static inline void ga_trace_record(ga_trace_t *t, ga_trace_action_t action, uint
     (void)ga_trace_push(t, action, addr, size, stream, mempool_id, stack_id);
 }
 
-/* ga_trace_record_oom: an "oom" entry: `size` bytes were requested and the
- * device had device_free bytes free (PyTorch stores it in addr_). */
+/* ga_trace_record_oom: an "oom" entry: `size` bytes were requested (the
+ * request rounded to 512 bytes, as PyTorch records it, not the segment size
+ * it then tried to create) and the device had device_free bytes free
+ * (PyTorch stores it in addr_). */
 void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free,
                          const int64_t *mempool_id, uint32_t stack_id);
 

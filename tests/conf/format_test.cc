@@ -68,6 +68,22 @@ TEST(ConfFormat, NormalizedStrings)
     EXPECT_STREQ(small, "");
 }
 
+// What a snapshot's allocator_settings records: PyTorch's keys only, so the
+// string can be handed to PyTorch; galloc's keys and the backend's are dropped.
+TEST(ConfFormat, PyTorchKeysOnly)
+{
+    Parsed p = parse("sim_capacity:80GiB,sim_placement:recorded,max_split_size_mb:512,retry_pool_after_sync:True,"
+                     "per_process_memory_fraction:0.5,device_backend:sim,expandable_segments:True,"
+                     "garbage_collection_threshold:0.8");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    char buf[256];
+    EXPECT_EQ(ga_conf_format_pytorch(&p.c, buf, sizeof(buf)), 79u);
+    EXPECT_STREQ(buf, "max_split_size_mb:512,garbage_collection_threshold:0.8,expandable_segments:True");
+    Parsed d = parse("sim_capacity:1GiB");
+    EXPECT_EQ(ga_conf_format_pytorch(&d.c, buf, sizeof(buf)), 0u);
+    EXPECT_STREQ(buf, "");
+}
+
 // A random valid string per iteration: parse, format, parse again must agree.
 TEST(ConfFormat, RoundTripOverRandomSettings)
 {

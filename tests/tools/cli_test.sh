@@ -406,8 +406,11 @@ got = [(e['action'], e['size']) for e in d['device_traces'][0]]
 M = 1 << 20
 want = [('segment_alloc', 2 * M), ('alloc', M), ('alloc', M), ('segment_alloc', 2 * M), ('alloc', M), ('snapshot', 5 * M)]
 assert got == want, got
-# written after event 4: five live blocks in three segments
-assert [[(b['size'], b['state']) for b in s['blocks']] for s in d['segments']] == [[(M, 'active_allocated')] * 2] * 2 + [[(M, 'active_allocated'), (M, 'inactive')]], d['segments']
+# written after event 4: five live blocks in three segments, listed by
+# address: the sim places segments descending (sim_placement:descending), so
+# the newest, half-used one comes first
+assert [[(b['size'], b['state']) for b in s['blocks']] for s in d['segments']] == [[(M, 'active_allocated'), (M, 'inactive')]] + [[(M, 'active_allocated')] * 2] * 2, d['segments']
+assert [s['address'] for s in d['segments']] == sorted(s['address'] for s in d['segments']), d['segments']
 " || fail "--snapshot-range 2:4 holds events 2..4"
 expect_exit 0 "snapshot max entries" -- "$GALLOC" replay --snapshot "$TMP/m.pickle" --snapshot-max-entries 4 "$TMP/ten.trace"
 "$PY" -c "
@@ -471,7 +474,8 @@ assert seg == [0, 7, 9, 13, 15], seg
 t[7]["size"] = 22 << 20  # the second 20 MiB segment_alloc
 pickle.dump(d, open(sys.argv[2], "wb"))
 t[7]["size"] = 20 << 20
-d["segments"][2]["blocks"][0]["state"] = "inactive"  # a final block state (the first 1000-byte block)
+# a final block state (the first 1000-byte block) of segment_alloc #2's segment
+next(s for s in d["segments"] if s["address"] == t[9]["addr"])["blocks"][0]["state"] = "inactive"
 pickle.dump(d, open(sys.argv[3], "wb"))
 PYEOF
 expect_exit 1 "doctored segment_alloc diverges" -- "$GALLOC" replay --verify "$TMP/vd.pickle"
@@ -551,6 +555,10 @@ expect_exit 0 "example snapshot verifies" -- "$GALLOC" replay --verify "$EX/torc
 expect_in "$TMP/out" "reconstructed backwards from the final segments (9 segments, 11 live blocks) and seeded" "example device 0 seeded"
 expect_in "$TMP/out" "^device events: 1 of 1 agree" "example device 0 events"
 expect_in "$TMP/out" "^final segments: 10 of 10 agree" "example device 0 segments"
+# A block live before the window was freed in it with requested 8 MiB in a 9 MiB
+# block (the 1 MiB tail was not split off): seeded with its request, its frees
+# agree (with its rounded size: free_requested 99 of 100).
+expect_in "$TMP/out" "^by kind: segment_alloc 1 of 1, alloc 96 of 96, free_requested 100 of 100, free_completed 100 of 100 " "example: seeded blocks keep their requests"
 expect_in "$TMP/out" "^device events: 2 of 2 agree" "example device 1 agrees"
 expect_in "$TMP/out" "^final segments: 2 of 2 agree" "example device 1 segments"
 # galloc replay (without --verify) seeds the rebuilt state too; --no-seed keeps the prologue.
@@ -571,6 +579,192 @@ expect_exit 2 "--verify needs a snapshot" -- "$GALLOC" replay --verify "$TMP/v.t
 expect_in "$TMP/err" "is not a PyTorch snapshot" "verify of a text trace"
 expect_exit 2 "--verify with two confs" -- "$GALLOC" replay --verify --conf "" --conf expandable_segments:True "$TMP/v.pickle"
 expect_exit 0 "--verify with --conf" -- "$GALLOC" replay --verify --conf "" "$TMP/v.pickle"
+
+# ---- device addresses: recorded placement and the address tie-break ----------
+# CUDA handed out B below A (descending). Both 20 MiB segments are free when c
+# comes: PyTorch's best fit takes the lower address (B), so empty_cache releases
+# A. Replayed at the recorded addresses galloc does the same; with rising sim
+# addresses (A below B) it takes A and releases B.
+"$PY" - "$TMP/tie.pickle" <<'PYEOF' || fail "make the tie snapshot"
+import pickle, sys
+M = 1 << 20
+A, B = 0x7f5a40000000, 0x7f5a3e000000
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+trace = [e("segment_alloc", A, 20 * M), e("alloc", A, 20 * M), e("segment_alloc", B, 20 * M), e("alloc", B, 20 * M),
+         e("free_requested", A, 20 * M), e("free_completed", A, 20 * M),
+         e("free_requested", B, 20 * M), e("free_completed", B, 20 * M),
+         e("alloc", B, 20 * M), e("segment_free", A, 20 * M)]
+seg = {"device": 0, "address": B, "total_size": 20 * M, "allocated_size": 20 * M, "active_size": 20 * M,
+       "requested_size": 20 * M, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+       "is_expandable": False, "frames": [],
+       "blocks": [{"address": B, "size": 20 * M, "requested_size": 20 * M, "state": "active_allocated", "frames": []}]}
+pickle.dump({"segments": [seg], "device_traces": [trace], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 0 "recorded addresses: the tie goes as recorded" -- "$GALLOC" replay --verify "$TMP/tie.pickle"
+expect_in "$TMP/out" "^device events: 3 of 3 agree" "tie: segment_alloc, segment_alloc, segment_free agree"
+expect_in "$TMP/out" "^final segments: 1 of 1 agree" "tie: B holds c"
+expect_exit 1 "rising addresses: the tie goes the other way" -- "$GALLOC" replay --verify --conf sim_placement:rising "$TMP/tie.pickle"
+expect_in "$TMP/out" "^device events: 2 of 3 agree" "tie under rising: empty_cache frees the other segment"
+expect_in "$TMP/out" "^verdict: diverges" "tie under rising diverges"
+expect_exit 0 "tie snapshot replayed to a snapshot" -- "$GALLOC" replay --snapshot "$TMP/tie_out.pickle" "$TMP/tie.pickle"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/tie_out.pickle', 'rb'))
+assert [s['address'] for s in d['segments']] == [0x7f5a3e000000], d['segments']
+t = [(x['action'], x['addr']) for x in d['device_traces'][0] if x['action'] in ('segment_alloc', 'segment_free')]
+assert t == [('segment_alloc', 0x7f5a40000000), ('segment_alloc', 0x7f5a3e000000), ('segment_free', 0x7f5a40000000)], t
+" || fail "tie: galloc's snapshot holds the recorded addresses"
+
+# ---- the oom entry records the request rounded to 512 bytes -----------------
+# 2 GiB + 1000 bytes on a 1 GiB device: PyTorch's oom entry holds 2147484672
+# (the request rounded to 512), not the 2 GiB + 2 MiB segment it tried to make;
+# "Tried to allocate" names the segment.
+printf 'galloc-trace 1 device_memory 1GiB\nalloc 1 4MiB\nalloc 2 2147484648\nfree 1\n' >"$TMP/oomsz.trace"
+expect_exit 1 "oom size: snapshot" -- "$GALLOC" replay --snapshot "$TMP/oomsz.pickle" "$TMP/oomsz.trace"
+expect_in "$TMP/out" "Tried to allocate 2.00 GiB" "oom size: the message names the segment"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/oomsz.pickle', 'rb'))
+o = [e for e in d['device_traces'][0] if e['action'] == 'oom']
+assert [e['size'] for e in o] == [2147484672], o
+" || fail "oom size: the oom entry holds the request rounded to 512 bytes"
+expect_exit 0 "oom size: verify" -- "$GALLOC" replay --verify "$TMP/oomsz.pickle"
+expect_in "$TMP/out" "^device events: 2 of 2 agree" "oom size: segment_alloc and oom agree"
+
+# ---- --verify re-aligns after a difference, and counts by kind ---------------
+# Twelve allocations of distinct sizes, one segment each; the record gets one
+# extra 8 MiB segment_alloc after the first. Compared position by position, 12
+# of 13 device events would shift (1 of 13 agree); re-aligned, only the extra
+# one differs.
+"$PY" -c "
+s = 'galloc-trace 1 device_memory 4GiB\n' + ''.join('alloc %d %dMiB\n' % (i, 30 + 2 * i) for i in range(12))
+open('$TMP/shift.trace', 'w').write(s)"
+expect_exit 0 "shift: snapshot" -- "$GALLOC" replay --snapshot "$TMP/shift.pickle" "$TMP/shift.trace"
+"$PY" - "$TMP/shift.pickle" <<'PYEOF' || fail "shift: doctor"
+import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+t = d["device_traces"][0]
+assert [e["action"] for e in t[:2]] == ["segment_alloc", "alloc"], t[:2]
+t.insert(2, dict(t[0], addr=0x7f0000000000, size=8 << 20))
+pickle.dump(d, open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 1 "shift: verify" -- "$GALLOC" replay --verify "$TMP/shift.pickle"
+expect_in "$TMP/out" "^device events: 12 of 13 agree" "shift: one extra event costs one"
+expect_in "$TMP/out" "^by kind: segment_alloc 12 of 13, alloc 12 of 12 " "shift: by kind"
+expect_in "$TMP/out" "^first divergence at device event 1:" "shift: where"
+expect_in "$TMP/out" "snapshot device_traces\[0\]\[2\]: segment_alloc 8388608 bytes" "shift: the extra event"
+expect_exit 1 "shift: verify json" -- "$GALLOC" replay --verify --json "$TMP/shift.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/out'))['traces'][0]
+assert t['device_events'] == {'total': 13, 'agree': 12}, t
+k = t['by_kind']
+assert k['segment_alloc'] == {'total': 13, 'agree': 12} and k['alloc'] == {'total': 12, 'agree': 12}, k
+assert k['oom'] == {'total': 0, 'agree': 0} and k['free_requested'] == {'total': 0, 'agree': 0}, k
+f = t['first_divergence']
+assert f['device_event'] == 1 and f['galloc_device_event'] == 1 and f['snapshot']['size'] == 8 << 20, f
+" || fail "shift: json by kind"
+
+# ---- every device on its own: three devices, an OOM on device 1 --------------
+# Device 1's oom entry bounds its size (20 MiB reserved + 1004 MiB free =
+# 1 GiB); devices 0 and 2 recorded none (80 GiB). Messages name GPU 1 and
+# galloc's snapshots keep each device's index.
+"$PY" - "$TMP/three.pickle" <<'PYEOF' || fail "make the three-device snapshot"
+import pickle, sys
+M = 1 << 20
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+def seg(dev, addr, total, blocks):
+    return {"device": dev, "address": addr, "total_size": total, "allocated_size": 0, "active_size": 0,
+            "requested_size": 0, "stream": 0, "segment_type": "large" if total > 2 * M else "small",
+            "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}
+def blk(addr, size, state, req=0):
+    return {"address": addr, "size": size, "requested_size": req, "state": state, "frames": []}
+A0, A1, A2 = 0x7f0000000000, 0x7f1000000000, 0x7f2000000000
+t0 = [e("segment_alloc", A0, 2 * M), e("alloc", A0, 512)]
+t1 = [e("segment_alloc", A1, 20 * M), e("alloc", A1, 20 * M),
+      {"action": "oom", "device_free": 1004 * M, "size": 100 << 30, "stream": 0, "time_us": 0, "frames": []}]
+t2 = [e("segment_alloc", A2, 40 * M), e("alloc", A2, 40 * M), e("free_requested", A2, 40 * M),
+      e("free_completed", A2, 40 * M)]
+segs = [seg(0, A0, 2 * M, [blk(A0, 512, "active_allocated", 512), blk(A0 + 512, 2 * M - 512, "inactive")]),
+        seg(1, A1, 20 * M, [blk(A1, 20 * M, "active_allocated", 20 * M)]),
+        seg(2, A2, 40 * M, [blk(A2, 40 * M, "inactive")])]
+pickle.dump({"segments": segs, "device_traces": [t0, t1, t2], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 1 "three devices: replay" -- "$GALLOC" replay --snapshot "$TMP/three_out.pickle" "$TMP/three.pickle"
+expect_in "$TMP/out" "device 0 (torch, 1 events, sim device 80.00 GiB)" "three: device 0 size"
+expect_in "$TMP/out" "device 1 (torch, 2 events, sim device 1024.00 MiB)" "three: device 1 on its own size"
+expect_in "$TMP/out" "device 2 (torch, 2 events, sim device 80.00 GiB)" "three: device 2 size"
+expect_in "$TMP/out" "GPU 1 has a total capacity of 1024.00 MiB of which 1004.00 MiB is free" "three: the OOM names GPU 1"
+"$PY" -c "
+import pickle
+for u, dev in ((1, 0), (2, 1), (3, 2)):
+    d = pickle.load(open('$TMP/three_out.%d.pickle' % u, 'rb'))
+    assert [s['device'] for s in d['segments']] == [dev], (u, d['segments'])
+    assert len(d['device_traces']) == dev + 1 and d['device_traces'][dev], (u, d['device_traces'])
+" || fail "three: galloc's snapshots keep the device index"
+expect_exit 0 "three devices: verify" -- "$GALLOC" replay --verify "$TMP/three.pickle"
+expect_in "$TMP/out" "three.pickle device 1: verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "three: verify device 1"
+[ "$(grep -c '^verdict: agrees' "$TMP/out")" = 3 ] || fail "three: every device agrees"
+expect_exit 1 "three devices: fit" -- "$GALLOC" fit "$TMP/three.pickle"
+expect_in "$TMP/out" "^  #2 .*three.pickle device 1 (on its own size: 1024.00 MiB)" "three: fit runs device 1 on its size"
+expect_in "$TMP/out" "^   1  no  .*#2:1 genuine  *(defaults)" "three: fit finds device 1's OOM"
+
+# ---- written snapshots record PyTorch's settings keys only -------------------
+expect_exit 0 "settings: snapshot" -- "$GALLOC" replay --conf max_split_size_mb:64 --snapshot "$TMP/set.pickle" "$TMP/tie.pickle"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/set.pickle', 'rb'))
+assert d['allocator_settings']['PYTORCH_CUDA_ALLOC_CONF'] == 'max_split_size_mb:64', d['allocator_settings']
+" || fail "settings: no sim_capacity or sim_placement in PYTORCH_CUDA_ALLOC_CONF"
+
+# ---- recorded frames travel into galloc's snapshot ----------------------------
+expect_exit 0 "frames: snapshot of the example" -- "$GALLOC" replay --snapshot "$TMP/fr.pickle" "$EX/torch_snapshot.pickle"
+"$PY" -c "
+import pickle
+r = pickle.load(open('$EX/torch_snapshot.pickle', 'rb'))['device_traces'][0]
+g = pickle.load(open('$TMP/fr.1.pickle', 'rb'))['device_traces'][0]
+key = lambda fs: [(f['filename'], f['line'], f['name']) for f in fs]
+for k in ('alloc', 'free_requested'):
+    a = [key(e['frames']) for e in r if e['action'] == k]
+    b = [key(e['frames']) for e in g if e['action'] == k]
+    assert len(a) in (96, 100) and a == b, (k, len(a), len(b))
+assert key([e for e in g if e['action'] == 'alloc'][0]['frames']) == [('train.py', 52, 'step')]
+" || fail "frames: the user's code in galloc's trace entries"
+
+# ---- seeding: every clue to a pre-window block's size, requests as recorded ----
+# B at X was live before the window: its free says 8 MiB, but C was allocated
+# at X + 9 MiB while B was live, and a 1 MiB gap cannot be a free block of the
+# large pool: B was 9 MiB with its 1 MiB tail unsplit. Seeded so, and with its
+# 8 MiB request: the final segment agrees and peak requested is 8 + 10 MiB.
+"$PY" - "$TMP/clue.pickle" <<'PYEOF' || fail "make the clue snapshot"
+import pickle, sys
+M = 1 << 20
+X = 0x7f0040000000
+def e(action, addr, size):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": 0, "frames": []}
+trace = [e("alloc", X + 9 * M, 10 * M), e("free_requested", X, 8 * M), e("free_completed", X, 8 * M)]
+blocks = [{"address": X, "size": 9 * M, "requested_size": 0, "state": "inactive", "frames": []},
+          {"address": X + 9 * M, "size": 10 * M, "requested_size": 10 * M, "state": "active_allocated", "frames": []},
+          {"address": X + 19 * M, "size": 21 * M, "requested_size": 0, "state": "inactive", "frames": []}]
+seg = {"device": 0, "address": X, "total_size": 40 * M, "allocated_size": 10 * M, "active_size": 10 * M,
+       "requested_size": 10 * M, "stream": 0, "segment_type": "large", "segment_pool_id": (0, 0),
+       "is_expandable": False, "frames": [], "blocks": blocks}
+pickle.dump({"segments": [seg], "device_traces": [trace], "allocator_settings": {}, "external_annotations": []},
+            open(sys.argv[1], "wb"))
+PYEOF
+expect_exit 0 "clue: verify" -- "$GALLOC" replay --verify "$TMP/clue.pickle"
+expect_in "$TMP/out" "^by kind: alloc 1 of 1, free_requested 1 of 1, free_completed 1 of 1 " "clue: frees carry the 8 MiB request"
+expect_in "$TMP/out" "^final segments: 1 of 1 agree" "clue: B is 9 MiB"
+expect_exit 0 "clue: replay json" -- "$GALLOC" replay --json "$TMP/clue.pickle"
+"$PY" -c "
+import json
+r = json.load(open('$TMP/out'))['traces'][0]['results'][0]
+assert (r['peak_requested_bytes'], r['peak_allocated_bytes'], r['peak_reserved_bytes']) == (18874368, 19922944, 41943040), r
+" || fail "clue: seeded peaks are the run's (18 MiB requested, 19 MiB allocated, 40 MiB reserved)"
 
 # ---- a generated 1,000,000-event trace ---------------------------------------
 "$PY" - "$TMP/million.trace" <<'EOF'

@@ -229,7 +229,9 @@ TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
     // Before seeding: 2.46 GiB. Now at least what the job had allocated at
     // its peak (the cached remainder is not needed: the OOM path frees it).
     EXPECT_GE(min, 6629508096u);
-    EXPECT_EQ(min, 6767509504u); // 6.30 GiB (2 MiB steps)
+    // 6.26 GiB (2 MiB steps), with the sim placing segments as CUDA does
+    // (descending, freed ranges reused: fit's default placement).
+    EXPECT_EQ(min, 6723469312u);
     ga_fit_job_free(&job);
 }
 

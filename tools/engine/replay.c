@@ -12,6 +12,7 @@
  * counting as a trace anomaly.
  */
 #include "tools/engine/replay.h"
+#include "tools/snapshot/torch_snapshot.h"
 #include "tools/snapshot/seed.h"
 
 #include <inttypes.h>
@@ -131,6 +132,32 @@ static void write_snapshot(ga_replay_column_t *c)
 }
 
 /* Start recording the history (at the first event of --snapshot-range). */
+/* galloc_frames_fn: the frames the trace recorded for the event being
+ * replayed, so galloc's snapshot of the replay shows the user's code. */
+static size_t event_frames(void *ctx, galloc_frame_t *out, size_t max)
+{
+    ga_replay_column_t *c = ctx;
+    const void *fr = c->cur != NULL ? c->cur->frames : NULL;
+    size_t n = ga_torch_frames_count(fr), k = 0, used = 0;
+    for (; k < n && k < max; k++) {
+        ga_torch_frame_t f;
+        ga_torch_frame(fr, k, &f);
+        const char *src[2] = {f.filename, f.name};
+        size_t len[2] = {f.filename_len, f.name_len};
+        const char *dst[2] = {"", ""};
+        for (int j = 0; j < 2; j++) {
+            if (src[j] == NULL || len[j] + 1 > sizeof(c->frame_text) - used)
+                continue; /* missing, or no room left: "" */
+            memcpy(c->frame_text + used, src[j], len[j]);
+            c->frame_text[used + len[j]] = '\0';
+            dst[j] = c->frame_text + used;
+            used += len[j] + 1;
+        }
+        out[k] = (galloc_frame_t){.filename = dst[0], .name = dst[1], .line = f.line};
+    }
+    return k;
+}
+
 static void start_recording(ga_replay_column_t *c)
 {
     if (c->snapshot_ops == NULL) {
@@ -142,6 +169,7 @@ static void start_recording(ga_replay_column_t *c)
         c->snapshot_done = true; /* nothing to write: the error says why */
     } else {
         c->snapshot_recording = true;
+        galloc_set_frames_callback(c->a, event_frames, c);
     }
 }
 
@@ -228,7 +256,11 @@ const char *ga_oom_class_name(ga_oom_class_t c)
 static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     void *p = NULL;
+    if (c->place && e->place != 0)
+        galloc_sim_place(c->a, e->place); /* GALLOC_E_UNSUPPORTED under another placement: nothing to do */
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
+    if (c->place && e->place != 0)
+        galloc_sim_place(c->a, 0); /* not taken: this replay needed no segment there */
     if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
@@ -285,7 +317,16 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
 }
 
 /* Replay one event in one configuration. */
+static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x);
+
 static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    c->cur = e; /* for event_frames */
+    apply_event(c, idx, e, x);
+    c->cur = NULL;
+}
+
+static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     galloc_status_t st = GALLOC_OK;
     ga_idmap_val_t v;
@@ -364,19 +405,25 @@ static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
     c->seconds += now() - t0;
 }
 
-/* The configuration string handed to galloc: the capacity first, so that a
- * sim_capacity the user wrote in --conf (later in the string) wins. */
-static char *make_conf(const char *user, const char *backend, uint64_t capacity)
+/* The configuration string handed to galloc: the capacity and placement
+ * first, so that a sim_capacity or sim_placement the user wrote in --conf
+ * (later in the string) wins. */
+static char *make_conf(const char *user, const char *backend, uint64_t capacity, bool recorded)
 {
     bool sim = backend == NULL || strcmp(backend, "sim") == 0;
-    size_t n = (user ? strlen(user) : 0) + 64;
+    size_t n = (user ? strlen(user) : 0) + 96;
     char *s = malloc(n);
     if (s == NULL)
         return NULL;
+    char cap[40] = "", place[40] = "";
     if (sim && (user == NULL || strstr(user, "sim_capacity") == NULL))
-        snprintf(s, n, "sim_capacity:%" PRIu64 "%s%s", capacity, user && *user ? "," : "", user ? user : "");
-    else
-        snprintf(s, n, "%s", user ? user : "");
+        snprintf(cap, sizeof(cap), "sim_capacity:%" PRIu64 ",", capacity);
+    if (sim && (user == NULL || strstr(user, "sim_placement") == NULL))
+        snprintf(place, sizeof(place), "sim_placement:%s,", recorded ? "recorded" : "descending");
+    snprintf(s, n, "%s%s%s", cap, place, user ? user : "");
+    size_t len = strlen(s);
+    if (len > 0 && s[len - 1] == ',')
+        s[len - 1] = '\0';
     return s;
 }
 
@@ -415,7 +462,8 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
                         size_t i)
 {
     c->label = make_label(user, o->env);
-    c->conf = make_conf(user, o->backend, capacity);
+    c->conf = make_conf(user, o->backend, capacity, o->place_recorded);
+    c->place = o->place_recorded;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
     c->stats.struct_size = sizeof(c->stats);
@@ -424,7 +472,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
     uint32_t flags = o->env ? 0 : GALLOC_CREATE_NO_ENV;
-    c->create_status = galloc_allocator_create_ex(o->backend, 0, c->conf, flags, &c->a, c->create_error,
+    c->create_status = galloc_allocator_create_ex(o->backend, o->device, c->conf, flags, &c->a, c->create_error,
                                                   sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
@@ -434,7 +482,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
         if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
             galloc_allocator_t *probe = NULL;
             char err[sizeof(c->create_error)];
-            if (galloc_allocator_create_ex(o->backend, 0, user, flags, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+            if (galloc_allocator_create_ex(o->backend, o->device, user, flags, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
                 snprintf(c->create_error, sizeof(c->create_error), "%s", err);
             galloc_allocator_destroy(probe);
         }

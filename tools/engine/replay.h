@@ -154,6 +154,9 @@ typedef struct ga_replay_column {
     bool snapshot_at_end;                /* write at the end (or snapshot_last), never at an OOM */
     bool snapshot_recording;             /* the history is being recorded */
     bool seeded;                         /* opts.seed was applied: prologue events are skipped */
+    bool place;                          /* tell sim each alloc's recorded segment address */
+    const ga_event_t *cur;               /* the event being replayed: its frames go into the history */
+    char frame_text[4096];               /* the frames callback's strings (valid during the call) */
     bool snapshot_done;                  /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
@@ -162,6 +165,14 @@ struct ga_seed; /* seed.h */
 
 typedef struct ga_replay_opts {
     const char *backend;           /* device backend, NULL = "sim" */
+    int device;                    /* the device index the trace recorded (messages say "GPU 1",
+                                      snapshots keep it); 0 for traces without one */
+    /* place_recorded: the configurations replay under the trace's recorded
+     * settings, so sim puts each segment at the address the trace recorded
+     * (sim_placement:recorded, ga_event_t.place); otherwise sim places
+     * segments as the CUDA driver does (sim_placement:descending). A
+     * sim_placement in a --conf wins either way. */
+    bool place_recorded;
     uint64_t device_memory;        /* sim capacity; 0 = the trace's, else GA_REPLAY_DEFAULT_MEMORY */
     bool sample;                   /* collect the time series (--plot) */
     bool check;                    /* galloc_check each allocator at the end (tests); a violation

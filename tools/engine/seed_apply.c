@@ -23,6 +23,14 @@ static int take(galloc_allocator_t *a, uint64_t size, uint64_t stream, void **p,
     return -1;
 }
 
+/* A live block whose request is asked for once every segment is tiled. */
+typedef struct late {
+    void *placeholder; /* its block, taken at its size meanwhile */
+    uint64_t req;      /* the request */
+    uint64_t id;       /* its trace id */
+    uint64_t stream;
+} late_t;
+
 int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen)
 {
     /* Gap pieces are held until every segment is tiled: a gap freed early
@@ -32,7 +40,11 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
         if (s->seg[i].small)
             cap += s->seg[i].size / GA_SEED_SMALL_SIZE;
     void **held = calloc(cap ? cap : 1, sizeof(void *));
-    if (held == NULL) {
+    size_t n_late = 0, cap_late = s->n_pc;
+    late_t *late = calloc(cap_late ? cap_late : 1, sizeof(*late));
+    if (held == NULL || late == NULL) {
+        free(held);
+        free(late);
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
@@ -45,6 +57,9 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
          * small one is made by its first piece (every piece is at most 1 MiB).
          * Every earlier segment is fully tiled, so no other free block can
          * take a piece. */
+        /* Under sim_placement:recorded the segment also gets its recorded
+         * address (elsewhere galloc_sim_place is refused: no effect). */
+        galloc_sim_place(a, g->addr);
         if (!g->small) {
             if (take(a, g->size, g->stream, &whole, err, errlen) != 0)
                 goto out;
@@ -57,9 +72,29 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
                 uint64_t n = pc->size - done;
                 if (g->small && !pc->live && n > GA_SEED_SMALL_SIZE)
                     n = GA_SEED_SMALL_SIZE;
+                /* The request as recorded, so requested_bytes is not overstated,
+                 * where it gives the same block: it rounds (512 bytes) to the
+                 * block, or the block's unsplit tail (a gap too small to split,
+                 * seed.h) stays with it as PyTorch left it: as the segment's
+                 * last piece, or asked for later in the exact hole (below). */
+                bool last = k + 1 == g->first + g->n;
+                bool exact = pc->live && pc->req != 0 && (pc->req + 511) / 512 * 512 == n;
+                bool tail = pc->live && pc->req != 0 && pc->req < n && !exact && !g->small &&
+                            pc->req > GA_SEED_SMALL_SIZE && n - (pc->req + 511) / 512 * 512 <= GA_SEED_SMALL_SIZE;
+                uint64_t ask = exact || (tail && last) ? pc->req : n;
                 void *p = NULL;
-                if (take(a, n, g->stream, &p, err, errlen) != 0)
+                if (take(a, ask, g->stream, &p, err, errlen) != 0)
                     goto out;
+                galloc_sim_place(a, 0); /* made: a small segment by its first piece */
+                if (tail && !last) {
+                    /* Every other free block is held now, so the request fills
+                     * the hole the placeholder leaves and keeps the tail. */
+                    if (n_late < cap_late) {
+                        late[n_late++] = (late_t){p, pc->req, pc->addr, g->stream};
+                        done += n;
+                        continue;
+                    }
+                }
                 if (pc->live) {
                     ga_idmap_val_t v = {p, g->stream};
                     if (ga_idmap_put(map, pc->addr, v, NULL, NULL) != 0) {
@@ -73,10 +108,23 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
             }
         }
     }
+    for (size_t k = 0; k < n_late; k++) {
+        void *p = NULL;
+        galloc_free(a, late[k].placeholder); /* the only free block now: the request takes it whole */
+        if (take(a, late[k].req, late[k].stream, &p, err, errlen) != 0)
+            goto out;
+        ga_idmap_val_t v = {p, late[k].stream};
+        if (ga_idmap_put(map, late[k].id, v, NULL, NULL) != 0) {
+            snprintf(err, errlen, "out of host memory");
+            goto out;
+        }
+    }
     rc = 0;
 out:
     for (size_t k = 0; k < n_held; k++) /* the gaps become free blocks and merge as they were */
         galloc_free(a, held[k]);
     free(held);
+    free(late);
+    galloc_stats_reset_peak(a); /* the tiling's own peaks (a whole segment taken at once) are not the run's */
     return rc;
 }

@@ -52,7 +52,8 @@ typedef struct ga_fit_unit {
     char *label;              /* "FILE" or "FILE device 1" */
     ga_fit_event_t *ev;       /* n events */
     size_t n;
-    uint64_t device_memory;   /* recorded in the trace, 0 if not */
+    uint64_t device_memory;   /* recorded in the trace (a snapshot: its oom entries' bound), 0 if not */
+    int device;               /* the device index it recorded (0 without one): messages say "GPU 1" */
     uint64_t max_alloc;       /* largest allocation requested */
     ga_reader_start_t start;  /* what the trace says was in use before its first event */
 } ga_fit_unit_t;
@@ -70,6 +71,8 @@ typedef struct ga_fit_job {
      * applied: the configurations alone (GALLOC_CREATE_NO_ENV), whatever
      * the shell exports. */
     char env[512];
+    bool own_sizes;           /* no --device-memory: a unit with a recorded size runs on it, scaled
+                                 by capacity / device_memory when the search tries other sizes */
 } ga_fit_job_t;
 
 /*

@@ -199,6 +199,7 @@ int ga_fit_main(int argc, char **argv)
         ga_fit_job_free(&job);
         return GA_EXIT_USAGE;
     }
+    job.own_sizes = c.device_memory == 0;
     job.device_memory = c.device_memory                         ? c.device_memory
                         : job.n_units && job.units[0].device_memory ? job.units[0].device_memory
                                                                     : GA_REPLAY_DEFAULT_MEMORY;

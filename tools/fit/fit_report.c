@@ -82,8 +82,13 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     ga_units_format_count(job->events, a, sizeof(a));
     fprintf(out, "galloc fit: %zu trace%s, %s events, sim device %s\n", job->n_units, job->n_units == 1 ? "" : "s", a,
             fmt_size(job->device_memory, b, sizeof(b)));
-    for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++)
-        fprintf(out, "  #%zu %s\n", u + 1, job->units[u].label);
+    for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++) {
+        const ga_fit_unit_t *un = &job->units[u];
+        if (job->own_sizes && un->device_memory != 0 && un->device_memory != job->device_memory)
+            fprintf(out, "  #%zu %s (on its own size: %s)\n", u + 1, un->label, fmt_size(un->device_memory, b, sizeof(b)));
+        else
+            fprintf(out, "  #%zu %s\n", u + 1, un->label);
+    }
     for (size_t u = 0; u < job->n_units; u++) { /* what a mid-run trace adds, or cannot say */
         char pre[32] = "";
         if (job->n_units > 1)

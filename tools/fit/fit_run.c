@@ -23,6 +23,7 @@
 
 #include "tools/fit/fit.h"
 #include "tools/idmap.h"
+#include "tools/snapshot/snap_view.h"
 
 static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
 {
@@ -69,6 +70,15 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
             goto err_nomem;
         snprintf(un->label, ln, "%s%s%s", path, ul[0] ? " " : "", ul);
         un->device_memory = ga_reader_device_memory(r);
+        un->device = ga_reader_unit_device(r, u);
+        if (ga_reader_format(r) == GA_FORMAT_TORCH && strcmp(path, "-") != 0) {
+            ga_snap_view_t v; /* each device's own size: its oom entries' bound */
+            char verr[256];
+            if (ga_snap_view_load(path, -1, u, &v, verr, sizeof(verr)) == 0) {
+                un->device_memory = v.device_memory;
+                ga_snap_view_free(&v);
+            }
+        }
         size_t cap = 0;
         ga_event_t e;
         int rc;
@@ -248,15 +258,27 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
 {
     memset(out, 0, sizeof(*out));
     out->fits = true;
-    /* The capacity first: a sim_capacity in conf (later in the string) would win. */
-    char full[GA_FIT_CONF_MAX + 64];
-    snprintf(full, sizeof(full), "sim_capacity:%" PRIu64 "%s%s", capacity, conf && *conf ? "," : "",
+    /* The capacity and placement first: a sim_* key in conf (later in the
+     * string) wins. Descending placement: addresses as the CUDA driver hands
+     * them out (backend/sim.h), so best fit's address tie-break and
+     * empty_cache's release order behave as on a real device. */
+    char full[GA_FIT_CONF_MAX + 96];
+    snprintf(full, sizeof(full), "sim_capacity:%" PRIu64 ",sim_placement:descending%s%s", capacity, conf && *conf ? "," : "",
              conf ? conf : "");
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
         run_ctx_t x = {.out = out, .min_free = SIZE_MAX};
+        const char *uconf = full;
+        char own[sizeof(full) + 48];
+        if (job->own_sizes && un->device_memory != 0 && job->device_memory != 0) {
+            /* this device's own size, scaled as the search scales the job's */
+            uint64_t cap = (uint64_t)((double)un->device_memory * ((double)capacity / (double)job->device_memory));
+            snprintf(own, sizeof(own), "%s,sim_capacity:%" PRIu64, full, cap ? cap : 1); /* the last one wins */
+            uconf = own;
+        }
         uint32_t flags = job->env[0] ? 0 : GALLOC_CREATE_NO_ENV; /* only --env reads the environment */
-        galloc_status_t st = galloc_allocator_create_ex("sim", 0, full, flags, &x.a, out->error, sizeof(out->error));
+        galloc_status_t st =
+            galloc_allocator_create_ex("sim", un->device, uconf, flags, &x.a, out->error, sizeof(out->error));
         if (st != GALLOC_OK) {
             out->failed = true;
             out->fits = false;

@@ -58,6 +58,7 @@ typedef struct torch {
     size_t next;                       /* next entry of trace */
     pro_block_t *pro;                  /* the current unit's prologue */
     size_t n_pro, pro_next, pro_cap;
+    uint64_t place;                    /* the address of a segment_alloc not yet given to its alloc */
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -192,6 +193,7 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     torch_t *t = r->impl;
     t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
     t->next = 0;
+    t->place = 0;
     free(t->pro);
     t->pro = NULL;
     t->n_pro = t->pro_next = t->pro_cap = 0;
@@ -257,8 +259,11 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
         return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
     if ((int64_t)ev->size < 0)
         return entry_err(r, err, errlen, i, "negative 'size'");
+    ev->frames = e->frames; /* the user's code, for the snapshot galloc writes of the replay */
     if (e->action == GA_ACT_ALLOC) {
         ev->kind = GA_EV_ALLOC;
+        ev->place = t->place; /* PyTorch records a segment_alloc just before the alloc it serves */
+        t->place = 0;
     } else if (oom) {
         ev->kind = GA_EV_OOM;
         ev->id = 0;
@@ -315,6 +320,10 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
                 break;
             ev->kind = GA_EV_EMPTY_CACHE;
             return 1;
+        case GA_ACT_SEGMENT_ALLOC:
+            if (!ga_torch_int_get(e.addr, true, 0, &t->place))
+                t->place = 0;
+            break; /* an address for the next alloc, no event */
         case GA_ACT_ALLOC:
         case GA_ACT_FREE_REQUESTED:
         case GA_ACT_FREE_COMPLETED:

@@ -258,6 +258,11 @@ const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit)
     return w->label;
 }
 
+int ga_reader_unit_device(const ga_reader_t *r, size_t unit)
+{
+    return r->ops->unit_device != NULL ? r->ops->unit_device(r, unit) : 0;
+}
+
 int ga_reader_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 {
     if (unit >= r->units) {

@@ -75,6 +75,10 @@ typedef struct ga_event {
                            Chrome traceEvents), for messages */
     const char *text;   /* GA_EV_ANNOTATE: not NUL-terminated, valid until the next ga_reader_next */
     size_t text_len;
+    const void *frames; /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
+                           while the reader is open */
+    uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
+                           it (a snapshot's segment_alloc just before), 0 if none was recorded */
 } ga_event_t;
 
 typedef struct ga_reader ga_reader_t;
@@ -95,6 +99,10 @@ size_t ga_reader_units(const ga_reader_t *r);
 /* ga_reader_unit_label: "" for a single-unit file, "device 1" for a snapshot's
  * second device trace. Static or reader-owned. */
 const char *ga_reader_unit_label(const ga_reader_t *r, size_t unit);
+
+/* ga_reader_unit_device: the device index unit recorded (a snapshot's device
+ * trace), 0 for formats without one. */
+int ga_reader_unit_device(const ga_reader_t *r, size_t unit);
 
 /* ga_reader_begin: position at the start of unit (units in order, each once;
  * unit 0 is where a fresh reader stands). Returns 0, or -1 with err set. */

@@ -333,7 +333,10 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     uint64_t mem = c->device_memory;
     ga_seed_t seed;
     bool seeded = positioned && snapshot_context(c, r, path, unit, &mem, &seed);
-    ga_replay_opts_t o = {.backend = c->backend, .device_memory = mem, .sample = c->plot != NULL,
+    /* no --conf: the run as recorded, so segments go where the trace says */
+    ga_replay_opts_t o = {.backend = c->backend, .device = ga_reader_unit_device(r, unit),
+                          .device_memory = mem, .sample = c->plot != NULL,
+                          .place_recorded = c->n_confs == 0 && !c->no_recorded,
                           .seed = seeded ? &seed : NULL, .env = c->env,
                           .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
                           .snapshot_range = c->snapshot_range,

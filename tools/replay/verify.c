@@ -23,11 +23,25 @@
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/torch_snapshot.h"
 
+/* After a difference the sequences are re-aligned: the smallest skip, on
+ * either side, of at most GA_VERIFY_RESYNC events after which GA_VERIFY_RUN
+ * events agree again (fewer at the end). One early tie-break that adds or
+ * drops an event then costs that event, not everything after it. */
+#define GA_VERIFY_RESYNC 16
+#define GA_VERIFY_RUN 3
+
+/* Agreement of one event kind (or of all device events). */
+typedef struct kind_cmp {
+    size_t total, agree; /* max of both sides' counts; aligned pairs that agree */
+} kind_cmp_t;
+
 /* The outcome of one comparison. */
 typedef struct cmp {
-    size_t ev_total, ev_agree; /* device events: max of both sides; positions that agree */
+    size_t ev_total, ev_agree; /* device events: max of both sides; aligned pairs that agree */
     bool diverged;             /* some device event differs (or one side has more) */
-    size_t first;              /* the first differing position */
+    size_t first;              /* the first differing device event of the snapshot */
+    size_t first_rep;          /* ... and galloc's event it was compared with */
+    kind_cmp_t kind[GA_DEV_N_ACTIONS]; /* every kind of event alone, aligned the same way */
     size_t seg_total, seg_agree; /* final segments: max of both sides; those that agree */
     char seg_first[512];       /* the first segment difference, "" if none */
 } cmp_t;
@@ -99,22 +113,102 @@ static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, 
     }
 }
 
+/* Whether a[i..] and b[j..] agree for GA_VERIFY_RUN events (or to the end of
+ * the shorter one, at least one event). */
+static bool run_agrees(const ga_dev_event_t *const *a, size_t na, size_t i, const ga_dev_event_t *const *b,
+                       size_t nb, size_t j)
+{
+    size_t k = 0;
+    for (; k < GA_VERIFY_RUN && i + k < na && j + k < nb; k++)
+        if (!same_event(a[i + k], b[j + k]))
+            return false;
+    return k > 0;
+}
+
+/* Align a and b (events in order): agreeing pairs are counted; at a
+ * difference the smaller resync skip wins (see GA_VERIFY_RESYNC), else the
+ * pair counts as one difference. *fa, *fb: the first difference's positions
+ * (na, nb-ish when one side only runs longer); false when there is none. */
+static bool align(const ga_dev_event_t *const *a, size_t na, const ga_dev_event_t *const *b, size_t nb,
+                  kind_cmp_t *out, size_t *fa, size_t *fb)
+{
+    size_t i = 0, j = 0;
+    bool diff = false;
+    out->total = na > nb ? na : nb;
+    out->agree = 0;
+    while (i < na && j < nb) {
+        if (same_event(a[i], b[j])) {
+            out->agree++;
+            i++, j++;
+            continue;
+        }
+        if (!diff) {
+            diff = true;
+            *fa = i;
+            *fb = j;
+        }
+        size_t d = 1;
+        for (; d <= GA_VERIFY_RESYNC; d++) {
+            if (i + d < na && run_agrees(a, na, i + d, b, nb, j)) {
+                i += d;
+                break;
+            }
+            if (j + d < nb && run_agrees(a, na, i, b, nb, j + d)) {
+                j += d;
+                break;
+            }
+        }
+        if (d > GA_VERIFY_RESYNC)
+            i++, j++;
+    }
+    if (!diff && na != nb) {
+        diff = true;
+        *fa = i;
+        *fb = j;
+    }
+    return diff;
+}
+
+/* The events of v of kind k (all device events when k is GA_DEV_N_ACTIONS),
+ * as pointers, in order. NULL when out of host memory (with n set to 0). */
+static const ga_dev_event_t **pick(const ga_snap_view_t *v, int k, size_t *n)
+{
+    const ga_dev_event_t *src = k < GA_DEV_ALLOC ? v->ev : v->bev;
+    size_t ns = k < GA_DEV_ALLOC ? v->n_ev : v->n_bev;
+    if (k == GA_DEV_N_ACTIONS) {
+        src = v->ev;
+        ns = v->n_ev;
+    }
+    const ga_dev_event_t **p = malloc((ns ? ns : 1) * sizeof(*p));
+    *n = 0;
+    if (p == NULL)
+        return NULL;
+    for (size_t x = 0; x < ns; x++)
+        if (k == GA_DEV_N_ACTIONS || (int)src[x].action == k)
+            p[(*n)++] = &src[x];
+    return p;
+}
+
 static void compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, cmp_t *c)
 {
     memset(c, 0, sizeof(*c));
-    size_t n = rec->n_ev < rep->n_ev ? rec->n_ev : rep->n_ev;
-    c->ev_total = rec->n_ev > rep->n_ev ? rec->n_ev : rep->n_ev;
-    for (size_t k = 0; k < n; k++) {
-        if (same_event(&rec->ev[k], &rep->ev[k])) {
-            c->ev_agree++;
-        } else if (!c->diverged) {
-            c->diverged = true;
-            c->first = k;
+    for (int k = 0; k <= GA_DEV_N_ACTIONS; k++) {
+        size_t na, nb, fa = 0, fb = 0;
+        const ga_dev_event_t **a = pick(rec, k, &na), **b = pick(rep, k, &nb);
+        kind_cmp_t kc = {0};
+        bool diff = a != NULL && b != NULL && align(a, na, b, nb, &kc, &fa, &fb);
+        if (k < GA_DEV_N_ACTIONS) {
+            c->kind[k] = kc;
+        } else {
+            c->ev_total = kc.total;
+            c->ev_agree = kc.agree;
+            c->diverged = diff;
+            /* as indices into ev (pick kept every device event, in order) */
+            c->first = fa;
+            c->first_rep = fb;
         }
-    }
-    if (!c->diverged && rec->n_ev != rep->n_ev) {
-        c->diverged = true;
-        c->first = n;
+        free(a);
+        free(b);
     }
     c->seg_total = rec->n_seg > rep->n_seg ? rec->n_seg : rep->n_seg;
     for (size_t s = 0; s < rec->n_seg; s++) {
@@ -181,13 +275,20 @@ static void report_text(FILE *out, const outcome_t *o)
                 o->seed->n_seg, o->seed->live_blocks);
     const cmp_t *c = o->c;
     fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
-                 "segment_free also by the segment it releases; addresses are not compared)\n",
+                 "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
+                 "compared)\n",
             c->ev_agree, c->ev_total);
+    fputs("by kind:", out);
+    for (int k = 0, n = 0; k < GA_DEV_N_ACTIONS; k++)
+        if (c->kind[k].total > 0)
+            fprintf(out, "%s %s %zu of %zu", n++ ? "," : "", ga_dev_action_name((ga_dev_action_t)k),
+                    c->kind[k].agree, c->kind[k].total);
+    fprintf(out, " (each kind in order, re-aligned after a difference within %d events)\n", GA_VERIFY_RESYNC);
     fprintf(out, "final segments: %zu of %zu agree (total size, blocks' sizes and states)\n", c->seg_agree,
             c->seg_total);
     if (c->diverged) {
         const ga_dev_event_t *a = c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL;
-        const ga_dev_event_t *b = c->first < o->rep->n_ev ? &o->rep->ev[c->first] : NULL;
+        const ga_dev_event_t *b = c->first_rep < o->rep->n_ev ? &o->rep->ev[c->first_rep] : NULL;
         char as[160], bs[160];
         describe(a, as, sizeof(as));
         describe(b, bs, sizeof(bs));
@@ -230,14 +331,20 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
     }
     const cmp_t *c = o->c;
     fprintf(out, "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
-                 "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     \"first_divergence\": ",
+                 "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     ",
             c->diverged || c->seg_first[0] ? "diverges" : "agrees", c->ev_total, c->ev_agree, c->seg_total,
             c->seg_agree);
+    fputs("\"by_kind\": {", out);
+    for (int k = 0; k < GA_DEV_N_ACTIONS; k++)
+        fprintf(out, "%s\"%s\": {\"total\": %zu, \"agree\": %zu}", k ? ", " : "",
+                ga_dev_action_name((ga_dev_action_t)k), c->kind[k].total, c->kind[k].agree);
+    fputs("},\n     \"first_divergence\": ", out);
     if (c->diverged) {
-        fprintf(out, "{\"device_event\": %zu, \"snapshot\": ", c->first);
+        fprintf(out, "{\"device_event\": %zu, \"galloc_device_event\": %zu, \"snapshot\": ", c->first,
+                c->first_rep);
         json_event(out, c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL);
         fputs(", \"galloc\": ", out);
-        json_event(out, c->first < o->rep->n_ev ? &o->rep->ev[c->first] : NULL);
+        json_event(out, c->first_rep < o->rep->n_ev ? &o->rep->ev[c->first_rep] : NULL);
         fputs("}", out);
     } else {
         fputs("null", out);
@@ -262,11 +369,12 @@ void ga_verify_json_end(FILE *out)
 
 /* Replay under conf with galloc's history recorded; its snapshot of the final
  * state into tmp. 0, or -1 with err. */
-static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, const char *conf, uint64_t mem,
-                              const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
+static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, int device, const char *conf,
+                              uint64_t mem, const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
 {
     const char *paths[] = {tmp};
-    ga_replay_opts_t ro = {.backend = o->backend, .device_memory = mem, .snapshot_paths = paths,
+    ga_replay_opts_t ro = {.backend = o->backend, .device = device, .device_memory = mem, .snapshot_paths = paths,
+                           .place_recorded = true,
                            .snapshot_ops = &ga_outputs_snapshot_ops,
                            .snapshot_at_end = true, .seed = seed};
     ga_replay_t rp;
@@ -344,8 +452,8 @@ int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verif
         goto report;
     }
     close(fd);
-    if (replay_to_snapshot(r, o, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
-        ga_snap_view_load(tmp, -1, 0, &rep, err, sizeof(err)) != 0)
+    if (replay_to_snapshot(r, o, rec.device, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
+        ga_snap_view_load(tmp, rec.device, 0, &rep, err, sizeof(err)) != 0)
         goto report;
     compare(&rec, &rep, &c);
     code = c.diverged || c.seg_first[0] ? 1 : 0;

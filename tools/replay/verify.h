@@ -13,7 +13,12 @@
  * segment_map, segment_unmap, oom) are compared in order by action and size;
  * a segment_free must also release the same segment on both sides, named by
  * the ordinal of the segment_alloc that created it (its identity relative to
- * the run, not its address). The final segments are matched the same way and
+ * the run, not its address). After a difference both sequences are
+ * re-aligned (the smallest skip on either side, within a small window, after
+ * which a few events agree again), so an early tie-break that adds or drops
+ * one event costs that event only. Each kind of event (alloc,
+ * free_requested, free_completed and the device events) is also aligned and
+ * counted alone, by size (and segment for segment_free). The final segments are matched the same way and
  * compared by total size and by their blocks' sizes and states in order.
  *
  * Not thread-safe (one verification at a time per thread); no global state.

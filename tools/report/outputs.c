@@ -40,7 +40,9 @@ static int record_history(galloc_allocator_t *a, size_t max_entries, char *err, 
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     galloc_history_options_t opt = {.struct_size = sizeof(opt),
                                     .enabled = GALLOC_HISTORY_ALL,
-                                    .context = GALLOC_CONTEXT_NONE, /* a replay has no Python stacks */
+                                    /* the trace's recorded frames, through the
+                                     * engine's frames callback (none: empty) */
+                                    .context = GALLOC_CONTEXT_ALL,
                                     .stacks = GALLOC_STACKS_PYTHON,
                                     .max_entries = max_entries};
     galloc_status_t st = galloc_record_memory_history(a, &opt);

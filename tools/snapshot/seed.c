@@ -20,9 +20,23 @@
 
 typedef struct item {
     uint64_t addr, size, stream;
+    uint64_t req; /* blocks: the bytes requested (the trace's size, requested_size), 0 if unknown */
     bool small, valid;
     bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
+    size_t freed_at; /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
 } item_t;
+
+/* An alloc entry's address and index: a clue to the real size of blocks
+ * live around it (build). */
+typedef struct clue {
+    uint64_t addr;
+    size_t at;
+} clue_t;
+
+typedef struct clues {
+    clue_t *v;
+    size_t n, cap;
+} clues_t;
 
 typedef struct set {
     item_t *v;
@@ -63,6 +77,7 @@ static int request(set_t *s, item_t it)
     ga_idmap_val_t idx;
     if (ga_idmap_get(&s->map, it.addr, &idx) && s->v[idx.stream].valid) {
         s->v[idx.stream].completing = false;
+        s->v[idx.stream].freed_at = it.freed_at; /* the user's free: live until then */
         return 0;
     }
     return set_add(s, it);
@@ -88,8 +103,35 @@ static int push_piece(ga_seed_t *s, size_t *cap, ga_seed_piece_t p)
     return 0;
 }
 
-/* Tile every segment with its live blocks and the gaps between them. */
-static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
+static int by_clue_addr(const void *a, const void *b)
+{
+    const clue_t *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The lowest address in (lo, hi) that the trace allocated before entry
+ * `before`, or 0. */
+static uint64_t first_alloc_in(const clues_t *c, uint64_t lo, uint64_t hi, size_t before)
+{
+    size_t a = 0, b = c->n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (c->v[m].addr <= lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    for (; a < c->n && c->v[a].addr < hi; a++)
+        if (c->v[a].at < before)
+            return c->v[a].addr;
+    return 0;
+}
+
+/* Tile every segment with its live blocks and the gaps between them. A block
+ * known only from its free (size: the request rounded) ends where the trace
+ * allocated another block while it was live, when that leaves too little to
+ * have been split off (PyTorch kept the remainder in the block). */
+static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
 {
     size_t ns = 0, nb = 0, pcap = 0;
     for (size_t i = 0; i < segs->n; i++)
@@ -103,6 +145,7 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
             blocks->v[nb++] = blocks->v[i];
     qsort(segs->v, ns, sizeof(item_t), by_addr);
     qsort(blocks->v, nb, sizeof(item_t), by_addr);
+    qsort(clues->v, clues->n, sizeof(clue_t), by_clue_addr);
     s->seg = calloc(ns ? ns : 1, sizeof(*s->seg));
     if (s->seg == NULL)
         return -1;
@@ -123,11 +166,17 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
             if (k->addr > at) {
                 if (k->addr - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                     s->pc[s->n_pc - 1].size += k->addr - at; /* too small to have been split off */
-                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false}) != 0)
+                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false, 0}) != 0)
                     return -1;
             }
             uint64_t size = k->size < end - k->addr ? k->size : end - k->addr;
-            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true}) != 0)
+            if (!g->small && k->freed_at != SIZE_MAX) {
+                uint64_t a = first_alloc_in(clues, k->addr + size, k->addr + size + min_gap, k->freed_at);
+                uint64_t next = b + 1 < nb && blocks->v[b + 1].addr < end ? blocks->v[b + 1].addr : end;
+                if (a != 0 && a <= next)
+                    size = a - k->addr;
+            }
+            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true, k->req <= size ? k->req : 0}) != 0)
                 return -1;
             s->live_blocks++;
             at = k->addr + size;
@@ -135,7 +184,7 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks)
         if (at < end) {
             if (end - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                 s->pc[s->n_pc - 1].size += end - at;
-            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false}) != 0)
+            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false, 0}) != 0)
                 return -1;
         }
         sg->n = s->n_pc - sg->first;
@@ -149,7 +198,8 @@ static uint64_t round_block(uint64_t n)
 }
 
 /* The backward walk over the trace (see the invariant above). */
-static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, char *err, size_t errlen)
+static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, clues_t *clues, char *err,
+                     size_t errlen)
 {
     for (size_t i = trace->n; i-- > 0;) {
         ga_torch_entry_t e;
@@ -159,19 +209,32 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
         switch (e.action) {
         case GA_ACT_ALLOC:
             set_del(blocks, addr);
+            if (clues->n == clues->cap) {
+                size_t nc = clues->cap ? clues->cap * 2 : 64;
+                clue_t *nv = realloc(clues->v, nc * sizeof(*nv));
+                if (nv == NULL) {
+                    rc = -1;
+                    break;
+                }
+                clues->v = nv;
+                clues->cap = nc;
+            }
+            clues->v[clues->n++] = (clue_t){addr, i};
             break;
         case GA_ACT_FREE_COMPLETED:
             rc = set_add(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream,
-                                          .completing = true});
+                                          .req = size, .completing = true, .freed_at = i});
             break;
         case GA_ACT_FREE_REQUESTED:
-            rc = request(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream});
+            rc = request(blocks,
+                         (item_t){.addr = addr, .size = round_block(size), .stream = stream, .req = size, .freed_at = i});
             break;
         case GA_ACT_SEGMENT_ALLOC:
             set_del(segs, addr);
             break;
         case GA_ACT_SEGMENT_FREE:
-            rc = set_add(segs, (item_t){.addr = addr, .size = size, .stream = stream, .small = size == SMALL_SEGMENT});
+            rc = set_add(segs, (item_t){.addr = addr, .size = size, .stream = stream, .small = size == SMALL_SEGMENT,
+                                        .freed_at = SIZE_MAX});
             break;
         case GA_ACT_SEGMENT_MAP:
         case GA_ACT_SEGMENT_UNMAP:
@@ -202,14 +265,16 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
             return -1;
         }
         if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
-                                   .small = g.small}) != 0)
+                                   .small = g.small, .freed_at = SIZE_MAX}) != 0)
             goto nomem;
         for (size_t b = 0; b < g.blocks.n; b++) {
             ga_torch_block_t blk;
             ga_torch_block(&g, b, &blk);
             if (blk.state == GA_STATE_INACTIVE)
                 continue;
-            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v}) != 0)
+            uint64_t req = blk.requested_size.kind == GA_TORCH_INT ? blk.requested_size.v : 0;
+            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v,
+                                         .req = req, .freed_at = SIZE_MAX}) != 0)
                 goto nomem;
         }
     }
@@ -224,6 +289,7 @@ int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *er
     memset(out, 0, sizeof(*out));
     ga_torch_snapshot_t snap;
     set_t segs = {0}, blocks = {0};
+    clues_t clues = {0};
     ga_idmap_init(&segs.map);
     ga_idmap_init(&blocks.map);
     char werr[256];
@@ -232,11 +298,11 @@ int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *er
         final_state(&snap, device, &segs, &blocks, path, err, errlen) != 0)
         goto out;
     ga_torch_list_t trace = ga_torch_trace(&snap, (size_t)device);
-    if (walk_back(&trace, &segs, &blocks, werr, sizeof(werr)) != 0) {
+    if (walk_back(&trace, &segs, &blocks, &clues, werr, sizeof(werr)) != 0) {
         snprintf(err, errlen, "%s: %s", path, werr);
         goto out;
     }
-    if (build(out, &segs, &blocks) != 0) {
+    if (build(out, &segs, &blocks, &clues) != 0) {
         snprintf(err, errlen, "%s: out of host memory", path);
         goto out;
     }
@@ -244,6 +310,7 @@ int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *er
 out:
     free(segs.v);
     free(blocks.v);
+    free(clues.v);
     ga_idmap_free(&segs.map);
     ga_idmap_free(&blocks.map);
     if (rc != 0)

@@ -43,6 +43,8 @@ typedef struct ga_seed_piece {
     uint64_t addr;   /* the recorded address (the trace id of a live block) */
     uint64_t size;   /* bytes */
     bool live;       /* a block live at the first entry; false: free space */
+    uint64_t req;    /* live: the bytes requested (requested_size, or the size its free recorded),
+                        0 if unknown; the seeded block asks for them when they round to size */
 } ga_seed_piece_t;
 
 typedef struct ga_seed_segment {

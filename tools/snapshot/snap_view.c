@@ -29,6 +29,9 @@ static const struct {
     {GA_ACT_SEGMENT_MAP, GA_DEV_SEGMENT_MAP, "segment_map"},
     {GA_ACT_SEGMENT_UNMAP, GA_DEV_SEGMENT_UNMAP, "segment_unmap"},
     {GA_ACT_OOM, GA_DEV_OOM, "oom"},
+    {GA_ACT_ALLOC, GA_DEV_ALLOC, "alloc"},
+    {GA_ACT_FREE_REQUESTED, GA_DEV_FREE_REQUESTED, "free_requested"},
+    {GA_ACT_FREE_COMPLETED, GA_DEV_FREE_COMPLETED, "free_completed"},
 };
 #define N_DEV_ACTIONS (sizeof(dev_actions) / sizeof(dev_actions[0]))
 
@@ -54,19 +57,30 @@ static int grow(void *p, size_t n, size_t *cap, size_t sz)
 typedef struct walk {
     ga_idmap_t seen;     /* block addresses allocated (or freed) in the trace */
     ga_idmap_t live_seg; /* segment address -> ordinal (in val.stream) */
-    size_t ev_cap, seg_cap, blk_cap;
+    size_t ev_cap, bev_cap, seg_cap, blk_cap;
     int64_t n_seg_alloc; /* segment_alloc ordinals handed out */
 } walk_t;
 
-/* Block events: which addresses the trace allocated, and frees of blocks
- * from before it. Returns 1 when e was one, 0 when not, -1 on host memory. */
-static int block_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e)
+/* Block events: appended to bev (entry i); which addresses the trace
+ * allocated, and frees of blocks from before it. Returns 1 when e was one, 0
+ * when not, -1 on host memory. */
+static int block_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, size_t i)
 {
     ga_idmap_val_t none = {0};
+    ga_dev_action_t k = e->action == GA_ACT_ALLOC            ? GA_DEV_ALLOC
+                        : e->action == GA_ACT_FREE_REQUESTED ? GA_DEV_FREE_REQUESTED
+                        : e->action == GA_ACT_FREE_COMPLETED ? GA_DEV_FREE_COMPLETED
+                                                             : GA_DEV_N_ACTIONS;
+    if (k == GA_DEV_N_ACTIONS)
+        return 0;
+    if (grow(&v->bev, v->n_bev, &w->bev_cap, sizeof(*v->bev)) != 0)
+        return -1;
+    v->bev[v->n_bev++] = (ga_dev_event_t){.action = k, .size = e->size.v, .addr = e->addr.v, .entry = i,
+                                          .segment = -1};
     if (e->action == GA_ACT_ALLOC)
         return ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0 ? -1 : 1;
     if (e->action != GA_ACT_FREE_REQUESTED)
-        return 0;
+        return 1;
     if (!ga_idmap_get(&w->seen, e->addr.v, NULL)) { /* freed, never allocated: from before the trace */
         v->untraced_blocks++;
         if (ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0)
@@ -110,11 +124,11 @@ static int trace_events(ga_snap_view_t *v, walk_t *w, const ga_torch_list_t *tra
                      i);
             return -1;
         }
-        int rc = block_event(v, w, &e);
+        int rc = block_event(v, w, &e, i);
         size_t k = 0;
-        while (rc == 0 && k < N_DEV_ACTIONS && dev_actions[k].act != e.action)
+        while (rc == 0 && k < GA_DEV_ALLOC && dev_actions[k].act != e.action)
             k++;
-        if (rc == 0 && k < N_DEV_ACTIONS) /* else snapshot and annotate entries: not device events */
+        if (rc == 0 && k < GA_DEV_ALLOC) /* else snapshot and annotate entries: not device events */
             rc = device_event(v, w, &e, dev_actions[k].dev, i);
         if (rc < 0)
             goto nomem;
@@ -271,6 +285,7 @@ out:
 void ga_snap_view_free(ga_snap_view_t *v)
 {
     free(v->ev);
+    free(v->bev);
     free(v->seg);
     free(v->blk);
     memset(v, 0, sizeof(*v));

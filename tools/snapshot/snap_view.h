@@ -29,7 +29,13 @@ typedef enum ga_dev_action {
     GA_DEV_SEGMENT_FREE,
     GA_DEV_SEGMENT_MAP,
     GA_DEV_SEGMENT_UNMAP,
-    GA_DEV_OOM
+    GA_DEV_OOM,
+    /* The block events (ga_snap_view_t.bev): compared by kind, not in the
+     * device-event sequence. */
+    GA_DEV_ALLOC,
+    GA_DEV_FREE_REQUESTED,
+    GA_DEV_FREE_COMPLETED,
+    GA_DEV_N_ACTIONS
 } ga_dev_action_t;
 
 /* ga_dev_action_name: "segment_alloc", ... */
@@ -69,6 +75,9 @@ typedef struct ga_snap_view {
     int device;                 /* the device index */
     ga_dev_event_t *ev;         /* n_ev device events in trace order */
     size_t n_ev;
+    ga_dev_event_t *bev;        /* n_bev block events (alloc, free_requested, free_completed: size
+                                   as recorded, segment -1) in trace order */
+    size_t n_bev;
     ga_snap_segment_t *seg;     /* n_seg final segments of the device, in the file's order */
     size_t n_seg;
     ga_snap_block_t *blk;       /* n_blk blocks of those segments */

@@ -122,6 +122,8 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
             dfree = v;
         else if (ga_pk_str_eq(key, "user_metadata"))
             meta = v;
+        else if (ga_pk_str_eq(key, "frames") && v->type == GA_PK_LIST && v->u.seq.n > 0)
+            out->frames = v;
     }
     int n_actions = (int)(sizeof(action_names) / sizeof(action_names[0]));
     out->action = (ga_torch_action_t)name_index(action, action_names, n_actions, GA_ACT_OTHER);
@@ -132,6 +134,30 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
     if (meta != NULL && meta->type == GA_PK_STR) {
         out->text = meta->u.s.p;
         out->text_len = meta->u.s.n;
+    }
+}
+
+size_t ga_torch_frames_count(const ga_pk_value_t *frames)
+{
+    return frames != NULL && frames->type == GA_PK_LIST ? frames->u.seq.n : 0;
+}
+
+void ga_torch_frame(const ga_pk_value_t *frames, size_t i, ga_torch_frame_t *out)
+{
+    const ga_pk_value_t *f = frames->u.seq.items[i];
+    memset(out, 0, sizeof(*out));
+    for (size_t k = 0; f->type == GA_PK_DICT && k < f->u.seq.n / 2; k++) {
+        const ga_pk_value_t *key = KEY(f, k), *v = VAL(f, k);
+        if (ga_pk_str_eq(key, "filename") && v->type == GA_PK_STR) {
+            out->filename = v->u.s.p;
+            out->filename_len = v->u.s.n;
+        } else if (ga_pk_str_eq(key, "name") && v->type == GA_PK_STR) {
+            out->name = v->u.s.p;
+            out->name_len = v->u.s.n;
+        } else if (ga_pk_str_eq(key, "line")) {
+            ga_torch_int_t l = int_field(v);
+            out->line = l.kind == GA_TORCH_INT ? (int64_t)l.v : 0;
+        }
     }
 }
 

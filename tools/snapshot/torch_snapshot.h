@@ -115,7 +115,22 @@ typedef struct ga_torch_entry {
     const char *text;              /* user_metadata when a str (annotate entries), else NULL; not
                                       NUL-terminated, points into the file */
     size_t text_len;
+    const struct ga_pk_value *frames; /* 'frames' when a non-empty list, else NULL (ga_torch_frame) */
 } ga_torch_entry_t;
+
+/* One recorded stack frame (innermost first, as PyTorch lists them). The
+ * strings are not NUL-terminated and point into the file; NULL when missing
+ * or not a str. */
+typedef struct ga_torch_frame {
+    const char *filename, *name;
+    size_t filename_len, name_len;
+    int64_t line; /* 0 when missing or not an int */
+} ga_torch_frame_t;
+
+/* ga_torch_frames_count: the items of an entry's frames (0 for NULL). */
+size_t ga_torch_frames_count(const struct ga_pk_value *frames);
+/* ga_torch_frame: frame i (< the count) of frames. */
+void ga_torch_frame(const struct ga_pk_value *frames, size_t i, ga_torch_frame_t *out);
 
 /* A block's 'state'. */
 typedef enum ga_torch_state {
