@@ -143,9 +143,13 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
     for (size_t i = 0; i < blocks->n; i++)
         if (blocks->v[i].valid && !blocks->v[i].completing)
             blocks->v[nb++] = blocks->v[i];
-    qsort(segs->v, ns, sizeof(item_t), by_addr);
-    qsort(blocks->v, nb, sizeof(item_t), by_addr);
-    qsort(clues->v, clues->n, sizeof(clue_t), by_clue_addr);
+    /* qsort's array must not be NULL even for no elements (C11 7.1.4) */
+    if (ns > 0)
+        qsort(segs->v, ns, sizeof(item_t), by_addr);
+    if (nb > 0)
+        qsort(blocks->v, nb, sizeof(item_t), by_addr);
+    if (clues->n > 0)
+        qsort(clues->v, clues->n, sizeof(clue_t), by_clue_addr);
     s->seg = calloc(ns ? ns : 1, sizeof(*s->seg));
     if (s->seg == NULL)
         return -1;
