@@ -15,7 +15,16 @@ if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     KT="$SHARED/kineto-hta-rank1-memory.json.gz"
     expect_exit 0 "replay of a .json.gz" -- "$GALLOC" replay "$KT"
     # 26,770 [memory] events and the 12-event prologue that rebuilds the state before them
-    expect_in "$TMP/out" "(kineto, 26,782 events" "replay of a .json.gz"
+    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 31.75 GiB)" "replay of a .json.gz"
+    # The device size is the trace's own: deviceProperties[1].totalGlobalMem,
+    # 34,089,730,048 bytes (a V100-SXM2-32GB); --device-memory still overrides.
+    expect_in "$TMP/out" "^device size from the trace: its deviceProperties totalGlobalMem" "HTA: size from the trace"
+    expect_exit 0 "HTA trace, --json" -- "$GALLOC" replay --json "$KT"
+    expect_in "$TMP/out" '"device_memory_from_trace": true' "HTA: size from the trace, JSON"
+    expect_in "$TMP/out" '"device_memory": 34089730048,' "HTA: the V100's size"
+    expect_exit 0 "HTA trace on 16GiB" -- "$GALLOC" replay --device-memory 16GiB "$KT"
+    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 16.00 GiB)" "HTA: --device-memory overrides"
+    ! grep -q "device size from the trace" "$TMP/out" || fail "HTA: an overridden size is not the trace's"
     expect_exit 0 "fit of a .json.gz" -- "$GALLOC" fit "$KT"
     expect_in "$TMP/out" "1 trace, 26,782 events" "fit of a .json.gz"
     # Damaged copies: the trailer's CRC, and a cut in the middle.

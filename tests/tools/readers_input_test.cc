@@ -84,6 +84,8 @@ TEST(GzipInput, RealKinetoTrace)
     ga_reader_t *rd = nullptr;
     ASSERT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
     EXPECT_STREQ(ga_reader_unit_label(rd, 0), "device 1");
+    // deviceProperties[1].totalGlobalMem: the V100-SXM2-32GB it ran on.
+    EXPECT_EQ(ga_reader_device_memory(rd), 34089730048u);
     ga_reader_close(rd);
 }
 

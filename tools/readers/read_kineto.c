@@ -48,6 +48,11 @@
  * are the whole story (a cache the window needs is reserved by its own
  * events again). Traces without totals (the older layout with Bytes only)
  * get GA_START_UNKNOWN: the report says what the replay leaves out.
+ *
+ * The device size: "deviceProperties" (a top-level array of {"id",
+ * "totalGlobalMem", ...}) records each GPU's memory; the unit's device's
+ * totalGlobalMem is its recorded size (ga_reader_device_memory), 0 when the
+ * trace has none.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +98,7 @@ typedef struct kineto {
     size_t n_pieces;      /* ... of which n_pieces, then one GA_EV_RESERVE when reserve > 0 */
     uint64_t reserve;     /* reserved bytes to reach before the first event, 0: none */
     size_t pro_next;      /* prologue events handed out */
+    uint64_t total_mem[MAX_DEVICES]; /* deviceProperties totalGlobalMem per id, 0 if not given */
 } kineto_t;
 
 typedef struct refill_ctx {
@@ -259,6 +265,41 @@ static int events(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
     }
 }
 
+/* One entry of deviceProperties (an object, just opened): its id and
+ * totalGlobalMem, when both are sane integers. */
+static int device_props(kineto_t *k, ga_json_t *j)
+{
+    int64_t id = -1, mem = 0;
+    bool has_id = false, has_mem = false;
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
+        int rc;
+        if (ga_json_is(j, "id"))
+            rc = int_member(j, &id, &has_id);
+        else if (ga_json_is(j, "totalGlobalMem"))
+            rc = int_member(j, &mem, &has_mem);
+        else
+            rc = ga_json_skip(j, ga_json_next(j));
+        if (rc < 0)
+            return -1;
+    }
+    if (more == 0 && has_id && has_mem && id >= 0 && id < MAX_DEVICES && mem > 0)
+        k->total_mem[id] = (uint64_t)mem;
+    return more;
+}
+
+/* deviceProperties (array just opened); entries of another shape are ignored. */
+static int devices(kineto_t *k, ga_json_t *j)
+{
+    for (;;) {
+        ga_json_tok_t t = ga_json_next(j);
+        if (t == GA_JSON_ARR_END)
+            return 0;
+        if (t == GA_JSON_OBJ ? device_props(k, j) != 0 : ga_json_skip(j, t) != 0)
+            return -1;
+    }
+}
+
 /* The whole document: an object with traceEvents, or (Chrome's other form) a
  * bare array of events. */
 static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
@@ -272,12 +313,15 @@ static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
     } else if (t == GA_JSON_OBJ) {
         int more;
         while ((more = ga_json_member(j)) > 0) {
-            bool te = ga_json_is(j, "traceEvents");
+            bool te = ga_json_is(j, "traceEvents"), dp = ga_json_is(j, "deviceProperties");
             t = ga_json_next(j);
             if (te && t == GA_JSON_ARR && !found) {
                 found = true;
                 if (events(r, j, err, errlen) != 0)
                     return -1;
+            } else if (dp && t == GA_JSON_ARR) {
+                if (devices(r->impl, j) != 0)
+                    return scan_err(r, j, err, errlen, j->msg);
             } else if (ga_json_skip(j, t) != 0) {
                 return scan_err(r, j, err, errlen, j->msg);
             }
@@ -354,6 +398,7 @@ static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     for (size_t i = 0; i < k->n; i++)
         k->unit_total += k->ev[i].dev == k->devices[unit];
     r->notes.skipped = unit == 0 ? k->skipped : 0;
+    r->device_memory = k->total_mem[k->devices[unit]];
     start_state(r, k, &k->tot[k->devices[unit]]);
     return 0;
 }

@@ -116,8 +116,9 @@ int ga_reader_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen);
 /* ga_reader_format: the format detected or forced. */
 ga_format_t ga_reader_format(const ga_reader_t *r);
 
-/* ga_reader_device_memory: device size recorded in the trace (galloc header
- * device_memory), 0 when the trace does not say. */
+/* ga_reader_device_memory: device size recorded in the trace for the current
+ * unit (galloc header device_memory; a Chrome trace's deviceProperties
+ * totalGlobalMem of the unit's device), 0 when the trace does not say. */
 uint64_t ga_reader_device_memory(const ga_reader_t *r);
 
 /* ga_reader_progress: fraction in [0, 1] of the current unit consumed, for a
