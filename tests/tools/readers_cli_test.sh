@@ -25,6 +25,23 @@ if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     expect_exit 0 "HTA trace on 16GiB" -- "$GALLOC" replay --device-memory 16GiB "$KT"
     expect_in "$TMP/out" "(kineto, 26,782 events, sim device 16.00 GiB)" "HTA: --device-memory overrides"
     ! grep -q "device size from the trace" "$TMP/out" || fail "HTA: an overridden size is not the trace's"
+    # The older layout (Bytes, no Addr): 8,220 events on device 0 with frees
+    # tied by size (LIFO), none unmatched; peak requested 2,791,636,480 bytes.
+    OT="$SHARED/kineto-resnet50-memory.pt.trace.json.gz"
+    expect_exit 0 "older kineto layout" -- "$GALLOC" replay "$OT"
+    expect_in "$TMP/out" "device 0 (kineto, 8,220 events, sim device 31.74 GiB)" "older layout: events, own size"
+    expect_in "$TMP/out" "peak requested                  2.60 GiB" "older layout: peak requested"
+    expect_in "$TMP/out" "^note: no addresses in the trace (older Kineto layout): frees matched to live allocations of \
+the same size, most recent first (LIFO.*); 0 frees with no live allocation of their size skipped; memory in use before \
+the first event is not included$" "older layout: says what it rests on"
+    expect_exit 0 "older kineto layout, --json" -- "$GALLOC" replay --json "$OT"
+    expect_in "$TMP/out" '"events": 8220, "read_seconds"' "older layout JSON: events"
+    m='"addresses": false, "free_matching": "frees matched to live allocations of the same size, most recent first'
+    expect_in "$TMP/out" "$m (LIFO[^\"]*)\", \"unmatched_frees\": 0}" "older layout JSON: the matching"
+    expect_in "$TMP/out" '"peak_requested_bytes": 2791636480,' "older layout JSON: peak requested"
+    expect_exit 0 "fit of the older layout" -- "$GALLOC" fit "$OT"
+    expect_in "$TMP/out" "1 trace, 8,220 events, sim device 31.74 GiB" "fit of the older layout"
+    expect_in "$TMP/out" "note: no addresses in the trace" "fit of the older layout: the note"
     expect_exit 0 "fit of a .json.gz" -- "$GALLOC" fit "$KT"
     expect_in "$TMP/out" "1 trace, 26,782 events" "fit of a .json.gz"
     # Damaged copies: the trailer's CRC, and a cut in the middle.

@@ -146,6 +146,9 @@ typedef struct ga_reader_start {
     uint64_t reserved;       /* GA_START_SEEDED: bytes reserved at the first event */
     uint64_t peak_allocated; /* the trace's own maximum of its allocated total, 0 if it has none */
     uint64_t peak_reserved;  /* ... and of its reserved total */
+    bool by_size;            /* the trace has no addresses (older Kineto layout): each free was matched
+                                to the most recent live allocation of the same size (LIFO) */
+    uint64_t unmatched_frees; /* by_size: frees with no live allocation of their size, skipped */
 } ga_reader_start_t;
 
 typedef struct ga_reader_notes {
