@@ -77,6 +77,15 @@ expect_in "$TMP/out" "device 0 (torch, 4 events" "2.0 snapshot, device 0"
 expect_exit 2 "bare list without live blocks" -- "$GALLOC" replay "$OLD/torch_segments_idle.pickle"
 expect_in "$TMP/err" "with no allocated block: it holds no trace, so there is nothing to replay" "idle list"
 
+# An older-layout trace (no Addr) that has totals: seeded from them, and the
+# report still says the frees were matched by size.
+m='{"name": "[memory]", "ts": %d, "args": {"Device Type": 1, "Device Id": 0, "Bytes": %d, "Total Allocated": %d, "Total Reserved": 2097152}}'
+printf "{\"traceEvents\": [$m, $m]}" 1 512 1536 2 -512 1024 >"$TMP/oldtot.json"
+expect_exit 0 "older layout with totals" -- "$GALLOC" replay "$TMP/oldtot.json"
+expect_in "$TMP/out" "^note: no addresses in the trace (older Kineto layout): .*; 0 frees with no live allocation of \
+their size skipped$" "older layout with totals: frees by size"
+expect_in "$TMP/out" "^note: the trace starts mid-run: 1024 bytes allocated" "older layout with totals: seeded"
+
 # A forced format that finds no events exits 2 saying so (it used to report "fits").
 printf '{"foo":1}\n{"bar":2}\n' >"$TMP/nothing.jsonl"
 expect_exit 2 "forced format, no events" -- "$GALLOC" replay --format umpire "$TMP/nothing.jsonl"

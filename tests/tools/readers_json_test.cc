@@ -371,6 +371,22 @@ TEST(KinetoReader, OlderLayoutMatchesFreesBySize)
                   ", {\"name\": \"[memory]\", \"ts\": 2, \"args\": {\"Addr\": 16, \"Bytes\": -512, \"Device Type\": 1, "
                   "\"Device Id\": 0}}]}",
               ":", "1 CUDA [memory] events have Addr and 1 do not");
+    // Without Addr but with totals: the start is seeded (1,024 bytes live:
+    // one pinned block and one reserve) and the frees are still guessed.
+    auto tot = [](int ts, int bytes, int total) {
+        return "{\"name\": \"[memory]\", \"ts\": " + std::to_string(ts) +
+               ", \"args\": {\"Device Type\": 1, \"Device Id\": 0, \"Bytes\": " + std::to_string(bytes) +
+               ", \"Total Allocated\": " + std::to_string(total) + ", \"Total Reserved\": 2097152}}";
+    };
+    Read t2(Write("oldtot.json", "{\"traceEvents\": [" + tot(1, 512, 1536) + ", " + tot(2, -512, 1024) + "]}"));
+    ASSERT_EQ(t2.rc, 0) << t2.err;
+    ASSERT_EQ(t2.ev.size(), 4u);
+    EXPECT_EQ(t2.notes.prologue, 2u);
+    EXPECT_EQ(t2.notes.start.kind, GA_START_SEEDED);
+    EXPECT_TRUE(t2.notes.start.by_size);
+    EXPECT_EQ(t2.ev[2].kind, GA_EV_ALLOC);
+    EXPECT_EQ(t2.ev[3].kind, GA_EV_FREE);
+    EXPECT_EQ(t2.ev[3].id, t2.ev[2].id);
 }
 
 TEST(KinetoReader, OneLineAndBareArray)

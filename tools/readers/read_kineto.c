@@ -373,10 +373,10 @@ static void start_state(ga_reader_t *r, kineto_t *k, int dev)
     k->pro_next = 0;
     if (!d->any)
         return; /* no events: nothing to say */
+    st->by_size = k->no_addr > 0; /* whatever the totals say: the frees were guessed */
+    st->unmatched_frees = k->unmatched[dev];
     if (!d->all_totals) {
         st->kind = GA_START_UNKNOWN;
-        st->by_size = k->no_addr > 0;
-        st->unmatched_frees = k->unmatched[dev];
         return;
     }
     st->peak_allocated = (uint64_t)d->peak_alloc;
