@@ -710,7 +710,13 @@ expect_exit 0 "three devices: verify" -- "$GALLOC" replay --verify "$TMP/three.p
 expect_in "$TMP/out" "three.pickle device 1: verify (settings: PyTorch's defaults; sim device 1024.00 MiB)" "three: verify device 1"
 [ "$(grep -c '^verdict: agrees' "$TMP/out")" = 3 ] || fail "three: every device agrees"
 expect_exit 1 "three devices: fit" -- "$GALLOC" fit "$TMP/three.pickle"
+# The header names no single size when the units run on sizes of their own;
+# a device without a recorded size says which it got.
+expect_in "$TMP/out" "^galloc fit: 3 traces, 5 events, sim device: each trace's own size$" "three: fit header"
+expect_in "$TMP/out" "^  #1 .*three.pickle device 0 (no recorded size: on 80.00 GiB)" "three: device 0 has no size"
 expect_in "$TMP/out" "^  #2 .*three.pickle device 1 (on its own size: 1024.00 MiB)" "three: fit runs device 1 on its size"
+expect_exit 1 "three devices: fit on one size" -- "$GALLOC" fit --device-memory 1GiB "$TMP/three.pickle"
+expect_in "$TMP/out" "^galloc fit: 3 traces, 5 events, sim device 1024.00 MiB$" "three: --device-memory, one size"
 expect_in "$TMP/out" "^   1  no  .*#2:1 genuine  *(defaults)" "three: fit finds device 1's OOM"
 
 # ---- written snapshots record PyTorch's settings keys only -------------------

@@ -15,7 +15,33 @@ if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     KT="$SHARED/kineto-hta-rank1-memory.json.gz"
     expect_exit 0 "replay of a .json.gz" -- "$GALLOC" replay "$KT"
     # 26,770 [memory] events and the 12-event prologue that rebuilds the state before them
-    expect_in "$TMP/out" "(kineto, 26,782 events" "replay of a .json.gz"
+    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 31.75 GiB)" "replay of a .json.gz"
+    # The device size is the trace's own: deviceProperties[1].totalGlobalMem,
+    # 34,089,730,048 bytes (a V100-SXM2-32GB); --device-memory still overrides.
+    expect_in "$TMP/out" "^device size from the trace: its deviceProperties totalGlobalMem" "HTA: size from the trace"
+    expect_exit 0 "HTA trace, --json" -- "$GALLOC" replay --json "$KT"
+    expect_in "$TMP/out" '"device_memory_from_trace": true' "HTA: size from the trace, JSON"
+    expect_in "$TMP/out" '"device_memory": 34089730048,' "HTA: the V100's size"
+    expect_exit 0 "HTA trace on 16GiB" -- "$GALLOC" replay --device-memory 16GiB "$KT"
+    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 16.00 GiB)" "HTA: --device-memory overrides"
+    ! grep -q "device size from the trace" "$TMP/out" || fail "HTA: an overridden size is not the trace's"
+    # The older layout (Bytes, no Addr): 8,220 events on device 0 with frees
+    # tied by size (LIFO), none unmatched; peak requested 2,791,636,480 bytes.
+    OT="$SHARED/kineto-resnet50-memory.pt.trace.json.gz"
+    expect_exit 0 "older kineto layout" -- "$GALLOC" replay "$OT"
+    expect_in "$TMP/out" "device 0 (kineto, 8,220 events, sim device 31.74 GiB)" "older layout: events, own size"
+    expect_in "$TMP/out" "peak requested                  2.60 GiB" "older layout: peak requested"
+    expect_in "$TMP/out" "^note: no addresses in the trace (older Kineto layout): frees matched to live allocations of \
+the same size, most recent first (LIFO.*); 0 frees with no live allocation of their size skipped; memory in use before \
+the first event is not included$" "older layout: says what it rests on"
+    expect_exit 0 "older kineto layout, --json" -- "$GALLOC" replay --json "$OT"
+    expect_in "$TMP/out" '"events": 8220, "read_seconds"' "older layout JSON: events"
+    m='"addresses": false, "free_matching": "frees matched to live allocations of the same size, most recent first'
+    expect_in "$TMP/out" "$m (LIFO[^\"]*)\", \"unmatched_frees\": 0}" "older layout JSON: the matching"
+    expect_in "$TMP/out" '"peak_requested_bytes": 2791636480,' "older layout JSON: peak requested"
+    expect_exit 0 "fit of the older layout" -- "$GALLOC" fit "$OT"
+    expect_in "$TMP/out" "1 trace, 8,220 events, sim device 31.74 GiB" "fit of the older layout"
+    expect_in "$TMP/out" "note: no addresses in the trace" "fit of the older layout: the note"
     expect_exit 0 "fit of a .json.gz" -- "$GALLOC" fit "$KT"
     expect_in "$TMP/out" "1 trace, 26,782 events" "fit of a .json.gz"
     # Damaged copies: the trailer's CRC, and a cut in the middle.
@@ -50,6 +76,15 @@ expect_exit 0 "PyTorch 2.0 snapshot" -- "$GALLOC" replay "$OLD/torch20_snapshot.
 expect_in "$TMP/out" "device 0 (torch, 4 events" "2.0 snapshot, device 0"
 expect_exit 2 "bare list without live blocks" -- "$GALLOC" replay "$OLD/torch_segments_idle.pickle"
 expect_in "$TMP/err" "with no allocated block: it holds no trace, so there is nothing to replay" "idle list"
+
+# An older-layout trace (no Addr) that has totals: seeded from them, and the
+# report still says the frees were matched by size.
+m='{"name": "[memory]", "ts": %d, "args": {"Device Type": 1, "Device Id": 0, "Bytes": %d, "Total Allocated": %d, "Total Reserved": 2097152}}'
+printf "{\"traceEvents\": [$m, $m]}" 1 512 1536 2 -512 1024 >"$TMP/oldtot.json"
+expect_exit 0 "older layout with totals" -- "$GALLOC" replay "$TMP/oldtot.json"
+expect_in "$TMP/out" "^note: no addresses in the trace (older Kineto layout): .*; 0 frees with no live allocation of \
+their size skipped$" "older layout with totals: frees by size"
+expect_in "$TMP/out" "^note: the trace starts mid-run: 1024 bytes allocated" "older layout with totals: seeded"
 
 # A forced format that finds no events exits 2 saying so (it used to report "fits").
 printf '{"foo":1}\n{"bar":2}\n' >"$TMP/nothing.jsonl"

@@ -10,6 +10,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,60 @@ TEST(GzipInput, RealKinetoTrace)
     ga_reader_t *rd = nullptr;
     ASSERT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
     EXPECT_STREQ(ga_reader_unit_label(rd, 0), "device 1");
+    // deviceProperties[1].totalGlobalMem: the V100-SXM2-32GB it ran on.
+    EXPECT_EQ(ga_reader_device_memory(rd), 34089730048u);
+    ga_reader_close(rd);
+}
+
+// The older Kineto layout of shared/traces (README: 8,220 GPU [memory]
+// events on device 0, 4,110 allocations and 4,110 frees, largest
+// 116,195,328 bytes, no Addr): every free finds a live allocation of its
+// size (LIFO), so none is skipped; 67,498 other events are.
+TEST(GzipInput, RealOlderKinetoTrace)
+{
+    GA_SHARED_TRACE(path, "kineto-resnet50-memory.pt.trace.json.gz");
+    char err[512];
+    ga_reader_t *rd = nullptr;
+    ASSERT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    EXPECT_EQ(ga_reader_format(rd), GA_FORMAT_KINETO);
+    ASSERT_EQ(ga_reader_units(rd), 1u);
+    EXPECT_STREQ(ga_reader_unit_label(rd, 0), "device 0");
+    EXPECT_EQ(ga_reader_device_memory(rd), 34084028416u); // deviceProperties[0], a V100-DGXS-32GB
+    size_t allocs = 0, frees = 0;
+    uint64_t largest = 0;
+    int64_t live = 0, peak = 0; // requested bytes: every free's size is its allocation's
+    std::map<uint64_t, uint64_t> sizes;
+    ga_event_t e;
+    int k;
+    while ((k = ga_reader_next(rd, &e, err, sizeof(err))) == 1) {
+        EXPECT_EQ(e.flags, 0u);
+        if (e.kind == GA_EV_ALLOC) {
+            allocs++;
+            largest = std::max(largest, e.size);
+            EXPECT_TRUE(sizes.emplace(e.id, e.size).second) << e.id;
+            live += (int64_t)e.size;
+            peak = std::max(peak, live);
+        } else {
+            ASSERT_EQ(e.kind, GA_EV_FREE);
+            frees++;
+            auto it = sizes.find(e.id);
+            ASSERT_NE(it, sizes.end()) << e.id;
+            live -= (int64_t)it->second;
+            sizes.erase(it);
+        }
+    }
+    ASSERT_EQ(k, 0) << err;
+    EXPECT_EQ(allocs, 4110u);
+    EXPECT_EQ(frees, 4110u);
+    EXPECT_EQ(largest, 116195328u);
+    EXPECT_EQ(peak, 2791636480);
+    EXPECT_EQ(live, 0);
+    ga_reader_notes_t n;
+    ga_reader_notes(rd, &n);
+    EXPECT_EQ(n.start.kind, GA_START_UNKNOWN);
+    EXPECT_TRUE(n.start.by_size);
+    EXPECT_EQ(n.start.unmatched_frees, 0u);
+    EXPECT_EQ(n.skipped, 67498u);
     ga_reader_close(rd);
 }
 

@@ -298,6 +298,97 @@ TEST(KinetoReader, MemoryEventsPerDeviceInTimeOrder)
     ga_reader_close(rd);
 }
 
+// The older layout (PyTorch 1.9): Bytes without Addr. Each free is tied to
+// the most recent live allocation of its size on its device (LIFO); one
+// with none is counted and skipped. deviceProperties gives each device's size.
+TEST(KinetoReader, OlderLayoutMatchesFreesBySize)
+{
+    auto mem = [](const char *ts, long long bytes, int type, int dev) {
+        return std::string("{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 7, \"tid\": 7, \"ts\": ") + ts +
+               ", \"args\": {\"Device Type\": " + std::to_string(type) + ", \"Device Id\": " + std::to_string(dev) +
+               ", \"Bytes\": " + std::to_string(bytes) + "}}";
+    };
+    std::string t = "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"totalGlobalMem\": 17179869184}, "
+                    "{\"id\": 1, \"name\": \"x\", \"totalGlobalMem\": 8589934592}],\n\"traceEvents\": [\n" +
+                    mem("1", 512, 1, 0) + ",\n" +      // a: id 2 (place 1 in time order, + 1)
+                    mem("2", 512, 1, 0) + ",\n" +      // b: id 3
+                    mem("3", 1024, 1, 0) + ",\n" +     // c: id 4
+                    mem("4", -512, 1, 0) + ",\n" +     // frees b, the most recent 512
+                    mem("5", -1024, 1, 0) + ",\n" +    // frees c
+                    mem("6", -2048, 1, 0) + ",\n" +    // no live 2048: skipped
+                    mem("7", -512, 1, 0) + ",\n" +     // frees a
+                    mem("8", -512, 1, 0) + ",\n" +     // none left: skipped
+                    mem("8.5", 64, 0, -1) + ",\n" +    // CPU: skipped
+                    mem("0.5", 4096, 1, 1) + ",\n" +   // device 1: id 1
+                    mem("9", -4096, 1, 1) + "\n]}\n";
+    std::string p = Write("old.json", t);
+    char err[512];
+    ga_reader_t *rd = nullptr;
+    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    ASSERT_EQ(ga_reader_units(rd), 2u);
+    const struct {
+        ga_event_kind_t kind;
+        uint64_t id, size;
+    } want0[] = {{GA_EV_ALLOC, 2, 512}, {GA_EV_ALLOC, 3, 512}, {GA_EV_ALLOC, 4, 1024},
+                 {GA_EV_FREE, 3, 0},    {GA_EV_FREE, 4, 0},    {GA_EV_FREE, 2, 0}};
+    ga_event_t e;
+    for (const auto &w : want0) {
+        ASSERT_EQ(ga_reader_next(rd, &e, err, sizeof(err)), 1) << err;
+        EXPECT_EQ(e.kind, w.kind);
+        EXPECT_EQ(e.id, w.id);
+        EXPECT_EQ(e.size, w.size);
+    }
+    EXPECT_EQ(ga_reader_next(rd, &e, err, sizeof(err)), 0);
+    EXPECT_EQ(ga_reader_device_memory(rd), 17179869184u);
+    ga_reader_notes_t n;
+    ga_reader_notes(rd, &n);
+    EXPECT_EQ(n.start.kind, GA_START_UNKNOWN);
+    EXPECT_TRUE(n.start.by_size);
+    EXPECT_EQ(n.start.unmatched_frees, 2u);
+    EXPECT_EQ(n.skipped, 3u); // the CPU event and the two unmatched frees
+    ASSERT_EQ(ga_reader_begin(rd, 1, err, sizeof(err)), 0) << err;
+    EXPECT_STREQ(ga_reader_unit_label(rd, 1), "device 1");
+    EXPECT_EQ(ga_reader_device_memory(rd), 8589934592u);
+    ASSERT_EQ(ga_reader_next(rd, &e, err, sizeof(err)), 1) << err;
+    EXPECT_EQ(e.kind, GA_EV_ALLOC);
+    EXPECT_EQ(e.id, 1u);
+    ASSERT_EQ(ga_reader_next(rd, &e, err, sizeof(err)), 1) << err;
+    EXPECT_EQ(e.kind, GA_EV_FREE);
+    EXPECT_EQ(e.id, 1u);
+    EXPECT_EQ(ga_reader_next(rd, &e, err, sizeof(err)), 0);
+    ga_reader_notes(rd, &n);
+    EXPECT_EQ(n.start.unmatched_frees, 0u);
+    EXPECT_EQ(n.skipped, 0u);
+    ga_reader_close(rd);
+
+    // The newer layout's trace records no size in its deviceProperties: 0.
+    Read k(Write("k6.json", Kineto()));
+    ASSERT_EQ(k.rc, 0) << k.err;
+    EXPECT_EQ(k.device_memory, 0u);
+    // Events with Addr and without in one file: refused, not half-guessed.
+    ExpectBad("kmix.json",
+              "{\"traceEvents\": [" + mem("1", 512, 1, 0) +
+                  ", {\"name\": \"[memory]\", \"ts\": 2, \"args\": {\"Addr\": 16, \"Bytes\": -512, \"Device Type\": 1, "
+                  "\"Device Id\": 0}}]}",
+              ":", "1 CUDA [memory] events have Addr and 1 do not");
+    // Without Addr but with totals: the start is seeded (1,024 bytes live:
+    // one pinned block and one reserve) and the frees are still guessed.
+    auto tot = [](int ts, int bytes, int total) {
+        return "{\"name\": \"[memory]\", \"ts\": " + std::to_string(ts) +
+               ", \"args\": {\"Device Type\": 1, \"Device Id\": 0, \"Bytes\": " + std::to_string(bytes) +
+               ", \"Total Allocated\": " + std::to_string(total) + ", \"Total Reserved\": 2097152}}";
+    };
+    Read t2(Write("oldtot.json", "{\"traceEvents\": [" + tot(1, 512, 1536) + ", " + tot(2, -512, 1024) + "]}"));
+    ASSERT_EQ(t2.rc, 0) << t2.err;
+    ASSERT_EQ(t2.ev.size(), 4u);
+    EXPECT_EQ(t2.notes.prologue, 2u);
+    EXPECT_EQ(t2.notes.start.kind, GA_START_SEEDED);
+    EXPECT_TRUE(t2.notes.start.by_size);
+    EXPECT_EQ(t2.ev[2].kind, GA_EV_ALLOC);
+    EXPECT_EQ(t2.ev[3].kind, GA_EV_FREE);
+    EXPECT_EQ(t2.ev[3].id, t2.ev[2].id);
+}
+
 TEST(KinetoReader, OneLineAndBareArray)
 {
     // json.dump writes no newlines at all; Chrome also accepts a bare array.

@@ -80,12 +80,20 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
 {
     char a[32], b[32];
     ga_units_format_count(job->events, a, sizeof(a));
-    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device %s\n", job->n_units, job->n_units == 1 ? "" : "s", a,
-            fmt_size(job->device_memory, b, sizeof(b)));
+    /* Units on sizes of their own (fit_run.c): one size in the header would
+     * be wrong for some, so it says so and each line gives its own. */
+    bool own = false;
+    for (size_t u = 0; job->own_sizes && u < job->n_units; u++)
+        own |= job->units[u].device_memory != 0 && job->units[u].device_memory != job->device_memory;
+    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device%s%s\n", job->n_units, job->n_units == 1 ? "" : "s",
+            a, own ? ": " : " ", own ? "each trace's own size" : fmt_size(job->device_memory, b, sizeof(b)));
     for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
-        if (job->own_sizes && un->device_memory != 0 && un->device_memory != job->device_memory)
+        if (own && un->device_memory != 0)
             fprintf(out, "  #%zu %s (on its own size: %s)\n", u + 1, un->label, fmt_size(un->device_memory, b, sizeof(b)));
+        else if (own)
+            fprintf(out, "  #%zu %s (no recorded size: on %s)\n", u + 1, un->label,
+                    fmt_size(job->device_memory, b, sizeof(b)));
         else
             fprintf(out, "  #%zu %s\n", u + 1, un->label);
     }

@@ -48,24 +48,32 @@
  * are the whole story (a cache the window needs is reserved by its own
  * events again). Traces without totals (the older layout with Bytes only)
  * get GA_START_UNKNOWN: the report says what the replay leaves out.
+ *
+ * The older layout (PyTorch 1.9, 2021) has Bytes but no Addr, so a free
+ * cannot be tied to its allocation. Such a trace (every CUDA memory event
+ * without Addr; a mix is refused) is replayed by matching each free to the
+ * most recent live allocation of the same size on its device (LIFO: a
+ * training step frees its temporaries in roughly the reverse order it made
+ * them, and same-sized blocks are interchangeable to the allocator, up to
+ * where they sit); a free with no live allocation of its size is counted
+ * (ga_reader_start_t.unmatched_frees) and skipped. The report says the
+ * figures rest on that guess.
+ *
+ * The device size: "deviceProperties" (a top-level array of {"id",
+ * "totalGlobalMem", ...}) records each GPU's memory; the unit's device's
+ * totalGlobalMem is its recorded size (ga_reader_device_memory), 0 when the
+ * trace has none.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/readers/json_scan.h"
+#include "tools/readers/kineto_int.h"
 #include "tools/readers/reader_int.h"
 
-#define MAX_DEVICES 1024      /* Device Id above this is refused as garbled */
 #define CUDA_DEVICE_TYPE 1    /* c10::DeviceType::CUDA */
 
-typedef struct mem_ev {
-    double ts;      /* microseconds, as traced */
-    uint64_t addr;  /* Addr */
-    int64_t bytes;  /* Bytes: > 0 allocation, < 0 free */
-    uint32_t index; /* position in traceEvents (saturates at UINT32_MAX) */
-    uint16_t dev;   /* Device Id */
-} mem_ev_t;
 
 /* What one device's events say about its totals. */
 typedef struct dev_totals {
@@ -80,19 +88,22 @@ typedef struct dev_totals {
 #define MAX_PIECES 64 /* one stand-in block per bit of a 64-bit figure */
 
 typedef struct kineto {
-    mem_ev_t *ev;         /* the CUDA memory events, sorted by (ts, file order) */
+    ga_kineto_ev_t *ev;         /* the CUDA memory events, sorted by (ts, file order) */
     size_t n, cap;        /* used and allocated entries */
     size_t next;          /* next entry to look at in the current unit */
     size_t unit_total;    /* entries of the current unit */
     size_t unit_done;     /* of those, handed out */
-    int devices[MAX_DEVICES]; /* device of each unit */
+    int devices[GA_KINETO_MAX_DEVICES]; /* device of each unit */
     uint64_t skipped;     /* non-memory and CPU events */
     char ioerr[256];      /* a read error from the refill */
-    dev_totals_t tot[MAX_DEVICES]; /* per Device Id */
+    dev_totals_t tot[GA_KINETO_MAX_DEVICES]; /* per Device Id */
     uint64_t piece[MAX_PIECES + 1]; /* the current unit's prologue: stand-in block sizes ... */
     size_t n_pieces;      /* ... of which n_pieces, then one GA_EV_RESERVE when reserve > 0 */
     uint64_t reserve;     /* reserved bytes to reach before the first event, 0: none */
     size_t pro_next;      /* prologue events handed out */
+    size_t no_addr;       /* kept events without Addr: all of them (older layout) or none */
+    uint64_t unmatched[GA_KINETO_MAX_DEVICES]; /* older layout: frees matched to no allocation, per device */
+    uint64_t total_mem[GA_KINETO_MAX_DEVICES]; /* deviceProperties totalGlobalMem per id, 0 if not given */
 } kineto_t;
 
 typedef struct refill_ctx {
@@ -120,6 +131,7 @@ static int scan_err(ga_reader_t *r, const ga_json_t *j, char *err, size_t errlen
 typedef struct fields {
     bool memory;   /* name is "[memory]" */
     bool has_ts, has_addr, has_bytes, has_type, has_id, has_ta, has_tr;
+    bool bad_addr; /* Addr is there but not an integer (a missing one is the older layout) */
     double ts;
     int64_t addr, bytes, type, id, ta, tr; /* ta, tr: Total Allocated, Total Reserved */
 } fields_t;
@@ -141,8 +153,10 @@ static int args(ga_json_t *j, fields_t *f)
     int more;
     while ((more = ga_json_member(j)) > 0) {
         int rc;
-        if (ga_json_is(j, "Addr"))
+        if (ga_json_is(j, "Addr")) {
             rc = int_member(j, &f->addr, &f->has_addr);
+            f->bad_addr = rc == 1;
+        }
         else if (ga_json_is(j, "Bytes"))
             rc = int_member(j, &f->bytes, &f->has_bytes);
         else if (ga_json_is(j, "Device Type"))
@@ -218,17 +232,21 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
         k->skipped++;
         return 0;
     }
-    if (!f.has_addr || !f.has_bytes || !f.has_id || !f.has_ts || f.id < 0 || f.id >= MAX_DEVICES ||
+    if (!f.has_addr && !f.bad_addr) { /* the older layout: matched by size after the sort */
+        f.addr = 0;
+        k->no_addr++;
+    }
+    if (f.bad_addr || !f.has_bytes || !f.has_id || !f.has_ts || f.id < 0 || f.id >= GA_KINETO_MAX_DEVICES ||
         f.bytes == INT64_MIN) {
         snprintf(err, errlen,
-                 "%s: byte %llu: traceEvents[%llu]: a CUDA [memory] event needs integer args Addr, Bytes and "
-                 "Device Id (0..%d) and a numeric ts",
-                 r->in.path, (unsigned long long)at, (unsigned long long)i, MAX_DEVICES - 1);
+                 "%s: byte %llu: traceEvents[%llu]: a CUDA [memory] event needs integer args Bytes, Device Id "
+                 "(0..%d) and Addr (where given), and a numeric ts",
+                 r->in.path, (unsigned long long)at, (unsigned long long)i, GA_KINETO_MAX_DEVICES - 1);
         return -1;
     }
     if (k->n == k->cap) {
         size_t ncap = k->cap ? k->cap * 2 : 1024;
-        mem_ev_t *ne = realloc(k->ev, ncap * sizeof(*ne));
+        ga_kineto_ev_t *ne = realloc(k->ev, ncap * sizeof(*ne));
         if (ne == NULL) {
             snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
             return -1;
@@ -236,7 +254,7 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
         k->ev = ne;
         k->cap = ncap;
     }
-    k->ev[k->n++] = (mem_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
+    k->ev[k->n++] = (ga_kineto_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
                                .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX, .dev = (uint16_t)f.id};
     note_totals(&k->tot[f.id], &f);
     return 0;
@@ -259,6 +277,41 @@ static int events(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
     }
 }
 
+/* One entry of deviceProperties (an object, just opened): its id and
+ * totalGlobalMem, when both are sane integers. */
+static int device_props(kineto_t *k, ga_json_t *j)
+{
+    int64_t id = -1, mem = 0;
+    bool has_id = false, has_mem = false;
+    int more;
+    while ((more = ga_json_member(j)) > 0) {
+        int rc;
+        if (ga_json_is(j, "id"))
+            rc = int_member(j, &id, &has_id);
+        else if (ga_json_is(j, "totalGlobalMem"))
+            rc = int_member(j, &mem, &has_mem);
+        else
+            rc = ga_json_skip(j, ga_json_next(j));
+        if (rc < 0)
+            return -1;
+    }
+    if (more == 0 && has_id && has_mem && id >= 0 && id < GA_KINETO_MAX_DEVICES && mem > 0)
+        k->total_mem[id] = (uint64_t)mem;
+    return more;
+}
+
+/* deviceProperties (array just opened); entries of another shape are ignored. */
+static int devices(kineto_t *k, ga_json_t *j)
+{
+    for (;;) {
+        ga_json_tok_t t = ga_json_next(j);
+        if (t == GA_JSON_ARR_END)
+            return 0;
+        if (t == GA_JSON_OBJ ? device_props(k, j) != 0 : ga_json_skip(j, t) != 0)
+            return -1;
+    }
+}
+
 /* The whole document: an object with traceEvents, or (Chrome's other form) a
  * bare array of events. */
 static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
@@ -272,12 +325,15 @@ static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
     } else if (t == GA_JSON_OBJ) {
         int more;
         while ((more = ga_json_member(j)) > 0) {
-            bool te = ga_json_is(j, "traceEvents");
+            bool te = ga_json_is(j, "traceEvents"), dp = ga_json_is(j, "deviceProperties");
             t = ga_json_next(j);
             if (te && t == GA_JSON_ARR && !found) {
                 found = true;
                 if (events(r, j, err, errlen) != 0)
                     return -1;
+            } else if (dp && t == GA_JSON_ARR) {
+                if (devices(r->impl, j) != 0)
+                    return scan_err(r, j, err, errlen, j->msg);
             } else if (ga_json_skip(j, t) != 0) {
                 return scan_err(r, j, err, errlen, j->msg);
             }
@@ -299,7 +355,7 @@ static int scan(ga_reader_t *r, ga_json_t *j, char *err, size_t errlen)
 
 static int by_time(const void *a, const void *b)
 {
-    const mem_ev_t *x = a, *y = b;
+    const ga_kineto_ev_t *x = a, *y = b;
     if (x->ts != y->ts)
         return x->ts < y->ts ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index; /* file order: the sort is stable */
@@ -307,8 +363,9 @@ static int by_time(const void *a, const void *b)
 
 /* The unit's state before its first event, and the prologue recreating it
  * (see the top of the file for the model). */
-static void start_state(ga_reader_t *r, kineto_t *k, const dev_totals_t *d)
+static void start_state(ga_reader_t *r, kineto_t *k, int dev)
 {
+    const dev_totals_t *d = &k->tot[dev];
     ga_reader_start_t *st = &r->notes.start;
     memset(st, 0, sizeof(*st));
     k->n_pieces = 0;
@@ -316,6 +373,8 @@ static void start_state(ga_reader_t *r, kineto_t *k, const dev_totals_t *d)
     k->pro_next = 0;
     if (!d->any)
         return; /* no events: nothing to say */
+    st->by_size = k->no_addr > 0; /* whatever the totals say: the frees were guessed */
+    st->unmatched_frees = k->unmatched[dev];
     if (!d->all_totals) {
         st->kind = GA_START_UNKNOWN;
         return;
@@ -353,8 +412,10 @@ static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     k->unit_total = 0;
     for (size_t i = 0; i < k->n; i++)
         k->unit_total += k->ev[i].dev == k->devices[unit];
-    r->notes.skipped = unit == 0 ? k->skipped : 0;
-    start_state(r, k, &k->tot[k->devices[unit]]);
+    int dev = k->devices[unit];
+    r->notes.skipped = (unit == 0 ? k->skipped : 0) + k->unmatched[dev];
+    r->device_memory = k->total_mem[dev];
+    start_state(r, k, dev);
     return 0;
 }
 
@@ -392,10 +453,12 @@ static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
     if (prologue_next(k, ev))
         return 1;
     while (k->next < k->n) {
-        const mem_ev_t *m = &k->ev[k->next++];
+        const ga_kineto_ev_t *m = &k->ev[k->next++];
         if (m->dev != dev)
             continue;
         k->unit_done++;
+        if (m->skip)
+            continue;
         memset(ev, 0, sizeof(*ev));
         ev->kind = m->bytes > 0 ? GA_EV_ALLOC : GA_EV_FREE;
         ev->id = m->addr;
@@ -451,11 +514,21 @@ static int kineto_open(ga_reader_t *r, char *err, size_t errlen)
         return -1;
     if (k->n > 1) /* k->ev is NULL when there are none */
         qsort(k->ev, k->n, sizeof(*k->ev), by_time);
-    bool used[MAX_DEVICES] = {false};
+    if (k->no_addr > 0 && k->no_addr < k->n) {
+        snprintf(err, errlen,
+                 "%s: %zu CUDA [memory] events have Addr and %zu do not: a mix of the two layouts is not replayed",
+                 r->in.path, k->n - k->no_addr, k->no_addr);
+        return -1;
+    }
+    if (k->no_addr > 0 && ga_kineto_match_by_size(k->ev, k->n, k->unmatched) != 0) {
+        snprintf(err, errlen, "%s: out of host memory matching %zu memory events", r->in.path, k->n);
+        return -1;
+    }
+    bool used[GA_KINETO_MAX_DEVICES] = {false};
     for (size_t i = 0; i < k->n; i++)
         used[k->ev[i].dev] = true;
     r->units = 0;
-    for (int d = 0; d < MAX_DEVICES; d++)
+    for (int d = 0; d < GA_KINETO_MAX_DEVICES; d++)
         if (used[d])
             k->devices[r->units++] = d;
     if (r->units == 0)

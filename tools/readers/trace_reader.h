@@ -116,8 +116,9 @@ int ga_reader_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen);
 /* ga_reader_format: the format detected or forced. */
 ga_format_t ga_reader_format(const ga_reader_t *r);
 
-/* ga_reader_device_memory: device size recorded in the trace (galloc header
- * device_memory), 0 when the trace does not say. */
+/* ga_reader_device_memory: device size recorded in the trace for the current
+ * unit (galloc header device_memory; a Chrome trace's deviceProperties
+ * totalGlobalMem of the unit's device), 0 when the trace does not say. */
 uint64_t ga_reader_device_memory(const ga_reader_t *r);
 
 /* ga_reader_progress: fraction in [0, 1] of the current unit consumed, for a
@@ -145,6 +146,9 @@ typedef struct ga_reader_start {
     uint64_t reserved;       /* GA_START_SEEDED: bytes reserved at the first event */
     uint64_t peak_allocated; /* the trace's own maximum of its allocated total, 0 if it has none */
     uint64_t peak_reserved;  /* ... and of its reserved total */
+    bool by_size;            /* the trace has no addresses (older Kineto layout): each free was matched
+                                to the most recent live allocation of the same size (LIFO) */
+    uint64_t unmatched_frees; /* by_size: frees with no live allocation of their size, skipped */
 } ga_reader_start_t;
 
 typedef struct ga_reader_notes {

@@ -351,7 +351,9 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     ga_report_trace_t t = {.path = path, .unit = unit_label, .format = ga_reader_format(r),
                            .backend = c->backend ? c->backend : "sim",
                            .settings = c->have_recorded ? c->recorded : NULL, .settings_text = c->recorded_text,
-                           .device_from_snapshot = mem != c->device_memory, .seed = seeded ? &seed : NULL};
+                           .device_from_snapshot = mem != c->device_memory,
+                           .device_from_trace = mem == 0 && ga_reader_device_memory(r) != 0,
+                           .seed = seeded ? &seed : NULL};
     if (rc != 0)
         t.error = err[0] ? err : rp.read_error;
     int code = rc != 0 ? GA_EXIT_USAGE : judge(&rp, plot_path, title, &t, plot_err, sizeof(plot_err));

@@ -31,6 +31,7 @@ typedef struct ga_report_trace {
                                string, "" = PyTorch's defaults), NULL when not used */
     const char *settings_text; /* the recorded PYTORCH_CUDA_ALLOC_CONF text ("" if none) */
     bool device_from_snapshot; /* the device size is the snapshot's oom entries' bound */
+    bool device_from_trace;    /* the device size is the one the trace records (ga_reader_device_memory) */
     const struct ga_seed *seed; /* the mid-run state seeded before the replay (seed.h), NULL if none */
 } ga_report_trace_t;
 

@@ -5,6 +5,7 @@
  *    "traces": [{"file", "unit", "format", "device_memory", "events", "error",
  *                "settings_from_snapshot" (the recorded settings replayed, or null),
  *                "device_memory_from_snapshot" (the size is the snapshot's oom bound),
+ *                "device_memory_from_trace" (the size is the one the trace records),
  *                "seeded" ({"segments", "live_blocks"} of a mid-run snapshot's rebuilt state, or null),
  *                "results": [{"conf", "label", "memory_stats": {122 keys}, "peak_requested_bytes",
  *                             "peak_reserved_bytes", "ooms": [{"event", "size", "message", ...}],
@@ -193,7 +194,8 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     jstr_or_null(out, t->error);
     fputs(", \"settings_from_snapshot\": ", out);
     jstr_or_null(out, t->settings);
-    fprintf(out, ", \"device_memory_from_snapshot\": %s, \"seeded\": ", t->device_from_snapshot ? "true" : "false");
+    fprintf(out, ", \"device_memory_from_snapshot\": %s, \"device_memory_from_trace\": %s, \"seeded\": ",
+            t->device_from_snapshot ? "true" : "false", t->device_from_trace ? "true" : "false");
     if (t->seed != NULL)
         fprintf(out, "{\"segments\": %zu, \"live_blocks\": %" PRIu64 "}", t->seed->n_seg, t->seed->live_blocks);
     else

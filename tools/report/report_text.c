@@ -144,6 +144,11 @@ static void header(FILE *out, const ga_report_trace_t *t)
     if (t->device_from_snapshot)
         fprintf(out, "device size from the snapshot: reserved + device_free at its oom entries (--device-memory "
                      "overrides)\n");
+    /* A galloc text trace says its size in its first line; a profiler
+     * trace's is buried in deviceProperties, so it is named. */
+    if (t->device_from_trace && t->format == GA_FORMAT_KINETO)
+        fprintf(out, "device size from the trace: its deviceProperties totalGlobalMem (--device-memory "
+                     "overrides)\n");
 }
 
 /* The advice for a fragmentation OOM (see ga_report_oom_facts). */

@@ -15,9 +15,23 @@ static const char model_text[] =
     "live bytes as pinned blocks never freed, the reserved remainder as cached free segments "
     "(as much as the device holds)";
 
+/* The older Kineto layout's guess (read_kineto.c, kineto_match.c). */
+static const char by_size_text[] =
+    "frees matched to live allocations of the same size, most recent first (LIFO, as a training step frees its "
+    "temporaries)";
+static const char not_included_text[] = "memory in use before the first event is not included";
+
 void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *prefix)
 {
     char live[32], res[32], cache[32], pa[32], pr[32];
+    if (s->by_size) { /* first: every figure rests on it */
+        ga_units_format_count(s->unmatched_frees, cache, sizeof(cache));
+        fprintf(out, "%snote: no addresses in the trace (older Kineto layout): %s; %s free%s with no live "
+                     "allocation of %s size skipped%s%s\n",
+                prefix, by_size_text, cache, s->unmatched_frees == 1 ? "" : "s",
+                s->unmatched_frees == 1 ? "its" : "their", s->kind == GA_START_UNKNOWN ? "; " : "",
+                s->kind == GA_START_UNKNOWN ? not_included_text : "");
+    }
     switch (s->kind) {
     case GA_START_SEEDED:
         ga_units_format_bytes((int64_t)s->live, live, sizeof(live));
@@ -35,6 +49,8 @@ void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *pre
         }
         return;
     case GA_START_UNKNOWN:
+        if (s->by_size)
+            return; /* said above */
         fprintf(out, "%snote: the trace has no allocator totals (Total Allocated, Total Reserved): if it starts "
                      "mid-run, memory allocated or reserved before its first event is not included in these "
                      "figures, and a device size found here is too small by that much\n",
@@ -56,6 +72,11 @@ void ga_report_json_start(FILE *out, const ga_reader_start_t *s)
     }
     if (s->kind == GA_START_UNKNOWN)
         fputs(", \"not_included\": \"memory allocated or reserved before the first event\"", out);
+    if (s->by_size) {
+        fputs(", \"addresses\": false, \"free_matching\": ", out);
+        ga_report_json_str(out, by_size_text);
+        fprintf(out, ", \"unmatched_frees\": %" PRIu64, s->unmatched_frees);
+    }
     if (s->peak_allocated || s->peak_reserved)
         fprintf(out, ", \"trace_peak_allocated_bytes\": %" PRIu64 ", \"trace_peak_reserved_bytes\": %" PRIu64,
                 s->peak_allocated, s->peak_reserved);
