@@ -244,11 +244,12 @@ GALLOC_API const char *galloc_allocator_backend(const galloc_allocator_t *a);
 
 /*
  * galloc_sim_place: on the sim backend opened with sim_placement:recorded,
- * the device address the next segment allocation takes (a trace replay tells
- * it the address the traced run's driver returned), if that range is free;
- * it is used by one segment allocation at most, and 0 clears it. Without
- * such an address, or when the range is taken, sim places the segment
- * itself (descending). GALLOC_E_UNSUPPORTED on another backend or placement.
+ * the device address the next segment allocation or address reservation
+ * (expandable segments) takes (a trace replay tells it the address the traced
+ * run's driver returned), if that range is free (a reservation's address
+ * must be a multiple of the 2 MiB granularity); it is used by one of them at
+ * most, and 0 clears it. Without such an address, or when the range is
+ * taken, sim places the range itself (descending). GALLOC_E_UNSUPPORTED on another backend or placement.
  */
 GALLOC_API galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr);
 

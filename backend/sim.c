@@ -117,8 +117,10 @@ static uintptr_t place_descending(const sim_t *sim, uint64_t span)
 
 /* A granularity-aligned address range of span bytes (a multiple of GRAN):
  * placed by sim_placement, or in backed mode an mmap trimmed to alignment.
- * seg: a segment_alloc's bytes (0 for a reservation): a segment takes the
- * recorded address when one is set. */
+ * seg: a segment_alloc's bytes (0 for a reservation). Either takes the
+ * recorded address when one is set: a segment its bytes rounded to 512, a
+ * reservation its whole span at a granularity-aligned address (map and
+ * unmap work in whole pages from the reservation's base). */
 static galloc_status_t range_get(sim_t *sim, uint64_t span, uint64_t seg, int prot, uintptr_t *addr)
 {
     char h1[32], h2[32];
@@ -129,11 +131,11 @@ static galloc_status_t range_get(sim_t *sim, uint64_t span, uint64_t seg, int pr
         sim->used = t;
         uintptr_t a = 0;
         uint64_t take = span;
-        if (seg != 0 && sim->placement == PLACE_RECORDED && sim->place_next != 0) {
+        if (sim->placement == PLACE_RECORDED && sim->place_next != 0) {
             /* a real device's segment may sit closer than a page to the next
              * one: the recorded range is what the driver held */
-            uint64_t exact = (seg + 511) & ~(uint64_t)511;
-            if (range_free(sim, sim->place_next, exact)) {
+            uint64_t exact = seg != 0 ? (seg + 511) & ~(uint64_t)511 : span;
+            if ((seg != 0 || sim->place_next % GRAN == 0) && range_free(sim, sim->place_next, exact)) {
                 a = sim->place_next;
                 take = exact;
             }

@@ -22,10 +22,13 @@
  *     PyTorch breaks best-fit ties between equal free blocks by address and
  *     empty_cache releases in address order, so this decides which segment is
  *     used and freed.
- *   recorded: as descending, except that a segment_alloc takes the address set
- *     by ga_sim_place (galloc_sim_place through the public API) when that
- *     range, the size rounded to 512 bytes, is free; a replay of a trace that
- *     recorded its device addresses so reproduces them. Recorded addresses are
+ *   recorded: as descending, except that a segment_alloc or va_reserve takes
+ *     the address set by ga_sim_place (galloc_sim_place through the public
+ *     API) when that range is free (a segment's size rounded to 512 bytes; a
+ *     reservation's whole span, at a granularity-aligned address); a replay of
+ *     a trace that recorded its device addresses (segment_alloc, and the
+ *     first segment_map of an expandable segment, at its reservation's base)
+ *     so reproduces them. Recorded addresses are
  *     the traced device's and need not lie in the window. The windows are disjoint, as device pointers are under
  * CUDA's unified addressing, so a pointer of one device is never a live block of
  * another by value and a free on the wrong device is refused, not obeyed.
@@ -115,7 +118,8 @@ typedef struct ga_sim_counters {
 
 /*
  * ga_sim_place: under sim_placement:recorded (unbacked), the address the next
- * segment_alloc takes if its range is free (0: none); used by one segment_alloc
+ * segment_alloc or va_reserve takes if its range is free (0: none; a
+ * reservation also needs a granularity-aligned address); used by one of them
  * at most, then cleared whether taken or not (an occupied range falls back to
  * descending placement). GALLOC_E_UNSUPPORTED under another placement.
  */

@@ -256,6 +256,27 @@ TEST(SimPlacement, RecordedTakesTheGivenAddressOnce)
     EXPECT_EQ(d.counters().violations, 0u);
 }
 
+// Expandable segments under sim_placement:recorded: a reservation takes the
+// address ga_sim_place set (the base its first segment_map recorded), whole,
+// and pages map from there; an unaligned or taken address is placed by sim.
+TEST(SimPlacement, RecordedPlacesReservations)
+{
+    Dev d(OptionArgs("sim_placement:recorded"));
+    const uintptr_t top = GA_SIM_VA_BASE + GA_SIM_DEVICE_STRIDE;
+    const uintptr_t rec = 0x7f3a52000000;
+    ASSERT_EQ(ga_sim_place(d.state(), rec), GALLOC_OK);
+    EXPECT_EQ(d.reserve_ok(240 * kMiB), rec);
+    EXPECT_EQ(ga_backend_map(d.b(), rec + 20 * kMiB, 20 * kMiB), GALLOC_OK);
+    ASSERT_EQ(ga_sim_place(d.state(), rec - 240 * kMiB), GALLOC_OK);
+    EXPECT_EQ(d.reserve_ok(240 * kMiB), rec - 240 * kMiB);  // right below: no overlap
+    ASSERT_EQ(ga_sim_place(d.state(), rec + 2 * kMiB), GALLOC_OK);
+    EXPECT_EQ(d.reserve_ok(kPage), top - kPage);  // inside the first: placed by sim
+    ASSERT_EQ(ga_sim_place(d.state(), rec + 240 * kMiB + 512), GALLOC_OK);
+    EXPECT_EQ(d.reserve_ok(kPage), top - 2 * kPage);  // not on a page: placed by sim
+    EXPECT_EQ(ga_backend_unmap(d.b(), rec + 20 * kMiB, 20 * kMiB), GALLOC_OK);
+    EXPECT_EQ(d.counters().violations, 0u);
+}
+
 TEST(SimPlacement, RisingIsTheDefaultAndBadNamesAreRefused)
 {
     Dev d(OptionArgs("sim_placement:rising"));

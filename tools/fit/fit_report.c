@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tools/fit/fit.h"
+#include "tools/gen/budget.h"
 #include "tools/readers/units.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
@@ -174,6 +175,26 @@ static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc
     }
 }
 
+/* For a trace galloc gen wrote (its header names the model flags): what the
+ * memory is for, as galloc budget computes it from those flags. */
+static void budget_breakdown(FILE *out, const ga_fit_job_t *job)
+{
+    for (size_t u = 0; u < job->n_units; u++) {
+        ga_gen_model_t m;
+        ga_budget_t b;
+        if (!ga_budget_of_trace(job->units[u].label, &m, &b) || !(b.total_overhead < 1e18))
+            continue;
+        char w[32], g[32], o[32], a[32], t[32], t15[32];
+        fprintf(out, "What the memory is for (galloc budget of the model flags in %s): weights %s, gradients %s, "
+                     "optimizer state %s, activations %s; total %s, %s with the formula's 15 %% allocator "
+                     "overhead.\n",
+                job->units[u].label, fmt_size((uint64_t)b.weights, w, sizeof(w)),
+                fmt_size((uint64_t)b.grads, g, sizeof(g)), fmt_size((uint64_t)b.optimizer, o, sizeof(o)),
+                fmt_size((uint64_t)b.activations, a, sizeof(a)), fmt_size((uint64_t)b.total, t, sizeof(t)),
+                fmt_size((uint64_t)b.total_overhead, t15, sizeof(t15)));
+    }
+}
+
 /* The answer: the winner to export, or the closest and its first OOM. */
 static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
 {
@@ -212,6 +233,7 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
                          "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) "
                          "more than %s.\n",
                     a, fmt_size(m->min_memory, b, sizeof(b)), conf_name(job, m->conf), gap, gapb, a);
+            budget_breakdown(out, job);
         } else {
             fprintf(out, "\nNo configuration fits on %s%s.\n", a,
                     w->min_searched ? ", nor on any device up to 64 times its size" : "");

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tools/gen/budget.h"
+#include "tools/gen/cli.h"
 
 void ga_budget_analytic(const ga_gen_model_t *m, ga_budget_t *out)
 {
@@ -26,6 +27,25 @@ void ga_budget_analytic(const ga_gen_model_t *m, ga_budget_t *out)
     out->kv_cache = units * 4;
     out->total = out->weights + out->grads + out->optimizer + out->activations;
     out->total_overhead = out->total * 1.15;
+}
+
+bool ga_budget_of_trace(const char *path, ga_gen_model_t *m, ga_budget_t *out)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    /* gen writes the header line right after galloc-trace 1 and an optional
+     * device_memory line. */
+    char line[512];
+    bool found = false;
+    for (int i = 0; i < 3 && !found && fgets(line, sizeof(line), f) != NULL; i++) {
+        line[strcspn(line, "\r\n")] = '\0';
+        found = ga_cli_parse_header(line, m) == 0;
+    }
+    fclose(f);
+    if (found)
+        ga_budget_analytic(m, out);
+    return found;
 }
 
 /* The replay of one run. */

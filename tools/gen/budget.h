@@ -40,6 +40,11 @@ typedef struct ga_budget {
  * s = ga_gen_seq_len(m): the fixed length, or MAX of a variable one. */
 void ga_budget_analytic(const ga_gen_model_t *m, ga_budget_t *out);
 
+/* ga_budget_of_trace: for a trace `galloc gen transformer` wrote (its header
+ * names the model flags, read back with gen's own parser), the model and its
+ * analytic budget; false for any other file, or one that cannot be read. */
+bool ga_budget_of_trace(const char *path, ga_gen_model_t *m, ga_budget_t *out);
+
 /* Above any real device, below the sim's limit on one virtual reservation
  * (expandable segments reserve 1.125 x the device): the "unbounded" device on
  * which a run that does not fit is replayed again to measure what it needs. */

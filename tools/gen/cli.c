@@ -248,3 +248,27 @@ void ga_cli_format_model(const ga_gen_model_t *m, char *buf, size_t len)
         snprintf(buf + n, len - (size_t)n, " --variable-seq-len %" PRIu64 ":%" PRIu64 " --seed %" PRIu64,
                  m->seq_min, m->seq_max, m->seed);
 }
+
+int ga_cli_parse_header(const char *line, ga_gen_model_t *m)
+{
+    size_t pre = strlen(GA_CLI_HEADER);
+    if (strncmp(line, GA_CLI_HEADER, pre) != 0)
+        return -1;
+    /* The flags as argv: words split at spaces (no value has one). */
+    char buf[512], *argv[64], err[256];
+    int argc = 0;
+    snprintf(buf, sizeof(buf), "%s", line + pre);
+    for (char *w = buf; *w != '\0' && argc < 64;) {
+        size_t n = strcspn(w, " ");
+        if (n > 0)
+            argv[argc++] = w;
+        w += n;
+        if (*w == ' ')
+            *w++ = '\0';
+    }
+    ga_cli_t cli;
+    if (argc == 64 || ga_cli_parse(argc, argv, 0, GA_CLI_GEN, &cli, err, sizeof(err)) != 0 || cli.help)
+        return -1;
+    *m = cli.model;
+    return 0;
+}

@@ -18,7 +18,9 @@
  *    device had room for that segment (see release_run_may_be_empty_cache);
  *  - segment_alloc/map, the other segment_free/unmap entries and snapshot are
  *    the allocator's own decisions, which the replay recomputes: counted as
- *    skipped, as are actions this reader does not know (newer PyTorch releases).
+ *    skipped, as are actions this reader does not know (newer PyTorch releases);
+ *    a segment_alloc's or segment_map's address goes with the next alloc
+ *    (ga_event_t.place) for sim_placement:recorded.
  *
  * Older layouts: a bare list of segments (torch.cuda.memory_snapshot(),
  * PyTorch 1.13's _snapshot()) has no trace, so it replays as its prologue
@@ -58,7 +60,7 @@ typedef struct torch {
     size_t next;                       /* next entry of trace */
     pro_block_t *pro;                  /* the current unit's prologue */
     size_t n_pro, pro_next, pro_cap;
-    uint64_t place;                    /* the address of a segment_alloc not yet given to its alloc */
+    uint64_t place;                    /* the address of a segment_alloc or segment_map not yet given to its alloc */
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -321,6 +323,10 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
             ev->kind = GA_EV_EMPTY_CACHE;
             return 1;
         case GA_ACT_SEGMENT_ALLOC:
+        case GA_ACT_SEGMENT_MAP:
+            /* An expandable segment's first map starts at its reservation's
+             * base (PyTorch maps a new segment from offset 0); a later one
+             * lies inside a live reservation, where sim will not place one. */
             if (!ga_torch_int_get(e.addr, true, 0, &t->place))
                 t->place = 0;
             break; /* an address for the next alloc, no event */

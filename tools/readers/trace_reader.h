@@ -78,7 +78,8 @@ typedef struct ga_event {
     const void *frames; /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
                            while the reader is open */
     uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
-                           it (a snapshot's segment_alloc just before), 0 if none was recorded */
+                           it (a snapshot's segment_alloc or segment_map just before; a new expandable
+                           segment's first map is at its reservation's base), 0 if none was recorded */
 } ga_event_t;
 
 typedef struct ga_reader ga_reader_t;
