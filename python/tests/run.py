@@ -1,6 +1,9 @@
 """Run the package's tests (unittest) and write JUnit XML for .ci/run's count.
 
-usage: python run.py OUT.xml      (with the venv's interpreter: it tests the installed galloc)
+usage: python run.py OUT.xml [PATTERN]   (with the venv's interpreter: it tests the installed galloc)
+
+PATTERN picks the test files (default test_*.py): .ci/install_test runs
+test_torch113_viz.py alone again in the venv that sees Debian's torch.
 
 Exits 0 only if every test passed or was skipped and at least one ran.
 """
@@ -52,7 +55,8 @@ class Recording(unittest.TextTestResult):
 
 def main():
     out = sys.argv[1]
-    suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    pattern = sys.argv[2] if len(sys.argv) > 2 else "test_*.py"
+    suite = unittest.defaultTestLoader.discover(HERE, pattern=pattern, top_level_dir=HERE)
     result = unittest.TextTestRunner(resultclass=Recording, verbosity=2, stream=sys.stderr).run(suite)
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name="python", tests=str(len(result.cases)),

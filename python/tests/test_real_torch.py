@@ -1,5 +1,6 @@
 """galloc.torch.use() with the real torch (>= 2) on a real GPU: skipped,
-saying why, wherever either is missing (CI installs no torch)."""
+saying why, wherever either is missing (CI has only Debian's torch 1.13,
+checked by test_torch113_viz.py, and no GPU)."""
 import unittest
 
 from support import run_python

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fleet_test.sh: `galloc fit FOLDER`: each trace of a folder fitted on its own
 # (one report per trace, in name order, the same as `galloc fit TRACE` of
-# that file), its JSON document, the worst exit status, and the usage errors.
+# that file), traces run concurrently with --jobs > 1 (GALLOC_FLEET_DEBUG's
+# start/end lines), its JSON document, the worst exit status, and the usage errors.
 . "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}/tests/tools/cli_lib.sh"
 
 mkdir -p "$TMP/fleet/sub" "$TMP/empty"
@@ -14,6 +15,16 @@ expect_exit 0 "fleet text" -- "$GALLOC" fit --jobs 2 --top 1 "$TMP/fleet"
 [ "$(grep -c '^== ' "$TMP/out")" -eq 2 ] || fail "two traces: $(grep '^== ' "$TMP/out")"
 grep -q "^== $TMP/fleet/a_fragmentation.trace (exit 0)$" "$TMP/out" || fail "name order, a first"
 grep -q '^Fits: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"$' "$TMP/out" || fail "load_order winner"
+# --jobs 2: both traces run at once (each in its own process): both start before either ends.
+GALLOC_FLEET_DEBUG=1 "$GALLOC" fit --jobs 2 --top 1 "$TMP/fleet" >"$TMP/par" 2>"$TMP/par.err" || fail "fleet --jobs 2"
+grep 'galloc fit: fleet: ' "$TMP/par.err" | cut -d' ' -f4 | head -2 | tr '\n' ' ' | grep -qx 'start start ' ||
+    fail "two traces did not overlap: $(cat "$TMP/par.err")"
+[ "$(grep -c 'galloc fit: fleet: end ' "$TMP/par.err")" -eq 2 ] || fail "two ends: $(cat "$TMP/par.err")"
+# --jobs 1: one after another in this process; the same reports, in the same order.
+GALLOC_FLEET_DEBUG=1 "$GALLOC" fit --jobs 1 --top 1 "$TMP/fleet" >"$TMP/seq" 2>"$TMP/seq.err" || fail "fleet --jobs 1"
+[ "$(grep 'galloc fit: fleet: ' "$TMP/seq.err" | cut -d' ' -f4 | tr '\n' ' ')" = "start end start end " ] ||
+    fail "--jobs 1 is sequential: $(cat "$TMP/seq.err")"
+diff <(grep -v 'replays in' "$TMP/seq") <(grep -v 'replays in' "$TMP/par") >&2 || fail "--jobs 1 and 2 reports differ"
 # Each trace's report is exactly that of galloc fit on the file alone.
 "$GALLOC" fit --jobs 2 --top 1 "$TMP/fleet/b_load_order.trace" | grep -v 'replays in' >"$TMP/alone"
 sed -n "/^== .*b_load_order/,\$p" "$TMP/out" | tail -n +2 | grep -v 'replays in' >"$TMP/infleet"

@@ -210,12 +210,14 @@ bool ga_fit_fleet_wanted(int n, char *const *paths);
 /* ga_fit_fleet: galloc fit over a fleet. argv as ga_fit_main's after its
  * options were parsed (getopt put them first: argv[1..first) options,
  * argv[first..argc) traces and folders); each trace, folders expanded to
- * their files in name order, is fitted by ga_fit_main on its own, one after
- * another, each search over the worker pool (--jobs). Text: each trace's
+ * their files in name order, is fitted by ga_fit_main on its own; up to jobs
+ * traces (0 = every online CPU) at once, each in a child process with the
+ * command's own --jobs, reports printed in name order as if run one after
+ * another (GALLOC_FLEET_DEBUG=1: start and end of each on stderr). Text: each trace's
  * report under a "== FILE" line; json: one document {"tool": "galloc fit",
  * "version": 1, "fleet": [{"file", "exit_status", "fit": the trace's own
  * document or null}]}. Returns the worst exit status (2 > 1 > 0). */
-int ga_fit_fleet(int argc, char **argv, int first, bool json);
+int ga_fit_fleet(int argc, char **argv, int first, bool json, unsigned jobs);
 
 #ifdef __cplusplus
 }

@@ -182,7 +182,7 @@ int ga_fit_main(int argc, char **argv)
     if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
         if (c.plot != NULL) /* one plot path would be overwritten by every trace */
             return usage_error("%s", "--plot draws one job: not with a folder of traces");
-        return ga_fit_fleet(argc, argv, optind, c.json);
+        return ga_fit_fleet(argc, argv, optind, c.json, c.o.jobs);
     }
     ga_fit_job_t job;
     memset(&job, 0, sizeof(job));
