@@ -31,6 +31,38 @@ typedef struct late {
     uint64_t stream;
 } late_t;
 
+/* The request to make for a piece of n bytes: the request as recorded, so
+ * requested_bytes is not overstated, where it gives the same block: it rounds
+ * (512 bytes) to the block, or the block's unsplit tail (a gap too small to
+ * split, seed.h) stays with it as PyTorch left it: as the segment's last
+ * piece, or asked for later in the exact hole (*tail: fill_late). */
+static uint64_t piece_ask(const ga_seed_segment_t *g, const ga_seed_piece_t *pc, uint64_t n, bool last, bool *tail)
+{
+    bool exact = pc->live && pc->req != 0 && (pc->req + 511) / 512 * 512 == n;
+    *tail = pc->live && pc->req != 0 && pc->req < n && !exact && !g->small && pc->req > GA_SEED_SMALL_SIZE &&
+            n - (pc->req + 511) / 512 * 512 <= GA_SEED_SMALL_SIZE;
+    return exact || (*tail && last) ? pc->req : n;
+}
+
+/* The held-back requests with an unsplit tail: each placeholder is freed and,
+ * the only free block then, taken whole by its request. 0, or -1 with err. */
+static int fill_late(galloc_allocator_t *a, ga_idmap_t *map, const late_t *late, size_t n_late, char *err,
+                     size_t errlen)
+{
+    for (size_t k = 0; k < n_late; k++) {
+        void *p = NULL;
+        galloc_free(a, late[k].placeholder);
+        if (take(a, late[k].req, late[k].stream, &p, err, errlen) != 0)
+            return -1;
+        ga_idmap_val_t v = {p, late[k].stream};
+        if (ga_idmap_put(map, late[k].id, v, NULL, NULL) != 0) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen)
 {
     /* Gap pieces are held until every segment is tiled: a gap freed early
@@ -72,16 +104,8 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
                 uint64_t n = pc->size - done;
                 if (g->small && !pc->live && n > GA_SEED_SMALL_SIZE)
                     n = GA_SEED_SMALL_SIZE;
-                /* The request as recorded, so requested_bytes is not overstated,
-                 * where it gives the same block: it rounds (512 bytes) to the
-                 * block, or the block's unsplit tail (a gap too small to split,
-                 * seed.h) stays with it as PyTorch left it: as the segment's
-                 * last piece, or asked for later in the exact hole (below). */
-                bool last = k + 1 == g->first + g->n;
-                bool exact = pc->live && pc->req != 0 && (pc->req + 511) / 512 * 512 == n;
-                bool tail = pc->live && pc->req != 0 && pc->req < n && !exact && !g->small &&
-                            pc->req > GA_SEED_SMALL_SIZE && n - (pc->req + 511) / 512 * 512 <= GA_SEED_SMALL_SIZE;
-                uint64_t ask = exact || (tail && last) ? pc->req : n;
+                bool last = k + 1 == g->first + g->n, tail;
+                uint64_t ask = piece_ask(g, pc, n, last, &tail);
                 void *p = NULL;
                 if (take(a, ask, g->stream, &p, err, errlen) != 0)
                     goto out;
@@ -108,18 +132,7 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
             }
         }
     }
-    for (size_t k = 0; k < n_late; k++) {
-        void *p = NULL;
-        galloc_free(a, late[k].placeholder); /* the only free block now: the request takes it whole */
-        if (take(a, late[k].req, late[k].stream, &p, err, errlen) != 0)
-            goto out;
-        ga_idmap_val_t v = {p, late[k].stream};
-        if (ga_idmap_put(map, late[k].id, v, NULL, NULL) != 0) {
-            snprintf(err, errlen, "out of host memory");
-            goto out;
-        }
-    }
-    rc = 0;
+    rc = fill_late(a, map, late, n_late, err, errlen);
 out:
     for (size_t k = 0; k < n_held; k++) /* the gaps become free blocks and merge as they were */
         galloc_free(a, held[k]);

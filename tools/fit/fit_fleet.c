@@ -265,6 +265,30 @@ static unsigned slots_for(unsigned jobs, size_t n)
     return n < jobs ? (unsigned)n : jobs;
 }
 
+/* Wait for any running child (tasks shown..next) to have output or end, and
+ * read what it sent; *running drops by those that ended. 0, or -1 (said). */
+static int wait_some(task_t *t, const list_t *l, size_t shown, size_t next, size_t *running)
+{
+    struct pollfd pf[*running];
+    size_t who[*running], k = 0;
+    for (size_t i = shown; i < next && k < *running; i++)
+        if (t[i].fd >= 0) {
+            pf[k] = (struct pollfd){.fd = t[i].fd, .events = POLLIN};
+            who[k++] = i;
+        }
+    if (poll(pf, k, -1) < 0 && errno != EINTR) {
+        fprintf(stderr, "galloc fit: waiting for the fleet's fits failed: %s\n", strerror(errno));
+        return -1;
+    }
+    for (size_t j = 0; j < k; j++)
+        if (pf[j].revents != 0) {
+            drain(&t[who[j]], l->v[who[j]]);
+            if (t[who[j]].done)
+                (*running)--;
+        }
+    return 0;
+}
+
 int ga_fit_fleet(int argc, char **argv, int first, bool json, unsigned jobs)
 {
     list_t l = {0};
@@ -320,25 +344,10 @@ int ga_fit_fleet(int argc, char **argv, int first, bool json, unsigned jobs)
         }
         if (running == 0)
             continue;
-        /* Wait for any running child to have output or end. */
-        struct pollfd pf[running];
-        size_t who[running], k = 0;
-        for (size_t i = shown; i < next && k < running; i++)
-            if (t[i].fd >= 0) {
-                pf[k] = (struct pollfd){.fd = t[i].fd, .events = POLLIN};
-                who[k++] = i;
-            }
-        if (poll(pf, k, -1) < 0 && errno != EINTR) {
-            fprintf(stderr, "galloc fit: waiting for the fleet's fits failed: %s\n", strerror(errno));
+        if (wait_some(t, &l, shown, next, &running) != 0) {
             code = GA_EXIT_USAGE;
             break;
         }
-        for (size_t j = 0; j < k; j++)
-            if (pf[j].revents != 0) {
-                drain(&t[who[j]], l.v[who[j]]);
-                if (t[who[j]].done)
-                    running--;
-            }
     }
     if (json)
         fputs("\n]}\n", stdout);
