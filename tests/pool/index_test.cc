@@ -104,8 +104,9 @@ void RunRandom(bool small, uint64_t seed, int ops, size_t slots)
         long fit = (it != ref.end() && std::get<0>(*it) == s) ? lb : -1;
         ASSERT_EQ(index_shim_lower_bound(x, s, want), lb) << "lower_bound(stream " << s << ", " << want << ")";
         ASSERT_EQ(index_shim_fit(x, s, want), fit) << "fit(stream " << s << ", " << want << ")";
-        if (want >= 512 && want % 512 == 0 && want < (uint64_t{1} << 60)) // malloc's requests
+        if (want >= 512 && want % 512 == 0 && want < (uint64_t{1} << 60)) { // malloc's requests
             ASSERT_EQ(index_shim_fit_rounded(x, s, want), fit) << "fit_rounded(stream " << s << ", " << want << ")";
+        }
     };
 
     for (int op = 0; op < ops; op++) {
