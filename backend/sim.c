@@ -125,7 +125,7 @@ static galloc_status_t range_get(sim_t *sim, uint64_t span, uint64_t seg, int pr
 {
     char h1[32], h2[32];
     if (!sim->backed) {
-        range_t *t = ga_sim_grow(sim->used, &sim->used_cap, sim->n_used, sizeof(range_t));
+        range_t *t = ga_grow(sim->used, &sim->used_cap, sim->n_used, sizeof(range_t), 16);
         if (t == NULL)
             return ga_sim_fail(sim, GALLOC_E_NOMEM, "address table: cannot grow past %zu entries", sim->used_cap);
         sim->used = t;
@@ -184,19 +184,6 @@ static galloc_status_t range_put(sim_t *sim, uintptr_t addr, uint64_t span)
         }
     }
     return GALLOC_OK;
-}
-
-/* array, grown if needed to hold one more element (cold paths only); NULL if
- * out of host memory, array and *cap then unchanged. */
-void *ga_sim_grow(void *array, size_t *cap, size_t used, size_t elem)
-{
-    if (used < *cap)
-        return array;
-    size_t n = *cap ? *cap * 2 : 16;
-    void *t = n <= SIZE_MAX / 2 / elem ? realloc(array, n * elem) : NULL;
-    if (t != NULL)
-        *cap = n;
-    return t;
 }
 
 /* ---- Required members. ---- */
@@ -375,7 +362,7 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
                     human(h, sizeof(h), bytes));
     uint64_t span = ROUND_GRAN(bytes);
     size_t pages = span / GRAN;
-    resv_t *t = ga_sim_grow(sim->resv, &sim->resv_cap, sim->n_resv, sizeof(resv_t));
+    resv_t *t = ga_grow(sim->resv, &sim->resv_cap, sim->n_resv, sizeof(resv_t), 16);
     if (t == NULL)
         return ga_sim_fail(sim, GALLOC_E_NOMEM, "reservation table: cannot grow past %zu entries", sim->resv_cap);
     sim->resv = t;

@@ -37,7 +37,7 @@ galloc_status_t ga_sim_event_create(void *state, uintptr_t *event)
     while (i < sim->n_ev && sim->ev[i].status != EV_FREE) /* a scan: creates are rare, the pool reuses events */
         i++;
     if (i == sim->n_ev) {
-        event_t *t = sim->n_ev < UINT32_MAX / 2 ? ga_sim_grow(sim->ev, &sim->ev_cap, sim->n_ev, sizeof(event_t)) : NULL;
+        event_t *t = sim->n_ev < UINT32_MAX / 2 ? ga_grow(sim->ev, &sim->ev_cap, sim->n_ev, sizeof(event_t), 16) : NULL;
         if (t == NULL)
             return ga_sim_fail(sim, GALLOC_E_NOMEM, "event table: cannot grow past %" PRIu32 " events", sim->n_ev);
         sim->ev = t;

@@ -12,6 +12,7 @@
 #include "backend/sim.h"
 #include "conf/options.h"
 #include "util/addrmap.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -101,8 +102,6 @@ typedef struct sim {
  * all, and a GALLOC_E_INVAL is by definition a caller breaking the contract. */
 __attribute__((format(printf, 3, 4))) galloc_status_t ga_sim_fail(sim_t *sim, galloc_status_t st, const char *fmt,
                                                                   ...);
-/* Grow a table by doubling (cold path); NULL when out of memory. */
-void *ga_sim_grow(void *array, size_t *cap, size_t used, size_t elem);
 
 static inline sim_t *ga_sim_of(void *state)
 {

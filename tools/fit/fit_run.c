@@ -21,20 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "tools/fit/fit.h"
 #include "tools/idmap.h"
 #include "tools/snapshot/snap_view.h"
 
 static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
 {
-    if (u->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 4096;
-        ga_fit_event_t *nv = realloc(u->ev, nc * sizeof(*nv));
-        if (nv == NULL)
-            return -1;
-        u->ev = nv;
-        *cap = nc;
-    }
+    ga_fit_event_t *nv = ga_grow(u->ev, cap, u->n, sizeof(*nv), 4096);
+    if (nv == NULL)
+        return -1;
+    u->ev = nv;
     ga_fit_event_t *f = &u->ev[u->n++];
     f->id = e->id;
     f->size = e->size;

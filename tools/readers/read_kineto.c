@@ -68,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "tools/readers/json_scan.h"
 #include "tools/readers/kineto_int.h"
 #include "tools/readers/reader_int.h"
@@ -244,16 +245,12 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
                  r->in.path, (unsigned long long)at, (unsigned long long)i, GA_KINETO_MAX_DEVICES - 1);
         return -1;
     }
-    if (k->n == k->cap) {
-        size_t ncap = k->cap ? k->cap * 2 : 1024;
-        ga_kineto_ev_t *ne = realloc(k->ev, ncap * sizeof(*ne));
-        if (ne == NULL) {
-            snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
-            return -1;
-        }
-        k->ev = ne;
-        k->cap = ncap;
+    ga_kineto_ev_t *ne = ga_grow(k->ev, &k->cap, k->n, sizeof(*ne), 1024);
+    if (ne == NULL) {
+        snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
+        return -1;
     }
+    k->ev = ne;
     k->ev[k->n++] = (ga_kineto_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
                                .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX, .dev = (uint16_t)f.id};
     note_totals(&k->tot[f.id], &f);

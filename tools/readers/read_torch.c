@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "tools/idmap.h"
 #include "tools/readers/reader_int.h"
 #include "tools/snapshot/pickle_read.h"
@@ -72,14 +73,10 @@ static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const c
 
 static int push_pro(torch_t *t, pro_block_t b)
 {
-    if (t->n_pro == t->pro_cap) {
-        size_t ncap = t->pro_cap ? t->pro_cap * 2 : 64;
-        pro_block_t *np = realloc(t->pro, ncap * sizeof(*np));
-        if (np == NULL)
-            return -1;
-        t->pro = np;
-        t->pro_cap = ncap;
-    }
+    pro_block_t *np = ga_grow(t->pro, &t->pro_cap, t->n_pro, sizeof(*np), 64);
+    if (np == NULL)
+        return -1;
+    t->pro = np;
     t->pro[t->n_pro++] = b;
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "tools/idmap.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/torch_snapshot.h"
@@ -49,14 +50,10 @@ static int set_add(set_t *s, item_t it)
     ga_idmap_val_t old;
     if (ga_idmap_get(&s->map, it.addr, &old) && s->v[old.stream].valid)
         return 0; /* already there: an inconsistent trace, keep the first */
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 64;
-        item_t *nv = realloc(s->v, nc * sizeof(*nv));
-        if (nv == NULL)
-            return -1;
-        s->v = nv;
-        s->cap = nc;
-    }
+    item_t *nv = ga_grow(s->v, &s->cap, s->n, sizeof(*nv), 64);
+    if (nv == NULL)
+        return -1;
+    s->v = nv;
     it.valid = true;
     s->v[s->n] = it;
     ga_idmap_val_t idx = {.ptr = NULL, .stream = s->n++};
@@ -91,14 +88,10 @@ static int by_addr(const void *a, const void *b)
 
 static int push_piece(ga_seed_t *s, size_t *cap, ga_seed_piece_t p)
 {
-    if (s->n_pc == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        ga_seed_piece_t *np = realloc(s->pc, nc * sizeof(*np));
-        if (np == NULL)
-            return -1;
-        s->pc = np;
-        *cap = nc;
-    }
+    ga_seed_piece_t *np = ga_grow(s->pc, cap, s->n_pc, sizeof(*np), 64);
+    if (np == NULL)
+        return -1;
+    s->pc = np;
     s->pc[s->n_pc++] = p;
     return 0;
 }
@@ -213,16 +206,12 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
         switch (e.action) {
         case GA_ACT_ALLOC:
             set_del(blocks, addr);
-            if (clues->n == clues->cap) {
-                size_t nc = clues->cap ? clues->cap * 2 : 64;
-                clue_t *nv = realloc(clues->v, nc * sizeof(*nv));
-                if (nv == NULL) {
-                    rc = -1;
-                    break;
-                }
-                clues->v = nv;
-                clues->cap = nc;
+            clue_t *nv = ga_grow(clues->v, &clues->cap, clues->n, sizeof(*nv), 64);
+            if (nv == NULL) {
+                rc = -1;
+                break;
             }
+            clues->v = nv;
             clues->v[clues->n++] = (clue_t){addr, i};
             break;
         case GA_ACT_FREE_COMPLETED:

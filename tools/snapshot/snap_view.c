@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "tools/idmap.h"
 #include "tools/snapshot/snap_view.h"
 #include "tools/snapshot/snapfile.h"
@@ -43,14 +44,10 @@ const char *ga_dev_action_name(ga_dev_action_t a)
 /* Grow *p (n used, *cap allocated, elements of size sz) to hold one more. */
 static int grow(void *p, size_t n, size_t *cap, size_t sz)
 {
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 64;
-    void *np = realloc(*(void **)p, nc * sz);
+    void *np = ga_grow(*(void **)p, cap, n, sz, 64);
     if (np == NULL)
         return -1;
     *(void **)p = np;
-    *cap = nc;
     return 0;
 }
 
