@@ -30,6 +30,7 @@
 
 #include "tools/fit/fit.h"
 #include "tools/report/report.h"
+#include "util/grow.h"
 
 static bool is_dir(const char *path)
 {
@@ -53,14 +54,10 @@ typedef struct list {
 
 static int push(list_t *l, const char *dir, const char *name)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 16;
-        char **v = realloc(l->v, cap * sizeof(*v));
-        if (v == NULL)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
+    char **v = ga_grow(l->v, &l->cap, l->n, sizeof(*v), 16);
+    if (v == NULL)
+        return -1;
+    l->v = v;
     size_t len = (dir ? strlen(dir) + 1 : 0) + strlen(name) + 1;
     char *p = malloc(len);
     if (p == NULL)
