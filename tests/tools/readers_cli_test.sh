@@ -61,6 +61,8 @@ the first event is not included$" "older layout: says what it rests on"
     gzip -c "$UT" >"$TMP/umpire.log"
     expect_exit 0 "replay of the gzipped umpire log" -- "$GALLOC" replay "$TMP/umpire.log"
     expect_in "$TMP/out" "(umpire, 3,338 events" "gzipped umpire log"
+elif [ -n "${GALLOC_SHARED_TRACES:-}" ]; then
+    fail "real traces not found in $SHARED (named by GALLOC_SHARED_TRACES, as .ci/run does)"
 else
     echo "SKIP: real traces not found in $SHARED (set GALLOC_SHARED_TRACES)" >&2
 fi

@@ -44,9 +44,13 @@ inline std::string SharedTrace(const std::string &name, std::string *why)
 
 } // namespace
 
+// Named by $GALLOC_SHARED_TRACES (as .ci/run does), the traces must be there:
+// a missing one fails the test instead of skipping it.
 #define GA_SHARED_TRACE(var, name)                                                                                   \
     std::string var##_why;                                                                                           \
     std::string var = SharedTrace(name, &var##_why);                                                                 \
+    if (var.empty() && std::getenv("GALLOC_SHARED_TRACES") != nullptr)                                               \
+        FAIL() << "real trace " << name << " not found: " << var##_why;                                              \
     if (var.empty())                                                                                                 \
     GTEST_SKIP() << "real trace " << name << " not found: " << var##_why
 
