@@ -4,27 +4,14 @@
 # with a message, a trace cut short exits 2 with no verdict, --plot and
 # --snapshot paths are refused before the replay, sizes near 2^64 print as
 # sizes, and galloc budget's exit codes and JSON head are replay's and fit's.
-set -uo pipefail
+. "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}/tests/tools/cli_lib.sh"
 
-RUNFILES="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}"
-GALLOC="$RUNFILES/tools/galloc"
-EX="$RUNFILES/examples"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-PY="$(command -v python3 || echo /usr/bin/python3)"
-failures=0
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-# run WANT DESCRIPTION COMMAND...: stdout in $TMP/out, stderr in $TMP/err.
+# run WANT DESCRIPTION COMMAND...: expect_exit without its "--".
 run() {
     local want=$1 what=$2
     shift 2
-    "$@" >"$TMP/out" 2>"$TMP/err"
-    local got=$?
-    [ "$got" -eq "$want" ] || fail "$what: exit $got, expected $want; err: $(head -c 400 "$TMP/err")"
+    expect_exit "$want" "$what" -- "$@"
 }
-has() { grep -q -- "$2" "$1" || fail "$3: '$2' not in $1: $(head -c 400 "$1")"; }
 hasnt() { ! grep -q -- "$2" "$1" || fail "$3: '$2' in $1: $(grep -m2 -- "$2" "$1")"; }
 count() { # count FILE PATTERN N DESCRIPTION: PATTERN on exactly N lines
     local n
@@ -42,7 +29,7 @@ count "$TMP/err" "no_such_key" 1 "refused configuration said once on stderr"
 hasnt "$TMP/out" "no_such_key.*Unrecognized\|could not create" "refused configuration not repeated on stdout"
 run 2 "fit: refused environment" env PYTORCH_CUDA_ALLOC_CONF=bogus_key:1 "$GALLOC" fit --env --max-configs 2 --bisect 0 \
     "$EX/rmm_small.csv"
-has "$TMP/err" "galloc fit: configuration" "fit: a configuration that cannot be replayed, on stderr"
+expect_in "$TMP/err" "galloc fit: configuration" "fit: a configuration that cannot be replayed, on stderr"
 hasnt "$TMP/out" "Unrecognized" "fit: the refusal not on stdout (the --env header names the variable)"
 run 2 "budget: refused conf" "$GALLOC" budget "${B[@]}" --conf bogus_key:1
 count "$TMP/err" "bogus_key" 1 "budget: refused configuration said once on stderr"
@@ -83,11 +70,11 @@ for opt in --plot --snapshot; do
     [ -s "$TMP/out" ] && fail "$opt: refused before the replay (stdout empty): $(head -c 300 "$TMP/out")"
 done
 run 2 "fit --plot into a missing directory" "$GALLOC" fit --plot "$TMP/no/x.png" "$EX/rmm_small.csv"
-has "$TMP/err" "cannot create" "fit --plot refused"
+expect_in "$TMP/err" "cannot create" "fit --plot refused"
 mkdir -p "$TMP/ro" && chmod 555 "$TMP/ro"
 if [ ! -w "$TMP/ro" ]; then # (root can write anyway)
     run 2 "--plot into a read-only directory" "$GALLOC" replay --plot "$TMP/ro/x.png" "$EX/rmm_small.csv"
-    has "$TMP/err" "Permission denied" "read-only directory refused"
+    expect_in "$TMP/err" "Permission denied" "read-only directory refused"
 fi
 echo keep >"$TMP/old.png"
 run 0 "--plot over an existing file" "$GALLOC" replay --plot "$TMP/old.png" "$EX/rmm_small.csv"
@@ -97,15 +84,15 @@ run 2 "--plot check leaves no file" "$GALLOC" replay --plot "$TMP/never.png" "$T
 # ---- 5. sizes near 2^64 print as sizes --------------------------------------
 printf 'galloc-trace 1\nalloc 1 18446744073709547520\nfree 1\nalloc 2 1024\nfree 2\n' >"$TMP/huge.trace"
 run 1 "a request near 2^64" "$GALLOC" replay "$TMP/huge.trace"
-has "$TMP/out" "16.00 EiB requested" "a request near 2^64 as a size"
+expect_in "$TMP/out" "16.00 EiB requested" "a request near 2^64 as a size"
 hasnt "$TMP/out" " -[0-9]" "no negative figure"
 run 1 "json, a request near 2^64" "$GALLOC" replay --json "$TMP/huge.trace"
-has "$TMP/out" '"size": 18446744073709547520' "json size unsigned"
+expect_in "$TMP/out" '"size": 18446744073709547520' "json size unsigned"
 run 1 "an 8 EiB device" "$GALLOC" replay --device-memory 9223372036854775807 "$TMP/huge.trace"
-has "$TMP/out" "sim device 8.00 EiB" "a huge device as a size"
+expect_in "$TMP/out" "sim device 8.00 EiB" "a huge device as a size"
 hasnt "$TMP/out" " -[0-9]" "no negative figure"
 run 2 "a 16 EiB device" "$GALLOC" replay --device-memory 18446744073709551615 "$TMP/huge.trace"
-has "$TMP/out" "sim device 16.00 EiB" "2^64 - 1 device as a size"
+expect_in "$TMP/out" "sim device 16.00 EiB" "2^64 - 1 device as a size"
 hasnt "$TMP/out" " -[0-9]" "no negative figure"
 run 1 "fit, a 16 EiB request" "$GALLOC" fit --bisect 0 --max-configs 2 "$TMP/huge.trace"
 hasnt "$TMP/out" " -[0-9]" "fit: no negative figure"
@@ -125,8 +112,4 @@ assert doc["tool"] == "galloc " + sys.argv[2] and doc["version"] == 1, (doc["too
 PYEOF
 done
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures failure(s)" >&2
-    exit 1
-fi
-echo "all hygiene checks passed"
+finish
