@@ -21,6 +21,7 @@
 
 #include <galloc/galloc_allocator.h>
 #include <galloc/galloc_mempool.h>
+#include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
 #include <galloc/galloc_status.h>
 #include <galloc/galloc_trace.h>
@@ -61,6 +62,14 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
     galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);
+    /* Sleep and wake (galloc_sleep.h); NULL where the implementation has none. */
+    galloc_status_t (*tag_begin)(void *impl, const char *tag);
+    galloc_status_t (*tag_end)(void *impl, const char *tag);
+    galloc_status_t (*mempool_set_tag)(void *impl, galloc_mempool_id_t id, const char *tag);
+    galloc_status_t (*sleep)(void *impl, const char *tags, const char *offload_tags);
+    galloc_status_t (*wake)(void *impl, const char *tags);
+    galloc_status_t (*sleep_stats)(void *impl, galloc_sleep_stats_t *out);
+    galloc_status_t (*tag_asleep)(void *impl, const char *tag, int *asleep);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -419,6 +419,51 @@ galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_
     MEMPOOL_CALL(a, mempool_release, id);
 }
 
+galloc_status_t galloc_tag_begin(galloc_allocator_t *a, const char *tag)
+{
+    if (tag == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, tag_begin, tag);
+}
+
+galloc_status_t galloc_tag_end(galloc_allocator_t *a, const char *tag)
+{
+    if (tag == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, tag_end, tag);
+}
+
+galloc_status_t galloc_mempool_set_tag(galloc_allocator_t *a, galloc_mempool_id_t id, const char *tag)
+{
+    if (tag == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, mempool_set_tag, id, tag);
+}
+
+galloc_status_t galloc_sleep(galloc_allocator_t *a, const char *tags, const char *offload_tags)
+{
+    MEMPOOL_CALL(a, sleep, tags, offload_tags);
+}
+
+galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags)
+{
+    MEMPOOL_CALL(a, wake, tags);
+}
+
+galloc_status_t galloc_sleep_stats(galloc_allocator_t *a, galloc_sleep_stats_t *out)
+{
+    if (out == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, sleep_stats, out);
+}
+
+galloc_status_t galloc_tag_asleep(galloc_allocator_t *a, const char *tag, int *asleep)
+{
+    if (tag == NULL || asleep == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, tag_asleep, tag, asleep);
+}
+
 galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt)
 {
     MEMPOOL_CALL(a, record_history, opt);

@@ -6,6 +6,7 @@
 #include <galloc/galloc_backend.h>
 #include <galloc/galloc_device.h>
 #include <galloc/galloc_mempool.h>
+#include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
 #include <galloc/galloc_status.h>
 #include <galloc/galloc_trace.h>

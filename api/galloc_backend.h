@@ -148,6 +148,24 @@ typedef struct galloc_backend_ops {
     /* vendor: a galloc_backend_vendor_t. 0 (GALLOC_BACKEND_VENDOR_NONE), or a
      * table whose struct_size ends before this member: CUDA's wording. */
     uint32_t vendor;
+
+    /* ---- Optional: NULL = not supported (appended for sleep and wake, galloc_sleep.h). ---- */
+
+    /* Pinned host memory and copies, with which galloc_sleep offloads the
+     * contents of tagged allocations and galloc_wake restores them. All four
+     * are needed to offload; a pool sleeps without them only when nothing is
+     * to be offloaded. host_alloc: bytes (> 0) of page-locked host memory at
+     * *ptr (cuMemHostAlloc / hipHostMalloc); GALLOC_E_NOMEM when refused.
+     * host_free: give back a host_alloc block (same bytes). copy_d2h: copy
+     * bytes from device address src to host dst; copy_h2d: from host src to
+     * device address dst. Both are complete when they return. galloc calls
+     * device_synchronize (where there is one) before the first copy of a
+     * sleep, so work queued on any stream that writes the memory has
+     * finished. */
+    galloc_status_t (*host_alloc)(void *state, size_t bytes, void **ptr);
+    galloc_status_t (*host_free)(void *state, void *ptr, size_t bytes);
+    galloc_status_t (*copy_d2h)(void *state, void *dst, uintptr_t src, size_t bytes);
+    galloc_status_t (*copy_h2d)(void *state, uintptr_t dst, const void *src, size_t bytes);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

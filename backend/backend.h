@@ -196,6 +196,41 @@ static inline galloc_status_t ga_backend_device_synchronize(ga_backend_t *b)
     return b->ops->device_synchronize(b->state);
 }
 
+static inline galloc_status_t ga_backend_host_alloc(ga_backend_t *b, size_t n, void **ptr)
+{
+    if (!GA_BACKEND_HAS(b->ops, host_alloc))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->host_alloc(b->state, n, ptr);
+}
+
+static inline galloc_status_t ga_backend_host_free(ga_backend_t *b, void *ptr, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, host_free))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->host_free(b->state, ptr, n);
+}
+
+static inline galloc_status_t ga_backend_copy_d2h(ga_backend_t *b, void *dst, uintptr_t src, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, copy_d2h))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->copy_d2h(b->state, dst, src, n);
+}
+
+static inline galloc_status_t ga_backend_copy_h2d(ga_backend_t *b, uintptr_t dst, const void *src, size_t n)
+{
+    if (!GA_BACKEND_HAS(b->ops, copy_h2d))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->copy_h2d(b->state, dst, src, n);
+}
+
+/* Whether the backend can offload contents (galloc_sleep's offload_tags). */
+static inline int ga_backend_can_offload(const ga_backend_t *b)
+{
+    return GA_BACKEND_HAS(b->ops, host_alloc) && GA_BACKEND_HAS(b->ops, host_free) && GA_BACKEND_HAS(b->ops, copy_d2h) &&
+           GA_BACKEND_HAS(b->ops, copy_h2d);
+}
+
 /* ga_backend_error_string: the backend's description of its last failure, or "". */
 static inline void ga_backend_error_string(ga_backend_t *b, char *buf, size_t len)
 {
