@@ -198,9 +198,51 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
         write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
 
+/* A snapshot's oom entry whose device had room for the request (device_free
+ * >= size): the traced run was capped by set_per_process_memory_fraction,
+ * which snapshots do not record. Its cap lay at or above every reservation the
+ * run made before (they all succeeded) and below what the retry after the
+ * flush needed: reserved once the flush had released what the trace shows it
+ * released (the segment_free / segment_unmap entries just before the oom),
+ * plus the request. The replay takes the top of that range, less a page (an
+ * expandable segment's retry maps only what its free tail lacks, and the
+ * flush leaves at most a page of that tail: 20 MiB, a large segment's page),
+ * so that the first try and the retry fail as they did and garbage collection
+ * (garbage_collection_threshold counts against the cap) stays as quiet as
+ * under the real, unknown cap. Returns the fraction to restore afterwards, or
+ * a negative value when no cap applies (the column has a fraction of its own,
+ * the entry recorded no device_free, or the device itself was short). */
+static double cap_for_oom(ga_replay_column_t *c, const ga_event_t *e)
+{
+    const uint64_t page = (uint64_t)20 << 20;
+    size_t dfree, total;
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    if (e->device_free == 0 || e->device_free < e->size || c->fraction < 1.0 ||
+        galloc_memory_info(c->a, &dfree, &total) != GALLOC_OK || total == 0 ||
+        galloc_memory_stats(c->a, &s) != GALLOC_OK)
+        return -1.0;
+    uint64_t peak = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].peak;
+    uint64_t cur = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].current;
+    uint64_t low = peak > cur ? peak : cur, high = (e->released < cur ? cur - e->released : 0) + e->size;
+    uint64_t cap = high > low + page ? high - page : low;
+    if (cap > total || galloc_set_memory_fraction(c->a, (double)cap / (double)total) != GALLOC_OK)
+        return -1.0;
+    c->capped_ooms++;
+    c->cap_low = low;
+    c->cap_high = high;
+    /* record_oom classifies under the lowest cap the trace allows: the
+     * verdict must hold whatever the real cap was. */
+    c->fraction = (double)low / (double)total;
+    return 1.0;
+}
+
 static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     void *p = NULL;
+    /* Lifted after the event: the run's later allocations fitted under its real
+     * cap, which may lie above this one. (1.0 keeps set_fraction on, as
+     * PyTorch 2.x's setMemoryFraction does: only garbage collection notices.) */
+    double restore = e->kind == GA_EV_OOM ? cap_for_oom(c, e) : -1.0;
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, e->place); /* GALLOC_E_UNSUPPORTED under another placement: nothing to do */
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
@@ -216,6 +258,8 @@ static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, c
         } else {
             note_error(c, idx, e, "galloc_malloc", st);
         }
+        if (restore >= 0.0 && galloc_set_memory_fraction(c->a, restore) == GALLOC_OK)
+            c->fraction = restore;
         return;
     }
     ga_idmap_val_t v = {p, e->stream}, old;

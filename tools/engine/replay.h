@@ -138,6 +138,12 @@ typedef struct ga_replay_column {
     uint64_t ooms_total;                 /* allocations that failed with out-of-memory */
     uint64_t expected_ooms;              /* expected OOM points met */
     uint64_t expected_avoided;           /* ... of which this configuration could allocate */
+    uint64_t capped_ooms;                /* expected OOMs the device had room for (a snapshot's oom
+                                            entry with device_free >= its size): the traced run was
+                                            capped by a memory fraction, replayed under a cap */
+    uint64_t cap_low, cap_high;          /* the last such cap lay in [cap_low, cap_high): at or above
+                                            the peak reserved before it, below what the retry after
+                                            the flush needed */
     ga_replay_oom_t *ooms;               /* the first GA_REPLAY_MAX_OOMS failures */
     size_t n_ooms;
     uint64_t unmatched;                  /* frees / record_streams of ids not live in the trace */

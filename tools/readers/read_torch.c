@@ -62,6 +62,7 @@ typedef struct torch {
     pro_block_t *pro;                  /* the current unit's prologue */
     size_t n_pro, pro_next, pro_cap;
     uint64_t place;                    /* the address of a segment_alloc or segment_map not yet given to its alloc */
+    uint64_t released;                 /* bytes of the segment_free/unmap run just before an oom entry */
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -230,15 +231,20 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
 {
     *next_segment = 0;
-    while (t->next < t->trace.n) {
+    uint64_t released = 0, n;
+    for (size_t i = t->next - 1; i < t->trace.n; i++) {
         ga_torch_entry_t e;
-        ga_torch_entry(&t->trace, t->next, &e);
+        ga_torch_entry(&t->trace, i, &e);
         if (e.action == GA_ACT_SEGMENT_FREE || e.action == GA_ACT_SEGMENT_UNMAP) {
-            t->next++;
+            if (ga_torch_int_get(e.size, true, 0, &n))
+                released += n;
+            t->next = i + 1;
             continue;
         }
-        if (e.action == GA_ACT_OOM)
+        if (e.action == GA_ACT_OOM) {
+            t->released = released; /* for the oom's event: how far the flush brought reserved down */
             return false;
+        }
         if ((e.action == GA_ACT_SEGMENT_ALLOC || e.action == GA_ACT_SEGMENT_MAP) &&
             !ga_torch_int_get(e.size, true, 0, next_segment))
             *next_segment = 0;
@@ -266,6 +272,10 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
     } else if (oom) {
         ev->kind = GA_EV_OOM;
         ev->id = 0;
+        uint64_t device_free;
+        ev->device_free = ga_torch_int_get(e->device_free, false, 0, &device_free) ? device_free : 0;
+        ev->released = t->released;
+        t->released = 0;
     } else if (e->action == GA_ACT_FREE_COMPLETED) {
         ev->kind = GA_EV_FREE_COMPLETED;
     } else {

@@ -80,6 +80,10 @@ typedef struct ga_event {
     uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
                            it (a snapshot's segment_alloc or segment_map just before; a new expandable
                            segment's first map is at its reservation's base), 0 if none was recorded */
+    uint64_t device_free; /* GA_EV_OOM from a snapshot: the device's free bytes when the traced run failed
+                             (the entry's device_free), 0 if not recorded */
+    uint64_t released;    /* GA_EV_OOM from a snapshot: bytes the traced run's OOM path released just before
+                             it (the segment_free / segment_unmap entries it follows) */
 } ga_event_t;
 
 typedef struct ga_reader ga_reader_t;

@@ -133,8 +133,9 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
             ok ? c->stats.allocated_bytes[GALLOC_STAT_ALL].peak : 0,
             ok ? c->stats.reserved_bytes[GALLOC_STAT_ALL].peak : 0);
     fprintf(out, ",\n        \"ooms_total\": %" PRIu64 ", \"expected_ooms\": %" PRIu64
-                 ", \"expected_ooms_avoided\": %" PRIu64 ", \"ooms\": [",
-            c->ooms_total, c->expected_ooms, c->expected_avoided);
+                 ", \"expected_ooms_avoided\": %" PRIu64 ", \"capped_ooms\": %" PRIu64 ", \"cap_low\": %" PRIu64 ", \"cap_high\": %" PRIu64
+                 ", \"ooms\": [",
+            c->ooms_total, c->expected_ooms, c->expected_avoided, c->capped_ooms, c->cap_low, c->cap_high);
     for (size_t k = 0; k < c->n_ooms; k++)
         oom_json(out, &c->ooms[k], k == 0);
     fprintf(out, "%s],\n        \"unmatched_frees\": %" PRIu64 ", \"duplicate_allocs\": %" PRIu64

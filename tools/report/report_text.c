@@ -286,6 +286,15 @@ static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_
     if (c->unmatched || c->duplicates)
         fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
                      " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
+    if (c->capped_ooms) {
+        char lo[32], hi[32];
+        ga_units_format_size(c->cap_low, lo, sizeof(lo));
+        ga_units_format_size(c->cap_high, hi, sizeof(hi));
+        fprintf(out, "%s %" PRIu64 " traced OOM%s came with room on the device (the oom entry's device_free): the "
+                     "run was capped by a memory fraction, which snapshots do not record; the cap lay between %s "
+                     "(the peak reserved before it) and %s (what the retry needed), and was replayed a page below the "
+                     "latter\n", tag, c->capped_ooms, c->capped_ooms == 1 ? "" : "s", lo, hi);
+    }
     if (c->snapshot_path != NULL && !c->snapshot_error[0]) /* a failure is said on stderr (replay_cli.c) */
         fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
 }

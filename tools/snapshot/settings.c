@@ -16,13 +16,15 @@
  *
  * The parsed document comes from the per-process snapshot cache
  * (snapfile.h) the trace reader filled, so the file is not read again; only
- * its first byte is, to skip non-pickle traces without loading them.
+ * its first byte is (inflated, for a gzipped file), to skip traces that are
+ * not pickles without loading them.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/readers/gz.h"
 #include "tools/snapshot/torch_snapshot.h"
 
 /* The roundup dict as "N" when every interval agrees, else a 16-entry list;
@@ -80,6 +82,34 @@ static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
     return true;
 }
 
+/* The first byte of the file, inflated when it is gzipped (a snapshot pickle
+ * starts with 0x80), or -1 with err; 0 for an empty file. */
+static int first_byte(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return -1;
+    }
+    unsigned char head[2];
+    size_t n = fread(head, 1, sizeof(head), f);
+    int first = n > 0 ? head[0] : 0;
+    if (ga_gz_magic(head, n)) {
+        ga_gz_t *g;
+        unsigned char b = 0;
+        first = 0;
+        if (ga_gz_open(&g, f, head, n, path, err, errlen) != 0) {
+            fclose(f);
+            return -1;
+        }
+        if (ga_gz_read(g, &b, 1, err, errlen) == 1)
+            first = b;
+        ga_gz_close(g);
+    }
+    fclose(f);
+    return first;
+}
+
 int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
                          size_t errlen)
 {
@@ -87,13 +117,9 @@ int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text,
     text[0] = '\0';
     /* Only a pickle records settings: look at its first byte before loading
      * anything (a text or CSV trace may be large). */
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open", path);
+    int first = first_byte(path, err, errlen);
+    if (first < 0)
         return -1;
-    }
-    int first = fgetc(f);
-    fclose(f);
     if (first != 0x80)
         return 0;
     ga_torch_snapshot_t snap;

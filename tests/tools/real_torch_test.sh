@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# real_torch_test.sh: galloc against PyTorch itself. The snapshots in
+# data/h200/ were recorded by PyTorch 2.11 on an NVIDIA H200
+# (tests/gpu/capture_torch_snapshot.py; data/README.md says how), each with
+# torch.cuda.memory_stats() and, for the capped runs, PyTorch's own
+# out-of-memory message. galloc must replay them event for event, end with
+# the same 122 memory_stats values and word the OOM with the same figures.
+. "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-galloc}/tests/tools/cli_lib.sh"
+D="$RUNFILES/tests/tools/data/h200"
+
+# ---- whole runs: recorded from before the first allocation, capped at 5 % ----
+# name  device events  segment_alloc  segment_free  segment_map  segment_unmap  final segments
+while read -r name events salloc sfree smap sunmap finals; do
+    snap="$D/torch211_h200_full_$name.pickle.gz"
+    expect_exit 0 "$name: verify agrees" -- "$GALLOC" replay --verify "$snap"
+    expect_in "$TMP/out" "^device events: $events of $events agree" "$name: every device event"
+    kinds=""
+    [ "$salloc" != - ] && kinds="segment_alloc $salloc of $salloc, segment_free $sfree of $sfree, "
+    [ "$smap" != - ] && kinds="segment_map $smap of $smap, segment_unmap $sunmap of $sunmap, "
+    expect_in "$TMP/out" "^by kind: ${kinds}oom 1 of 1, alloc 2939 of 2939, free_requested 2792 of 2792, free_completed 2792 of 2792" "$name: every event by kind"
+    expect_in "$TMP/out" "^final segments: $finals of $finals agree" "$name: final segments"
+    # The run was capped by set_per_process_memory_fraction(0.05): the oom
+    # entry had room on the device; the replay says so and fails the same way.
+    expect_exit 1 "$name: replay meets the traced OOM" -- "$GALLOC" replay "$snap"
+    expect_in "$TMP/out" "1 traced OOM came with room on the device" "$name: the cap is recognized"
+    expect_in "$TMP/out" "^traced OOMs  *0 of 1 avoided" "$name: no setting avoids a cap"
+    expect_in "$TMP/out" "genuine: .* exceed the .* the memory fraction allows" "$name: classified as the cap"
+    cp "$TMP/out" "$TMP/$name.txt"
+    expect_exit 1 "$name: replay --json" -- "$GALLOC" replay --json "$snap"
+    cp "$TMP/out" "$TMP/$name.json"
+    "$PY" - "$snap" "$TMP/$name.json" "$TMP/$name.txt" "${snap%.pickle.gz}.json" <<'PYEOF' || fail "$name: memory_stats and the OOM message"
+import json, re, sys
+_, snap, gjson, gtext, torch_json = sys.argv
+torch = json.load(open(torch_json))
+want = torch["memory_stats"]
+res = json.load(open(gjson))["traces"][0]["results"][0]
+def stats_of(d):
+    if isinstance(d, dict):
+        if "allocated_bytes.all.current" in d:
+            return d
+        for v in d.values():
+            r = stats_of(v)
+            if r is not None:
+                return r
+    return None
+got = stats_of(res)
+assert got is not None, "no memory_stats in galloc's JSON"
+assert len(want) == 122, len(want)
+diff = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
+assert not diff, f"{len(diff)} of 122 memory_stats differ from PyTorch's (torch, galloc): {diff}"
+assert set(got) == set(want), sorted(set(got) ^ set(want))
+# The figures PyTorch's message states about its own allocator.
+pat = (r"Tried to allocate ([0-9.]+ [KMG]iB)\..*Of the allocated memory ([0-9.]+ [KMG]iB) is allocated by "
+       r"PyTorch, and ([0-9.]+ [KMG]iB) is reserved by PyTorch but unallocated")
+t = re.search(pat, torch["oom_message"])
+g = re.search(pat, open(gtext).read())
+assert t and g, (torch["oom_message"], open(gtext).read()[:2000])
+assert t.groups() == g.groups(), (t.groups(), g.groups())
+PYEOF
+done <<'TABLE'
+default 193 106 86 - - 20
+expandable 102 - - 93 8 4
+mixed 195 107 87 - - 20
+TABLE
+
+# A gzipped snapshot replays under the settings it recorded, as a plain pickle does.
+expect_exit 0 "mixed: recorded settings" -- "$GALLOC" replay --verify "$D/torch211_h200_full_mixed.pickle.gz"
+expect_in "$TMP/out" "verify (settings: max_split_size_mb:64,roundup_power2_divisions:4,garbage_collection_threshold:0.6; " "mixed: settings from the .gz"
+
+# ---- a window that starts mid-run (from step 2 of 8), as users' rings do ----
+expect_exit 0 "mid-run: verify agrees" -- "$GALLOC" replay --verify "$D/torch211_h200_midrun_default.pickle.gz"
+expect_in "$TMP/out" "reconstructed backwards from the final segments (62 segments, 147 live blocks)" "mid-run: seeded"
+expect_in "$TMP/out" "^device events: 95 of 95 agree" "mid-run: device events"
+expect_in "$TMP/out" "^final segments: 55 of 55 agree" "mid-run: final segments"
+# Known limit: a mid-run window of expandable segments is not rebuilt (the
+# mapped pages before the window are not reconstructed); verify says so.
+expect_exit 2 "mid-run expandable: cannot verify, saying why" -- "$GALLOC" replay --verify "$D/torch211_h200_midrun_expandable.pickle.gz"
+expect_in "$TMP/err" "expandable segments are not reconstructed" "mid-run expandable: the reason"
+
+finish
