@@ -14,6 +14,10 @@
 //   multistream/<other streams>/real_time     pairs on stream 1 while 0..64
 //                                             other streams hold cached and
 //                                             live blocks in the same pools
+//   step/training/real_time                   one training step per iteration:
+//                                             50 sizes of 2..512 MiB allocated,
+//                                             then freed (issue 19's "training
+//                                             step"; an item is one pair)
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -129,6 +133,38 @@ void BM_MultiStream(benchmark::State &state)
     CheckAndDestroy(alloc);
 }
 
+// Issue 19's training step: 50 activation-sized requests (log-uniform 2 MiB
+// .. 512 MiB, multiples of 512 B, seed 42) allocated in order and then freed
+// in order, as a forward pass holds its activations until the backward pass.
+// After the warm-up step every request is a cache hit; items are pairs.
+constexpr size_t kStepSizes = 50;
+
+void BM_TrainingStep(benchmark::State &state)
+{
+    galloc_allocator_t *alloc = CreateOrDie(kConf);
+    GallocAdaptor a{alloc, 0};
+    Rng r(42);
+    std::vector<size_t> sizes(kStepSizes);
+    for (size_t &s : sizes)
+        s = r.LogUniform(size_t{2} << 20, size_t{512} << 20, 512);
+    std::vector<void *> live(kStepSizes);
+    auto step = [&] {
+        for (size_t i = 0; i < kStepSizes; i++)
+            live[i] = a.Alloc(sizes[i]);
+        benchmark::DoNotOptimize(live.data());
+        for (void *p : live)
+            a.Free(p);
+    };
+    step();
+    int64_t before = Stats(alloc).num_device_alloc;
+    for (auto _ : state)
+        step();
+    state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kStepSizes));
+    state.counters["dev_allocs"] = static_cast<double>(Stats(alloc).num_device_alloc - before);
+    state.counters["pairs"] = static_cast<double>(kStepSizes); // per iteration (summarize.py)
+    CheckAndDestroy(alloc);
+}
+
 int Register()
 {
     for (Seq s : {Seq::kFixed4K, Seq::kSmallMix, Seq::kTrainingMix, Seq::kChurn}) {
@@ -156,6 +192,7 @@ int Register()
         ->Arg(16)
         ->Arg(64)
         ->UseRealTime();
+    PairIterations(benchmark::RegisterBenchmark("step/training", BM_TrainingStep))->UseRealTime();
     return 0;
 }
 
