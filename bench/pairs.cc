@@ -11,6 +11,11 @@
 //                                             thread on a stream of its own
 //                                             (issue 19's case: blocks never
 //                                             move between the threads)
+//   own_allocators/<sequence>/real_time/threads:{1,2}
+//                                             each thread on an allocator of
+//                                             its own: nothing shared, the
+//                                             ceiling per-stream locking could
+//                                             reach for own_streams
 //   multistream/<other streams>/real_time     pairs on stream 1 while 0..64
 //                                             other streams hold cached and
 //                                             live blocks in the same pools
@@ -94,6 +99,22 @@ void BM_OwnStreams(benchmark::State &state, Seq seq)
     NoteWarm();
     PairLoop(state, a, sizes);
     ReportDeviceAllocs(state);
+}
+
+// BM_OwnStreams with an allocator per thread: no state, lock or cache line
+// in common, so 2 threads scale as far as the machine lets them (the upper
+// bound for own_streams).
+void BM_OwnAllocators(benchmark::State &state, Seq seq)
+{
+    galloc_allocator_t *alloc = CreateOrDie(kConf);
+    GallocAdaptor a{alloc, 1};
+    std::vector<size_t> sizes = MakeSizes(seq, 0);
+    WarmPairs(a, sizes);
+    int64_t before = Stats(alloc).num_device_alloc;
+    PairLoop(state, a, sizes);
+    if (state.thread_index() == 0)
+        state.counters["dev_allocs"] = static_cast<double>(Stats(alloc).num_device_alloc - before);
+    CheckAndDestroy(alloc);
 }
 
 // Pairs on stream 1 (the small mix) while `others` other streams each hold
@@ -181,6 +202,13 @@ int Register()
         PairIterations(benchmark::RegisterBenchmark(name.c_str(), BM_OwnStreams, s))
             ->Setup(SetupShared)
             ->Teardown(TeardownShared)
+            ->UseRealTime()
+            ->Threads(1)
+            ->Threads(2);
+    }
+    for (Seq s : {Seq::kFixed4K, Seq::kSmallMix}) {
+        std::string name = std::string("own_allocators/") + SeqName(s);
+        PairIterations(benchmark::RegisterBenchmark(name.c_str(), BM_OwnAllocators, s))
             ->UseRealTime()
             ->Threads(1)
             ->Threads(2);

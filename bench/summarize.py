@@ -449,6 +449,11 @@ class Summary:
             r = two["items_per_second"] / one["items_per_second"]
             ref = f"1 thread {fmt(one['items_per_second'] / 1e6)} M pairs/s, 2 threads " \
                   f"{fmt(two['items_per_second'] / 1e6)} M; load average {fmt(load, 2) if load is not None else '?'}"
+            # The ceiling: an allocator per thread shares nothing.
+            c1 = self.pairs.get(f"own_allocators/{seq}/real_time/threads:1")
+            c2 = self.pairs.get(f"own_allocators/{seq}/real_time/threads:2")
+            if c1 is not None and c2 is not None:
+                ref += f"; an allocator per thread ×{fmt(c2['items_per_second'] / c1['items_per_second'], 3)}"
             case = f"2 threads on one allocator, own streams ({seq}): throughput over 1 thread's (wall)"
             if load is not None and load < FREE_LOAD:
                 v = self.verdict(r >= OWN_STREAMS_FREE_CORES, f"×{fmt(r, 3)}")
