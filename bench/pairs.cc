@@ -11,9 +11,18 @@
 //                                             thread on a stream of its own
 //                                             (issue 19's case: blocks never
 //                                             move between the threads)
+//   own_allocators/<sequence>/real_time/threads:{1,2}
+//                                             each thread on an allocator of
+//                                             its own: nothing shared, the
+//                                             ceiling per-stream locking could
+//                                             reach for own_streams
 //   multistream/<other streams>/real_time     pairs on stream 1 while 0..64
 //                                             other streams hold cached and
 //                                             live blocks in the same pools
+//   step/training/real_time                   one training step per iteration:
+//                                             50 sizes of 2..512 MiB allocated,
+//                                             then freed (issue 19's "training
+//                                             step"; an item is one pair)
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -92,6 +101,22 @@ void BM_OwnStreams(benchmark::State &state, Seq seq)
     ReportDeviceAllocs(state);
 }
 
+// BM_OwnStreams with an allocator per thread: no state, lock or cache line
+// in common, so 2 threads scale as far as the machine lets them (the upper
+// bound for own_streams).
+void BM_OwnAllocators(benchmark::State &state, Seq seq)
+{
+    galloc_allocator_t *alloc = CreateOrDie(kConf);
+    GallocAdaptor a{alloc, 1};
+    std::vector<size_t> sizes = MakeSizes(seq, 0);
+    WarmPairs(a, sizes);
+    int64_t before = Stats(alloc).num_device_alloc;
+    PairLoop(state, a, sizes);
+    if (state.thread_index() == 0)
+        state.counters["dev_allocs"] = static_cast<double>(Stats(alloc).num_device_alloc - before);
+    CheckAndDestroy(alloc);
+}
+
 // Pairs on stream 1 (the small mix) while `others` other streams each hold
 // cached free blocks of the same sizes and a few live ones. galloc's free sets
 // are ordered by (stream, size), so the other streams' blocks share the trees
@@ -129,6 +154,38 @@ void BM_MultiStream(benchmark::State &state)
     CheckAndDestroy(alloc);
 }
 
+// Issue 19's training step: 50 activation-sized requests (log-uniform 2 MiB
+// .. 512 MiB, multiples of 512 B, seed 42) allocated in order and then freed
+// in order, as a forward pass holds its activations until the backward pass.
+// After the warm-up step every request is a cache hit; items are pairs.
+constexpr size_t kStepSizes = 50;
+
+void BM_TrainingStep(benchmark::State &state)
+{
+    galloc_allocator_t *alloc = CreateOrDie(kConf);
+    GallocAdaptor a{alloc, 0};
+    Rng r(42);
+    std::vector<size_t> sizes(kStepSizes);
+    for (size_t &s : sizes)
+        s = r.LogUniform(size_t{2} << 20, size_t{512} << 20, 512);
+    std::vector<void *> live(kStepSizes);
+    auto step = [&] {
+        for (size_t i = 0; i < kStepSizes; i++)
+            live[i] = a.Alloc(sizes[i]);
+        benchmark::DoNotOptimize(live.data());
+        for (void *p : live)
+            a.Free(p);
+    };
+    step();
+    int64_t before = Stats(alloc).num_device_alloc;
+    for (auto _ : state)
+        step();
+    state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(kStepSizes));
+    state.counters["dev_allocs"] = static_cast<double>(Stats(alloc).num_device_alloc - before);
+    state.counters["pairs"] = static_cast<double>(kStepSizes); // per iteration (summarize.py)
+    CheckAndDestroy(alloc);
+}
+
 int Register()
 {
     for (Seq s : {Seq::kFixed4K, Seq::kSmallMix, Seq::kTrainingMix, Seq::kChurn}) {
@@ -149,6 +206,13 @@ int Register()
             ->Threads(1)
             ->Threads(2);
     }
+    for (Seq s : {Seq::kFixed4K, Seq::kSmallMix}) {
+        std::string name = std::string("own_allocators/") + SeqName(s);
+        PairIterations(benchmark::RegisterBenchmark(name.c_str(), BM_OwnAllocators, s))
+            ->UseRealTime()
+            ->Threads(1)
+            ->Threads(2);
+    }
     PairIterations(benchmark::RegisterBenchmark("multistream", BM_MultiStream))
         ->Arg(0)
         ->Arg(1)
@@ -156,6 +220,7 @@ int Register()
         ->Arg(16)
         ->Arg(64)
         ->UseRealTime();
+    PairIterations(benchmark::RegisterBenchmark("step/training", BM_TrainingStep))->UseRealTime();
     return 0;
 }
 

@@ -3,6 +3,12 @@
 // history recording on/off, snapshots and private-pool routing, for a bounded number of operations; the invariant
 // check runs at the end and stats must balance. Tagged "concurrency" so CI
 // also runs it under ThreadSanitizer (--config=tsan).
+//
+// OwnStreams: issue 19's case, two threads on one allocator each on a stream
+// of its own. Whatever locking serves it, the stats must be those of one
+// serial order of the calls: peaks that follow the threads' causal order
+// (a handshake forces the overlap), and counters that move together in every
+// call (allocated and active bytes without record_stream) peaking together.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -117,6 +123,124 @@ TEST(Concurrency, ThreadsTimesMixedOperationsKeepInvariants)
     EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, 0);
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, st.allocation[GALLOC_STAT_ALL].freed);
     EXPECT_GT(st.allocation[GALLOC_STAT_ALL].allocated, kThreads * kOps / 4);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_allocator_destroy(a);
+}
+
+galloc_stats_t StatsOf(galloc_allocator_t *a)
+{
+    galloc_stats_t st;
+    st.struct_size = sizeof st;
+    EXPECT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    return st;
+}
+
+galloc_allocator_t *CreateSim()
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    EXPECT_EQ(galloc_allocator_create("sim", 0, "sim_capacity:80GiB", &a, err, sizeof err), GALLOC_OK) << err;
+    return a;
+}
+
+// Round r: thread A allocates on stream 1, then B on stream 2, then A frees,
+// then B frees, each step waiting for the previous one (a handshake through
+// `turn`). Both blocks are live at once in every round, so the peaks are the
+// largest round's sum, whichever stream each was counted on. A fold of
+// per-stream counters after the fact would miss that overlap.
+TEST(Concurrency, OwnStreamsPeaksFollowTheCausalOrder)
+{
+    galloc_allocator_t *a = CreateSim();
+    ASSERT_NE(a, nullptr);
+    constexpr int kRounds = 200;
+    // Sizes in 512-byte units: A's and B's, largest sum in round 137.
+    auto size_a = [](int r) { return size_t{512} * (size_t)(1 + r % 13) + (r == 137 ? size_t{3} << 20 : 0); };
+    auto size_b = [](int r) { return size_t{512} * (size_t)(1 + r % 7) + (r == 137 ? (size_t{5} << 20) + 1 : 1); };
+    std::atomic<int> turn{0}, errors{0};
+    auto wait_for = [&](int v) {
+        while (turn.load() != v)
+            std::this_thread::yield();
+    };
+    std::thread ta([&] {
+        for (int r = 0; r < kRounds; r++) {
+            wait_for(4 * r);
+            void *p = nullptr;
+            errors += galloc_malloc(a, size_a(r), 1, &p) != GALLOC_OK;
+            turn = 4 * r + 1;
+            wait_for(4 * r + 2);
+            errors += galloc_free(a, p) != GALLOC_OK;
+            turn = 4 * r + 3;
+        }
+    });
+    std::thread tb([&] {
+        for (int r = 0; r < kRounds; r++) {
+            wait_for(4 * r + 1);
+            void *p = nullptr;
+            errors += galloc_malloc(a, size_b(r), 2, &p) != GALLOC_OK;
+            turn = 4 * r + 2;
+            wait_for(4 * r + 3);
+            errors += galloc_free(a, p) != GALLOC_OK;
+            turn = 4 * r + 4;
+        }
+    });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(errors.load(), 0);
+    galloc_stats_t st = StatsOf(a);
+    // Round 137: A 512 * (1 + 137 % 13 = 8) + 3 MiB, B 512 * (1 + 137 % 7 = 5) + 5 MiB + 1: requested
+    // 4,096 + 3,145,728 + 2,560 + 5,242,881 = 8,395,265; allocated rounds B up to 512 bytes: 8,395,776.
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].peak, 8395265);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, 8395776);
+    EXPECT_EQ(st.active_bytes[GALLOC_STAT_ALL].peak, 8395776);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].peak, 2);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2 * kRounds);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].freed, 2 * kRounds);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_allocator_destroy(a);
+}
+
+// Two threads racing malloc+free pairs on their own streams, no handshake:
+// the interleaving is the scheduler's, but every call moves allocated_bytes
+// and active_bytes by the same amount, so in any serial order their peaks are
+// equal; the counts and totals are exact.
+TEST(Concurrency, OwnStreamsRacingPairsKeepStatsOfOneSerialOrder)
+{
+    galloc_allocator_t *a = CreateSim();
+    ASSERT_NE(a, nullptr);
+#if defined(__SANITIZE_THREAD__)
+    constexpr int kPairs = 5000;
+#else
+    constexpr int kPairs = 50000;
+#endif
+    std::atomic<int> errors{0};
+    auto run = [&](galloc_stream_t stream, uint64_t seed) {
+        std::mt19937_64 rng(seed);
+        for (int i = 0; i < kPairs; i++) {
+            void *p = nullptr;
+            errors += galloc_malloc(a, 1 + rng() % (64 << 10), stream, &p) != GALLOC_OK;
+            errors += galloc_free(a, p) != GALLOC_OK;
+        }
+    };
+    std::thread t1(run, 1, 1), t2(run, 2, 2);
+    t1.join();
+    t2.join();
+    EXPECT_EQ(errors.load(), 0);
+    galloc_stats_t st = StatsOf(a);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2 * kPairs);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].freed, 2 * kPairs);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.active_bytes[GALLOC_STAT_ALL].current, 0);
+    // At most one block per thread is live at a time.
+    EXPECT_GE(st.allocation[GALLOC_STAT_ALL].peak, 1);
+    EXPECT_LE(st.allocation[GALLOC_STAT_ALL].peak, 2);
+    EXPECT_LE(st.allocated_bytes[GALLOC_STAT_ALL].peak, 2 * (64 << 10));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, st.active_bytes[GALLOC_STAT_ALL].peak);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_SMALL_POOL].peak, st.active_bytes[GALLOC_STAT_SMALL_POOL].peak);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].peak, st.active[GALLOC_STAT_ALL].peak);
+    // Each stream's blocks came from its own segments: one 2 MiB small segment each.
+    EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 2);
     EXPECT_EQ(galloc_check(a), GALLOC_OK);
     galloc_allocator_destroy(a);
 }
