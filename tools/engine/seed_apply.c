@@ -146,10 +146,11 @@ static int fill_late(tiler_t *t)
 /* An expandable block and the gap after it (1 MiB or less: no large request
  * can be that small) were taken as one placeholder: freed, it is the best fit
  * for the block's request, which splits the gap off (512 bytes or more).
- * 0, or -1 with err. */
+ * Last first: a gap already split off before the placeholder would merge with
+ * it and take the block. 0, or -1 with err. */
 static int split_late(tiler_t *t)
 {
-    for (size_t k = 0; k < t->split.n; k++) {
+    for (size_t k = t->split.n; k-- > 0;) {
         const late_t *l = &t->split.v[k];
         void *p = NULL;
         galloc_free(t->a, l->placeholder);
