@@ -257,6 +257,16 @@ static int tile_run(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g, 
 static size_t tile_reservation(tiler_t *t, const ga_seed_t *s, size_t i)
 {
     const ga_seed_segment_t *g0 = &s->seg[i];
+    /* Without expandable segments the pieces would make ordinary segments:
+     * a state the snapshot never had, which --verify would compare as one. */
+    galloc_settings_t set = {.struct_size = sizeof(set)};
+    if (galloc_settings_get(t->a, &set) != GALLOC_OK || !set.expandable_segments) {
+        snprintf(t->err, t->errlen,
+                 "seeding the reconstructed state: the segment at 0x%llx is expandable and the configuration does "
+                 "not have expandable_segments:True",
+                 (unsigned long long)g0->addr);
+        return SIZE_MAX;
+    }
     uint64_t at = g0->resv;
     galloc_sim_place(t->a, g0->resv); /* the reservation, made by the first piece */
     for (; i < s->n_seg && s->seg[i].expandable && s->seg[i].resv == g0->resv; i++) {
