@@ -97,6 +97,16 @@ expect_exit 1 "ring 183: not seen as mid-run" -- "$GALLOC" replay --verify --dev
 expect_in "$TMP/out" "^device events: 23 of 24 agree" "ring 183: the page mapped before the window"
 
 # ---- what cannot be reconstructed is refused, saying why ----
+# Two reservations of one stream and pool (the first, of 225 MiB on a 200 MiB
+# device, had no room for 160 MiB; expandable_test.sh): the range between
+# their runs is taken for a hole of the one reservation, and the device
+# cannot map it to seed it.
+printf 'galloc-trace 1 device_memory 200MiB\nalloc 1 140MiB\nalloc 2 20MiB\nfree 1\nalloc 3 160MiB\nalloc 4 20MiB\nfree 3\nfree 4\nalloc 5 170MiB\nalloc 6 4MiB\nfree 6\n' \
+    >"$TMP/two.trace"
+expect_exit 0 "two reservations: ring of 8" -- "$GALLOC" replay --conf expandable_segments:True --snapshot "$TMP/two.pickle" \
+    --snapshot-max-entries 8 "$TMP/two.trace"
+expect_exit 2 "two reservations: cannot verify" -- "$GALLOC" replay --verify --device-memory 200MiB "$TMP/two.pickle"
+expect_in "$TMP/err" "the unmapped 209715200 bytes at 0x[0-9a-f]* of the expandable segment at 0x[0-9a-f]* are mapped to be unmapped again, and that failed (runs of one stream and pool are taken for one reservation: two reservations are not told apart): galloc_malloc(209715200): out of device memory" "two reservations: why"
 "$PY" - "$RUNFILES/tests/tools/data/h200/torch211_h200_midrun_expandable.pickle.gz" "$TMP" <<'PYEOF' || fail "refused snapshots"
 import gzip, pickle, sys
 src, tmp = sys.argv[1:]

@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/grow.h"
 #include "tools/engine/replay.h"
@@ -251,6 +252,22 @@ static int tile_run(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g, 
     return 0;
 }
 
+/* A hole is mapped before it is unmapped: say so when the device cannot hold
+ * it, and what may be behind a hole that large. Returns SIZE_MAX. */
+static size_t hole_failed(tiler_t *t, uint64_t at, uint64_t hole, uint64_t resv)
+{
+    static const char prefix[] = "seeding the reconstructed state: "; /* take's, said once */
+    char why[512];
+    bool said = strncmp(t->err, prefix, sizeof(prefix) - 1) == 0;
+    snprintf(why, sizeof(why), "%s", said ? t->err + sizeof(prefix) - 1 : t->err);
+    snprintf(t->err, t->errlen,
+             "seeding the reconstructed state: the unmapped %llu bytes at 0x%llx of the expandable segment at 0x%llx "
+             "are mapped to be unmapped again, and that failed (runs of one stream and pool are taken for one "
+             "reservation: two reservations are not told apart): %s",
+             (unsigned long long)hole, (unsigned long long)at, (unsigned long long)resv, why);
+    return SIZE_MAX;
+}
+
 /* Tile the runs seg[i] .. of one expandable reservation (they are
  * consecutive) from its base, the unmapped holes before and between them by
  * placeholders; returns the index after its last run, or SIZE_MAX with err. */
@@ -279,7 +296,7 @@ static size_t tile_reservation(tiler_t *t, const ga_seed_t *s, size_t i)
             if (!g->small && g->n > 0 && !s->pc[k].live && s->pc[k].size <= GA_SEED_SMALL_SIZE)
                 hole += s->pc[k++].size;
             if (take_free(t, &t->holes, hole, g->small, g->stream) != 0)
-                return SIZE_MAX;
+                return hole_failed(t, at, hole, g0->resv);
         }
         if (tile_run(t, s, g, k) != 0)
             return SIZE_MAX;

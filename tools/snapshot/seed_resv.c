@@ -84,7 +84,8 @@ int ga_seed_resv_see(ga_seed_resvs_t *r, uint64_t stream, uint64_t addr, uint64_
         return -1;
     }
     if (!aligned(v, addr, size)) {
-        snprintf(err, errlen, "segment_map/unmap at 0x%llx (%llu bytes): not whole %llu-byte pages of the reservation at 0x%llx",
+        snprintf(err, errlen,
+                 "segment_map/unmap at 0x%llx (%llu bytes): not whole %llu-byte pages of the reservation at 0x%llx",
                  (unsigned long long)addr, (unsigned long long)size, (unsigned long long)v->page,
                  (unsigned long long)v->base);
         return -1;

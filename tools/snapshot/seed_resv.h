@@ -12,6 +12,10 @@
  * entry of it shows: PyTorch maps a new reservation from its start and only
  * unmaps free pages, so a lower start would mean pages that stayed unmapped
  * through the whole window, which no decision in it could tell apart.
+ * PyTorch makes a second reservation for a stream and pool only when the
+ * first (1 1/8 of the device) has no room left for a request; the runs of
+ * two such reservations are taken here for one, and seeding the range
+ * between them fails (seed_apply.c says why).
  *
  * Use: ga_seed_resv_run for every final run, ga_seed_resv_see for every
  * map/unmap entry of the trace, ga_seed_resv_ready, then the trace backwards
