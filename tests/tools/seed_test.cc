@@ -109,4 +109,32 @@ TEST(SeedExpandable, SeededAllocatorHoldsThem)
     galloc_allocator_destroy(a);
 }
 
+// Under PyTorch's defaults (another column of a replay) an expandable run
+// cannot be made: its live blocks are allocated plainly, none is lost.
+TEST(SeedExpandable, WithoutExpandableSegmentsTheBlocksArePlain)
+{
+    Seed sd;
+    galloc_allocator_t *a = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, "sim_capacity:80GiB", GALLOC_CREATE_NO_ENV, &a, err, sizeof err),
+              GALLOC_OK)
+        << err;
+    ga_idmap_t map;
+    ga_idmap_init(&map);
+    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err), 0) << err;
+    galloc_stats_t st = {};
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 147);
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].current, 219471872);
+    // 2 MiB more in blocks: twice a 20 MiB segment's last 1 MiB, too small to
+    // split off under the defaults, stays with the block before it.
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 221569024);
+    EXPECT_GT(st.segment[GALLOC_STAT_ALL].current, 0); // ordinary segments hold them
+    ga_idmap_val_t v;
+    EXPECT_TRUE(ga_idmap_get(&map, 0x2a54000000u, &v));
+    ga_idmap_free(&map);
+    galloc_allocator_destroy(a);
+}
+
 } // namespace

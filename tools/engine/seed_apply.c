@@ -11,7 +11,9 @@
  * piece right after the previous one. What must end up free is released in
  * this order once everything is tiled: the held-back requests (fill_late,
  * split_late), the expandable holes (then empty_cache unmaps their pages and
- * nothing else, as every other piece is taken), the gaps.
+ * nothing else, as every other piece is taken), the gaps. A configuration
+ * without expandable segments cannot hold an expandable run: its live blocks
+ * are allocated plainly at the end (note_plain), as --no-seed would.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ typedef struct tiler {
     ptrs_t holes;   /* placeholders of expandable holes: freed, then unmapped by empty_cache */
     lates_t late;   /* requests that keep an unsplit tail (fill_late) */
     lates_t split;  /* expandable blocks followed by a gap of 1 MiB or less (split_late) */
+    lates_t plain;  /* without expandable segments: the live blocks of expandable runs (take_plain) */
     char *err;
     size_t errlen;
 } tiler_t;
@@ -274,16 +277,6 @@ static size_t hole_failed(tiler_t *t, uint64_t at, uint64_t hole, uint64_t resv)
 static size_t tile_reservation(tiler_t *t, const ga_seed_t *s, size_t i)
 {
     const ga_seed_segment_t *g0 = &s->seg[i];
-    /* Without expandable segments the pieces would make ordinary segments:
-     * a state the snapshot never had, which --verify would compare as one. */
-    galloc_settings_t set = {.struct_size = sizeof(set)};
-    if (galloc_settings_get(t->a, &set) != GALLOC_OK || !set.expandable_segments) {
-        snprintf(t->err, t->errlen,
-                 "seeding the reconstructed state: the segment at 0x%llx is expandable and the configuration does "
-                 "not have expandable_segments:True",
-                 (unsigned long long)g0->addr);
-        return SIZE_MAX;
-    }
     uint64_t at = g0->resv;
     galloc_sim_place(t->a, g0->resv); /* the reservation, made by the first piece */
     for (; i < s->n_seg && s->seg[i].expandable && s->seg[i].resv == g0->resv; i++) {
@@ -306,6 +299,38 @@ static size_t tile_reservation(tiler_t *t, const ga_seed_t *s, size_t i)
     return i;
 }
 
+/* Under a configuration without expandable segments (another column of a
+ * replay, or --verify --conf) an expandable run cannot be made: its live
+ * blocks are noted, to be allocated plainly once the rest is seeded, as
+ * --no-seed's prologue allocates them. Returns the index after the
+ * reservation's last run, or SIZE_MAX with err. */
+static size_t note_plain(tiler_t *t, const ga_seed_t *s, size_t i)
+{
+    uint64_t resv = s->seg[i].resv;
+    for (; i < s->n_seg && s->seg[i].expandable && s->seg[i].resv == resv; i++) {
+        const ga_seed_segment_t *g = &s->seg[i];
+        for (size_t k = g->first; k < g->first + g->n; k++) {
+            const ga_seed_piece_t *pc = &s->pc[k];
+            bool tail;
+            if (pc->live && push_late(t, &t->plain, (late_t){NULL, piece_ask(g, pc, pc->size, false, &tail), pc->addr,
+                                                             g->stream}) != 0)
+                return SIZE_MAX;
+        }
+    }
+    return i;
+}
+
+static int take_plain(tiler_t *t)
+{
+    for (size_t k = 0; k < t->plain.n; k++) {
+        const late_t *l = &t->plain.v[k];
+        void *p = NULL;
+        if (take(t->a, l->req, l->stream, &p, t->err, t->errlen) != 0 || put_live(t, l->id, p, l->stream) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* What the tiling left to free, in the order of the file's comment. */
 static int release(tiler_t *t, int rc)
 {
@@ -323,10 +348,13 @@ static int release(tiler_t *t, int rc)
     }
     for (size_t k = 0; k < t->held.n; k++) /* the gaps become free blocks and merge as they were */
         galloc_free(t->a, t->held.v[k]);
+    if (rc == 0)
+        rc = take_plain(t);
     free(t->held.v);
     free(t->holes.v);
     free(t->late.v);
     free(t->split.v);
+    free(t->plain.v);
     galloc_stats_reset_peak(t->a); /* the tiling's own peaks (a whole segment taken at once) are not the run's */
     return rc;
 }
@@ -336,10 +364,12 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
     /* Gap pieces are held until every segment is tiled: a gap freed early
      * would be a free block best fit could place a later piece in. */
     tiler_t t = {.a = a, .map = map, .err = err, .errlen = errlen};
+    galloc_settings_t set = {.struct_size = sizeof(set)};
+    bool expandable = galloc_settings_get(a, &set) == GALLOC_OK && set.expandable_segments;
     int rc = 0;
     for (size_t i = 0; i < s->n_seg && rc == 0;) {
         if (s->seg[i].expandable) {
-            i = tile_reservation(&t, s, i);
+            i = expandable ? tile_reservation(&t, s, i) : note_plain(&t, s, i);
             rc = i == SIZE_MAX ? -1 : 0;
         } else {
             rc = tile_segment(&t, s, &s->seg[i++]);
