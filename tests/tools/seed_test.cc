@@ -127,8 +127,8 @@ TEST(SeedExpandable, WithoutExpandableSegmentsTheBlocksArePlain)
     ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 147);
     EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].current, 219471872);
-    // 2 MiB more in blocks: twice a 20 MiB segment's last 1 MiB, too small to
-    // split off under the defaults, stays with the block before it.
+    // 2 MiB more in blocks: under the defaults a large block's remainder of
+    // 1 MiB or less is not split off and stays with it.
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 221569024);
     EXPECT_GT(st.segment[GALLOC_STAT_ALL].current, 0); // ordinary segments hold them
     ga_idmap_val_t v;
