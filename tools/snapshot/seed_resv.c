@@ -25,11 +25,19 @@ static ga_seed_resv_t *nearest(const ga_seed_resvs_t *r, uint64_t stream, uint64
     return best;
 }
 
-/* Whether [addr, addr + size) is whole pages of v, counted from its base. */
+/* The most pages one reservation's flags may cover: 2^24 (32 TiB of small
+ * pages), above any device; a garbled address cannot ask for more. */
+#define MAX_PAGES ((uint64_t)1 << 24)
+
+/* Whether [addr, addr + size) is whole pages of v, counted from its base,
+ * and v stays within MAX_PAGES with it. */
 static bool aligned(const ga_seed_resv_t *v, uint64_t addr, uint64_t size)
 {
     uint64_t off = addr < v->base ? v->base - addr : addr - v->base;
-    return size > 0 && off % v->page == 0 && size % v->page == 0;
+    if (size == 0 || size > UINT64_MAX - addr || off % v->page != 0 || size % v->page != 0)
+        return false;
+    uint64_t lo = addr < v->base ? addr : v->base, hi = addr + size > v->end ? addr + size : v->end;
+    return (hi - lo) / v->page <= MAX_PAGES;
 }
 
 static void widen(ga_seed_resv_t *v, uint64_t addr, uint64_t size)
@@ -57,7 +65,9 @@ int ga_seed_resv_run(ga_seed_resvs_t *r, uint64_t stream, bool small, uint64_t a
                               .page = small ? GA_SEED_SMALL_PAGE : GA_SEED_LARGE_PAGE, .small = small};
     }
     if (!aligned(v, addr, size)) {
-        snprintf(err, errlen, "expandable segment at 0x%llx (%llu bytes): not whole %llu-byte pages of its reservation",
+        snprintf(err, errlen,
+                 "expandable segment at 0x%llx (%llu bytes): not whole %llu-byte pages of its reservation (or too far "
+                 "from its other runs)",
                  (unsigned long long)addr, (unsigned long long)size, (unsigned long long)v->page);
         return -1;
     }
@@ -85,7 +95,8 @@ int ga_seed_resv_see(ga_seed_resvs_t *r, uint64_t stream, uint64_t addr, uint64_
     }
     if (!aligned(v, addr, size)) {
         snprintf(err, errlen,
-                 "segment_map/unmap at 0x%llx (%llu bytes): not whole %llu-byte pages of the reservation at 0x%llx",
+                 "segment_map/unmap at 0x%llx (%llu bytes): not whole %llu-byte pages of the reservation at 0x%llx (or "
+                 "too far from it)",
                  (unsigned long long)addr, (unsigned long long)size, (unsigned long long)v->page,
                  (unsigned long long)v->base);
         return -1;
