@@ -23,7 +23,9 @@
  * from its base in address order (the unmapped holes between runs by
  * placeholders), then frees the holes' placeholders and empties the cache,
  * which unmaps exactly the holes' pages, before it frees the gaps: free
- * pieces inside the runs stay mapped, as they were.
+ * pieces inside the runs stay mapped, as they were. A configuration without
+ * expandable segments cannot hold a run: its live blocks are then allocated
+ * plainly, as --no-seed would.
  *
  * Seeding (ga_seed_apply in replay.h, seed_apply.c) creates each segment with its recorded size and
  * tiles it, in address order, with allocations of its blocks and of its free
