@@ -14,6 +14,7 @@
 #include "util/grow.h"
 #include "tools/idmap.h"
 #include "tools/snapshot/seed.h"
+#include "tools/snapshot/seed_resv.h"
 #include "tools/snapshot/torch_snapshot.h"
 
 #define MIN_BLOCK 512                     /* PyTorch kMinBlockSize */
@@ -23,6 +24,8 @@ typedef struct item {
     uint64_t addr, size, stream;
     uint64_t req; /* blocks: the bytes requested (the trace's size, requested_size), 0 if unknown */
     bool small, valid;
+    bool expandable;     /* segments: a mapped run of an expandable reservation */
+    uint64_t resv, page; /* ... its reservation's base and page size */
     bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
     size_t freed_at; /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
 } item_t;
@@ -150,10 +153,11 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
     for (size_t i = 0; i < ns; i++) {
         const item_t *g = &segs->v[i];
         uint64_t end = g->addr + g->size, at = g->addr;
-        uint64_t min_gap = g->small ? MIN_BLOCK : GA_SEED_SMALL_SIZE + 1;
+        /* expandable_segments:True splits every remainder of 512 bytes or more */
+        uint64_t min_gap = g->small || g->expandable ? MIN_BLOCK : GA_SEED_SMALL_SIZE + 1;
         ga_seed_segment_t *sg = &s->seg[s->n_seg++];
         *sg = (ga_seed_segment_t){.addr = g->addr, .size = g->size, .stream = g->stream, .small = g->small,
-                                  .first = s->n_pc};
+                                  .expandable = g->expandable, .resv = g->resv, .page = g->page, .first = s->n_pc};
         while (b < nb && blocks->v[b].addr < g->addr)
             b++; /* a live block outside every segment: inconsistent, dropped */
         for (; b < nb && blocks->v[b].addr < end; b++) {
@@ -167,7 +171,7 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
                     return -1;
             }
             uint64_t size = k->size < end - k->addr ? k->size : end - k->addr;
-            if (!g->small && k->freed_at != SIZE_MAX) {
+            if (!g->small && !g->expandable && k->freed_at != SIZE_MAX) {
                 uint64_t a = first_alloc_in(clues, k->addr + size, k->addr + size + min_gap, k->freed_at);
                 uint64_t next = b + 1 < nb && blocks->v[b + 1].addr < end ? blocks->v[b + 1].addr : end;
                 if (a != 0 && a <= next)
@@ -195,8 +199,8 @@ static uint64_t round_block(uint64_t n)
 }
 
 /* The backward walk over the trace (see the invariant above). */
-static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, clues_t *clues, char *err,
-                     size_t errlen)
+static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, clues_t *clues, ga_seed_resvs_t *resv,
+                     char *err, size_t errlen)
 {
     for (size_t i = trace->n; i-- > 0;) {
         ga_torch_entry_t e;
@@ -231,8 +235,8 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
             break;
         case GA_ACT_SEGMENT_MAP:
         case GA_ACT_SEGMENT_UNMAP:
-            snprintf(err, errlen, "expandable segments (segment_map/unmap) are not reconstructed");
-            return -1;
+            ga_seed_resv_undo(resv, stream, addr, size, e.action == GA_ACT_SEGMENT_MAP);
+            break;
         default:
             break;
         }
@@ -245,19 +249,21 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
 }
 
 /* The final segments of device (and their live blocks) into segs and blocks. */
-static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs, set_t *blocks, const char *path,
-                       char *err, size_t errlen)
+static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs, set_t *blocks, ga_seed_resvs_t *resv,
+                       const char *path, char *err, size_t errlen)
 {
+    char rerr[200];
     for (size_t s = 0; s < snap->segments.n; s++) {
         ga_torch_segment_t g;
         ga_torch_segment(snap, s, &g);
         if ((int64_t)g.device.v != device)
             continue;
         if (g.expandable) {
-            snprintf(err, errlen, "%s: segments[%zu]: expandable segments are not reconstructed", path, s);
-            return -1;
-        }
-        if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
+            if (ga_seed_resv_run(resv, g.stream.v, g.small, g.address.v, g.total_size.v, rerr, sizeof(rerr)) != 0) {
+                snprintf(err, errlen, "%s: segments[%zu]: %s", path, s, rerr);
+                return -1;
+            }
+        } else if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
                                    .small = g.small, .freed_at = SIZE_MAX}) != 0)
             goto nomem;
         for (size_t b = 0; b < g.blocks.n; b++) {
@@ -277,25 +283,61 @@ nomem:
     return -1;
 }
 
+/* Every segment_map/unmap entry widens its reservation's known range, then
+ * the pages get their flags (seed_resv.h). */
+static int see_maps(const ga_torch_list_t *trace, ga_seed_resvs_t *resv, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < trace->n; i++) {
+        ga_torch_entry_t e;
+        ga_torch_entry(trace, i, &e);
+        if ((e.action == GA_ACT_SEGMENT_MAP || e.action == GA_ACT_SEGMENT_UNMAP) &&
+            ga_seed_resv_see(resv, e.stream.v, e.addr.v, e.size.v, err, errlen) != 0)
+            return -1;
+    }
+    if (ga_seed_resv_ready(resv) != 0) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* The runs mapped at the first entry become segments of the walk. */
+static int add_runs(const ga_seed_resvs_t *resv, set_t *segs)
+{
+    ga_seed_run_t *runs;
+    size_t n;
+    if (ga_seed_resv_runs(resv, &runs, &n) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = set_add(segs, (item_t){.addr = runs[i].addr, .size = runs[i].size, .stream = runs[i].stream,
+                                    .small = runs[i].small, .expandable = true, .resv = runs[i].resv,
+                                    .page = runs[i].page, .freed_at = SIZE_MAX});
+    free(runs);
+    return rc;
+}
+
 int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     ga_torch_snapshot_t snap;
     set_t segs = {0}, blocks = {0};
     clues_t clues = {0};
+    ga_seed_resvs_t resv = {0};
     ga_idmap_init(&segs.map);
     ga_idmap_init(&blocks.map);
     char werr[256];
     int rc = -1;
     if (ga_torch_load(path, &snap, NULL, err, errlen) != 0 ||
-        final_state(&snap, device, &segs, &blocks, path, err, errlen) != 0)
+        final_state(&snap, device, &segs, &blocks, &resv, path, err, errlen) != 0)
         goto out;
     ga_torch_list_t trace = ga_torch_trace(&snap, (size_t)device);
-    if (walk_back(&trace, &segs, &blocks, &clues, werr, sizeof(werr)) != 0) {
+    if (see_maps(&trace, &resv, werr, sizeof(werr)) != 0 ||
+        walk_back(&trace, &segs, &blocks, &clues, &resv, werr, sizeof(werr)) != 0) {
         snprintf(err, errlen, "%s: %s", path, werr);
         goto out;
     }
-    if (build(out, &segs, &blocks, &clues) != 0) {
+    if (add_runs(&resv, &segs) != 0 || build(out, &segs, &blocks, &clues) != 0) {
         snprintf(err, errlen, "%s: out of host memory", path);
         goto out;
     }
@@ -306,6 +348,7 @@ out:
     free(clues.v);
     ga_idmap_free(&segs.map);
     ga_idmap_free(&blocks.map);
+    ga_seed_resv_free(&resv);
     if (rc != 0)
         ga_seed_free(out);
     return rc;

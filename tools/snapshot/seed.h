@@ -11,8 +11,21 @@
  * it existed, empty. Blocks freed in the trace report their requested size
  * only, so a gap too small to have been split off (1 MiB or less in a large
  * segment, under 512 bytes in a small one) is given to the block before it,
- * as PyTorch's split rule would have. Expandable segments are not
- * reconstructed (segment_map/unmap): ga_seed_from_snapshot refuses them.
+ * as PyTorch's split rule would have.
+ *
+ * Expandable segments (seed_resv.h): each reservation's mapped pages are
+ * walked back from the final runs (undo a segment_map -> those pages were
+ * unmapped; undo a segment_unmap -> they were mapped) and every run mapped at
+ * the first entry becomes a segment here (expandable, with its reservation's
+ * base and page), tiled with its blocks like any other; under
+ * expandable_segments:True every remainder of 512 bytes or more was split
+ * off, so a gap of any size is free space. Seeding tiles each reservation
+ * from its base in address order (the unmapped holes between runs by
+ * placeholders), then frees the holes' placeholders and empties the cache,
+ * which unmaps exactly the holes' pages, before it frees the gaps: free
+ * pieces inside the runs stay mapped, as they were. A configuration without
+ * expandable segments cannot hold a run: its live blocks are then allocated
+ * plainly, as --no-seed would.
  *
  * Seeding (ga_seed_apply in replay.h, seed_apply.c) creates each segment with its recorded size and
  * tiles it, in address order, with allocations of its blocks and of its free
@@ -52,6 +65,9 @@ typedef struct ga_seed_segment {
     uint64_t size;    /* total_size */
     uint64_t stream;  /* the stream it belongs to */
     bool small;       /* small pool (2 MiB segments of blocks up to 1 MiB) */
+    bool expandable;  /* a run of mapped pages of an expandable reservation */
+    uint64_t resv;    /* expandable: the reservation's base (runs of one reservation are consecutive) */
+    uint64_t page;    /* expandable: its page (2 MiB small, 20 MiB large) */
     size_t first, n;  /* its pieces: pc[first .. first + n), address order */
 } ga_seed_segment_t;
 
@@ -66,7 +82,9 @@ typedef struct ga_seed {
 /*
  * ga_seed_from_snapshot: the state of device `device` of the snapshot at path
  * at its trace's first entry. Returns 0, or -1 with err set (unreadable file,
- * expandable segments). Release with ga_seed_free.
+ * an expandable segment whose reservation cannot be told: map/unmap entries
+ * of a stream with no expandable segment left at the end, runs or entries not
+ * in whole pages). Release with ga_seed_free.
  */
 int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen);
 void ga_seed_free(ga_seed_t *s);

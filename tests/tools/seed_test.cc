@@ -1,0 +1,140 @@
+// seed_test.cc: the allocator state at a mid-run snapshot's first entry under
+// expandable_segments:True (tools/snapshot/seed.h) and a galloc allocator
+// seeded with it (ga_seed_apply). The snapshot is PyTorch 2.11's own, from an
+// H200 (data/h200/torch211_h200_midrun_expandable: a window from step 2 of 8).
+// Its final segments are a small run of 24 MiB and a large one of 1380 MiB;
+// walking back the window's 39 segment_map and 4 segment_unmap entries leaves
+// 12 small pages (2 MiB) and 61 large ones (20 MiB) mapped at the first entry,
+// each reservation one run from its base.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+extern "C" {
+#include <galloc/galloc.h>
+#include "tools/engine/replay.h"
+#include "tools/idmap.h"
+#include "tools/snapshot/seed.h"
+}
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t{1} << 20;
+
+std::string H200(const std::string &name)
+{
+    const char *srcdir = std::getenv("TEST_SRCDIR");
+    const char *ws = std::getenv("TEST_WORKSPACE");
+    std::string dir = srcdir != nullptr && ws != nullptr ? std::string(srcdir) + "/" + ws + "/" : "";
+    return dir + "tests/tools/data/h200/" + name;
+}
+
+struct Seed {
+    ga_seed_t s = {};
+    Seed()
+    {
+        char err[512] = "";
+        EXPECT_EQ(ga_seed_from_snapshot(H200("torch211_h200_midrun_expandable.pickle.gz").c_str(), 0, &s, err,
+                                        sizeof err),
+                  0)
+            << err;
+    }
+    ~Seed() { ga_seed_free(&s); }
+};
+
+TEST(SeedExpandable, MappedRunsAtTheFirstEntry)
+{
+    Seed sd;
+    const ga_seed_t &s = sd.s;
+    ASSERT_EQ(s.n_seg, 2u);
+    EXPECT_EQ(s.live_blocks, 147u);
+    const ga_seed_segment_t &sm = s.seg[0], &lg = s.seg[1];
+    EXPECT_EQ(sm.addr, 0x302000000u);
+    EXPECT_EQ(sm.size, 12 * 2 * MiB);
+    EXPECT_TRUE(sm.small && sm.expandable);
+    EXPECT_EQ(sm.resv, 0x302000000u);
+    EXPECT_EQ(sm.page, 2 * MiB);
+    EXPECT_EQ(lg.addr, 0x2a54000000u);
+    EXPECT_EQ(lg.size, 61 * 20 * MiB);
+    EXPECT_TRUE(!lg.small && lg.expandable);
+    EXPECT_EQ(lg.resv, 0x2a54000000u);
+    EXPECT_EQ(lg.page, 20 * MiB);
+    // The pieces tile each run in address order, live blocks and free gaps.
+    uint64_t live = 0, live_bytes = 0;
+    for (const ga_seed_segment_t *g : {&sm, &lg}) {
+        uint64_t at = g->addr;
+        for (size_t k = g->first; k < g->first + g->n; k++) {
+            EXPECT_EQ(s.pc[k].addr, at) << "piece " << k;
+            EXPECT_GE(s.pc[k].size, 512u);
+            EXPECT_EQ(s.pc[k].size % 512, 0u);
+            at += s.pc[k].size;
+            live += s.pc[k].live;
+            live_bytes += s.pc[k].live ? s.pc[k].size : 0;
+        }
+        EXPECT_EQ(at, g->addr + g->size);
+    }
+    EXPECT_EQ(live, 147u);
+    EXPECT_EQ(live_bytes, 219471872u); // 209.3 MiB, as a plain walk back over the trace counts them
+}
+
+// Seeded, galloc holds the same mapped bytes and live blocks.
+TEST(SeedExpandable, SeededAllocatorHoldsThem)
+{
+    Seed sd;
+    galloc_allocator_t *a = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, "sim_capacity:80GiB,sim_placement:recorded,expandable_segments:True",
+                                         GALLOC_CREATE_NO_ENV, &a, err, sizeof err),
+              GALLOC_OK)
+        << err;
+    ga_idmap_t map;
+    ga_idmap_init(&map);
+    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err), 0) << err;
+    galloc_stats_t st = {};
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_SMALL_POOL].current, (int64_t)(24 * MiB));
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(1220 * MiB));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 219471872);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 147);
+    EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 0); // expandable segments count no segment
+    // Every live block is known by its recorded address, at that address.
+    ga_idmap_val_t v;
+    EXPECT_TRUE(ga_idmap_get(&map, 0x2a54000000u, &v));
+    EXPECT_EQ((uint64_t)(uintptr_t)v.ptr, 0x2a54000000u);
+    EXPECT_TRUE(ga_idmap_get(&map, 0x302000000u, &v));
+    EXPECT_EQ((uint64_t)(uintptr_t)v.ptr, 0x302000000u);
+    ga_idmap_free(&map);
+    galloc_allocator_destroy(a);
+}
+
+// Under PyTorch's defaults (another column of a replay) an expandable run
+// cannot be made: its live blocks are allocated plainly, none is lost.
+TEST(SeedExpandable, WithoutExpandableSegmentsTheBlocksArePlain)
+{
+    Seed sd;
+    galloc_allocator_t *a = nullptr;
+    char err[512] = "";
+    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, "sim_capacity:80GiB", GALLOC_CREATE_NO_ENV, &a, err, sizeof err),
+              GALLOC_OK)
+        << err;
+    ga_idmap_t map;
+    ga_idmap_init(&map);
+    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err), 0) << err;
+    galloc_stats_t st = {};
+    st.struct_size = sizeof st;
+    ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 147);
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].current, 219471872);
+    // 2 MiB more in blocks: under the defaults a large block's remainder of
+    // 1 MiB or less is not split off and stays with it.
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 221569024);
+    EXPECT_GT(st.segment[GALLOC_STAT_ALL].current, 0); // ordinary segments hold them
+    ga_idmap_val_t v;
+    EXPECT_TRUE(ga_idmap_get(&map, 0x2a54000000u, &v));
+    ga_idmap_free(&map);
+    galloc_allocator_destroy(a);
+}
+
+} // namespace
