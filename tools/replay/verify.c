@@ -7,8 +7,10 @@
  * reader of snap_view.c. A trace that starts mid-run (the ring buffer wrapped)
  * is replayed from the state reconstructed at its first entry (seed.h): from an
  * empty allocator every later decision could differ for that reason alone and
- * the comparison would prove nothing. When that state cannot be reconstructed
- * (expandable segments) the snapshot is refused with exit 2.
+ * the comparison would prove nothing. Expandable segments are rebuilt too,
+ * with the pages mapped at the first entry (seed_resv.h). When the state
+ * cannot be reconstructed (an inconsistent trace, two reservations of one
+ * stream and pool) the snapshot is refused with exit 2, saying why.
  */
 #include <inttypes.h>
 #include <stdlib.h>
