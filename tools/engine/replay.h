@@ -144,6 +144,12 @@ typedef struct ga_replay_column {
     uint64_t duplicates;                 /* allocs of an id already live (the stale block is freed) */
     uint64_t errors;                     /* other failed calls (see first_error) */
     char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
+    uint64_t tag_anomalies;              /* tag events galloc refused with GALLOC_E_INVAL: an unknown
+                                            tag, a tag_end without tag_begin (see first_tag_anomaly) */
+    char first_tag_anomaly[GALLOC_ERROR_MAX]; /* the first of those, with its event */
+    bool no_sleep;                       /* opts.no_sleep: sleep and wake events are skipped */
+    bool has_sleep_stats;                /* sleep holds galloc_sleep_stats at the end */
+    galloc_sleep_stats_t sleep;          /* ... bytes slept, offloaded, sleeps and wakes */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
     double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
@@ -198,6 +204,10 @@ typedef struct ga_replay_opts {
      * exports (GALLOC_CREATE_NO_ENV), so the answer depends only on the
      * command line and the trace. */
     bool env;
+    /* no_sleep: replay the trace's sleep and wake events as nothing (tags
+     * are still begun and ended), so the peaks can be compared with and
+     * without sleeping (--no-sleep). */
+    bool no_sleep;
     /* progress: called between chunks with the fraction read (-1 if unknown)
      * and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
@@ -219,6 +229,9 @@ typedef struct ga_replay {
     uint64_t events;           /* events read */
     double read_seconds;       /* time spent reading and parsing */
     ga_reader_notes_t notes;   /* skipped entries, prologue events */
+    uint64_t tag_events;       /* tag_begin / tag_end / sleep / wake events read */
+    uint64_t sleep_events;     /* ... of which sleep and wake (skipped under opts.no_sleep) */
+    bool no_sleep;             /* opts.no_sleep */
     bool read_failed;          /* the trace was bad: see read_error (results cover the events before) */
     char read_error[512];
 } ga_replay_t;
@@ -299,6 +312,17 @@ galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint
  * left out), or the status of a failed call other than out-of-memory.
  */
 galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream);
+
+/*
+ * ga_replay_tag_call: replay a tag event (docs/trace-format.md): GA_EV_TAG_BEGIN
+ * and GA_EV_TAG_END of tags (one tag), GA_EV_SLEEP of tags offloading
+ * offload (NULL: none), GA_EV_WAKE of tags. Lists are NUL-terminated, "*"
+ * meaning every tag. Returns the call's status (GALLOC_E_INVAL: an unknown
+ * tag or a scope not begun, a trace anomaly; GALLOC_E_OOM from a wake: the
+ * device has not the memory).
+ */
+galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
+                                   const char *offload);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch

@@ -114,6 +114,13 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             oc->jobs);
     if (job->env[0])
         fprintf(out, "Every configuration replayed over the environment (--env): %s\n", job->env);
+    if (job->sleep_events && job->no_sleep)
+        fprintf(out, "Sleep and wake skipped (--no-sleep): %" PRIu64 " events; every tag stays awake, so this is "
+                     "the job without sleeping\n", job->sleep_events);
+    else if (job->sleep_events)
+        fprintf(out, "The job sleeps and wakes (%" PRIu64 " events): every configuration replays them, so a "
+                     "sleeping tag's memory is free for the others and peak reserved counts it only while "
+                     "awake (--no-sleep compares)\n", job->sleep_events);
     fprintf(out, "\n");
 }
 
@@ -277,6 +284,8 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         ga_report_json_str(out, w->conf);
     else
         fputs("null", out);
+    fprintf(out, ",\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s", job->sleep_events,
+            job->no_sleep ? "true" : "false");
     fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
     if (job->env[0])
         ga_report_json_str(out, job->env);
