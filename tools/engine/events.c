@@ -79,17 +79,44 @@ galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint
     }
 }
 
+/* Note tag among the names begun (once each). false when they no longer fit. */
+static bool known_add(ga_replay_tags_t *k, const char *tag)
+{
+    size_t n = strlen(tag), len = strlen(k->names);
+    for (const char *s = k->names; *s != '\0';) { /* already there? */
+        size_t m = strcspn(s, ",");
+        if (m == n && memcmp(s, tag, n) == 0)
+            return true;
+        s += m + (s[m] == ',');
+    }
+    if (len + n + 2 > sizeof(k->names))
+        return false;
+    snprintf(k->names + len, sizeof(k->names) - len, "%s%s", len ? "," : "", tag);
+    return true;
+}
+
 galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
-                                   const char *offload)
+                                   const char *offload, ga_replay_tags_t *known)
 {
     const char *list = tags != NULL && strcmp(tags, "*") == 0 ? NULL : tags; /* NULL: every tag */
+    galloc_status_t st;
     switch (kind) {
     case GA_EV_TAG_BEGIN:
-        return galloc_tag_begin(a, tags);
+        st = galloc_tag_begin(a, tags);
+        if (st == GALLOC_OK && !known_add(known, tags))
+            known->overflow = true;
+        return st;
     case GA_EV_TAG_END:
         return galloc_tag_end(a, tags);
     case GA_EV_SLEEP:
-        return galloc_sleep(a, list, offload != NULL && strcmp(offload, "*") == 0 ? NULL : offload);
+        /* galloc_sleep's offload_tags has no "every tag" (NULL is none):
+         * every tag is every tag the trace has begun. */
+        if (offload != NULL && strcmp(offload, "*") == 0) {
+            if (known->overflow)
+                return GALLOC_E_NOMEM;
+            offload = known->names;
+        }
+        return galloc_sleep(a, list, offload);
     case GA_EV_WAKE:
         return galloc_wake(a, list);
     default:

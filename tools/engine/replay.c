@@ -196,7 +196,7 @@ static void do_tag(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, con
 {
     if (c->no_sleep && (e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE))
         return;
-    galloc_status_t st = ga_replay_tag_call(c->a, e->kind, e->text, e->text2);
+    galloc_status_t st = ga_replay_tag_call(c->a, e->kind, e->text, e->text2, &c->tags);
     if (st == GALLOC_OK)
         return;
     if (st == GALLOC_E_INVAL && c->tag_anomalies++ == 0) {

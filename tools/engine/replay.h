@@ -122,6 +122,14 @@ typedef struct ga_replay_snapshot_ops {
     void (*annotate)(galloc_allocator_t *a, const char *text);
 } ga_replay_snapshot_ops_t;
 
+/* The tags a replay has begun, "a,b" (a trace makes its tags only by
+ * tag_begin, so these are all it has): what "offload *" names. Zeroed
+ * before the replay. */
+typedef struct ga_replay_tags {
+    char names[1024];
+    bool overflow; /* more names than fit: "offload *" then fails (GALLOC_E_NOMEM) */
+} ga_replay_tags_t;
+
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
     char *label;                         /* what the user wrote, "defaults" for none (PyTorch's
@@ -148,6 +156,7 @@ typedef struct ga_replay_column {
                                             tag, a tag_end without tag_begin (see first_tag_anomaly) */
     char first_tag_anomaly[GALLOC_ERROR_MAX]; /* the first of those, with its event */
     bool no_sleep;                       /* opts.no_sleep: sleep and wake events are skipped */
+    ga_replay_tags_t tags;               /* the tags begun so far */
     bool has_sleep_stats;                /* sleep holds galloc_sleep_stats at the end */
     galloc_sleep_stats_t sleep;          /* ... bytes slept, offloaded, sleeps and wakes */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
@@ -315,14 +324,15 @@ galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t
 
 /*
  * ga_replay_tag_call: replay a tag event (docs/trace-format.md): GA_EV_TAG_BEGIN
- * and GA_EV_TAG_END of tags (one tag), GA_EV_SLEEP of tags offloading
- * offload (NULL: none), GA_EV_WAKE of tags. Lists are NUL-terminated, "*"
- * meaning every tag. Returns the call's status (GALLOC_E_INVAL: an unknown
- * tag or a scope not begun, a trace anomaly; GALLOC_E_OOM from a wake: the
- * device has not the memory).
+ * and GA_EV_TAG_END of tags (one tag; a begun tag is noted in known),
+ * GA_EV_SLEEP of tags offloading offload (NULL: none), GA_EV_WAKE of tags.
+ * Lists are NUL-terminated, "*" meaning every tag (for offload: every tag in
+ * known). Returns the call's status (GALLOC_E_INVAL: an unknown tag or a
+ * scope not begun, a trace anomaly; GALLOC_E_OOM from a wake: the device has
+ * not the memory).
  */
 galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
-                                   const char *offload);
+                                   const char *offload, ga_replay_tags_t *known);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch

@@ -146,6 +146,7 @@ typedef struct run_ctx {
     double fraction;      /* the memory fraction in force (1.0: none), for classifying an OOM */
     const char *tags;     /* the unit's tag lists (ga_fit_unit_t.tags) */
     bool no_sleep;        /* skip sleep and wake (ga_fit_job_t.no_sleep) */
+    ga_replay_tags_t known; /* the tags begun so far */
     ga_fit_run_t *out;
 } run_ctx_t;
 
@@ -230,7 +231,7 @@ static int tag_event(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event
     if (x->no_sleep && (e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE))
         return 1;
     const char *offload = e->kind == GA_EV_SLEEP && e->size != 0 ? x->tags + e->size - 1 : NULL;
-    galloc_status_t st = ga_replay_tag_call(x->a, (ga_event_kind_t)e->kind, x->tags + e->id, offload);
+    galloc_status_t st = ga_replay_tag_call(x->a, (ga_event_kind_t)e->kind, x->tags + e->id, offload, &x->known);
     if (st == GALLOC_E_OOM && e->kind == GA_EV_WAKE) {
         galloc_sleep_stats_t ss = {0};
         x->out->fail_unit = unit;
