@@ -112,12 +112,18 @@ void BM_SleepWake(benchmark::State &state)
     RegisterCounted();
     bool large = state.range(0) != 0, expandable = state.range(1) != 0, backed = state.range(2) != 0;
     bool offload = state.range(3) != 0;
-    std::string conf = std::string("device_backend:sim_counted,sim_capacity:4GiB,sim_backed:") +
-                       (backed ? "True" : "False") + (expandable ? ",expandable_segments:True" : "");
-    galloc_allocator_t *a = CreateOrDie(conf.c_str());
+    std::string conf = std::string("sim_capacity:4GiB,sim_backed:") + (backed ? "True" : "False") +
+                       (expandable ? ",expandable_segments:True" : "");
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX];
+    galloc_status_t st = galloc_allocator_create("sim_counted", 0, conf.c_str(), &a, err, sizeof err);
+    if (st != GALLOC_OK) {
+        std::fprintf(stderr, "bench: galloc_allocator_create(sim_counted, \"%s\"): %s\n", conf.c_str(), err);
+        std::abort();
+    }
     size_t size = large ? (size_t)20 << 20 : (size_t)1 << 20, n = large ? 52 : 1024;
     std::vector<void *> blocks(n);
-    galloc_status_t st = galloc_tag_begin(a, kTag);
+    st = galloc_tag_begin(a, kTag);
     if (st != GALLOC_OK)
         Die(a, "galloc_tag_begin", st);
     for (size_t i = 0; i < n; i++) {

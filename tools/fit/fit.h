@@ -103,7 +103,10 @@ typedef struct ga_fit_run {
     int64_t peak_reserved;      /* reserved_bytes.all.peak, max over units (until the OOM) */
     int64_t peak_allocated;     /* allocated_bytes.all.peak, max over units */
     int64_t peak_requested;     /* requested_bytes.all.peak, max over units */
-    int64_t allocated_at_peak;  /* allocated bytes when reserved reached peak_reserved */
+    int64_t allocated_at_peak;  /* allocated bytes when reserved reached peak_reserved (a sleeping tag's
+                                   blocks included: its tensors still exist) */
+    int64_t asleep_at_peak;     /* bytes asleep then (galloc_sleep_stats: reserved address space without
+                                   physical memory), 0 for a job that does not sleep */
     int64_t largest_free_at_peak;      /* largest cached free block then */
     double external_frag_at_peak;      /* 1 - largest free block / cached free bytes then */
 } ga_fit_run_t;

@@ -171,6 +171,8 @@ static void on_peak(run_ctx_t *x)
         return; /* an earlier unit peaked higher */
     x->out->peak_reserved = res;
     x->out->allocated_at_peak = s.allocated_bytes[GALLOC_STAT_ALL].current;
+    galloc_sleep_stats_t ss = {0};
+    x->out->asleep_at_peak = galloc_sleep_stats(x->a, &ss) == GALLOC_OK ? (int64_t)ss.bytes_asleep : 0;
     galloc_fragmentation_t f = {.struct_size = sizeof(f)};
     if (galloc_fragmentation(x->a, &f) == GALLOC_OK) {
         int64_t largest = 0;
@@ -410,8 +412,11 @@ uint64_t ga_fit_min_memory(const ga_fit_job_t *job, const char *conf, const ga_f
         return 0;
     if (at_d->fits) {
         /* Nothing fits below the requested peak: reserved >= allocated >=
-         * requested at every moment, and reserved <= the device. */
-        lo = at_d->peak_requested > 0 ? floor_g((uint64_t)at_d->peak_requested - 1) : 0;
+         * requested at every moment, and reserved <= the device. Not for a
+         * job that sleeps: requested counts a sleeping tag's blocks, which
+         * hold no device memory. */
+        bool sleeps = job->sleep_events > 0 && !job->no_sleep;
+        lo = at_d->peak_requested > 0 && !sleeps ? floor_g((uint64_t)at_d->peak_requested - 1) : 0;
         if (d % GA_FIT_GRANULE == 0)
             hi = d;
         else if (fits_at(job, conf, ceil_g(d), replays))

@@ -56,10 +56,14 @@ static void ratio(const ga_replay_column_t *c, char *b, size_t n)
     else
         snprintf(b, n, "%.3fx", (double)c->stats.reserved_bytes[GALLOC_STAT_ALL].peak / (double)req);
 }
+/* A sleeping tag's blocks stay allocated while its memory is not reserved:
+ * its address space (bytes asleep) counts as reserved here, so the figure is
+ * every cached free block, asleep or not. */
 static void unalloc_end(const ga_replay_column_t *c, char *b, size_t n)
 {
-    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current - c->stats.allocated_bytes[GALLOC_STAT_ALL].current, b,
-            n);
+    int64_t asleep = c->has_sleep_stats ? (int64_t)c->sleep.bytes_asleep : 0;
+    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current + asleep - c->stats.allocated_bytes[GALLOC_STAT_ALL].current,
+            b, n);
 }
 static void segments(const ga_replay_column_t *c, char *b, size_t n)
 {
