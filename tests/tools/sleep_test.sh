@@ -44,4 +44,97 @@ expect_in "$TMP/err" "galloc gen: --decode-steps 769 exceeds --response-len 768"
 expect_exit 2 "--shards is gen rl's" -- "$GALLOC" gen transformer "${RL[@]:0:12}" --shards 2
 expect_in "$TMP/err" "unknown argument '--shards'" "transformer refuses --shards"
 
+# ---- 3. replay and fit: peaks with and without sleeping ----------------------
+# Worked by hand (sizes of 16 MiB and more get segments of their own size,
+# one tag = one private pool): train holds 100 MiB of weights and a freed
+# 60 MiB activation segment (160 MiB reserved); asleep, it gives all 160 MiB
+# back and keeps the weights' 100 MiB on the host. infer then holds 200 MiB of
+# weights and a freed 50 MiB KV segment: 250 MiB, the peak. Its sleep
+# (nothing offloaded) releases 250 MiB, the wake of train maps 160 MiB again.
+# Without sleeping both tags' memory is held at once: 410 MiB.
+cat >"$TMP/hand.trace" <<'EOF2'
+galloc-trace 1 device_memory 1GiB
+tag_begin train
+alloc 1 100MiB      # weights
+alloc 2 60MiB       # activations
+free 2
+tag_end train
+sleep train offload train
+tag_begin infer
+alloc 3 200MiB      # inference weights
+alloc 4 50MiB       # KV cache
+free 4
+tag_end infer
+sleep infer
+wake train
+EOF2
+figures() { # figures FILE: "peak_reserved sleeps wakes slept woken asleep offloaded_peak offloaded_end anomalies"
+    "$PY" -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+c = t["results"][0]
+s = c["sleep"]
+print(c["peak_reserved_bytes"], s["num_sleep"], s["num_wake"], s["bytes_slept"], s["bytes_woken"], s["bytes_asleep"],
+      s["peak_bytes_offloaded"], s["bytes_offloaded"], c["tag_anomalies"], t["tag_events"], t["sleep_events"])' "$1"
+}
+MiB=1048576
+expect_exit 0 "replay with sleep" -- "$GALLOC" replay --json "$TMP/hand.trace"
+got=$(figures "$TMP/out")
+want="$((250 * MiB)) 2 1 $((410 * MiB)) $((160 * MiB)) $((250 * MiB)) $((100 * MiB)) 0 0 7 3"
+[ "$got" = "$want" ] || fail "with sleep: got '$got', want '$want'"
+expect_exit 0 "replay without sleep" -- "$GALLOC" replay --no-sleep --json "$TMP/hand.trace"
+got=$(figures "$TMP/out")
+want="$((410 * MiB)) 0 0 0 0 0 0 0 0 7 3"
+[ "$got" = "$want" ] || fail "--no-sleep: got '$got', want '$want'"
+expect_in "$TMP/out" '"no_sleep": true' "JSON no_sleep"
+expect_exit 0 "replay text" -- "$GALLOC" replay "$TMP/hand.trace"
+expect_in "$TMP/out" "^peak reserved  *250.00 MiB$" "text peak reserved"
+expect_in "$TMP/out" "^sleeps / wakes  *2 / 1$" "text sleeps / wakes"
+expect_in "$TMP/out" "^bytes slept (total)  *410.00 MiB$" "text bytes slept"
+expect_in "$TMP/out" "^offloaded to host (peak)  *100.00 MiB$" "text offloaded"
+expect_in "$TMP/out" "^reserved but unallocated, end  *110.00 MiB$" "cached free blocks, the sleeping ones included"
+expect_exit 0 "replay text without sleep" -- "$GALLOC" replay --no-sleep "$TMP/hand.trace"
+expect_in "$TMP/out" "^peak reserved  *410.00 MiB$" "text peak reserved without sleep"
+expect_in "$TMP/out" "^note: --no-sleep: the trace's 3 sleep and wake events were skipped" "--no-sleep note"
+
+# An unknown tag is a trace anomaly, reported with its line; the replay goes on.
+{ cat "$TMP/hand.trace"; echo "wake bogus"; echo "alloc 5 1MiB"; } >"$TMP/bogus.trace"
+expect_exit 0 "unknown tag" -- "$GALLOC" replay "$TMP/bogus.trace"
+expect_in "$TMP/out" "trace anomalies: 1 tag events naming an unknown tag or a scope not begun; first: event 13 (line 15): wake: 'bogus' in \"bogus\" is not a tag of this allocator" "unknown tag anomaly"
+expect_exit 0 "unknown tag, JSON" -- "$GALLOC" replay --json "$TMP/bogus.trace"
+expect_in "$TMP/out" '"tag_anomalies": 1, "first_tag_anomaly": "event 13 (line 15)' "JSON tag anomaly"
+
+# On 300 MiB the job fits only by sleeping: without, train's 160 MiB and
+# infer's 200 MiB weights do not fit together (event 7, line 9).
+expect_exit 0 "300 MiB with sleep" -- "$GALLOC" replay --device-memory 300MiB "$TMP/hand.trace"
+expect_exit 1 "300 MiB without sleep" -- "$GALLOC" replay --device-memory 300MiB --no-sleep "$TMP/hand.trace"
+expect_in "$TMP/out" "OOM at event 7 (line 9), 200.00 MiB requested" "OOM without sleep"
+expect_exit 0 "fit with sleep" -- "$GALLOC" fit --device-memory 300MiB --jobs 1 "$TMP/hand.trace"
+expect_in "$TMP/out" "^The job sleeps and wakes (3 events): every configuration replays them" "fit says it sleeps"
+expect_in "$TMP/out" "^Fits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset" "fit verdict"
+expect_in "$TMP/out" "peak reserved 250.00 MiB, peak allocated 350.00 MiB; fits on a device of 250.00 MiB or more" "fit figures"
+expect_in "$TMP/out" "^   1  yes      250.00 MiB      350.00 MiB      14.6%   250.00 MiB" "frag@peak counts bytes asleep"
+expect_exit 1 "fit without sleep" -- "$GALLOC" fit --device-memory 300MiB --jobs 1 --no-sleep "$TMP/hand.trace"
+expect_in "$TMP/out" "^Sleep and wake skipped (--no-sleep): 3 events" "fit --no-sleep header"
+expect_in "$TMP/out" "^The smallest device it fits: 410.00 MiB" "smallest device without sleep"
+expect_exit 0 "fit JSON" -- "$GALLOC" fit --device-memory 300MiB --jobs 1 --json "$TMP/hand.trace"
+expect_in "$TMP/out" '"sleep_events": 3, "no_sleep": false' "fit JSON sleep_events"
+
+# ---- 4. the generated 7B-class loop on an 80 GiB device (README's figures) ---
+RL7=(--params 7B --layers 32 --d-model 4096 --seq-len 2048 --batch 4 --mixed-precision --checkpointing --shards 8
+     --rollout-batch 48 --steps 3 --device-memory 80GiB)
+expect_exit 0 "gen rl 7B" -- "$GALLOC" gen rl "${RL7[@]}" -o "$TMP/rl7b.trace"
+expect_exit 0 "7B loop with sleep" -- "$GALLOC" replay --json "$TMP/rl7b.trace"
+got=$(figures "$TMP/out")
+# 61.79 GiB peak reserved; 6 sleeps, 5 wakes, 240.13 GiB slept, 24.45 GiB
+# offloaded at most (the sharded training state and the inference weights);
+# at the end the 14,000,000,000 bytes of inference weights (7B x 2) stay offloaded.
+want="66347597824 6 5 257840644096 191493046272 66347597824 26252112384 14000000000 0 23 11"
+[ "$got" = "$want" ] || fail "7B with sleep: got '$got', want '$want'"
+expect_exit 1 "7B loop without sleep" -- "$GALLOC" replay --no-sleep "$TMP/rl7b.trace"
+expect_in "$TMP/out" "OOM at event 6,919 (line 6977) after \"step 1 forward seq_len 2048\", 1024.00 MiB requested" "7B OOM without sleep"
+expect_exit 0 "7B loop without sleep, 200 GiB" -- "$GALLOC" replay --no-sleep --device-memory 200GiB --json "$TMP/rl7b.trace"
+got=$(figures "$TMP/out")
+[ "${got%% *}" = 88600477696 ] || fail "7B without sleep on 200 GiB: peak reserved ${got%% *}, want 88600477696 (82.52 GiB)"
+
 finish
