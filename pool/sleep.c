@@ -379,6 +379,12 @@ galloc_status_t ga_pool_wake(ga_pool_t *p, const char *tags)
         if (!t->sel || !t->asleep)
             continue;
         galloc_status_t s2 = wake_tag(p, t);
+        if (s2 == GALLOC_E_OOM) {
+            /* Short of memory: give the cache back, as malloc does before its
+             * last retry, and try once more. */
+            (void)ga_pool_release_cached_blocks(p);
+            s2 = wake_tag(p, t);
+        }
         woke |= !t->asleep;
         if (st == GALLOC_OK)
             st = s2;

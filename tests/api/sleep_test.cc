@@ -260,9 +260,18 @@ TEST_P(Sleep, WakeWithoutTheMemoryStaysAsleepAndHoldsTheContents)
     EXPECT_EQ(Sim().live_mapped_bytes, (uint64_t)Reserved());
     ASSERT_EQ(galloc_free(a_, rival), GALLOC_OK);
     ASSERT_EQ(galloc_sleep(a_, "rival", nullptr), GALLOC_OK); // its cached memory goes with it
+    void *cached = nullptr; // the default pool's cache: wake flushes it and retries
+    ASSERT_EQ(galloc_malloc(a_, 36 * MiB, 0, &cached), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_free(a_, cached), GALLOC_OK);
+    int64_t frees = Stats().num_device_free;
     ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    // Plain: the one map fails, the flush frees the cached segment. Expandable:
+    // the first of w's two pages maps (24 MiB free), the second fails, the
+    // first is unmapped again, then the flush unmaps the cached pages.
+    EXPECT_EQ(Stats().num_device_free, frees + (Expandable() ? 2 : 1));
     EXPECT_EQ(Mismatch(w, 36 * MiB, 7), 36 * MiB);
     EXPECT_EQ(SleepStats().num_wake, 1u);
+    EXPECT_EQ(Reserved(), Expandable() ? 40 * MiB : 36 * MiB);
 }
 
 TEST_P(Sleep, DestroyWhileAsleepLeaksNothing)
