@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#define ANNOTATION_LEN 80 /* the annotation kept for OOM reports (ga_replay_oom_t.annotation) */
+
 /* Shared by every column while one chunk is replayed. */
 typedef struct chunk_ctx {
     const ga_event_t *ev;     /* the chunk */
@@ -451,6 +453,36 @@ static void keep_tag_text(ga_event_t *e, char (*buf)[GA_TAG_LIST_MAX])
     e->text2 = src[1] != NULL ? buf[1] : NULL;
 }
 
+/* Read a chunk into ev (*n events). It ends early after an annotate event,
+ * so that the annotation (copied into next_annotation: the reader's text is
+ * short-lived) applies exactly to the events after it, and after a tag event,
+ * whose lists are copied into tag_text. Returns the last ga_reader_next's
+ * result: 1 (more to read), 0 (the end) or -1 (out->read_error). */
+static int read_chunk(ga_reader_t *r, ga_event_t *ev, size_t *n, ga_replay_t *out, char next_annotation[ANNOTATION_LEN],
+                      char (*tag_text)[GA_TAG_LIST_MAX], bool *annotated)
+{
+    int rc = 1;
+    while (*n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[*n], out->read_error, sizeof(out->read_error))) > 0) {
+        ga_event_t *e = &ev[(*n)++];
+        if (e->kind == GA_EV_ANNOTATE) {
+            size_t k = e->text_len < ANNOTATION_LEN - 1 ? e->text_len : ANNOTATION_LEN - 1;
+            memcpy(next_annotation, e->text, k);
+            next_annotation[k] = '\0';
+            e->text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
+            e->text_len = k;
+            *annotated = true;
+            break;
+        }
+        if (e->kind >= GA_EV_TAG_BEGIN) {
+            keep_tag_text(e, tag_text);
+            out->tag_events++;
+            out->sleep_events += e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE;
+            break;
+        }
+    }
+    return rc;
+}
+
 int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *confs, size_t n_confs,
                   ga_replay_t *out)
 {
@@ -472,38 +504,15 @@ int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *
         if (setup_column(&out->cols[i], confs[i], o, out->device_memory, i) != 0)
             goto err_nomem;
 
-    char annotation[80] = "";
+    char annotation[ANNOTATION_LEN] = "";
     char tag_text[2][GA_TAG_LIST_MAX]; /* the chunk's last event's tag lists, NUL-terminated */
     out->no_sleep = o->no_sleep;
     for (;;) {
-        /* Read a chunk. It ends early after an annotate event, so that the
-         * annotation (copied here, the reader's text is short-lived) applies
-         * exactly to the events after it. */
         double t0 = now();
         size_t n = 0;
-        int rc = 1;
-        char next_annotation[80] = "";
+        char next_annotation[ANNOTATION_LEN] = "";
         bool annotated = false;
-        while (n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[n], out->read_error, sizeof(out->read_error))) > 0) {
-            if (ev[n].kind == GA_EV_ANNOTATE) {
-                size_t k = ev[n].text_len < sizeof(next_annotation) - 1 ? ev[n].text_len : sizeof(next_annotation) - 1;
-                memcpy(next_annotation, ev[n].text, k);
-                next_annotation[k] = '\0';
-                ev[n].text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
-                ev[n].text_len = k;
-                annotated = true;
-                n++;
-                break;
-            }
-            if (ev[n].kind >= GA_EV_TAG_BEGIN) { /* as an annotation: the text outlives the reader's */
-                keep_tag_text(&ev[n], tag_text);
-                out->tag_events++;
-                out->sleep_events += ev[n].kind == GA_EV_SLEEP || ev[n].kind == GA_EV_WAKE;
-                n++;
-                break;
-            }
-            n++;
-        }
+        int rc = read_chunk(r, ev, &n, out, next_annotation, tag_text, &annotated);
         out->read_seconds += now() - t0;
         chunk_ctx_t x = {.ev = ev, .n = n, .first = out->events, .annotation = annotation};
         for (size_t i = 0; i < n_confs && n > 0; i++)

@@ -63,8 +63,8 @@ static int parse_int(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 enum flag_id {
     F_PARAMS, F_LAYERS, F_D_MODEL, F_SEQ_LEN, F_BATCH, F_HEADS, F_MIXED, F_CKPT, F_STEPS, F_VARSEQ, F_SEED,
-    F_OUTPUT, F_DEVICE_MEMORY, F_CONF, F_JSON, F_HELP, F_SHARDS, F_ROLLOUT_BATCH, F_PROMPT_LEN, F_RESPONSE_LEN,
-    F_DECODE_STEPS
+    F_OUTPUT, F_DEVICE_MEMORY, F_CONF, F_JSON, F_HELP,
+    F_SHARDS, F_ROLLOUT_BATCH, F_PROMPT_LEN, F_RESPONSE_LEN, F_DECODE_STEPS /* gen rl's, last (set_rl_flag) */
 };
 
 #define FOR_GEN (1u << GA_CLI_GEN)
@@ -118,6 +118,22 @@ static const flag_t *find_flag(const char *arg, ga_cli_cmd_t cmd, const char **i
             return f;
     }
     return NULL;
+}
+
+/* The RL loop's flags (gen rl). */
+static int set_rl_flag(const flag_t *f, const char *v, ga_gen_rl_t *rl, char *err, size_t errlen)
+{
+    uint64_t x;
+    if (f->id == F_SHARDS || f->id == F_DECODE_STEPS) {
+        if (parse_int(v, 1, 1000000, &x) != 0)
+            return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..1000000", f->name, v);
+        *(f->id == F_SHARDS ? &rl->shards : &rl->decode_steps) = (uint32_t)x;
+        return 0;
+    }
+    if (parse_int(v, 1, MAX_RL_DIM, &x) != 0)
+        return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..16777216", f->name, v);
+    *(f->id == F_ROLLOUT_BATCH ? &rl->rollout_batch : f->id == F_PROMPT_LEN ? &rl->prompt_len : &rl->response_len) = x;
+    return 0;
 }
 
 static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, size_t errlen)
@@ -195,23 +211,9 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
     case F_HELP:
         cli->help = true;
         return 0;
-    case F_SHARDS:
-    case F_DECODE_STEPS:
-        if (parse_int(v, 1, 1000000, &x) != 0)
-            return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..1000000", f->name, v);
-        *(f->id == F_SHARDS ? &cli->rl.shards : &cli->rl.decode_steps) = (uint32_t)x;
-        return 0;
-    case F_ROLLOUT_BATCH:
-    case F_PROMPT_LEN:
-    case F_RESPONSE_LEN:
-        if (parse_int(v, 1, MAX_RL_DIM, &x) != 0)
-            return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..16777216", f->name, v);
-        *(f->id == F_ROLLOUT_BATCH ? &cli->rl.rollout_batch
-          : f->id == F_PROMPT_LEN  ? &cli->rl.prompt_len
-                                   : &cli->rl.response_len) = x;
-        return 0;
+    default: /* F_SHARDS and after: the RL loop's */
+        return set_rl_flag(f, v, &cli->rl, err, errlen);
     }
-    return ga_errf(err, errlen, "internal error: flag %s", f->name);
 }
 
 int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *cli, char *err, size_t errlen)
