@@ -104,6 +104,17 @@ expect_in "$TMP/out" "trace anomalies: 1 tag events naming an unknown tag or a s
 expect_exit 0 "unknown tag, JSON" -- "$GALLOC" replay --json "$TMP/bogus.trace"
 expect_in "$TMP/out" '"tag_anomalies": 1, "first_tag_anomaly": "event 13 (line 15)' "JSON tag anomaly"
 
+# "*" is every tag; "offload *" every tag the trace has begun (galloc_sleep
+# reads a NULL offload list as none): both tags' 30 + 40 MiB go to the host.
+# A tag_end without its tag_begin is an anomaly too.
+printf 'galloc-trace 1 device_memory 1GiB\ntag_begin a\nalloc 1 30MiB\ntag_end a\ntag_begin b\nalloc 2 40MiB\ntag_end b\nsleep * offload *\nwake *\ntag_end a\nsleep a\nwake a,b\n' \
+    >"$TMP/star.trace"
+expect_exit 0 "every tag" -- "$GALLOC" replay --json "$TMP/star.trace"
+got=$(figures "$TMP/out")
+want="$((70 * MiB)) 2 2 $((100 * MiB)) $((100 * MiB)) 0 $((70 * MiB)) 0 1 9 4"
+[ "$got" = "$want" ] || fail "every tag: got '$got', want '$want'"
+expect_in "$TMP/out" '"first_tag_anomaly": "event 8 (line 10): ' "tag_end without tag_begin"
+
 # On 300 MiB the job fits only by sleeping: without, train's 160 MiB and
 # infer's 200 MiB weights do not fit together (event 7, line 9).
 expect_exit 0 "300 MiB with sleep" -- "$GALLOC" replay --device-memory 300MiB "$TMP/hand.trace"
