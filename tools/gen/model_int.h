@@ -2,7 +2,8 @@
  * model_int.h: tools/gen's private view of a model (the parameter tensor
  * table) and of the training generator's steps, shared by model.c,
  * transformer.c and rl.c. Not for other packages.
- * Thread-safety: pure functions of their arguments.
+ * Thread-safety: the functions work only on their arguments (a gen_t belongs
+ * to one thread).
  */
 #ifndef GA_TOOLS_GEN_MODEL_INT_H
 #define GA_TOOLS_GEN_MODEL_INT_H

@@ -92,10 +92,12 @@ void ga_gen_annotate(gen_t *g, const char *fmt, ...)
 }
 
 /* At the first step, backward creates the gradient of each parameter it
- * reaches; later steps accumulate into them (no allocation). */
+ * reaches (one rank's shard); later steps accumulate into them (no
+ * allocation), unless free_grads set them to None after the last optimizer
+ * step: then every backward makes them again. */
 static void param_grad(gen_t *g, size_t param)
 {
-    if (g->free_grads) /* set to None after the last step: made again */
+    if (g->free_grads)
         g->grads[param] = ga_gen_tensor(g, ga_gen_shard_bytes(g, param, g->elem), "parameter gradient");
     else if (g->step == 0)
         (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, param, g->elem), "parameter gradient");
