@@ -20,6 +20,7 @@
  * units unmapped, one num_device_alloc per run mapped; reserved_bytes and
  * total_allocated_memory follow every unit.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,6 +217,16 @@ static galloc_status_t sleep_tag(ga_pool_t *p, ga_tag_t *t)
     return st;
 }
 
+/* A history annotation ("galloc.sleep.<tag>", START at sleep, END at wake):
+ * snapshots keep a sleeping tag's segments and blocks as they were (the
+ * viewer rebuilds past states from them), so the trace says when it slept. */
+static void annotate(ga_pool_t *p, const char *stage, const ga_tag_t *t)
+{
+    char name[16 + GALLOC_TAG_MAX];
+    snprintf(name, sizeof(name), "galloc.sleep.%s", t->name);
+    (void)ga_trace_annotate(&p->trace, stage, name); /* a no-op unless recording */
+}
+
 static bool failure(galloc_status_t st)
 {
     return st == GALLOC_E_DEVICE || st == GALLOC_E_NOMEM || st == GALLOC_E_OOM;
@@ -254,6 +265,8 @@ galloc_status_t ga_pool_sleep(ga_pool_t *p, const char *tags, const char *offloa
             continue;
         bool was = t->asleep;
         galloc_status_t s2 = sleep_tag(p, t);
+        if (!was && t->asleep)
+            annotate(p, "START", t);
         slept |= !was && t->asleep;
         if (st == GALLOC_OK)
             st = s2;
@@ -385,6 +398,8 @@ galloc_status_t ga_pool_wake(ga_pool_t *p, const char *tags)
             (void)ga_pool_release_cached_blocks(p);
             s2 = wake_tag(p, t);
         }
+        if (!t->asleep)
+            annotate(p, "END", t);
         woke |= !t->asleep;
         if (st == GALLOC_OK)
             st = s2;
