@@ -335,6 +335,11 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
 {
     if (ga_addrmap_reserve(&p->ptrs, ga_addrmap_count(&t->held)) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "wake: out of host memory for allocator bookkeeping");
+    /* The memory fraction caps reserved memory, as it caps malloc's segments. */
+    if (p->set_fraction && p->total_allocated_memory + t->bytes_asleep > p->allowed_memory_maximum)
+        return ga_fail(p->err, GALLOC_E_OOM,
+                       "wake: tag \"%s\" needs %zu bytes; the memory fraction allows %zu reserved, %zu are",
+                       t->name, t->bytes_asleep, p->allowed_memory_maximum, p->total_allocated_memory);
     size_t asleep = t->bytes_asleep;
     galloc_status_t st = GALLOC_OK;
     FOR_TAG_SEGMENTS(p, t, s)

@@ -313,6 +313,55 @@ TEST_P(Sleep, MemorySummaryHasASleepSectionOnlyWithTags)
     EXPECT_EQ(strlen(cut), sizeof cut - 1);
 }
 
+TEST_P(Sleep, UnbackedDeviceCountsTheSameWithoutContents)
+{
+    backed_ = false; // no contents: the copies are accepted and copy nothing
+    Make();
+    void *p[3] = {TagAlloc("w", 4 * KiB), TagAlloc("w", 1 * MiB), TagAlloc("w", 12 * MiB)};
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Reserved(), 0);
+    EXPECT_EQ(SleepStats().bytes_offloaded, kOffloaded);
+    EXPECT_EQ(Sim().live_host_bytes, kOffloaded);
+    EXPECT_EQ(Sim().violations, 0u);
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Reserved(), WeightsReserved());
+    EXPECT_EQ(Stats().num_device_alloc, 4);
+    EXPECT_EQ(Stats().num_device_free, 2);
+    for (void *q : p)
+        EXPECT_EQ(galloc_free(a_, q), GALLOC_OK);
+}
+
+TEST_P(Sleep, WakeRespectsTheMemoryFraction)
+{
+    Make("256MiB", "per_process_memory_fraction:0.25"); // 64 MiB may be reserved
+    void *w = TagAlloc("w", 36 * MiB);
+    Fill(w, 36 * MiB, 4);
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    void *d = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 30 * MiB, 0, &d), GALLOC_OK) << Err();
+    int64_t allocs = Stats().num_device_alloc;
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_E_OOM);
+    EXPECT_NE(Err().find("memory fraction"), std::string::npos) << Err();
+    EXPECT_EQ(Stats().num_device_alloc, allocs); // refused before any map
+    EXPECT_EQ(Asleep("w"), 1);
+    ASSERT_EQ(galloc_free(a_, d), GALLOC_OK); // cached: wake's flush gives it back
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Mismatch(w, 36 * MiB, 4), 36 * MiB);
+}
+
+TEST_P(Sleep, FragmentationLeavesSleepingSegmentsOut)
+{
+    MakeWeights();
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    galloc_fragmentation_t f;
+    f.struct_size = sizeof f;
+    ASSERT_EQ(galloc_fragmentation(a_, &f), GALLOC_OK);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, 0);
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_fragmentation(a_, &f), GALLOC_OK);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, WeightsReserved());
+}
+
 // A sleeping tag's segments keep their blocks in snapshots (MemoryViz
 // rebuilds past states from the final blocks, which must lie in segments),
 // and the trace marks the sleep with a START/END annotation pair.
