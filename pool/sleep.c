@@ -20,6 +20,7 @@
  * units unmapped, one num_device_alloc per run mapped; reserved_bytes and
  * total_allocated_memory follow every unit.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,5 +464,12 @@ galloc_status_t ga_pool_check_sleep(ga_pool_t *p)
     for (const ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
         if (pp->tag != NULL && ga_tag_find(p, pp->tag->name, strlen(pp->tag->name)) != pp->tag)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "a private pool names a tag the allocator does not have");
+    galloc_sleep_stats_t s;
+    ga_pool_sleep_stats(p, &s);
+    if (s.bytes_offloaded > s.peak_bytes_offloaded || s.tags_asleep > s.tags || s.bytes_woken > s.bytes_slept)
+        return ga_fail(p->err, GALLOC_E_CORRUPT,
+                       "sleep counters disagree: offloaded %" PRIu64 " > peak %" PRIu64 ", or %" PRIu64
+                       " of %" PRIu64 " tags asleep, or %" PRIu64 " bytes woken of %" PRIu64 " slept",
+                       s.bytes_offloaded, s.peak_bytes_offloaded, s.tags_asleep, s.tags, s.bytes_woken, s.bytes_slept);
     return GALLOC_OK;
 }
