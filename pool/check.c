@@ -40,6 +40,24 @@ static void add(recount_t *r, galloc_stat_pool_t pool, int64_t n)
     r->v[pool] += n;
 }
 
+/* An allocated block is in the pointer map, or, a sleeping tag's, in the
+ * tag's held map instead (sleep_int.h). */
+static galloc_status_t check_allocated(ga_pool_t *p, const ga_segment_t *s, const ga_block_t *b, counts_t *c)
+{
+    if (s->slept != NULL) {
+        const ga_sleep_entry_t *e = ga_addrmap_find(&s->pool->owner->tag->held, b->addr);
+        if (e == NULL || e->block != b || ga_pool_allocated_block(p, b->addr) != NULL)
+            return ga_fail(p->err, GALLOC_E_CORRUPT,
+                           "sleeping block 0x%" PRIxPTR " missing from its tag's map or still in the pointer map", b->addr);
+        c->held_blocks++;
+        return GALLOC_OK;
+    }
+    if (ga_pool_allocated_block(p, b->addr) != b)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map", b->addr);
+    c->allocated_blocks++;
+    return GALLOC_OK;
+}
+
 static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts_t *c)
 {
     galloc_stat_pool_t sp = s->pool->stat;
@@ -78,20 +96,9 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
             add(&c->active_bytes, sp, (int64_t)b->size);
             add(&c->requested_bytes, sp, (int64_t)b->requested);
         } else if (b->allocated) {
-            if (s->slept != NULL) {
-                /* A sleeping tag's: in its held map instead (sleep_int.h). */
-                const ga_sleep_entry_t *e = ga_addrmap_find(&s->pool->owner->tag->held, b->addr);
-                if (e == NULL || e->block != b || ga_pool_allocated_block(p, b->addr) != NULL)
-                    return ga_fail(p->err, GALLOC_E_CORRUPT,
-                                   "sleeping block 0x%" PRIxPTR " missing from its tag's map or still in the pointer map",
-                                   b->addr);
-                c->held_blocks++;
-            } else if (ga_pool_allocated_block(p, b->addr) != b) {
-                return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map",
-                               b->addr);
-            } else {
-                c->allocated_blocks++;
-            }
+            galloc_status_t st = check_allocated(p, s, b, c);
+            if (st != GALLOC_OK)
+                return st;
             add(&c->allocation, sp, 1);
             add(&c->allocated_bytes, sp, (int64_t)b->size);
             add(&c->active, sp, 1);
@@ -232,6 +239,12 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
             return st;
     if ((st = ga_pool_check_sleep(p)) != GALLOC_OK)
         return st;
+    size_t held = 0;
+    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next)
+        held += ga_addrmap_count(&t->held);
+    if (held != c.held_blocks)
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks of sleeping tags but %zu held", c.held_blocks,
+                       held);
     if (unmapped_members != c.unmapped_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu unmapped ranges in segments but %zu in the unmapped sets",
                        c.unmapped_blocks, unmapped_members);
@@ -280,7 +293,8 @@ void ga_pool_fragmentation(const ga_pool_t *p, galloc_fragmentation_t *out)
     galloc_pool_fragmentation_t f[GALLOC_STAT_POOLS];
     memset(f, 0, sizeof(f));
     for (const ga_segment_t *s = p->segments; s != NULL; s = s->next) {
-        const ga_block_t *b = s->head;
+        /* A sleeping tag's segment holds no device memory to fragment. */
+        const ga_block_t *b = s->slept == NULL ? s->head : NULL;
         while (b != NULL) {
             /* A run: a whole plain segment, or a maximal mapped range of an expandable one. */
             if (!b->mapped) {
