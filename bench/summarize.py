@@ -3,7 +3,7 @@
 (printed) and bench/RESULTS.md (the machine, the summary, the details).
 
 Input directory (from bench/run): galloc_pairs.json, galloc_traces.json,
-baseline_{glibc,jemalloc,mimalloc,tcmalloc}.json, optional callgrind.tsv
+galloc_sleep.json, baseline_{glibc,jemalloc,mimalloc,tcmalloc}.json, optional callgrind.tsv
 (binary, benchmark, iterations, instructions), load_before, load_after.
 
 Times are Google Benchmark's medians over the repetitions. The verdicts use CPU
@@ -157,6 +157,7 @@ class Summary:
         self.d = d
         self.pairs = load(os.path.join(d, "galloc_pairs.json"))
         self.traces = load(os.path.join(d, "galloc_traces.json"))
+        self.sleep = load(os.path.join(d, "galloc_sleep.json"))
         self.base = {a: load(os.path.join(d, f"baseline_{a}.json")) for a in BASELINES}
         self.ir = callgrind(d)
         self.rows = []  # the summary table
@@ -396,6 +397,39 @@ class Summary:
                             "freed neighbours (cached, same small and large pools). CPU ns per pair.\n\n" +
                             table(["other streams", "ns/pair", "× vs 0", "instr./pair", "dev_allocs"], rows))
 
+    # --- 7. sleep and wake -------------------------------------------------
+    def sleep_wake(self):
+        rows = []
+        for large in (0, 1):
+            for exp in (0, 1):
+                for backed in (0, 1):
+                    for off in (0, 1):
+                        e = self.sleep.get(f"sleep_wake/large_20MiB:{large}/expandable:{exp}/backed:{backed}/"
+                                           f"offload:{off}/real_time")
+                        if e is None:
+                            continue
+                        rows.append(["20 MiB" if large else "2 MiB (1 MiB blocks)",
+                                     "expandable" if exp else "plain", "backed" if backed else "unbacked",
+                                     "offload" if off else "discard", fmt(e["sleep_ms_per_GiB"]),
+                                     fmt(e["wake_ms_per_GiB"]), fmt(e["map_per_GiB"]), fmt(e["unmap_per_GiB"]),
+                                     fmt(e["va_per_GiB"]), fmt(e["d2h_per_GiB"]), fmt(e["h2d_per_GiB"]),
+                                     fmt(e["dev_alloc_per_GiB"]), fmt(e["dev_free_per_GiB"])])
+                        if large and exp and backed and off:
+                            self.rows.append(["sleep and wake", "1 GiB tag, 20 MiB expandable segments, offloaded, "
+                                              "sim backed (real memcpy)",
+                                              f"sleep {fmt(e['sleep_ms_per_GiB'])} ms/GiB, wake "
+                                              f"{fmt(e['wake_ms_per_GiB'])} ms/GiB",
+                                              f"{fmt(e['map_per_GiB'])} maps, {fmt(e['unmap_per_GiB'])} unmaps, "
+                                              f"{fmt(e['va_per_GiB'])} VA calls per GiB", "", ""])
+        if rows:
+            self.details.append("## Sleep and wake\n\n"
+                                "`galloc_sleep` then `galloc_wake` of one tag holding about 1 GiB of live blocks, on "
+                                "the sim device wrapped by a counting copy of itself (bench/sleep.cc). Per GiB slept: "
+                                "wall ms of each call, and the driver calls of the pair (VA = va_reserve + "
+                                "va_release; d2h / h2d = copies; dev = galloc_stats' num_device_alloc / free).\n\n" +
+                                table(["segments", "kind", "sim", "contents", "sleep ms/GiB", "wake ms/GiB",
+                                       "map", "unmap", "VA", "d2h", "h2d", "dev alloc", "dev free"], rows))
+
     def fit(self):
         path = os.path.join(self.d, "fit.tsv")
         if not os.path.exists(path):
@@ -485,6 +519,7 @@ class Summary:
         self.replay()
         self.efficiency()
         self.recording()
+        self.sleep_wake()
 
 
 def main():

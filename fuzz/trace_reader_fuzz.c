@@ -91,11 +91,13 @@ static void read_unit(ga_reader_t *r, size_t unit)
             break;
         }
         CHECK(rc == 1);
-        CHECK(ev.kind >= GA_EV_ALLOC && ev.kind <= GA_EV_RESERVE);
-        if (ev.kind == GA_EV_ANNOTATE) {
+        CHECK(ev.kind >= GA_EV_ALLOC && ev.kind <= GA_EV_LAST);
+        if (ev.kind == GA_EV_ANNOTATE || ev.kind >= GA_EV_TAG_BEGIN) {
             CHECK(ev.text != NULL || ev.text_len == 0);
             for (size_t k = 0; k < ev.text_len; k++)
                 sink += (unsigned char)ev.text[k]; /* ASan sees a text that overruns its buffer */
+            for (size_t k = 0; k < ev.text2_len; k++)
+                sink += (unsigned char)ev.text2[k];
         }
         p = ga_reader_progress(r);
         CHECK(p == -1.0 || (p >= 0.0 && p <= 1.0));

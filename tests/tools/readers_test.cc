@@ -276,6 +276,33 @@ TEST(TextReader, GoodTrace)
     EXPECT_EQ(r.ev[11].kind, GA_EV_FREE_COMPLETED);
 }
 
+// Sleep and wake (galloc_sleep.h): the lists as written, "*" kept for the engine.
+TEST(TextReader, TagEvents)
+{
+    std::string p = Write("tags.trace", "galloc-trace 1\n"
+                                        "tag_begin train # weights\n"
+                                        "alloc 1 4096\n"
+                                        "tag_end train\n"
+                                        "sleep train,kv.cache-2 offload train\n"
+                                        "sleep *\n"
+                                        "wake *\n");
+    Read r(p);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 6u);
+    EXPECT_EQ(r.ev[0].kind, GA_EV_TAG_BEGIN);
+    EXPECT_EQ(r.ev[0].where, 2u);
+    EXPECT_EQ(r.ev[2].kind, GA_EV_TAG_END);
+    EXPECT_EQ(r.ev[3].kind, GA_EV_SLEEP);
+    EXPECT_EQ(r.ev[4].kind, GA_EV_SLEEP);
+    EXPECT_EQ(r.ev[5].kind, GA_EV_WAKE);
+    EXPECT_EQ(r.ev[5].where, 7u);
+    std::vector<std::string> want = {"train", "train", "train,kv.cache-2 offload train", "*", "*"};
+    EXPECT_EQ(r.tags, want);
+    ExpectBad("tags1.trace", "galloc-trace 1\nsleep a,,b\n", ":2:", "bad tag list");
+    ExpectBad("tags2.trace", "galloc-trace 1\ntag_begin " + std::string(32, 'x') + "\n", ":2:", "bad tag");
+    ExpectBad("tags3.trace", "galloc-trace 1\nwake a offload b\n", ":2:", "usage: wake <tags>");
+}
+
 // galloc gen writes the device size on its own line after the header.
 TEST(TextReader, DeviceMemoryOnItsOwnLine)
 {

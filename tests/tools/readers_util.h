@@ -25,6 +25,7 @@ namespace {
 struct Read {
     std::vector<ga_event_t> ev;
     std::vector<std::string> text; // annotate texts
+    std::vector<std::string> tags; // tag events' lists: "text" or "text offload text2"
     std::string err;
     int rc = 0;
     ga_format_t format = GA_FORMAT_AUTO;
@@ -56,7 +57,11 @@ struct Read {
             while ((k = ga_reader_next(r, &x, e, sizeof(e))) == 1) {
                 if (x.kind == GA_EV_ANNOTATE)
                     text.emplace_back(x.text, x.text_len);
+                if (x.kind >= GA_EV_TAG_BEGIN)
+                    tags.push_back(std::string(x.text, x.text_len) +
+                                   (x.text2 ? " offload " + std::string(x.text2, x.text2_len) : ""));
                 x.text = nullptr;
+                x.text2 = nullptr;
                 ev.push_back(x);
             }
             if (k < 0) {

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#define ANNOTATION_LEN 80 /* the annotation kept for OOM reports (ga_replay_oom_t.annotation) */
+
 /* Shared by every column while one chunk is replayed. */
 typedef struct chunk_ctx {
     const ga_event_t *ev;     /* the chunk */
@@ -28,77 +30,6 @@ typedef struct chunk_ctx {
     uint64_t first;           /* event index of ev[0] */
     const char *annotation;   /* the last annotate text before the chunk */
 } chunk_ctx_t;
-
-galloc_status_t ga_replay_empty_cache(galloc_allocator_t *a, uint64_t next_segment)
-{
-    if (next_segment > 0) {
-        size_t free_b = 0, total = 0;
-        if (galloc_memory_info(a, &free_b, &total) == GALLOC_OK && free_b < next_segment)
-            return GALLOC_OK; /* the traced malloc's OOM path: galloc's malloc will do it */
-    }
-    return galloc_empty_cache(a);
-}
-
-galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream)
-{
-    /* A request in (1 MiB, 10 MiB) gets a 20 MiB segment (kLargeBuffer):
-     * pieces from 16 MiB up get segments of their own size. */
-    const uint64_t min_piece = (uint64_t)16 << 20;
-    galloc_stats_t s = {.struct_size = sizeof(s)};
-    size_t free_b = 0, total = 0;
-    galloc_status_t st = galloc_memory_stats(a, &s);
-    if (st == GALLOC_OK)
-        st = galloc_memory_info(a, &free_b, &total);
-    if (st != GALLOC_OK)
-        return st;
-    int64_t have = s.reserved_bytes[GALLOC_STAT_ALL].current;
-    uint64_t want = have >= 0 && size > (uint64_t)have ? size - (uint64_t)have : 0;
-    if (want > free_b)
-        want = free_b; /* a smaller device could not have cached more */
-    void *held[64];
-    size_t n = 0;
-    for (int b = 63; b >= 0 && st == GALLOC_OK; b--) {
-        uint64_t piece = (uint64_t)1 << b;
-        if (piece < min_piece || !((want >> b) & 1u))
-            continue;
-        void *p = NULL;
-        st = galloc_malloc(a, (size_t)piece, (galloc_stream_t)stream, &p);
-        if (st == GALLOC_OK)
-            held[n++] = p;
-    }
-    if (st == GALLOC_E_OOM) /* only under a memory-fraction cap: cache what fitted */
-        st = GALLOC_OK;
-    for (size_t i = 0; i < n; i++)
-        galloc_free(a, held[i]);
-    galloc_status_t rs = galloc_stats_reset_peak(a);
-    return st != GALLOC_OK ? st : rs;
-}
-
-bool ga_replay_free_stream(ga_event_kind_t kind, uint64_t stream, uint64_t alloc_stream, galloc_stream_t *other)
-{
-    *other = kind == GA_EV_FREE_PENDING ? GA_REPLAY_SIDE_STREAM : (galloc_stream_t)stream;
-    return (kind == GA_EV_FREE_PENDING || stream != GA_STREAM_NONE) && *other != (galloc_stream_t)alloc_stream;
-}
-
-galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint64_t stream, uint64_t size,
-                               double fraction)
-{
-    galloc_status_t st = GALLOC_E_INVAL;
-    switch (kind) {
-    case GA_EV_FREE_COMPLETED:
-        st = galloc_stream_synchronize(a, GA_REPLAY_SIDE_STREAM);
-        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
-    case GA_EV_STREAM_SYNC:
-        st = galloc_stream_synchronize(a, (galloc_stream_t)stream);
-        return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
-    case GA_EV_EMPTY_CACHE:
-        return ga_replay_empty_cache(a, size);
-    case GA_EV_SET_FRACTION:
-        return galloc_set_memory_fraction(a, fraction);
-    default:
-        return st;
-    }
-}
 
 static double now(void)
 {
@@ -198,51 +129,18 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
         write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
 
-/* A snapshot's oom entry whose device had room for the request (device_free
- * >= size): the traced run was capped by set_per_process_memory_fraction,
- * which snapshots do not record. Its cap lay at or above every reservation the
- * run made before (they all succeeded) and below what the retry after the
- * flush needed: reserved once the flush had released what the trace shows it
- * released (the segment_free / segment_unmap entries just before the oom),
- * plus the request. The replay takes the top of that range, less a page (an
- * expandable segment's retry maps only what its free tail lacks, and the
- * flush leaves at most a page of that tail: 20 MiB, a large segment's page),
- * so that the first try and the retry fail as they did and garbage collection
- * (garbage_collection_threshold counts against the cap) stays as quiet as
- * under the real, unknown cap. Returns the fraction to restore afterwards, or
- * a negative value when no cap applies (the column has a fraction of its own,
- * the entry recorded no device_free, or the device itself was short). */
-static double cap_for_oom(ga_replay_column_t *c, const ga_event_t *e)
-{
-    const uint64_t page = (uint64_t)20 << 20;
-    size_t dfree, total;
-    galloc_stats_t s = {.struct_size = sizeof(s)};
-    if (e->device_free == 0 || e->device_free < e->size || c->fraction < 1.0 ||
-        galloc_memory_info(c->a, &dfree, &total) != GALLOC_OK || total == 0 ||
-        galloc_memory_stats(c->a, &s) != GALLOC_OK)
-        return -1.0;
-    uint64_t peak = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].peak;
-    uint64_t cur = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].current;
-    uint64_t low = peak > cur ? peak : cur, high = (e->released < cur ? cur - e->released : 0) + e->size;
-    uint64_t cap = high > low + page ? high - page : low;
-    if (cap > total || galloc_set_memory_fraction(c->a, (double)cap / (double)total) != GALLOC_OK)
-        return -1.0;
-    c->capped_ooms++;
-    c->cap_low = low;
-    c->cap_high = high;
-    /* record_oom classifies under the lowest cap the trace allows: the
-     * verdict must hold whatever the real cap was. */
-    c->fraction = (double)low / (double)total;
-    return 1.0;
-}
-
 static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
 {
     void *p = NULL;
     /* Lifted after the event: the run's later allocations fitted under its real
      * cap, which may lie above this one. (1.0 keeps set_fraction on, as
      * PyTorch 2.x's setMemoryFraction does: only garbage collection notices.) */
-    double restore = e->kind == GA_EV_OOM ? cap_for_oom(c, e) : -1.0;
+    double restore = -1.0;
+    if (e->kind == GA_EV_OOM && c->fraction >= 1.0 &&
+        ga_replay_oom_cap(c->a, e, &c->cap_low, &c->cap_high, &c->fraction)) {
+        c->capped_ooms++;
+        restore = 1.0;
+    }
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, e->place); /* GALLOC_E_UNSUPPORTED under another placement: nothing to do */
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
@@ -305,6 +203,32 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
         note_error(c, idx, e, "galloc_free", st);
 }
 
+/* A tag event: a refused tag is a trace anomaly, a wake without the memory
+ * an OOM (of the bytes still asleep), anything else a failed call. */
+static void do_tag(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+{
+    if (c->no_sleep && (e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE))
+        return;
+    galloc_status_t st = ga_replay_tag_call(c->a, e->kind, e->text, e->text2, &c->tags);
+    if (st == GALLOC_OK)
+        return;
+    if (st == GALLOC_E_INVAL && c->tag_anomalies++ == 0) {
+        char msg[GALLOC_ERROR_MAX - 256];
+        galloc_last_error(c->a, msg, sizeof(msg));
+        snprintf(c->first_tag_anomaly, sizeof(c->first_tag_anomaly), "event %" PRIu64 " (line %" PRIu64 "): %s",
+                 idx, e->where, msg[0] ? msg : galloc_strerror(st));
+    } else if (st == GALLOC_E_OOM && e->kind == GA_EV_WAKE) {
+        galloc_sleep_stats_t ss = {0};
+        ga_event_t w = *e;
+        w.size = galloc_sleep_stats(c->a, &ss) == GALLOC_OK ? ss.bytes_asleep : 0;
+        record_oom(c, idx, &w, x);
+    } else if (st != GALLOC_E_INVAL) {
+        note_error(c, idx, e, e->kind == GA_EV_SLEEP ? "galloc_sleep" : e->kind == GA_EV_WAKE ? "galloc_wake"
+                                                                                              : "galloc_tag_begin/end",
+                   st);
+    }
+}
+
 /* Replay one event in one configuration. */
 static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x);
 
@@ -355,6 +279,12 @@ static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e
             return; /* a seeded snapshot state holds its own segments */
         st = ga_replay_reserve(c->a, e->size, e->stream);
         break;
+    case GA_EV_TAG_BEGIN:
+    case GA_EV_TAG_END:
+    case GA_EV_SLEEP:
+    case GA_EV_WAKE:
+        do_tag(c, idx, e, x);
+        return;
     case GA_EV_ANNOTATE:
         if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)
             c->snapshot_ops->annotate(c->a, e->text);
@@ -453,6 +383,7 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     c->label = make_label(user, o->env);
     c->conf = make_conf(user, o->backend, capacity, o->place_recorded);
     c->place = o->place_recorded;
+    c->no_sleep = o->no_sleep;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
     c->stats.struct_size = sizeof(c->stats);
@@ -511,9 +442,56 @@ static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
     }
     write_snapshot(c);
     galloc_memory_stats(c->a, &c->stats);
+    c->has_sleep_stats = galloc_sleep_stats(c->a, &c->sleep) == GALLOC_OK;
     galloc_allocator_destroy(c->a); /* releases the blocks still live: no need to free them one by one */
     c->a = NULL;
     ga_idmap_free(&c->map);
+}
+
+/* Copy a tag event's lists (the reader's text lives until its next event)
+ * into buf, NUL-terminated (the reader keeps them under GA_TAG_LIST_MAX). */
+static void keep_tag_text(ga_event_t *e, char (*buf)[GA_TAG_LIST_MAX])
+{
+    const char *src[2] = {e->text, e->text2};
+    size_t len[2] = {e->text_len, e->text2_len};
+    for (int i = 0; i < 2; i++) {
+        size_t k = len[i] < GA_TAG_LIST_MAX - 1 ? len[i] : GA_TAG_LIST_MAX - 1;
+        if (src[i] != NULL)
+            memcpy(buf[i], src[i], k);
+        buf[i][k] = '\0';
+    }
+    e->text = buf[0];
+    e->text2 = src[1] != NULL ? buf[1] : NULL;
+}
+
+/* Read a chunk into ev (*n events). It ends early after an annotate event,
+ * so that the annotation (copied into next_annotation: the reader's text is
+ * short-lived) applies exactly to the events after it, and after a tag event,
+ * whose lists are copied into tag_text. Returns the last ga_reader_next's
+ * result: 1 (more to read), 0 (the end) or -1 (out->read_error). */
+static int read_chunk(ga_reader_t *r, ga_event_t *ev, size_t *n, ga_replay_t *out, char next_annotation[ANNOTATION_LEN],
+                      char (*tag_text)[GA_TAG_LIST_MAX], bool *annotated)
+{
+    int rc = 1;
+    while (*n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[*n], out->read_error, sizeof(out->read_error))) > 0) {
+        ga_event_t *e = &ev[(*n)++];
+        if (e->kind == GA_EV_ANNOTATE) {
+            size_t k = e->text_len < ANNOTATION_LEN - 1 ? e->text_len : ANNOTATION_LEN - 1;
+            memcpy(next_annotation, e->text, k);
+            next_annotation[k] = '\0';
+            e->text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
+            e->text_len = k;
+            *annotated = true;
+            break;
+        }
+        if (e->kind >= GA_EV_TAG_BEGIN) {
+            keep_tag_text(e, tag_text);
+            out->tag_events++;
+            out->sleep_events += e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE;
+            break;
+        }
+    }
+    return rc;
 }
 
 int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *confs, size_t n_confs,
@@ -537,29 +515,15 @@ int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *
         if (setup_column(&out->cols[i], confs[i], o, out->device_memory, i) != 0)
             goto err_nomem;
 
-    char annotation[80] = "";
+    char annotation[ANNOTATION_LEN] = "";
+    char tag_text[2][GA_TAG_LIST_MAX]; /* the chunk's last event's tag lists, NUL-terminated */
+    out->no_sleep = o->no_sleep;
     for (;;) {
-        /* Read a chunk. It ends early after an annotate event, so that the
-         * annotation (copied here, the reader's text is short-lived) applies
-         * exactly to the events after it. */
         double t0 = now();
         size_t n = 0;
-        int rc = 1;
-        char next_annotation[80] = "";
+        char next_annotation[ANNOTATION_LEN] = "";
         bool annotated = false;
-        while (n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[n], out->read_error, sizeof(out->read_error))) > 0) {
-            if (ev[n].kind == GA_EV_ANNOTATE) {
-                size_t k = ev[n].text_len < sizeof(next_annotation) - 1 ? ev[n].text_len : sizeof(next_annotation) - 1;
-                memcpy(next_annotation, ev[n].text, k);
-                next_annotation[k] = '\0';
-                ev[n].text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
-                ev[n].text_len = k;
-                annotated = true;
-                n++;
-                break;
-            }
-            n++;
-        }
+        int rc = read_chunk(r, ev, &n, out, next_annotation, tag_text, &annotated);
         out->read_seconds += now() - t0;
         chunk_ctx_t x = {.ev = ev, .n = n, .first = out->events, .annotation = annotation};
         for (size_t i = 0; i < n_confs && n > 0; i++)
@@ -574,7 +538,7 @@ int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *
             out->read_failed = true;
             break;
         }
-        if (rc == 0 && !annotated)
+        if (rc == 0) /* the end: a chunk cut at an annotation or tag event has rc 1 */
             break;
     }
     ga_reader_notes(r, &out->notes);

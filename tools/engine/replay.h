@@ -122,6 +122,14 @@ typedef struct ga_replay_snapshot_ops {
     void (*annotate)(galloc_allocator_t *a, const char *text);
 } ga_replay_snapshot_ops_t;
 
+/* The tags a replay has begun, "a,b" (a trace makes its tags only by
+ * tag_begin, so these are all it has): what "offload *" names. Zeroed
+ * before the replay. */
+typedef struct ga_replay_tags {
+    char names[1024];
+    bool overflow; /* more names than fit: "offload *" then fails (GALLOC_E_NOMEM) */
+} ga_replay_tags_t;
+
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
     char *label;                         /* what the user wrote, "defaults" for none (PyTorch's
@@ -150,6 +158,13 @@ typedef struct ga_replay_column {
     uint64_t duplicates;                 /* allocs of an id already live (the stale block is freed) */
     uint64_t errors;                     /* other failed calls (see first_error) */
     char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
+    uint64_t tag_anomalies;              /* tag events galloc refused with GALLOC_E_INVAL: an unknown
+                                            tag, a tag_end without tag_begin (see first_tag_anomaly) */
+    char first_tag_anomaly[GALLOC_ERROR_MAX]; /* the first of those, with its event */
+    bool no_sleep;                       /* opts.no_sleep: sleep and wake events are skipped */
+    ga_replay_tags_t tags;               /* the tags begun so far */
+    bool has_sleep_stats;                /* sleep holds galloc_sleep_stats at the end */
+    galloc_sleep_stats_t sleep;          /* ... bytes slept, offloaded, sleeps and wakes */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
     double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
@@ -204,6 +219,10 @@ typedef struct ga_replay_opts {
      * exports (GALLOC_CREATE_NO_ENV), so the answer depends only on the
      * command line and the trace. */
     bool env;
+    /* no_sleep: replay the trace's sleep and wake events as nothing (tags
+     * are still begun and ended), so the peaks can be compared with and
+     * without sleeping (--no-sleep). */
+    bool no_sleep;
     /* progress: called between chunks with the fraction read (-1 if unknown)
      * and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
@@ -225,6 +244,9 @@ typedef struct ga_replay {
     uint64_t events;           /* events read */
     double read_seconds;       /* time spent reading and parsing */
     ga_reader_notes_t notes;   /* skipped entries, prologue events */
+    uint64_t tag_events;       /* tag_begin / tag_end / sleep / wake events read */
+    uint64_t sleep_events;     /* ... of which sleep and wake (skipped under opts.no_sleep) */
+    bool no_sleep;             /* opts.no_sleep */
     bool read_failed;          /* the trace was bad: see read_error (results cover the events before) */
     char read_error[512];
 } ga_replay_t;
@@ -305,6 +327,30 @@ galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint
  * left out), or the status of a failed call other than out-of-memory.
  */
 galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream);
+
+/*
+ * ga_replay_oom_cap: a snapshot's oom entry e whose device had room for the
+ * request (device_free >= size) means the traced run was capped by
+ * set_per_process_memory_fraction, which snapshots do not record. Sets a cap
+ * on a that fails the event the same way (events.c says how it is chosen),
+ * with *low / *high the range the real cap lay in and *classify_fraction the
+ * fraction to classify the OOM under (the lowest). Returns false, changing
+ * nothing, when no cap applies. The caller lifts the cap after the event.
+ */
+bool ga_replay_oom_cap(galloc_allocator_t *a, const ga_event_t *e, uint64_t *low, uint64_t *high,
+                       double *classify_fraction);
+
+/*
+ * ga_replay_tag_call: replay a tag event (docs/trace-format.md): GA_EV_TAG_BEGIN
+ * and GA_EV_TAG_END of tags (one tag; a begun tag is noted in known),
+ * GA_EV_SLEEP of tags offloading offload (NULL: none), GA_EV_WAKE of tags.
+ * Lists are NUL-terminated, "*" meaning every tag (for offload: every tag in
+ * known). Returns the call's status (GALLOC_E_INVAL: an unknown tag or a
+ * scope not begun, a trace anomaly; GALLOC_E_OOM from a wake: the device has
+ * not the memory).
+ */
+galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
+                                   const char *offload, ga_replay_tags_t *known);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch

@@ -40,8 +40,9 @@ extern "C" {
 /* One event in memory (32 bytes): ga_event_t without the text. The array
  * index is the event index galloc replay prints. */
 typedef struct ga_fit_event {
-    uint64_t id;     /* trace id */
-    uint64_t size;   /* bytes; for GA_EV_SET_FRACTION the bits of the double fraction */
+    uint64_t id;     /* trace id; for a tag event the offset of its tag list in the unit's tags */
+    uint64_t size;   /* bytes; for GA_EV_SET_FRACTION the bits of the double fraction; for GA_EV_SLEEP
+                        1 + the offset of its offload list in the unit's tags (0: none) */
     uint64_t stream; /* stream handle, GA_STREAM_NONE when not given */
     uint32_t kind;   /* ga_event_kind_t */
     uint32_t flags;  /* GA_EVF_* */
@@ -56,6 +57,9 @@ typedef struct ga_fit_unit {
     int device;               /* the device index it recorded (0 without one): messages say "GPU 1" */
     uint64_t max_alloc;       /* largest allocation requested */
     ga_reader_start_t start;  /* what the trace says was in use before its first event */
+    char *tags;               /* the tag events' lists, each NUL-terminated (NULL when none) */
+    size_t tags_len, tags_cap;
+    uint64_t sleep_events;    /* its sleep and wake events */
 } ga_fit_unit_t;
 
 typedef struct ga_fit_job {
@@ -71,6 +75,9 @@ typedef struct ga_fit_job {
      * applied: the configurations alone (GALLOC_CREATE_NO_ENV), whatever
      * the shell exports. */
     char env[512];
+    uint64_t sleep_events;    /* sleep and wake events over all units (galloc_sleep.h): each replay
+                                 sleeps and wakes as the trace does */
+    bool no_sleep;            /* --no-sleep: those events are skipped (tags still begun and ended) */
     bool own_sizes;           /* no --device-memory: a unit with a recorded size runs on it, scaled
                                  by capacity / device_memory when the search tries other sizes */
 } ga_fit_job_t;
@@ -96,7 +103,10 @@ typedef struct ga_fit_run {
     int64_t peak_reserved;      /* reserved_bytes.all.peak, max over units (until the OOM) */
     int64_t peak_allocated;     /* allocated_bytes.all.peak, max over units */
     int64_t peak_requested;     /* requested_bytes.all.peak, max over units */
-    int64_t allocated_at_peak;  /* allocated bytes when reserved reached peak_reserved */
+    int64_t allocated_at_peak;  /* allocated bytes when reserved reached peak_reserved (a sleeping tag's
+                                   blocks included: its tensors still exist) */
+    int64_t asleep_at_peak;     /* bytes asleep then (galloc_sleep_stats: reserved address space without
+                                   physical memory), 0 for a job that does not sleep */
     int64_t largest_free_at_peak;      /* largest cached free block then */
     double external_frag_at_peak;      /* 1 - largest free block / cached free bytes then */
 } ga_fit_run_t;

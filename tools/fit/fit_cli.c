@@ -24,6 +24,7 @@ typedef struct cli {
     uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
     bool no_recorded;       /* --no-recorded: ignore a snapshot's allocator_settings */
     bool env;               /* --env: apply the environment's allocator variables under every configuration */
+    bool no_sleep;          /* --no-sleep: skip the traces' sleep and wake events */
     char recorded[GA_FIT_CONF_MAX]; /* the first snapshot's recorded settings as a conf string */
     char recorded_text[1024];      /* its recorded PYTORCH_CUDA_ALLOC_CONF text */
     bool has_recorded;             /* a snapshot recorded settings */
@@ -66,6 +67,8 @@ void ga_fit_usage(FILE *out)
           "                        PYTORCH_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF) and GALLOC_CONF;\n"
           "                        without it they are not read: the answer depends only on the\n"
           "                        command line and the traces\n"
+          "  --no-sleep            skip the traces' sleep and wake events (tags are still begun and\n"
+          "                        ended): does the job fit without sleeping?\n"
           "  -h, --help            this text\n"
           "\n"
           "Exit status: 0 some configuration fits, 1 none does, 2 bad usage or input.\n",
@@ -88,14 +91,15 @@ static bool parse_count(const char *s, size_t *out)
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV };
+    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV, O_NOSLEEP };
     static const struct option opts[] = {
         {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
         {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
         {"max-configs", required_argument, NULL, O_MAX},   {"top", required_argument, NULL, O_TOP},
         {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
-        {"env", no_argument, NULL, O_ENV},                 {NULL, 0, NULL, 0}};
+        {"env", no_argument, NULL, O_ENV},                 {"no-sleep", no_argument, NULL, O_NOSLEEP},
+        {NULL, 0, NULL, 0}};
     optind = 0; /* the command may run more than once in a process (tests) */
     opterr = 0;
     int o;
@@ -135,6 +139,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_NOREC: c->no_recorded = true; break;
         case O_PLOT: c->plot = optarg; break;
         case O_ENV: c->env = true; break;
+        case O_NOSLEEP: c->no_sleep = true; break;
         case 'h': ga_fit_usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -200,6 +205,7 @@ int ga_fit_main(int argc, char **argv)
         return GA_EXIT_USAGE;
     }
     job.own_sizes = c.device_memory == 0;
+    job.no_sleep = c.no_sleep;
     job.device_memory = c.device_memory                         ? c.device_memory
                         : job.n_units && job.units[0].device_memory ? job.units[0].device_memory
                                                                     : GA_REPLAY_DEFAULT_MEMORY;

@@ -52,10 +52,13 @@ static const char *fmt_size(uint64_t v, char *b, size_t n) /* a device size: nev
     return b;
 }
 
-/* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation ratio. */
+/* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation
+ * ratio. With tags asleep both sides count their blocks: allocated has them,
+ * so reserved gets their address space back (bytes asleep). */
 static double frag_at_peak(const ga_fit_run_t *r)
 {
-    return r->peak_reserved > 0 ? 1.0 - (double)r->allocated_at_peak / (double)r->peak_reserved : 0.0;
+    int64_t held = r->peak_reserved + r->asleep_at_peak;
+    return held > 0 ? 1.0 - (double)r->allocated_at_peak / (double)held : 0.0;
 }
 
 static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, char *b, size_t n)
@@ -114,6 +117,14 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             oc->jobs);
     if (job->env[0])
         fprintf(out, "Every configuration replayed over the environment (--env): %s\n", job->env);
+    if (job->sleep_events && job->no_sleep)
+        fprintf(out, "Sleep and wake skipped (--no-sleep): %" PRIu64 " events; every tag stays awake, so this is "
+                     "the job without sleeping\n", job->sleep_events);
+    else if (job->sleep_events)
+        fprintf(out, "The job sleeps and wakes (%" PRIu64 " events): every configuration replays them, so a "
+                     "sleeping tag's memory is free for the others and peak reserved counts it only while "
+                     "awake (--no-sleep compares); allocated counts a sleeping tag's blocks too (its tensors "
+                     "still exist), so it may exceed reserved\n", job->sleep_events);
     fprintf(out, "\n");
 }
 
@@ -277,6 +288,8 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         ga_report_json_str(out, w->conf);
     else
         fputs("null", out);
+    fprintf(out, ",\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s", job->sleep_events,
+            job->no_sleep ? "true" : "false");
     fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
     if (job->env[0])
         ga_report_json_str(out, job->env);
@@ -310,9 +323,11 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
             fputs("null", out);
         fprintf(out, ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
                ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
+               ", \"asleep_at_peak_bytes\": %" PRId64
                ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
                ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
                r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
+               r->run.asleep_at_peak,
                frag_at_peak(&r->run), r->run.external_frag_at_peak, r->run.largest_free_at_peak);
         if (r->min_searched && r->min_memory)
             fprintf(out, "%" PRIu64, r->min_memory);

@@ -26,6 +26,22 @@
 #include "tools/idmap.h"
 #include "tools/snapshot/snap_view.h"
 
+/* Append text[0..n) and a NUL to u's tag lists; its offset in *off. 0 or -1. */
+static int push_tags(ga_fit_unit_t *u, const char *text, size_t n, uint64_t *off)
+{
+    while (u->tags_len + n + 1 > u->tags_cap) { /* ga_grow doubles: a list is under GA_TAG_LIST_MAX */
+        char *nt = ga_grow(u->tags, &u->tags_cap, u->tags_cap, 1, 256);
+        if (nt == NULL)
+            return -1;
+        u->tags = nt;
+    }
+    memcpy(u->tags + u->tags_len, text, n);
+    u->tags[u->tags_len + n] = '\0';
+    *off = u->tags_len;
+    u->tags_len += n + 1;
+    return 0;
+}
+
 static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
 {
     ga_fit_event_t *nv = ga_grow(u->ev, cap, u->n, sizeof(*nv), 4096);
@@ -42,6 +58,13 @@ static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
     f->flags = e->flags;
     if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && !(e->flags & GA_EVF_SEEDED) && e->size > u->max_alloc)
         u->max_alloc = e->size; /* a seeded stand-in block is no request of the job */
+    if (e->kind >= GA_EV_TAG_BEGIN) { /* the lists into the unit's table (the reader's text is short-lived) */
+        uint64_t off = 0;
+        if (push_tags(u, e->text, e->text_len, &f->id) != 0 || (e->text2 && push_tags(u, e->text2, e->text2_len, &off) != 0))
+            return -1;
+        f->size = e->text2 != NULL ? off + 1 : 0;
+        u->sleep_events += e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE;
+    }
     return 0;
 }
 
@@ -90,6 +113,7 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
         for (size_t i = 0; i < un->n && !job->sets_fraction; i++)
             job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
+        job->sleep_events += un->sleep_events;
         if (un->max_alloc > job->max_alloc)
             job->max_alloc = un->max_alloc;
     }
@@ -108,6 +132,7 @@ void ga_fit_job_free(ga_fit_job_t *job)
     for (size_t i = 0; i < job->n_units; i++) {
         free(job->units[i].label);
         free(job->units[i].ev);
+        free(job->units[i].tags);
     }
     free(job->units);
     memset(job, 0, sizeof(*job));
@@ -119,6 +144,9 @@ typedef struct run_ctx {
     ga_idmap_t map;
     size_t min_free;      /* lowest device free memory seen: the reserved peak */
     double fraction;      /* the memory fraction in force (1.0: none), for classifying an OOM */
+    const char *tags;     /* the unit's tag lists (ga_fit_unit_t.tags) */
+    bool no_sleep;        /* skip sleep and wake (ga_fit_job_t.no_sleep) */
+    ga_replay_tags_t known; /* the tags begun so far */
     ga_fit_run_t *out;
 } run_ctx_t;
 
@@ -143,6 +171,8 @@ static void on_peak(run_ctx_t *x)
         return; /* an earlier unit peaked higher */
     x->out->peak_reserved = res;
     x->out->allocated_at_peak = s.allocated_bytes[GALLOC_STAT_ALL].current;
+    galloc_sleep_stats_t ss = {0};
+    x->out->asleep_at_peak = galloc_sleep_stats(x->a, &ss) == GALLOC_OK ? (int64_t)ss.bytes_asleep : 0;
     galloc_fragmentation_t f = {.struct_size = sizeof(f)};
     if (galloc_fragmentation(x->a, &f) == GALLOC_OK) {
         int64_t largest = 0;
@@ -152,6 +182,16 @@ static void on_peak(run_ctx_t *x)
         int64_t fb = f.pool[GALLOC_STAT_ALL].free_bytes;
         x->out->largest_free_at_peak = largest;
         x->out->external_frag_at_peak = fb > 0 ? 1.0 - (double)largest / (double)fb : 0.0;
+    }
+}
+
+/* A new low of the device's free memory is a new reserved peak. */
+static void watch_peak(run_ctx_t *x)
+{
+    size_t fr, tot;
+    if (galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
+        x->min_free = fr;
+        on_peak(x);
     }
 }
 
@@ -169,11 +209,7 @@ static int alloc_event(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_eve
     }
     if (st != GALLOC_OK)
         return fail_call(x, unit, idx, "galloc_malloc", st);
-    size_t fr, tot;
-    if (galloc_memory_info(x->a, &fr, &tot) == GALLOC_OK && fr < x->min_free) {
-        x->min_free = fr;
-        on_peak(x);
-    }
+    watch_peak(x);
     if (e->kind == GA_EV_OOM) { /* the traced run failed here; this configuration does not */
         galloc_free(x->a, p);
         return 1;
@@ -187,6 +223,29 @@ static int alloc_event(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_eve
     }
     if (replaced && old.ptr != NULL) /* the trace lost a free: release the stale block */
         galloc_free(x->a, old.ptr);
+    return 1;
+}
+
+/* A tag event: 1 to go on, 0 when a wake finds no memory (an OOM of the
+ * bytes still asleep), -1 on another failure (an unknown tag included). */
+static int tag_event(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e)
+{
+    if (x->no_sleep && (e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE))
+        return 1;
+    const char *offload = e->kind == GA_EV_SLEEP && e->size != 0 ? x->tags + e->size - 1 : NULL;
+    galloc_status_t st = ga_replay_tag_call(x->a, (ga_event_kind_t)e->kind, x->tags + e->id, offload, &x->known);
+    if (st == GALLOC_E_OOM && e->kind == GA_EV_WAKE) {
+        galloc_sleep_stats_t ss = {0};
+        x->out->fail_unit = unit;
+        x->out->fail_event = idx;
+        ga_replay_classify_oom(x->a, galloc_sleep_stats(x->a, &ss) == GALLOC_OK ? ss.bytes_asleep : 0, x->fraction,
+                               &x->out->oom);
+        return 0;
+    }
+    if (st != GALLOC_OK)
+        return fail_call(x, unit, idx, "replaying the tag event", st);
+    if (e->kind == GA_EV_WAKE)
+        watch_peak(x); /* the woken memory is reserved again */
     return 1;
 }
 
@@ -237,6 +296,11 @@ static int step(run_ctx_t *x, size_t unit, uint64_t idx, const ga_fit_event_t *e
         }
         break;
     }
+    case GA_EV_TAG_BEGIN:
+    case GA_EV_TAG_END:
+    case GA_EV_SLEEP:
+    case GA_EV_WAKE:
+        return tag_event(x, unit, idx, e);
     case GA_EV_ANNOTATE:
         break;
     }
@@ -264,7 +328,7 @@ int ga_fit_replay_sampled(const ga_fit_job_t *job, const char *conf, uint64_t ca
              conf ? conf : "");
     for (size_t u = 0; u < job->n_units; u++) {
         const ga_fit_unit_t *un = &job->units[u];
-        run_ctx_t x = {.out = out, .min_free = SIZE_MAX};
+        run_ctx_t x = {.out = out, .min_free = SIZE_MAX, .tags = un->tags, .no_sleep = job->no_sleep};
         const char *uconf = full;
         char own[sizeof(full) + 48];
         if (job->own_sizes && un->device_memory != 0 && job->device_memory != 0) {
@@ -348,8 +412,11 @@ uint64_t ga_fit_min_memory(const ga_fit_job_t *job, const char *conf, const ga_f
         return 0;
     if (at_d->fits) {
         /* Nothing fits below the requested peak: reserved >= allocated >=
-         * requested at every moment, and reserved <= the device. */
-        lo = at_d->peak_requested > 0 ? floor_g((uint64_t)at_d->peak_requested - 1) : 0;
+         * requested at every moment, and reserved <= the device. Not for a
+         * job that sleeps: requested counts a sleeping tag's blocks, which
+         * hold no device memory. */
+        bool sleeps = job->sleep_events > 0 && !job->no_sleep;
+        lo = at_d->peak_requested > 0 && !sleeps ? floor_g((uint64_t)at_d->peak_requested - 1) : 0;
         if (d % GA_FIT_GRANULE == 0)
             hi = d;
         else if (fits_at(job, conf, ceil_g(d), replays))

@@ -59,14 +59,18 @@ static int parse_int(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
+#define MAX_RL_DIM (UINT64_C(1) << 24) /* as model.c's dimensions: products stay far from 2^64 */
+
 enum flag_id {
     F_PARAMS, F_LAYERS, F_D_MODEL, F_SEQ_LEN, F_BATCH, F_HEADS, F_MIXED, F_CKPT, F_STEPS, F_VARSEQ, F_SEED,
-    F_OUTPUT, F_DEVICE_MEMORY, F_CONF, F_JSON, F_HELP
+    F_OUTPUT, F_DEVICE_MEMORY, F_CONF, F_JSON, F_HELP,
+    F_SHARDS, F_ROLLOUT_BATCH, F_PROMPT_LEN, F_RESPONSE_LEN, F_DECODE_STEPS /* gen rl's, last (set_rl_flag) */
 };
 
 #define FOR_GEN (1u << GA_CLI_GEN)
 #define FOR_BUDGET (1u << GA_CLI_BUDGET)
-#define FOR_BOTH (FOR_GEN | FOR_BUDGET)
+#define FOR_RL (1u << GA_CLI_RL)
+#define FOR_BOTH (FOR_GEN | FOR_BUDGET | FOR_RL) /* the model flags: every command */
 
 typedef struct flag {
     const char *name;  /* long form */
@@ -88,11 +92,16 @@ static const flag_t flags[] = {
     {"--steps", NULL, F_STEPS, true, FOR_BOTH},
     {"--variable-seq-len", NULL, F_VARSEQ, true, FOR_BOTH},
     {"--seed", NULL, F_SEED, true, FOR_BOTH},
-    {"--output", "-o", F_OUTPUT, true, FOR_GEN},
+    {"--output", "-o", F_OUTPUT, true, FOR_GEN | FOR_RL},
     {"--device-memory", NULL, F_DEVICE_MEMORY, true, FOR_BOTH},
     {"--conf", NULL, F_CONF, true, FOR_BUDGET},
     {"--json", NULL, F_JSON, false, FOR_BUDGET},
     {"--help", "-h", F_HELP, false, FOR_BOTH},
+    {"--shards", NULL, F_SHARDS, true, FOR_RL},
+    {"--rollout-batch", NULL, F_ROLLOUT_BATCH, true, FOR_RL},
+    {"--prompt-len", NULL, F_PROMPT_LEN, true, FOR_RL},
+    {"--response-len", NULL, F_RESPONSE_LEN, true, FOR_RL},
+    {"--decode-steps", NULL, F_DECODE_STEPS, true, FOR_RL},
 };
 
 /* The flag argv[i] names (value after '=' in *inline_value), or NULL. */
@@ -109,6 +118,22 @@ static const flag_t *find_flag(const char *arg, ga_cli_cmd_t cmd, const char **i
             return f;
     }
     return NULL;
+}
+
+/* The RL loop's flags (gen rl). */
+static int set_rl_flag(const flag_t *f, const char *v, ga_gen_rl_t *rl, char *err, size_t errlen)
+{
+    uint64_t x;
+    if (f->id == F_SHARDS || f->id == F_DECODE_STEPS) {
+        if (parse_int(v, 1, 1000000, &x) != 0)
+            return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..1000000", f->name, v);
+        *(f->id == F_SHARDS ? &rl->shards : &rl->decode_steps) = (uint32_t)x;
+        return 0;
+    }
+    if (parse_int(v, 1, MAX_RL_DIM, &x) != 0)
+        return ga_errf(err, errlen, "%s: '%s' is not an integer in 1..16777216", f->name, v);
+    *(f->id == F_ROLLOUT_BATCH ? &rl->rollout_batch : f->id == F_PROMPT_LEN ? &rl->prompt_len : &rl->response_len) = x;
+    return 0;
 }
 
 static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, size_t errlen)
@@ -186,8 +211,9 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
     case F_HELP:
         cli->help = true;
         return 0;
+    default: /* F_SHARDS and after: the RL loop's */
+        return set_rl_flag(f, v, &cli->rl, err, errlen);
     }
-    return ga_errf(err, errlen, "internal error: flag %s", f->name);
 }
 
 int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *cli, char *err, size_t errlen)
@@ -219,7 +245,10 @@ int ga_cli_parse(int argc, char **argv, int first, ga_cli_cmd_t cmd, ga_cli_t *c
                                             : NULL;
     if (missing != NULL)
         return ga_errf(err, errlen, "%s is required (see --help)", missing);
-    return ga_gen_model_check(m, err, errlen);
+    if (ga_gen_model_check(m, err, errlen) != 0)
+        return -1;
+    ga_gen_rl_t resolved;
+    return cmd == GA_CLI_RL ? ga_gen_rl_resolve(m, &cli->rl, &resolved, err, errlen) : 0;
 }
 
 const char ga_cli_model_help[] =
@@ -236,6 +265,14 @@ const char ga_cli_model_help[] =
     "  --steps K               training steps (default 3; Adam's state appears at the first)\n"
     "  --variable-seq-len MIN:MAX  each step draws its sequence length in [MIN, MAX]\n"
     "  --seed X                seed of those draws (default 0): same flags, same trace\n";
+
+const char ga_cli_rl_help[] =
+    "RL loop (galloc gen rl; --steps is the number of iterations):\n"
+    "  --shards N              ranks the training state is sharded over (FSDP; default 1)\n"
+    "  --rollout-batch R       sequences generated per iteration (default --batch)\n"
+    "  --prompt-len P          prompt tokens (default seq_len / 4)\n"
+    "  --response-len T        generated tokens (default seq_len - P)\n"
+    "  --decode-steps D        steps the KV cache grows in (default 8)\n";
 
 void ga_cli_format_model(const ga_gen_model_t *m, char *buf, size_t len)
 {

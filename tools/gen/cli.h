@@ -10,15 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/gen/rl.h"
 #include "tools/gen/transformer.h"
 
 #define GA_CLI_MAX_CONFS 16
 
 /* Which command is parsing: each accepts the model flags plus its own. */
-typedef enum ga_cli_cmd { GA_CLI_GEN, GA_CLI_BUDGET } ga_cli_cmd_t;
+typedef enum ga_cli_cmd { GA_CLI_GEN, GA_CLI_BUDGET, GA_CLI_RL /* galloc gen rl */ } ga_cli_cmd_t;
 
 typedef struct ga_cli {
     ga_gen_model_t model;                /* the model flags */
+    ga_gen_rl_t rl;                      /* gen rl: the loop's flags (0: defaults) */
     const char *output;                  /* gen: -o FILE; NULL or "-" = stdout */
     uint64_t device_memory;              /* --device-memory in bytes; 0 = not given */
     const char *confs[GA_CLI_MAX_CONFS]; /* budget: --conf values, in order (point into argv) */
@@ -46,8 +48,10 @@ int ga_cli_parse_count(const char *s, uint64_t *out);
  * (an "80 GB" GPU has 80 GiB). Returns 0 or -1. */
 int ga_cli_parse_size(const char *s, uint64_t *out);
 
-/* The model flags' help lines, shared by both commands' --help. */
+/* The model flags' help lines, shared by both commands' --help; the RL
+ * loop's own flags for gen rl's. */
 extern const char ga_cli_model_help[];
+extern const char ga_cli_rl_help[];
 
 /* ga_cli_format_model: the model flags as a command line would give them
  * ("--params 7000000000 --layers 32 ..."), for trace headers and reports. */

@@ -59,84 +59,77 @@ const char *ga_gen_step_model_text(void)
     return STEP_MODEL;
 }
 
-/* What a block keeps for backward (without checkpointing), and its units. */
-enum slot {
-    S_X,         /* block input, the layer-norm-1 input */
-    S_QKV_IN,    /* ln1 output, the qkv projection input */
-    S_Q,         /* queries */
-    S_K,         /* keys */
-    S_V,         /* values */
-    S_CTX,       /* softmax(qk^T) v, per head */
-    S_PROJ_IN,   /* heads merged: the output projection's input */
-    S_ATTN_MASK, /* attention dropout mask */
-    S_LN2_IN,    /* residual sum, the layer-norm-2 input */
-    S_FC1_IN,    /* ln2 output */
-    S_GELU_IN,   /* fc1 output, 4 * d_model wide */
-    S_FC2_IN,    /* GELU output, 4 * d_model wide */
-    S_MLP_MASK,  /* MLP dropout mask */
-    S_LN1_STATS, /* layer norm 1 mean and rstd (fp32 per token): small-pool blocks */
-    S_LN2_STATS, /* layer norm 2 mean and rstd */
-    N_SLOTS
-};
-
-/* Block parameter tensors (model.c's order) whose gradients backward makes. */
-enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC1_W, P_FC1_B, P_FC2_W, P_FC2_B };
-
-typedef struct gen {
-    const ga_gen_model_t *m; /* the model */
-    ga_gen_emit_fn emit;     /* the consumer */
-    void *ctx;               /* its argument */
-    int stop;                /* emit's non-zero return: once set nothing more is emitted */
-    uint64_t next_id;        /* next block id (ids are never reused) */
-    uint32_t step;           /* current step, GA_GEN_SETUP_STEP before the first */
-    uint64_t elem;           /* bytes per weight / gradient / activation element */
-    uint64_t unit;           /* bytes of s * batch * d_model elements this step */
-    uint64_t scores;         /* bytes of batch * heads * s * s elements this step */
-    uint64_t stats;          /* bytes of one layer norm's mean + rstd: s * batch * 2 fp32 */
-    size_t n_params;         /* parameter tensors */
-    uint64_t *param_elems;   /* [n_params] element counts, summing to --params */
-    uint64_t (*saved)[N_SLOTS]; /* [layers] ids kept for backward, 0 = none */
-    char text[128];          /* the current annotation */
-} gen_t;
-
-static void emit(gen_t *g, const ga_gen_event_t *ev)
+void ga_gen_emit(gen_t *g, const ga_gen_event_t *ev)
 {
     if (g->stop == 0)
         g->stop = g->emit(g->ctx, ev);
 }
 
-static uint64_t tensor(gen_t *g, uint64_t bytes, const char *name)
+uint64_t ga_gen_tensor(gen_t *g, uint64_t bytes, const char *name)
 {
     uint64_t id = g->next_id++;
     ga_gen_event_t ev = {.op = GA_GEN_ALLOC, .id = id, .size = bytes, .step = g->step, .text = name};
-    emit(g, &ev);
+    ga_gen_emit(g, &ev);
     return id;
 }
 
 /* Free *id and forget it, so a slot cannot be freed twice. */
-static void release(gen_t *g, uint64_t *id)
+void ga_gen_release(gen_t *g, uint64_t *id)
 {
     ga_gen_event_t ev = {.op = GA_GEN_FREE, .id = *id, .step = g->step};
-    emit(g, &ev);
+    ga_gen_emit(g, &ev);
     *id = 0;
 }
 
-__attribute__((format(printf, 2, 3))) static void annotate(gen_t *g, const char *fmt, ...)
+void ga_gen_annotate(gen_t *g, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(g->text, sizeof(g->text), fmt, ap);
     va_end(ap);
     ga_gen_event_t ev = {.op = GA_GEN_ANNOTATE, .step = g->step, .text = g->text};
-    emit(g, &ev);
+    ga_gen_emit(g, &ev);
 }
 
 /* At the first step, backward creates the gradient of each parameter it
- * reaches; later steps accumulate into them (no allocation). */
+ * reaches (one rank's shard); later steps accumulate into them (no
+ * allocation), unless free_grads set them to None after the last optimizer
+ * step: then every backward makes them again. */
 static void param_grad(gen_t *g, size_t param)
 {
-    if (g->step == 0)
-        (void)tensor(g, g->param_elems[param] * g->elem, "parameter gradient");
+    if (g->free_grads)
+        g->grads[param] = ga_gen_tensor(g, ga_gen_shard_bytes(g, param, g->elem), "parameter gradient");
+    else if (g->step == 0)
+        (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, param, g->elem), "parameter gradient");
+}
+
+uint64_t ga_gen_shard_bytes(const gen_t *g, size_t i, uint64_t elem)
+{
+    return (g->param_elems[i] + g->shards - 1) / g->shards * elem;
+}
+
+/* Sharded (FSDP): the full parameters of tensors [first, first + n) gathered
+ * from the ranks for a computation, as one buffer; 0 (nothing) unsharded. */
+static uint64_t gather(gen_t *g, size_t first, size_t n, const char *name)
+{
+    if (g->shards == 1)
+        return 0;
+    uint64_t elems = 0;
+    for (size_t i = first; i < first + n; i++)
+        elems += g->param_elems[i];
+    return ga_gen_tensor(g, elems * g->elem, name);
+}
+
+static void drop(gen_t *g, uint64_t *id)
+{
+    if (*id != 0)
+        ga_gen_release(g, id);
+}
+
+/* Block l's parameter tensors: from 1 + 12 l, GA_GEN_BLOCK_TENSORS of them. */
+static size_t block_first(uint32_t l)
+{
+    return 1 + (size_t)GA_GEN_BLOCK_TENSORS * l;
 }
 
 static void block_grads(gen_t *g, uint32_t layer, unsigned w, unsigned b)
@@ -151,29 +144,29 @@ static void block_grads(gen_t *g, uint32_t layer, unsigned w, unsigned b)
 static uint64_t forward_saved(gen_t *g, uint64_t *sv)
 {
     uint64_t u = g->unit;
-    sv[S_LN1_STATS] = tensor(g, g->stats, "ln1 statistics");
-    sv[S_QKV_IN] = tensor(g, 2 * u, "ln1 output");
-    sv[S_Q] = tensor(g, 2 * u, "queries");
-    sv[S_K] = tensor(g, 2 * u, "keys");
-    sv[S_V] = tensor(g, 2 * u, "values");
-    uint64_t scores = tensor(g, g->scores, "attention scores");
-    uint64_t probs = tensor(g, g->scores, "attention probabilities");
-    release(g, &scores);
-    sv[S_CTX] = tensor(g, u, "attention context");
-    release(g, &probs); /* memory-efficient attention keeps no s x s matrix for backward */
-    sv[S_PROJ_IN] = tensor(g, 2 * u, "merged heads");
-    uint64_t proj = tensor(g, u, "attention projection");
-    sv[S_ATTN_MASK] = tensor(g, u, "attention dropout mask");
-    sv[S_LN2_IN] = tensor(g, 2 * u, "residual");
-    release(g, &proj);
-    sv[S_LN2_STATS] = tensor(g, g->stats, "ln2 statistics");
-    sv[S_FC1_IN] = tensor(g, 2 * u, "ln2 output");
-    sv[S_GELU_IN] = tensor(g, 8 * u, "fc1 output");
-    sv[S_FC2_IN] = tensor(g, 8 * u, "gelu output");
-    uint64_t fc2 = tensor(g, u, "fc2 output");
-    sv[S_MLP_MASK] = tensor(g, u, "mlp dropout mask");
-    uint64_t out = tensor(g, u, "block output");
-    release(g, &fc2);
+    sv[S_LN1_STATS] = ga_gen_tensor(g, g->stats, "ln1 statistics");
+    sv[S_QKV_IN] = ga_gen_tensor(g, 2 * u, "ln1 output");
+    sv[S_Q] = ga_gen_tensor(g, 2 * u, "queries");
+    sv[S_K] = ga_gen_tensor(g, 2 * u, "keys");
+    sv[S_V] = ga_gen_tensor(g, 2 * u, "values");
+    uint64_t scores = ga_gen_tensor(g, g->scores, "attention scores");
+    uint64_t probs = ga_gen_tensor(g, g->scores, "attention probabilities");
+    ga_gen_release(g, &scores);
+    sv[S_CTX] = ga_gen_tensor(g, u, "attention context");
+    ga_gen_release(g, &probs); /* memory-efficient attention keeps no s x s matrix for backward */
+    sv[S_PROJ_IN] = ga_gen_tensor(g, 2 * u, "merged heads");
+    uint64_t proj = ga_gen_tensor(g, u, "attention projection");
+    sv[S_ATTN_MASK] = ga_gen_tensor(g, u, "attention dropout mask");
+    sv[S_LN2_IN] = ga_gen_tensor(g, 2 * u, "residual");
+    ga_gen_release(g, &proj);
+    sv[S_LN2_STATS] = ga_gen_tensor(g, g->stats, "ln2 statistics");
+    sv[S_FC1_IN] = ga_gen_tensor(g, 2 * u, "ln2 output");
+    sv[S_GELU_IN] = ga_gen_tensor(g, 8 * u, "fc1 output");
+    sv[S_FC2_IN] = ga_gen_tensor(g, 8 * u, "gelu output");
+    uint64_t fc2 = ga_gen_tensor(g, u, "fc2 output");
+    sv[S_MLP_MASK] = ga_gen_tensor(g, u, "mlp dropout mask");
+    uint64_t out = ga_gen_tensor(g, u, "block output");
+    ga_gen_release(g, &fc2);
     return out;
 }
 
@@ -182,37 +175,39 @@ static uint64_t forward_saved(gen_t *g, uint64_t *sv)
 static uint64_t forward_unsaved(gen_t *g)
 {
     uint64_t u = g->unit;
-    uint64_t stats = tensor(g, g->stats, "ln1 statistics");
-    uint64_t ln1 = tensor(g, 2 * u, "ln1 output");
-    release(g, &stats);
-    uint64_t q = tensor(g, 2 * u, "queries"), k = tensor(g, 2 * u, "keys"), v = tensor(g, 2 * u, "values");
-    release(g, &ln1);
-    uint64_t scores = tensor(g, g->scores, "attention scores");
-    uint64_t probs = tensor(g, g->scores, "attention probabilities");
-    release(g, &scores);
-    uint64_t ctx = tensor(g, u, "attention context");
-    release(g, &probs);
-    release(g, &q);
-    release(g, &k);
-    release(g, &v);
-    uint64_t merged = tensor(g, 2 * u, "merged heads");
-    release(g, &ctx);
-    uint64_t proj = tensor(g, u, "attention projection");
-    release(g, &merged);
-    uint64_t res = tensor(g, 2 * u, "residual");
-    release(g, &proj);
-    stats = tensor(g, g->stats, "ln2 statistics");
-    uint64_t ln2 = tensor(g, 2 * u, "ln2 output");
-    release(g, &stats);
-    uint64_t fc1 = tensor(g, 8 * u, "fc1 output");
-    release(g, &ln2);
-    uint64_t gelu = tensor(g, 8 * u, "gelu output");
-    release(g, &fc1);
-    uint64_t fc2 = tensor(g, u, "fc2 output");
-    release(g, &gelu);
-    uint64_t out = tensor(g, u, "block output");
-    release(g, &fc2);
-    release(g, &res);
+    uint64_t stats = ga_gen_tensor(g, g->stats, "ln1 statistics");
+    uint64_t ln1 = ga_gen_tensor(g, 2 * u, "ln1 output");
+    ga_gen_release(g, &stats);
+    uint64_t q = ga_gen_tensor(g, 2 * u, "queries");
+    uint64_t k = ga_gen_tensor(g, 2 * u, "keys");
+    uint64_t v = ga_gen_tensor(g, 2 * u, "values");
+    ga_gen_release(g, &ln1);
+    uint64_t scores = ga_gen_tensor(g, g->scores, "attention scores");
+    uint64_t probs = ga_gen_tensor(g, g->scores, "attention probabilities");
+    ga_gen_release(g, &scores);
+    uint64_t ctx = ga_gen_tensor(g, u, "attention context");
+    ga_gen_release(g, &probs);
+    ga_gen_release(g, &q);
+    ga_gen_release(g, &k);
+    ga_gen_release(g, &v);
+    uint64_t merged = ga_gen_tensor(g, 2 * u, "merged heads");
+    ga_gen_release(g, &ctx);
+    uint64_t proj = ga_gen_tensor(g, u, "attention projection");
+    ga_gen_release(g, &merged);
+    uint64_t res = ga_gen_tensor(g, 2 * u, "residual");
+    ga_gen_release(g, &proj);
+    stats = ga_gen_tensor(g, g->stats, "ln2 statistics");
+    uint64_t ln2 = ga_gen_tensor(g, 2 * u, "ln2 output");
+    ga_gen_release(g, &stats);
+    uint64_t fc1 = ga_gen_tensor(g, 8 * u, "fc1 output");
+    ga_gen_release(g, &ln2);
+    uint64_t gelu = ga_gen_tensor(g, 8 * u, "gelu output");
+    ga_gen_release(g, &fc1);
+    uint64_t fc2 = ga_gen_tensor(g, u, "fc2 output");
+    ga_gen_release(g, &gelu);
+    uint64_t out = ga_gen_tensor(g, u, "block output");
+    ga_gen_release(g, &fc2);
+    ga_gen_release(g, &res);
     return out;
 }
 
@@ -222,62 +217,62 @@ static void backward(gen_t *g, uint32_t layer, uint64_t *grad)
 {
     uint64_t u = g->unit, *sv = g->saved[layer];
     /* MLP. */
-    uint64_t g_mid = tensor(g, 4 * u, "grad of gelu output");
+    uint64_t g_mid = ga_gen_tensor(g, 4 * u, "grad of gelu output");
     block_grads(g, layer, P_FC2_W, P_FC2_B);
-    release(g, &sv[S_FC2_IN]);
-    release(g, &sv[S_MLP_MASK]);
-    uint64_t g_fc1 = tensor(g, 4 * u, "grad of fc1 output");
-    release(g, &g_mid);
-    release(g, &sv[S_GELU_IN]);
-    uint64_t g_ln2 = tensor(g, u, "grad of ln2 output");
+    ga_gen_release(g, &sv[S_FC2_IN]);
+    ga_gen_release(g, &sv[S_MLP_MASK]);
+    uint64_t g_fc1 = ga_gen_tensor(g, 4 * u, "grad of fc1 output");
+    ga_gen_release(g, &g_mid);
+    ga_gen_release(g, &sv[S_GELU_IN]);
+    uint64_t g_ln2 = ga_gen_tensor(g, u, "grad of ln2 output");
     block_grads(g, layer, P_FC1_W, P_FC1_B);
-    release(g, &g_fc1);
-    release(g, &sv[S_FC1_IN]);
-    uint64_t g_res = tensor(g, u, "grad of residual");
+    ga_gen_release(g, &g_fc1);
+    ga_gen_release(g, &sv[S_FC1_IN]);
+    uint64_t g_res = ga_gen_tensor(g, u, "grad of residual");
     block_grads(g, layer, P_LN2_W, P_LN2_B);
-    release(g, &g_ln2);
-    release(g, &sv[S_LN2_IN]);
-    release(g, &sv[S_LN2_STATS]);
-    release(g, grad);
+    ga_gen_release(g, &g_ln2);
+    ga_gen_release(g, &sv[S_LN2_IN]);
+    ga_gen_release(g, &sv[S_LN2_STATS]);
+    ga_gen_release(g, grad);
     /* Attention. */
-    uint64_t g_merged = tensor(g, u, "grad of merged heads");
+    uint64_t g_merged = ga_gen_tensor(g, u, "grad of merged heads");
     block_grads(g, layer, P_PROJ_W, P_PROJ_B);
-    release(g, &sv[S_PROJ_IN]);
-    release(g, &sv[S_ATTN_MASK]);
-    uint64_t probs = tensor(g, g->scores, "recomputed attention probabilities");
-    uint64_t g_scores = tensor(g, g->scores, "grad of attention scores");
-    uint64_t g_qkv = tensor(g, 3 * u, "grad of q, k, v");
-    release(g, &g_scores);
-    release(g, &probs);
-    release(g, &g_merged);
-    release(g, &sv[S_CTX]);
-    release(g, &sv[S_Q]);
-    release(g, &sv[S_K]);
-    release(g, &sv[S_V]);
-    uint64_t g_ln1 = tensor(g, u, "grad of ln1 output");
+    ga_gen_release(g, &sv[S_PROJ_IN]);
+    ga_gen_release(g, &sv[S_ATTN_MASK]);
+    uint64_t probs = ga_gen_tensor(g, g->scores, "recomputed attention probabilities");
+    uint64_t g_scores = ga_gen_tensor(g, g->scores, "grad of attention scores");
+    uint64_t g_qkv = ga_gen_tensor(g, 3 * u, "grad of q, k, v");
+    ga_gen_release(g, &g_scores);
+    ga_gen_release(g, &probs);
+    ga_gen_release(g, &g_merged);
+    ga_gen_release(g, &sv[S_CTX]);
+    ga_gen_release(g, &sv[S_Q]);
+    ga_gen_release(g, &sv[S_K]);
+    ga_gen_release(g, &sv[S_V]);
+    uint64_t g_ln1 = ga_gen_tensor(g, u, "grad of ln1 output");
     block_grads(g, layer, P_QKV_W, P_QKV_B);
-    release(g, &g_qkv);
-    release(g, &sv[S_QKV_IN]);
-    uint64_t g_x = tensor(g, u, "grad of block input");
+    ga_gen_release(g, &g_qkv);
+    ga_gen_release(g, &sv[S_QKV_IN]);
+    uint64_t g_x = ga_gen_tensor(g, u, "grad of block input");
     block_grads(g, layer, P_LN1_W, P_LN1_B);
-    release(g, &g_ln1);
-    release(g, &sv[S_LN1_STATS]);
-    release(g, &sv[S_X]);
-    release(g, &g_res);
+    ga_gen_release(g, &g_ln1);
+    ga_gen_release(g, &sv[S_LN1_STATS]);
+    ga_gen_release(g, &sv[S_X]);
+    ga_gen_release(g, &g_res);
     *grad = g_x;
 }
 
-static void setup(gen_t *g)
+void ga_gen_setup(gen_t *g)
 {
-    annotate(g, "setup: %zu parameter tensors, %" PRIu64 " parameters", g->n_params, g->m->params);
+    ga_gen_annotate(g, "setup: %zu parameter tensors, %" PRIu64 " parameters", g->n_params, g->m->params);
     for (size_t i = 0; i < g->n_params; i++)
-        (void)tensor(g, g->param_elems[i] * g->elem, "weight");
+        (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, i, g->elem), "weight");
     if (g->m->mixed_precision)
         for (size_t i = 0; i < g->n_params; i++)
-            (void)tensor(g, g->param_elems[i] * 4, "fp32 master weight");
+            (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, i, 4), "fp32 master weight");
 }
 
-static void step(gen_t *g, uint32_t k)
+void ga_gen_step(gen_t *g, uint32_t k)
 {
     const ga_gen_model_t *m = g->m;
     uint64_t s = ga_gen_step_seq_len(m, k);
@@ -287,75 +282,108 @@ static void step(gen_t *g, uint32_t k)
     g->stats = s * m->batch * 2 * 4;
     size_t last = g->n_params - 1; /* final layer norm: params last - 1, last */
 
-    annotate(g, "step %" PRIu32 " forward seq_len %" PRIu64, k, s);
-    uint64_t ids = tensor(g, s * m->batch * 8, "input ids");
-    uint64_t labels = tensor(g, s * m->batch * 8, "labels");
-    uint64_t x = tensor(g, g->unit, "embedding output");
+    ga_gen_annotate(g, "step %" PRIu32 " forward seq_len %" PRIu64, k, s);
+    /* Sharded: the root unit (embedding, final layer norm) stays gathered
+     * through forward and backward; each block is gathered for its own. */
+    uint64_t root = gather(g, 0, 1, "fsdp all-gather: embedding");
+    uint64_t root_ln = gather(g, last - 1, 2, "fsdp all-gather: final ln");
+    uint64_t ids = ga_gen_tensor(g, s * m->batch * 8, "input ids");
+    uint64_t labels = ga_gen_tensor(g, s * m->batch * 8, "labels");
+    uint64_t x = ga_gen_tensor(g, g->unit, "embedding output");
     for (uint32_t l = 0; l < m->layers && g->stop == 0; l++) {
         g->saved[l][S_X] = x;
+        uint64_t full = gather(g, block_first(l), GA_GEN_BLOCK_TENSORS, "fsdp all-gather: block");
         x = m->checkpointing ? forward_unsaved(g) : forward_saved(g, g->saved[l]);
+        drop(g, &full);
     }
-    uint64_t lnf_stats = tensor(g, g->stats, "final ln statistics");
-    uint64_t h = tensor(g, g->unit, "final ln output");
-    uint64_t loss = tensor(g, 4, "loss");
+    uint64_t lnf_stats = ga_gen_tensor(g, g->stats, "final ln statistics");
+    uint64_t h = ga_gen_tensor(g, g->unit, "final ln output");
+    uint64_t loss = ga_gen_tensor(g, 4, "loss");
 
-    annotate(g, "step %" PRIu32 " backward", k);
-    uint64_t g_h = tensor(g, g->unit, "grad of final ln output");
-    release(g, &loss);
+    ga_gen_annotate(g, "step %" PRIu32 " backward", k);
+    uint64_t g_h = ga_gen_tensor(g, g->unit, "grad of final ln output");
+    ga_gen_release(g, &loss);
     param_grad(g, last - 1);
     param_grad(g, last);
-    uint64_t grad = tensor(g, g->unit, "grad of last block output");
-    release(g, &g_h);
-    release(g, &h);
-    release(g, &lnf_stats);
-    release(g, &x);
+    uint64_t grad = ga_gen_tensor(g, g->unit, "grad of last block output");
+    ga_gen_release(g, &g_h);
+    ga_gen_release(g, &h);
+    ga_gen_release(g, &lnf_stats);
+    ga_gen_release(g, &x);
     for (uint32_t l = m->layers; l-- > 0 && g->stop == 0;) {
         uint64_t recomputed = 0;
+        uint64_t full = gather(g, block_first(l), GA_GEN_BLOCK_TENSORS, "fsdp all-gather: block");
         if (m->checkpointing)
             recomputed = forward_saved(g, g->saved[l]); /* reentrant checkpoint: output freed after backward */
+        /* Sharded: the block's full gradient, reduce-scattered into the shards. */
+        uint64_t full_grad = gather(g, block_first(l), GA_GEN_BLOCK_TENSORS, "fsdp unsharded block gradient");
         backward(g, l, &grad);
+        drop(g, &full_grad);
+        drop(g, &full);
         if (recomputed != 0)
-            release(g, &recomputed);
+            ga_gen_release(g, &recomputed);
     }
     param_grad(g, 0); /* the embedding's gradient comes last */
-    release(g, &grad);
-    release(g, &labels);
-    release(g, &ids);
+    drop(g, &root_ln);
+    drop(g, &root);
+    ga_gen_release(g, &grad);
+    ga_gen_release(g, &labels);
+    ga_gen_release(g, &ids);
 
-    annotate(g, "step %" PRIu32 " optimizer", k);
+    ga_gen_annotate(g, "step %" PRIu32 " optimizer", k);
     if (k == 0) /* Adam creates its state lazily, at its first step */
         for (size_t i = 0; i < g->n_params; i++) {
-            (void)tensor(g, g->param_elems[i] * 4, "adam exp_avg");
-            (void)tensor(g, g->param_elems[i] * 4, "adam exp_avg_sq");
+            (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, i, 4), "adam exp_avg");
+            (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, i, 4), "adam exp_avg_sq");
         }
+    for (size_t i = 0; g->free_grads && i < g->n_params; i++) /* zero_grad(set_to_none=True) */
+        drop(g, &g->grads[i]);
 }
 
-int ga_gen_transformer(const ga_gen_model_t *m, ga_gen_emit_fn fn, void *ctx, char *err, size_t errlen)
+int ga_gen_open(gen_t *g, const ga_gen_model_t *m, uint32_t shards, bool free_grads, ga_gen_emit_fn fn, void *ctx,
+                char *err, size_t errlen)
 {
     if (m == NULL || fn == NULL) {
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "ga_gen_transformer: NULL model or callback");
+            snprintf(err, errlen, "ga_gen_open: NULL model or callback");
         return -1;
     }
     if (ga_gen_model_check(m, err, errlen) != 0)
         return -1;
-    gen_t g = {.m = m, .emit = fn, .ctx = ctx, .next_id = 1, .step = GA_GEN_SETUP_STEP,
-               .elem = ga_gen_elem_bytes(m), .n_params = ga_gen_param_count(m)};
-    g.param_elems = malloc(g.n_params * sizeof(*g.param_elems));
-    g.saved = calloc(m->layers, sizeof(*g.saved));
-    int rc = -1;
-    if (g.param_elems == NULL || g.saved == NULL) {
+    *g = (gen_t){.m = m, .emit = fn, .ctx = ctx, .next_id = 1, .step = GA_GEN_SETUP_STEP,
+                 .elem = ga_gen_elem_bytes(m), .n_params = ga_gen_param_count(m), .shards = shards ? shards : 1,
+                 .free_grads = free_grads};
+    g->param_elems = malloc(g->n_params * sizeof(*g->param_elems));
+    g->saved = calloc(m->layers, sizeof(*g->saved));
+    g->grads = free_grads ? calloc(g->n_params, sizeof(*g->grads)) : NULL;
+    if (g->param_elems == NULL || g->saved == NULL || (free_grads && g->grads == NULL)) {
         if (err != NULL && errlen > 0)
             snprintf(err, errlen, "out of host memory for a %" PRIu32 "-layer model", m->layers);
-        goto out_free;
+        ga_gen_close(g);
+        return -1;
     }
-    ga_gen_param_elems(m, g.param_elems);
-    setup(&g);
+    ga_gen_param_elems(m, g->param_elems);
+    return 0;
+}
+
+void ga_gen_close(gen_t *g)
+{
+    free(g->grads);
+    free(g->saved);
+    free(g->param_elems);
+    g->grads = NULL;
+    g->saved = NULL;
+    g->param_elems = NULL;
+}
+
+int ga_gen_transformer(const ga_gen_model_t *m, ga_gen_emit_fn fn, void *ctx, char *err, size_t errlen)
+{
+    gen_t g;
+    if (ga_gen_open(&g, m, 1, false, fn, ctx, err, errlen) != 0)
+        return -1;
+    ga_gen_setup(&g);
     for (uint32_t k = 0; k < m->steps && g.stop == 0; k++)
-        step(&g, k);
-    rc = g.stop;
-out_free:
-    free(g.saved);
-    free(g.param_elems);
-    return rc;
+        ga_gen_step(&g, k);
+    ga_gen_close(&g);
+    return g.stop;
 }

@@ -61,9 +61,14 @@ uint64_t ga_gen_seq_len(const ga_gen_model_t *m);     /* seq_len, or seq_max whe
 uint64_t ga_gen_step_seq_len(const ga_gen_model_t *m, uint32_t step);
 
 typedef enum ga_gen_op {
-    GA_GEN_ALLOC,   /* id, size: a tensor is created */
-    GA_GEN_FREE,    /* id: it is released */
-    GA_GEN_ANNOTATE /* text: a phase marker ("step 3 seq_len 1536", "backward", ...) */
+    GA_GEN_ALLOC,    /* id, size: a tensor is created */
+    GA_GEN_FREE,     /* id: it is released */
+    GA_GEN_ANNOTATE, /* text: a phase marker ("step 3 seq_len 1536", "backward", ...) */
+    /* Sleep and wake (rl.h only; the text trace's events of the same names): */
+    GA_GEN_TAG_BEGIN, /* text: the tag the allocations after it belong to */
+    GA_GEN_TAG_END,   /* text: that tag's scope ends */
+    GA_GEN_SLEEP,     /* text: the tags put to sleep; offload: those offloaded, NULL for none */
+    GA_GEN_WAKE       /* text: the tags woken */
 } ga_gen_op_t;
 
 /* Setup events (weights before the first step) carry this step number. */
@@ -74,8 +79,9 @@ typedef struct ga_gen_event {
     uint64_t id;      /* ALLOC / FREE: block id, >= 1, never reused */
     uint64_t size;    /* ALLOC: bytes, >= 1 */
     uint32_t step;    /* 0-based training step, GA_GEN_SETUP_STEP before the first */
-    const char *text; /* ANNOTATE: the marker; ALLOC: the tensor's name ("layer 3 fc1 output"); valid during
-                         the callback only */
+    const char *text; /* ANNOTATE: the marker; ALLOC: the tensor's name ("layer 3 fc1 output"); the tag
+                         events: the tag (list); valid during the callback only */
+    const char *offload; /* SLEEP: the tags offloaded, NULL for none */
 } ga_gen_event_t;
 
 /* The consumer: return 0 to go on, a positive value to stop the generation

@@ -6,6 +6,7 @@
  *   alloc 1 4096 [stream]      free 1 [stream]      record_stream 1 7
  *   stream_sync 7   empty_cache   set_fraction 0.5   oom 20GiB [stream]
  *   annotate step 8847         # a comment
+ *   tag_begin train   tag_end train   sleep train,infer offload train   wake *
  *
  * The first line that is neither blank nor a comment is the header; a token
  * starting with '#' ends the line except in annotate, whose text is the rest
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <galloc/galloc_sleep.h>
 
 #include "tools/readers/reader_int.h"
 #include "tools/readers/units.h"
@@ -45,6 +48,10 @@ static const verb_t verbs[] = {
     {"oom", GA_EV_OOM, 1, 2, "oom <size> [stream]"},
     {"free_requested", GA_EV_FREE_PENDING, 1, 1, "free_requested <id>"},
     {"free_completed", GA_EV_FREE_COMPLETED, 1, 1, "free_completed <id>"},
+    {"tag_begin", GA_EV_TAG_BEGIN, 1, 1, "tag_begin <tag>"},
+    {"tag_end", GA_EV_TAG_END, 1, 1, "tag_end <tag>"},
+    {"sleep", GA_EV_SLEEP, 1, 3, "sleep <tags> [offload <tags>]"},
+    {"wake", GA_EV_WAKE, 1, 1, "wake <tags>"},
 };
 
 static bool tok_is(const ga_field_t *t, const char *lit)
@@ -100,6 +107,56 @@ static bool uint_arg(const ga_field_t *t, size_t i, uint64_t *out)
     return ga_units_parse_uint(t[i].p, t[i].n, out);
 }
 
+/* Whether t is a tag name (galloc_sleep.h: 1 to GALLOC_TAG_MAX - 1 bytes of
+ * [A-Za-z0-9_.-]), or with list, names joined by commas or "*" (every tag). */
+static bool tag_arg(const ga_field_t *t, bool list)
+{
+    if (list && t->n == 1 && t->p[0] == '*')
+        return true;
+    if (t->n >= GA_TAG_LIST_MAX)
+        return false;
+    size_t name = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        char c = t->p[i];
+        if (c == ',' && list && name > 0) {
+            name = 0;
+            continue;
+        }
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                  c == '.' || c == '-';
+        if (!ok || ++name >= GALLOC_TAG_MAX)
+            return false;
+    }
+    return name > 0;
+}
+
+/* The arguments of a tag event: t[1] the tag (list); for sleep an optional
+ * "offload <tags>". 1, or -1. */
+static int tag_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_t k, ga_event_t *ev, char *err,
+                    size_t errlen)
+{
+    bool list = v->kind == GA_EV_SLEEP || v->kind == GA_EV_WAKE;
+    if (!tag_arg(&t[1], list))
+        return bad(r, err, errlen,
+                   list ? "bad tag list (names of 1 to 31 of [A-Za-z0-9_.-] joined by commas, or * for every tag)"
+                        : "bad tag (1 to 31 of [A-Za-z0-9_.-])",
+                   &t[1]);
+    ev->text = t[1].p;
+    ev->text_len = t[1].n;
+    if (k == 2)
+        return 1;
+    if (k != 4 || !tok_is(&t[2], "offload")) {
+        char what[128];
+        snprintf(what, sizeof(what), "wrong arguments; usage: %s", v->usage);
+        return bad(r, err, errlen, what, NULL);
+    }
+    if (!tag_arg(&t[3], true))
+        return bad(r, err, errlen, "bad offload tag list (names joined by commas, or * for every tag)", &t[3]);
+    ev->text2 = t[3].p;
+    ev->text2_len = t[3].n;
+    return 1;
+}
+
 /* The arguments t[1..k) of verb v (their count checked) into ev. 1, or -1. */
 static int verb_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_t k, ga_event_t *ev, char *err,
                      size_t errlen)
@@ -142,6 +199,11 @@ static int verb_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_
         if (k > 2 && !uint_arg(t, 2, &ev->stream))
             return bad(r, err, errlen, "bad stream", &t[2]);
         break;
+    case GA_EV_TAG_BEGIN:
+    case GA_EV_TAG_END:
+    case GA_EV_SLEEP:
+    case GA_EV_WAKE:
+        return tag_args(r, v, t, k, ev, err, errlen);
     default:
         break;
     }
@@ -175,7 +237,7 @@ static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
     if (v == NULL)
         return bad(r, err, errlen,
                    "unknown event (expected alloc, free, record_stream, stream_sync, empty_cache, set_fraction, "
-                   "oom, annotate, free_requested, free_completed)",
+                   "oom, annotate, free_requested, free_completed, tag_begin, tag_end, sleep, wake)",
                    &t[0]);
     if (k - 1 < v->min || k - 1 > v->max) {
         char what[128];

@@ -54,10 +54,21 @@ typedef enum ga_event_kind {
     GA_EV_SET_FRACTION,   /* fraction: torch.cuda.set_per_process_memory_fraction() */
     GA_EV_OOM,            /* size, stream: an allocation that FAILED in the traced run */
     GA_EV_ANNOTATE,       /* text: a user marker ("step 8847"), kept for OOM reports */
-    GA_EV_RESERVE         /* size, stream: memory the traced allocator had reserved before the trace
+    GA_EV_RESERVE,        /* size, stream: memory the traced allocator had reserved before the trace
                              began and not allocated: grow reserved to size bytes with one cached free
                              segment, as far as the device has room (ga_replay_reserve) */
+    /* Sleep and wake (galloc_sleep.h; the text format only). text: a tag, or
+     * a tag list "a,b" or "*" (every tag), not NUL-terminated and valid until
+     * the next ga_reader_next, as an annotation's. */
+    GA_EV_TAG_BEGIN,      /* text: one tag: the allocations after it belong to it (galloc_tag_begin) */
+    GA_EV_TAG_END,        /* text: that tag's scope ends (galloc_tag_end) */
+    GA_EV_SLEEP,          /* text: the tags put to sleep; text2: those offloaded to the host (NULL, 0:
+                             none; the contents of the others are discarded) (galloc_sleep) */
+    GA_EV_WAKE            /* text: the tags woken (galloc_wake) */
 } ga_event_kind_t;
+
+#define GA_EV_LAST GA_EV_WAKE /* the highest kind, for range checks */
+#define GA_TAG_LIST_MAX 256   /* a tag list's longest text, NUL included (readers refuse longer ones) */
 
 #define GA_STREAM_NONE UINT64_MAX /* "no stream given" in GA_EV_FREE */
 #define GA_EVF_PROLOGUE 0x1u      /* recreates a block that was live before the trace began */
@@ -73,8 +84,11 @@ typedef struct ga_event {
     double fraction;    /* GA_EV_SET_FRACTION */
     uint64_t where;     /* 1-based line (CSV, text, Umpire) or entry index (snapshot,
                            Chrome traceEvents), for messages */
-    const char *text;   /* GA_EV_ANNOTATE: not NUL-terminated, valid until the next ga_reader_next */
+    const char *text;   /* GA_EV_ANNOTATE, the tag events: not NUL-terminated, valid until the next
+                           ga_reader_next */
     size_t text_len;
+    const char *text2;  /* GA_EV_SLEEP: the offload list, as text; NULL when none */
+    size_t text2_len;
     const void *frames; /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
                            while the reader is open */
     uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for

@@ -38,6 +38,7 @@ typedef struct cli {
     bool verify;              /* --verify: compare the replay with the snapshot's record */
     bool no_seed;             /* --no-seed: a mid-run snapshot starts from the reader's prologue */
     bool env;                 /* --env: apply the environment's allocator variables under every column */
+    bool no_sleep;            /* --no-sleep: the trace's sleep and wake events are skipped */
     bool have_recorded;       /* the current file recorded allocator_settings (and no --conf) */
     char recorded[1024];      /* ... as a config string ("" = defaults) */
     char recorded_text[1024]; /* ... and its PYTORCH_CUDA_ALLOC_CONF text */
@@ -80,6 +81,8 @@ void ga_replay_usage(FILE *out)
           "                        in its label; without it they are not read: the answer depends\n"
           "                        only on the command line and the trace\n"
           "  --plot FILE           plot requested / allocated / reserved memory over the replay\n"
+          "  --no-sleep            skip the trace's sleep and wake events (tags are still begun and\n"
+          "                        ended), to compare the peaks with and without sleeping\n"
           "  --verify              TRACE is a PyTorch snapshot: replay it under its recorded settings\n"
           "                        (or --conf) and compare galloc's device events (segment_alloc,\n"
           "                        segment_free, segment_map, segment_unmap, oom) and final segments\n"
@@ -124,7 +127,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
 {
     enum {
         O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY,
-        O_NOSEED, O_ENV
+        O_NOSEED, O_ENV, O_NOSLEEP
     };
     static const struct option opts[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"device-memory", required_argument, NULL, O_MEM},
@@ -135,6 +138,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"snapshot-max-entries", required_argument, NULL, O_MAXENT},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"verify", no_argument, NULL, O_VERIFY},
         {"no-seed", no_argument, NULL, O_NOSEED},          {"env", no_argument, NULL, O_ENV},
+        {"no-sleep", no_argument, NULL, O_NOSLEEP},
         {NULL, 0, NULL, 0}};
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
@@ -174,6 +178,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_VERIFY: c->verify = true; break;
         case O_NOSEED: c->no_seed = true; break;
         case O_ENV: c->env = true; break;
+        case O_NOSLEEP: c->no_sleep = true; break;
         case 'h': ga_replay_usage(stdout); return -1;
         case ':': return usage_error("option %s needs a value", argv[optind - 1]);
         default: return usage_error("unknown option %s", argv[optind - 1]);
@@ -337,7 +342,7 @@ static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, 
     ga_replay_opts_t o = {.backend = c->backend, .device = ga_reader_unit_device(r, unit),
                           .device_memory = mem, .sample = c->plot != NULL,
                           .place_recorded = c->n_confs == 0 && !c->no_recorded,
-                          .seed = seeded ? &seed : NULL, .env = c->env,
+                          .seed = seeded ? &seed : NULL, .env = c->env, .no_sleep = c->no_sleep,
                           .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
                           .snapshot_range = c->snapshot_range,
                           .snapshot_first = c->snapshot_first, .snapshot_last = c->snapshot_last,

@@ -104,6 +104,23 @@ static void oom_json(FILE *out, const ga_replay_oom_t *o, bool first)
     fputs("}", out);
 }
 
+/* galloc_sleep_stats at the end (galloc.sleep.* names without the prefix),
+ * null when the allocator has none. */
+static void sleep_json(FILE *out, const ga_replay_column_t *c)
+{
+    if (c->create_status != GALLOC_OK || !c->has_sleep_stats) {
+        fputs("null", out);
+        return;
+    }
+    const galloc_sleep_stats_t *s = &c->sleep;
+    fprintf(out, "{\"tags\": %" PRIu64 ", \"tags_asleep\": %" PRIu64 ", \"num_sleep\": %" PRIu64
+                 ", \"num_wake\": %" PRIu64 ", \"bytes_slept\": %" PRIu64 ", \"bytes_woken\": %" PRIu64
+                 ",\n          \"bytes_asleep\": %" PRIu64 ", \"bytes_offloaded\": %" PRIu64
+                 ", \"peak_bytes_offloaded\": %" PRIu64 ", \"num_failed\": %" PRIu64 "}",
+            s->tags, s->tags_asleep, s->num_sleep, s->num_wake, s->bytes_slept, s->bytes_woken, s->bytes_asleep,
+            s->bytes_offloaded, s->peak_bytes_offloaded, s->num_failed);
+}
+
 static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
 {
     fprintf(out, "%s\n      {\"conf\": ", first ? "" : ",");
@@ -142,6 +159,10 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
                  ", \"errors\": %" PRIu64 ", \"first_error\": ",
             c->n_ooms ? "\n        " : "", c->unmatched, c->duplicates, c->errors);
     jstr_or_null(out, c->first_error);
+    fprintf(out, ", \"tag_anomalies\": %" PRIu64 ", \"first_tag_anomaly\": ", c->tag_anomalies);
+    jstr_or_null(out, c->first_tag_anomaly);
+    fputs(",\n        \"sleep\": ", out);
+    sleep_json(out, c);
     fputs(",\n        \"snapshot\": ", out);
     if (c->snapshot_path == NULL) {
         fputs("null", out);
@@ -208,8 +229,9 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     fprintf(out, ",\n     \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64 ", \"read_seconds\": ",
             rp->device_memory, rp->events);
     jnum(out, rp->read_seconds);
-    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"start\": ",
-            rp->notes.skipped, rp->notes.prologue);
+    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64
+                 ", \"tag_events\": %" PRIu64 ", \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s, \"start\": ",
+            rp->notes.skipped, rp->notes.prologue, rp->tag_events, rp->sleep_events, rp->no_sleep ? "true" : "false");
     ga_report_json_start(out, &rp->notes.start);
     fputs(", \"plot\": ", out);
     if (t->plot_path == NULL && t->plot_error == NULL) {

@@ -56,10 +56,14 @@ static void ratio(const ga_replay_column_t *c, char *b, size_t n)
     else
         snprintf(b, n, "%.3fx", (double)c->stats.reserved_bytes[GALLOC_STAT_ALL].peak / (double)req);
 }
+/* A sleeping tag's blocks stay allocated while its memory is not reserved:
+ * its address space (bytes asleep) counts as reserved here, so the figure is
+ * every cached free block, asleep or not. */
 static void unalloc_end(const ga_replay_column_t *c, char *b, size_t n)
 {
-    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current - c->stats.allocated_bytes[GALLOC_STAT_ALL].current, b,
-            n);
+    int64_t asleep = c->has_sleep_stats ? (int64_t)c->sleep.bytes_asleep : 0;
+    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current + asleep - c->stats.allocated_bytes[GALLOC_STAT_ALL].current,
+            b, n);
 }
 static void segments(const ga_replay_column_t *c, char *b, size_t n)
 {
@@ -98,29 +102,60 @@ static void rate(const ga_replay_column_t *c, char *b, size_t n)
 {
     ga_units_format_rate(c->seconds > 0 ? (double)c->events / c->seconds : -1, b, n);
 }
+static void slept(const ga_replay_column_t *c, char *b, size_t n)
+{
+    if (!c->has_sleep_stats) {
+        snprintf(b, n, "-");
+        return;
+    }
+    char x[32], y[32];
+    ga_units_format_count(c->sleep.num_sleep, x, sizeof(x));
+    ga_units_format_count(c->sleep.num_wake, y, sizeof(y));
+    snprintf(b, n, "%s / %s", x, y);
+}
+static void slept_bytes(const ga_replay_column_t *c, char *b, size_t n)
+{
+    if (c->has_sleep_stats)
+        c_bytes((int64_t)c->sleep.bytes_slept, b, n);
+    else
+        snprintf(b, n, "-");
+}
+static void offloaded(const ga_replay_column_t *c, char *b, size_t n)
+{
+    if (c->has_sleep_stats)
+        c_bytes((int64_t)c->sleep.peak_bytes_offloaded, b, n);
+    else
+        snprintf(b, n, "-");
+}
 static void verdict(const ga_replay_column_t *c, char *b, size_t n)
 {
     snprintf(b, n, "%s", ga_report_verdict(c));
 }
 
+/* When a row is shown. */
+enum { ALWAYS, EXPECTED_ONLY /* the trace records failed allocations */, SLEEP_ONLY /* it has tag events */ };
+
 static const struct {
     const char *name;
     cell_fn fn;
-    bool expected_only; /* shown only when the trace records failed allocations */
+    int when;
 } rows[] = {
-    {"peak requested", peak_req, false},
-    {"peak allocated", peak_alloc, false},
-    {"peak reserved", peak_res, false},
-    {"reserved / requested at peak", ratio, false},
-    {"reserved but unallocated, end", unalloc_end, false},
-    {"segments (peak)", segments, false},
-    {"device allocs / frees", dev_calls, false},
-    {"alloc retries", retries, false},
-    {"OOMs", ooms, false},
-    {"traced OOMs", expected, true},
-    {"replay time", seconds, false},
-    {"events/s", rate, false},
-    {"verdict", verdict, false},
+    {"peak requested", peak_req, ALWAYS},
+    {"peak allocated", peak_alloc, ALWAYS},
+    {"peak reserved", peak_res, ALWAYS},
+    {"reserved / requested at peak", ratio, ALWAYS},
+    {"reserved but unallocated, end", unalloc_end, ALWAYS},
+    {"segments (peak)", segments, ALWAYS},
+    {"device allocs / frees", dev_calls, ALWAYS},
+    {"alloc retries", retries, ALWAYS},
+    {"sleeps / wakes", slept, SLEEP_ONLY},
+    {"bytes slept (total)", slept_bytes, SLEEP_ONLY},
+    {"offloaded to host (peak)", offloaded, SLEEP_ONLY},
+    {"OOMs", ooms, ALWAYS},
+    {"traced OOMs", expected, EXPECTED_ONLY},
+    {"replay time", seconds, ALWAYS},
+    {"events/s", rate, ALWAYS},
+    {"verdict", verdict, ALWAYS},
 };
 
 static void header(FILE *out, const ga_report_trace_t *t)
@@ -264,7 +299,7 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
         fprintf(out, "  %-*s", i + 1 < nc ? (int)w[i] : 0, cells[nrows * nc + i]);
     fprintf(out, "\n");
     for (size_t r = 0; r < nrows; r++) {
-        if (rows[r].expected_only && !any_expected)
+        if ((rows[r].when == EXPECTED_ONLY && !any_expected) || (rows[r].when == SLEEP_ONLY && rp->tag_events == 0))
             continue;
         fprintf(out, "%-*s", LABEL_W, rows[r].name);
         for (size_t i = 0; i < nc; i++)
@@ -286,6 +321,9 @@ static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_
     if (c->unmatched || c->duplicates)
         fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
                      " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
+    if (c->tag_anomalies)
+        fprintf(out, "%s trace anomalies: %" PRIu64 " tag events naming an unknown tag or a scope not begun; "
+                     "first: %s\n", tag, c->tag_anomalies, c->first_tag_anomaly);
     if (c->capped_ooms) {
         char lo[32], hi[32];
         ga_units_format_size(c->cap_low, lo, sizeof(lo));
@@ -313,6 +351,10 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
     else if (rp->notes.prologue)
         fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
                 rp->notes.prologue);
+    if (rp->no_sleep && rp->sleep_events)
+        fprintf(out, "note: --no-sleep: the trace's %" PRIu64 " sleep and wake events were skipped (tags still "
+                     "begun and ended): the peaks are those of the job without sleeping\n",
+                rp->sleep_events);
     if (rp->notes.skipped)
         fprintf(out, "note: %" PRIu64 " entries not replayed (segment and snapshot records, unknown actions)\n",
                 rp->notes.skipped);
