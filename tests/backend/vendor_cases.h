@@ -129,6 +129,19 @@ class AsyncPlain : public VendorPlain {};
 
 class Host : public VendorPlain {}; // host_cases.cc: the backend's host memory and copies, no allocator
 
+// sleep_cases.cc: galloc_sleep / galloc_wake through the public API. The
+// tagged workload: tag "weights" (offloaded) holds a 5 MiB and a 3000-byte
+// block, tag "kv" (discarded) a 3 MiB block, and an untagged 1 MiB block
+// stays awake; each holds its own byte pattern.
+struct Tagged {
+    char *w_big = nullptr, *w_small = nullptr, *kv = nullptr, *plain = nullptr;
+};
+class Sleep : public VendorTest {
+  protected:
+    void RoundTrip(const char *conf); // sleep with offload, wake: the whole contract once
+};
+class SleepPlain : public VendorPlain {}; // the sweeps and the library without host memory
+
 } // namespace cuda_test
 
 #endif // GA_TESTS_BACKEND_VENDOR_CASES_H
