@@ -20,6 +20,9 @@ extern "C" {
 
 // Opens backend `name` with args, runs the checks with GoogleTest assertions,
 // closes it. Call from a TEST body; failures are reported against that test.
-void ga_test_backend_conformance(const char *name, const galloc_backend_args_t &args);
+// holds_bytes: the device memory keeps what is written (false for a model
+// without contents, as the unbacked sim, whose copies succeed and move
+// nothing: the calls and statuses are checked, not the bytes).
+void ga_test_backend_conformance(const char *name, const galloc_backend_args_t &args, bool holds_bytes = true);
 
 #endif  // GA_TESTS_BACKEND_CONFORMANCE_H
