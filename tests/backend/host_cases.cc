@@ -75,9 +75,10 @@ TEST_P(Host, ARefusedPinnedAllocationIsNoMemoryOrADeviceError)
     void *h = reinterpret_cast<void *>(1);
     EXPECT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_E_NOMEM) << "host memory ran out, not the device's";
     EXPECT_EQ(h, nullptr);
-    EXPECT_EQ(o.Error(), "host_alloc(4096 bytes of pinned host memory): " + DriverWords(v().host_alloc, kOutOfMemory, v()));
+    const std::string what = "host_alloc(4096 bytes of pinned host memory): ";
+    EXPECT_EQ(o.Error(), what + DriverWords(v().host_alloc, kOutOfMemory, v()));
     EXPECT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_E_DEVICE);
-    EXPECT_EQ(o.Error(), "host_alloc(4096 bytes of pinned host memory): " + DriverWords(v().host_alloc, kUnknown, v()));
+    EXPECT_EQ(o.Error(), what + DriverWords(v().host_alloc, kUnknown, v()));
     EXPECT_EQ(f.Stats().live_host_blocks, 0u);
     ASSERT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_OK) << o.Error();
     EXPECT_EQ(f.Stats().live_host_bytes, 4096u);
