@@ -110,19 +110,22 @@ void round_trip(ga_backend_t *b, void *h, uintptr_t dev, size_t n, unsigned seed
     ASSERT_EQ(ga_backend_copy_h2d(b, dev, h, n), GALLOC_OK) << last_error(b);
     std::memset(h, 0, n);
     ASSERT_EQ(ga_backend_copy_d2h(b, h, dev, n), GALLOC_OK) << last_error(b);
-    if (holds_bytes)
+    if (holds_bytes) {
         EXPECT_EQ(std::memcmp(h, want.data(), n), 0) << "the bytes copied back differ";
+    }
     // A part from the middle into the middle: offsets are honoured both ways.
     std::vector<unsigned char> part(1000, 0);
     ASSERT_EQ(ga_backend_copy_d2h(b, part.data(), dev + 777, part.size()), GALLOC_OK) << last_error(b);
-    if (holds_bytes)
+    if (holds_bytes) {
         EXPECT_EQ(std::memcmp(part.data(), want.data() + 777, part.size()), 0);
+    }
     // From pageable memory too (a framework's own buffer).
     std::vector<unsigned char> other = pattern(n, seed + 1);
     ASSERT_EQ(ga_backend_copy_h2d(b, dev, other.data(), n), GALLOC_OK) << last_error(b);
     ASSERT_EQ(ga_backend_copy_d2h(b, h, dev, n), GALLOC_OK) << last_error(b);
-    if (holds_bytes)
+    if (holds_bytes) {
         EXPECT_EQ(std::memcmp(h, other.data(), n), 0);
+    }
 }
 
 void check_host_memory(ga_backend_t *b, bool holds_bytes)
