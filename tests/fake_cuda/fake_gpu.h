@@ -44,12 +44,14 @@
  * synchronized, or the test completes it (fg_stream_complete).
  *
  * Contents: device memory holds bytes (it is host memory), so what one call
- * writes another reads back. A new physical handle is filled with
- * FAKE_GPU_GARBAGE (not zero, as a real driver gives no zeroed memory), so a
- * test tells contents that were restored from contents that were discarded
- * when a page was released and a new one mapped; the handle's pages stay
- * with it across unmap and map again, and are gone once it is released.
- * Linear allocations start zeroed (fresh anonymous memory).
+ * writes another reads back. A new physical handle is not zeroed, as a real
+ * driver's is not: the first FAKE_GPU_GARBAGE_RUN bytes of every granularity
+ * page (from its start) hold FAKE_GPU_GARBAGE, the rest is zero (writing
+ * only those keeps the host from backing every page of a mapping no test
+ * reads). So a test tells contents that were restored from
+ * contents that were discarded when a page was released and a new one
+ * mapped; the handle's bytes stay with it across unmap and map again, and
+ * are gone once it is released. Linear allocations start zeroed.
  *
  * Pinned host memory (host_alloc / host_free, cuMemHostAlloc-style) is real
  * host memory tracked per block; copies (copy_d2h / copy_h2d, synchronous)
@@ -83,8 +85,9 @@ extern "C" {
 #endif
 
 #define FAKE_GPU_MAX_DEVICES 8
-/* The byte every new physical handle is filled with (see Contents). */
+/* What a new physical handle holds (see Contents). */
 #define FAKE_GPU_GARBAGE 0xDB
+#define FAKE_GPU_GARBAGE_RUN 256
 
 /* What the fake has seen since the last reset (fake_*_stats). */
 typedef struct fake_gpu_stats {

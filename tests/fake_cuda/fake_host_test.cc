@@ -117,10 +117,16 @@ TEST_F(FakeHost, NewPhysicalMemoryIsGarbageAndBytesStayWithTheirHandle)
 {
     ga_cu_deviceptr_t r = 0;
     ASSERT_EQ(cuMemAddressReserve(&r, 4 * kMiB, 0, 0, 0), GA_CUDA_SUCCESS);
-    ga_cu_mem_handle_t h = MapNew(r, 2 * kMiB);
+    ga_cu_mem_handle_t h = MapNew(r, 4 * kMiB); // two granularity pages
+    ASSERT_EQ(reinterpret_cast<unsigned char *>(r)[2 * kMiB], FAKE_GPU_GARBAGE) << "the second page's start";
+    ASSERT_EQ(cuMemUnmap(r, 4 * kMiB), GA_CUDA_SUCCESS);
+    ASSERT_EQ(cuMemRelease(h), GA_CUDA_SUCCESS);
+    h = MapNew(r, 2 * kMiB);
     auto *p = reinterpret_cast<unsigned char *>(r);
     EXPECT_EQ(p[0], FAKE_GPU_GARBAGE);
-    EXPECT_EQ(p[2 * kMiB - 1], FAKE_GPU_GARBAGE);
+    EXPECT_EQ(p[FAKE_GPU_GARBAGE_RUN - 1], FAKE_GPU_GARBAGE);
+    EXPECT_EQ(p[FAKE_GPU_GARBAGE_RUN], 0);
+    EXPECT_EQ(p[2 * kMiB - 1], 0);
     std::memset(p, 0x11, 2 * kMiB);
     // Unmapped, the handle keeps its bytes: mapped again elsewhere, they are there.
     ASSERT_EQ(cuMemUnmap(r, 2 * kMiB), GA_CUDA_SUCCESS);
