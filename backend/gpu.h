@@ -2,18 +2,19 @@
  * gpu.h: the GPU device layer written once for every vendor.
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
- * memory, events, the stream-ordered pool) in terms of a small vendor table of
- * driver primitives: the CUDA driver (backend/vendor_cuda.c) and the HIP
- * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...; backend/vendor_hip.c),
- * with no logic copied. A vendor file holds only its table, its error names
- * and its ops table, which is GA_GPU_OPS_MEMBERS plus an open that names the
- * vendor.
+ * memory, events, the stream-ordered pool, pinned host memory and copies) in
+ * terms of a small vendor table of driver primitives: the CUDA driver
+ * (backend/vendor_cuda.c) and the HIP runtime (libamdhip64.so: hipMalloc,
+ * hipMemCreate, ...; backend/vendor_hip.c), with no logic copied. A vendor
+ * file holds only its table, its error names and its ops table, which is
+ * GA_GPU_OPS_MEMBERS plus an open that names the vendor.
  *
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
- * handle per map call, events, stream-ordered allocations) so that close
- * releases whatever is left, the device context around every call, and the
- * messages (the vendor's function name, error name and text).
+ * handle per map call, events, stream-ordered allocations, pinned host
+ * blocks) so that close releases whatever is left, the device context around
+ * every call, and the messages (the vendor's function name, error name and
+ * text).
  *
  * Locking: a backend state is entered under its allocator's lock only.
  */
