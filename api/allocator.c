@@ -499,8 +499,15 @@ galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, c
         return GALLOC_E_INVAL;
     galloc_stats_t st;
     st.struct_size = sizeof(st);
-    LOCKED(a, a->ops->stats(a->impl, &st));
+    galloc_sleep_stats_t sl = {0};
+    ga_allocator_lock(&a->lock); /* both read under one hold: the figures agree */
+    a->ops->stats(a->impl, &st);
+    if (a->ops->sleep_stats != NULL)
+        (void)a->ops->sleep_stats(a->impl, &sl);
+    ga_allocator_unlock(&a->lock);
     size_t n = ga_trace_summary(buf, len, &st, a->device, abbreviated);
+    if (sl.tags > 0) /* galloc's sleep section; without tags the summary is PyTorch's */
+        n += ga_trace_summary_sleep(n < len ? buf + n : NULL, n < len ? len - n : 0, &sl);
     if (needed != NULL)
         *needed = n;
     return GALLOC_OK;

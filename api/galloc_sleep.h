@@ -16,9 +16,10 @@
  * addresses can outlive their physical memory; a backend without them cannot
  * host a tag (GALLOC_E_UNSUPPORTED at the first allocation, with a message).
  *
- * Tag names: 1 to 31 bytes of [A-Za-z0-9_.-]. Tag lists ("tags" arguments):
- * names separated by commas, e.g. "weights,kv_cache"; NULL or "" means every
- * tag the allocator has.
+ * Tag names: 1 to 31 bytes of [A-Za-z0-9_.-]. Tag lists: names separated by
+ * commas, e.g. "weights,kv_cache", no empty name; as a "tags" argument NULL
+ * or "" means every tag the allocator has, as offload_tags it means none
+ * (nothing offloaded).
  *
  * Contents. On sleep, the contents of the allocations of offload_tags are
  * copied to pinned host memory and copied back on wake, byte for byte. The
@@ -36,7 +37,11 @@
  * counts one num_device_alloc / num_device_free, as for expandable segments.
  * allocated_bytes, active_bytes and the block and segment counts do not
  * change: the framework's tensors still exist. galloc's own counters are in
- * galloc_sleep_stats_t.
+ * galloc_sleep_stats_t; galloc_memory_summary appends a section with them
+ * when the allocator has tags. Snapshots show a sleeping tag's segments and
+ * blocks as before the sleep (the viewer rebuilds past states from them) and
+ * the recorded history marks each tag's sleep and wake with a START / END
+ * annotation named "galloc.sleep.<tag>".
  *
  * Failures. A device fault inside sleep or wake leaves each tag of the call
  * either fully awake (contents intact) or fully asleep (every offloaded byte
@@ -99,7 +104,9 @@ GALLOC_API galloc_status_t galloc_sleep(galloc_allocator_t *a, const char *tags,
  * sleeping tag in `tags`, copy offloaded contents back and free their host
  * copies. A tag already awake is left so. Returns GALLOC_OK; GALLOC_E_INVAL
  * for an unknown tag or a bad list; GALLOC_E_OOM when the device has not the
- * memory (the tag stays asleep, nothing lost); GALLOC_E_DEVICE (see Failures).
+ * memory, or the memory fraction does not allow it, even after the cache was
+ * given back as malloc would (the tag stays asleep, nothing lost);
+ * GALLOC_E_NOMEM; GALLOC_E_DEVICE (see Failures).
  */
 GALLOC_API galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags);
 

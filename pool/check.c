@@ -280,7 +280,8 @@ void ga_pool_fragmentation(const ga_pool_t *p, galloc_fragmentation_t *out)
     galloc_pool_fragmentation_t f[GALLOC_STAT_POOLS];
     memset(f, 0, sizeof(f));
     for (const ga_segment_t *s = p->segments; s != NULL; s = s->next) {
-        const ga_block_t *b = s->head;
+        /* A sleeping tag's segment holds no device memory to fragment. */
+        const ga_block_t *b = s->slept == NULL ? s->head : NULL;
         while (b != NULL) {
             /* A run: a whole plain segment, or a maximal mapped range of an expandable one. */
             if (!b->mapped) {

@@ -110,7 +110,9 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
 static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 {
     size_t remaining = b->size - size;
-    if (b->pool->is_small || b->seg->expandable)
+    /* Expandable segments: the default pools' under expandable_segments, and
+     * a sleep tag's (the only private pool that may have them). */
+    if (b->pool->is_small || (p->conf.expandable_segments && (b->pool->owner == NULL || b->seg->expandable)))
         return remaining >= GA_MIN_BLOCK_SIZE;
     return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
 }

@@ -484,6 +484,8 @@ galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp);
 /* free of a pointer not in the pointer map: a sleeping tag's block (freed,
  * its host copy dropped) or GALLOC_E_NOT_OWNED. */
 galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr);
+/* The allocated block of a sleeping tag at addr (out of the pointer map), or NULL. */
+ga_block_t *ga_pool_held_block(const ga_pool_t *p, uintptr_t addr);
 /* A tag pool's plain segment: va_reserve + map of *span bytes (size rounded
  * to the granularity). GALLOC_E_UNSUPPORTED (with a message) without virtual
  * memory; the map's or reservation's failure otherwise. */

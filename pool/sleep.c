@@ -20,6 +20,8 @@
  * units unmapped, one num_device_alloc per run mapped; reserved_bytes and
  * total_allocated_memory follow every unit.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,6 +218,16 @@ static galloc_status_t sleep_tag(ga_pool_t *p, ga_tag_t *t)
     return st;
 }
 
+/* A history annotation ("galloc.sleep.<tag>", START at sleep, END at wake):
+ * snapshots keep a sleeping tag's segments and blocks as they were (the
+ * viewer rebuilds past states from them), so the trace says when it slept. */
+static void annotate(ga_pool_t *p, const char *stage, const ga_tag_t *t)
+{
+    char name[16 + GALLOC_TAG_MAX];
+    snprintf(name, sizeof(name), "galloc.sleep.%s", t->name);
+    (void)ga_trace_annotate(&p->trace, stage, name); /* a no-op unless recording */
+}
+
 static bool failure(galloc_status_t st)
 {
     return st == GALLOC_E_DEVICE || st == GALLOC_E_NOMEM || st == GALLOC_E_OOM;
@@ -254,6 +266,8 @@ galloc_status_t ga_pool_sleep(ga_pool_t *p, const char *tags, const char *offloa
             continue;
         bool was = t->asleep;
         galloc_status_t s2 = sleep_tag(p, t);
+        if (!was && t->asleep)
+            annotate(p, "START", t);
         slept |= !was && t->asleep;
         if (st == GALLOC_OK)
             st = s2;
@@ -322,6 +336,11 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
 {
     if (ga_addrmap_reserve(&p->ptrs, ga_addrmap_count(&t->held)) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "wake: out of host memory for allocator bookkeeping");
+    /* The memory fraction caps reserved memory, as it caps malloc's segments. */
+    if (p->set_fraction && p->total_allocated_memory + t->bytes_asleep > p->allowed_memory_maximum)
+        return ga_fail(p->err, GALLOC_E_OOM,
+                       "wake: tag \"%s\" needs %zu bytes; the memory fraction allows %zu reserved, %zu are",
+                       t->name, t->bytes_asleep, p->allowed_memory_maximum, p->total_allocated_memory);
     size_t asleep = t->bytes_asleep;
     galloc_status_t st = GALLOC_OK;
     FOR_TAG_SEGMENTS(p, t, s)
@@ -379,6 +398,14 @@ galloc_status_t ga_pool_wake(ga_pool_t *p, const char *tags)
         if (!t->sel || !t->asleep)
             continue;
         galloc_status_t s2 = wake_tag(p, t);
+        if (s2 == GALLOC_E_OOM) {
+            /* Short of memory: give the cache back, as malloc does before its
+             * last retry, and try once more. */
+            (void)ga_pool_release_cached_blocks(p);
+            s2 = wake_tag(p, t);
+        }
+        if (!t->asleep)
+            annotate(p, "END", t);
         woke |= !t->asleep;
         if (st == GALLOC_OK)
             st = s2;
@@ -437,5 +464,12 @@ galloc_status_t ga_pool_check_sleep(ga_pool_t *p)
     for (const ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
         if (pp->tag != NULL && ga_tag_find(p, pp->tag->name, strlen(pp->tag->name)) != pp->tag)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "a private pool names a tag the allocator does not have");
+    galloc_sleep_stats_t s;
+    ga_pool_sleep_stats(p, &s);
+    if (s.bytes_offloaded > s.peak_bytes_offloaded || s.tags_asleep > s.tags || s.bytes_woken > s.bytes_slept)
+        return ga_fail(p->err, GALLOC_E_CORRUPT,
+                       "sleep counters disagree: offloaded %" PRIu64 " > peak %" PRIu64 ", or %" PRIu64
+                       " of %" PRIu64 " tags asleep, or %" PRIu64 " bytes woken of %" PRIu64 " slept",
+                       s.bytes_offloaded, s.peak_bytes_offloaded, s.tags_asleep, s.tags, s.bytes_woken, s.bytes_slept);
     return GALLOC_OK;
 }

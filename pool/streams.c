@@ -68,6 +68,8 @@ static void event_put(ga_pool_t *p, ga_event_t *e)
 galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream)
 {
     ga_block_t *b = ga_pool_allocated_block(p, (uintptr_t)ptr);
+    if (b == NULL) /* a sleeping tag's block is live too */
+        b = ga_pool_held_block(p, (uintptr_t)ptr);
     if (b == NULL)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live block of this allocator", ptr);
     /* The allocation stream needs no event: work on it is ordered already. */

@@ -175,6 +175,16 @@ galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp)
     return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
 }
 
+ga_block_t *ga_pool_held_block(const ga_pool_t *p, uintptr_t addr)
+{
+    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        const ga_sleep_entry_t *e = t->asleep ? ga_addrmap_find(&t->held, addr) : NULL;
+        if (e != NULL)
+            return e->block;
+    }
+    return NULL;
+}
+
 galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
 {
     for (ga_tag_t *t = p->tags; t != NULL; t = t->next) {

@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct out {
     char *buf;  /* the caller's buffer (NULL: only measure) */
@@ -141,6 +142,44 @@ size_t ga_trace_summary(char *buf, size_t len, const galloc_stats_t *s, int devi
     row(&o, "Oversize allocations", &s->oversize_allocations, &s->oversize_allocations, format_count);
     rule(&o, '-');
     row(&o, "Oversize GPU segments", &s->oversize_segments, &s->oversize_segments, format_count);
+    rule(&o, '=');
+    return o.pos;
+}
+
+/* A size cell scaled by its own value, as memory_summary's oversize rows. */
+static const char *size_cell(char *cell, size_t n, uint64_t v)
+{
+    format_size(cell, n, (int64_t)v, (int64_t)v);
+    size_t end = strlen(cell);
+    while (end > 0 && cell[end - 1] == ' ') /* "0 B  " */
+        cell[--end] = '\0';
+    const char *c = cell;
+    while (*c == ' ')
+        c++;
+    return c;
+}
+
+size_t ga_trace_summary_sleep(char *buf, size_t len, const galloc_sleep_stats_t *s)
+{
+    if (buf != NULL && len > 0)
+        buf[0] = '\0';
+    if (s == NULL)
+        return 0;
+    out_t o = {.buf = buf, .len = buf != NULL ? len : 0, .pos = 0};
+    char c[4][48], cell[64];
+    put(&o, "| %24s galloc sleep and wake %-26s |\n", "", "");
+    rule(&o, '-');
+    snprintf(cell, sizeof(cell), "%" PRIu64 " asleep of %" PRIu64, s->tags_asleep, s->tags);
+    put(&o, "| %-21s | %-49s |\n", "Tags", cell);
+    snprintf(cell, sizeof(cell), "%s (slept %s, woken %s)", size_cell(c[0], sizeof(c[0]), s->bytes_asleep),
+             size_cell(c[1], sizeof(c[1]), s->bytes_slept), size_cell(c[2], sizeof(c[2]), s->bytes_woken));
+    put(&o, "| %-21s | %-49s |\n", "Device memory asleep", cell);
+    snprintf(cell, sizeof(cell), "%s (peak %s)", size_cell(c[0], sizeof(c[0]), s->bytes_offloaded),
+             size_cell(c[3], sizeof(c[3]), s->peak_bytes_offloaded));
+    put(&o, "| %-21s | %-49s |\n", "Offloaded to host", cell);
+    snprintf(cell, sizeof(cell), "%" PRIu64 " sleeps, %" PRIu64 " wakes, %" PRIu64 " failed", s->num_sleep, s->num_wake,
+             s->num_failed);
+    put(&o, "| %-21s | %-49s |\n", "Calls", cell);
     rule(&o, '=');
     return o.pos;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
 
 #ifdef __cplusplus
@@ -30,6 +31,15 @@ extern "C" {
  * means buf was too small); 0 if s is NULL.
  */
 size_t ga_trace_summary(char *buf, size_t len, const galloc_stats_t *s, int device, bool abbreviated);
+
+/*
+ * ga_trace_summary_sleep: the section galloc_memory_summary appends after
+ * the table when the allocator has sleep tags (galloc_sleep.h): tags asleep,
+ * device memory asleep, host copies, calls; same width, snprintf-style as
+ * ga_trace_summary. PyTorch has no such section: without tags nothing is
+ * appended and the summary stays PyTorch's.
+ */
+size_t ga_trace_summary_sleep(char *buf, size_t len, const galloc_sleep_stats_t *s);
 
 #ifdef __cplusplus
 }

@@ -125,6 +125,45 @@ TEST_P(SleepFaults, EveryDeviceCallOfWake)
     EXPECT_EQ(k, Expandable() ? 11u : 10u); // the maps as the unmaps, 3 copies back, 3 host frees
 }
 
+// A refused unmap, in figures: the unit stays mapped and reserved, the tag
+// is asleep, and the next sleep of the tag unmaps it.
+TEST_P(SleepFaults, ARefusedUnmapIsCountedAndRetried)
+{
+    void *w = TagAlloc("w", 4 * KiB);  // small: a 2 MiB segment or page
+    void *big = TagAlloc("w", 12 * MiB); // large: 12 MiB segment, or a 20 MiB page; newest, unmapped first
+    Fill(big, 12 * MiB, 3);
+    int64_t unit = Expandable() ? 20 * MiB : 12 * MiB;
+    // sync, 2 host_alloc + 2 copies, then the first unmap: call 6.
+    ASSERT_EQ(ga_sim_set_op_faults(sim_, Sim().op_calls + 6, 0), GALLOC_OK);
+    EXPECT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_E_DEVICE);
+    ASSERT_EQ(ga_sim_set_op_faults(sim_, 0, 0), GALLOC_OK);
+    EXPECT_NE(Err().find("refused to unmap"), std::string::npos) << Err();
+    EXPECT_EQ(Asleep("w"), 1);
+    EXPECT_EQ(Reserved(), unit);
+    EXPECT_EQ(Stats().reserved_bytes[GALLOC_STAT_LARGE_POOL].current, unit);
+    EXPECT_EQ(Stats().num_device_free, 1);
+    galloc_sleep_stats_t s = SleepStats();
+    EXPECT_EQ(s.bytes_asleep, 2 * MiB);
+    EXPECT_EQ(s.bytes_slept, 2 * MiB);
+    EXPECT_EQ(s.num_sleep, 1u);
+    EXPECT_EQ(s.num_failed, 1u);
+    ASSERT_EQ(galloc_check(a_), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err(); // the retry
+    EXPECT_EQ(Reserved(), 0);
+    EXPECT_EQ(Stats().num_device_free, 2);
+    s = SleepStats();
+    EXPECT_EQ(s.bytes_asleep, (uint64_t)unit + 2 * MiB);
+    EXPECT_EQ(s.bytes_slept, (uint64_t)unit + 2 * MiB);
+    EXPECT_EQ(s.num_sleep, 1u); // the tag was asleep already
+    EXPECT_EQ(s.bytes_offloaded, 4 * KiB + 12 * MiB);
+    // record_stream on a sleeping block: it is live
+    EXPECT_EQ(galloc_record_stream(a_, big, 7), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Mismatch(big, 12 * MiB, 3), 12 * MiB);
+    EXPECT_EQ(galloc_free(a_, w), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a_, big), GALLOC_OK);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SleepFaults, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool> &i) { return i.param ? "Expandable" : "Plain"; });
 

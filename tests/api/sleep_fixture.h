@@ -27,7 +27,7 @@ class SleepBase : public ::testing::TestWithParam<bool> {
     {
         Destroy();
         ASSERT_EQ(simwatch_register(), GALLOC_OK);
-        std::string conf = "sim_backed:True,sim_capacity:" + capacity;
+        std::string conf = std::string(backed_ ? "sim_backed:True" : "sim_backed:False") + ",sim_capacity:" + capacity;
         if (Expandable())
             conf += ",expandable_segments:True";
         if (!extra.empty())
@@ -120,6 +120,7 @@ class SleepBase : public ::testing::TestWithParam<bool> {
     }
     galloc_allocator_t *a_ = nullptr;
     void *sim_ = nullptr;
+    bool backed_ = true; // sim_backed for the next Make
 };
 
 #endif // GA_TESTS_API_SLEEP_FIXTURE_H

@@ -260,9 +260,18 @@ TEST_P(Sleep, WakeWithoutTheMemoryStaysAsleepAndHoldsTheContents)
     EXPECT_EQ(Sim().live_mapped_bytes, (uint64_t)Reserved());
     ASSERT_EQ(galloc_free(a_, rival), GALLOC_OK);
     ASSERT_EQ(galloc_sleep(a_, "rival", nullptr), GALLOC_OK); // its cached memory goes with it
+    void *cached = nullptr; // the default pool's cache: wake flushes it and retries
+    ASSERT_EQ(galloc_malloc(a_, 36 * MiB, 0, &cached), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_free(a_, cached), GALLOC_OK);
+    int64_t frees = Stats().num_device_free;
     ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    // Plain: the one map fails, the flush frees the cached segment. Expandable:
+    // the first of w's two pages maps (24 MiB free), the second fails, the
+    // first is unmapped again, then the flush unmaps the cached pages.
+    EXPECT_EQ(Stats().num_device_free, frees + (Expandable() ? 2 : 1));
     EXPECT_EQ(Mismatch(w, 36 * MiB, 7), 36 * MiB);
     EXPECT_EQ(SleepStats().num_wake, 1u);
+    EXPECT_EQ(Reserved(), Expandable() ? 40 * MiB : 36 * MiB);
 }
 
 TEST_P(Sleep, DestroyWhileAsleepLeaksNothing)
@@ -273,6 +282,128 @@ TEST_P(Sleep, DestroyWhileAsleepLeaksNothing)
     ASSERT_EQ(galloc_sleep(a_, "w,kv", "w"), GALLOC_OK) << Err();
     ASSERT_EQ(galloc_check(a_), GALLOC_OK) << Err();
     Destroy(); // counters read at close: nothing live
+}
+
+TEST_P(Sleep, MemorySummaryHasASleepSectionOnlyWithTags)
+{
+    char plain[8192], with[8192];
+    size_t n_plain = 0, n_with = 0;
+    ASSERT_EQ(galloc_memory_summary(a_, false, plain, sizeof plain, &n_plain), GALLOC_OK);
+    EXPECT_EQ(std::string(plain).find("sleep"), std::string::npos); // PyTorch's table alone
+    MakeWeights();
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_memory_summary(a_, false, with, sizeof with, &n_with), GALLOC_OK);
+    std::string s(with);
+    EXPECT_EQ(s.size(), n_with);
+    EXPECT_NE(s.find("| Tags                  | 1 asleep of 1"), std::string::npos) << s;
+    // memory_summary's units: KiB below 768 MiB.
+    std::string asleep = Expandable() ? "22528 KiB (slept 22528 KiB, woken 0 B)" : "14336 KiB (slept 14336 KiB, woken 0 B)";
+    EXPECT_NE(s.find("| Device memory asleep  | " + asleep), std::string::npos) << s;
+    EXPECT_NE(s.find("| Offloaded to host     | 13316 KiB (peak 13316 KiB)"), std::string::npos) << s;
+    EXPECT_NE(s.find("| Calls                 | 1 sleeps, 0 wakes, 0 failed"), std::string::npos) << s;
+    size_t width = s.find('\n');
+    for (size_t at = 0; at < s.size(); at = s.find('\n', at) + 1)
+        EXPECT_EQ(s.find('\n', at) - at, width) << s.substr(at, s.find('\n', at) - at);
+    size_t needed = 0; // measuring alone gives the same length
+    ASSERT_EQ(galloc_memory_summary(a_, false, nullptr, 0, &needed), GALLOC_OK);
+    EXPECT_EQ(needed, n_with);
+    char cut[100];
+    ASSERT_EQ(galloc_memory_summary(a_, false, cut, sizeof cut, &needed), GALLOC_OK);
+    EXPECT_EQ(needed, n_with);
+    EXPECT_EQ(strlen(cut), sizeof cut - 1);
+}
+
+TEST_P(Sleep, UnbackedDeviceCountsTheSameWithoutContents)
+{
+    backed_ = false; // no contents: the copies are accepted and copy nothing
+    Make();
+    void *p[3] = {TagAlloc("w", 4 * KiB), TagAlloc("w", 1 * MiB), TagAlloc("w", 12 * MiB)};
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Reserved(), 0);
+    EXPECT_EQ(SleepStats().bytes_offloaded, kOffloaded);
+    EXPECT_EQ(Sim().live_host_bytes, kOffloaded);
+    EXPECT_EQ(Sim().violations, 0u);
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Reserved(), WeightsReserved());
+    EXPECT_EQ(Stats().num_device_alloc, 4);
+    EXPECT_EQ(Stats().num_device_free, 2);
+    for (void *q : p)
+        EXPECT_EQ(galloc_free(a_, q), GALLOC_OK);
+}
+
+TEST_P(Sleep, WakeRespectsTheMemoryFraction)
+{
+    Make("256MiB", "per_process_memory_fraction:0.25"); // 64 MiB may be reserved
+    void *w = TagAlloc("w", 36 * MiB);
+    Fill(w, 36 * MiB, 4);
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    void *d = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 30 * MiB, 0, &d), GALLOC_OK) << Err();
+    int64_t allocs = Stats().num_device_alloc;
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_E_OOM);
+    EXPECT_NE(Err().find("memory fraction"), std::string::npos) << Err();
+    EXPECT_EQ(Stats().num_device_alloc, allocs); // refused before any map
+    EXPECT_EQ(Asleep("w"), 1);
+    ASSERT_EQ(galloc_free(a_, d), GALLOC_OK); // cached: wake's flush gives it back
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    EXPECT_EQ(Mismatch(w, 36 * MiB, 4), 36 * MiB);
+}
+
+TEST_P(Sleep, FragmentationLeavesSleepingSegmentsOut)
+{
+    MakeWeights();
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    galloc_fragmentation_t f;
+    f.struct_size = sizeof f;
+    ASSERT_EQ(galloc_fragmentation(a_, &f), GALLOC_OK);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, 0);
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_fragmentation(a_, &f), GALLOC_OK);
+    EXPECT_EQ(f.pool[GALLOC_STAT_ALL].reserved_bytes, WeightsReserved());
+}
+
+// A sleeping tag's segments keep their blocks in snapshots (MemoryViz
+// rebuilds past states from the final blocks, which must lie in segments),
+// and the trace marks the sleep with a START/END annotation pair.
+TEST_P(Sleep, SnapshotsKeepSleepingBlocksAndAnnotateTheSleep)
+{
+    galloc_history_options_t h = {sizeof h, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON, 0};
+    ASSERT_EQ(galloc_record_memory_history(a_, &h), GALLOC_OK);
+    MakeWeights();
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    const char *dir = getenv("TEST_TMPDIR");
+    std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/sleep_snapshot.json";
+    auto read = [&] {
+        EXPECT_EQ(galloc_snapshot_write(a_, path.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << Err();
+        FILE *f = fopen(path.c_str(), "rb");
+        std::string text;
+        char buf[4096];
+        size_t n;
+        while (f != nullptr && (n = fread(buf, 1, sizeof buf, f)) > 0)
+            text.append(buf, n);
+        if (f != nullptr)
+            fclose(f);
+        return text;
+    };
+    auto count = [](const std::string &s, const std::string &what) {
+        size_t n = 0;
+        for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+            n++;
+        return n;
+    };
+    std::string asleep = read();
+    EXPECT_EQ(count(asleep, "\"segment_pool_id\""), 2u); // w's two segments (or mapped runs), whole
+    EXPECT_EQ(count(asleep, "\"active_allocated\""), 3u);
+    EXPECT_EQ(count(asleep, "galloc.sleep.w"), 1u);
+    EXPECT_EQ(count(asleep, "\"START\""), 1u);
+    EXPECT_EQ(count(asleep, "\"END\""), 0u);
+    EXPECT_EQ(count(asleep, "segment_unmap"), 0u); // no trace entry the viewer would replay
+    ASSERT_EQ(galloc_snapshot_write(a_, path.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+    std::string awake = read();
+    EXPECT_EQ(count(awake, "galloc.sleep.w"), 2u);
+    EXPECT_EQ(count(awake, "\"END\""), 1u);
+    EXPECT_EQ(count(awake, "segment_map"), count(asleep, "segment_map")); // expandable: the first maps only
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Sleep, ::testing::Values(false, true),
