@@ -263,7 +263,8 @@ TEST_P(Sleep, AFreeWhileAsleepDropsTheCopy)
 }
 
 // A library without cuMemHostAlloc / hipHostMalloc: a tag with nothing to
-// offload sleeps; one to offload is refused and stays awake and intact.
+// offload sleeps; one to offload is refused and stays awake and intact, and
+// sleeps when its contents are discarded.
 TEST_P(SleepPlain, WithoutPinnedMemoryOnlyDiscardingSleeps)
 {
     FakeCuda f(v().Fake("_nohost"), v().name);
@@ -287,8 +288,13 @@ TEST_P(SleepPlain, WithoutPinnedMemoryOnlyDiscardingSleeps)
     EXPECT_NE(LastError(a).find("\"weights\""), std::string::npos) << LastError(a);
     EXPECT_EQ(Asleep(a, "weights"), 0);
     ExpectWeightsExact(t);
+    // Discarding needs no host memory: offload_tags NULL is none.
+    EXPECT_EQ(galloc_sleep(a, "weights", nullptr), GALLOC_OK) << LastError(a);
+    EXPECT_EQ(Asleep(a, "weights"), 1);
     EXPECT_EQ(galloc_wake(a, nullptr), GALLOC_OK) << LastError(a);
+    EXPECT_EQ((unsigned char)t.w_big[0], FAKE_GPU_GARBAGE) << "discarded: new memory";
     EXPECT_EQ(galloc_check(a), GALLOC_OK) << LastError(a);
+    EXPECT_EQ(f.fake_cuda_calls(v().copy_d2h), 0u);
     FreeTagged(a, t);
     galloc_allocator_destroy(a);
     EXPECT_EQ(f.Stats().leaks, 0u);
