@@ -304,8 +304,9 @@ TEST_P(SleepPlain, WithoutPinnedMemoryOnlyDiscardingSleeps)
 namespace {
 
 // One run of a sweep: the k-th driver call inside sleep (or wake) fails with
-// code. Returns whether a fault was injected (false: the call ran clean).
-bool SweepRun(FakeCuda &f, const std::string &conf, bool in_wake, uint64_t k, int code)
+// code, or (from) every call from the k-th on until it returns. Returns
+// whether a fault was injected (false: the call ran clean).
+bool SweepRun(FakeCuda &f, const std::string &conf, bool in_wake, uint64_t k, int code, bool from)
 {
     f.fake_cuda_reset();
     galloc_allocator_t *a = nullptr;
@@ -323,7 +324,7 @@ bool SweepRun(FakeCuda &f, const std::string &conf, bool in_wake, uint64_t k, in
     if (in_wake) {
         EXPECT_EQ(galloc_sleep(a, "weights,kv", "weights"), GALLOC_OK) << LastError(a);
     }
-    f.fake_cuda_fail("*", k, 0, code);
+    f.fake_cuda_fail("*", from ? 0 : k, from ? k : 0, code);
     galloc_status_t st = in_wake ? galloc_wake(a, nullptr) : galloc_sleep(a, "weights,kv", "weights");
     bool faulted = f.Stats().faults > 0;
     f.fake_cuda_fail_clear();
@@ -369,13 +370,15 @@ bool SweepRun(FakeCuda &f, const std::string &conf, bool in_wake, uint64_t k, in
 }
 
 // Runs k = 1, 2, ... until the call runs clean; returns the faulted runs.
-uint64_t SweepCalls(FakeCuda &f, const std::string &conf, bool in_wake, int code)
+// from: every call from the k-th on fails (a device that stays broken: the
+// undo paths' own calls fail too).
+uint64_t SweepCalls(FakeCuda &f, const std::string &conf, bool in_wake, int code, bool from = false)
 {
     uint64_t k = 1;
     for (; k < 10000; k++) {
-        SCOPED_TRACE(std::string(in_wake ? "wake" : "sleep") + ": failing its driver call #" + std::to_string(k) +
-                     " with " + std::to_string(code));
-        if (!SweepRun(f, conf, in_wake, k, code) || ::testing::Test::HasFailure())
+        SCOPED_TRACE(std::string(in_wake ? "wake" : "sleep") + (from ? ": failing every driver call from #" :
+                     ": failing its driver call #") + std::to_string(k) + " with " + std::to_string(code));
+        if (!SweepRun(f, conf, in_wake, k, code, from) || ::testing::Test::HasFailure())
             break;
     }
     return k - 1;
@@ -405,6 +408,19 @@ TEST_P(SleepPlain, EveryDriverCallInsideWakeFailingOnce)
             uint64_t runs = SweepCalls(f, CudaConf(f, extra), true, code);
             EXPECT_GE(runs, 10u) << "wake creates, maps, sets access and copies back";
         }
+    }
+}
+
+// A device that stays broken from the k-th call on: the undo paths fail too,
+// and still each tag ends whole, nothing leaks, and a later pair succeeds.
+TEST_P(SleepPlain, EveryDriverCallFailingFromTheNthOn)
+{
+    FakeCuda f(v().Fake(), v().name);
+    ASSERT_TRUE(f.ok()) << f.error();
+    for (const char *extra : {"", "expandable_segments:True"}) {
+        SCOPED_TRACE(extra);
+        EXPECT_GE(SweepCalls(f, CudaConf(f, extra), false, kUnknown, true), 10u);
+        EXPECT_GE(SweepCalls(f, CudaConf(f, extra), true, kUnknown, true), 10u);
     }
 }
 
