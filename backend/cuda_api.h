@@ -53,6 +53,11 @@ typedef struct ga_cu_mempool_st *ga_cu_mempool_t; /* CUmemoryPool */
 /* CUevent_flags */
 enum { GA_CU_EVENT_DEFAULT = 0x0, GA_CU_EVENT_DISABLE_TIMING = 0x2 };
 
+/* cuMemHostAlloc flags: PORTABLE makes the block pinned memory for every
+ * context, not only the one current at the call (galloc's is the primary
+ * context; the framework may make another current while the copy runs). */
+enum { GA_CU_MEMHOSTALLOC_PORTABLE = 0x01 };
+
 /* Special stream handles (cuda.h: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
 #define GA_CU_STREAM_LEGACY ((ga_cu_stream_t)0x1)
 #define GA_CU_STREAM_PER_THREAD ((ga_cu_stream_t)0x2)
@@ -167,6 +172,10 @@ typedef ga_cu_result_t ga_cuDeviceGetDefaultMemPool_fn(ga_cu_mempool_t *pool, ga
 typedef ga_cu_result_t ga_cuMemPoolSetAttribute_fn(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value);
 typedef ga_cu_result_t ga_cuMemPoolGetAttribute_fn(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value);
 typedef ga_cu_result_t ga_cuMemPoolTrimTo_fn(ga_cu_mempool_t pool, size_t min_bytes_to_keep);
+typedef ga_cu_result_t ga_cuMemHostAlloc_fn(void **pp, size_t bytesize, unsigned int flags);
+typedef ga_cu_result_t ga_cuMemFreeHost_fn(void *p);
+typedef ga_cu_result_t ga_cuMemcpyDtoH_v2_fn(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count);
+typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,8 @@
  * to a group: REQUIRED symbols must all resolve or the load fails
  * (GALLOC_E_UNAVAILABLE, the library is closed, the message carries dlerror's
  * text); an optional group (VMM for expandable segments, ASYNC for
- * backend:cudaMallocAsync) resolves all or nothing: one missing symbol leaves
+ * backend:cudaMallocAsync, HOST for the pinned host memory and copies
+ * galloc_sleep offloads with) resolves all or nothing: one missing symbol leaves
  * every pointer of its group NULL and names the missing symbol in `missing`,
  * and only that feature is off.
  *
@@ -34,7 +35,8 @@ typedef enum ga_cuda_group {
     GA_CUDA_REQUIRED = GA_DL_REQUIRED, /* the library is unusable without it */
     GA_CUDA_VMM = 1,      /* virtual memory: expandable segments */
     GA_CUDA_ASYNC = 2,    /* stream-ordered allocation: backend:cudaMallocAsync */
-    GA_CUDA_GROUPS = 3
+    GA_CUDA_HOST = 3,     /* pinned host memory and synchronous copies: galloc_sleep's offload */
+    GA_CUDA_GROUPS = 4
 } ga_cuda_group_t;
 
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves. */
@@ -71,7 +73,11 @@ typedef enum ga_cuda_group {
     X(ASYNC, cuDeviceGetDefaultMemPool)                                                            \
     X(ASYNC, cuMemPoolSetAttribute)                                                                \
     X(ASYNC, cuMemPoolGetAttribute)                                                                \
-    X(ASYNC, cuMemPoolTrimTo)
+    X(ASYNC, cuMemPoolTrimTo)                                                                      \
+    X(HOST, cuMemHostAlloc)                                                                        \
+    X(HOST, cuMemFreeHost)                                                                         \
+    X(HOST, cuMemcpyDtoH_v2)                                                                       \
+    X(HOST, cuMemcpyHtoD_v2)
 
 /* A loaded driver library. */
 typedef struct ga_cuda_driver {

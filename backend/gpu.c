@@ -131,6 +131,7 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     ga_addrmap_init(&g->segs, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->asyncs, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->events, sizeof(ga_gpu_entry_t));
+    ga_addrmap_init(&g->hosts, sizeof(ga_gpu_entry_t));
     galloc_status_t st = v->load(path, &g->vs, &g->features, err, errlen);
     if (st != GALLOC_OK)
         goto err_free;
@@ -195,6 +196,7 @@ void ga_gpu_close(void *state)
     bool entered = ga_gpu_enter(g, "close", &prev) == GALLOC_OK || ga_gpu_enter(g, "close", &prev) == GALLOC_OK;
     if (entered) {
         ga_gpu_stream_close(g);
+        ga_gpu_host_close(g);
         ga_gpu_vmm_close(g);
         segments_close(g);
         ga_gpu_leave(g, prev);
@@ -204,6 +206,7 @@ void ga_gpu_close(void *state)
     ga_addrmap_destroy(&g->segs);
     ga_addrmap_destroy(&g->asyncs);
     ga_addrmap_destroy(&g->events);
+    ga_addrmap_destroy(&g->hosts);
     for (size_t i = 0; i < g->n_resv; i++)
         free(g->resv[i].maps);
     free(g->resv);

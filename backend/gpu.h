@@ -2,18 +2,19 @@
  * gpu.h: the GPU device layer written once for every vendor.
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
- * memory, events, the stream-ordered pool) in terms of a small vendor table of
- * driver primitives: the CUDA driver (backend/vendor_cuda.c) and the HIP
- * runtime (libamdhip64.so: hipMalloc, hipMemCreate, ...; backend/vendor_hip.c),
- * with no logic copied. A vendor file holds only its table, its error names
- * and its ops table, which is GA_GPU_OPS_MEMBERS plus an open that names the
- * vendor.
+ * memory, events, the stream-ordered pool, pinned host memory and copies) in
+ * terms of a small vendor table of driver primitives: the CUDA driver
+ * (backend/vendor_cuda.c) and the HIP runtime (libamdhip64.so: hipMalloc,
+ * hipMemCreate, ...; backend/vendor_hip.c), with no logic copied. A vendor
+ * file holds only its table, its error names and its ops table, which is
+ * GA_GPU_OPS_MEMBERS plus an open that names the vendor.
  *
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
- * handle per map call, events, stream-ordered allocations) so that close
- * releases whatever is left, the device context around every call, and the
- * messages (the vendor's function name, error name and text).
+ * handle per map call, events, stream-ordered allocations, pinned host
+ * blocks) so that close releases whatever is left, the device context around
+ * every call, and the messages (the vendor's function name, error name and
+ * text).
  *
  * Locking: a backend state is entered under its allocator's lock only.
  */
@@ -36,7 +37,8 @@ typedef int ga_gpu_rc_t;
 /* Optional feature groups a vendor library may lack. */
 enum {
     GA_GPU_F_VMM = 1u << 0,  /* address reservation + physical handles: expandable segments */
-    GA_GPU_F_ASYNC = 1u << 1 /* stream-ordered allocation from the default pool */
+    GA_GPU_F_ASYNC = 1u << 1, /* stream-ordered allocation from the default pool */
+    GA_GPU_F_HOST = 1u << 2   /* pinned host memory and synchronous copies: galloc_sleep's offload */
 };
 
 /* The stream-ordered pool's attributes galloc reads or sets (values are
@@ -55,7 +57,8 @@ typedef enum ga_gpu_pool_attr {
     X(MEM_ALLOC) X(MEM_FREE) X(MEM_INFO) X(GRANULARITY) X(VA_RESERVE) X(VA_FREE) X(PHYS_CREATE)    \
     X(PHYS_RELEASE) X(PHYS_MAP) X(PHYS_UNMAP) X(SET_ACCESS) X(EVENT_CREATE) X(EVENT_DESTROY)       \
     X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
-    X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC)
+    X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
+    X(HOST_FREE) X(COPY_D2H) X(COPY_H2D)
 
 typedef enum ga_gpu_fn {
 #define GA_GPU_FN_ENUM_(id) GA_GPU_FN_##id,
@@ -80,7 +83,8 @@ typedef struct ga_gpu_vendor {
      * GA_GPU_F_* groups that resolved. GALLOC_E_UNAVAILABLE + err on failure. */
     galloc_status_t (*load)(const char *path, void **vs, uint32_t *features, char *err, size_t errlen);
     void (*unload)(void *vs);
-    /* missing: the first symbol of an optional feature the library lacks, or NULL. */
+    /* missing: the first symbol of an optional feature (one GA_GPU_F_* bit) the
+     * library lacks, or "(nothing)". */
     const char *(*missing)(const void *vs, uint32_t feature);
 
     ga_gpu_rc_t (*init)(void *vs);
@@ -122,6 +126,14 @@ typedef struct ga_gpu_vendor {
     ga_gpu_rc_t (*malloc_async)(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr);
     ga_gpu_rc_t (*free_async)(void *vs, uintptr_t addr, uintptr_t stream);
 
+    /* Pinned host memory and copies (GA_GPU_F_HOST). host_alloc: page-locked
+     * host memory usable by the device's copies; copy_*: synchronous, done
+     * when they return (the source of copy_h2d is pinned or pageable). */
+    ga_gpu_rc_t (*host_alloc)(void *vs, size_t bytes, void **ptr);
+    ga_gpu_rc_t (*host_free)(void *vs, void *ptr);
+    ga_gpu_rc_t (*copy_d2h)(void *vs, void *dst, uintptr_t src, size_t bytes);
+    ga_gpu_rc_t (*copy_h2d)(void *vs, uintptr_t dst, const void *src, size_t bytes);
+
     /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
      * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
     galloc_status_t (*status)(ga_gpu_rc_t rc);
@@ -159,6 +171,10 @@ galloc_status_t ga_gpu_pool_usage(void *state, uint64_t *reserved_current, uint6
                                   uint64_t *used_current, uint64_t *used_high);
 galloc_status_t ga_gpu_pool_reset_peak(void *state);
 galloc_status_t ga_gpu_device_synchronize(void *state);
+galloc_status_t ga_gpu_host_alloc(void *state, size_t bytes, void **ptr);
+galloc_status_t ga_gpu_host_free(void *state, void *ptr, size_t bytes);
+galloc_status_t ga_gpu_copy_d2h(void *state, void *dst, uintptr_t src, size_t bytes);
+galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
 
 /* Every member but open, for a vendor's designated initializer. */
 #define GA_GPU_OPS_MEMBERS                                                                         \
@@ -170,7 +186,9 @@ galloc_status_t ga_gpu_device_synchronize(void *state);
     .event_synchronize = ga_gpu_event_synchronize, .error_string = ga_gpu_error_string,            \
     .stream_synchronize = ga_gpu_stream_synchronize, .malloc_async = ga_gpu_malloc_async,          \
     .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage, \
-    .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize
+    .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,   \
+    .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,   \
+    .copy_h2d = ga_gpu_copy_h2d
 
 #ifdef __cplusplus
 }

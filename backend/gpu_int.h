@@ -5,7 +5,7 @@
  *
  * Locking: none; the allocator's lock is held for every call into a state.
  * Invariants: every driver resource the state holds is in exactly one of
- * segs, asyncs, events, resv[].maps or orphans, so close can release it;
+ * segs, asyncs, events, hosts, resv[].maps or orphans, so close can release it;
  * resv[i].maps is sorted by address and its entries never overlap.
  */
 #ifndef GA_BACKEND_GPU_INT_H
@@ -19,12 +19,12 @@
 
 #define GA_GPU_MAGIC 0x47505531u /* "GPU1": rejects a state that is not ours */
 
-/* An entry of segs, asyncs and events (util/addrmap.h). Their reserve runs
+/* An entry of segs, asyncs, events and hosts (util/addrmap.h). Their reserve runs
  * before the driver call that creates the resource, so recording it after a
  * successful call cannot fail (a failed call changes nothing). */
 typedef struct ga_gpu_entry {
     uintptr_t key;  /* a device address or an event handle */
-    uint64_t value; /* segs: bytes; asyncs: the stream; events: unused */
+    uint64_t value; /* segs, hosts: bytes; asyncs: the stream; events: unused */
 } ga_gpu_entry_t;
 
 /* One map call: a physical handle mapped over [addr, addr + bytes). */
@@ -62,6 +62,7 @@ typedef struct ga_gpu {
     ga_addrmap_t segs;           /* segment_alloc ranges: address -> bytes (ga_gpu_entry_t) */
     ga_addrmap_t asyncs;         /* malloc_async ranges: address -> stream (ga_gpu_entry_t) */
     ga_addrmap_t events;         /* live events: handle -> 0 (ga_gpu_entry_t) */
+    ga_addrmap_t hosts;          /* live host_alloc blocks: address -> bytes (ga_gpu_entry_t) */
     ga_gpu_resv_t *resv;         /* live reservations, unordered (one per expandable segment) */
     size_t n_resv, cap_resv;
     ga_gpu_orphan_t *orphans;    /* resources left by failed error paths */
@@ -91,13 +92,15 @@ bool ga_gpu_grow(void **array, size_t *cap, size_t need, size_t elem);
 void ga_gpu_vmm_close(ga_gpu_t *g);
 /* gpu_stream.c: events and stream-ordered allocations left at close (context current). */
 void ga_gpu_stream_close(ga_gpu_t *g);
+/* gpu_host.c: pinned host blocks left at close (context current). */
+void ga_gpu_host_close(ga_gpu_t *g);
 
 /* Close cannot report failure and whatever it leaves stays allocated for the
  * process's lifetime, so each release there is tried twice: one transient
  * refusal (or one injected fault) does not leak. */
 #define GA_GPU_TWICE(call) ((call) == 0 || (call) == 0)
 
-/* Record key -> value in one of segs, asyncs, events (room reserved). A key
+/* Record key -> value in one of segs, asyncs, events, hosts (room reserved). A key
  * the driver hands out again while live keeps one entry, with the new value. */
 static inline void ga_gpu_put(ga_addrmap_t *m, uintptr_t key, uint64_t value)
 {

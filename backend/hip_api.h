@@ -53,6 +53,9 @@ typedef struct ga_ihip_mem_handle *ga_hip_mem_handle_t; /* hipMemGenericAllocati
 /* hipEventCreateWithFlags flags. */
 enum { GA_HIP_EVENT_DEFAULT = 0x0, GA_HIP_EVENT_DISABLE_TIMING = 0x2 };
 
+/* hipHostMalloc flags: the default, pinned host memory (hipHostMallocDefault). */
+enum { GA_HIP_HOST_MALLOC_DEFAULT = 0x0 };
+
 /* hipStreamPerThread: the per-thread default stream. */
 #define GA_HIP_STREAM_PER_THREAD ((ga_hip_stream_t)2)
 
@@ -181,6 +184,13 @@ typedef ga_hip_error_t ga_hipMemPoolSetAttribute_fn(ga_hip_mempool_t mem_pool, g
 typedef ga_hip_error_t ga_hipMemPoolGetAttribute_fn(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr,
                                                     void *value);
 typedef ga_hip_error_t ga_hipMemPoolTrimTo_fn(ga_hip_mempool_t mem_pool, size_t min_bytes_to_hold);
+typedef ga_hip_error_t ga_hipHostMalloc_fn(void **ptr, size_t size, unsigned int flags);
+typedef ga_hip_error_t ga_hipHostFree_fn(void *ptr);
+/* hipDeviceptr_t is void * on AMD. The source of hipMemcpyHtoD is not const in
+ * the headers checked (ROCm 5.2's): the backend casts const away, the runtime
+ * only reads it. */
+typedef ga_hip_error_t ga_hipMemcpyDtoH_fn(void *dst, void *src, size_t size_bytes);
+typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_bytes);
 
 #ifdef __cplusplus
 }

@@ -5,9 +5,10 @@
  * fails the load, an optional group resolves all or nothing and turns off only
  * its feature).
  *
- * The VMM group (expandable segments) and the ASYNC group
- * (backend:hipMallocAsync) are optional: ROCm added them in 5.1 and a runtime
- * may still lack them. Nothing is loaded before ga_hip_runtime_load; it calls
+ * The VMM group (expandable segments), the ASYNC group
+ * (backend:hipMallocAsync) and the HOST group (pinned host memory and copies,
+ * galloc_sleep's offload) are optional: ROCm added the first two in 5.1 and a
+ * runtime may still lack them; HOST only turns off the offload. Nothing is loaded before ga_hip_runtime_load; it calls
  * no HIP function. Locking: none; a loaded runtime belongs to one backend state.
  */
 #ifndef GA_BACKEND_HIP_LOADER_H
@@ -28,7 +29,8 @@ typedef enum ga_hip_group {
     GA_HIP_REQUIRED = GA_DL_REQUIRED, /* the library is unusable without it */
     GA_HIP_VMM = 1,                   /* virtual memory: expandable segments */
     GA_HIP_ASYNC = 2,                 /* stream-ordered allocation: backend:hipMallocAsync */
-    GA_HIP_GROUPS = 3
+    GA_HIP_HOST = 3,                  /* pinned host memory and synchronous copies: galloc_sleep's offload */
+    GA_HIP_GROUPS = 4
 } ga_hip_group_t;
 
 /* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves. */
@@ -64,7 +66,11 @@ typedef enum ga_hip_group {
     X(ASYNC, hipDeviceGetDefaultMemPool)                                                           \
     X(ASYNC, hipMemPoolSetAttribute)                                                               \
     X(ASYNC, hipMemPoolGetAttribute)                                                               \
-    X(ASYNC, hipMemPoolTrimTo)
+    X(ASYNC, hipMemPoolTrimTo)                                                                     \
+    X(HOST, hipHostMalloc)                                                                         \
+    X(HOST, hipHostFree)                                                                           \
+    X(HOST, hipMemcpyDtoH)                                                                         \
+    X(HOST, hipMemcpyHtoD)
 
 /* A loaded HIP runtime. */
 typedef struct ga_hip_runtime {

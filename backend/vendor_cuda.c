@@ -42,7 +42,8 @@ static galloc_status_t cuda_load(const char *path, void **vs, uint32_t *features
         return st;
     }
     *features = (c->d.missing[GA_CUDA_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
-                (c->d.missing[GA_CUDA_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u);
+                (c->d.missing[GA_CUDA_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u) |
+                (c->d.missing[GA_CUDA_HOST] == NULL ? GA_GPU_F_HOST : 0u);
     *vs = c;
     return GALLOC_OK;
 }
@@ -56,7 +57,9 @@ static void cuda_unload(void *vs)
 static const char *cuda_missing(const void *vs, uint32_t feature)
 {
     const ga_cuda_driver_t *d = &((const cuda_vs_t *)vs)->d;
-    const char *m = d->missing[feature == GA_GPU_F_VMM ? GA_CUDA_VMM : GA_CUDA_ASYNC];
+    const char *m = d->missing[feature == GA_GPU_F_VMM    ? GA_CUDA_VMM
+                               : feature == GA_GPU_F_HOST ? GA_CUDA_HOST
+                                                          : GA_CUDA_ASYNC];
     return m != NULL ? m : "(nothing)";
 }
 
@@ -275,6 +278,28 @@ static ga_gpu_rc_t cuda_free_async(void *vs, uintptr_t addr, uintptr_t stream)
     return D(vs)->cuMemFreeAsync(CUPTR(addr), CUSTREAM(stream));
 }
 
+/* ---- Pinned host memory and copies. ---- */
+
+static ga_gpu_rc_t cuda_host_alloc(void *vs, size_t bytes, void **ptr)
+{
+    return D(vs)->cuMemHostAlloc(ptr, bytes, GA_CU_MEMHOSTALLOC_PORTABLE);
+}
+
+static ga_gpu_rc_t cuda_host_free(void *vs, void *ptr)
+{
+    return D(vs)->cuMemFreeHost(ptr);
+}
+
+static ga_gpu_rc_t cuda_copy_d2h(void *vs, void *dst, uintptr_t src, size_t bytes)
+{
+    return D(vs)->cuMemcpyDtoH_v2(dst, CUPTR(src), bytes);
+}
+
+static ga_gpu_rc_t cuda_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t bytes)
+{
+    return D(vs)->cuMemcpyHtoD_v2(CUPTR(dst), src, bytes);
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t cuda_status(ga_gpu_rc_t rc)
@@ -348,7 +373,9 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_STREAM_SYNC] = "cuStreamSynchronize", [GA_GPU_FN_DEVICE_SYNC] = "cuCtxSynchronize",
                 [GA_GPU_FN_POOL_GET] = "cuDeviceGetDefaultMemPool", [GA_GPU_FN_POOL_SET_ATTR] = "cuMemPoolSetAttribute",
                 [GA_GPU_FN_POOL_GET_ATTR] = "cuMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "cuMemPoolTrimTo",
-                [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync", [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync"},
+                [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync", [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync",
+                [GA_GPU_FN_HOST_ALLOC] = "cuMemHostAlloc", [GA_GPU_FN_HOST_FREE] = "cuMemFreeHost",
+                [GA_GPU_FN_COPY_D2H] = "cuMemcpyDtoH_v2", [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2"},
     .load = cuda_load,
     .unload = cuda_unload,
     .missing = cuda_missing,
@@ -383,6 +410,10 @@ static const ga_gpu_vendor_t cuda_vendor = {
     .pool_trim = cuda_pool_trim,
     .malloc_async = cuda_malloc_async,
     .free_async = cuda_free_async,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .copy_d2h = cuda_copy_d2h,
+    .copy_h2d = cuda_copy_h2d,
     .status = cuda_status,
     .describe = cuda_describe,
 };

@@ -53,7 +53,8 @@ static galloc_status_t hip_load(const char *path, void **vs, uint32_t *features,
         return st;
     }
     *features = (h->r.missing[GA_HIP_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
-                (h->r.missing[GA_HIP_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u);
+                (h->r.missing[GA_HIP_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u) |
+                (h->r.missing[GA_HIP_HOST] == NULL ? GA_GPU_F_HOST : 0u);
     *vs = h;
     return GALLOC_OK;
 }
@@ -67,7 +68,9 @@ static void hip_unload(void *vs)
 static const char *hip_missing(const void *vs, uint32_t feature)
 {
     const ga_hip_runtime_t *r = &((const hip_vs_t *)vs)->r;
-    const char *m = r->missing[feature == GA_GPU_F_VMM ? GA_HIP_VMM : GA_HIP_ASYNC];
+    const char *m = r->missing[feature == GA_GPU_F_VMM    ? GA_HIP_VMM
+                               : feature == GA_GPU_F_HOST ? GA_HIP_HOST
+                                                          : GA_HIP_ASYNC];
     return m != NULL ? m : "(nothing)";
 }
 
@@ -305,6 +308,29 @@ static ga_gpu_rc_t hip_free_async(void *vs, uintptr_t addr, uintptr_t stream)
     return R(vs)->hipFreeAsync(PTR(addr), STREAM(stream));
 }
 
+/* ---- Pinned host memory and copies. ---- */
+
+static ga_gpu_rc_t hip_host_alloc(void *vs, size_t bytes, void **ptr)
+{
+    return R(vs)->hipHostMalloc(ptr, bytes, GA_HIP_HOST_MALLOC_DEFAULT);
+}
+
+static ga_gpu_rc_t hip_host_free(void *vs, void *ptr)
+{
+    return R(vs)->hipHostFree(ptr);
+}
+
+static ga_gpu_rc_t hip_copy_d2h(void *vs, void *dst, uintptr_t src, size_t bytes)
+{
+    return R(vs)->hipMemcpyDtoH(dst, PTR(src), bytes);
+}
+
+/* hipMemcpyHtoD's source is not const (hip_api.h); the runtime only reads it. */
+static ga_gpu_rc_t hip_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t bytes)
+{
+    return R(vs)->hipMemcpyHtoD(PTR(dst), (void *)(uintptr_t)src, bytes);
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t hip_status(ga_gpu_rc_t rc)
@@ -355,7 +381,9 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_POOL_GET] = "hipDeviceGetDefaultMemPool",
                 [GA_GPU_FN_POOL_SET_ATTR] = "hipMemPoolSetAttribute",
                 [GA_GPU_FN_POOL_GET_ATTR] = "hipMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "hipMemPoolTrimTo",
-                [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync", [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync"},
+                [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync", [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync",
+                [GA_GPU_FN_HOST_ALLOC] = "hipHostMalloc", [GA_GPU_FN_HOST_FREE] = "hipHostFree",
+                [GA_GPU_FN_COPY_D2H] = "hipMemcpyDtoH", [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD"},
     .load = hip_load,
     .unload = hip_unload,
     .missing = hip_missing,
@@ -390,6 +418,10 @@ static const ga_gpu_vendor_t hip_vendor = {
     .pool_trim = hip_pool_trim,
     .malloc_async = hip_malloc_async,
     .free_async = hip_free_async,
+    .host_alloc = hip_host_alloc,
+    .host_free = hip_host_free,
+    .copy_d2h = hip_copy_d2h,
+    .copy_h2d = hip_copy_h2d,
     .status = hip_status,
     .describe = hip_describe,
 };

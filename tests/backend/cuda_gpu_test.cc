@@ -3,12 +3,19 @@
 // driver, no device), so the suite passes on machines without one.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/backend/conformance.h"
 
 extern "C" {
 #include <galloc/galloc.h>
+#include <galloc/galloc_sleep.h>
+#include "backend/backend.h"
 }
 
 namespace {
@@ -97,6 +104,142 @@ TEST_F(Gpu, StreamOrderedAllocation)
     EXPECT_EQ(galloc_free(a_, p), GALLOC_OK);
     EXPECT_EQ(galloc_empty_cache(a_), GALLOC_OK);
     EXPECT_EQ(Stats().reserved_bytes[GALLOC_STAT_ALL].current, 0);
+}
+
+// ---- Sleep and wake on the real driver. The test writes and reads the
+// device through a second "cuda" backend state on device 0 (the same primary
+// context as the allocator's): its copy_h2d / copy_d2h and mem_info
+// (cuMemGetInfo). ----
+
+class GpuSleep : public Gpu {
+  protected:
+    void OpenBackend()
+    {
+        galloc_backend_args_t args = {};
+        args.struct_size = sizeof args;
+        char err[512] = "";
+        ASSERT_EQ(ga_backend_open(&b_, "cuda", &args, err, sizeof err), GALLOC_OK) << err;
+        open_ = true;
+    }
+    void TearDown() override
+    {
+        Gpu::TearDown();
+        if (open_)
+            ga_backend_close(&b_);
+    }
+    std::string Error()
+    {
+        char buf[512];
+        ga_backend_error_string(&b_, buf, sizeof buf);
+        return buf;
+    }
+    void *TagAlloc(const char *tag, size_t n)
+    {
+        void *p = nullptr;
+        EXPECT_EQ(galloc_tag_begin(a_, tag), GALLOC_OK);
+        EXPECT_EQ(galloc_malloc(a_, n, 0, &p), GALLOC_OK);
+        EXPECT_EQ(galloc_tag_end(a_, tag), GALLOC_OK);
+        return p;
+    }
+    size_t FreeBytes()
+    {
+        size_t free_bytes = 0, total = 0;
+        EXPECT_EQ(ga_backend_mem_info(&b_, &free_bytes, &total), GALLOC_OK) << Error();
+        return free_bytes;
+    }
+    galloc_sleep_stats_t SleepStats()
+    {
+        galloc_sleep_stats_t z = {};
+        EXPECT_EQ(galloc_sleep_stats(a_, &z), GALLOC_OK);
+        return z;
+    }
+    // A pattern of n bytes (n a multiple of 8), different for each seed.
+    static std::vector<uint64_t> Pattern(size_t n, uint64_t seed)
+    {
+        std::vector<uint64_t> v(n / 8);
+        for (size_t i = 0; i < v.size(); i++)
+            v[i] = (i + seed) * 0x9E3779B97F4A7C15ull;
+        return v;
+    }
+    void RoundTrip(); // the allocator open with or without expandable segments
+
+    ga_backend_t b_ = {};
+    bool open_ = false;
+};
+
+#define OPEN_SLEEP_OR_SKIP(conf)                                                                                       \
+    do {                                                                                                               \
+        OPEN_OR_SKIP(conf);                                                                                            \
+        OpenBackend();                                                                                                 \
+        if (HasFatalFailure())                                                                                         \
+            return;                                                                                                    \
+    } while (0)
+
+void GpuSleep::RoundTrip()
+{
+    const size_t n = 64 * kMiB + 4096 * 3; // not a segment size
+    void *w = TagAlloc("weights", n);
+    void *kv = TagAlloc("kv", 32 * kMiB);
+    ASSERT_TRUE(w != nullptr && kv != nullptr);
+    std::vector<uint64_t> want = Pattern(n, 1), got(n / 8, 0);
+    ASSERT_EQ(ga_backend_copy_h2d(&b_, (uintptr_t)w, want.data(), n), GALLOC_OK) << Error();
+    size_t free0 = FreeBytes();
+    ASSERT_EQ(galloc_sleep(a_, "weights,kv", "weights"), GALLOC_OK);
+    galloc_sleep_stats_t z = SleepStats();
+    EXPECT_GE(z.bytes_asleep, n + 32 * kMiB);
+    EXPECT_GE(z.bytes_offloaded, n);
+    size_t free1 = FreeBytes();
+    EXPECT_GE(free1, free0 + z.bytes_asleep) << "cuMemGetInfo: the slept pages went back to the device";
+    ASSERT_EQ(galloc_wake(a_, nullptr), GALLOC_OK);
+    EXPECT_LE(FreeBytes() + z.bytes_asleep, free1 + 2 * kMiB) << "and came back";
+    ASSERT_EQ(ga_backend_copy_d2h(&b_, got.data(), (uintptr_t)w, n), GALLOC_OK) << Error();
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), n), 0) << "the offloaded bytes came back exactly";
+    EXPECT_EQ(galloc_free(a_, w), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a_, kv), GALLOC_OK);
+    void *w2 = TagAlloc("weights", n); // the same addresses serve the tag again
+    EXPECT_EQ(w2, w);
+    EXPECT_EQ(galloc_free(a_, w2), GALLOC_OK);
+}
+
+TEST_F(GpuSleep, OffloadAndWakeOnPlainSegments)
+{
+    OPEN_SLEEP_OR_SKIP("");
+    RoundTrip();
+}
+
+TEST_F(GpuSleep, OffloadAndWakeOnExpandableSegments)
+{
+    OPEN_SLEEP_OR_SKIP("expandable_segments:True");
+    RoundTrip();
+}
+
+// 1 GiB offloaded and restored: the times and rates are printed (and
+// recorded as test properties) for the record, the bytes checked.
+TEST_F(GpuSleep, OneGiBSleepAndWakeTimed)
+{
+    OPEN_SLEEP_OR_SKIP("");
+    const size_t n = size_t{1} << 30;
+    void *p = TagAlloc("big", n);
+    ASSERT_NE(p, nullptr);
+    std::vector<uint64_t> want = Pattern(n, 7);
+    ASSERT_EQ(ga_backend_copy_h2d(&b_, (uintptr_t)p, want.data(), n), GALLOC_OK) << Error();
+    size_t free0 = FreeBytes();
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(galloc_sleep(a_, "big", "big"), GALLOC_OK);
+    auto t1 = std::chrono::steady_clock::now();
+    EXPECT_GE(FreeBytes(), free0 + n);
+    ASSERT_EQ(galloc_wake(a_, "big"), GALLOC_OK);
+    auto t2 = std::chrono::steady_clock::now();
+    double s_sleep = std::chrono::duration<double>(t1 - t0).count();
+    double s_wake = std::chrono::duration<double>(t2 - t1).count();
+    std::printf("[ sleep    ] 1 GiB offloaded in %.3f s (%.2f GiB/s)\n", s_sleep, 1.0 / s_sleep);
+    std::printf("[ wake     ] 1 GiB restored in %.3f s (%.2f GiB/s)\n", s_wake, 1.0 / s_wake);
+    RecordProperty("sleep_gib_per_s", std::to_string(1.0 / s_sleep));
+    RecordProperty("wake_gib_per_s", std::to_string(1.0 / s_wake));
+    std::vector<uint64_t> got(n / 8, 0);
+    ASSERT_EQ(ga_backend_copy_d2h(&b_, got.data(), (uintptr_t)p, n), GALLOC_OK) << Error();
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), n), 0);
+    EXPECT_EQ(galloc_free(a_, p), GALLOC_OK);
 }
 
 } // namespace

@@ -41,15 +41,17 @@ using ga_abi::same_abi;
 #if GA_HAVE_HIP_H
 
 // ---- Functions: every symbol galloc resolves. ----
-// In C++ the header adds template overloads of hipMalloc and hipMallocAsync
-// (T ** for void **), so decltype cannot name those two: their C prototypes
+// In C++ the header adds template overloads of hipMalloc, hipMallocAsync and
+// hipHostMalloc (T ** for void **), so decltype cannot name those three: their C prototypes
 // are written out (hip_c_<sym>), a static_cast proves the header declares
 // exactly that overload, and a preprocessor probe (GA_OVERLOADED_<sym> is
 // defined for them only) sends each name of the list to its check.
 using hip_c_hipMalloc = hipError_t(void **, size_t);
 using hip_c_hipMallocAsync = hipError_t(void **, size_t, hipStream_t);
+using hip_c_hipHostMalloc = hipError_t(void **, size_t, unsigned int);
 #define GA_OVERLOADED_hipMalloc ~, 1
 #define GA_OVERLOADED_hipMallocAsync ~, 1
+#define GA_OVERLOADED_hipHostMalloc ~, 1
 #define GA_SECOND_(a, b, ...) b
 #define GA_PROBE_(...) GA_SECOND_(__VA_ARGS__, 0, ~)
 #define GA_CAT_(a, b) GA_CAT2_(a, b)
@@ -88,6 +90,7 @@ GA_ABI_VALUE(GA_HIP_ERROR_NOT_SUPPORTED, hipErrorNotSupported)
 GA_ABI_VALUE(GA_HIP_ERROR_UNKNOWN, hipErrorUnknown)
 GA_ABI_VALUE(GA_HIP_EVENT_DEFAULT, hipEventDefault)
 GA_ABI_VALUE(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
+GA_ABI_VALUE(GA_HIP_HOST_MALLOC_DEFAULT, hipHostMallocDefault)
 GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_INVALID, hipMemAllocationTypeInvalid)
 GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_PINNED, hipMemAllocationTypePinned)
 GA_ABI_VALUE(GA_HIP_MEM_HANDLE_TYPE_NONE, hipMemHandleTypeNone)
@@ -160,7 +163,7 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_symbol_count, 32u);
+    ASSERT_EQ(ga_hip_symbol_count, 36u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST
     for (size_t i = 0; i < ga_hip_symbol_count; i++)
         for (size_t j = i + 1; j < ga_hip_symbol_count; j++)
             EXPECT_STRNE(ga_hip_symbols[i].name, ga_hip_symbols[j].name);

@@ -255,6 +255,14 @@ TEST_P(Malloc, Conformance)
     ga_test_backend_conformance(v().name, args);
     fake_gpu_stats_t s = f_.Stats();
     EXPECT_EQ(s.leaks, 0u);
+    // The host memory checks ran on the driver: one pinned block of 3 MiB + 17,
+    // two round trips (a segment, a mapped range) of 2 x n bytes up and
+    // n + 1000 + n down each.
+    const uint64_t n = 3 * kMiB + 17;
+    EXPECT_EQ(s.peak_host_bytes, n);
+    EXPECT_EQ(s.live_host_blocks, 0u);
+    EXPECT_EQ(s.copied_h2d_bytes, 4 * n);
+    EXPECT_EQ(s.copied_d2h_bytes, 2 * (2 * n + 1000));
     EXPECT_EQ(s.violations, 0u) << "the suite's own double free is refused by galloc before the driver: "
                                 << f_.Violation();
 }

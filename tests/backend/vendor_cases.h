@@ -1,8 +1,8 @@
 // vendor_cases.h: what lets one test body serve both GPU vendors. The cuda
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
-// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, compiled into
-// both vendors' test targets) as a value-parameterized test over a Vendor:
+// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
+// sleep_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
 // the messages; kCudaVendor and kHipVendor below). Each vendor's own test
@@ -33,6 +33,8 @@ struct Vendor {
     const char *address_reserve, *address_free, *mem_create, *mem_release, *mem_map, *mem_unmap, *set_access;
     // Stream-ordered allocation (backend:<name>MallocAsync).
     const char *alloc_async, *free_async, *default_pool, *pool_set_attr, *pool_trim, *device_sync;
+    // Pinned host memory and copies (galloc_sleep's offload).
+    const char *host_alloc, *host_free, *copy_d2h, *copy_h2d;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -51,6 +53,8 @@ inline const Vendor kCudaVendor = {
     // stream-ordered allocation: empty_cache synchronizes the context
     "cuMemAllocAsync", "cuMemFreeAsync", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
     "cuCtxSynchronize",
+    // pinned host memory and copies
+    "cuMemHostAlloc", "cuMemFreeHost", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2",
 };
 inline const Vendor kHipVendor = {
     "hip", "HIP", "libamdhip64.so", "HIP runtime library", "hipErrorUnknown",
@@ -63,6 +67,8 @@ inline const Vendor kHipVendor = {
     // stream-ordered allocation: HIP has no contexts, empty_cache synchronizes the device
     "hipMallocAsync", "hipFreeAsync", "hipDeviceGetDefaultMemPool", "hipMemPoolSetAttribute", "hipMemPoolTrimTo",
     "hipDeviceSynchronize",
+    // pinned host memory and copies
+    "hipHostMalloc", "hipHostFree", "hipMemcpyDtoH", "hipMemcpyHtoD",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
@@ -120,6 +126,21 @@ class Async : public VendorTest { // async_cases.cc: backend:<vendor>MallocAsync
     }
 };
 class AsyncPlain : public VendorPlain {};
+
+class Host : public VendorPlain {}; // host_cases.cc: the backend's host memory and copies, no allocator
+
+// sleep_cases.cc: galloc_sleep / galloc_wake through the public API. The
+// tagged workload: tag "weights" (offloaded) holds a 5 MiB and a 3000-byte
+// block, tag "kv" (discarded) a 3 MiB block, and an untagged 1 MiB block
+// stays awake; each holds its own byte pattern.
+struct Tagged {
+    char *w_big = nullptr, *w_small = nullptr, *kv = nullptr, *plain = nullptr;
+};
+class Sleep : public VendorTest {
+  protected:
+    void RoundTrip(const char *conf); // sleep with offload, wake: the whole contract once
+};
+class SleepPlain : public VendorPlain {}; // the sweeps and the library without host memory
 
 } // namespace cuda_test
 

@@ -11,6 +11,7 @@
  *   FAKE_CUDA_NO_VMM    omit cuMemCreate (the VMM group is then incomplete)
  *   FAKE_CUDA_NO_ASYNC  omit cuMemAllocAsync
  *   FAKE_CUDA_NO_ALLOC  omit cuMemAlloc_v2 (a required symbol)
+ *   FAKE_CUDA_NO_HOST   omit cuMemHostAlloc (the HOST group: no offload)
  */
 #include <string.h>
 
@@ -427,6 +428,46 @@ ga_cu_result_t cuMemPoolTrimTo(ga_cu_mempool_t pool, size_t min_bytes_to_keep)
 {
     ENTER(cuMemPoolTrimTo);
     return cu(fg_pool_trim(pool, min_bytes_to_keep));
+}
+
+/* ---- Pinned host memory and copies. ---- */
+
+EXPORT ga_cuMemFreeHost_fn cuMemFreeHost;
+EXPORT ga_cuMemcpyDtoH_v2_fn cuMemcpyDtoH_v2;
+EXPORT ga_cuMemcpyHtoD_v2_fn cuMemcpyHtoD_v2;
+
+#ifndef FAKE_CUDA_NO_HOST
+EXPORT ga_cuMemHostAlloc_fn cuMemHostAlloc;
+ga_cu_result_t cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemHostAlloc);
+    /* PORTABLE 0x1, DEVICEMAP 0x2, WRITECOMBINED 0x4. */
+    if ((flags & ~0x7u) != 0)
+        return cu(fg_violation(FG_INVALID_VALUE, "bad host allocation flags %#x", flags));
+    void *p = NULL;
+    fg_rc_t rc = fg_host_alloc(pp != NULL ? &p : NULL, bytesize);
+    if (rc == FG_OK)
+        *pp = p;
+    return cu(rc);
+}
+#endif
+
+ga_cu_result_t cuMemFreeHost(void *p)
+{
+    ENTER(cuMemFreeHost);
+    return cu(fg_host_free(p));
+}
+
+ga_cu_result_t cuMemcpyDtoH_v2(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count)
+{
+    ENTER(cuMemcpyDtoH_v2);
+    return cu(fg_copy_d2h(dst_host, src_device, byte_count));
+}
+
+ga_cu_result_t cuMemcpyHtoD_v2(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count)
+{
+    ENTER(cuMemcpyHtoD_v2);
+    return cu(fg_copy_h2d(dst_device, src_host, byte_count));
 }
 
 /* ---- Test controls (fake_cuda_control.h). ---- */

@@ -43,9 +43,27 @@
  * stream is synchronized, a later event on it is waited for, the context is
  * synchronized, or the test completes it (fg_stream_complete).
  *
+ * Contents: device memory holds bytes (it is host memory), so what one call
+ * writes another reads back. A new physical handle is not zeroed, as a real
+ * driver's is not: the first FAKE_GPU_GARBAGE_RUN bytes of every granularity
+ * page (from its start) hold FAKE_GPU_GARBAGE, the rest is zero (writing
+ * only those keeps the host from backing every page of a mapping no test
+ * reads). So a test tells contents that were restored from
+ * contents that were discarded when a page was released and a new one
+ * mapped; the handle's bytes stay with it across unmap and map again, and
+ * are gone once it is released. Linear allocations start zeroed.
+ *
+ * Pinned host memory (host_alloc / host_free, cuMemHostAlloc-style) is real
+ * host memory tracked per block; copies (copy_d2h / copy_h2d, synchronous)
+ * need a live context and a device range of its device that is live linear
+ * memory or mapped with the access the copy needs (read for d2h, read-write
+ * for h2d), and a host range that is no device memory and, where it starts in
+ * a pinned block, stays inside it. Host memory that is not pinned is allowed
+ * (the driver copies pageable memory too).
+ *
  * Leaks: when a primary context's last reference goes, everything still
  * allocated on its device (linear and pool allocations not freed, handles,
- * mappings, reservations, events) is counted as leaked and freed. fg_stats'
+ * mappings, reservations, events, pinned host blocks allocated in it) is counted as leaked and freed. fg_stats'
  * leaks = those + everything live now + context references still held.
  *
  * Fault injection: rules name a function (or "*" for every call) and fail its
@@ -67,6 +85,9 @@ extern "C" {
 #endif
 
 #define FAKE_GPU_MAX_DEVICES 8
+/* What a new physical handle holds (see Contents). */
+#define FAKE_GPU_GARBAGE 0xDB
+#define FAKE_GPU_GARBAGE_RUN 256
 
 /* What the fake has seen since the last reset (fake_*_stats). */
 typedef struct fake_gpu_stats {
@@ -89,6 +110,11 @@ typedef struct fake_gpu_stats {
     uint64_t live_streams;       /* streams created through the control API */
     uint64_t ctx_refs;           /* primary-context references held, all devices */
     uint64_t device_used[FAKE_GPU_MAX_DEVICES]; /* bytes charged against each device's capacity */
+    uint64_t live_host_blocks;   /* pinned host blocks not freed (counted in leaks) */
+    uint64_t live_host_bytes;    /* their requested sizes */
+    uint64_t peak_host_bytes;    /* high-water of live_host_bytes since the reset */
+    uint64_t copied_d2h_bytes;   /* bytes copied device to host since the reset */
+    uint64_t copied_h2d_bytes;   /* bytes copied host to device since the reset */
 } fake_gpu_stats_t;
 
 /* Neutral results; a vendor layer maps each to its own code. */
@@ -174,6 +200,12 @@ fg_rc_t fg_pool_get(void *pool, fg_pool_attr_t attr, uint64_t *value);
 fg_rc_t fg_pool_trim(void *pool, size_t keep_bytes);
 fg_rc_t fg_malloc_async(uint64_t *addr, size_t bytes, uintptr_t stream);
 fg_rc_t fg_free_async(uint64_t addr, uintptr_t stream);
+
+/* Pinned host memory and synchronous copies (see Pinned host memory). */
+fg_rc_t fg_host_alloc(void **ptr, size_t bytes);
+fg_rc_t fg_host_free(void *ptr);
+fg_rc_t fg_copy_d2h(void *dst, uint64_t src, size_t bytes);
+fg_rc_t fg_copy_h2d(uint64_t dst, const void *src, size_t bytes);
 
 /* ---- Control, for tests (the vendor layer exports them under its prefix). ---- */
 

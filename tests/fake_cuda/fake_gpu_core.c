@@ -223,7 +223,8 @@ fg_rc_t fg_ctx_release(int device)
         rc = fgi_violation(FG_INVALID_CONTEXT, "device %d's primary context is not retained", device);
     if (rc == FG_OK && --fg.dev[device].refs == 0) {
         fg.leaked_at_destroy +=
-            fgi_mem_release_all(device) + fgi_vmm_release_all(device) + fgi_sync_release_all(device);
+            fgi_mem_release_all(device) + fgi_vmm_release_all(device) + fgi_sync_release_all(device) +
+            fgi_host_release_all(device);
         fg_device_t *d = &fg.dev[device];
         d->pool = (fg_pool_t){.device = device, .reuse = {1, 1, 1}};
         d->stream0.submitted = d->stream0.completed = 0;
@@ -337,6 +338,7 @@ void fg_reset(void)
     (void)fgi_mem_release_all(-1);
     (void)fgi_vmm_release_all(-1);
     (void)fgi_sync_release_all(-1);
+    (void)fgi_host_release_all(-1);
     for (size_t i = 0; i < fg.n_streams; i++) {
         fg.streams[i]->magic = 0;
         free(fg.streams[i]);
@@ -347,6 +349,7 @@ void fg_reset(void)
     free(fg.maps);
     free(fg.events);
     free(fg.streams);
+    free(fg.hosts);
     memset(&fg, 0, sizeof(fg));
     ctx_epoch++; /* every thread's current context is forgotten (current()) */
     fg.ndev = DEFAULT_DEVICES;
@@ -415,7 +418,9 @@ void fg_stats(fake_gpu_stats_t *out)
     fake_gpu_stats_t s = {.calls = fg.calls, .faults = fg.faults, .violations = fg.violations,
                           .leaked_at_destroy = fg.leaked_at_destroy, .events_with_timing = fg.events_with_timing,
                           .live_mappings = fg.n_maps, .live_reservations = fg.n_resvs, .live_events = fg.n_events,
-                          .live_streams = fg.n_streams};
+                          .live_streams = fg.n_streams, .live_host_blocks = fg.n_hosts,
+                          .live_host_bytes = fg.host_bytes, .peak_host_bytes = fg.peak_host_bytes,
+                          .copied_d2h_bytes = fg.copied_d2h, .copied_h2d_bytes = fg.copied_h2d};
     for (size_t i = 0; i < fg.n_allocs; i++) {
         const fg_alloc_t *a = &fg.allocs[i];
         if (a->kind == FG_SEGMENT) {
@@ -439,7 +444,7 @@ void fg_stats(fake_gpu_stats_t *out)
         s.device_used[i] = fg.dev[i].used;
     }
     s.leaks = s.leaked_at_destroy + s.live_segments + s.live_async + s.live_handles + s.live_mappings +
-              s.live_reservations + s.live_events + s.ctx_refs;
+              s.live_reservations + s.live_events + s.ctx_refs + s.live_host_blocks;
     FG_UNLOCK();
     *out = s;
 }

@@ -2,7 +2,8 @@
  * fake_gpu_int.h: the fake driver's state, shared by fake_gpu_core.c (init,
  * devices, contexts, counters, faults, leaks, control), fake_gpu_mem.c
  * (linear memory and the stream-ordered pool), fake_gpu_vmm.c (reservations,
- * handles, mappings) and fake_gpu_sync.c (streams and events).
+ * handles, mappings), fake_gpu_sync.c (streams and events) and
+ * fake_gpu_host.c (pinned host memory and copies).
  *
  * Locking: `fg_lock` guards all of `fg`; every fg_* entry point takes it and
  * every fgi_* helper expects it held. The current context is per thread.
@@ -108,6 +109,14 @@ typedef struct fg_mapping {
     int prot; /* 0 until set_access */
 } fg_mapping_t;
 
+/* A pinned host block. */
+typedef struct fg_host {
+    void *ptr;   /* what host_alloc returned (page aligned) */
+    size_t size; /* requested bytes */
+    size_t map_len;
+    int device;  /* the context it was allocated in */
+} fg_host_t;
+
 typedef struct fg_rule {
     char fn[64];        /* function name or "*" */
     uint64_t seen;      /* matching calls since the rule was set */
@@ -136,6 +145,8 @@ struct fg_state {
     FG_ARRAY(fg_mapping_t, maps);
     FG_ARRAY(fg_event_t *, events);
     FG_ARRAY(fg_stream_t *, streams);
+    FG_ARRAY(fg_host_t, hosts);
+    uint64_t host_bytes, peak_host_bytes, copied_d2h, copied_h2d;
     uint64_t next_handle;
     uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
     fg_counter_t counters[FG_MAX_COUNTERS];
@@ -191,5 +202,6 @@ void fgi_pool_settle(int device);
 uint64_t fgi_mem_release_all(int device);
 uint64_t fgi_vmm_release_all(int device);
 uint64_t fgi_sync_release_all(int device);
+uint64_t fgi_host_release_all(int device);
 
 #endif /* GA_TESTS_FAKE_GPU_INT_H */

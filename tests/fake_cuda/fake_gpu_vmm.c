@@ -3,7 +3,8 @@
  * reservations, physical handles, mappings and access (see fake_gpu.h).
  *
  * A reservation is a PROT_NONE private mapping. A handle's memory is a shared
- * anonymous mapping (its "home", never accessed); map aliases it into the
+ * anonymous mapping (its "home", given its garbage at creation and never
+ * accessed after); map aliases it into the
  * reservation with mremap(old_size = 0), which creates a second mapping of the
  * same pages; set_access changes the alias's protection; unmap puts a fresh
  * PROT_NONE mapping back over the range. Data written through one mapping of a
@@ -140,9 +141,17 @@ fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long 
                         !fgi_grow((void **)&fg.handles, &fg.cap_handles, fg.n_handles + 1, sizeof(fg_handle_t))))
         rc = FG_OUT_OF_MEMORY;
     void *home = MAP_FAILED;
-    if (rc == FG_OK &&
-        (home = mmap(NULL, size, PROT_NONE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED)
+    if (rc == FG_OK && (home = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+                                    -1, 0)) == MAP_FAILED)
         rc = FG_OUT_OF_MEMORY;
+    if (rc == FG_OK) {
+        /* New physical memory is not zeroed: garbage at the start of every
+         * page (see fake_gpu.h). The home is never accessed after this; its
+         * aliases start PROT_NONE. */
+        for (size_t at = 0; at < size; at += fg.gran)
+            memset((char *)home + at, FAKE_GPU_GARBAGE, FAKE_GPU_GARBAGE_RUN);
+        mprotect(home, size, PROT_NONE);
+    }
     if (rc == FG_OK) {
         d->used += size;
         fg.handles[fg.n_handles++] = (fg_handle_t){.id = ++fg.next_handle, .size = size, .home = home,

@@ -20,6 +20,7 @@
  *   FAKE_HIP_NO_VMM    omit hipMemCreate (the VMM group is then incomplete)
  *   FAKE_HIP_NO_ASYNC  omit hipMallocAsync
  *   FAKE_HIP_NO_ALLOC  omit hipMalloc (a required symbol)
+ *   FAKE_HIP_NO_HOST   omit hipHostMalloc (the HOST group: no offload)
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -436,6 +437,46 @@ ga_hip_error_t hipMemPoolTrimTo(ga_hip_mempool_t mem_pool, size_t min_bytes_to_h
 {
     ENTER(hipMemPoolTrimTo);
     return hip(fg_pool_trim(mem_pool, min_bytes_to_hold));
+}
+
+/* ---- Pinned host memory and copies. ---- */
+
+EXPORT ga_hipHostFree_fn hipHostFree;
+EXPORT ga_hipMemcpyDtoH_fn hipMemcpyDtoH;
+EXPORT ga_hipMemcpyHtoD_fn hipMemcpyHtoD;
+
+#ifndef FAKE_HIP_NO_HOST
+EXPORT ga_hipHostMalloc_fn hipHostMalloc;
+ga_hip_error_t hipHostMalloc(void **ptr, size_t size, unsigned int flags)
+{
+    ENTER(hipHostMalloc);
+    /* Portable 0x1, Mapped 0x2, WriteCombined 0x4; NumaUser, Coherent, NonCoherent in the top bits. */
+    if ((flags & ~0xe0000007u) != 0)
+        return hip(fg_violation(FG_INVALID_VALUE, "bad host allocation flags %#x", flags));
+    void *p = NULL;
+    fg_rc_t rc = fg_host_alloc(ptr != NULL ? &p : NULL, size);
+    if (rc == FG_OK)
+        *ptr = p;
+    return hip(rc);
+}
+#endif
+
+ga_hip_error_t hipHostFree(void *ptr)
+{
+    ENTER(hipHostFree);
+    return hip(fg_host_free(ptr));
+}
+
+ga_hip_error_t hipMemcpyDtoH(void *dst, void *src, size_t size_bytes)
+{
+    ENTER(hipMemcpyDtoH);
+    return hip(fg_copy_d2h(dst, (uintptr_t)src, size_bytes));
+}
+
+ga_hip_error_t hipMemcpyHtoD(void *dst, void *src, size_t size_bytes)
+{
+    ENTER(hipMemcpyHtoD);
+    return hip(fg_copy_h2d((uintptr_t)dst, src, size_bytes));
 }
 
 /* ---- Test controls (fake_hip_control.h). ---- */

@@ -28,6 +28,7 @@ class FakeHip : public ::testing::Test {
         BIND_(hipInit) BIND_(hipRuntimeGetVersion) BIND_(hipGetDeviceCount) BIND_(hipGetDevice) BIND_(hipSetDevice)
         BIND_(hipMalloc) BIND_(hipFree) BIND_(hipGetErrorName) BIND_(hipGetErrorString)
         BIND_(hipMemGetAllocationGranularity) BIND_(hipMemCreate) BIND_(hipMemRelease)
+        BIND_(hipHostMalloc) BIND_(hipHostFree) BIND_(hipMemcpyDtoH) BIND_(hipMemcpyHtoD)
 #undef BIND_
         set_version_ = f_.Sym<decltype(&::fake_hip_set_version)>("fake_hip_set_version");
         ASSERT_TRUE(f_.ok()) << f_.error();
@@ -40,6 +41,7 @@ class FakeHip : public ::testing::Test {
     DECL_(hipInit) DECL_(hipRuntimeGetVersion) DECL_(hipGetDeviceCount) DECL_(hipGetDevice) DECL_(hipSetDevice)
     DECL_(hipMalloc) DECL_(hipFree) DECL_(hipGetErrorName) DECL_(hipGetErrorString)
     DECL_(hipMemGetAllocationGranularity) DECL_(hipMemCreate) DECL_(hipMemRelease)
+    DECL_(hipHostMalloc) DECL_(hipHostFree) DECL_(hipMemcpyDtoH) DECL_(hipMemcpyHtoD)
 #undef DECL_
 };
 
@@ -135,6 +137,32 @@ TEST_F(FakeHip, AnInjectedFailureChangesNothing)
     EXPECT_EQ(f_.fake_cuda_calls("hipMalloc"), 2u);
     EXPECT_EQ(f_.Trace(), "hipInit,hipMalloc,hipMalloc,");
     ASSERT_EQ(hipFree(p), GA_HIP_SUCCESS);
+    EXPECT_EQ(f_.Stats().leaks, 0u);
+}
+
+// The core's host memory and copies (tests/fake_cuda/fake_host_test.cc) under
+// HIP's names: the runtime binds device 0 itself, no context call is needed.
+TEST_F(FakeHip, PinnedHostMemoryAndCopies)
+{
+    ASSERT_EQ(hipInit(0), GA_HIP_SUCCESS);
+    void *h = nullptr, *d = nullptr;
+    ASSERT_EQ(hipHostMalloc(&h, 3000, GA_HIP_HOST_MALLOC_DEFAULT), GA_HIP_SUCCESS);
+    ASSERT_EQ(hipMalloc(&d, 4096), GA_HIP_SUCCESS);
+    std::memset(h, 0x6b, 3000);
+    ASSERT_EQ(hipMemcpyHtoD(d, h, 3000), GA_HIP_SUCCESS);
+    std::memset(h, 0, 3000);
+    ASSERT_EQ(hipMemcpyDtoH(h, d, 3000), GA_HIP_SUCCESS);
+    EXPECT_EQ(static_cast<unsigned char *>(h)[2999], 0x6b);
+    EXPECT_EQ(hipHostMalloc(&h, 10, 0x8), GA_HIP_ERROR_INVALID_VALUE) << "an unknown flag";
+    fake_gpu_stats_t s = f_.Stats();
+    EXPECT_EQ(s.live_host_bytes, 3000u);
+    EXPECT_EQ(s.copied_h2d_bytes + s.copied_d2h_bytes, 6000u);
+    EXPECT_EQ(s.leaks, 2u) << "the block and the allocation";
+    ASSERT_EQ(f_.fake_cuda_fail("hipMemcpyDtoH", 1, 0, GA_HIP_ERROR_UNKNOWN), 0);
+    EXPECT_EQ(hipMemcpyDtoH(h, d, 1), GA_HIP_ERROR_UNKNOWN);
+    EXPECT_EQ(hipHostFree(h), GA_HIP_SUCCESS);
+    EXPECT_EQ(hipFree(d), GA_HIP_SUCCESS);
+    EXPECT_EQ(Violations(), 1u);
     EXPECT_EQ(f_.Stats().leaks, 0u);
 }
 

@@ -1,0 +1,179 @@
+// host_cases: the GPU backends' pinned host memory and copies (host_alloc,
+// host_free, copy_d2h, copy_h2d: galloc_sleep's offload) on the fake drivers,
+// below the pool: every failure's status and exact message, what stays
+// recorded after a refused free, what close releases, and a library without
+// the HOST symbol group. Written once over a Vendor (vendor_cases.h) and
+// instantiated by cuda_host_test.cc and hip_host_test.cc. The byte-exact round
+// trips are the conformance suite's (conformance.cc, run by malloc_cases.cc).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tests/backend/vendor_cases.h"
+
+extern "C" {
+#include "backend/backend.h"
+}
+
+namespace cuda_test {
+
+namespace {
+
+// One backend state on a fake library, closed by the destructor.
+class Opened {
+  public:
+    Opened(FakeCuda &f, const char *name) : options_("driver_path:" + f.path())
+    {
+        galloc_backend_args_t args = {};
+        args.struct_size = sizeof args;
+        args.options = options_.c_str();
+        char err[512] = "";
+        st_ = ga_backend_open(&b_, name, &args, err, sizeof err);
+        err_ = err;
+    }
+    ~Opened() { ga_backend_close(&b_); }
+    galloc_status_t status() const { return st_; }
+    const std::string &open_error() const { return err_; }
+    ga_backend_t *b() { return &b_; }
+    std::string Error()
+    {
+        char buf[512];
+        ga_backend_error_string(&b_, buf, sizeof buf);
+        return buf;
+    }
+
+  private:
+    std::string options_, err_;
+    ga_backend_t b_ = {};
+    galloc_status_t st_;
+};
+
+#define OPEN(f, o)                                                                                                     \
+    ASSERT_TRUE((f).ok()) << (f).error();                                                                              \
+    Opened o(f, v().name);                                                                                             \
+    ASSERT_EQ(o.status(), GALLOC_OK) << o.open_error()
+
+// "<prefix><function> failed: <name>: <text>" with the vendor's words.
+std::string DriverWords(const char *fn, int code, const Vendor &v)
+{
+    bool oom = code == kOutOfMemory;
+    std::string name = oom ? (std::string(v.name) == "cuda" ? "CUDA_ERROR_OUT_OF_MEMORY" : "hipErrorOutOfMemory")
+                           : v.unknown;
+    return std::string(fn) + " failed: " + name + ": " + (oom ? "out of memory" : "unknown error");
+}
+
+} // namespace
+
+TEST_P(Host, ARefusedPinnedAllocationIsNoMemoryOrADeviceError)
+{
+    FakeCuda f(v().Fake(), v().name);
+    OPEN(f, o);
+    ASSERT_EQ(f.fake_cuda_fail(v().host_alloc, 1, 0, kOutOfMemory), 0);
+    ASSERT_EQ(f.fake_cuda_fail(v().host_alloc, 2, 0, kUnknown), 0);
+    void *h = reinterpret_cast<void *>(1);
+    EXPECT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_E_NOMEM) << "host memory ran out, not the device's";
+    EXPECT_EQ(h, nullptr);
+    const std::string what = "host_alloc(4096 bytes of pinned host memory): ";
+    EXPECT_EQ(o.Error(), what + DriverWords(v().host_alloc, kOutOfMemory, v()));
+    EXPECT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_E_DEVICE);
+    EXPECT_EQ(o.Error(), what + DriverWords(v().host_alloc, kUnknown, v()));
+    EXPECT_EQ(f.Stats().live_host_blocks, 0u);
+    ASSERT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_OK) << o.Error();
+    EXPECT_EQ(f.Stats().live_host_bytes, 4096u);
+    EXPECT_EQ(ga_backend_host_free(o.b(), h, 4096), GALLOC_OK) << o.Error();
+    EXPECT_EQ(f.Stats().live_host_blocks, 0u);
+    EXPECT_EQ(f.Stats().live_host_bytes, 0u);
+}
+
+TEST_P(Host, AFailedCopyIsADeviceErrorNeverAnOom)
+{
+    FakeCuda f(v().Fake(), v().name);
+    OPEN(f, o);
+    void *h = nullptr;
+    uintptr_t d = 0;
+    ASSERT_EQ(ga_backend_host_alloc(o.b(), 8192, &h), GALLOC_OK) << o.Error();
+    ASSERT_EQ(ga_backend_segment_alloc(o.b(), 2 * kMiB, 0, &d), GALLOC_OK) << o.Error();
+    std::memset(h, 0x3e, 8192);
+    // An out-of-memory answer to a copy must not make the pool free cache and retry.
+    ASSERT_EQ(f.fake_cuda_fail(v().copy_h2d, 1, 0, kOutOfMemory), 0);
+    ASSERT_EQ(f.fake_cuda_fail(v().copy_d2h, 1, 0, kUnknown), 0);
+    EXPECT_EQ(ga_backend_copy_h2d(o.b(), d, h, 8192), GALLOC_E_DEVICE);
+    char at[64];
+    snprintf(at, sizeof at, "%#lx", (unsigned long)d);
+    EXPECT_EQ(o.Error(), "copy_h2d(8192 bytes to device 0 at " + std::string(at) +
+                             "): " + DriverWords(v().copy_h2d, kOutOfMemory, v()));
+    EXPECT_EQ(reinterpret_cast<unsigned char *>(d)[0], 0) << "the failed copy wrote nothing";
+    ASSERT_EQ(ga_backend_copy_h2d(o.b(), d, h, 8192), GALLOC_OK) << o.Error();
+    std::memset(h, 0, 8192);
+    EXPECT_EQ(ga_backend_copy_d2h(o.b(), h, d + 100, 4000), GALLOC_E_DEVICE);
+    EXPECT_EQ(o.Error(), "copy_d2h(4000 bytes from device 0 at " +
+                             (snprintf(at, sizeof at, "%#lx", (unsigned long)(d + 100)), std::string(at)) +
+                             "): " + DriverWords(v().copy_d2h, kUnknown, v()));
+    EXPECT_EQ(static_cast<unsigned char *>(h)[0], 0);
+    ASSERT_EQ(ga_backend_copy_d2h(o.b(), h, d + 100, 4000), GALLOC_OK) << o.Error();
+    EXPECT_EQ(static_cast<unsigned char *>(h)[3999], 0x3e);
+    EXPECT_EQ(f.Stats().copied_h2d_bytes, 8192u);
+    EXPECT_EQ(f.Stats().copied_d2h_bytes, 4000u);
+    // Nothing to copy: no driver call.
+    uint64_t calls = f.fake_cuda_calls(v().copy_d2h);
+    EXPECT_EQ(ga_backend_copy_d2h(o.b(), h, d, 0), GALLOC_OK);
+    EXPECT_EQ(f.fake_cuda_calls(v().copy_d2h), calls);
+    EXPECT_EQ(ga_backend_segment_free(o.b(), d, 2 * kMiB, 0), GALLOC_OK);
+    EXPECT_EQ(ga_backend_host_free(o.b(), h, 8192), GALLOC_OK);
+    EXPECT_EQ(f.Stats().violations, 0u) << f.Violation();
+}
+
+TEST_P(Host, ARefusedFreeKeepsTheBlockAndCloseFreesWhatIsLeft)
+{
+    FakeCuda f(v().Fake(), v().name);
+    {
+        OPEN(f, o);
+        void *h = nullptr, *k = nullptr;
+        ASSERT_EQ(ga_backend_host_alloc(o.b(), 100, &h), GALLOC_OK) << o.Error();
+        ASSERT_EQ(ga_backend_host_alloc(o.b(), 200, &k), GALLOC_OK) << o.Error();
+        ASSERT_EQ(f.fake_cuda_fail(v().host_free, 1, 0, kUnknown), 0);
+        EXPECT_EQ(ga_backend_host_free(o.b(), h, 100), GALLOC_E_DEVICE);
+        char hp[32];
+        snprintf(hp, sizeof hp, "%p", h);
+        EXPECT_EQ(o.Error(), "host_free(" + std::string(hp) + ", 100): " +
+                                 DriverWords(v().host_free, kUnknown, v()));
+        EXPECT_EQ(f.Stats().live_host_blocks, 2u);
+        EXPECT_EQ(ga_backend_host_free(o.b(), h, 100), GALLOC_OK) << "still recorded: the retry frees it";
+        // Refused before the driver: a size that is not the block's, a foreign pointer.
+        uint64_t calls = f.fake_cuda_calls(v().host_free);
+        EXPECT_EQ(ga_backend_host_free(o.b(), k, 100), GALLOC_E_INVAL);
+        int local = 0;
+        EXPECT_EQ(ga_backend_host_free(o.b(), &local, 4), GALLOC_E_INVAL);
+        EXPECT_EQ(f.fake_cuda_calls(v().host_free), calls);
+        // k is left to close, whose first try the driver refuses: the second frees it.
+        ASSERT_EQ(f.fake_cuda_fail(v().host_free, 1, 0, kUnknown), 0);
+    }
+    fake_gpu_stats_t s = f.Stats();
+    EXPECT_EQ(s.live_host_blocks, 0u);
+    EXPECT_EQ(s.leaks, 0u);
+    EXPECT_EQ(s.violations, 0u) << f.Violation();
+}
+
+TEST_P(Host, ALibraryWithoutTheHostGroupIsUnsupportedAndNamesTheSymbol)
+{
+    FakeCuda f(v().Fake("_nohost"), v().name);
+    OPEN(f, o);
+    EXPECT_TRUE(ga_backend_can_offload(o.b())) << "the table has the ops; the library decides";
+    void *h = nullptr;
+    const std::string lacks = std::string(": pinned host memory and copies are unavailable: the ") + v().name +
+                              " driver library lacks " + v().host_alloc;
+    EXPECT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(o.Error(), "host_alloc" + lacks);
+    char buf[16];
+    EXPECT_EQ(ga_backend_copy_d2h(o.b(), buf, 0x1000, sizeof buf), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(o.Error(), "copy_d2h" + lacks);
+    // Everything else works.
+    uintptr_t d = 0;
+    EXPECT_EQ(ga_backend_segment_alloc(o.b(), 2 * kMiB, 0, &d), GALLOC_OK) << o.Error();
+    EXPECT_EQ(ga_backend_segment_free(o.b(), d, 2 * kMiB, 0), GALLOC_OK);
+    EXPECT_EQ(f.fake_cuda_calls(v().host_alloc), 0u);
+}
+
+} // namespace cuda_test
