@@ -4,6 +4,7 @@
 #
 #   tests/gpu/prepare.sh .gpu                 # here: build and collect the artifacts
 #   bash tests/gpu/device_check.sh .gpu OUT   # there: run them, logs and records into OUT
+#                                             # (CAPTURE=0: skip recording snapshots)
 #
 # It runs the gpu-tagged GoogleTest binaries, the real-torch Python tests
 # with galloc's package installed from the prebuilt libraries, and records real
@@ -44,7 +45,9 @@ cap() { # name conf
     PYTORCH_CUDA_ALLOC_CONF=$2 run "snapshot_$1" python3 tests/gpu/capture_torch_snapshot.py "$out" \
         --start-step -1 --fraction 0.05 --name "torch211_h200_full_$1"
 }
-cap default ""
-cap expandable "expandable_segments:True"
-cap mixed "max_split_size_mb:64,garbage_collection_threshold:0.6,roundup_power2_divisions:4"
+if [ "${CAPTURE:-1}" = 1 ]; then # CAPTURE=0: the tests only
+    cap default ""
+    cap expandable "expandable_segments:True"
+    cap mixed "max_split_size_mb:64,garbage_collection_threshold:0.6,roundup_power2_divisions:4"
+fi
 exit $status
