@@ -109,7 +109,7 @@ struct ga_segment {
     uintptr_t base;            /* device address of the segment (expandable: of its VA range) */
     size_t size;               /* bytes obtained from the backend (expandable: VA range size) */
     bool expandable;           /* an expandable segment: a VA range mapped page by page */
-    size_t page;               /* expandable: page size (2 MiB small pool, 20 MiB large) */
+    size_t page;               /* expandable: page size (2 MiB small pool, 20 MiB large); vmm: its mapped span */
     galloc_stream_t stream;    /* stream it was allocated for */
     ga_blockpool_t *pool;      /* block pool (small or large) */
     ga_stream_set_t *set;      /* pool's free set for stream: where its free mapped blocks go */
