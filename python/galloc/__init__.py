@@ -21,15 +21,15 @@ from ._native import STATUS_NAMES
 from .allocator import Allocator
 from .analysis import (OOM, ConfigResult, FitConfig, FitResult, ReplayResult, TraceInfo, TraceResult, TraceUnit,
                        fit, fit_fleet, fleet_files, load_trace, replay)
-from .errors import (ConfigError, CorruptError, DestroyedError, DeviceError, FileError, GallocError,
-                     HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError, UnavailableError,
-                     UnsupportedError)
+from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
+                     GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
+                     UnavailableError, UnsupportedError)
 
 __all__ = [
     "Allocator", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
-    "FileError", "DestroyedError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace", "ReplayResult",
-    "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
+    "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
+    "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
 ]
 
 
