@@ -12,6 +12,14 @@ Trace analysis runs the galloc command's engine in this process:
     f = galloc.fit("job.trace")                         # f.winner, f.configurations
     galloc.load_trace("job.pickle")                     # format, devices, events
 
+Sleep and wake (api/galloc_sleep.h): tagged memory gives its physical
+memory back and keeps its addresses:
+
+    with a.tag("weights"):
+        w = a.malloc(1 << 30)
+    a.sleep(offload="weights")                          # galloc.torch.sleep for PyTorch
+    a.wake()                                            # w's bytes are back at w
+
 galloc.Allocator runs galloc's C library (carried in the package) through
 ctypes. galloc.torch makes galloc PyTorch's CUDA allocator (galloc.torch.use())
 and reads its statistics; importing galloc imports neither torch nor

@@ -126,6 +126,8 @@ class Allocator:
 
     def tag_asleep(self, tag: str) -> bool:
         """Whether tag is asleep. InvalidArgumentError for an unknown tag."""
+        if not isinstance(tag, str):
+            raise TypeError(f"tag_asleep: the tag is a str, not {type(tag).__name__}")
         asleep = ctypes.c_int(0)
         self._check(_lib.galloc_tag_asleep(self._a(), tag.encode(), ctypes.byref(asleep)))
         return bool(asleep.value)

@@ -307,6 +307,8 @@ def wake(tags=None, device: int | None = None) -> None:
 def tag_asleep(tag: str, device: int | None = None) -> bool:
     """Whether galloc tag `tag` on device is asleep (InvalidArgumentError if
     there is no such tag)."""
+    if not isinstance(tag, str):
+        raise TypeError(f"tag_asleep: the tag is a str, not {type(tag).__name__}")
     d, asleep = _device(device), ctypes.c_int(0)
     _check(_lib().galloc_torch_tag_asleep(d, tag.encode(), ctypes.byref(asleep)), d)
     return bool(asleep.value)

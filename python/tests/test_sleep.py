@@ -4,6 +4,7 @@ memory, so ctypes reads and writes them): offloaded bytes come back exactly,
 discarded tags keep their pointers, the counters have exact figures."""
 import ctypes
 import re
+import threading
 import unittest
 
 import galloc
@@ -188,6 +189,23 @@ class SleepWake(unittest.TestCase):
             a.free(a.malloc(1))
         a.free(w)
         a.free(p)
+
+    def test_a_tag_covers_the_calling_thread_only(self):
+        a = self.a
+        got = []
+        with a.tag("weights"):
+            w = a.malloc(4 * MiB)
+            t = threading.Thread(target=lambda: got.append(a.malloc(4 * MiB)))
+            t.start()
+            t.join()
+        other = got[0]
+        fill(other, b"\x66" * (4 * MiB))
+        a.sleep("weights")
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_asleep"], 20 * MiB)  # w's segment only
+        self.assertEqual(read(other, 4 * MiB), b"\x66" * (4 * MiB))  # the other thread's stayed mapped
+        a.wake()
+        a.free(w)
+        a.free(other)
 
     def test_bad_tags(self):
         a = self.a
