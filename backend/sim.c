@@ -46,6 +46,15 @@ static galloc_status_t os_fail(sim_t *sim, galloc_status_t st, const char *call,
     return ga_sim_fail(sim, st, "backed mode: %s of %s failed: %s", call, human(h, sizeof(h), bytes), text);
 }
 
+galloc_status_t ga_sim_op_fault(sim_t *sim, const char *op, galloc_status_t st)
+{
+    uint64_t n = ++sim->op_calls;
+    if (n != sim->op_fail_nth && (sim->op_fail_from == 0 || n < sim->op_fail_from))
+        return GALLOC_OK;
+    sim->faults_injected++;
+    return ga_sim_fail(sim, st, "injected fault on device op #%" PRIu64 " (%s)", n, op);
+}
+
 /* Every device allocation (segment_alloc, map) passes here once its arguments
  * are valid, so attempts are numbered alike whether they succeed or not. */
 static galloc_status_t charge(sim_t *sim, const char *what, uint64_t bytes)
@@ -198,6 +207,7 @@ typedef struct sim_opts {
     bool backed;                              /* sim_backed */
     bool manual_events;                       /* sim_manual_events */
     uint64_t fail_nth, fail_from, fail_above; /* sim_fail_*: 0 = off */
+    uint64_t fail_op_nth, fail_op_from;       /* sim_fail_op_*: 0 = off */
     char placement[GA_CONF_PATH_MAX];         /* sim_placement: rising, descending or recorded */
 } sim_opts_t;
 
@@ -211,6 +221,8 @@ static const ga_conf_key_t sim_keys[] = {
     {"sim_fail_from", GA_CONF_WHOLE, OPT(fail_from), 0, UINT64_MAX, "a whole number (0 = off)", 0},
     {"sim_fail_above", GA_CONF_SIZE, OPT(fail_above), 0, UINT64_MAX,
      "a size (0 = off): bytes, or a number with unit " GA_CONF_SIZE_UNITS, 0},
+    {"sim_fail_op_nth", GA_CONF_WHOLE, OPT(fail_op_nth), 0, UINT64_MAX, "a whole number (0 = off)", 0},
+    {"sim_fail_op_from", GA_CONF_WHOLE, OPT(fail_op_from), 0, UINT64_MAX, "a whole number (0 = off)", 0},
     {"sim_placement", GA_CONF_PATH, OPT(placement), 0, 0, NULL, 0},
 };
 
@@ -252,8 +264,10 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
     *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = o.capacity, .va_next = window,
                    .va_end = window + GA_SIM_DEVICE_STRIDE, .va_base = window,
                    .placement = placement, .backed = o.backed, .manual_events = o.manual_events,
-                   .fail_nth = o.fail_nth, .fail_from = o.fail_from, .fail_above = o.fail_above};
+                   .fail_nth = o.fail_nth, .fail_from = o.fail_from, .fail_above = o.fail_above,
+                   .op_fail_nth = o.fail_op_nth, .op_fail_from = o.fail_op_from};
     ga_addrmap_init(&sim->segs, sizeof(seg_t));
+    ga_addrmap_init(&sim->host, sizeof(host_t));
     *state = sim;
     return GALLOC_OK;
 }
@@ -273,6 +287,7 @@ static void sim_close(void *state)
         free(sim->resv[i].map);
     }
     ga_addrmap_destroy(&sim->segs);
+    ga_sim_host_close(sim);
     free(sim->used);
     free(sim->resv);
     free(sim->ev);
@@ -286,7 +301,9 @@ static galloc_status_t sim_segment_alloc(void *state, size_t bytes, galloc_strea
     if (addr == NULL || bytes == 0)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_alloc(%zu bytes): %s", bytes,
                     addr == NULL ? "addr is NULL" : "zero-byte segment");
-    galloc_status_t st = charge(sim, "segment_alloc", bytes);
+    galloc_status_t st = ga_sim_op_fault(sim, "segment_alloc", GALLOC_E_OOM);
+    if (st == GALLOC_OK)
+        st = charge(sim, "segment_alloc", bytes);
     /* Room in the table before the range is taken, so a failed growth leaves the device untouched. */
     if (st == GALLOC_OK && ga_addrmap_reserve(&sim->segs, 1) != GALLOC_OK)
         st = ga_sim_fail(sim, GALLOC_E_NOMEM, "segment table: cannot grow past %zu entries", sim->segs.cap / 2);
@@ -311,7 +328,9 @@ static galloc_status_t sim_segment_free(void *state, uintptr_t addr, size_t byte
     if (seg->bytes != bytes)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): the segment is %zu bytes", addr, bytes,
                     seg->bytes);
-    galloc_status_t st = range_put(sim, addr, ROUND_GRAN(bytes));
+    galloc_status_t st = ga_sim_op_fault(sim, "segment_free", GALLOC_E_DEVICE);
+    if (st == GALLOC_OK)
+        st = range_put(sim, addr, ROUND_GRAN(bytes));
     if (st != GALLOC_OK)
         return st;
     ga_addrmap_remove(&sim->segs, seg);
@@ -342,7 +361,7 @@ static galloc_status_t sim_granularity(void *state, size_t *bytes)
 /* The reservation holding addr, or NULL. A linear scan: reservations are few
  * (expandable segments reserve one range per stream) and map / unmap are device
  * calls, not the allocator's hot path. */
-static resv_t *resv_find(sim_t *sim, uintptr_t addr)
+resv_t *ga_sim_resv_find(sim_t *sim, uintptr_t addr)
 {
     for (size_t i = 0; i < sim->n_resv; i++)
         if (addr - sim->resv[i].base < sim->resv[i].bytes) /* wraps high when addr < base */
@@ -360,6 +379,9 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
     if (bytes > GA_SIM_MAX_RESERVATION)
         return ga_sim_fail(sim, GALLOC_E_OOM, "va_reserve: %s exceeds the simulated limit of 128.00 TiB per range",
                     human(h, sizeof(h), bytes));
+    galloc_status_t st = ga_sim_op_fault(sim, "va_reserve", GALLOC_E_OOM);
+    if (st != GALLOC_OK)
+        return st;
     uint64_t span = ROUND_GRAN(bytes);
     size_t pages = span / GRAN;
     resv_t *t = ga_grow(sim->resv, &sim->resv_cap, sim->n_resv, sizeof(resv_t), 16);
@@ -370,7 +392,7 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
     if (map == NULL)
         return ga_sim_fail(sim, GALLOC_E_NOMEM, "va_reserve: cannot allocate the page bitmap of %zu pages", pages);
     uintptr_t base;
-    galloc_status_t st = range_get(sim, span, 0, PROT_NONE, &base);
+    st = range_get(sim, span, 0, PROT_NONE, &base);
     if (st != GALLOC_OK) {
         free(map);
         return st;
@@ -383,14 +405,16 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
 static galloc_status_t sim_va_release(void *state, uintptr_t addr, size_t bytes)
 {
     sim_t *sim = state;
-    resv_t *r = resv_find(sim, addr);
+    resv_t *r = ga_sim_resv_find(sim, addr);
     if (r == NULL || r->base != addr || bytes == 0 || bytes > r->bytes || ROUND_GRAN(bytes) != r->bytes)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): not a reserved range of that size", addr,
                     bytes);
     if (r->mapped_pages != 0)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): %zu pages are still mapped", addr, bytes,
                     r->mapped_pages);
-    galloc_status_t st = range_put(sim, r->base, r->bytes);
+    galloc_status_t st = ga_sim_op_fault(sim, "va_release", GALLOC_E_DEVICE);
+    if (st == GALLOC_OK)
+        st = range_put(sim, r->base, r->bytes);
     if (st != GALLOC_OK)
         return st;
     free(r->map);
@@ -406,7 +430,7 @@ static galloc_status_t remap(sim_t *sim, const char *op, uintptr_t addr, size_t 
     if (bytes == 0 || addr % GRAN != 0 || bytes % GRAN != 0)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): address and size must be non-zero multiples of %s",
                     op, addr, bytes, "the 2 MiB granularity");
-    resv_t *r = resv_find(sim, addr);
+    resv_t *r = ga_sim_resv_find(sim, addr);
     if (r == NULL || bytes > r->bytes - (addr - r->base))
         return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): not inside one reserved range", op, addr, bytes);
     size_t first = (addr - r->base) / GRAN, n = bytes / GRAN, mapped = 0;
@@ -415,7 +439,9 @@ static galloc_status_t remap(sim_t *sim, const char *op, uintptr_t addr, size_t 
     if (mapped != (on ? 0 : n))
         return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): %zu of its %zu pages are mapped", op, addr, bytes,
                     mapped, n);
-    galloc_status_t st = on ? charge(sim, "map", bytes) : GALLOC_OK;
+    galloc_status_t st = ga_sim_op_fault(sim, op, on ? GALLOC_E_OOM : GALLOC_E_DEVICE);
+    if (st == GALLOC_OK && on)
+        st = charge(sim, "map", bytes);
     if (st != GALLOC_OK)
         return st;
     if (sim->backed && on && mprotect((void *)addr, bytes, PROT_READ | PROT_WRITE) != 0)
@@ -455,7 +481,9 @@ const galloc_backend_ops_t ga_backend_sim = {
     .va_release = sim_va_release, .map = sim_map, .unmap = sim_unmap, .event_create = ga_sim_event_create,
     .event_destroy = ga_sim_event_destroy, .event_record = ga_sim_event_record, .event_query = ga_sim_event_query,
     .event_synchronize = ga_sim_event_synchronize, .error_string = sim_error_string,
-    .stream_synchronize = ga_sim_stream_synchronize,
+    .stream_synchronize = ga_sim_stream_synchronize, .device_synchronize = ga_sim_device_synchronize,
+    .host_alloc = ga_sim_host_alloc, .host_free = ga_sim_host_free, .copy_d2h = ga_sim_copy_d2h,
+    .copy_h2d = ga_sim_copy_h2d,
 };
 
 /* ---- Controls for tests and tools (sim.h). ---- */
@@ -471,6 +499,16 @@ galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_
     return GALLOC_OK;
 }
 
+galloc_status_t ga_sim_set_op_faults(void *state, uint64_t nth, uint64_t from)
+{
+    sim_t *sim = ga_sim_of(state);
+    if (sim == NULL)
+        return GALLOC_E_INVAL;
+    sim->op_fail_nth = nth;
+    sim->op_fail_from = from;
+    return GALLOC_OK;
+}
+
 galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
 {
     sim_t *sim = ga_sim_of(state);
@@ -481,7 +519,9 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
                                .live_mapped_bytes = sim->mapped_bytes,
                                .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
                                .live_reservations = sim->n_resv, .live_events = sim->live_events,
-                               .sync_calls = sim->sync_calls, .query_calls = sim->query_calls};
+                               .sync_calls = sim->sync_calls, .query_calls = sim->query_calls,
+                               .op_calls = sim->op_calls, .live_host_allocs = ga_addrmap_count(&sim->host),
+                               .live_host_bytes = sim->host_bytes};
     return GALLOC_OK;
 }
 

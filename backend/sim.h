@@ -48,6 +48,13 @@
  * NULL outputs. Unmap may cover any run of mapped pages, including part of
  * what one map call mapped.
  *
+ * Host memory and copies (sim_host.c): host_alloc is plain host memory,
+ * counted in live_host_allocs / live_host_bytes; host_free must name a live
+ * block with its size. copy_d2h / copy_h2d need their device range inside one
+ * live segment or on mapped pages of one reservation (else a violation): in
+ * backed mode they copy the bytes, in unbacked mode, which has no contents,
+ * they copy nothing. device_synchronize finishes the work of every stream.
+ *
  * Events. A handle names a slot and its generation, so a destroyed handle is
  * rejected. See ga_sim_set_manual_events for completion.
  *
@@ -56,6 +63,7 @@
  * sim_backed:True (backed mode), sim_manual_events:True (as
  * ga_sim_set_manual_events), sim_fail_nth:N, sim_fail_from:N and
  * sim_fail_above:SIZE (fault injection, as ga_sim_set_faults; 0 = off),
+ * sim_fail_op_nth:N and sim_fail_op_from:N (as ga_sim_set_op_faults),
  * sim_placement:rising|descending|recorded (see Modes; unbacked only). Any
  * other key, or a bad value, fails open with GALLOC_E_CONFIG.
  *
@@ -114,6 +122,9 @@ typedef struct ga_sim_counters {
     uint64_t live_events;       /* events created and not yet destroyed */
     uint64_t sync_calls;        /* event_synchronize calls on live events, the numbering of sync faults */
     uint64_t query_calls;       /* event_query calls on live events, the numbering of query faults */
+    uint64_t op_calls;          /* calls of the ops ga_sim_set_op_faults covers, its numbering */
+    uint64_t live_host_allocs;  /* host_alloc blocks not yet freed */
+    uint64_t live_host_bytes;   /* their bytes */
 } ga_sim_counters_t;
 
 /*
@@ -133,6 +144,21 @@ galloc_status_t ga_sim_place(void *state, uintptr_t addr);
  * fault returns GALLOC_E_OOM and changes nothing but the counters.
  */
 galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_from, uint64_t fail_above);
+
+/*
+ * ga_sim_set_op_faults: fail the nth call (nth), or every call from the
+ * from-th on (from), of any of the memory ops: segment_alloc, segment_free,
+ * va_reserve, va_release, map, unmap, host_alloc, host_free, copy_d2h,
+ * copy_h2d and device_synchronize, numbered together from open, 1-based,
+ * counting the calls whose arguments pass the contract checks (read
+ * ga_sim_counters' op_calls: the next call is op_calls + 1); 0 = off. This
+ * lets a sweep fault each device call of an operation in turn. An injected
+ * fault changes nothing but the counters and returns what a driver would:
+ * GALLOC_E_OOM for segment_alloc, va_reserve and map, GALLOC_E_NOMEM for
+ * host_alloc, GALLOC_E_DEVICE for the others. Independent of
+ * ga_sim_set_faults (which numbers allocations only).
+ */
+galloc_status_t ga_sim_set_op_faults(void *state, uint64_t nth, uint64_t from);
 
 /*
  * ga_sim_set_event_faults: make event_synchronize (sync_*) or event_query

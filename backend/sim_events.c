@@ -123,6 +123,17 @@ galloc_status_t ga_sim_stream_synchronize(void *state, galloc_stream_t s)
     return GALLOC_OK;
 }
 
+/* Waiting for the device finishes the work queued on every stream so far. */
+galloc_status_t ga_sim_device_synchronize(void *state)
+{
+    sim_t *sim = state;
+    galloc_status_t st = ga_sim_op_fault(sim, "device_synchronize", GALLOC_E_DEVICE);
+    if (st != GALLOC_OK)
+        return st;
+    complete_upto(sim, true, 0, sim->ev_seq);
+    return GALLOC_OK;
+}
+
 galloc_status_t ga_sim_set_manual_events(void *state, bool on)
 {
     sim_t *sim = ga_sim_of(state);

@@ -95,8 +95,18 @@ typedef struct sim {
                                                  the numbering of the event faults below */
     uint64_t sync_fail_nth, sync_fail_from;   /* event fault injection, 0 = off (ga_sim_set_event_faults) */
     uint64_t query_fail_nth, query_fail_from;
+    uint64_t op_calls;                        /* memory, host, copy and sync calls: the op fault numbering */
+    uint64_t op_fail_nth, op_fail_from;       /* op fault injection, 0 = off (ga_sim_set_op_faults) */
+    ga_addrmap_t host;                        /* live host_alloc blocks by address (host_t) */
+    uint64_t host_bytes;                      /* their bytes */
     char msg[256];                            /* the last failure, for error_string */
 } sim_t;
+
+/* A live host_alloc block, an entry of sim_t.host. */
+typedef struct host {
+    uintptr_t addr; /* the key */
+    size_t bytes;
+} host_t;
 
 /* Every failure after open goes through ga_sim_fail: one breakpoint sees them
  * all, and a GALLOC_E_INVAL is by definition a caller breaking the contract. */
@@ -109,6 +119,20 @@ static inline sim_t *ga_sim_of(void *state)
     return sim != NULL && sim->magic == SIM_MAGIC ? sim : NULL;
 }
 
+/* sim.c: numbers one call of an op that ga_sim_set_op_faults covers (its
+ * arguments valid) and fails it with st when its number is picked. */
+galloc_status_t ga_sim_op_fault(sim_t *sim, const char *op, galloc_status_t st);
+/* The reservation holding addr, or NULL. */
+resv_t *ga_sim_resv_find(sim_t *sim, uintptr_t addr);
+
+/* sim_host.c: pinned host memory and copies. */
+galloc_status_t ga_sim_host_alloc(void *state, size_t bytes, void **ptr);
+galloc_status_t ga_sim_host_free(void *state, void *ptr, size_t bytes);
+galloc_status_t ga_sim_copy_d2h(void *state, void *dst, uintptr_t src, size_t bytes);
+galloc_status_t ga_sim_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
+/* Frees whatever host memory is still live (close). */
+void ga_sim_host_close(sim_t *sim);
+
 /* sim_events.c: the event and stream members of the ops table. */
 galloc_status_t ga_sim_event_create(void *state, uintptr_t *event);
 galloc_status_t ga_sim_event_destroy(void *state, uintptr_t event);
@@ -116,5 +140,6 @@ galloc_status_t ga_sim_event_record(void *state, uintptr_t event, galloc_stream_
 galloc_status_t ga_sim_event_query(void *state, uintptr_t event);
 galloc_status_t ga_sim_event_synchronize(void *state, uintptr_t event);
 galloc_status_t ga_sim_stream_synchronize(void *state, galloc_stream_t s);
+galloc_status_t ga_sim_device_synchronize(void *state);
 
 #endif /* GA_BACKEND_SIM_INT_H */

@@ -104,6 +104,8 @@ static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
 
 ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream)
 {
+    if (bp->owner != NULL && bp->owner->asleep)
+        return NULL; /* a route to a sleeping tag (ga_pool_get_routed_pool, ga_pool_prepare_failed) */
     bool found;
     size_t at = find_set(bp, stream, &found);
     if (found)

@@ -14,7 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "pool/sleep_int.h"
 
 typedef struct recount {
     int64_t v[GALLOC_STAT_POOLS]; /* per pool index, "all" derived */
@@ -30,6 +30,7 @@ typedef struct counts {
 #undef FIELD_
     int64_t oversize_allocations, oversize_segments;
     size_t free_blocks, allocated_blocks, unmapped_blocks, pending_blocks;
+    size_t held_blocks; /* allocated blocks of sleeping tags (not in the pointer map) */
     size_t pending_events; /* sum of event_count over the blocks waiting on events */
 } counts_t;
 
@@ -77,10 +78,20 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
             add(&c->active_bytes, sp, (int64_t)b->size);
             add(&c->requested_bytes, sp, (int64_t)b->requested);
         } else if (b->allocated) {
-            if (ga_pool_allocated_block(p, b->addr) != b)
+            if (s->slept != NULL) {
+                /* A sleeping tag's: in its held map instead (sleep_int.h). */
+                const ga_sleep_entry_t *e = ga_addrmap_find(&s->pool->owner->tag->held, b->addr);
+                if (e == NULL || e->block != b || ga_pool_allocated_block(p, b->addr) != NULL)
+                    return ga_fail(p->err, GALLOC_E_CORRUPT,
+                                   "sleeping block 0x%" PRIxPTR " missing from its tag's map or still in the pointer map",
+                                   b->addr);
+                c->held_blocks++;
+            } else if (ga_pool_allocated_block(p, b->addr) != b) {
                 return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map",
                                b->addr);
-            c->allocated_blocks++;
+            } else {
+                c->allocated_blocks++;
+            }
             add(&c->allocation, sp, 1);
             add(&c->allocated_bytes, sp, (int64_t)b->size);
             add(&c->active, sp, 1);
@@ -103,13 +114,17 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
     if (expect != s->base + s->size)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR ": blocks cover %zu of %zu bytes", s->base,
                        (size_t)(expect - s->base), s->size);
+    if (s->slept != NULL && !(s->pool->owner != NULL && s->pool->owner->tag != NULL && s->pool->owner->tag->asleep))
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR " has sleep state but no sleeping tag", s->base);
+    /* What a sleep unmapped is not reserved (sleep_int.h). */
+    int64_t slept = (int64_t)ga_sleep_seg_bytes(s);
     if (s->expandable) {
         /* Reserved memory is what is mapped; PyTorch counts no segment for it. */
-        add(&c->reserved_bytes, sp, mapped_bytes);
+        add(&c->reserved_bytes, sp, mapped_bytes - slept);
         return GALLOC_OK;
     }
     add(&c->segment, sp, 1);
-    add(&c->reserved_bytes, sp, (int64_t)s->size);
+    add(&c->reserved_bytes, sp, (int64_t)s->size - slept);
     if (s->size >= p->conf.max_split_size)
         c->oversize_segments++;
     return GALLOC_OK;
@@ -168,6 +183,18 @@ static galloc_status_t compare(ga_pool_t *p, const char *name, const galloc_stat
     return GALLOC_OK;
 }
 
+/* Unmapped-set members (expandable ranges) must be unmapped and free. */
+static galloc_status_t count_unmapped(ga_pool_t *p, ga_blockpool_t *bp, size_t *members)
+{
+    for (ga_avl_node_t *n = ga_pool_avl_first(&bp->unmapped); n != NULL; n = ga_pool_avl_next(n)) {
+        const ga_block_t *b = (const ga_block_t *)((const char *)n - offsetof(ga_block_t, node));
+        if (b->mapped || b->allocated || b->pool != bp)
+            return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped set holds block 0x%" PRIxPTR " that is mapped", b->addr);
+        (*members)++;
+    }
+    return GALLOC_OK;
+}
+
 galloc_status_t ga_pool_check(ga_pool_t *p)
 {
     counts_t c = {0};
@@ -196,16 +223,15 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
                            (unsigned long long)pp->id_a, (unsigned long long)pp->id_b, pp->segments, segs);
     }
     size_t unmapped_members = 0;
-    ga_blockpool_t *pools[2] = {&p->small, &p->large};
-    for (int i = 0; i < 2; i++) {
-        for (ga_avl_node_t *n = ga_pool_avl_first(&pools[i]->unmapped); n != NULL; n = ga_pool_avl_next(n)) {
-            const ga_block_t *b = (const ga_block_t *)((const char *)n - offsetof(ga_block_t, node));
-            if (b->mapped || b->allocated || b->pool != pools[i])
-                return ga_fail(p->err, GALLOC_E_CORRUPT, "unmapped set holds block 0x%" PRIxPTR " that is mapped",
-                               b->addr);
-            unmapped_members++;
-        }
-    }
+    if ((st = count_unmapped(p, &p->small, &unmapped_members)) != GALLOC_OK ||
+        (st = count_unmapped(p, &p->large, &unmapped_members)) != GALLOC_OK)
+        return st;
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
+        if ((st = count_unmapped(p, &pp->small, &unmapped_members)) != GALLOC_OK ||
+            (st = count_unmapped(p, &pp->large, &unmapped_members)) != GALLOC_OK)
+            return st;
+    if ((st = ga_pool_check_sleep(p)) != GALLOC_OK)
+        return st;
     if (unmapped_members != c.unmapped_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu unmapped ranges in segments but %zu in the unmapped sets",
                        c.unmapped_blocks, unmapped_members);

@@ -17,7 +17,7 @@
  * the segment, oversize_segments and inactive_split stats never count
  * expandable segments.
  */
-#include "pool/pool_int.h"
+#include "pool/sleep_int.h"
 #include "stats/stats.h"
 
 static bool allocatable(const ga_block_t *b)
@@ -52,11 +52,15 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     seg->base = base;
     seg->size = pages * page;
     seg->expandable = true;
+    seg->vmm = false;
+    seg->slept = NULL;
     seg->page = page;
     seg->stream = ap->stream;
     seg->pool = ap->pool;
     ga_pool_segment_init(p, seg, b, base, seg->size, false);
     ga_pool_blockpool_insert_unmapped(ap->pool, b);
+    if (ap->pool->owner != NULL) /* a sleep tag's: its pool must outlive it */
+        ap->pool->owner->segments++;
     return b;
 }
 
@@ -161,6 +165,8 @@ static void release_segment(ga_pool_t *p, ga_block_t *b)
     if (ga_backend_va_release(p->backend, seg->base, seg->size) != GALLOC_OK)
         return; /* keep it: still consistent, retried by the next empty_cache */
     ga_pool_blockpool_remove_unmapped(b->pool, b);
+    if (b->pool->owner != NULL)
+        b->pool->owner->segments--;
     ga_pool_unlink_segment(p, seg);
     ga_pool_records_put_block(&p->records, b);
     ga_pool_records_put_segment(&p->records, seg);
@@ -237,8 +243,9 @@ void ga_pool_expandable_teardown(ga_pool_t *p, ga_segment_t *seg)
         size_t last = (b->addr + b->size - seg->base + seg->page - 1) / seg->page;
         for (size_t i = first; i < last; i++) {
             uintptr_t a = seg->base + i * seg->page;
-            /* A page shared with the previous mapped block was unmapped already. */
-            if (b->prev != NULL && b->prev->mapped && a < b->addr)
+            /* A page shared with the previous mapped block was unmapped already;
+             * one a sleep unmapped is not mapped now. */
+            if ((b->prev != NULL && b->prev->mapped && a < b->addr) || (seg->slept && ga_sleep_bit(seg->slept, i)))
                 continue;
             (void)ga_backend_unmap(p->backend, a, seg->page);
         }

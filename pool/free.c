@@ -117,24 +117,10 @@ void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)
     free_block(p, b);
 }
 
-galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
+/* free after the pointer-map removal: the counters drop, the block returns
+ * to its pool unless it waits on events. */
+GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
 {
-    if (ptr == NULL)
-        return GALLOC_OK;
-    ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, (uintptr_t)ptr);
-    if (e == NULL)
-        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
-                                                   "already freed, or not the start of a block)",
-                       ptr);
-    ga_block_t *b = e->block;
-    /* Used on other streams: record their events first (the only step that
-     * can fail; it leaves the pointer map, and so e, as they are). */
-    if (b->uses != NULL) {
-        galloc_status_t st = ga_pool_insert_events(p, b);
-        if (st != GALLOC_OK)
-            return st;
-    }
-    ga_addrmap_remove(&p->ptrs, e);
     b->allocated = false;
     int64_t pid[2];
     uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
@@ -149,5 +135,29 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
     /* With events pending the block stays active until process_events sees them done. */
     if (b->event_count == 0)
         free_block(p, b);
+}
+
+galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
+{
+    if (ptr == NULL)
+        return GALLOC_OK;
+    ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, (uintptr_t)ptr);
+    if (e == NULL) /* or a sleeping tag's block */
+        return ga_pool_free_missing(p, ptr);
+    ga_block_t *b = e->block;
+    /* Used on other streams: record their events first (the only step that
+     * can fail; it leaves the pointer map, and so e, as they are). */
+    if (b->uses != NULL) {
+        galloc_status_t st = ga_pool_insert_events(p, b);
+        if (st != GALLOC_OK)
+            return st;
+    }
+    ga_addrmap_remove(&p->ptrs, e);
+    free_allocated(p, b);
     return GALLOC_OK;
+}
+
+void ga_pool_free_held(ga_pool_t *p, ga_block_t *b)
+{
+    free_allocated(p, b);
 }

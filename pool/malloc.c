@@ -64,11 +64,15 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (p->set_fraction && p->total_allocated_memory + size > p->allowed_memory_maximum)
         return GALLOC_E_OOM;
     /* Private pools never use expandable segments (PyTorch's checkpointing of
-     * private pools does not support them). */
-    if (p->conf.expandable_segments && ap->pool->owner == NULL)
+     * private pools does not support them), except a sleep tag's: its memory
+     * must come through virtual memory either way (sleep_int.h). */
+    bool tagged = ga_pool_is_tagged(ap->pool);
+    if (p->conf.expandable_segments && (ap->pool->owner == NULL || tagged))
         return ga_pool_try_allocate_expandable(p, ap); /* maps pages for the rounded size, not alloc_size */
     uintptr_t addr = 0;
-    galloc_status_t st = ga_backend_segment_alloc(p->backend, size, ap->stream, &addr);
+    size_t span = 0;
+    galloc_status_t st = tagged ? ga_pool_vmm_alloc(p, size, &addr, &span)
+                                : ga_backend_segment_alloc(p->backend, size, ap->stream, &addr);
     if (st != GALLOC_OK)
         return st;
 
@@ -78,7 +82,9 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     seg->base = addr;
     seg->size = size;
     seg->expandable = false;
-    seg->page = 0;
+    seg->vmm = tagged;
+    seg->page = span; /* a VMM segment's mapped bytes (0 for a plain one) */
+    seg->slept = NULL;
     seg->stream = ap->stream;
     seg->pool = ap->pool;
     ga_pool_segment_init(p, seg, b, addr, size, true);
@@ -104,7 +110,7 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
 static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 {
     size_t remaining = b->size - size;
-    if (b->pool->is_small || (p->conf.expandable_segments && b->pool->owner == NULL))
+    if (b->pool->is_small || b->seg->expandable)
         return remaining >= GA_MIN_BLOCK_SIZE;
     return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
 }
@@ -195,7 +201,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     ap.pool = ga_pool_get_pool(p, ap.size, stream);
     ap.set = ga_pool_blockpool_prepare(ap.pool, stream);
     if (ap.set == NULL)
-        return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
+        return ga_pool_prepare_failed(p, ap.pool); /* or a sleeping tag's pool */
     ap.stream = stream;
     ap.block = NULL;
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
@@ -232,6 +238,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         }
         if (st == GALLOC_E_OOM)
             return ga_pool_oom(p, &ap);
+        if (st == GALLOC_E_UNSUPPORTED && ga_pool_is_tagged(ap.pool))
+            return st; /* ga_pool_vmm_alloc said why */
         if (st != GALLOC_OK) {
             char why[256];
             ga_backend_error_string(p->backend, why, sizeof(why));

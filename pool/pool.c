@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/sleep_int.h"
 #include "stats/stats.h"
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
@@ -34,6 +34,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_trace_init(&p->trace, device);
     ga_pool_blockpool_init(&p->small, true);
     ga_pool_blockpool_init(&p->large, false);
+    ga_pool_blockpool_init(&p->asleep_bp, false);
     ga_addrmap_init(&p->ptrs, sizeof(ga_ptr_entry_t));
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
@@ -53,11 +54,18 @@ void ga_pool_destroy(ga_pool_t *p)
         return;
     /* Every segment goes back, live blocks or not: the caller's pointers die with the allocator. */
     for (ga_segment_t *s = p->segments; s != NULL; s = s->next) {
-        if (s->expandable)
+        if (s->expandable) {
             ga_pool_expandable_teardown(p, s);
-        else
+        } else if (s->vmm) { /* a tag's plain segment, unmapped already if its sleep did */
+            if (s->slept == NULL || !ga_sleep_bit(s->slept, 0))
+                (void)ga_backend_unmap(p->backend, s->base, s->page);
+            (void)ga_backend_va_release(p->backend, s->base, s->page);
+        } else {
             (void)ga_backend_segment_free(p->backend, s->base, s->size, s->stream);
+        }
+        free(s->slept);
     }
+    ga_pool_tags_destroy(p);
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
     ga_pool_blockpool_destroy(&p->small);

@@ -69,6 +69,15 @@ galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b
                                       uintptr_t thread);
 galloc_status_t ga_pool_mempool_end(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
 galloc_status_t ga_pool_mempool_release(ga_pool_t *p, uint64_t id_a, uint64_t id_b);
+/* Sleep and wake (galloc_sleep.h; pool/tags.c, pool/sleep.c). thread: the
+ * caller's thread, as for ga_pool_mempool_begin. */
+galloc_status_t ga_pool_tag_begin(ga_pool_t *p, const char *tag, uintptr_t thread);
+galloc_status_t ga_pool_tag_end(ga_pool_t *p, const char *tag);
+galloc_status_t ga_pool_mempool_set_tag(ga_pool_t *p, uint64_t id_a, uint64_t id_b, const char *tag);
+galloc_status_t ga_pool_sleep(ga_pool_t *p, const char *tags, const char *offload_tags);
+galloc_status_t ga_pool_wake(ga_pool_t *p, const char *tags);
+void ga_pool_sleep_stats(const ga_pool_t *p, galloc_sleep_stats_t *out);
+galloc_status_t ga_pool_tag_asleep(ga_pool_t *p, const char *tag, int *asleep);
 
 #ifdef __cplusplus
 }

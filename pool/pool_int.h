@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
 #include "backend/backend.h"
 #include "conf/conf.h"
@@ -115,6 +116,9 @@ struct ga_segment {
     ga_block_t *head;          /* lowest-address block */
     uint32_t stack_id;         /* trace: stack at the segment's allocation (0 = none) */
     ga_segment_t *prev, *next; /* all live segments (for check, snapshots, destroy) */
+    bool vmm;                  /* a tag's plain segment: one va_reserve + one map of `page` bytes (sleep.c) */
+    uint64_t *slept;           /* while its tag sleeps: bitmap of the sleep units (expandable: pages; plain:
+                                  the one unit) unmapped by sleep, then a scratch bitmap for wake; else NULL */
 };
 
 /* PyTorch's PrivatePool: a MemPool's or a graph's small and large pools. */
@@ -123,6 +127,8 @@ struct ga_private_pool {
     int use_count;                /* users; 0 = freeable */
     size_t segments;              /* live device segments (PyTorch's cudaMalloc_count) */
     ga_blockpool_t small, large;  /* its block pools */
+    struct ga_tag *tag;           /* the sleep tag it belongs to, NULL for none (sleep.c) */
+    bool asleep;                  /* its tag is asleep: malloc fails with GALLOC_E_ASLEEP */
     ga_private_pool_t *next;      /* all private pools */
 };
 
@@ -181,6 +187,10 @@ struct ga_pool {
     size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
     size_t refused_frees;           /* device frees/unmaps refused since the last full flush began */
     bool plain_rounding;            /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
+    struct ga_tag *tags;            /* sleep tags (sleep.h's ga_tag_t), most recent first */
+    galloc_sleep_stats_t sleep;     /* sleep counters (tags, tags_asleep and the bytes now are recounted) */
+    void *host_orphans;             /* host copies whose host_free was refused, retried later (sleep.c) */
+    ga_blockpool_t asleep_bp;       /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
 };
 
 /* Request parameters, PyTorch's AllocParams. */
@@ -461,6 +471,30 @@ void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintpt
 /* Segment list maintenance. */
 void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg);
 void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);
+
+/* free.c: the part of free after the pointer-map removal (a sleeping block's free, sleep.c). */
+void ga_pool_free_held(ga_pool_t *p, ga_block_t *b);
+/* release.c: every whole free segment of bp back, free expandable pages unmapped (empty_cache's walk). */
+void ga_pool_release_blocks(ga_pool_t *p, ga_blockpool_t *bp);
+
+/* tags.c: the hooks of sleep and wake (pool/sleep_int.h) in the other paths, all cold. */
+/* malloc found no free set for ap->pool: GALLOC_E_ASLEEP naming the tag when
+ * the pool is asleep (its sets are hidden then), else out of host memory. */
+galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp);
+/* free of a pointer not in the pointer map: a sleeping tag's block (freed,
+ * its host copy dropped) or GALLOC_E_NOT_OWNED. */
+galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr);
+/* A tag pool's plain segment: va_reserve + map of *span bytes (size rounded
+ * to the granularity). GALLOC_E_UNSUPPORTED (with a message) without virtual
+ * memory; the map's or reservation's failure otherwise. */
+galloc_status_t ga_pool_vmm_alloc(ga_pool_t *p, size_t size, uintptr_t *addr, size_t *span);
+/* Give a plain VMM segment back (unmap + va_release); false when refused. */
+bool ga_pool_vmm_free(ga_pool_t *p, ga_segment_t *seg);
+/* Whether bp belongs to a tag (its segments come through virtual memory). */
+static inline bool ga_pool_is_tagged(const ga_blockpool_t *bp)
+{
+    return bp->owner != NULL && bp->owner->tag != NULL;
+}
 
 /* oom.c */
 galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap);

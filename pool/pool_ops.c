@@ -123,6 +123,42 @@ static void native_set_frames(void *impl, galloc_frames_fn fn, void *ctx)
     ga_pool_set_frames(impl, fn, ctx);
 }
 
+static galloc_status_t native_tag_begin(void *impl, const char *tag)
+{
+    return ga_pool_tag_begin(impl, tag, (uintptr_t)pthread_self());
+}
+
+static galloc_status_t native_tag_end(void *impl, const char *tag)
+{
+    return ga_pool_tag_end(impl, tag);
+}
+
+static galloc_status_t native_mempool_set_tag(void *impl, galloc_mempool_id_t id, const char *tag)
+{
+    return ga_pool_mempool_set_tag(impl, id.a, id.b, tag);
+}
+
+static galloc_status_t native_sleep(void *impl, const char *tags, const char *offload_tags)
+{
+    return ga_pool_sleep(impl, tags, offload_tags);
+}
+
+static galloc_status_t native_wake(void *impl, const char *tags)
+{
+    return ga_pool_wake(impl, tags);
+}
+
+static galloc_status_t native_sleep_stats(void *impl, galloc_sleep_stats_t *out)
+{
+    ga_pool_sleep_stats(impl, out);
+    return GALLOC_OK;
+}
+
+static galloc_status_t native_tag_asleep(void *impl, const char *tag, int *asleep)
+{
+    return ga_pool_tag_asleep(impl, tag, asleep);
+}
+
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
     .create = native_create,
@@ -147,4 +183,11 @@ const ga_allocator_ops_t ga_allocator_native = {
     .mempool_begin = native_mempool_begin,
     .mempool_end = native_mempool_end,
     .mempool_release = native_mempool_release,
+    .tag_begin = native_tag_begin,
+    .tag_end = native_tag_end,
+    .mempool_set_tag = native_mempool_set_tag,
+    .sleep = native_sleep,
+    .wake = native_wake,
+    .sleep_stats = native_sleep_stats,
+    .tag_asleep = native_tag_asleep,
 };

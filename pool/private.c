@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/sleep_int.h"
 
 static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
 {
@@ -35,8 +35,15 @@ ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_str
     uintptr_t self = (uintptr_t)pthread_self();
     for (size_t i = 0; i < p->n_routes; i++) {
         const ga_route_t *r = &p->routes[i];
-        if (r->kind == GALLOC_ROUTE_STREAM ? r->stream == stream : r->thread == self)
+        if (r->kind == GALLOC_ROUTE_STREAM ? r->stream == stream : r->thread == self) {
+            if (__builtin_expect(r->pool->asleep, 0)) {
+                /* A sleeping tag's: a pool without sets, which malloc's
+                 * prepare refuses (ga_pool_prepare_failed names the tag). */
+                p->asleep_bp.owner = r->pool;
+                return &p->asleep_bp;
+            }
             return small ? &r->pool->small : &r->pool->large;
+        }
     }
     return small ? &p->small : &p->large;
 }
@@ -113,18 +120,14 @@ void ga_pool_release_private_pools(ga_pool_t *p)
             link = &pp->next;
             continue;
         }
-        for (int half = 0; half < 2; half++) {
-            ga_blockpool_t *bp = half ? &pp->large : &pp->small;
-            ga_block_t *b = ga_pool_blockpool_first(bp);
-            while (b != NULL) {
-                ga_block_t *next = ga_pool_blockpool_next(b);
-                if (!ga_block_is_split(b))
-                    ga_pool_release_free_segment(p, b);
-                b = next;
-            }
-        }
+        /* As empty_cache's walk: a sleep tag's pool may hold expandable
+         * segments, and a sleeping one's segments stay. */
+        ga_pool_release_blocks(p, &pp->small);
+        ga_pool_release_blocks(p, &pp->large);
         if (pp->segments == 0) {
             *link = pp->next;
+            if (pp->tag != NULL)
+                ga_pool_tag_forget(p, pp->tag);
             ga_pool_blockpool_destroy(&pp->small);
             ga_pool_blockpool_destroy(&pp->large);
             free(pp);

@@ -38,7 +38,8 @@ void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b)
 bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
 {
     ga_segment_t *seg = b->seg;
-    if (ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
+    if (seg->vmm ? !ga_pool_vmm_free(p, seg)
+                 : ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
         return false;
     p->stats.num_device_free++;
     int64_t pid[2];
@@ -94,13 +95,15 @@ bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params
 /* PyTorch's release_blocks: every whole free segment of one block pool, in
  * free-set order; free expandable blocks are gathered first (unmapping
  * changes the free set) and then unmapped page by page. */
-static void release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
+void ga_pool_release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
 {
     ga_block_t *to_unmap = NULL; /* linked through b->link, which free blocks do not use */
     ga_block_t *b = ga_pool_blockpool_first(bp);
     while (b != NULL) {
         ga_block_t *next = ga_pool_blockpool_next(b);
-        if (b->seg->expandable) {
+        if (b->seg->slept != NULL) {
+            /* a sleeping tag's: left alone, wake maps it again */
+        } else if (b->seg->expandable) {
             b->link = to_unmap;
             to_unmap = b;
         } else if (!ga_block_is_split(b)) {
@@ -132,8 +135,8 @@ galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p)
     if (st != GALLOC_OK)
         return st;
     p->refused_frees = 0;
-    release_blocks(p, &p->large);
-    release_blocks(p, &p->small);
+    ga_pool_release_blocks(p, &p->large);
+    ga_pool_release_blocks(p, &p->small);
     ga_pool_release_private_pools(p);
     if (p->refused_frees > 1) {
         char first[GALLOC_ERROR_MAX];

@@ -44,8 +44,9 @@ void *simwatch_last_state(void);
  * freed anything still live. Returns false if no simwatch device closed yet. */
 bool simwatch_last_close(ga_sim_counters_t *out);
 
-/* How many closes so far found a live segment, mapped byte, reservation or
- * event: each is memory or a handle galloc failed to give back. */
+/* How many closes so far found a live segment, mapped byte, reservation,
+ * event or host_alloc block: each is memory or a handle galloc failed to
+ * give back. */
 uint64_t simwatch_leaky_closes(void);
 
 /* Whether c shows nothing live on the device. */

@@ -1,0 +1,296 @@
+/*
+ * tags.c: sleep tags (galloc_sleep.h): names and lists, the scopes
+ * (galloc_tag_begin/end over the private-pool routes), marking a MemPool,
+ * the counters, a tag pool's plain VMM segments, and the hooks of sleep in
+ * malloc's and free's cold branches. Sleep and wake themselves are in
+ * sleep.c; the model is in sleep_int.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool/sleep_int.h"
+#include "stats/stats.h"
+
+static bool name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+}
+
+static bool name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len >= GALLOC_TAG_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!name_char(name[i]))
+            return false;
+    return true;
+}
+
+ga_tag_t *ga_tag_find(const ga_pool_t *p, const char *name, size_t len)
+{
+    for (ga_tag_t *t = p->tags; t != NULL; t = t->next)
+        if (strlen(t->name) == len && memcmp(t->name, name, len) == 0)
+            return t;
+    return NULL;
+}
+
+galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const char *who)
+{
+    for (ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        bool all = which == 0 && (list == NULL || list[0] == '\0');
+        if (which == 0)
+            t->sel = all;
+        else
+            t->offload = false;
+    }
+    if (list == NULL || list[0] == '\0')
+        return GALLOC_OK;
+    /* Every name is checked before any is marked: a bad list marks nothing. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *s = list;
+        for (;;) {
+            const char *comma = strchr(s, ',');
+            size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
+            ga_tag_t *t = name_ok(s, len) ? ga_tag_find(p, s, len) : NULL;
+            if (t == NULL)
+                return ga_fail(p->err, GALLOC_E_INVAL, "%s: '%.*s' in \"%.200s\" is %s", who, (int)(len > 64 ? 64 : len),
+                               s, list, name_ok(s, len) ? "not a tag of this allocator" : "not a valid tag name");
+            if (pass == 1) {
+                if (which == 0)
+                    t->sel = true;
+                else
+                    t->offload = true;
+            }
+            if (comma == NULL)
+                break;
+            s = comma + 1;
+        }
+    }
+    return GALLOC_OK;
+}
+
+static galloc_status_t bad_name(ga_pool_t *p, const char *who, const char *tag)
+{
+    return ga_fail(p->err, GALLOC_E_INVAL, "%s: \"%.64s\" is not a valid tag name (1 to %d of A-Z a-z 0-9 _ . -)", who,
+                   tag, GALLOC_TAG_MAX - 1);
+}
+
+static galloc_status_t tag_new(ga_pool_t *p, ga_private_pool_t *pp, const char *name, ga_tag_t **out)
+{
+    ga_tag_t *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory creating tag \"%s\"", name);
+    memcpy(t->name, name, strlen(name) + 1);
+    t->pool = pp;
+    ga_addrmap_init(&t->held, sizeof(ga_sleep_entry_t));
+    t->next = p->tags;
+    p->tags = t;
+    pp->tag = t;
+    *out = t;
+    return GALLOC_OK;
+}
+
+static ga_private_pool_t *find_pool(const ga_pool_t *p, uint64_t a, uint64_t b)
+{
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
+        if (pp->id_a == a && pp->id_b == b)
+            return pp;
+    return NULL;
+}
+
+galloc_status_t ga_pool_tag_begin(ga_pool_t *p, const char *tag, uintptr_t thread)
+{
+    if (!name_ok(tag, strlen(tag)))
+        return bad_name(p, "tag_begin", tag);
+    ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
+    if (t == NULL) {
+        uint64_t a, b;
+        galloc_status_t st = ga_pool_mempool_create(p, &a, &b);
+        if (st != GALLOC_OK)
+            return st;
+        ga_private_pool_t *pp = find_pool(p, a, b);
+        st = tag_new(p, pp, tag, &t);
+        if (st != GALLOC_OK) {
+            pp->use_count = 0; /* an empty freeable pool: the next release deletes it */
+            return st;
+        }
+        t->own_pool = true;
+    }
+    return ga_pool_mempool_begin(p, t->pool->id_a, t->pool->id_b, GALLOC_ROUTE_THREAD, 0, thread);
+}
+
+galloc_status_t ga_pool_tag_end(ga_pool_t *p, const char *tag)
+{
+    ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
+    if (t == NULL)
+        return ga_fail(p->err, GALLOC_E_INVAL, "tag_end: no tag \"%.64s\"", tag);
+    return ga_pool_mempool_end(p, t->pool->id_a, t->pool->id_b);
+}
+
+galloc_status_t ga_pool_mempool_set_tag(ga_pool_t *p, uint64_t id_a, uint64_t id_b, const char *tag)
+{
+    ga_private_pool_t *pp = find_pool(p, id_a, id_b);
+    if (pp == NULL || pp->use_count == 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: no live memory pool (%llu, %llu)",
+                       (unsigned long long)id_a, (unsigned long long)id_b);
+    if (!name_ok(tag, strlen(tag)))
+        return bad_name(p, "mempool_set_tag", tag);
+    if (pp->tag != NULL || ga_tag_find(p, tag, strlen(tag)) != NULL)
+        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: %s", pp->tag != NULL ? "the pool has a tag already"
+                                                                                      : "the tag name is in use");
+    if (pp->segments != 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: pool (%llu, %llu) holds %zu segments already",
+                       (unsigned long long)id_a, (unsigned long long)id_b, pp->segments);
+    ga_tag_t *t;
+    return tag_new(p, pp, tag, &t);
+}
+
+void ga_pool_sleep_stats(const ga_pool_t *p, galloc_sleep_stats_t *out)
+{
+    *out = p->sleep;
+    out->tags = out->tags_asleep = out->bytes_asleep = out->bytes_offloaded = 0;
+    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        out->tags++;
+        out->tags_asleep += t->asleep;
+        out->bytes_asleep += t->bytes_asleep;
+        out->bytes_offloaded += t->bytes_offloaded;
+    }
+}
+
+galloc_status_t ga_pool_tag_asleep(ga_pool_t *p, const char *tag, int *asleep)
+{
+    ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
+    if (t == NULL)
+        return ga_fail(p->err, GALLOC_E_INVAL, "tag_asleep: no tag \"%.64s\"", tag);
+    *asleep = t->asleep;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp)
+{
+    if (bp->owner != NULL && bp->owner->asleep)
+        return ga_fail(p->err, GALLOC_E_ASLEEP, "cannot allocate from tag \"%s\": it is asleep (galloc_wake first)",
+                       bp->owner->tag->name);
+    return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
+}
+
+galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
+{
+    for (ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        ga_sleep_entry_t *e = t->asleep ? ga_addrmap_find(&t->held, (uintptr_t)ptr) : NULL;
+        if (e == NULL)
+            continue;
+        ga_block_t *b = e->block;
+        if (b->uses != NULL) {
+            galloc_status_t st = ga_pool_insert_events(p, b);
+            if (st != GALLOC_OK)
+                return st;
+        }
+        /* Free, not restored on wake: its copy goes; the device is not touched. */
+        if (e->host != NULL) {
+            ga_pool_host_drop(p, e->host, b->size);
+            t->bytes_offloaded -= b->size;
+        }
+        ga_addrmap_remove(&t->held, e);
+        ga_pool_free_held(p, b);
+        return GALLOC_OK;
+    }
+    return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
+                                               "already freed, or not the start of a block)",
+                   ptr);
+}
+
+/* A host copy whose free was refused: its first bytes (a block is >= 512)
+ * link it to the others, so keeping it needs no allocation. */
+typedef struct orphan {
+    struct orphan *next;
+    size_t bytes;
+} orphan_t;
+
+void ga_pool_host_drop(ga_pool_t *p, void *host, size_t bytes)
+{
+    if (ga_backend_host_free(p->backend, host, bytes) == GALLOC_OK)
+        return;
+    orphan_t *o = host;
+    o->next = p->host_orphans;
+    o->bytes = bytes;
+    p->host_orphans = o;
+}
+
+void ga_pool_host_retry(ga_pool_t *p)
+{
+    orphan_t *o = p->host_orphans;
+    p->host_orphans = NULL;
+    while (o != NULL) {
+        orphan_t *next = o->next;
+        ga_pool_host_drop(p, o, o->bytes);
+        o = next;
+    }
+}
+
+void ga_pool_tag_forget(ga_pool_t *p, ga_tag_t *t)
+{
+    for (ga_tag_t **link = &p->tags; *link != NULL; link = &(*link)->next) {
+        if (*link == t) {
+            *link = t->next;
+            break;
+        }
+    }
+    ga_addrmap_destroy(&t->held);
+    free(t);
+}
+
+void ga_pool_tags_destroy(ga_pool_t *p)
+{
+    while (p->tags != NULL) {
+        ga_tag_t *t = p->tags;
+        for (size_t i = 0; i < t->held.cap; i++) {
+            ga_sleep_entry_t *e = ga_addrmap_slot(&t->held, i);
+            if (e != NULL && e->host != NULL)
+                ga_pool_host_drop(p, e->host, e->block->size);
+        }
+        t->pool->tag = NULL;
+        ga_pool_tag_forget(p, t);
+    }
+    ga_pool_host_retry(p);
+}
+
+galloc_status_t ga_pool_vmm_alloc(ga_pool_t *p, size_t size, uintptr_t *addr, size_t *span)
+{
+    const galloc_backend_ops_t *ops = p->backend->ops;
+    if (!(GA_BACKEND_HAS(ops, va_reserve) && GA_BACKEND_HAS(ops, va_release) && GA_BACKEND_HAS(ops, map) &&
+          GA_BACKEND_HAS(ops, unmap)))
+        return ga_fail(p->err, GALLOC_E_UNSUPPORTED,
+                       "a sleep tag needs a device backend with virtual memory (va_reserve, map, unmap, va_release); "
+                       "\"%s\" has none",
+                       ops->name);
+    size_t gran = 0;
+    if (ga_backend_granularity(p->backend, &gran) != GALLOC_OK || gran == 0)
+        gran = 1;
+    size_t n = (size + gran - 1) / gran * gran;
+    uintptr_t base = 0;
+    galloc_status_t st = ga_backend_va_reserve(p->backend, n, &base);
+    if (st != GALLOC_OK)
+        return st;
+    st = ga_backend_map(p->backend, base, n);
+    if (st != GALLOC_OK) {
+        (void)ga_backend_va_release(p->backend, base, n);
+        return st;
+    }
+    *addr = base;
+    *span = n;
+    return GALLOC_OK;
+}
+
+bool ga_pool_vmm_free(ga_pool_t *p, ga_segment_t *seg)
+{
+    if (ga_backend_unmap(p->backend, seg->base, seg->page) != GALLOC_OK)
+        return false;
+    if (ga_backend_va_release(p->backend, seg->base, seg->page) != GALLOC_OK) {
+        /* Mapped again, the segment stays as it was; if even that is refused
+         * the range is lost to this process, its memory is not. */
+        return ga_backend_map(p->backend, seg->base, seg->page) != GALLOC_OK;
+    }
+    return true;
+}
