@@ -178,9 +178,11 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_memory_summary(int device, char *b
  * device: give tagged tensors' physical memory back to the GPU while their
  * data_ptr()s stay valid. The pointers PyTorch holds come from
  * galloc_torch_malloc, and PyTorch's pluggable allocator keeps no cache of
- * its own (its raw_delete calls free_fn at once), so every byte PyTorch
- * uses on device is in this allocator: what sleeps is all of a tag's
- * tensors and the cache under them. Each function creates the device's
+ * its own (a tensor's deleter calls free_fn at once: raw_delete in
+ * torch/csrc/cuda/CUDAPluggableAllocator.cpp, or the DataPtr's
+ * CUDAPluggableAllocatorDeleterContext in later releases), so every byte
+ * PyTorch uses on device is in this allocator: what sleeps is all of a
+ * tag's tensors and the cache under them. Each function creates the device's
  * allocator if needed and returns the galloc_sleep.h call's statuses, or a
  * creation status; the message is galloc_torch_last_error(device).
  *
