@@ -24,8 +24,8 @@ sleep mode):
     galloc.torch.wake()                             # same data_ptr()s; weights restored
 
 galloc must be PyTorch's allocator for this (use(), or
-torch.cuda.memory.change_current_allocator with this package's
-libgalloc_torch.so), and be so before the tensors are made: only memory
+torch.cuda.memory.change_current_allocator with a CUDAPluggableAllocator
+of LIBRARY), and be so before the tensors are made: only memory
 galloc handed out can sleep. PyTorch keeps no cache over a pluggable
 allocator (a freed tensor goes straight back to galloc), so every byte a tag
 holds is galloc's to release. A discarded tag's tensors (not in offload)
@@ -285,10 +285,10 @@ def sleep(tags=None, offload=None, device: int | None = None) -> None:
     CUDA running. While asleep, allocating in a sleeping tag fails (with
     use()'s wrapper, a RuntimeError naming the tag; last_error() gives
     ("E_ASLEEP", message)), and a kernel touching a sleeping tensor faults.
-    Raises galloc.InvalidArgumentError for an
-    unknown tag, galloc.UnsupportedError for offloading on a backend that
-    cannot, galloc.HostMemoryError / galloc.DeviceError (each tag is then
-    fully awake or fully asleep)."""
+    Raises galloc.InvalidArgumentError for an unknown tag,
+    galloc.UnsupportedError for offloading on a backend that cannot,
+    galloc.HostMemoryError / galloc.DeviceError (each tag is then fully
+    awake or fully asleep)."""
     d = _device(device)
     tag_arg, offload_arg = _native.tag_list(tags), _native.offload_list(offload)
     _synchronize(d)
