@@ -340,6 +340,42 @@ galloc_status_t galloc_torch_memory_summary(int device, char *buf, size_t len, s
     return galloc_memory_summary(a, false, buf, len, needed);
 }
 
+galloc_status_t galloc_torch_tag_begin(int device, const char *tag)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_tag_begin(a, tag);
+}
+
+galloc_status_t galloc_torch_tag_end(int device, const char *tag)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_tag_end(a, tag);
+}
+
+galloc_status_t galloc_torch_sleep(int device, const char *tags, const char *offload_tags)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_sleep(a, tags, offload_tags);
+}
+
+galloc_status_t galloc_torch_wake(int device, const char *tags)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_wake(a, tags);
+}
+
+galloc_status_t galloc_torch_tag_asleep(int device, const char *tag, int *asleep)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_tag_asleep(a, tag, asleep);
+}
+
+galloc_status_t galloc_torch_sleep_stats(int device, galloc_sleep_stats_t *out)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_sleep_stats(a, out);
+}
+
 galloc_status_t galloc_torch_last_error(int device, char *buf, size_t len)
 {
     if (buf == NULL || len == 0 || device < 0 || device >= GALLOC_DEVICE_MAX)

@@ -52,6 +52,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <galloc/galloc_sleep.h>
 #include <galloc/galloc_status.h>
 
 #ifdef __cplusplus
@@ -171,6 +172,46 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_reset_accumulated_memory_stats(int
  * creation status.
  */
 GALLOC_TORCH_API galloc_status_t galloc_torch_memory_summary(int device, char *buf, size_t len, size_t *needed);
+
+/*
+ * Sleep and wake (galloc_sleep.h) for the allocator serving PyTorch on
+ * device: give tagged tensors' physical memory back to the GPU while their
+ * data_ptr()s stay valid. The pointers PyTorch holds come from
+ * galloc_torch_malloc, and PyTorch's pluggable allocator keeps no cache of
+ * its own (a tensor's deleter calls free_fn at once: raw_delete in
+ * torch/csrc/cuda/CUDAPluggableAllocator.cpp, or the DataPtr's
+ * CUDAPluggableAllocatorDeleterContext in later releases), so every byte
+ * PyTorch uses on device is in this allocator: what sleeps is all of a
+ * tag's tensors and the cache under them. Each function creates the device's
+ * allocator if needed and returns the galloc_sleep.h call's statuses, or a
+ * creation status; the message is galloc_torch_last_error(device).
+ *
+ * galloc_torch_tag_begin / _end: galloc_tag_begin / galloc_tag_end: until
+ * the end, the calling thread's allocations on device (the tensors it
+ * creates: PyTorch calls alloc_fn on the thread that asks) come from tag's
+ * pool. Allocations PyTorch makes on other threads (autograd's backward
+ * workers) are not tagged.
+ */
+GALLOC_TORCH_API galloc_status_t galloc_torch_tag_begin(int device, const char *tag);
+GALLOC_TORCH_API galloc_status_t galloc_torch_tag_end(int device, const char *tag);
+
+/*
+ * galloc_torch_sleep: galloc_sleep(device's allocator, tags, offload_tags).
+ * The caller must make sure no kernel still uses the tags' memory
+ * (torch.cuda.synchronize()): what is discarded or unmapped under a running
+ * kernel faults it. After galloc_torch_wake, an offloaded tensor holds its
+ * bytes again; a discarded one holds undefined bytes at the same data_ptr().
+ */
+GALLOC_TORCH_API galloc_status_t galloc_torch_sleep(int device, const char *tags, const char *offload_tags);
+
+/* galloc_torch_wake: galloc_wake(device's allocator, tags). */
+GALLOC_TORCH_API galloc_status_t galloc_torch_wake(int device, const char *tags);
+
+/* galloc_torch_tag_asleep: galloc_tag_asleep on device's allocator. */
+GALLOC_TORCH_API galloc_status_t galloc_torch_tag_asleep(int device, const char *tag, int *asleep);
+
+/* galloc_torch_sleep_stats: galloc_sleep_stats on device's allocator. */
+GALLOC_TORCH_API galloc_status_t galloc_torch_sleep_stats(int device, galloc_sleep_stats_t *out);
 
 /*
  * galloc_torch_last_error: the last failure's message for device into buf:

@@ -12,6 +12,14 @@ Trace analysis runs the galloc command's engine in this process:
     f = galloc.fit("job.trace")                         # f.winner, f.configurations
     galloc.load_trace("job.pickle")                     # format, devices, events
 
+Sleep and wake (api/galloc_sleep.h): tagged memory gives its physical
+memory back and keeps its addresses:
+
+    with a.tag("weights"):
+        w = a.malloc(1 << 30)
+    a.sleep(offload="weights")                          # galloc.torch.sleep for PyTorch
+    a.wake()                                            # w's bytes are back at w
+
 galloc.Allocator runs galloc's C library (carried in the package) through
 ctypes. galloc.torch makes galloc PyTorch's CUDA allocator (galloc.torch.use())
 and reads its statistics; importing galloc imports neither torch nor
@@ -21,15 +29,15 @@ from ._native import STATUS_NAMES
 from .allocator import Allocator
 from .analysis import (OOM, ConfigResult, FitConfig, FitResult, ReplayResult, TraceInfo, TraceResult, TraceUnit,
                        fit, fit_fleet, fleet_files, load_trace, replay)
-from .errors import (ConfigError, CorruptError, DestroyedError, DeviceError, FileError, GallocError,
-                     HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError, UnavailableError,
-                     UnsupportedError)
+from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
+                     GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
+                     UnavailableError, UnsupportedError)
 
 __all__ = [
     "Allocator", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
-    "FileError", "DestroyedError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace", "ReplayResult",
-    "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
+    "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
+    "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
 ]
 
 

@@ -25,6 +25,21 @@ STATS_BUFFER = 8192
 _c_int, _sz, _vp, _cp = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
 STATS_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _cp, ctypes.c_int64)
 
+# galloc_sleep_stats_t's members (api/galloc_sleep.h), in order: all uint64.
+# The package's tests check the list against the header.
+SLEEP_STATS_FIELDS = ("tags", "tags_asleep", "bytes_asleep", "bytes_offloaded", "peak_bytes_offloaded", "num_sleep",
+                      "num_wake", "bytes_slept", "bytes_woken", "num_failed")
+# The prefix of their keys where they sit beside PyTorch's flattened stats
+# (none of PyTorch's keys has a dot-free "galloc" head).
+SLEEP_STATS_PREFIX = "galloc.sleep."
+
+
+class SleepStats(ctypes.Structure):
+    """galloc_sleep_stats_t."""
+
+    _fields_ = [(name, ctypes.c_uint64) for name in SLEEP_STATS_FIELDS]
+
+
 _SIGNATURES = {
     "galloc_status_name": (_cp, [_c_int]),
     "galloc_strerror": (_cp, [_c_int]),
@@ -40,6 +55,12 @@ _SIGNATURES = {
     "galloc_snapshot_write": (_c_int, [_vp, _cp, _c_int]),
     "galloc_last_error": (_c_int, [_vp, _cp, _sz]),
     "galloc_allocator_backend": (_cp, [_vp]),
+    "galloc_tag_begin": (_c_int, [_vp, _cp]),
+    "galloc_tag_end": (_c_int, [_vp, _cp]),
+    "galloc_sleep": (_c_int, [_vp, _cp, _cp]),
+    "galloc_wake": (_c_int, [_vp, _cp]),
+    "galloc_sleep_stats": (_c_int, [_vp, ctypes.POINTER(SleepStats)]),
+    "galloc_tag_asleep": (_c_int, [_vp, _cp, ctypes.POINTER(_c_int)]),
 }
 
 
@@ -66,3 +87,45 @@ def _status_names():
 STATUS_NAMES = _status_names()  # index = the galloc_status_t value
 OK = STATUS_NAMES.index("OK")
 E_OOM = STATUS_NAMES.index("E_OOM")
+
+
+def tag_list(tags, what="tags"):
+    """A sleep/wake tag argument as the C API's comma-separated list (bytes).
+
+    tags: None, a str (one name, or names joined by commas) or an iterable of
+    str. None stays None; the caller decides what it means to C. An empty
+    list is refused: C reads "" as every tag, the opposite of what an empty
+    Python list says. Names are not checked here: galloc_sleep and its kin
+    refuse a bad one with E_INVAL and a message naming it.
+    """
+    if tags is None:
+        return None
+    if isinstance(tags, str):
+        names = [tags]
+    elif isinstance(tags, (bytes, bytearray)):
+        raise TypeError(f"{what}: a str or an iterable of str, not {type(tags).__name__}")
+    else:
+        names = list(tags)
+        bad = [n for n in names if not isinstance(n, str)]
+        if bad:
+            raise TypeError(f"{what}: tag names are str, not {type(bad[0]).__name__} ({bad[0]!r})")
+    if not names or names == [""]:
+        raise ValueError(f"{what}: no tag named (None means every tag)")
+    return ",".join(names).encode()
+
+
+def offload_list(offload):
+    """sleep()'s offload argument for C: None or an empty iterable offloads
+    nothing (NULL); otherwise as tag_list."""
+    if offload is None:
+        return None
+    if not isinstance(offload, (str, bytes, bytearray)):
+        offload = list(offload)
+        if not offload:
+            return None
+    return tag_list(offload, "offload")
+
+
+def sleep_stats_dict(s):
+    """galloc_sleep_stats_t as {"galloc.sleep.<member>": int}, in the struct's order."""
+    return {SLEEP_STATS_PREFIX + name: int(getattr(s, name)) for name in SLEEP_STATS_FIELDS}

@@ -1,5 +1,6 @@
 """galloc.Allocator: one caching allocator on one device, over the C API
-(api/galloc_allocator.h, galloc_stats.h, galloc_trace.h)."""
+(api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h)."""
+import contextlib
 import ctypes
 import threading
 
@@ -72,6 +73,76 @@ class Allocator:
     def empty_cache(self) -> None:
         """Release every cached segment that holds no live block (torch.cuda.empty_cache)."""
         self._check(_lib.galloc_empty_cache(self._a()))
+
+    # ---- sleep and wake (api/galloc_sleep.h) ----
+
+    @contextlib.contextmanager
+    def tag(self, name: str):
+        """Within the `with` block, allocations this thread makes come from
+        tag `name`, a sleepable pool created (awake) at its first use:
+
+            with a.tag("weights"):
+                w = a.malloc(1 << 30)
+
+        The tag ends when the block does, exception or not. Tag names: 1 to
+        31 bytes of [A-Za-z0-9_.-]. Raises InvalidArgumentError for a bad
+        name or a tag this thread has already begun; a backend without
+        virtual-memory ops fails the first allocation in the tag
+        (UnsupportedError)."""
+        if not isinstance(name, str):
+            raise TypeError(f"tag: the name is a str, not {type(name).__name__}")
+        self._check(_lib.galloc_tag_begin(self._a(), name.encode()))
+        try:
+            yield self
+        except BaseException:
+            if self._handle is not None:  # the block's exception wins over a failed end
+                _lib.galloc_tag_end(self._handle, name.encode())
+            raise
+        self._check(_lib.galloc_tag_end(self._a(), name.encode()))
+
+    def sleep(self, tags=None, offload=None) -> None:
+        """Put tags to sleep: their physical memory goes back to the device,
+        their addresses stay reserved, every pointer stays valid.
+
+        tags: a tag name, names joined by commas, or an iterable of names;
+        None: every tag. offload: the tags (same forms) whose contents are
+        copied to pinned host memory and restored byte for byte by wake();
+        None: none. The contents of the other tags are discarded: undefined
+        after wake, though their pointers stay valid. While asleep,
+        allocating from a tag raises AsleepError; freeing is allowed. A tag
+        already asleep is left so. Raises InvalidArgumentError for an
+        unknown tag (nothing done), UnsupportedError when the backend cannot
+        offload, HostMemoryError / DeviceError (galloc_sleep.h: each tag is
+        then either fully awake or fully asleep)."""
+        self._check(_lib.galloc_sleep(self._a(), _native.tag_list(tags), _native.offload_list(offload)))
+
+    def wake(self, tags=None) -> None:
+        """Wake tags (same forms as sleep(); None: every tag): new physical
+        memory at the same addresses, offloaded contents copied back. A tag
+        already awake is left so. Raises OutOfMemoryError when the device
+        has not the memory (the tag stays asleep, nothing lost),
+        InvalidArgumentError for an unknown tag."""
+        self._check(_lib.galloc_wake(self._a(), _native.tag_list(tags)))
+
+    def tag_asleep(self, tag: str) -> bool:
+        """Whether tag is asleep. InvalidArgumentError for an unknown tag."""
+        if not isinstance(tag, str):
+            raise TypeError(f"tag_asleep: the tag is a str, not {type(tag).__name__}")
+        asleep = ctypes.c_int(0)
+        self._check(_lib.galloc_tag_asleep(self._a(), tag.encode(), ctypes.byref(asleep)))
+        return bool(asleep.value)
+
+    def sleep_stats(self) -> dict:
+        """galloc's sleep counters (galloc_sleep_stats_t) as
+        {"galloc.sleep.<member>": int}: tags, tags_asleep, bytes_asleep,
+        bytes_offloaded, peak_bytes_offloaded, num_sleep, num_wake,
+        bytes_slept, bytes_woken, num_failed. The prefix keeps them apart
+        from memory_stats()'s PyTorch keys when the two are merged. Sleep
+        also moves PyTorch's reserved_bytes and num_device_alloc/free there;
+        allocated and active bytes do not change."""
+        s = _native.SleepStats()
+        self._check(_lib.galloc_sleep_stats(self._a(), ctypes.byref(s)))
+        return _native.sleep_stats_dict(s)
 
     # ---- introspection ----
 

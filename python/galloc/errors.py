@@ -64,6 +64,12 @@ class DestroyedError(GallocError):
     """E_DESTROYED: the allocator was closed."""
 
 
+class AsleepError(GallocError):
+    """E_ASLEEP: an allocation from a tag (a sleepable pool) that is asleep;
+    the message names the tag. Wake it first (Allocator.wake,
+    galloc.torch.wake)."""
+
+
 _BY_NAME = {
     "E_INVAL": InvalidArgumentError,
     "E_OOM": OutOfMemoryError,
@@ -76,6 +82,7 @@ _BY_NAME = {
     "E_CORRUPT": CorruptError,
     "E_IO": FileError,
     "E_DESTROYED": DestroyedError,
+    "E_ASLEEP": AsleepError,
 }
 
 

@@ -11,7 +11,27 @@ torch.cuda.memory.CUDAPluggableAllocator and makes it PyTorch's allocator.
 PyTorch's own torch.cuda.memory_stats() raises for a pluggable allocator, so
 the figures come from this module (the same 122 keys). Importing this module
 does not import torch; use() does.
+
+Sleep and wake (training and inference taking turns on one GPU, as vLLM's
+sleep mode):
+
+    with galloc.torch.tagged("weights"):
+        model = build_model().cuda()                # its tensors: tag "weights"
+    with galloc.torch.tagged("kv_cache"):
+        cache = torch.empty(n, device="cuda")
+    galloc.torch.sleep(offload="weights")           # GPU memory back to the driver
+    ...                                             # another engine uses the GPU
+    galloc.torch.wake()                             # same data_ptr()s; weights restored
+
+galloc must be PyTorch's allocator for this (use(), or
+torch.cuda.memory.change_current_allocator with a CUDAPluggableAllocator
+of LIBRARY), and be so before the tensors are made: only memory
+galloc handed out can sleep. PyTorch keeps no cache over a pluggable
+allocator (a freed tensor goes straight back to galloc), so every byte a tag
+holds is galloc's to release. A discarded tag's tensors (not in offload)
+keep their data_ptr() but hold undefined bytes after wake: refill them.
 """
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -53,6 +73,12 @@ _SIGNATURES = {
     "galloc_torch_reset_peak_memory_stats": (_ci, [_ci]),
     "galloc_torch_last_error": (_ci, [_ci, _cp, _sz]),
     "galloc_torch_shutdown": (None, []),
+    "galloc_torch_tag_begin": (_ci, [_ci, _cp]),
+    "galloc_torch_tag_end": (_ci, [_ci, _cp]),
+    "galloc_torch_sleep": (_ci, [_ci, _cp, _cp]),
+    "galloc_torch_wake": (_ci, [_ci, _cp]),
+    "galloc_torch_tag_asleep": (_ci, [_ci, _cp, ctypes.POINTER(_ci)]),
+    "galloc_torch_sleep_stats": (_ci, [_ci, ctypes.POINTER(_native.SleepStats)]),
 }
 _lib_handle = None
 
@@ -209,6 +235,92 @@ def reset_peak_memory_stats(device: int | None = None) -> None:
     """torch.cuda.reset_peak_memory_stats(device) for galloc."""
     d = _device(device)
     _check(_lib().galloc_torch_reset_peak_memory_stats(d), d)
+
+
+def _synchronize(d):
+    """Wait for device d's kernels when torch has CUDA running: memory must
+    not be unmapped or copied under a kernel still using it."""
+    torch = sys.modules.get("torch")  # never import it here
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize(d)
+
+
+@contextlib.contextmanager
+def tagged(tag: str, device: int | None = None):
+    """Tensors this thread creates on device inside the `with` block come from
+    galloc tag `tag` (a sleepable pool, created at first use), for sleep()
+    and wake():
+
+        with galloc.torch.tagged("weights"):
+            w = torch.empty(1 << 28, device="cuda")
+
+    The tag ends with the block, exception or not. Only this thread's
+    allocations are tagged (PyTorch allocates on the thread that creates a
+    tensor; autograd's backward threads are not covered). Tag names: 1 to 31
+    bytes of [A-Za-z0-9_.-]. Raises galloc.InvalidArgumentError for a bad
+    name or a tag this thread has already begun on device. galloc must be
+    PyTorch's allocator (use()), else the tensors are not galloc's."""
+    if not isinstance(tag, str):
+        raise TypeError(f"tagged: the tag is a str, not {type(tag).__name__}")
+    d, name = _device(device), tag.encode()
+    _check(_lib().galloc_torch_tag_begin(d, name), d)
+    try:
+        yield
+    except BaseException:
+        _lib().galloc_torch_tag_end(d, name)  # the block's exception wins over a failed end
+        raise
+    _check(_lib().galloc_torch_tag_end(d, name), d)
+
+
+def sleep(tags=None, offload=None, device: int | None = None) -> None:
+    """Put galloc tags on device to sleep: their GPU memory goes back to the
+    driver (torch.cuda.mem_get_info's free rises), their tensors' data_ptr()s
+    stay valid.
+
+    tags: a tag name, names joined by commas, or an iterable of names;
+    None: every tag. offload: the tags (same forms) whose bytes are copied
+    to pinned host memory and restored by wake(); None: none. A tag not
+    offloaded is discarded: after wake() its tensors hold undefined bytes.
+    Synchronizes the device first (torch.cuda.synchronize) when torch has
+    CUDA running. While asleep, allocating in a sleeping tag fails (with
+    use()'s wrapper, a RuntimeError naming the tag; last_error() gives
+    ("E_ASLEEP", message)), and a kernel touching a sleeping tensor faults.
+    Raises galloc.InvalidArgumentError for an unknown tag,
+    galloc.UnsupportedError for offloading on a backend that cannot,
+    galloc.HostMemoryError / galloc.DeviceError (each tag is then fully
+    awake or fully asleep)."""
+    d = _device(device)
+    tag_arg, offload_arg = _native.tag_list(tags), _native.offload_list(offload)
+    _synchronize(d)
+    _check(_lib().galloc_torch_sleep(d, tag_arg, offload_arg), d)
+
+
+def wake(tags=None, device: int | None = None) -> None:
+    """Wake galloc tags on device (as sleep(); None: every tag): GPU memory is
+    mapped again at the same addresses and offloaded bytes copied back.
+    Raises galloc.OutOfMemoryError when the GPU has not the memory (the
+    tags stay asleep, nothing lost)."""
+    d = _device(device)
+    _check(_lib().galloc_torch_wake(d, _native.tag_list(tags)), d)
+
+
+def tag_asleep(tag: str, device: int | None = None) -> bool:
+    """Whether galloc tag `tag` on device is asleep (InvalidArgumentError if
+    there is no such tag)."""
+    if not isinstance(tag, str):
+        raise TypeError(f"tag_asleep: the tag is a str, not {type(tag).__name__}")
+    d, asleep = _device(device), ctypes.c_int(0)
+    _check(_lib().galloc_torch_tag_asleep(d, tag.encode(), ctypes.byref(asleep)), d)
+    return bool(asleep.value)
+
+
+def sleep_stats(device: int | None = None) -> dict:
+    """galloc's sleep counters for device as {"galloc.sleep.<member>": int}
+    (galloc.Allocator.sleep_stats); the keys never collide with
+    memory_stats()'s."""
+    d, s = _device(device), _native.SleepStats()
+    _check(_lib().galloc_torch_sleep_stats(d, ctypes.byref(s)), d)
+    return _native.sleep_stats_dict(s)
 
 
 def _shutdown():

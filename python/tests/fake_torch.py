@@ -183,6 +183,10 @@ def install(device_count=2, version="2.4.0", hip=None):
         lazy_init()
         state.current.setMemoryFraction(fraction, state.device if device is None else device)
 
+    def synchronize(device=None):  # recorded: galloc.torch.sleep must wait for the device's kernels
+        lazy_init()
+        state.calls.append(("synchronize", state.device if device is None else device))
+
     def memory_stats(device=None):
         lazy_init()
         return state.current.getDeviceStats(state.device if device is None else device)
@@ -200,6 +204,7 @@ def install(device_count=2, version="2.4.0", hip=None):
     cuda.empty_cache = empty_cache
     cuda.set_per_process_memory_fraction = set_per_process_memory_fraction
     cuda.memory_stats = memory_stats
+    cuda.synchronize = synchronize
     cuda.Stream = Stream
 
     memory = types.ModuleType("torch.cuda.memory")

@@ -17,9 +17,11 @@ def repo_file(rel):
 
 def run_python(code, env=None):
     """Run code in a fresh interpreter (this one's: the venv under test) with
-    the tests' directory on sys.path; returns the CompletedProcess."""
+    the tests' directory on sys.path, ahead of any PYTHONPATH the caller set
+    (tests/gpu/run_real_torch.sh puts an unpacked galloc there); returns the
+    CompletedProcess."""
     full_env = dict(os.environ, **(env or {}))
-    full_env["PYTHONPATH"] = HERE
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, full_env.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, cwd=tempfile.gettempdir())
 
 
