@@ -172,10 +172,14 @@ static galloc_status_t sleep_prepare(ga_pool_t *p, ga_tag_t *t)
             continue;
         galloc_status_t st = ga_backend_host_alloc(p->backend, b->size, &e->host);
         if (st != GALLOC_OK) {
+            /* The backend's status stands (E_NOMEM for a refusal, E_UNSUPPORTED
+             * for a driver without pinned memory), with its reason. */
+            char why[256];
+            ga_backend_error_string(p->backend, why, sizeof(why));
             e->host = NULL;
             sleep_undo(p, t);
-            return ga_fail(p->err, GALLOC_E_NOMEM, "sleep: tag \"%s\": pinned host memory for %zu bytes refused (%s)",
-                           t->name, b->size, galloc_strerror(st));
+            return ga_fail(p->err, st, "sleep: tag \"%s\": pinned host memory for %zu bytes refused: %s", t->name,
+                           b->size, why[0] ? why : galloc_strerror(st));
         }
         t->bytes_offloaded += b->size;
         st = ga_backend_copy_d2h(p->backend, e->host, b->addr, b->size);
