@@ -36,7 +36,18 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     }
     int64_t allocated = p->stats.allocated_bytes[GALLOC_STAT_ALL].current;
     int64_t reserved = p->stats.reserved_bytes[GALLOC_STAT_ALL].current;
-    /* PyTorch adds the FREE cached bytes of private pools to "allocated". */
+    /* A sleeping tag's blocks stay allocated but hold no device memory: the
+     * figures are of the device, and the sleeping bytes are named apart. */
+    int64_t asleep = (int64_t)ga_pool_asleep_allocated_bytes(p);
+    allocated -= asleep;
+    char asleep_msg[96] = "";
+    if (asleep > 0) {
+        char a[32];
+        ga_format_size((uint64_t)asleep, a, sizeof(a));
+        snprintf(asleep_msg, sizeof(asleep_msg), " %s more is allocated in sleeping tags (galloc_sleep).", a);
+    }
+    /* PyTorch adds the FREE cached bytes of private pools to "allocated"
+     * (those on the device: a sleeping tag's are not). */
     int64_t priv = (int64_t)ga_pool_private_free_bytes(p);
     char priv_msg[96] = "", priv_s[32];
     if (priv > 0) {
@@ -48,8 +59,8 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     return ga_fail(p->err, GALLOC_E_OOM,
                    "%s out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                    "%sOf the allocated memory %s is allocated by PyTorch, %sand %s is reserved by PyTorch but "
-                   "unallocated. If reserved but unallocated memory is large try setting "
+                   "unallocated.%s If reserved but unallocated memory is large try setting "
                    "PYTORCH_%s_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
                    "Memory Management  (" OOM_DOC_URL ")",
-                   vendor, tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc, vendor);
+                   vendor, tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc, asleep_msg, vendor);
 }

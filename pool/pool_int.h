@@ -444,7 +444,10 @@ static inline const int64_t *ga_pool_id_of(const ga_blockpool_t *bp, int64_t buf
 /* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
 ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
 void ga_pool_release_private_pools(ga_pool_t *p);
+/* Free cached bytes of the private pools that are awake (PyTorch's message adds them to "allocated"). */
 size_t ga_pool_private_free_bytes(const ga_pool_t *p);
+/* tags.c: bytes of allocated blocks in sleeping tags (on no device memory). */
+size_t ga_pool_asleep_allocated_bytes(const ga_pool_t *p);
 void ga_pool_private_destroy(ga_pool_t *p);
 
 /* release.c: giving cached memory back. */

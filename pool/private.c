@@ -143,7 +143,7 @@ size_t ga_pool_private_free_bytes(const ga_pool_t *p)
 {
     size_t n = 0;
     for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
-        for (int half = 0; half < 2; half++)
+        for (int half = 0; half < 2 && !pp->asleep; half++) /* a sleeping pool's free blocks hold no memory */
             for (ga_block_t *b = ga_pool_blockpool_first(half ? &pp->large : &pp->small); b != NULL;
                  b = ga_pool_blockpool_next(b))
                 n += b->size;

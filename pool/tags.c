@@ -304,3 +304,13 @@ bool ga_pool_vmm_free(ga_pool_t *p, ga_segment_t *seg)
     }
     return true;
 }
+
+size_t ga_pool_asleep_allocated_bytes(const ga_pool_t *p)
+{
+    size_t n = 0;
+    for (const ga_segment_t *s = p->segments; s != NULL; s = s->next)
+        if (s->pool->owner != NULL && s->pool->owner->asleep)
+            for (const ga_block_t *b = s->head; b != NULL; b = b->next)
+                n += b->allocated ? b->size : 0;
+    return n;
+}

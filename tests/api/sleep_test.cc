@@ -274,6 +274,26 @@ TEST_P(Sleep, WakeWithoutTheMemoryStaysAsleepAndHoldsTheContents)
     EXPECT_EQ(Reserved(), Expandable() ? 40 * MiB : 36 * MiB);
 }
 
+// An OOM while a tag sleeps: the message's figures are of the device (the
+// sleeping blocks hold none of it), and the sleeping bytes are named apart.
+TEST_P(Sleep, OutOfMemoryWhileATagSleepsCountsOnlyTheDevice)
+{
+    Make("64MiB");
+    void *w = TagAlloc("w", 36 * MiB);
+    ASSERT_NE(w, nullptr);
+    ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
+    void *big = nullptr, *huge = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 40 * MiB, 0, &big), GALLOC_OK) << Err();
+    ASSERT_EQ(galloc_malloc(a_, 40 * MiB, 0, &huge), GALLOC_E_OOM);
+    std::string m = Err();
+    EXPECT_NE(m.find("Of the allocated memory 40.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
+                     "but unallocated. 36.00 MiB more is allocated in sleeping tags (galloc_sleep). If reserved"),
+              std::string::npos)
+        << m;
+    ASSERT_EQ(galloc_free(a_, big), GALLOC_OK);
+    ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err();
+}
+
 TEST_P(Sleep, DestroyWhileAsleepLeaksNothing)
 {
     MakeWeights();
