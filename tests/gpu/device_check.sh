@@ -7,7 +7,7 @@
 #                                             # (CAPTURE=0: skip recording snapshots)
 #
 # It runs the gpu-tagged GoogleTest binaries, the real-torch Python tests
-# with galloc's package installed from the prebuilt libraries, and records real
+# (run_real_torch.sh, on the prebuilt package), and records real
 # PyTorch snapshots (tests/gpu/capture_torch_snapshot.py) under three configs.
 set -uo pipefail
 art=${1:?artifact directory}
@@ -27,16 +27,12 @@ run() { # name command...: run it, its output into one log (and its tail shown),
     if [ $rc -eq 0 ]; then echo "   ok ($((SECONDS - t0)) s)" | tee -a "$log"; else echo "   FAILED ($rc)" | tee -a "$log"; status=1; fi
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-ldd "$art"/lib/libgalloc.so | grep "not found"
+ldd "$art"/bin/*_test | grep "not found"
 for t in "$art"/bin/*_test; do
     [ -x "$t" ] && run "$(basename "$t")" "$t" --gtest_brief=0
 done
-if [ -d "$art/lib" ]; then
-    GALLOC_LIB_DIR="$(realpath "$art")/lib" run pip_install python3 -m pip install -q --no-build-isolation --no-index --no-deps --force-reinstall ./python
-    for t in python/tests/test_real_torch*.py; do
-        m=$(basename "$t" .py)
-        run "$m" bash -c "cd python/tests && python3 -m unittest -v $m"
-    done
+if [ -d "$art/py" ]; then
+    run real_torch tests/gpu/run_real_torch.sh "$art/py" "$out/real_torch.xml"
 fi
 # Whole runs (-1: recorded from before the first allocation), capped at 5 % of
 # the device so an OOM ends each: PyTorch's defaults, expandable segments,

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # tests/gpu/prepare.sh DIR: build what tests/gpu/device_check.sh runs and copy
-# it into DIR (bin/: the gpu-tagged test binaries; lib/: the libraries the
-# Python package carries). The binaries load the driver with dlopen, so they
-# run on any x86-64 Linux with an NVIDIA driver and glibc >= this machine's.
+# it into DIR (bin/: the gpu-tagged test binaries; syslib/: Debian libraries
+# they link; py/: the Python package, by run_real_torch.sh --prepare). The
+# binaries load the driver with dlopen, so they run on any x86-64 Linux with
+# an NVIDIA driver and glibc >= this machine's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:?artifact directory}
-./bazelw build //:python_lib //tests/backend:cuda_gpu_test >&2
-rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib"
+./bazelw build //tests/backend:cuda_gpu_test >&2
+rm -rf "$dir" && mkdir -p "$dir/bin"
 cp bazel-bin/tests/backend/cuda_gpu_test "$dir/bin/"
-cp bazel-bin/packaging/libgalloc.so bazel-bin/api/libgalloc_torch.so bazel-bin/tools/lib/libgalloc_tools.so "$dir/lib/"
+tests/gpu/run_real_torch.sh --prepare "$dir/py" >&2
 # Debian's libraries galloc's stack capture links (libunwind, libdw), which a
 # GPU image may lack; device_check.sh puts them last on the library path.
 mkdir -p "$dir/syslib"
