@@ -227,7 +227,10 @@ TEST_F(GpuSleep, OneGiBSleepAndWakeTimed)
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(galloc_sleep(a_, "big", "big"), GALLOC_OK);
     auto t1 = std::chrono::steady_clock::now();
-    EXPECT_GE(FreeBytes(), free0 + n);
+    // The 1 GiB segment is released, but pinning 1 GiB of host memory costs
+    // the driver some device memory of its own: 2 MiB on an H200 (driver
+    // 580.159.04, 2026-11-26), so up to 4 MiB per GiB is allowed.
+    EXPECT_GE(FreeBytes() + n / 256, free0 + n);
     ASSERT_EQ(galloc_wake(a_, "big"), GALLOC_OK);
     auto t2 = std::chrono::steady_clock::now();
     double s_sleep = std::chrono::duration<double>(t1 - t0).count();
