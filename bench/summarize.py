@@ -48,8 +48,10 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 REPLAY_TARGET = {"fixed": 20e6, "variable": 15e6}
 # Issue 19's 2-thread targets: aggregate throughput of 2 threads on one
 # allocator, each on its own stream, over 1 thread's: FREE_CORES where two
-# cores are free (judged when the 1-minute load average as the pairs binary
-# started was below FREE_LOAD), UNDER_LOAD always.
+# cores are free (judged when the 1-minute load average before bench/run
+# started was below FREE_LOAD: the average as the pairs binary starts counts
+# the benchmarks run just before it, so it says nothing of other work),
+# UNDER_LOAD always.
 OWN_STREAMS_FREE_CORES, OWN_STREAMS_UNDER_LOAD, FREE_LOAD = 1.5, 0.9, 0.5
 
 
@@ -482,7 +484,7 @@ class Summary:
                 continue
             r = two["items_per_second"] / one["items_per_second"]
             ref = f"1 thread {fmt(one['items_per_second'] / 1e6)} M pairs/s, 2 threads " \
-                  f"{fmt(two['items_per_second'] / 1e6)} M; load average {fmt(load, 2) if load is not None else '?'}"
+                  f"{fmt(two['items_per_second'] / 1e6)} M; load average before the run {fmt(load, 2) if load is not None else '?'}"
             # The ceiling: an allocator per thread shares nothing.
             c1 = self.pairs.get(f"own_allocators/{seq}/real_time/threads:1")
             c2 = self.pairs.get(f"own_allocators/{seq}/real_time/threads:2")
@@ -503,11 +505,11 @@ class Summary:
                               self.verdict(hi / lo < 1.2, f"×{fmt(hi / lo, 3)}")])
 
     def pairs_load(self):
-        """1-minute load average when the pairs binary started (Google Benchmark's context)."""
+        """1-minute load average before bench/run started (its load_before file)."""
         try:
-            with open(os.path.join(self.d, "galloc_pairs.json")) as f:
-                return json.load(f)["context"]["load_avg"][0]
-        except (OSError, KeyError, IndexError, ValueError, TypeError):
+            with open(os.path.join(self.d, "load_before")) as f:
+                return float(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
             return None
 
     def run(self):

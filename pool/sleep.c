@@ -127,12 +127,18 @@ static galloc_status_t unmap_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
     return st;
 }
 
-/* Undo phases 0 and 1 of a sleep: host copies and bitmaps go, the tag stays awake. */
-static void sleep_undo(ga_pool_t *p, ga_tag_t *t)
+/* Drop a tag's sleeping state: its host copies, the held map and the
+ * segments' bitmaps; with `restore`, its blocks go back into the pointer map
+ * (the end of a wake). */
+static void drop_sleep_state(ga_pool_t *p, ga_tag_t *t, bool restore)
 {
     for (size_t i = 0; i < t->held.cap; i++) {
         ga_sleep_entry_t *e = ga_addrmap_slot(&t->held, i);
-        if (e != NULL && e->host != NULL)
+        if (e == NULL)
+            continue;
+        if (restore)
+            ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, e->addr))->block = e->block;
+        if (e->host != NULL)
             ga_pool_host_drop(p, e->host, e->block->size);
     }
     ga_addrmap_destroy(&t->held);
@@ -142,6 +148,12 @@ static void sleep_undo(ga_pool_t *p, ga_tag_t *t)
         free(s->slept);
         s->slept = NULL;
     }
+}
+
+/* Undo phases 0 and 1 of a sleep: host copies and bitmaps go, the tag stays awake. */
+static void sleep_undo(ga_pool_t *p, ga_tag_t *t)
+{
+    drop_sleep_state(p, t, false);
 }
 
 /* Phase 0 and 1: bookkeeping, then the copies of an offloaded tag. */
@@ -370,21 +382,7 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
         wake_undo(p, t);
         return st;
     }
-    for (size_t i = 0; i < t->held.cap; i++) {
-        ga_sleep_entry_t *e = ga_addrmap_slot(&t->held, i);
-        if (e == NULL)
-            continue;
-        ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, e->addr))->block = e->block;
-        if (e->host != NULL)
-            ga_pool_host_drop(p, e->host, e->block->size);
-    }
-    ga_addrmap_destroy(&t->held);
-    t->bytes_offloaded = 0;
-    FOR_TAG_SEGMENTS(p, t, s)
-    {
-        free(s->slept);
-        s->slept = NULL;
-    }
+    drop_sleep_state(p, t, true);
     t->asleep = t->pool->asleep = false;
     p->sleep.bytes_woken += asleep;
     return GALLOC_OK;

@@ -33,18 +33,7 @@ import json, re, sys
 _, snap, gjson, gtext, torch_json = sys.argv
 torch = json.load(open(torch_json))
 want = torch["memory_stats"]
-res = json.load(open(gjson))["traces"][0]["results"][0]
-def stats_of(d):
-    if isinstance(d, dict):
-        if "allocated_bytes.all.current" in d:
-            return d
-        for v in d.values():
-            r = stats_of(v)
-            if r is not None:
-                return r
-    return None
-got = stats_of(res)
-assert got is not None, "no memory_stats in galloc's JSON"
+got = json.load(open(gjson))["traces"][0]["results"][0]["memory_stats"]
 assert len(want) == 122, len(want)
 diff = {k: (v, got.get(k)) for k, v in want.items() if got.get(k) != v}
 assert not diff, f"{len(diff)} of 122 memory_stats differ from PyTorch's (torch, galloc): {diff}"
@@ -87,16 +76,7 @@ for name in default expandable; do
     "$PY" - "$TMP/out" "$D/torch211_h200_midrun_$name.json" <<'PYEOF' || fail "mid-run $name: current memory_stats"
 import json, sys
 want = json.load(open(sys.argv[2]))["memory_stats"]
-def stats_of(d):
-    if isinstance(d, dict):
-        if "allocated_bytes.all.current" in d:
-            return d
-        for v in d.values():
-            r = stats_of(v)
-            if r is not None:
-                return r
-    return None
-got = stats_of(json.load(open(sys.argv[1]))["traces"][0]["results"][0])
+got = json.load(open(sys.argv[1]))["traces"][0]["results"][0]["memory_stats"]
 cur = [k for k in want if k.endswith(".current")]
 assert len(cur) == 29, len(cur)
 diff = {k: (want[k], got.get(k)) for k in cur if got.get(k) != want[k]}
