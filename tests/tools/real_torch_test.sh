@@ -52,6 +52,13 @@ expandable 102 - - 93 8 4
 mixed 195 107 87 - - 20
 TABLE
 
+# fit sizes the device, not the cap: it says the run was capped and what
+# fraction its answer needs (the cap lay below 14.24 GiB: the job's OOM).
+expect_exit 0 "default: fit" -- "$GALLOC" fit "$D/torch211_h200_full_default.pickle.gz"
+expect_in "$TMP/out" "^The traced run was capped: 1 traced OOM came with room on the device" "fit: the cap is said"
+expect_in "$TMP/out" "^Fits: export PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\"" "fit: the winner"
+expect_in "$TMP/out" "only with a memory fraction of at least 0.1024 (14.24 GiB of 139.07 GiB): the traced run's cap was lower" "fit: the fraction it needs"
+
 # A gzipped snapshot replays under the settings it recorded, as a plain pickle does.
 expect_exit 0 "mixed: recorded settings" -- "$GALLOC" replay --verify "$D/torch211_h200_full_mixed.pickle.gz"
 expect_in "$TMP/out" "verify (settings: max_split_size_mb:64,roundup_power2_divisions:4,garbage_collection_threshold:0.6; " "mixed: settings from the .gz"

@@ -60,6 +60,8 @@ typedef struct ga_fit_unit {
     char *tags;               /* the tag events' lists, each NUL-terminated (NULL when none) */
     size_t tags_len, tags_cap;
     uint64_t sleep_events;    /* its sleep and wake events */
+    uint64_t capped_ooms;     /* its oom entries with room on the device (device_free >= the request):
+                                 the traced run was capped by a memory fraction the trace does not record */
 } ga_fit_unit_t;
 
 typedef struct ga_fit_job {
@@ -78,6 +80,8 @@ typedef struct ga_fit_job {
     uint64_t sleep_events;    /* sleep and wake events over all units (galloc_sleep.h): each replay
                                  sleeps and wakes as the trace does */
     bool no_sleep;            /* --no-sleep: those events are skipped (tags still begun and ended) */
+    uint64_t capped_ooms;     /* over all units (ga_fit_unit_t.capped_ooms): the verdict then names the
+                                 fraction a configuration needs, since fit sizes the device, not the cap */
     bool own_sizes;           /* no --device-memory: a unit with a recorded size runs on it, scaled
                                  by capacity / device_memory when the search tries other sizes */
 } ga_fit_job_t;

@@ -125,6 +125,12 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
                      "sleeping tag's memory is free for the others and peak reserved counts it only while "
                      "awake (--no-sleep compares); allocated counts a sleeping tag's blocks too (its tensors "
                      "still exist), so it may exceed reserved\n", job->sleep_events);
+    if (job->capped_ooms)
+        fprintf(out, "The traced run was capped: %" PRIu64 " traced OOM%s came with room on the device (the oom "
+                     "entry's device_free), so set_per_process_memory_fraction refused %s, and traces do not "
+                     "record the fraction. The figures are for the whole device: under a cap, a configuration "
+                     "fits only if the cap is at least its peak reserved (its smallest device, where searched)\n",
+                job->capped_ooms, job->capped_ooms == 1 ? "" : "s", job->capped_ooms == 1 ? "it" : "them");
     fprintf(out, "\n");
 }
 
@@ -225,6 +231,13 @@ static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
         if (w->min_searched && w->min_memory)
             fprintf(out, "; fits on a device of %s or more", fmt_size(w->min_memory, d, sizeof(d)));
         fprintf(out, "\n");
+        if (job->capped_ooms && job->device_memory) {
+            uint64_t need = w->min_searched && w->min_memory ? w->min_memory : (uint64_t)w->run.peak_reserved;
+            fprintf(out, "  only with a memory fraction of at least %.4g (%s of %s): the traced run's cap was lower, "
+                         "and it ran out of memory\n",
+                    (double)need / (double)job->device_memory, fmt_size(need, d, sizeof(d)),
+                    fmt_size(job->device_memory, a, sizeof(a)));
+        }
     } else if (w != NULL) {
         /* Nothing fits: the search has shown no setting is enough, so the
          * verdict is genuine, with the shortfall to the smallest device
@@ -288,8 +301,8 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         ga_report_json_str(out, w->conf);
     else
         fputs("null", out);
-    fprintf(out, ",\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s", job->sleep_events,
-            job->no_sleep ? "true" : "false");
+    fprintf(out, ",\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s, \"capped_ooms\": %" PRIu64, job->sleep_events,
+            job->no_sleep ? "true" : "false", job->capped_ooms);
     fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
     if (job->env[0])
         ga_report_json_str(out, job->env);

@@ -58,6 +58,8 @@ static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
     f->flags = e->flags;
     if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && !(e->flags & GA_EVF_SEEDED) && e->size > u->max_alloc)
         u->max_alloc = e->size; /* a seeded stand-in block is no request of the job */
+    if (e->kind == GA_EV_OOM && e->device_free > 0 && e->device_free >= e->size)
+        u->capped_ooms++; /* the device had room: a memory fraction refused it (events.c, ga_replay_oom_cap) */
     if (e->kind >= GA_EV_TAG_BEGIN) { /* the lists into the unit's table (the reader's text is short-lived) */
         uint64_t off = 0;
         if (push_tags(u, e->text, e->text_len, &f->id) != 0 || (e->text2 && push_tags(u, e->text2, e->text2_len, &off) != 0))
@@ -114,6 +116,7 @@ int ga_fit_load(ga_fit_job_t *job, const char *path, ga_format_t fmt, char *err,
             job->sets_fraction = un->ev[i].kind == GA_EV_SET_FRACTION;
         job->events += un->n;
         job->sleep_events += un->sleep_events;
+        job->capped_ooms += un->capped_ooms;
         if (un->max_alloc > job->max_alloc)
             job->max_alloc = un->max_alloc;
     }
