@@ -27,9 +27,11 @@ class SleepFaults : public SleepBase {
     }
     void ExpectW()
     {
-        for (int i = 0; i < 3; i++)
-            if (!(freed1_ && i == 1))
+        for (int i = 0; i < 3; i++) {
+            if (!(freed1_ && i == 1)) {
                 EXPECT_EQ(Mismatch(w_[i], kSizes[i], 1 + i), kSizes[i]) << "block " << i;
+            }
+        }
     }
     uint64_t Offloaded() const { return kOffloaded - (freed1_ ? kSizes[1] : 0); }
     // Each tag fully awake (contents intact; kv's only if it never slept) or
@@ -37,12 +39,14 @@ class SleepFaults : public SleepBase {
     void ExpectWhole(bool kv_slept)
     {
         ASSERT_EQ(galloc_check(a_), GALLOC_OK) << Err();
-        if (Asleep("w") == 0)
+        if (Asleep("w") == 0) {
             ExpectW();
-        else
+        } else {
             EXPECT_EQ(SleepStats().bytes_offloaded, Offloaded());
-        if (Asleep("kv") == 0 && !kv_slept)
+        }
+        if (Asleep("kv") == 0 && !kv_slept) {
             EXPECT_EQ(Mismatch(kv_, 6 * MiB, 9), 6 * MiB);
+        }
         EXPECT_EQ(Sim().live_mapped_bytes, (uint64_t)Reserved());
         EXPECT_GE(Sim().live_host_bytes, SleepStats().bytes_offloaded); // a refused host_free is kept
         EXPECT_EQ(SleepStats().tags_asleep, (uint64_t)(Asleep("w") + Asleep("kv")));

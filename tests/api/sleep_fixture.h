@@ -53,8 +53,9 @@ class SleepBase : public ::testing::TestWithParam<bool> {
     void SetUp() override { Make(); }
     void TearDown() override
     {
-        if (a_ != nullptr)
+        if (a_ != nullptr) {
             EXPECT_EQ(galloc_check(a_), GALLOC_OK) << Err();
+        }
         Destroy();
     }
     std::string Err()
