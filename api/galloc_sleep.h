@@ -101,8 +101,10 @@ GALLOC_API galloc_status_t galloc_sleep(galloc_allocator_t *a, const char *tags,
 
 /*
  * galloc_wake: map new physical memory at the same addresses for every
- * sleeping tag in `tags`, copy offloaded contents back and free their host
- * copies. A tag already awake is left so. Returns GALLOC_OK; GALLOC_E_INVAL
+ * sleeping tag in `tags` and copy offloaded contents back. The pinned host
+ * blocks that held them are kept for the next sleep, which then pins nothing
+ * new for blocks of the same sizes (galloc_empty_cache gives them back). A
+ * tag already awake is left so. Returns GALLOC_OK; GALLOC_E_INVAL
  * for an unknown tag or a bad list; GALLOC_E_OOM when the device has not the
  * memory, or the memory fraction does not allow it, even after the cache was
  * given back as malloc would (the tag stays asleep, nothing lost);
@@ -123,6 +125,8 @@ typedef struct galloc_sleep_stats {
     uint64_t bytes_slept;          /* total physical bytes released by sleeps */
     uint64_t bytes_woken;          /* total physical bytes mapped again by wakes */
     uint64_t num_failed;           /* sleep or wake calls that returned a device or memory error */
+    uint64_t bytes_host_cached;    /* pinned host memory kept after wakes for the next sleep's copies
+                                      (given back by galloc_empty_cache and destroy) */
 } galloc_sleep_stats_t;
 
 /* galloc_sleep_stats: fill *out. GALLOC_E_INVAL for NULL. */

@@ -78,6 +78,7 @@ void ga_pool_destroy(ga_pool_t *p)
 
 galloc_status_t ga_pool_empty_cache(ga_pool_t *p)
 {
+    ga_pool_host_spare_release(p); /* pinned host blocks kept for the next sleep (tags.c) */
     return ga_pool_release_cached_blocks(p);
 }
 

@@ -127,9 +127,9 @@ static galloc_status_t unmap_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
     return st;
 }
 
-/* Drop a tag's sleeping state: its host copies, the held map and the
- * segments' bitmaps; with `restore`, its blocks go back into the pointer map
- * (the end of a wake). */
+/* Drop a tag's sleeping state: its host copies (kept for the next sleep,
+ * tags.c), the held map and the segments' bitmaps; with `restore`, its blocks
+ * go back into the pointer map (the end of a wake). */
 static void drop_sleep_state(ga_pool_t *p, ga_tag_t *t, bool restore)
 {
     for (size_t i = 0; i < t->held.cap; i++) {
@@ -139,7 +139,7 @@ static void drop_sleep_state(ga_pool_t *p, ga_tag_t *t, bool restore)
         if (restore)
             ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, e->addr))->block = e->block;
         if (e->host != NULL)
-            ga_pool_host_drop(p, e->host, e->block->size);
+            ga_pool_host_keep(p, e->host, e->block->size);
     }
     ga_addrmap_destroy(&t->held);
     t->bytes_offloaded = 0;
@@ -182,7 +182,8 @@ static galloc_status_t sleep_prepare(ga_pool_t *p, ga_tag_t *t)
         e->host = NULL;
         if (!t->offload)
             continue;
-        galloc_status_t st = ga_backend_host_alloc(p->backend, b->size, &e->host);
+        e->host = ga_pool_host_take(p, b->size); /* a block kept from an earlier wake, else a new one */
+        galloc_status_t st = e->host != NULL ? GALLOC_OK : ga_backend_host_alloc(p->backend, b->size, &e->host);
         if (st != GALLOC_OK) {
             /* The backend's status stands (E_NOMEM for a refusal, E_UNSUPPORTED
              * for a driver without pinned memory), with its reason. */

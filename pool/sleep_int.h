@@ -62,6 +62,12 @@ galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const cha
 /* Give a host copy back; a refused free is kept and retried (ga_pool_host_retry). */
 void ga_pool_host_drop(ga_pool_t *p, void *host, size_t bytes);
 void ga_pool_host_retry(ga_pool_t *p);
+/* Pinned host blocks kept for the next sleep (tags.c): keep one (given back
+ * at once when the map cannot grow), take one of exactly `bytes` (NULL if
+ * none), give them all back (galloc_empty_cache, destroy). */
+void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes);
+void *ga_pool_host_take(ga_pool_t *p, size_t bytes);
+void ga_pool_host_spare_release(ga_pool_t *p);
 /* A private pool is deleted (release_private_pools): forget its tag. */
 void ga_pool_tag_forget(ga_pool_t *p, ga_tag_t *t);
 /* Destroy: host copies and tag records (segments are the caller's). */

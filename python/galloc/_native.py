@@ -28,7 +28,7 @@ STATS_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _cp, ctypes.c_int64)
 # galloc_sleep_stats_t's members (api/galloc_sleep.h), in order: all uint64.
 # The package's tests check the list against the header.
 SLEEP_STATS_FIELDS = ("tags", "tags_asleep", "bytes_asleep", "bytes_offloaded", "peak_bytes_offloaded", "num_sleep",
-                      "num_wake", "bytes_slept", "bytes_woken", "num_failed")
+                      "num_wake", "bytes_slept", "bytes_woken", "num_failed", "bytes_host_cached")
 # The prefix of their keys where they sit beside PyTorch's flattened stats
 # (none of PyTorch's keys has a dot-free "galloc" head).
 SLEEP_STATS_PREFIX = "galloc.sleep."

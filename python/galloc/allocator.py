@@ -136,7 +136,7 @@ class Allocator:
         """galloc's sleep counters (galloc_sleep_stats_t) as
         {"galloc.sleep.<member>": int}: tags, tags_asleep, bytes_asleep,
         bytes_offloaded, peak_bytes_offloaded, num_sleep, num_wake,
-        bytes_slept, bytes_woken, num_failed. The prefix keeps them apart
+        bytes_slept, bytes_woken, num_failed, bytes_host_cached. The prefix keeps them apart
         from memory_stats()'s PyTorch keys when the two are merged. Sleep
         also moves PyTorch's reserved_bytes and num_device_alloc/free there;
         allocated and active bytes do not change."""

@@ -143,7 +143,7 @@ class SleepWake(unittest.TestCase):
             "galloc.sleep.tags": 2, "galloc.sleep.tags_asleep": 2, "galloc.sleep.bytes_asleep": 22 * MiB,
             "galloc.sleep.bytes_offloaded": 3 * MiB, "galloc.sleep.peak_bytes_offloaded": 3 * MiB,
             "galloc.sleep.num_sleep": 1, "galloc.sleep.num_wake": 0, "galloc.sleep.bytes_slept": 22 * MiB,
-            "galloc.sleep.bytes_woken": 0, "galloc.sleep.num_failed": 0})
+            "galloc.sleep.bytes_woken": 0, "galloc.sleep.num_failed": 0, "galloc.sleep.bytes_host_cached": 0})
         a.sleep()  # every tag already asleep: nothing to count
         self.assertEqual(a.sleep_stats()["galloc.sleep.num_sleep"], 1)
         a.wake()
@@ -151,7 +151,10 @@ class SleepWake(unittest.TestCase):
             "galloc.sleep.tags": 2, "galloc.sleep.tags_asleep": 0, "galloc.sleep.bytes_asleep": 0,
             "galloc.sleep.bytes_offloaded": 0, "galloc.sleep.peak_bytes_offloaded": 3 * MiB,
             "galloc.sleep.num_sleep": 1, "galloc.sleep.num_wake": 1, "galloc.sleep.bytes_slept": 22 * MiB,
-            "galloc.sleep.bytes_woken": 22 * MiB, "galloc.sleep.num_failed": 0})
+            "galloc.sleep.bytes_woken": 22 * MiB, "galloc.sleep.num_failed": 0,
+            "galloc.sleep.bytes_host_cached": 3 * MiB})  # the pinned block, kept for the next sleep
+        a.empty_cache()
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 0)
         a.free(w)
         a.free(k)
 

@@ -183,7 +183,8 @@ void Sleep::RoundTrip(const char *conf)
     EXPECT_EQ(s2.num_device_alloc - s1.num_device_alloc, (int64_t)(f_.fake_cuda_calls(v().mem_map) - maps0))
         << "one num_device_alloc per map";
     EXPECT_EQ(f2.device_used[0], f0.device_used[0]);
-    EXPECT_EQ(f2.live_host_blocks, 0u) << "the host copies were freed";
+    EXPECT_EQ(f2.live_host_blocks, 2u) << "the two weights' pinned blocks, kept for the next sleep";
+    EXPECT_EQ(w.bytes_host_cached, z.bytes_offloaded);
     EXPECT_GE(f2.copied_h2d_bytes, kWBig + kWSmall);
     ExpectWeightsExact(t); // through the pointers taken before the sleep
     EXPECT_EQ((unsigned char)t.kv[0], FAKE_GPU_GARBAGE) << "kv was discarded: new memory, not its old bytes";
@@ -258,7 +259,9 @@ TEST_P(Sleep, AFreeWhileAsleepDropsTheCopy)
     EXPECT_LE(SleepStats(a_).bytes_offloaded, offloaded - kWBig);
     ASSERT_EQ(galloc_wake(a_, nullptr), GALLOC_OK) << LastError(a_);
     EXPECT_EQ(Mismatch(t.w_small, kWSmall, kWSmallSeed), -1);
-    EXPECT_EQ(f_.Stats().live_host_blocks, 0u);
+    EXPECT_EQ(f_.Stats().live_host_blocks, 2u) << "both pinned blocks kept: the freed one's and the woken one's";
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK) << LastError(a_);
+    EXPECT_EQ(f_.Stats().live_host_blocks, 0u) << "empty_cache gives them back";
     FreeTagged(a_, t);
 }
 
