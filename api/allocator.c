@@ -94,9 +94,8 @@ galloc_status_t galloc_allocator_create_ex(const char *backend, int device, cons
         size_t page = 0;
         if ((st = ga_backend_granularity(&a->backend, &page)) != GALLOC_OK) {
             char why[512];
-            ga_backend_error_string(&a->backend, why, sizeof(why));
             snprintf(msg, sizeof(msg), "expandable_segments:True needs virtual memory management: %s",
-                     why[0] ? why : galloc_strerror(st));
+                     ga_backend_why(&a->backend, st, why, sizeof(why)));
             st = st == GALLOC_E_NOMEM ? st : GALLOC_E_UNSUPPORTED;
             goto err_close;
         }

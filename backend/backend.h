@@ -241,6 +241,14 @@ static inline void ga_backend_error_string(ga_backend_t *b, char *buf, size_t le
         b->ops->error_string(b->state, buf, len);
 }
 
+/* ga_backend_why: why a call failed with st, for a message: the backend's
+ * description of its last failure (into buf), else st's own text. */
+static inline const char *ga_backend_why(ga_backend_t *b, galloc_status_t st, char *buf, size_t len)
+{
+    ga_backend_error_string(b, buf, len);
+    return len > 0 && buf[0] ? buf : galloc_strerror(st);
+}
+
 #ifdef __cplusplus
 }
 #endif

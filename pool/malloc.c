@@ -244,9 +244,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
             return st; /* ga_pool_vmm_alloc said why */
         if (st != GALLOC_OK) {
             char why[256];
-            ga_backend_error_string(p->backend, why, sizeof(why));
             return ga_fail(p->err, st, "device allocation of %zu bytes failed: %s", ap.alloc_size,
-                           why[0] ? why : galloc_strerror(st));
+                           ga_backend_why(p->backend, st, why, sizeof(why)));
         }
     }
     alloc_found_block(p, &ap);

@@ -187,21 +187,21 @@ static galloc_status_t sleep_prepare(ga_pool_t *p, ga_tag_t *t)
         if (st != GALLOC_OK) {
             /* The backend's status stands (E_NOMEM for a refusal, E_UNSUPPORTED
              * for a driver without pinned memory), with its reason. */
-            char why[256];
-            ga_backend_error_string(p->backend, why, sizeof(why));
+            char buf[256];
+            const char *why = ga_backend_why(p->backend, st, buf, sizeof(buf)); /* before the undo's calls */
             e->host = NULL;
             sleep_undo(p, t);
             return ga_fail(p->err, st, "sleep: tag \"%s\": pinned host memory for %zu bytes refused: %s", t->name,
-                           b->size, why[0] ? why : galloc_strerror(st));
+                           b->size, why);
         }
         t->bytes_offloaded += b->size;
         st = ga_backend_copy_d2h(p->backend, e->host, b->addr, b->size);
         if (st != GALLOC_OK) {
-            char why[256];
-            ga_backend_error_string(p->backend, why, sizeof(why));
+            char buf[256];
+            const char *why = ga_backend_why(p->backend, st, buf, sizeof(buf));
             sleep_undo(p, t);
             return ga_fail(p->err, GALLOC_E_DEVICE, "sleep: tag \"%s\": copying %zu bytes at %#lx to the host failed: %s",
-                           t->name, b->size, (unsigned long)b->addr, why[0] ? why : galloc_strerror(st));
+                           t->name, b->size, (unsigned long)b->addr, why);
         }
     }
     return GALLOC_OK;
@@ -334,10 +334,9 @@ static galloc_status_t map_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
         galloc_status_t st = ga_backend_map(p->backend, unit_addr(s, i), s->page);
         if (st != GALLOC_OK) {
             char why[256];
-            ga_backend_error_string(p->backend, why, sizeof(why));
             return ga_fail(p->err, st == GALLOC_E_OOM ? GALLOC_E_OOM : GALLOC_E_DEVICE,
                            "wake: tag \"%s\": mapping %zu bytes at %#lx failed: %s", t->name, s->page,
-                           (unsigned long)unit_addr(s, i), why[0] ? why : galloc_strerror(st));
+                           (unsigned long)unit_addr(s, i), ga_backend_why(p->backend, st, why, sizeof(why)));
         }
         bit_set(s->slept, i, false);
         bit_set(done, i, true);
@@ -374,9 +373,8 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
         galloc_status_t c = ga_backend_copy_h2d(p->backend, e->addr, e->host, e->block->size);
         if (c != GALLOC_OK) {
             char why[256];
-            ga_backend_error_string(p->backend, why, sizeof(why));
             st = ga_fail(p->err, GALLOC_E_DEVICE, "wake: tag \"%s\": copying %zu bytes back to %#lx failed: %s",
-                         t->name, e->block->size, (unsigned long)e->addr, why[0] ? why : galloc_strerror(c));
+                         t->name, e->block->size, (unsigned long)e->addr, ga_backend_why(p->backend, c, why, sizeof(why)));
         }
     }
     if (st != GALLOC_OK) {

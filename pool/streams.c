@@ -132,9 +132,8 @@ static void event_done(ga_pool_t *p, ga_event_t *e)
 static galloc_status_t event_fail(ga_pool_t *p, galloc_status_t st, const char *what, const ga_event_t *e)
 {
     char why[256];
-    ga_backend_error_string(p->backend, why, sizeof(why));
     return ga_fail(p->err, GALLOC_E_DEVICE, "%s an event on stream %#lx failed: %s", what, (unsigned long)e->stream,
-                   why[0] ? why : galloc_strerror(st));
+                   ga_backend_why(p->backend, st, why, sizeof(why)));
 }
 
 #define MAX_BLOCKED_STREAMS 16

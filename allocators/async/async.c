@@ -234,9 +234,8 @@ static galloc_status_t async_malloc(void *impl, size_t size, galloc_stream_t str
         return oom(a, size);
     if (st != GALLOC_OK) {
         char why[256];
-        ga_backend_error_string(a->backend, why, sizeof(why));
         return ga_fail(a->err, st == GALLOC_E_UNSUPPORTED ? st : GALLOC_E_DEVICE, "malloc(%zu bytes): %s", size,
-                       why[0] ? why : galloc_strerror(st));
+                       ga_backend_why(a->backend, st, why, sizeof(why)));
     }
     if (ga_addrmap_find(&a->ptrs, addr) != NULL)
         return ga_fail(a->err, GALLOC_E_CORRUPT, "the driver returned %#lx, which is still live", (unsigned long)addr);
@@ -294,8 +293,7 @@ static galloc_status_t async_record_stream(void *impl, void *ptr, galloc_stream_
 static galloc_status_t device_fail(async_t *a, galloc_status_t st, const char *what)
 {
     char why[256];
-    ga_backend_error_string(a->backend, why, sizeof(why));
-    return ga_fail(a->err, st, "%s: %s", what, why[0] ? why : galloc_strerror(st));
+    return ga_fail(a->err, st, "%s: %s", what, ga_backend_why(a->backend, st, why, sizeof(why)));
 }
 
 static galloc_status_t async_stream_synchronize(void *impl, galloc_stream_t stream)
