@@ -36,6 +36,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_pool_blockpool_init(&p->large, false);
     ga_pool_blockpool_init(&p->asleep_bp, false);
     ga_addrmap_init(&p->ptrs, sizeof(ga_ptr_entry_t));
+    ga_pool_host_spare_init(p);
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start. The key is

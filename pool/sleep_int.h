@@ -62,9 +62,11 @@ galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const cha
 /* Give a host copy back; a refused free is kept and retried (ga_pool_host_retry). */
 void ga_pool_host_drop(ga_pool_t *p, void *host, size_t bytes);
 void ga_pool_host_retry(ga_pool_t *p);
-/* Pinned host blocks kept for the next sleep (tags.c): keep one (given back
- * at once when the map cannot grow), take one of exactly `bytes` (NULL if
- * none), give them all back (galloc_empty_cache, destroy). */
+/* Pinned host blocks kept for the next sleep (tags.c): init (pool create),
+ * keep one (given back at once when the map cannot grow), take one of
+ * exactly `bytes` (NULL if none), give them all back (galloc_empty_cache,
+ * destroy). */
+void ga_pool_host_spare_init(ga_pool_t *p);
 void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes);
 void *ga_pool_host_take(ga_pool_t *p, size_t bytes);
 void ga_pool_host_spare_release(ga_pool_t *p);

@@ -252,10 +252,14 @@ typedef struct spare {
     orphan_t *head;  /* blocks of that size */
 } spare_t;
 
+void ga_pool_host_spare_init(ga_pool_t *p)
+{
+    ga_addrmap_init(&p->host_spare, sizeof(spare_t));
+    p->host_spare_bytes = 0;
+}
+
 void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes)
 {
-    if (p->host_spare.entry_size == 0)
-        ga_addrmap_init(&p->host_spare, sizeof(spare_t));
     spare_t *e = ga_addrmap_find(&p->host_spare, bytes);
     if (e == NULL) {
         if (ga_addrmap_reserve(&p->host_spare, p->host_spare.count + 1) != GALLOC_OK) {
@@ -274,7 +278,7 @@ void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes)
 
 void *ga_pool_host_take(ga_pool_t *p, size_t bytes)
 {
-    spare_t *e = p->host_spare.count ? ga_addrmap_find(&p->host_spare, bytes) : NULL;
+    spare_t *e = ga_addrmap_find(&p->host_spare, bytes);
     if (e == NULL)
         return NULL;
     orphan_t *o = e->head;
