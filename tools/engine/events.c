@@ -142,8 +142,8 @@ bool ga_replay_oom_cap(galloc_allocator_t *a, const ga_event_t *e, uint64_t *low
     const uint64_t page = (uint64_t)20 << 20;
     size_t dfree, total;
     galloc_stats_t s = {.struct_size = sizeof(s)};
-    if (e->device_free == 0 || e->device_free < e->size || galloc_memory_info(a, &dfree, &total) != GALLOC_OK ||
-        total == 0 || galloc_memory_stats(a, &s) != GALLOC_OK)
+    if (!ga_replay_oom_capped(e) || galloc_memory_info(a, &dfree, &total) != GALLOC_OK || total == 0 ||
+        galloc_memory_stats(a, &s) != GALLOC_OK)
         return false;
     uint64_t peak = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].peak;
     uint64_t cur = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].current;

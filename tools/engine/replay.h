@@ -328,6 +328,13 @@ galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint
  */
 galloc_status_t ga_replay_reserve(galloc_allocator_t *a, uint64_t size, uint64_t stream);
 
+/* Whether e is a traced OOM that came with room on the device (a snapshot's
+ * oom entry with device_free >= its request): a memory fraction refused it. */
+static inline bool ga_replay_oom_capped(const ga_event_t *e)
+{
+    return e->kind == GA_EV_OOM && e->device_free > 0 && e->device_free >= e->size;
+}
+
 /*
  * ga_replay_oom_cap: a snapshot's oom entry e whose device had room for the
  * request (device_free >= size) means the traced run was capped by

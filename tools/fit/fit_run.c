@@ -58,8 +58,8 @@ static int push_event(ga_fit_unit_t *u, size_t *cap, const ga_event_t *e)
     f->flags = e->flags;
     if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && !(e->flags & GA_EVF_SEEDED) && e->size > u->max_alloc)
         u->max_alloc = e->size; /* a seeded stand-in block is no request of the job */
-    if (e->kind == GA_EV_OOM && e->device_free > 0 && e->device_free >= e->size)
-        u->capped_ooms++; /* the device had room: a memory fraction refused it (events.c, ga_replay_oom_cap) */
+    if (ga_replay_oom_capped(e))
+        u->capped_ooms++; /* a memory fraction refused it (ga_replay_oom_cap replays it so) */
     if (e->kind >= GA_EV_TAG_BEGIN) { /* the lists into the unit's table (the reader's text is short-lived) */
         uint64_t off = 0;
         if (push_tags(u, e->text, e->text_len, &f->id) != 0 || (e->text2 && push_tags(u, e->text2, e->text2_len, &off) != 0))
