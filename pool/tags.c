@@ -176,22 +176,31 @@ galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp)
     return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
 }
 
-ga_block_t *ga_pool_held_block(const ga_pool_t *p, uintptr_t addr)
+/* The held entry of a sleeping tag's block at addr, and its tag; NULL if none. */
+static ga_sleep_entry_t *find_held(const ga_pool_t *p, uintptr_t addr, ga_tag_t **tag)
 {
-    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
-        const ga_sleep_entry_t *e = t->asleep ? ga_addrmap_find(&t->held, addr) : NULL;
-        if (e != NULL)
-            return e->block;
+    for (ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        ga_sleep_entry_t *e = t->asleep ? ga_addrmap_find(&t->held, addr) : NULL;
+        if (e != NULL) {
+            *tag = t;
+            return e;
+        }
     }
     return NULL;
 }
 
+ga_block_t *ga_pool_held_block(const ga_pool_t *p, uintptr_t addr)
+{
+    ga_tag_t *t;
+    const ga_sleep_entry_t *e = find_held(p, addr, &t);
+    return e != NULL ? e->block : NULL;
+}
+
 galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
 {
-    for (ga_tag_t *t = p->tags; t != NULL; t = t->next) {
-        ga_sleep_entry_t *e = t->asleep ? ga_addrmap_find(&t->held, (uintptr_t)ptr) : NULL;
-        if (e == NULL)
-            continue;
+    ga_tag_t *t;
+    ga_sleep_entry_t *e = find_held(p, (uintptr_t)ptr, &t);
+    if (e != NULL) {
         ga_block_t *b = e->block;
         if (b->uses != NULL) {
             galloc_status_t st = ga_pool_insert_events(p, b);
