@@ -218,6 +218,18 @@ TEST_P(Sleep, BadListsAndNamesChangeNothing)
     ASSERT_EQ(galloc_tag_begin(a_, "w"), GALLOC_OK);
     EXPECT_EQ(galloc_tag_begin(a_, "w"), GALLOC_E_INVAL); // begun, not ended
     ASSERT_EQ(galloc_tag_end(a_, "w"), GALLOC_OK);
+    // NULL where a name or an output is needed, and no allocator at all.
+    galloc_sleep_stats_t ss;
+    EXPECT_EQ(galloc_tag_begin(a_, nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_tag_end(a_, nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_mempool_set_tag(a_, galloc_mempool_id_t{0, 1}, nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_tag_asleep(a_, nullptr, &asleep), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_tag_asleep(a_, "w", nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_sleep_stats(a_, nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_sleep(nullptr, "w", nullptr), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_wake(nullptr, "w"), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_sleep_stats(nullptr, &ss), GALLOC_E_INVAL);
+    EXPECT_EQ(Asleep("w"), 0);
     ExpectWeights();
 }
 

@@ -222,6 +222,17 @@ TEST_F(User, HooksAreForwardedAndDeviceCallsRefused)
     EXPECT_EQ(galloc_fragmentation(a_, &frag), GALLOC_E_UNSUPPORTED);
     galloc_mempool_id_t id;
     EXPECT_EQ(galloc_mempool_create(a_, &id), GALLOC_E_UNSUPPORTED);
+    // No pool, so no tags to sleep: every sleep call says so.
+    galloc_sleep_stats_t ss;
+    int asleep = -1;
+    EXPECT_EQ(galloc_tag_begin(a_, "w"), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_tag_end(a_, "w"), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_mempool_set_tag(a_, galloc_mempool_id_t{0, 1}, "w"), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_sleep(a_, nullptr, nullptr), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_wake(a_, nullptr), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_sleep_stats(a_, &ss), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_tag_asleep(a_, "w", &asleep), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(asleep, -1);
 
     // Foreign and double frees are refused and reach neither the host nor the stats.
     EXPECT_EQ(galloc_free(a_, &local), GALLOC_E_NOT_OWNED);
