@@ -12,11 +12,16 @@
  *
  * Locking: the front end holds the allocator's lock around every member call
  * (create and destroy run before the allocator is shared and after it is
- * retired), so members need no lock of their own.
+ * retired), so members need no lock of their own, except the optional
+ * malloc_fast and free_fast, called without it: an implementation that has
+ * them brings its own locking, and quiesce/resume, called right after the
+ * allocator's lock is taken and right before it is released, keep them out
+ * of every other member call.
  */
 #ifndef GA_ALLOCATORS_ALLOCATOR_OPS_H
 #define GA_ALLOCATORS_ALLOCATOR_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <galloc/galloc_allocator.h>
@@ -70,6 +75,14 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*wake)(void *impl, const char *tags);
     galloc_status_t (*sleep_stats)(void *impl, galloc_sleep_stats_t *out);
     galloc_status_t (*tag_asleep)(void *impl, const char *tag, int *asleep);
+    /* Optional (NULL: every call takes the allocator's lock): a malloc or free
+     * without the allocator's lock, true when done, false when the call must
+     * go to malloc/free under the lock (nothing changed); and the brackets of
+     * every locked call (pool/pool.h, ga_pool_quiesce). */
+    bool (*malloc_fast)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
+    bool (*free_fast)(void *impl, void *ptr);
+    void (*quiesce)(void *impl);
+    void (*resume)(void *impl);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -5,7 +5,9 @@
  * allocators/async/) or, from galloc_allocator_create_user, the caller's
  * allocator (ga_allocator_user, allocators/user/). Every other call takes the
  * allocator's lock, dispatches to the ops and releases the lock; the
- * implementation records failures in a.err through ga_fail.
+ * implementation records failures in a.err through ga_fail. malloc and free
+ * first try the implementation's lock-free-of-the-allocator path
+ * (malloc_fast/free_fast, the pool's per-stream stripes) where it has one.
  *
  * Configuration sources (lowest precedence first): PyTorch's variable
  * (PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then the
@@ -105,7 +107,7 @@ galloc_status_t galloc_allocator_create_ex(const char *backend, int device, cons
         snprintf(msg, sizeof(msg), "%s", a->err.msg);
         goto err_close;
     }
-    if (ga_allocator_lock_init(&a->lock) != 0) {
+    if (ga_lock_init(&a->lock) != 0) {
         snprintf(msg, sizeof(msg), "could not create the allocator's lock");
         st = GALLOC_E_NOMEM;
         goto err_destroy;
@@ -198,7 +200,7 @@ galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user
         put_err(err, errlen, a->err.msg);
         goto err_free;
     }
-    if (ga_allocator_lock_init(&a->lock) != 0) {
+    if (ga_lock_init(&a->lock) != 0) {
         put_err(err, errlen, "out of host memory creating the allocator");
         st = GALLOC_E_NOMEM;
         goto err_destroy;
@@ -249,16 +251,32 @@ void galloc_allocator_destroy(galloc_allocator_t *a)
     a->ops->destroy(a->impl);
     a->impl = NULL;
     ga_backend_close(&a->backend);
-    ga_allocator_lock_destroy(&a->lock);
+    ga_lock_destroy(&a->lock);
     bury(a);
+}
+
+/* The allocator's lock, and with it the implementation's quiesce: no
+ * malloc_fast/free_fast runs until unlock_all (allocator_ops.h). */
+static void lock_all(galloc_allocator_t *a)
+{
+    ga_lock(&a->lock);
+    if (a->ops->quiesce != NULL)
+        a->ops->quiesce(a->impl);
+}
+
+static void unlock_all(galloc_allocator_t *a)
+{
+    if (a->ops->resume != NULL)
+        a->ops->resume(a->impl);
+    ga_unlock(&a->lock);
 }
 
 /* Run expr under the lock. */
 #define LOCKED(a, expr)                                                                            \
     do {                                                                                           \
-        ga_allocator_lock(&(a)->lock);                                                             \
+        lock_all(a);                                                                               \
         expr;                                                                                      \
-        ga_allocator_unlock(&(a)->lock);                                                           \
+        unlock_all(a);                                                                             \
     } while (0)
 
 galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr)
@@ -268,6 +286,9 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
     GA_LIVE_OR_RETURN(a);
     if (ptr == NULL)
         return GALLOC_E_INVAL;
+    /* A cache hit on the stream's stripe needs no allocator lock (issue 19). */
+    if (a->ops->malloc_fast != NULL && a->ops->malloc_fast(a->impl, size, stream, ptr))
+        return GALLOC_OK;
     galloc_status_t st;
     LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
     return st;
@@ -276,6 +297,8 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
 galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
 {
     GA_LIVE_OR_RETURN(a);
+    if (a->ops->free_fast != NULL && a->ops->free_fast(a->impl, ptr))
+        return GALLOC_OK;
     galloc_status_t st;
     LOCKED(a, st = a->ops->free(a->impl, ptr));
     return st;
@@ -499,11 +522,11 @@ galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, c
     galloc_stats_t st;
     st.struct_size = sizeof(st);
     galloc_sleep_stats_t sl = {0};
-    ga_allocator_lock(&a->lock); /* both read under one hold: the figures agree */
+    lock_all(a); /* both read under one hold: the figures agree */
     a->ops->stats(a->impl, &st);
     if (a->ops->sleep_stats != NULL)
         (void)a->ops->sleep_stats(a->impl, &sl);
-    ga_allocator_unlock(&a->lock);
+    unlock_all(a);
     size_t n = ga_trace_summary(buf, len, &st, a->device, abbreviated);
     if (sl.tags > 0) /* galloc's sleep section; without tags the summary is PyTorch's */
         n += ga_trace_summary_sleep(n < len ? buf + n : NULL, n < len ? len - n : 0, &sl);

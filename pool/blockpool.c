@@ -65,7 +65,6 @@ void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small)
     bp->sets = NULL;
     bp->n_sets = bp->cap_sets = 0;
     bp->last = NULL;
-    bp->n_free = 0;
     ga_pool_avl_init(&bp->unmapped, cmp_unmapped);
     bp->is_small = is_small;
     bp->owner = NULL;
@@ -83,10 +82,8 @@ void ga_pool_blockpool_destroy(ga_blockpool_t *bp)
     bp->last = NULL;
 }
 
-/* The index of the first set whose stream is not below `stream` (binary
- * search); *found says whether it is that stream's, which then becomes
- * `last`. Callers on the hot path check `last` first. */
-static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
+/* The index of the first set whose stream is not below `stream` (binary search). */
+static size_t search_set(const ga_blockpool_t *bp, galloc_stream_t stream)
 {
     size_t lo = 0, hi = bp->n_sets;
     while (lo < hi) {
@@ -96,10 +93,32 @@ static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* search_set; *found says whether the set is that stream's, which then
+ * becomes `last`. Callers on the hot path check `last` first. */
+static size_t find_set(ga_blockpool_t *bp, galloc_stream_t stream, bool *found)
+{
+    size_t lo = search_set(bp, stream);
     *found = lo < bp->n_sets && bp->sets[lo]->stream == stream;
     if (*found)
         bp->last = bp->sets[lo];
     return lo;
+}
+
+ga_stream_set_t *ga_pool_blockpool_lookup(const ga_blockpool_t *bp, galloc_stream_t stream)
+{
+    size_t at = search_set(bp, stream);
+    return at < bp->n_sets && bp->sets[at]->stream == stream ? bp->sets[at] : NULL;
+}
+
+size_t ga_pool_blockpool_count(const ga_blockpool_t *bp)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < bp->n_sets; i++)
+        n += bp->sets[i]->n_free;
+    return n;
 }
 
 ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream)
@@ -265,7 +284,7 @@ bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp)
             return false;
         n += in_set;
     }
-    return n == bp->n_free && ga_pool_avl_check(&bp->unmapped);
+    return n == ga_pool_blockpool_count(bp) && ga_pool_avl_check(&bp->unmapped);
 }
 
 void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b)

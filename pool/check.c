@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "pool/sleep_int.h"
+#include "pool/stripe.h"
 
 typedef struct recount {
     int64_t v[GALLOC_STAT_POOLS]; /* per pool index, "all" derived */
@@ -52,8 +53,12 @@ static galloc_status_t check_allocated(ga_pool_t *p, const ga_segment_t *s, cons
         c->held_blocks++;
         return GALLOC_OK;
     }
-    if (ga_pool_allocated_block(p, b->addr) != b)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "allocated block 0x%" PRIxPTR " missing from the pointer map", b->addr);
+    /* In its stream's stripe map (stripe.h); with the counts equal below, no
+     * map holds anything else. */
+    const ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[ga_stripe_of(b->stream)].ptrs, b->addr);
+    if (e == NULL || e->block != b)
+        return ga_fail(p->err, GALLOC_E_CORRUPT,
+                       "allocated block 0x%" PRIxPTR " missing from the pointer map of its stream's stripe", b->addr);
     c->allocated_blocks++;
     return GALLOC_OK;
 }
@@ -152,8 +157,9 @@ static galloc_status_t check_free_set(ga_pool_t *p, ga_blockpool_t *bp, size_t *
     }
     if (!ga_pool_blockpool_trees_ok(bp))
         return ga_fail(p->err, GALLOC_E_CORRUPT, "a free-set tree is malformed (links, heights, balance or order)");
-    if (*members != bp->n_free)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", bp->n_free, *members);
+    if (*members != ga_pool_blockpool_count(bp))
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "free set count %zu but %zu members", ga_pool_blockpool_count(bp),
+                       *members);
     return GALLOC_OK;
 }
 
@@ -256,14 +262,16 @@ galloc_status_t ga_pool_check(ga_pool_t *p)
                        p->pending_blocks);
     if ((st = check_pending(p, c.pending_events)) != GALLOC_OK)
         return st;
-    if (ga_addrmap_count(&p->ptrs) != c.allocated_blocks)
+    if (ga_pool_ptr_count(p) != c.allocated_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,
-                       ga_addrmap_count(&p->ptrs));
+                       ga_pool_ptr_count(p));
 #define COMPARE_(name)                                                                             \
     if ((st = compare(p, #name, p->stats.name, &c.name)) != GALLOC_OK)                             \
         return st;
     RECOUNTS(COMPARE_)
 #undef COMPARE_
+    if (!ga_pool_stripe_shares_ok(p))
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "the stripes' shares of the statistics do not add up to them");
     if (p->stats.oversize_allocations.current != c.oversize_allocations ||
         p->stats.oversize_segments.current != c.oversize_segments)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "oversize stats (%" PRId64 ", %" PRId64 ") differ from a recount (%" PRId64

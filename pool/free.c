@@ -5,11 +5,10 @@
  * reserved memory only falls through empty_cache, the OOM path or GC.
  *
  * Stats: a free only takes away from allocation, active and the byte counts
- * (no peak can move); inactive_split's change is signed, but its bytes are
- * an increase exactly when the merged block is still split, so only the
- * count of split blocks needs a signed update.
+ * (no peak can move); inactive_split's change is signed (hot.h).
  */
-#include "pool/pool_int.h"
+#include "pool/hot.h"
+#include "pool/stripe.h"
 #include "stats/stats.h"
 
 void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
@@ -41,44 +40,13 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
         seg->next->prev = seg->prev;
 }
 
-/* PyTorch's try_merge_blocks: only free neighbours in the same mapped state
- * merge (an unmapped expandable range never joins a mapped block). Inline
- * here for free_block's two calls; ga_pool_try_merge for expandable.c. */
-GA_HOT size_t try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
-{
-    if (src == NULL || src->allocated || src->event_count > 0 || src->mapped != dst->mapped)
-        return 0;
-    if (dst->prev == src) {
-        dst->addr = src->addr;
-        dst->prev = src->prev;
-        if (dst->prev != NULL)
-            dst->prev->next = dst;
-        else
-            dst->seg->head = dst;
-    } else {
-        dst->next = src->next;
-        if (dst->next != NULL)
-            dst->next->prev = dst;
-    }
-    size_t absorbed = src->size;
-    dst->size += absorbed;
-    if (src->mapped)
-        ga_pool_blockpool_remove(src->pool, src);
-    else
-        ga_pool_blockpool_remove_unmapped(src->pool, src);
-    ga_pool_records_put_block(&p->records, src);
-    return absorbed;
-}
-
 size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 {
-    return try_merge(p, dst, src);
+    return ga_pool_merge(&p->records, dst, src);
 }
 
-/* PyTorch's free_block. With k neighbours merged (absorbing A bytes) PyTorch
- * adds -k, -A to inactive_split and its bytes, then +1 and the merged size
- * if the result is still split: net 1 - k blocks and +original_size bytes
- * when split, -k blocks and -A bytes when the segment is whole again. */
+/* PyTorch's free_block: merge with free neighbours, back into the free set;
+ * inactive_split's change is worked out before the merges (hot.h). */
 GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
 {
     int64_t pid[2];
@@ -90,25 +58,22 @@ GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
     size_t requested = b->requested;
     ga_blockpool_t *bp = b->pool;
     galloc_stat_pool_t sp = bp->stat;
+    ga_split_change_t c = ga_pool_free_split_change(b);
 
-    size_t absorbed_prev = try_merge(p, b, b->prev);
-    size_t absorbed_next = try_merge(p, b, b->next);
+    (void)ga_pool_merge(&p->records, b, b->prev);
+    (void)ga_pool_merge(&p->records, b, b->next);
     ga_pool_blockpool_insert(bp, b);
-    /* PyTorch leaves expandable segments out of inactive_split: their free
-     * pages can always be released. */
-    if (!b->seg->expandable) {
-        int64_t merged = (absorbed_prev != 0) + (absorbed_next != 0);
-        if (ga_block_is_split(b)) {
-            ga_stat_update(p->stats.inactive_split, sp, 1 - merged);
-            ga_stat_add(p->stats.inactive_split_bytes, sp, (int64_t)original_size);
-        } else {
-            ga_stat_sub(p->stats.inactive_split, sp, merged);
-            ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)(absorbed_prev + absorbed_next));
-        }
-    }
+    ga_stat_update(p->stats.inactive_split, sp, c.count);
+    ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);
     ga_stat_sub(p->stats.active, sp, 1);
     ga_stat_sub(p->stats.active_bytes, sp, (int64_t)original_size);
     ga_stat_sub(p->stats.requested_bytes, sp, (int64_t)requested);
+    ga_pool_stripe_charge(p, b->stream, sp,
+                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ACTIVE] = -1,
+                                                       [GA_ESC_ACTIVE_BYTES] = -(int64_t)original_size,
+                                                       [GA_ESC_REQUESTED_BYTES] = -(int64_t)requested,
+                                                       [GA_ESC_INACTIVE_SPLIT] = c.count,
+                                                       [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
     b->requested = 0;
 }
 
@@ -130,6 +95,9 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
     galloc_stat_pool_t sp = b->pool->stat;
     ga_stat_sub(p->stats.allocation, sp, 1);
     ga_stat_sub(p->stats.allocated_bytes, sp, (int64_t)b->size);
+    ga_pool_stripe_charge(p, b->stream, sp,
+                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = -1,
+                                                       [GA_ESC_ALLOCATED_BYTES] = -(int64_t)b->size});
     if (b->size >= p->conf.max_split_size)
         ga_stat_decrease(&p->stats.oversize_allocations, 1);
     /* With events pending the block stays active until process_events sees them done. */
@@ -141,7 +109,8 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
 {
     if (ptr == NULL)
         return GALLOC_OK;
-    ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, (uintptr_t)ptr);
+    unsigned stripe;
+    ga_ptr_entry_t *e = ga_pool_ptr_find(p, (uintptr_t)ptr, &stripe);
     if (e == NULL) /* or a sleeping tag's block */
         return ga_pool_free_missing(p, ptr);
     ga_block_t *b = e->block;
@@ -152,7 +121,7 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
         if (st != GALLOC_OK)
             return st;
     }
-    ga_addrmap_remove(&p->ptrs, e);
+    ga_addrmap_remove(&p->stripes[stripe].ptrs, e);
     free_allocated(p, b);
     return GALLOC_OK;
 }

@@ -10,7 +10,8 @@
  * Invariant kept for galloc's "a failed call changes nothing" rule: every
  * record and map slot the call may need is reserved before any state changes.
  */
-#include "pool/pool_int.h"
+#include "pool/hot.h"
+#include "pool/stripe.h"
 #include "stats/stats.h"
 
 static size_t expandable_size(const ga_block_t *b)
@@ -105,57 +106,19 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     return GALLOC_OK;
 }
 
-/* PyTorch's should_split: small-pool remainders of 512 B are worth keeping;
- * large-pool ones only above 1 MiB and never for an oversize request. */
-static bool should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
-{
-    size_t remaining = b->size - size;
-    /* Expandable segments: the default pools' under expandable_segments, and
-     * a sleep tag's (the only private pool that may have them). */
-    if (b->pool->is_small || (p->conf.expandable_segments && (b->pool->owner == NULL || b->seg->expandable)))
-        return remaining >= GA_MIN_BLOCK_SIZE;
-    return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
-}
-
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count. Every change here is an increase except the shrinking
- * of an inactive split piece, so the stats take the unsigned paths. */
+ * allocated, count. Every change here is an increase except inactive_split's
+ * (hot.h), so the other stats take the unsigned paths. */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_block_t *b = ap->block;
     galloc_stat_pool_t sp = ap->pool->stat;
-    bool already_split = ga_block_is_split(b);
-
-    if (should_split(p, b, ap->size)) {
-        /* The old record keeps the tail (the free remainder); a new record is the front. */
-        ga_block_t *rest = b;
-        b = ga_pool_records_get_block(&p->records);
-        *b = *rest;
-        b->size = ap->size;
-        b->next = rest;
-        if (b->prev != NULL)
-            b->prev->next = b;
-        else
-            b->seg->head = b;
-        rest->prev = b;
-        rest->addr += ap->size;
-        rest->size -= ap->size;
-        ga_pool_blockpool_insert(ap->pool, rest);
-        if (b->seg->expandable) {
-            /* PyTorch keeps expandable segments out of inactive_split. */
-        } else if (already_split) {
-            /* An inactive split piece shrinks by what is handed out. */
-            ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
-        } else {
-            /* A whole segment is split for the first time: its rest is a new inactive split block. */
-            ga_stat_add(p->stats.inactive_split_bytes, sp, (int64_t)rest->size);
-            ga_stat_add(p->stats.inactive_split, sp, 1);
-        }
-    } else if (already_split && !b->seg->expandable) {
-        /* A free split piece becomes active whole. */
-        ga_stat_sub(p->stats.inactive_split_bytes, sp, (int64_t)b->size);
-        ga_stat_sub(p->stats.inactive_split, sp, 1);
-    }
+    bool split = ga_pool_should_split(p, b, ap->size);
+    ga_split_change_t c = ga_pool_alloc_split_change(b, ap->size, split);
+    if (split) /* the old record keeps the tail (the free remainder); a new record is the front */
+        b = ga_pool_split_front(&p->records, ap->pool, b, ap->size);
+    ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);
+    ga_stat_update(p->stats.inactive_split, sp, c.count);
 
     b->allocated = true;
     b->requested = ap->orig_size;
@@ -164,7 +127,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     if (ga_trace_recording(&p->trace)) /* the mempool id is not worked out while recording is off */
         ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
                         ap->stack_id);
-    ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, b->addr))->block = b;
+    ga_pool_ptr_insert(p, b);
     ga_stat_add(p->stats.allocation, sp, 1);
     ga_stat_add(p->stats.allocated_bytes, sp, (int64_t)b->size);
     ga_stat_add(p->stats.active, sp, 1);
@@ -172,6 +135,14 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     ga_stat_add(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
     if (b->size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_allocations, 1);
+    ga_pool_stripe_charge(p, b->stream, sp,
+                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = 1,
+                                                       [GA_ESC_ALLOCATED_BYTES] = (int64_t)b->size,
+                                                       [GA_ESC_ACTIVE] = 1,
+                                                       [GA_ESC_ACTIVE_BYTES] = (int64_t)b->size,
+                                                       [GA_ESC_REQUESTED_BYTES] = (int64_t)ap->orig_size,
+                                                       [GA_ESC_INACTIVE_SPLIT] = c.count,
+                                                       [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
     ap->block = b;
 }
 
@@ -193,9 +164,15 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     }
 
     /* Everything this call may consume: a segment record, its first block, a
-     * split front, and one pointer-map slot. */
-    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK || ga_addrmap_reserve(&p->ptrs, 1) != GALLOC_OK)
+     * split front, and one slot in the pointer map of the stream's stripe. */
+    unsigned stripe = ga_stripe_of(stream);
+    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK ||
+        ga_addrmap_reserve(&p->stripes[stripe].ptrs, 1) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
+    /* The stream's stripe gets headroom at the next grant, and this thread's
+     * frees look there first (stripe.h). */
+    p->touched_mask |= 1u << stripe;
+    ga_pool_hint_set(p, stripe);
 
     ga_alloc_params_t ap;
     ap.orig_size = size;

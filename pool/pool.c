@@ -3,8 +3,10 @@
  * info, stats copies, empty_cache).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pool/sleep_int.h"
+#include "pool/stripe.h"
 #include "stats/stats.h"
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
@@ -22,9 +24,12 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
                        "expandable_segments:True needs a device backend with virtual memory (va_reserve, map, "
                        "unmap, va_release); \"%s\" has none",
                        ops->name);
-    ga_pool_t *p = calloc(1, sizeof(*p));
+    /* The stripes are cache-line aligned (stripe.h): two threads' stripes never share a line. */
+    size_t bytes = (sizeof(ga_pool_t) + 63) & ~(size_t)63;
+    ga_pool_t *p = aligned_alloc(64, bytes);
     if (p == NULL)
         return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
+    memset(p, 0, bytes);
     p->conf = *conf;
     p->plain_rounding = ga_round_is_plain(conf);
     p->backend = backend;
@@ -35,7 +40,7 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_pool_blockpool_init(&p->small, true);
     ga_pool_blockpool_init(&p->large, false);
     ga_pool_blockpool_init(&p->asleep_bp, false);
-    ga_addrmap_init(&p->ptrs, sizeof(ga_ptr_entry_t));
+    ga_pool_stripes_init(p);
     ga_pool_host_spare_init(p);
     ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
@@ -72,7 +77,7 @@ void ga_pool_destroy(ga_pool_t *p)
     ga_pool_blockpool_destroy(&p->small);
     ga_pool_blockpool_destroy(&p->large);
     ga_trace_destroy(&p->trace);
-    ga_addrmap_destroy(&p->ptrs);
+    ga_pool_stripes_destroy(p);
     ga_pool_records_destroy(&p->records);
     free(p);
 }

@@ -5,8 +5,11 @@
  * front end (api/) reaches it through ga_allocator_native, the ops table over
  * these calls (pool_ops.c); tests/pool/ calls them directly.
  *
- * Locking: the pool has no lock of its own. api/ holds the allocator's lock
- * around every call, so all functions here run single-threaded per pool.
+ * Locking: api/ holds the allocator's lock around every call except the
+ * stripe path (ga_pool_malloc_fast, ga_pool_free_fast), and brackets each
+ * locked call with ga_pool_quiesce and ga_pool_resume, which keep the stripe
+ * path out while it runs. A caller that never uses the stripe path (the
+ * tools, tests/pool/) calls the rest single-threaded per pool and needs neither.
  */
 #ifndef GA_POOL_H
 #define GA_POOL_H
@@ -48,6 +51,21 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
 void ga_pool_destroy(ga_pool_t *p);
 
 galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out);
+/*
+ * The stripe path (issue 19; pool/stripe.h): a cache-hit malloc and a plain
+ * free under the lock of the stream's stripe only, without the allocator's
+ * lock. They return true when done (malloc: *out set) and false, having
+ * changed nothing, when the call needs the locked path (ga_pool_malloc /
+ * ga_pool_free): a miss, a block with stream uses, recording on, and so on.
+ */
+bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out);
+bool ga_pool_free_fast(ga_pool_t *p, void *ptr);
+/* With the allocator's lock held, before and after every other call: quiesce
+ * takes every stripe's lock (when the stripe path may run) and folds the
+ * stripes' counters into the stats; resume hands out headroom below the
+ * peaks and lets the stripe path run again, if the pool's state allows it. */
+void ga_pool_quiesce(ga_pool_t *p);
+void ga_pool_resume(ga_pool_t *p);
 galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr);
 galloc_status_t ga_pool_empty_cache(ga_pool_t *p);
 galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream);

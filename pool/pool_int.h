@@ -10,13 +10,17 @@
  *   - every allocated block sits in the pointer map (address -> block,
  *     util/addrmap.h).
  *
- * Locking: the allocator's lock (held by api/) covers everything here.
+ * Locking: the locked path (api/ holds the allocator's lock, and every
+ * stripe's while stripe calls may run: ga_pool_quiesce) covers everything
+ * here; a stripe call (fast.c) touches only its stripe and the blocks, sets
+ * and segments of the stripe's streams, under the stripe's lock (stripe.h).
  * Memory: block and segment records are recycled through free lists; the
  * hot path (cache hit, free) allocates nothing once the pool has warmed up.
  */
 #ifndef GA_POOL_INT_H
 #define GA_POOL_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +34,7 @@
 #include "pool/sizeidx.h"
 #include "trace/trace.h"
 #include "util/addrmap.h"
+#include "util/lock.h"
 #include "util/size.h"
 
 #ifdef __cplusplus
@@ -67,6 +72,7 @@ typedef struct ga_private_pool ga_private_pool_t;
 /* The free blocks of one stream in one block pool, by (size, address). */
 typedef struct ga_stream_set {
     galloc_stream_t stream; /* the stream whose free blocks these are */
+    size_t n_free;          /* free mapped blocks in the set (kept per stream: its stripe's lock covers it) */
     ga_sizeidx_t idx;       /* exact best-fit index (sizeidx.h) */
 } ga_stream_set_t;
 
@@ -79,8 +85,7 @@ typedef struct ga_blockpool {
     ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
     ga_stream_set_t **sets;             /* one per stream seen by malloc, sorted by stream; owned */
     size_t n_sets, cap_sets;
-    ga_stream_set_t *last;              /* the set used last: the hot path's stream */
-    size_t n_free;                      /* free mapped blocks in all sets */
+    ga_stream_set_t *last;              /* the set the locked path used last (the stripes keep their own) */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
     bool is_small;                      /* small pool (<= 1 MiB requests) */
     galloc_stat_pool_t stat;            /* GALLOC_STAT_SMALL_POOL or _LARGE_POOL */
@@ -144,7 +149,9 @@ typedef struct ga_route {
 
 /* An entry of the pointer map (PyTorch's allocated_blocks): an allocated
  * block by its address. The map grows only in malloc's reserve, before any
- * other state changes, when the live count passes its previous high mark. */
+ * other state changes, when the live count passes its previous high mark.
+ * There is one map per stripe, holding the blocks of the stripe's streams
+ * (stripe.h). */
 typedef struct ga_ptr_entry {
     uintptr_t addr;    /* the block's address: the map's key */
     ga_block_t *block; /* the allocated block */
@@ -161,13 +168,62 @@ typedef struct ga_records {
     size_t segments_total;       /* segment records ever allocated */
 } ga_records_t;
 
+/* Per-stream locking (issue 19; stripe.h, stripe.c, fast.c). A stream's
+ * cache hits take only the lock of its stripe, picked by a hash of the
+ * stream; everything else takes the allocator's lock and every stripe's.
+ * GA_STRIPES is a power of two. */
+#define GA_STRIPES 16
+
+/* The statistics a stripe's calls change, each with a peak: the escrow rows. */
+enum {
+    GA_ESC_ALLOCATION,
+    GA_ESC_ALLOCATED_BYTES,
+    GA_ESC_ACTIVE,
+    GA_ESC_ACTIVE_BYTES,
+    GA_ESC_REQUESTED_BYTES,
+    GA_ESC_INACTIVE_SPLIT,
+    GA_ESC_INACTIVE_SPLIT_BYTES,
+    GA_ESC_ROWS
+};
+
+/* The escrow's slots: on the stripe path allocation and active move
+ * together, and so do allocated and active bytes (no stream uses, no
+ * events), so each pair shares one slot, granted the headroom of both. */
+enum { GA_SLOT_COUNT, GA_SLOT_BYTES, GA_SLOT_REQUESTED, GA_SLOT_SPLIT, GA_SLOT_SPLIT_BYTES, GA_SLOTS };
+
+/* A stripe's share of the stats (stripe.h), per pool index and slot: the
+ * headroom `h` left of the `g` bytes (or blocks) below the peak granted to
+ * the stripe, and the increases `alloc` (pool entries only: "all"'s are
+ * folded at copy time). Every increase takes from h, every decrease gives
+ * back, so the stripe's change to each of the slot's stats is g - h and its
+ * decreases alloc - (g - h): one or two words a slot on the path. Slots of
+ * one pool index are contiguous, so a call addresses them from two bases. */
+typedef struct ga_escrow {
+    int64_t h[GALLOC_STAT_POOLS][GA_SLOTS];
+    int64_t alloc[GALLOC_STAT_POOLS][GA_SLOTS];
+    int64_t g[GALLOC_STAT_POOLS][GA_SLOTS];
+    /* The stripe's share of current as of the last fold: what its streams'
+     * blocks hold (locked-path changes are charged to it too), so the grant
+     * can give each stripe the same ceiling. */
+    int64_t c[GALLOC_STAT_POOLS][GA_ESC_ROWS];
+} ga_escrow_t;
+
+typedef struct ga_stripe {
+    ga_lock_t lock;                  /* taken by its streams' cache hits */
+    bool touched;                    /* a stripe call ran since the last fold: gets headroom next */
+    bool in_mask;                    /* its bit is set in the pool's map_mask */
+    ga_stream_set_t *last[2];        /* the set used last, [is_small] */
+    ga_records_t records;            /* block records for splits and from merges (blocks part only) */
+    ga_addrmap_t ptrs;               /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
+    ga_escrow_t esc;
+} __attribute__((aligned(64))) ga_stripe_t;
+
 struct ga_pool {
     ga_conf_t conf;                 /* effective settings (copied at create) */
     ga_backend_t *backend;          /* the device (not owned) */
     int device;                     /* device index, for messages */
     ga_err_t *err;                  /* error sink (the front end's) */
     ga_blockpool_t small, large;    /* PyTorch's small_blocks / large_blocks */
-    ga_addrmap_t ptrs;              /* allocated blocks by address (ga_ptr_entry_t) */
     ga_records_t records;           /* recycled records */
     ga_segment_t *segments;         /* live segments, most recent first */
     galloc_stats_t stats;           /* PyTorch's DeviceStats */
@@ -193,6 +249,15 @@ struct ga_pool {
     ga_addrmap_t host_spare;        /* pinned host blocks kept after a wake for the next sleep, by size (tags.c) */
     size_t host_spare_bytes;        /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
     ga_blockpool_t asleep_bp;       /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
+    /* Stripes (stripe.h). `fast` says whether stripe calls may run; it
+     * changes only under the allocator's lock and every stripe's. */
+    atomic_bool fast;
+    bool fast_capable;              /* settings allow it at all (no expandable segments) */
+    bool stripes_held;              /* the locked path holds every stripe's lock (ga_pool_quiesce) */
+    uint32_t touched_mask;          /* stripes used since the last grant */
+    uint32_t grant_mask;            /* stripes given headroom at the last grant */
+    atomic_uint map_mask;           /* stripes whose pointer map ever held a block: where free looks */
+    ga_stripe_t stripes[GA_STRIPES];
 };
 
 /* Request parameters, PyTorch's AllocParams. */
@@ -267,12 +332,6 @@ static inline void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
     r->n_free_segments++;
 }
 
-/* The allocated block at addr, or NULL. */
-static inline ga_block_t *ga_pool_allocated_block(const ga_pool_t *p, uintptr_t addr)
-{
-    const ga_ptr_entry_t *e = ga_addrmap_find(&p->ptrs, addr);
-    return e != NULL ? e->block : NULL;
-}
 
 /* blockpool.c: free sets. The hot operations (prepare, fit, insert, remove)
  * are inline below; walks, the cross-stream lower_bound and the check are in
@@ -280,6 +339,10 @@ static inline ga_block_t *ga_pool_allocated_block(const ga_pool_t *p, uintptr_t 
 void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
 /* Frees the per-stream sets (the blocks are the records' to free). */
 void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
+/* The set of `stream`, or NULL; changes nothing (a stripe call's lookup). */
+ga_stream_set_t *ga_pool_blockpool_lookup(const ga_blockpool_t *bp, galloc_stream_t stream);
+/* Free mapped blocks in all its sets. */
+size_t ga_pool_blockpool_count(const ga_blockpool_t *bp);
 /* ga_pool_blockpool_prepare when `stream` is not the set used last. */
 ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream);
 /* The set of a stream that must have one (a segment's, at its creation). */
@@ -363,7 +426,7 @@ GA_HOT ga_block_t *ga_pool_blockpool_fit_rounded(ga_stream_set_t *set, size_t si
 }
 
 /* Into its segment's set (b->size, b->addr fixed while it is in). */
-static inline void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
+GA_HOT void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
 {
     ga_sizeidx_t *x = &b->seg->set->idx;
     unsigned bin = ga_sizeidx_bin(b->size);
@@ -386,17 +449,18 @@ static inline void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
     ga_pool_avl_link(root, parent, link, &b->node);
     ga_sizeidx_set(x, bin);
     b->gc_count_base = bp->get_free_blocks_call_count;
-    bp->n_free++;
+    b->seg->set->n_free++;
 }
 
-static inline void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
+GA_HOT void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
 {
     ga_sizeidx_t *x = &b->seg->set->idx;
     unsigned bin = ga_sizeidx_bin(b->size);
     ga_pool_avl_erase(&x->bins[bin], &b->node);
     if (x->bins[bin] == NULL)
         ga_sizeidx_clear(x, bin);
-    bp->n_free--;
+    b->seg->set->n_free--;
+    (void)bp;
 }
 
 static inline bool ga_block_is_split(const ga_block_t *b)

@@ -1,7 +1,8 @@
 /*
  * pool_ops.c: the caching pool behind the allocator ops table:
  * ga_allocator_native, the file's only external symbol, adapts each member to
- * its ga_pool_* call (pool.h). Locking: the front end's lock is held.
+ * its ga_pool_* call (pool.h). Locking: the front end's lock is held, except
+ * around the stripe path (malloc_fast, free_fast).
  */
 #include <pthread.h>
 
@@ -159,6 +160,26 @@ static galloc_status_t native_tag_asleep(void *impl, const char *tag, int *aslee
     return ga_pool_tag_asleep(impl, tag, asleep);
 }
 
+static bool native_malloc_fast(void *impl, size_t size, galloc_stream_t stream, void **ptr)
+{
+    return ga_pool_malloc_fast(impl, size, stream, ptr);
+}
+
+static bool native_free_fast(void *impl, void *ptr)
+{
+    return ga_pool_free_fast(impl, ptr);
+}
+
+static void native_quiesce(void *impl)
+{
+    ga_pool_quiesce(impl);
+}
+
+static void native_resume(void *impl)
+{
+    ga_pool_resume(impl);
+}
+
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
     .create = native_create,
@@ -190,4 +211,8 @@ const ga_allocator_ops_t ga_allocator_native = {
     .wake = native_wake,
     .sleep_stats = native_sleep_stats,
     .tag_asleep = native_tag_asleep,
+    .malloc_fast = native_malloc_fast,
+    .free_fast = native_free_fast,
+    .quiesce = native_quiesce,
+    .resume = native_resume,
 };

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "pool/sleep_int.h"
+#include "pool/stripe.h"
 #include "stats/stats.h"
 
 static size_t words(const ga_segment_t *s)
@@ -137,7 +138,7 @@ static void drop_sleep_state(ga_pool_t *p, ga_tag_t *t, bool restore)
         if (e == NULL)
             continue;
         if (restore)
-            ((ga_ptr_entry_t *)ga_addrmap_insert(&p->ptrs, e->addr))->block = e->block;
+            ga_pool_ptr_insert(p, e->block);
         if (e->host != NULL)
             ga_pool_host_keep(p, e->host, e->block->size);
     }
@@ -216,7 +217,7 @@ static galloc_status_t sleep_tag(ga_pool_t *p, ga_tag_t *t)
         for (size_t i = 0; i < t->held.cap; i++) {
             ga_sleep_entry_t *e = ga_addrmap_slot(&t->held, i);
             if (e != NULL)
-                ga_addrmap_remove(&p->ptrs, ga_addrmap_find(&p->ptrs, e->addr));
+                ga_pool_ptr_remove(p, e->addr);
         }
         t->asleep = t->pool->asleep = true; /* routes to it now fail (ga_pool_get_routed_pool) */
         size_t total = 0;
@@ -348,9 +349,24 @@ static galloc_status_t map_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
     return GALLOC_OK;
 }
 
+/* A slot for every held block in its stream's stripe map, for the end of a wake. */
+static galloc_status_t reserve_ptrs(ga_pool_t *p, const ga_addrmap_t *held)
+{
+    size_t n[GA_STRIPES] = {0};
+    for (size_t i = 0; i < held->cap; i++) {
+        const ga_sleep_entry_t *e = ga_addrmap_slot(held, i);
+        if (e != NULL)
+            n[ga_stripe_of(e->block->stream)]++;
+    }
+    for (unsigned i = 0; i < GA_STRIPES; i++)
+        if (n[i] > 0 && ga_addrmap_reserve(&p->stripes[i].ptrs, n[i]) != GALLOC_OK)
+            return GALLOC_E_NOMEM;
+    return GALLOC_OK;
+}
+
 static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
 {
-    if (ga_addrmap_reserve(&p->ptrs, ga_addrmap_count(&t->held)) != GALLOC_OK)
+    if (reserve_ptrs(p, &t->held) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "wake: out of host memory for allocator bookkeeping");
     /* The memory fraction caps reserved memory, as it caps malloc's segments. */
     if (p->set_fraction && p->total_allocated_memory + t->bytes_asleep > p->allowed_memory_maximum)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "pool/pool_int.h"
+#include "pool/stripe.h"
 
 #define EVENT_CHUNK 64
 

@@ -115,7 +115,7 @@ int index_shim_ok(index_shim_t *x)
 
 size_t index_shim_count(index_shim_t *x)
 {
-    return x->bp.n_free;
+    return ga_pool_blockpool_count(&x->bp);
 }
 
 unsigned index_shim_bin(size_t size)

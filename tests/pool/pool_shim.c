@@ -112,7 +112,7 @@ size_t pool_shim_block_records(pool_shim_t *s)
 
 size_t pool_shim_free_blocks(pool_shim_t *s, int small)
 {
-    return (small ? &s->pool->small : &s->pool->large)->n_free;
+    return ga_pool_blockpool_count(small ? &s->pool->small : &s->pool->large);
 }
 
 size_t pool_shim_segments(pool_shim_t *s)

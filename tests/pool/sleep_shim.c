@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/sleep_int.h"
+#include "pool/stripe.h"
 #include "stats/stats.h"
 
 struct sleep_shim {
@@ -52,10 +53,10 @@ static void corrupt(sleep_shim_t *s, bool on)
         break;
     case SLEEP_BACK_IN_PTRS:
         if (on) {
-            (void)ga_addrmap_reserve(&s->pool->ptrs, 1);
-            ((ga_ptr_entry_t *)ga_addrmap_insert(&s->pool->ptrs, seg->head->addr))->block = seg->head;
+            (void)ga_addrmap_reserve(&s->pool->stripes[ga_stripe_of(seg->head->stream)].ptrs, 1);
+            ga_pool_ptr_insert(s->pool, seg->head);
         } else {
-            ga_addrmap_remove(&s->pool->ptrs, ga_addrmap_find(&s->pool->ptrs, seg->head->addr));
+            ga_pool_ptr_remove(s->pool, seg->head->addr);
         }
         break;
     case SLEEP_BIT_FLIPPED:

@@ -1,0 +1,276 @@
+/*
+ * stripe.c: the stripes' life cycle, the pointer maps' lookups for the
+ * locked path, and the hand-over between the locked path and the stripe
+ * path: quiesce (take every stripe, fold its escrow and records back) and
+ * resume (grant headroom and records, let stripe calls run). stripe.h says
+ * why the statistics stay exact.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "pool/stripe.h"
+
+_Thread_local ga_stripe_hint_t ga_pool_hint __attribute__((tls_model("initial-exec")));
+
+/* Block records a granted stripe holds for its splits. */
+#define GA_STRIPE_RECORDS 8
+
+/* Where each escrow row lives in the pool's stats. */
+static const size_t row_offset[GA_ESC_ROWS] = {
+    [GA_ESC_ALLOCATION] = offsetof(galloc_stats_t, allocation),
+    [GA_ESC_ALLOCATED_BYTES] = offsetof(galloc_stats_t, allocated_bytes),
+    [GA_ESC_ACTIVE] = offsetof(galloc_stats_t, active),
+    [GA_ESC_ACTIVE_BYTES] = offsetof(galloc_stats_t, active_bytes),
+    [GA_ESC_REQUESTED_BYTES] = offsetof(galloc_stats_t, requested_bytes),
+    [GA_ESC_INACTIVE_SPLIT] = offsetof(galloc_stats_t, inactive_split),
+    [GA_ESC_INACTIVE_SPLIT_BYTES] = offsetof(galloc_stats_t, inactive_split_bytes),
+};
+
+/* The slot each row's stripe-path changes go to (pool_int.h). */
+static const int slot_of[GA_ESC_ROWS] = {
+    [GA_ESC_ALLOCATION] = GA_SLOT_COUNT,
+    [GA_ESC_ALLOCATED_BYTES] = GA_SLOT_BYTES,
+    [GA_ESC_ACTIVE] = GA_SLOT_COUNT,
+    [GA_ESC_ACTIVE_BYTES] = GA_SLOT_BYTES,
+    [GA_ESC_REQUESTED_BYTES] = GA_SLOT_REQUESTED,
+    [GA_ESC_INACTIVE_SPLIT] = GA_SLOT_SPLIT,
+    [GA_ESC_INACTIVE_SPLIT_BYTES] = GA_SLOT_SPLIT_BYTES,
+};
+
+static galloc_stat_t *row_of(galloc_stats_t *st, int r)
+{
+    return (galloc_stat_t *)((char *)st + row_offset[r]);
+}
+
+void ga_pool_stripes_init(ga_pool_t *p)
+{
+    for (unsigned i = 0; i < GA_STRIPES; i++) {
+        ga_stripe_t *s = &p->stripes[i];
+        (void)ga_lock_init(&s->lock); /* cannot fail (a futex word, or a default pthread mutex) */
+        ga_addrmap_init(&s->ptrs, sizeof(ga_ptr_entry_t));
+        ga_pool_records_init(&s->records);
+    }
+    atomic_init(&p->fast, false);
+    atomic_init(&p->map_mask, 0u);
+    p->fast_capable = !p->conf.expandable_segments;
+}
+
+void ga_pool_stripes_destroy(ga_pool_t *p)
+{
+    /* Stripe records belong to the pool's chunks (records.c frees them). */
+    for (unsigned i = 0; i < GA_STRIPES; i++) {
+        ga_addrmap_destroy(&p->stripes[i].ptrs);
+        ga_lock_destroy(&p->stripes[i].lock);
+    }
+}
+
+ga_ptr_entry_t *ga_pool_ptr_find(ga_pool_t *p, uintptr_t addr, unsigned *stripe)
+{
+    unsigned mask = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
+    if (ga_pool_hint.pool == p) {
+        unsigned i = ga_pool_hint.stripe;
+        ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[i].ptrs, addr);
+        if (e != NULL) {
+            *stripe = i;
+            return e;
+        }
+        mask &= ~(1u << i);
+    }
+    for (; mask != 0; mask &= mask - 1) {
+        unsigned i = (unsigned)__builtin_ctz(mask);
+        ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[i].ptrs, addr);
+        if (e != NULL) {
+            *stripe = i;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+void ga_pool_ptr_remove(ga_pool_t *p, uintptr_t addr)
+{
+    unsigned i;
+    ga_ptr_entry_t *e = ga_pool_ptr_find(p, addr, &i);
+    if (e != NULL)
+        ga_addrmap_remove(&p->stripes[i].ptrs, e);
+}
+
+bool ga_pool_stripe_shares_ok(const ga_pool_t *p)
+{
+    for (int r = 0; r < GA_ESC_ROWS; r++) {
+        const galloc_stat_t *row = (const galloc_stat_t *)((const char *)&p->stats + row_offset[r]);
+        for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
+            int64_t sum = 0;
+            for (unsigned i = 0; i < GA_STRIPES; i++) {
+                const ga_escrow_t *e = &p->stripes[i].esc;
+                int k = slot_of[r];
+                sum += e->c[j][r];
+                for (int q = GALLOC_STAT_SMALL_POOL; q <= GALLOC_STAT_LARGE_POOL; q++)
+                    if (j == GALLOC_STAT_ALL || j == q)
+                        sum += e->g[q][k] - e->h[q][k];
+            }
+            if (sum != row[j].current)
+                return false;
+        }
+    }
+    return true;
+}
+
+size_t ga_pool_ptr_count(const ga_pool_t *p)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < GA_STRIPES; i++)
+        n += ga_addrmap_count(&p->stripes[i].ptrs);
+    return n;
+}
+
+/* Move up to n block records from src's list to dst's. */
+static void move_records(ga_records_t *dst, ga_records_t *src, size_t n)
+{
+    while (n-- > 0 && src->n_free_blocks > 0)
+        ga_pool_records_put_block(dst, ga_pool_records_get_block(src));
+}
+
+/* A stripe's changes into the pool's stats, its headroom and records back. */
+static void fold(ga_pool_t *p, ga_stripe_t *s)
+{
+    ga_escrow_t *e = &s->esc;
+    for (int r = 0; r < GA_ESC_ROWS; r++) {
+        galloc_stat_t *row = row_of(&p->stats, r);
+        int k = slot_of[r];
+        for (int j = GALLOC_STAT_SMALL_POOL; j <= GALLOC_STAT_LARGE_POOL; j++) {
+            int64_t d = e->g[j][k] - e->h[j][k]; /* the stripe's change to the row's current */
+            row[j].current += d;
+            row[j].allocated += e->alloc[j][k];
+            row[j].freed += e->alloc[j][k] - d;
+            row[GALLOC_STAT_ALL].current += d; /* "all"'s totals are folded at copy time */
+            e->c[j][r] += d;
+            e->c[GALLOC_STAT_ALL][r] += d;
+        }
+    }
+    memset(s->esc.h, 0, sizeof(s->esc.h));
+    memset(s->esc.alloc, 0, sizeof(s->esc.alloc));
+    memset(s->esc.g, 0, sizeof(s->esc.g));
+    move_records(&p->records, &s->records, s->records.n_free_blocks);
+}
+
+/* Every stripe's lock, in index order. A stripe call holds one for tens of
+ * ns: a few tries first spare a sleep and a wake in the kernel. */
+static void lock_stripes(ga_pool_t *p)
+{
+    for (unsigned i = 0; i < GA_STRIPES; i++)
+        if (!ga_trylock_briefly(&p->stripes[i].lock, GA_STRIPE_TRIES))
+            ga_lock(&p->stripes[i].lock);
+}
+
+void ga_pool_quiesce(ga_pool_t *p)
+{
+    if (!atomic_load_explicit(&p->fast, memory_order_relaxed))
+        return; /* no stripe call changes anything: the stripes are empty */
+    lock_stripes(p);
+    p->stripes_held = true;
+    for (unsigned i = 0; i < GA_STRIPES; i++) {
+        ga_stripe_t *s = &p->stripes[i];
+        if (s->touched)
+            p->touched_mask |= 1u << i;
+        if (s->touched || (p->grant_mask & (1u << i)))
+            fold(p, s);
+        s->touched = false;
+    }
+}
+
+/* Whether stripe calls may run: they do no more than a cache hit and a
+ * plain free of the default pools, with nothing recorded and no GC clock. */
+static bool fast_possible(const ga_pool_t *p)
+{
+    return p->fast_capable && p->n_routes == 0 && p->pending_head == NULL &&
+           p->trace.enabled == GALLOC_HISTORY_NONE && !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
+}
+
+/* One stat entry's headroom (peak - current) for the stripes in mask, into
+ * out[stripe]: each may hold the same ceiling K, so a stripe's share is K
+ * less what it holds (c), at least 0; where the shares would pass the room,
+ * they shrink in proportion. They never add up to more than the room. */
+static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t out[GA_STRIPES])
+{
+    const galloc_stat_t *st = &row_of((galloc_stats_t *)&p->stats, r)[j];
+    int64_t room = st->peak > st->current ? st->peak - st->current : 0; /* current never passes peak */
+    int64_t held = 0, total = 0;
+    for (uint32_t m = mask; m != 0; m &= m - 1)
+        held += p->stripes[__builtin_ctz(m)].esc.c[j][r];
+    int64_t ceiling = (room + held) / __builtin_popcount(mask);
+    for (uint32_t m = mask; m != 0; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        int64_t w = ceiling - p->stripes[i].esc.c[j][r];
+        out[i] = w > 0 ? w : 0;
+        total += out[i];
+    }
+    if (total > room)
+        for (uint32_t m = mask; m != 0; m &= m - 1)
+            out[__builtin_ctz(m)] = (int64_t)((__int128)out[__builtin_ctz(m)] * room / total);
+}
+
+/* A row's shares in both pools, each stripe's pair cut down in proportion
+ * to fit its share of "all" (the path counts "all" through the pools), and
+ * lowered into the row's slot (a slot shared by two rows keeps the smaller:
+ * within the room of both). */
+static void grant_row(ga_pool_t *p, uint32_t mask, int r)
+{
+    int64_t all[GA_STRIPES], small[GA_STRIPES], large[GA_STRIPES];
+    share_row(p, mask, GALLOC_STAT_ALL, r, all);
+    share_row(p, mask, GALLOC_STAT_SMALL_POOL, r, small);
+    share_row(p, mask, GALLOC_STAT_LARGE_POOL, r, large);
+    int k = slot_of[r];
+    for (uint32_t m = mask; m != 0; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        int64_t both = small[i] + large[i];
+        if (both > all[i]) {
+            small[i] = (int64_t)((__int128)small[i] * all[i] / both);
+            large[i] = (int64_t)((__int128)large[i] * all[i] / both);
+        }
+        ga_escrow_t *e = &p->stripes[i].esc;
+        const int64_t *h[2] = {&small[i], &large[i]};
+        for (int q = 0; q < 2; q++) {
+            int j = GALLOC_STAT_SMALL_POOL + q;
+            if (e->g[j][k] < 0 || *h[q] < e->g[j][k]) /* -1: not yet granted this time */
+                e->g[j][k] = e->h[j][k] = *h[q];
+        }
+    }
+}
+
+/* Hand the headroom below every peak, and block records, to the stripes
+ * used lately (else to those of the last grant). */
+static void grant(ga_pool_t *p)
+{
+    uint32_t mask = p->touched_mask != 0 ? p->touched_mask : p->grant_mask;
+    p->grant_mask = mask;
+    p->touched_mask = 0;
+    if (mask == 0)
+        return;
+    for (uint32_t m = mask; m != 0; m &= m - 1) /* folded: h = g = 0; mark the slots ungranted */
+        memset(p->stripes[__builtin_ctz(m)].esc.g, 0xff, sizeof(p->stripes[0].esc.g));
+    for (int r = 0; r < GA_ESC_ROWS; r++)
+        grant_row(p, mask, r);
+    /* Records for the splits; when the host refuses more, the stripes take
+     * what there is and the calls that find none take the locked path. */
+    size_t n = (size_t)__builtin_popcount(mask);
+    (void)ga_pool_records_reserve(&p->records, n * GA_STRIPE_RECORDS, 0);
+    for (uint32_t m = mask; m != 0; m &= m - 1)
+        move_records(&p->stripes[__builtin_ctz(m)].records, &p->records, GA_STRIPE_RECORDS);
+}
+
+void ga_pool_resume(ga_pool_t *p)
+{
+    bool want = fast_possible(p);
+    if (!p->stripes_held) {
+        if (!want)
+            return;
+        lock_stripes(p);
+    }
+    if (want)
+        grant(p);
+    atomic_store_explicit(&p->fast, want, memory_order_relaxed);
+    p->stripes_held = false;
+    for (unsigned i = GA_STRIPES; i-- > 0;)
+        ga_unlock(&p->stripes[i].lock);
+}

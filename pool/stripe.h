@@ -1,0 +1,160 @@
+/*
+ * stripe.h: per-stream locking (issue 19), the pool-private part.
+ *
+ * A stream's cache-hit malloc and plain free (fast.c) take only the lock of
+ * its stripe, stripes[ga_stripe_of(stream)], and touch only what belongs to
+ * the stripe's streams: their free sets, the blocks of their segments (a
+ * segment and every block in it belong to one stream), the stripe's pointer
+ * map and record list. Everything else (a miss, record_stream, empty_cache,
+ * stats, snapshots, ...) runs on the locked path: the allocator's lock, and
+ * every stripe's in index order while stripe calls may run (ga_pool_quiesce).
+ * Lock order: allocator, then stripes in index order; a stripe call never
+ * waits for a second lock.
+ *
+ * Exact statistics without a shared counter (the escrow): for each stat with
+ * a peak, the locked path hands every stripe that will need it a share `h`
+ * of the headroom below the peak (peak - current, split between the stripes
+ * used lately; a stripe's small- and large-pool shares together stay within
+ * its share of "all"'s headroom). A stripe call that raises a stat by n needs h >= n and moves
+ * n from h to the stripe's change d; a decrease moves it back. d + h never
+ * changes on the stripe path, so base + sum(d + h) <= peak always holds and
+ * no interleaving of stripe calls can pass the peak: every peak is reached
+ * on the locked path, where the totals are exact. A call without the room
+ * changes nothing and takes the locked path. The locked path first folds
+ * every d into the pool's stats, so that every reader sees the stats of the
+ * serial order in which the stripe locks were taken.
+ *
+ * Free knows only the address: it looks in the map of the stripe the calling
+ * thread last allocated from, then in the other stripes that ever held a
+ * block (map_mask), one lock at a time.
+ */
+#ifndef GA_POOL_STRIPE_H
+#define GA_POOL_STRIPE_H
+
+#include "pool/pool_int.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tries at another stripe's lock before giving up (borrow) or sleeping
+ * (the locked path): util/lock.h, ga_trylock_briefly. */
+#define GA_STRIPE_TRIES 64
+
+/* The stripe of a stream: a multiplicative hash, so that streams numbered
+ * 1, 2, 3 or handles 256 bytes apart land on different stripes. */
+static inline unsigned ga_stripe_of(galloc_stream_t stream)
+{
+    return (unsigned)(((uint64_t)stream * 0x9E3779B97F4A7C15ull) >> 60) & (GA_STRIPES - 1);
+}
+
+/* The stripe the calling thread last allocated from, per pool. */
+typedef struct ga_stripe_hint {
+    const ga_pool_t *pool;
+    unsigned stripe;
+} ga_stripe_hint_t;
+extern _Thread_local ga_stripe_hint_t ga_pool_hint __attribute__((tls_model("initial-exec")));
+
+static inline void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe)
+{
+    ga_pool_hint.pool = p;
+    ga_pool_hint.stripe = stripe;
+}
+
+/* An increase by n >= 0 of escrow slot r in pool sp (and so in "all":
+ * the grant keeps each stripe's two pool shares within its share of "all"'s
+ * headroom, so "all" needs no word of its own on the path). Returns a
+ * negative value when the stripe lacked the headroom: the caller then undoes
+ * every increase it made (ga_esc_undo) and takes the locked path. Testing
+ * once after all of a call's increases costs one branch, not one a stat. */
+static inline int64_t ga_esc_add(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
+{
+    s->esc.alloc[sp][r] += n;
+    return s->esc.h[sp][r] -= n;
+}
+
+static inline void ga_esc_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
+{
+    s->esc.h[sp][r] += n;
+    s->esc.alloc[sp][r] -= n;
+}
+
+/* A decrease by n >= 0 of slot r: its headroom stays with this stripe. */
+static inline void ga_esc_sub(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
+{
+    s->esc.h[sp][r] += n;
+}
+
+/* A signed change (ga_stat_update's rule: zero records nothing); negative
+ * as ga_esc_add when an increase lacked the headroom. */
+static inline int64_t ga_esc_update(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t delta)
+{
+    if (delta > 0)
+        return ga_esc_add(s, r, sp, delta);
+    if (delta < 0)
+        ga_esc_sub(s, r, sp, -delta);
+    return 0;
+}
+
+/* Undo ga_esc_update. */
+static inline void ga_esc_update_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t delta)
+{
+    if (delta > 0)
+        ga_esc_undo(s, r, sp, delta);
+    else if (delta < 0)
+        ga_esc_sub(s, r, sp, delta); /* gives back -delta: takes the headroom again */
+}
+
+/* The locked path's change to the escrow rows (malloc.c, free.c), charged to
+ * the share of the stream's stripe: sum over stripes of c = current. */
+static inline void ga_pool_stripe_charge(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
+                                         const int64_t delta[GA_ESC_ROWS])
+{
+    ga_escrow_t *e = &p->stripes[ga_stripe_of(stream)].esc;
+    for (int r = 0; r < GA_ESC_ROWS; r++) {
+        e->c[GALLOC_STAT_ALL][r] += delta[r];
+        e->c[sp][r] += delta[r];
+    }
+}
+
+/* The allocated block at addr and the stripe whose map holds it, or NULL:
+ * the calling thread's last stripe first. The locked path's lookup; stripe
+ * calls search one stripe at a time under its lock (fast.c). */
+ga_ptr_entry_t *ga_pool_ptr_find(ga_pool_t *p, uintptr_t addr, unsigned *stripe);
+
+static inline ga_block_t *ga_pool_allocated_block(ga_pool_t *p, uintptr_t addr)
+{
+    unsigned i;
+    const ga_ptr_entry_t *e = ga_pool_ptr_find(p, addr, &i);
+    return e != NULL ? e->block : NULL;
+}
+
+/* Enter b into its stream's stripe map (a slot reserved there). */
+static inline void ga_pool_ptr_insert(ga_pool_t *p, ga_block_t *b)
+{
+    unsigned i = ga_stripe_of(b->stream);
+    ga_stripe_t *s = &p->stripes[i];
+    ((ga_ptr_entry_t *)ga_addrmap_insert(&s->ptrs, b->addr))->block = b;
+    if (__builtin_expect(!s->in_mask, 0)) {
+        s->in_mask = true;
+        atomic_fetch_or_explicit(&p->map_mask, 1u << i, memory_order_relaxed);
+    }
+}
+
+/* Take the block at addr out of its stripe's map (it must be there). */
+void ga_pool_ptr_remove(ga_pool_t *p, uintptr_t addr);
+
+/* The stripes' shares add up to every escrow row's current (check.c). */
+bool ga_pool_stripe_shares_ok(const ga_pool_t *p);
+
+/* Allocated blocks in every stripe's map. */
+size_t ga_pool_ptr_count(const ga_pool_t *p);
+
+/* stripe.c: set up and free the stripes (pool create and destroy). */
+void ga_pool_stripes_init(ga_pool_t *p);
+void ga_pool_stripes_destroy(ga_pool_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GA_POOL_STRIPE_H */
