@@ -122,6 +122,7 @@ galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
             return st;
     }
     ga_addrmap_remove(&p->stripes[stripe].ptrs, e);
+    p->touched_mask |= 1u << stripe; /* it gets headroom at the next grant (stripe.h) */
     free_allocated(p, b);
     return GALLOC_OK;
 }

@@ -255,6 +255,7 @@ struct ga_pool {
     bool fast_capable;              /* settings allow it at all (no expandable segments) */
     bool stripes_held;              /* the locked path holds every stripe's lock (ga_pool_quiesce) */
     uint32_t touched_mask;          /* stripes used since the last grant */
+    uint32_t touched_before;        /* and in the span before it */
     uint32_t grant_mask;            /* stripes given headroom at the last grant */
     atomic_uint map_mask;           /* stripes whose pointer map ever held a block: where free looks */
     ga_stripe_t stripes[GA_STRIPES];

@@ -239,11 +239,16 @@ static void grant_row(ga_pool_t *p, uint32_t mask, int r)
 }
 
 /* Hand the headroom below every peak, and block records, to the stripes
- * used lately (else to those of the last grant). */
+ * used lately: since the last grant or in the span before it (a thread
+ * whose call just took the locked path is still running), else to those of
+ * the last grant. */
 static void grant(ga_pool_t *p)
 {
-    uint32_t mask = p->touched_mask != 0 ? p->touched_mask : p->grant_mask;
+    uint32_t mask = p->touched_mask | p->touched_before;
+    if (mask == 0)
+        mask = p->grant_mask;
     p->grant_mask = mask;
+    p->touched_before = p->touched_mask;
     p->touched_mask = 0;
     if (mask == 0)
         return;

@@ -9,6 +9,7 @@
 #include "backend/sim.h"
 #include "conf/conf.h"
 #include "pool/pool_int.h"
+#include "pool/stripe.h"
 
 struct pool_shim {
     ga_backend_t backend;
@@ -211,4 +212,40 @@ int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *ca
     }
     free(items);
     return failures;
+}
+
+int pool_shim_malloc_fast(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
+{
+    void *p = NULL;
+    bool done = ga_pool_malloc_fast(s->pool, size, stream, &p);
+    *addr = (uintptr_t)p;
+    return done;
+}
+
+int pool_shim_free_fast(pool_shim_t *s, uintptr_t addr)
+{
+    return ga_pool_free_fast(s->pool, (void *)addr);
+}
+
+void pool_shim_quiesce(pool_shim_t *s)
+{
+    ga_pool_quiesce(s->pool);
+}
+
+void pool_shim_resume(pool_shim_t *s)
+{
+    ga_pool_resume(s->pool);
+}
+
+unsigned pool_shim_stripe_of(uintptr_t stream)
+{
+    return ga_stripe_of(stream);
+}
+
+galloc_status_t pool_shim_record_history(pool_shim_t *s, int on)
+{
+    galloc_history_options_t o = {.struct_size = sizeof(o),
+                                  .enabled = on ? GALLOC_HISTORY_ALL : GALLOC_HISTORY_NONE,
+                                  .context = GALLOC_CONTEXT_NONE};
+    return ga_pool_record_history(s->pool, &o);
 }

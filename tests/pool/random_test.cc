@@ -15,6 +15,23 @@ TEST(Random, DefaultPolicyMatchesModel)
     run("", m, 100000, seed_for(1));
 }
 
+// The same 100,000 steps through the public API: cache hits and plain frees
+// take the stripe path (pool/fast.c), and the model still predicts every
+// address and every stat after every step.
+TEST(Random, DefaultPolicyThroughTheApiMatchesModel)
+{
+    Model m;
+    m.capacity = 512 * MiB;
+    run_api("", m, 100000, seed_for(1), false);
+}
+
+TEST(Random, StreamsThroughTheApiMatchModel)
+{
+    Model m;
+    m.capacity = 512 * MiB;
+    run_api("sim_manual_events:True", m, 25000, seed_for(4), true);
+}
+
 TEST(Random, MemoryFractionMatchesModel)
 {
     // The fraction caps reserved memory below the device: alloc_block fails

@@ -43,36 +43,6 @@ constexpr int kSteps = 5000, kSharedSteps = 2000, kRound = 250;
 constexpr int kSteps = 10000, kSharedSteps = 4000, kRound = 500;
 #endif
 
-class ApiTarget : public Target {
-  public:
-    explicit ApiTarget(galloc_allocator_t *a) : a_(a) {}
-    galloc_status_t malloc(size_t n, uintptr_t stream, uintptr_t *addr) override
-    {
-        void *p = nullptr;
-        galloc_status_t st = galloc_malloc(a_, n, stream, &p);
-        *addr = (uintptr_t)p;
-        return st;
-    }
-    galloc_status_t free(uintptr_t addr) override { return galloc_free(a_, (void *)addr); }
-    galloc_status_t empty_cache() override { return galloc_empty_cache(a_); }
-    galloc_status_t record_stream(uintptr_t addr, uintptr_t stream) override
-    {
-        return galloc_record_stream(a_, (void *)addr, stream);
-    }
-    galloc_status_t stream_sync(uintptr_t stream) override { return galloc_stream_synchronize(a_, stream); }
-    galloc_status_t check() override { return galloc_check(a_); }
-    void stats(galloc_stats_t *out) override { EXPECT_EQ(galloc_memory_stats(a_, out), GALLOC_OK); }
-    std::string error() override
-    {
-        char msg[GALLOC_ERROR_MAX] = "";
-        galloc_last_error(a_, msg, sizeof msg);
-        return msg;
-    }
-
-  private:
-    galloc_allocator_t *a_;
-};
-
 galloc_allocator_t *Create(const char *conf)
 {
     galloc_allocator_t *a = nullptr;

@@ -1,0 +1,164 @@
+// stripe_test: the stripe path (pool/fast.c, pool/stripe.h) called directly:
+// which calls it serves, which it hands to the locked path, and that the
+// escrow keeps every peak exact (a stripe cannot pass a peak, borrows
+// headroom from another stripe, and leaves a new peak to the locked path).
+// Locked calls are bracketed with quiesce/resume as api/ does.
+#include <gtest/gtest.h>
+
+#include "tests/pool/pool_shim.h"
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+
+class Stripes : public ::testing::Test {
+  protected:
+    void Open(const char *conf)
+    {
+        char err[512] = "";
+        s_ = pool_shim_new(conf, 8 * GiB, err, sizeof err);
+        ASSERT_NE(s_, nullptr) << err;
+        pool_shim_resume(s_); // as after any locked call: the stripe path opens if it may
+    }
+    void SetUp() override { Open(""); }
+    void TearDown() override { pool_shim_delete(s_); }
+
+    uintptr_t LockedMalloc(size_t n, uintptr_t stream)
+    {
+        uintptr_t a = 0;
+        pool_shim_quiesce(s_);
+        EXPECT_EQ(pool_shim_malloc(s_, n, stream, &a), GALLOC_OK) << pool_shim_error(s_);
+        pool_shim_resume(s_);
+        return a;
+    }
+    void LockedFree(uintptr_t a)
+    {
+        pool_shim_quiesce(s_);
+        EXPECT_EQ(pool_shim_free(s_, a), GALLOC_OK) << pool_shim_error(s_);
+        pool_shim_resume(s_);
+    }
+    galloc_stats_t Stats()
+    {
+        galloc_stats_t st;
+        pool_shim_quiesce(s_);
+        pool_shim_stats(s_, &st);
+        EXPECT_EQ(pool_shim_check(s_), GALLOC_OK) << pool_shim_error(s_);
+        pool_shim_resume(s_);
+        return st;
+    }
+
+    pool_shim_t *s_ = nullptr;
+};
+
+TEST_F(Stripes, CacheHitAndFreeTakeTheStripePath)
+{
+    uintptr_t a = 0, b = 0;
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0) << "no segment on stream 1 yet: the locked path's";
+    a = LockedMalloc(4096, 1);
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 1);
+    EXPECT_EQ(b, a) << "best fit: the block just freed";
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 0) << "a second free is the locked path's to report";
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].freed, 2);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_SMALL_POOL].allocated, 2);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].peak, 1);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_SMALL_POOL].allocated, 8192);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_SMALL_POOL].peak, 4096);
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].peak, 4096);
+    // Split at each malloc, whole again at each free.
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].allocated, 2);
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.inactive_split_bytes[GALLOC_STAT_ALL].peak, (int64_t)(2 * MiB - 4096));
+    EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 1);
+}
+
+TEST_F(Stripes, AnIncreasePastThePeakTakesTheLockedPath)
+{
+    uintptr_t a = LockedMalloc(4096, 1), b = 0;
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 1); // 4,096 bytes of headroom below the peak on stream 1's stripe
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 8192, 1, &b), 0) << "the block is cached; the headroom is not there";
+    b = LockedMalloc(8192, 1);
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(Stats().allocated_bytes[GALLOC_STAT_ALL].peak, 8192);
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 8192, 1, &b), 1) << "within the new peak";
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, 8192);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 3);
+}
+
+// Streams 1 and 2 on two stripes: 768 KiB live on each at once sets the peak
+// at 1.5 MiB, and the grant gives each stripe the same ceiling, 768 KiB.
+TEST_F(Stripes, AShortStripeBorrowsAndANewPeakIsTheLockedPaths)
+{
+    ASSERT_NE(pool_shim_stripe_of(1), pool_shim_stripe_of(2));
+    uintptr_t a = LockedMalloc(768 * KiB, 1), b = LockedMalloc(768 * KiB, 2), c = 0, d = 0;
+    LockedFree(a);
+    LockedFree(b);
+    // 1 MiB on stream 1 needs 256 KiB more than its stripe holds: borrowed from stream 2's.
+    EXPECT_EQ(pool_shim_malloc_fast(s_, MiB, 1, &c), 1);
+    // Stream 2 now needs 768 KiB with 1.5 MiB - 1 MiB left in all: past the peak, the locked path's.
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 768 * KiB, 2, &d), 0);
+    d = LockedMalloc(768 * KiB, 2);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, (int64_t)(MiB + 768 * KiB));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_SMALL_POOL].peak, (int64_t)(MiB + 768 * KiB));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, (int64_t)(MiB + 768 * KiB));
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].peak, (int64_t)(MiB + 768 * KiB));
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].peak, 2);
+    EXPECT_EQ(pool_shim_free_fast(s_, c), 1);
+    EXPECT_EQ(pool_shim_free_fast(s_, d), 1);
+    st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].allocated, (int64_t)(2 * 768 * KiB + MiB + 768 * KiB));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].freed, st.allocated_bytes[GALLOC_STAT_ALL].allocated);
+}
+
+TEST_F(Stripes, RecordingTurnsTheStripePathOff)
+{
+    uintptr_t a = LockedMalloc(4096, 1);
+    LockedFree(a);
+    pool_shim_quiesce(s_);
+    ASSERT_EQ(pool_shim_record_history(s_, 1), GALLOC_OK);
+    pool_shim_resume(s_);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0) << "every call is traced on the locked path";
+    pool_shim_quiesce(s_);
+    ASSERT_EQ(pool_shim_record_history(s_, 0), GALLOC_OK);
+    pool_shim_resume(s_);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 1);
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
+}
+
+TEST_F(Stripes, StreamUsesAndPendingEventsTakeTheLockedPath)
+{
+    uintptr_t a = LockedMalloc(4096, 1), b = 0;
+    pool_shim_quiesce(s_);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, 2), GALLOC_OK);
+    pool_shim_resume(s_);
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 0) << "its events are recorded on the locked path";
+    LockedFree(a);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 0) << "a block waits on events: malloc processes them first";
+    b = LockedMalloc(4096, 1); // returns the block (the sim's events are complete)
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(Stats().active[GALLOC_STAT_ALL].current, 0);
+}
+
+TEST_F(Stripes, ExpandableSegmentsKeepTheLockedPath)
+{
+    pool_shim_delete(s_);
+    s_ = nullptr;
+    Open("expandable_segments:True");
+    uintptr_t a = LockedMalloc(4096, 1);
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 0);
+    LockedFree(a);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0);
+}
+
+} // namespace
