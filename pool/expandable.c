@@ -47,8 +47,9 @@ static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
     uintptr_t base = 0;
     if (ga_backend_va_reserve(p->backend, pages * page, &base) != GALLOC_OK)
         return NULL;
-    ga_segment_t *seg = ga_pool_records_get_segment(&p->records);
-    ga_block_t *b = ga_pool_records_get_block(&p->records);
+    ga_records_t *r = ga_pool_records_of(p, ap->stream);
+    ga_segment_t *seg = ga_pool_records_get_segment(r);
+    ga_block_t *b = ga_pool_records_get_block(r);
     seg->base = base;
     seg->size = pages * page;
     seg->expandable = true;
@@ -98,13 +99,13 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     size_t first = (b->addr - seg->base) / seg->page;
     size_t last = (b->addr + size - seg->base + seg->page - 1) / seg->page;
     size_t mapped = (last - first) * seg->page;
-    if (ga_pool_records_reserve(&p->records, 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
+    if (ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
         return false;
     ga_pool_blockpool_remove_unmapped(b->pool, b);
     b->mapped = true;
     if (mapped < b->size) {
         /* The rest of the range stays unmapped, right after b. */
-        ga_block_t *rest = ga_pool_records_get_block(&p->records);
+        ga_block_t *rest = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *rest = *b;
         rest->addr = b->addr + mapped;
         rest->size = b->size - mapped;
@@ -135,7 +136,7 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
 galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     size_t size = ap->size;
-    if (ga_pool_records_reserve(&p->records, 1, 1) != GALLOC_OK)
+    if (ga_pool_records_reserve(ga_pool_records_of(p, ap->stream), 1, 1) != GALLOC_OK)
         return GALLOC_E_NOMEM;
     ga_block_t *c = find_block(p, ap, size);
     if (c == NULL)
@@ -151,7 +152,7 @@ galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t 
         c = next; /* map_block merged c into next */
     }
     /* The split that follows needs a record; mapped pages stay cached if not. */
-    if (ga_pool_records_reserve(&p->records, 1, 0) != GALLOC_OK)
+    if (ga_pool_records_reserve(ga_pool_records_of(p, ap->stream), 1, 0) != GALLOC_OK)
         return GALLOC_E_NOMEM;
     ga_pool_blockpool_remove(ap->pool, c);
     ap->block = c;
@@ -168,8 +169,8 @@ static void release_segment(ga_pool_t *p, ga_block_t *b)
     if (b->pool->owner != NULL)
         b->pool->owner->segments--;
     ga_pool_unlink_segment(p, seg);
-    ga_pool_records_put_block(&p->records, b);
-    ga_pool_records_put_segment(&p->records, seg);
+    ga_pool_records_put_block(ga_pool_records_of(p, seg->stream), b);
+    ga_pool_records_put_segment(ga_pool_records_of(p, seg->stream), seg);
 }
 
 void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
@@ -178,7 +179,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     /* Only whole pages strictly inside the block (ExpandableSegment::unmap). */
     size_t first = (b->addr - seg->base + seg->page - 1) / seg->page;
     size_t last = (b->addr + b->size - seg->base) / seg->page;
-    if (first >= last || ga_pool_records_reserve(&p->records, 2, 0) != GALLOC_OK)
+    if (first >= last || ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 2, 0) != GALLOC_OK)
         return;
     size_t done = first;
     while (done < last && ga_backend_unmap(p->backend, seg->base + done * seg->page, seg->page) == GALLOC_OK)
@@ -194,7 +195,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     size_t before = ustart - b->addr;
     if (before > 0) {
         /* prev? -> free part before the unmapped pages -> b */
-        ga_block_t *f = ga_pool_records_get_block(&p->records);
+        ga_block_t *f = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *f = *b;
         f->size = before;
         f->prev = b->prev;
@@ -208,7 +209,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     }
     size_t after = b->size - before - usize;
     if (after > 0) {
-        ga_block_t *f = ga_pool_records_get_block(&p->records);
+        ga_block_t *f = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *f = *b;
         f->addr = ustart + usize;
         f->size = after;

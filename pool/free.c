@@ -42,7 +42,7 @@ void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
 
 size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 {
-    return ga_pool_merge(&p->records, dst, src);
+    return ga_pool_merge(ga_pool_records_of(p, dst->stream), dst, src);
 }
 
 /* PyTorch's free_block: merge with free neighbours, back into the free set;
@@ -60,8 +60,9 @@ GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
     galloc_stat_pool_t sp = bp->stat;
     ga_split_change_t c = ga_pool_free_split_change(b);
 
-    (void)ga_pool_merge(&p->records, b, b->prev);
-    (void)ga_pool_merge(&p->records, b, b->next);
+    ga_records_t *r = ga_pool_records_of(p, b->stream);
+    (void)ga_pool_merge(r, b, b->prev);
+    (void)ga_pool_merge(r, b, b->next);
     ga_pool_blockpool_insert(bp, b);
     ga_stat_update(p->stats.inactive_split, sp, c.count);
     ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);

@@ -77,8 +77,9 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
     if (st != GALLOC_OK)
         return st;
 
-    ga_segment_t *seg = ga_pool_records_get_segment(&p->records);
-    ga_block_t *b = ga_pool_records_get_block(&p->records);
+    ga_records_t *r = ga_pool_records_of(p, ap->stream);
+    ga_segment_t *seg = ga_pool_records_get_segment(r);
+    ga_block_t *b = ga_pool_records_get_block(r);
     /* Reserved by ga_pool_malloc before anything changed. */
     seg->base = addr;
     seg->size = size;
@@ -116,7 +117,7 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     bool split = ga_pool_should_split(p, b, ap->size);
     ga_split_change_t c = ga_pool_alloc_split_change(b, ap->size, split);
     if (split) /* the old record keeps the tail (the free remainder); a new record is the front */
-        b = ga_pool_split_front(&p->records, ap->pool, b, ap->size);
+        b = ga_pool_split_front(ga_pool_records_of(p, ap->stream), ap->pool, b, ap->size);
     ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);
     ga_stat_update(p->stats.inactive_split, sp, c.count);
 
@@ -166,7 +167,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
     /* Everything this call may consume: a segment record, its first block, a
      * split front, and one slot in the pointer map of the stream's stripe. */
     unsigned stripe = ga_stripe_of(stream);
-    if (ga_pool_records_reserve(&p->records, 2, 1) != GALLOC_OK ||
+    if (ga_pool_records_reserve(&p->stripes[stripe].records, 2, 1) != GALLOC_OK ||
         ga_addrmap_reserve(&p->stripes[stripe].ptrs, 1) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
     /* The stream's stripe gets headroom at the next grant, and this thread's

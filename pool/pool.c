@@ -42,7 +42,6 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     ga_pool_blockpool_init(&p->asleep_bp, false);
     ga_pool_stripes_init(p);
     ga_pool_host_spare_init(p);
-    ga_pool_records_init(&p->records);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start. The key is
      * newest main's, whose setMemoryFraction keeps a cap only below 1.0 (an
@@ -78,7 +77,6 @@ void ga_pool_destroy(ga_pool_t *p)
     ga_pool_blockpool_destroy(&p->large);
     ga_trace_destroy(&p->trace);
     ga_pool_stripes_destroy(p);
-    ga_pool_records_destroy(&p->records);
     free(p);
 }
 

@@ -213,10 +213,17 @@ typedef struct ga_stripe {
     bool touched;                    /* a stripe call ran since the last fold: gets headroom next */
     bool in_mask;                    /* its bit is set in the pool's map_mask */
     ga_stream_set_t *last[2];        /* the set used last, [is_small] */
-    ga_records_t records;            /* block records for splits and from merges (blocks part only) */
+    ga_records_t records;            /* the records of its streams' blocks and segments (below) */
     ga_addrmap_t ptrs;               /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
     ga_escrow_t esc;
 } __attribute__((aligned(64))) ga_stripe_t;
+
+/* The stripe of a stream: a multiplicative hash, so that streams numbered
+ * 1, 2, 3 or handles 256 bytes apart land on different stripes. */
+static inline unsigned ga_stripe_of(galloc_stream_t stream)
+{
+    return (unsigned)(((uint64_t)stream * 0x9E3779B97F4A7C15ull) >> 60) & (GA_STRIPES - 1);
+}
 
 struct ga_pool {
     ga_conf_t conf;                 /* effective settings (copied at create) */
@@ -224,7 +231,6 @@ struct ga_pool {
     int device;                     /* device index, for messages */
     ga_err_t *err;                  /* error sink (the front end's) */
     ga_blockpool_t small, large;    /* PyTorch's small_blocks / large_blocks */
-    ga_records_t records;           /* recycled records */
     ga_segment_t *segments;         /* live segments, most recent first */
     galloc_stats_t stats;           /* PyTorch's DeviceStats */
     size_t total_allocated_memory;  /* bytes of live segments (== reserved_bytes.all.current) */
@@ -260,6 +266,14 @@ struct ga_pool {
     atomic_uint map_mask;           /* stripes whose pointer map ever held a block: where free looks */
     ga_stripe_t stripes[GA_STRIPES];
 };
+
+/* The records of a stream's blocks and segments come from its stripe's own
+ * chunks, so that threads on their own streams never write the same cache
+ * line of records (false sharing halved their throughput). */
+static inline ga_records_t *ga_pool_records_of(ga_pool_t *p, galloc_stream_t stream)
+{
+    return &p->stripes[ga_stripe_of(stream)].records;
+}
 
 /* Request parameters, PyTorch's AllocParams. */
 typedef struct ga_alloc_params {

@@ -46,7 +46,9 @@ void ga_pool_records_destroy(ga_records_t *r)
 static void *chunk_new(ga_records_t *r, size_t record_size, size_t n)
 {
     size_t header = (sizeof(chunk_t) + 63) & ~(size_t)63;
-    chunk_t *c = malloc(header + record_size * n);
+    /* Cache-line aligned: a chunk serves one stripe (ga_pool_records_of),
+     * and its records share no line with another allocation. */
+    chunk_t *c = aligned_alloc(64, (header + record_size * n + 63) & ~(size_t)63);
     if (c == NULL)
         return NULL;
     c->next = r->chunks;

@@ -54,8 +54,8 @@ bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
         ga_stat_decrease(&p->stats.oversize_segments, 1);
     ga_pool_blockpool_remove(b->pool, b);
     ga_pool_unlink_segment(p, seg);
-    ga_pool_records_put_block(&p->records, b);
-    ga_pool_records_put_segment(&p->records, seg);
+    ga_pool_records_put_block(ga_pool_records_of(p, seg->stream), b);
+    ga_pool_records_put_segment(ga_pool_records_of(p, seg->stream), seg);
     return true;
 }
 

@@ -1,8 +1,8 @@
 /*
  * stripe.c: the stripes' life cycle, the pointer maps' lookups for the
  * locked path, and the hand-over between the locked path and the stripe
- * path: quiesce (take every stripe, fold its escrow and records back) and
- * resume (grant headroom and records, let stripe calls run). stripe.h says
+ * path: quiesce (take every stripe, fold its escrow back) and
+ * resume (grant headroom, let stripe calls run). stripe.h says
  * why the statistics stay exact.
  */
 #include <stddef.h>
@@ -11,9 +11,6 @@
 #include "pool/stripe.h"
 
 _Thread_local ga_stripe_hint_t ga_pool_hint __attribute__((tls_model("initial-exec")));
-
-/* Block records a granted stripe holds for its splits. */
-#define GA_STRIPE_RECORDS 8
 
 /* Where each escrow row lives in the pool's stats. */
 static const size_t row_offset[GA_ESC_ROWS] = {
@@ -57,8 +54,8 @@ void ga_pool_stripes_init(ga_pool_t *p)
 
 void ga_pool_stripes_destroy(ga_pool_t *p)
 {
-    /* Stripe records belong to the pool's chunks (records.c frees them). */
     for (unsigned i = 0; i < GA_STRIPES; i++) {
+        ga_pool_records_destroy(&p->stripes[i].records);
         ga_addrmap_destroy(&p->stripes[i].ptrs);
         ga_lock_destroy(&p->stripes[i].lock);
     }
@@ -124,14 +121,7 @@ size_t ga_pool_ptr_count(const ga_pool_t *p)
     return n;
 }
 
-/* Move up to n block records from src's list to dst's. */
-static void move_records(ga_records_t *dst, ga_records_t *src, size_t n)
-{
-    while (n-- > 0 && src->n_free_blocks > 0)
-        ga_pool_records_put_block(dst, ga_pool_records_get_block(src));
-}
-
-/* A stripe's changes into the pool's stats, its headroom and records back. */
+/* A stripe's changes into the pool's stats, its headroom back. */
 static void fold(ga_pool_t *p, ga_stripe_t *s)
 {
     ga_escrow_t *e = &s->esc;
@@ -151,7 +141,6 @@ static void fold(ga_pool_t *p, ga_stripe_t *s)
     memset(s->esc.h, 0, sizeof(s->esc.h));
     memset(s->esc.alloc, 0, sizeof(s->esc.alloc));
     memset(s->esc.g, 0, sizeof(s->esc.g));
-    move_records(&p->records, &s->records, s->records.n_free_blocks);
 }
 
 /* Every stripe's lock, in index order. A stripe call holds one for tens of
@@ -238,7 +227,7 @@ static void grant_row(ga_pool_t *p, uint32_t mask, int r)
     }
 }
 
-/* Hand the headroom below every peak, and block records, to the stripes
+/* Hand the headroom below every peak to the stripes
  * used lately: since the last grant or in the span before it (a thread
  * whose call just took the locked path is still running), else to those of
  * the last grant. */
@@ -256,12 +245,6 @@ static void grant(ga_pool_t *p)
         memset(p->stripes[__builtin_ctz(m)].esc.g, 0xff, sizeof(p->stripes[0].esc.g));
     for (int r = 0; r < GA_ESC_ROWS; r++)
         grant_row(p, mask, r);
-    /* Records for the splits; when the host refuses more, the stripes take
-     * what there is and the calls that find none take the locked path. */
-    size_t n = (size_t)__builtin_popcount(mask);
-    (void)ga_pool_records_reserve(&p->records, n * GA_STRIPE_RECORDS, 0);
-    for (uint32_t m = mask; m != 0; m &= m - 1)
-        move_records(&p->stripes[__builtin_ctz(m)].records, &p->records, GA_STRIPE_RECORDS);
 }
 
 void ga_pool_resume(ga_pool_t *p)

@@ -41,13 +41,6 @@ extern "C" {
  * (the locked path): util/lock.h, ga_trylock_briefly. */
 #define GA_STRIPE_TRIES 64
 
-/* The stripe of a stream: a multiplicative hash, so that streams numbered
- * 1, 2, 3 or handles 256 bytes apart land on different stripes. */
-static inline unsigned ga_stripe_of(galloc_stream_t stream)
-{
-    return (unsigned)(((uint64_t)stream * 0x9E3779B97F4A7C15ull) >> 60) & (GA_STRIPES - 1);
-}
-
 /* The stripe the calling thread last allocated from, per pool. */
 typedef struct ga_stripe_hint {
     const ga_pool_t *pool;

@@ -108,7 +108,10 @@ const char *pool_shim_error(pool_shim_t *s)
 
 size_t pool_shim_block_records(pool_shim_t *s)
 {
-    return s->pool->records.blocks_total;
+    size_t n = 0;
+    for (unsigned i = 0; i < GA_STRIPES; i++)
+        n += s->pool->stripes[i].records.blocks_total;
+    return n;
 }
 
 size_t pool_shim_free_blocks(pool_shim_t *s, int small)
