@@ -31,6 +31,13 @@ ldd "$art"/bin/*_test | grep "not found"
 for t in "$art"/bin/*_test; do
     [ -x "$t" ] && run "$(basename "$t")" "$t" --gtest_brief=0
 done
+# Issue 19's thread rows where the cores are free: one allocator shared by
+# threads on their own streams, beside an allocator per thread (the ceiling).
+if [ -x "$art/bench/galloc_pairs" ]; then
+    run pairs_threads "$art/bench/galloc_pairs" \
+        --benchmark_filter='^(own_streams|own_allocators)/(fixed_4KiB|small_mix)/real_time/threads:[12]$' \
+        --benchmark_min_time=0.3 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+fi
 if [ -d "$art/py" ]; then
     run real_torch tests/gpu/run_real_torch.sh "$art/py" "$out/real_torch.xml"
 fi

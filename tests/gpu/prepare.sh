@@ -11,10 +11,15 @@ dir=${1:?artifact directory}
 rm -rf "$dir" && mkdir -p "$dir/bin"
 cp bazel-bin/tests/backend/cuda_gpu_test "$dir/bin/"
 tests/gpu/run_real_torch.sh --prepare "$dir/py" >&2
+# The pairs benchmark (bench/pairs.cc, optimized): issue 19's thread rows on
+# a machine whose cores are free; it links Debian's libbenchmark.
+./bazelw build -c opt --config=opt //bench:galloc_pairs >&2
+mkdir -p "$dir/bench"
+cp "$(./bazelw info -c opt --config=opt bazel-bin 2>/dev/null)/bench/galloc_pairs" "$dir/bench/"
 # Debian's libraries galloc's stack capture links (libunwind, libdw), which a
 # GPU image may lack; device_check.sh puts them last on the library path.
 mkdir -p "$dir/syslib"
-for l in libunwind.so.8 libdw.so.1 libelf.so.1 libbz2.so.1.0 liblzma.so.5; do
+for l in libunwind.so.8 libdw.so.1 libelf.so.1 libbz2.so.1.0 liblzma.so.5 libbenchmark.so.1debian; do
     cp -L "/lib/x86_64-linux-gnu/$l" "$dir/syslib/"
 done
 chmod -R u+w "$dir"
