@@ -63,35 +63,40 @@ static __attribute__((noinline, cold)) void malloc_stats_undo(ga_stripe_t *s, ga
 static __attribute__((noinline, cold)) bool borrow(ga_pool_t *p, unsigned i, galloc_stat_pool_t sp,
                                                    const int64_t need[GA_SLOTS])
 {
-    int64_t *hs = p->stripes[i].esc.h[sp], *gs = p->stripes[i].esc.g[sp];
+    ga_escrow_t *e = &p->stripes[i].esc;
+    const galloc_stat_pool_t js[2] = {GALLOC_STAT_ALL, sp};
     for (uint32_t m = p->grant_mask & ~(1u << i); m != 0; m &= m - 1) {
         bool lacking = false;
-        for (int r = 0; r < GA_SLOTS; r++)
-            lacking |= hs[r] < need[r];
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < GA_SLOTS; r++)
+                lacking |= e->h[js[k]][r] < need[r];
         if (!lacking)
             return true;
         ga_stripe_t *d = &p->stripes[__builtin_ctz(m)];
         if (!ga_trylock_briefly(&d->lock, GA_STRIPE_TRIES)) /* busy: skipped, never waited for */
             continue;
-        int64_t *hd = d->esc.h[sp], *gd = d->esc.g[sp];
-        for (int r = 0; r < GA_SLOTS; r++) {
-            int64_t lack = need[r] - hs[r];
-            if (lack <= 0 || hd[r] <= 0)
-                continue;
-            /* the shortfall, and half of what the donor has beyond it: fewer borrows */
-            int64_t t = lack + (hd[r] - lack) / 2;
-            if (t > hd[r])
-                t = hd[r];
-            hd[r] -= t;
-            gd[r] -= t;
-            hs[r] += t;
-            gs[r] += t;
+        for (int k = 0; k < 2; k++) {
+            int64_t *hs = e->h[js[k]], *gs = e->g[js[k]], *hd = d->esc.h[js[k]], *gd = d->esc.g[js[k]];
+            for (int r = 0; r < GA_SLOTS; r++) {
+                int64_t lack = need[r] - hs[r];
+                if (lack <= 0 || hd[r] <= 0)
+                    continue;
+                /* the shortfall, and half of what the donor has beyond it: fewer borrows */
+                int64_t t = lack + (hd[r] - lack) / 2;
+                if (t > hd[r])
+                    t = hd[r];
+                hd[r] -= t;
+                gd[r] -= t;
+                hs[r] += t;
+                gs[r] += t;
+            }
         }
         ga_unlock(&d->lock);
     }
-    for (int r = 0; r < GA_SLOTS; r++)
-        if (hs[r] < need[r])
-            return false;
+    for (int k = 0; k < 2; k++)
+        for (int r = 0; r < GA_SLOTS; r++)
+            if (e->h[js[k]][r] < need[r])
+                return false;
     return true;
 }
 

@@ -100,11 +100,7 @@ bool ga_pool_stripe_shares_ok(const ga_pool_t *p)
             int64_t sum = 0;
             for (unsigned i = 0; i < GA_STRIPES; i++) {
                 const ga_escrow_t *e = &p->stripes[i].esc;
-                int k = slot_of[r];
-                sum += e->c[j][r];
-                for (int q = GALLOC_STAT_SMALL_POOL; q <= GALLOC_STAT_LARGE_POOL; q++)
-                    if (j == GALLOC_STAT_ALL || j == q)
-                        sum += e->g[q][k] - e->h[q][k];
+                sum += e->c[j][r] + e->g[j][slot_of[r]] - e->h[j][slot_of[r]];
             }
             if (sum != row[j].current)
                 return false;
@@ -128,14 +124,14 @@ static void fold(ga_pool_t *p, ga_stripe_t *s)
     for (int r = 0; r < GA_ESC_ROWS; r++) {
         galloc_stat_t *row = row_of(&p->stats, r);
         int k = slot_of[r];
-        for (int j = GALLOC_STAT_SMALL_POOL; j <= GALLOC_STAT_LARGE_POOL; j++) {
+        for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
             int64_t d = e->g[j][k] - e->h[j][k]; /* the stripe's change to the row's current */
             row[j].current += d;
-            row[j].allocated += e->alloc[j][k];
-            row[j].freed += e->alloc[j][k] - d;
-            row[GALLOC_STAT_ALL].current += d; /* "all"'s totals are folded at copy time */
             e->c[j][r] += d;
-            e->c[GALLOC_STAT_ALL][r] += d;
+            if (j != GALLOC_STAT_ALL) { /* "all"'s totals are folded at copy time */
+                row[j].allocated += e->alloc[j][k];
+                row[j].freed += e->alloc[j][k] - d;
+            }
         }
     }
     memset(s->esc.h, 0, sizeof(s->esc.h));
@@ -199,30 +195,19 @@ static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t o
             out[__builtin_ctz(m)] = (int64_t)((__int128)out[__builtin_ctz(m)] * room / total);
 }
 
-/* A row's shares in both pools, each stripe's pair cut down in proportion
- * to fit its share of "all" (the path counts "all" through the pools), and
- * lowered into the row's slot (a slot shared by two rows keeps the smaller:
- * within the room of both). */
+/* A row's shares in "all" and in both pools, lowered into the row's slot (a
+ * slot shared by two rows keeps the smaller: within the room of both). */
 static void grant_row(ga_pool_t *p, uint32_t mask, int r)
 {
-    int64_t all[GA_STRIPES], small[GA_STRIPES], large[GA_STRIPES];
-    share_row(p, mask, GALLOC_STAT_ALL, r, all);
-    share_row(p, mask, GALLOC_STAT_SMALL_POOL, r, small);
-    share_row(p, mask, GALLOC_STAT_LARGE_POOL, r, large);
     int k = slot_of[r];
-    for (uint32_t m = mask; m != 0; m &= m - 1) {
-        int i = __builtin_ctz(m);
-        int64_t both = small[i] + large[i];
-        if (both > all[i]) {
-            small[i] = (int64_t)((__int128)small[i] * all[i] / both);
-            large[i] = (int64_t)((__int128)large[i] * all[i] / both);
-        }
-        ga_escrow_t *e = &p->stripes[i].esc;
-        const int64_t *h[2] = {&small[i], &large[i]};
-        for (int q = 0; q < 2; q++) {
-            int j = GALLOC_STAT_SMALL_POOL + q;
-            if (e->g[j][k] < 0 || *h[q] < e->g[j][k]) /* -1: not yet granted this time */
-                e->g[j][k] = e->h[j][k] = *h[q];
+    for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
+        int64_t share[GA_STRIPES];
+        share_row(p, mask, j, r, share);
+        for (uint32_t m = mask; m != 0; m &= m - 1) {
+            int i = __builtin_ctz(m);
+            ga_escrow_t *e = &p->stripes[i].esc;
+            if (e->g[j][k] < 0 || share[i] < e->g[j][k]) /* -1: not yet granted this time */
+                e->g[j][k] = e->h[j][k] = share[i];
         }
     }
 }

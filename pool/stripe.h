@@ -14,8 +14,8 @@
  * Exact statistics without a shared counter (the escrow): for each stat with
  * a peak, the locked path hands every stripe that will need it a share `h`
  * of the headroom below the peak (peak - current, split between the stripes
- * used lately; a stripe's small- and large-pool shares together stay within
- * its share of "all"'s headroom). A stripe call that raises a stat by n needs h >= n and moves
+ * used lately; "all" has a share of its own, since its peak is not the sum
+ * of the pools'). A stripe call that raises a stat by n needs h >= n and moves
  * n from h to the stripe's change d; a decrease moves it back. d + h never
  * changes on the stripe path, so base + sum(d + h) <= peak always holds and
  * no interleaving of stripe calls can pass the peak: every peak is reached
@@ -54,20 +54,19 @@ static inline void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe)
     ga_pool_hint.stripe = stripe;
 }
 
-/* An increase by n >= 0 of escrow slot r in pool sp (and so in "all":
- * the grant keeps each stripe's two pool shares within its share of "all"'s
- * headroom, so "all" needs no word of its own on the path). Returns a
+/* An increase by n >= 0 of escrow slot r in "all" and in pool sp. Returns a
  * negative value when the stripe lacked the headroom: the caller then undoes
  * every increase it made (ga_esc_undo) and takes the locked path. Testing
  * once after all of a call's increases costs one branch, not one a stat. */
 static inline int64_t ga_esc_add(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
     s->esc.alloc[sp][r] += n;
-    return s->esc.h[sp][r] -= n;
+    return (s->esc.h[GALLOC_STAT_ALL][r] -= n) | (s->esc.h[sp][r] -= n);
 }
 
 static inline void ga_esc_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
+    s->esc.h[GALLOC_STAT_ALL][r] += n;
     s->esc.h[sp][r] += n;
     s->esc.alloc[sp][r] -= n;
 }
@@ -75,6 +74,7 @@ static inline void ga_esc_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int
 /* A decrease by n >= 0 of slot r: its headroom stays with this stripe. */
 static inline void ga_esc_sub(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
+    s->esc.h[GALLOC_STAT_ALL][r] += n;
     s->esc.h[sp][r] += n;
 }
 
