@@ -50,7 +50,7 @@ void ga_addrmap_destroy(ga_addrmap_t *m)
     ga_addrmap_init(m, m->entry_size);
 }
 
-galloc_status_t ga_addrmap_reserve(ga_addrmap_t *m, size_t n)
+galloc_status_t ga_addrmap_grow(ga_addrmap_t *m, size_t n)
 {
     if (n <= m->cap / 2 - m->count) /* count <= cap / 2: no wrap */
         return GALLOC_OK;

@@ -59,10 +59,19 @@ void ga_addrmap_init(ga_addrmap_t *m, size_t entry_size);
 /* ga_addrmap_destroy: free the slots; the map is empty again (same entry size). */
 void ga_addrmap_destroy(ga_addrmap_t *m);
 
+/* ga_addrmap_grow: ga_addrmap_reserve when the map has no room (cold). */
+galloc_status_t ga_addrmap_grow(ga_addrmap_t *m, size_t n);
+
 /* ga_addrmap_reserve: make room for n more inserts (cold path, may allocate).
  * GALLOC_OK, or GALLOC_E_NOMEM with the map unchanged (the growth could not
- * be allocated or its size would overflow). Cheap when there is room. */
-galloc_status_t ga_addrmap_reserve(ga_addrmap_t *m, size_t n);
+ * be allocated or its size would overflow). When there is room, an inline
+ * compare: every malloc reserves its slot. */
+static inline galloc_status_t ga_addrmap_reserve(ga_addrmap_t *m, size_t n)
+{
+    if (__builtin_expect(n <= m->cap / 2 - m->count, 1)) /* count <= cap / 2: no wrap */
+        return GALLOC_OK;
+    return ga_addrmap_grow(m, n);
+}
 
 /* ga_addrmap_find: the entry whose key is key, or NULL (always NULL for key 0). */
 void *ga_addrmap_find(const ga_addrmap_t *m, uintptr_t key);
