@@ -224,6 +224,12 @@ ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp)
     return last_before(bp, bp->n_sets);
 }
 
+ga_block_t *ga_pool_blockpool_next_in_set(const ga_block_t *b)
+{
+    ga_avl_node_t *n = ga_pool_avl_next((ga_avl_node_t *)&b->node);
+    return n != NULL ? BLOCK_OF(n) : first_at(&b->seg->set->idx, ga_sizeidx_bin(b->size) + 1);
+}
+
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b)
 {
     ga_avl_node_t *n = ga_pool_avl_next(&b->node);

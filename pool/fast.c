@@ -4,8 +4,7 @@
  * streams do not wait for each other (issue 19).
  *
  * Each call first checks that it can finish: the stripe calls are allowed
- * (`fast`: no routes, no pending events, no recording, no GC clock, no
- * expandable segments), the block is an ordinary one (default pools, below
+ * (`fast`: no routes, no pending events, no recording, no GC clock), the block is an ordinary one (default pools, below
  * max_split_size, no stream uses), a record and a map slot are at hand, and
  * the stripe has the headroom for every stat the call raises. Otherwise it
  * changes nothing and returns false, and the caller takes the locked path
@@ -116,6 +115,8 @@ bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void
     if (set == NULL)
         goto miss;
     ga_block_t *b = ga_pool_blockpool_fit_rounded(set, rounded);
+    if (b != NULL && b->seg->expandable)
+        b = ga_pool_expandable_best(b);
     /* An oversize block (and so an oversize request) is the locked path's:
      * its own rules and stat (oversize_allocations). */
     if (b == NULL || b->size >= p->conf.max_split_size)

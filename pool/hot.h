@@ -26,6 +26,26 @@ static inline bool ga_pool_should_split(const ga_pool_t *p, const ga_block_t *b,
     return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
 }
 
+/* For best fit an expandable block counts as the size it can grow to: itself
+ * plus the unmapped range after it. */
+static inline size_t ga_pool_expandable_size(const ga_block_t *b)
+{
+    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
+}
+
+/* PyTorch's get_free_block after its lower_bound, for expandable segments: a
+ * later block of the stream that can grow less may be the better choice.
+ * Walks the stream's own set only. */
+static inline ga_block_t *ga_pool_expandable_best(ga_block_t *b)
+{
+    ga_block_t *next = ga_pool_blockpool_next_in_set(b);
+    while (b->seg->expandable && next != NULL && ga_pool_expandable_size(next) < ga_pool_expandable_size(b)) {
+        b = next;
+        next = ga_pool_blockpool_next_in_set(b);
+    }
+    return b;
+}
+
 /* A change to inactive_split: blocks and bytes. */
 typedef struct ga_split_change {
     int64_t count, bytes;

@@ -14,11 +14,6 @@
 #include "pool/stripe.h"
 #include "stats/stats.h"
 
-static size_t expandable_size(const ga_block_t *b)
-{
-    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
-}
-
 /* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
  * Inline into malloc, whose every call makes it. */
 GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
@@ -32,17 +27,8 @@ GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
     ga_block_t *b = ga_pool_blockpool_fit_rounded(ap->set, ap->size);
     if (b == NULL)
         return false;
-    if (b->seg->expandable) {
-        /* For best fit an expandable block counts as the size it can grow to
-         * (itself plus the unmapped range after it), so a later block that can
-         * grow less may be the better choice (get_free_block's expandable_size). */
-        ga_block_t *next = ga_pool_blockpool_next(b);
-        while (b->seg->expandable && next != NULL && next->stream == ap->stream &&
-               expandable_size(next) < expandable_size(b)) {
-            b = next;
-            next = ga_pool_blockpool_next(b);
-        }
-    }
+    if (b->seg->expandable)
+        b = ga_pool_expandable_best(b);
     /* A normal request never takes an oversize cached block. */
     if (ap->size < mss && b->size >= mss)
         return false;

@@ -258,7 +258,6 @@ struct ga_pool {
     /* Stripes (stripe.h). `fast` says whether stripe calls may run; it
      * changes only under the allocator's lock and every stripe's. */
     atomic_bool fast;
-    bool fast_capable;              /* settings allow it at all (no expandable segments) */
     bool stripes_held;              /* the locked path holds every stripe's lock (ga_pool_quiesce) */
     uint32_t touched_mask;          /* stripes used since the last grant */
     uint32_t touched_before;        /* and in the span before it */
@@ -378,6 +377,9 @@ ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
 ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
 ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
+/* The next free block of b's own set in (size, address) order, or NULL:
+ * reads nothing of another stream's (the stripe path may call it). */
+ga_block_t *ga_pool_blockpool_next_in_set(const ga_block_t *b);
 /* Neighbours in (stream, size, address) order across the streams' sets. */
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);

@@ -49,7 +49,6 @@ void ga_pool_stripes_init(ga_pool_t *p)
     }
     atomic_init(&p->fast, false);
     atomic_init(&p->map_mask, 0u);
-    p->fast_capable = !p->conf.expandable_segments;
 }
 
 void ga_pool_stripes_destroy(ga_pool_t *p)
@@ -168,7 +167,7 @@ void ga_pool_quiesce(ga_pool_t *p)
  * plain free of the default pools, with nothing recorded and no GC clock. */
 static bool fast_possible(const ga_pool_t *p)
 {
-    return p->fast_capable && p->n_routes == 0 && p->pending_head == NULL &&
+    return p->n_routes == 0 && p->pending_head == NULL &&
            p->trace.enabled == GALLOC_HISTORY_NONE && !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
 }
 

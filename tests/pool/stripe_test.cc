@@ -5,6 +5,11 @@
 // Locked calls are bracketed with quiesce/resume as api/ does.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "tests/pool/pool_shim.h"
 
 namespace {
@@ -150,15 +155,125 @@ TEST_F(Stripes, StreamUsesAndPendingEventsTakeTheLockedPath)
     EXPECT_EQ(Stats().active[GALLOC_STAT_ALL].current, 0);
 }
 
-TEST_F(Stripes, ExpandableSegmentsKeepTheLockedPath)
+TEST_F(Stripes, ExpandableSegmentsTakeTheStripePath)
 {
     pool_shim_delete(s_);
     s_ = nullptr;
     Open("expandable_segments:True");
-    uintptr_t a = LockedMalloc(4096, 1);
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 0);
-    LockedFree(a);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0);
+    uintptr_t a = LockedMalloc(4096, 1), b = 0;
+    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
+    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 1);
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2);
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].allocated, 0) << "PyTorch keeps expandable segments out of it";
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(2 * MiB)) << "one 2 MiB page mapped";
+}
+
+// The same random calls on two pools of the same settings: one tries the
+// stripe path first and takes the locked path when it declines (as api/
+// does), the other has only the locked path. Every status and address, and
+// every stat at each comparison, must agree: the stripe path is a faster way
+// to the same state, never a different policy.
+struct Twin {
+    pool_shim_t *fast = nullptr, *locked = nullptr;
+    int served = 0; // calls the stripe path served
+    explicit Twin(const char *conf)
+    {
+        char err[512] = "";
+        fast = pool_shim_new(conf, 8 * GiB, err, sizeof err);
+        locked = pool_shim_new(conf, 8 * GiB, err, sizeof err);
+        EXPECT_TRUE(fast != nullptr && locked != nullptr) << err;
+        if (fast != nullptr)
+            pool_shim_resume(fast);
+    }
+    ~Twin()
+    {
+        pool_shim_delete(fast);
+        pool_shim_delete(locked);
+    }
+    void Malloc(size_t n, uintptr_t stream, std::vector<uintptr_t> *live)
+    {
+        uintptr_t a = 0, b = 0;
+        galloc_status_t sa = GALLOC_OK;
+        if (pool_shim_malloc_fast(fast, n, stream, &a)) {
+            served++;
+        } else {
+            pool_shim_quiesce(fast);
+            sa = pool_shim_malloc(fast, n, stream, &a);
+            pool_shim_resume(fast);
+        }
+        galloc_status_t sb = pool_shim_malloc(locked, n, stream, &b);
+        ASSERT_EQ(sa, sb) << n << " bytes on stream " << stream;
+        ASSERT_EQ(a, b) << n << " bytes on stream " << stream;
+        if (sa == GALLOC_OK)
+            live->push_back(a);
+    }
+    void Free(uintptr_t a)
+    {
+        galloc_status_t sa = GALLOC_OK;
+        if (pool_shim_free_fast(fast, a)) {
+            served++;
+        } else {
+            pool_shim_quiesce(fast);
+            sa = pool_shim_free(fast, a);
+            pool_shim_resume(fast);
+        }
+        ASSERT_EQ(sa, GALLOC_OK);
+        ASSERT_EQ(pool_shim_free(locked, a), GALLOC_OK);
+    }
+    void Compare(int step)
+    {
+        galloc_stats_t sa, sb;
+        pool_shim_quiesce(fast);
+        pool_shim_stats(fast, &sa);
+        ASSERT_EQ(pool_shim_check(fast), GALLOC_OK) << pool_shim_error(fast);
+        pool_shim_resume(fast);
+        pool_shim_stats(locked, &sb);
+        ASSERT_EQ(memcmp(&sa, &sb, sizeof sa), 0) << "stats differ after step " << step;
+    }
+};
+
+void RunTwins(const char *conf, uint64_t seed, int steps)
+{
+    SCOPED_TRACE(std::string("conf '") + conf + "' seed " + std::to_string(seed));
+    Twin t(conf);
+    ASSERT_TRUE(t.fast != nullptr && t.locked != nullptr);
+    std::mt19937_64 rng(seed);
+    std::vector<uintptr_t> live;
+    for (int i = 0; i < steps && !::testing::Test::HasFatalFailure(); i++) {
+        if (live.size() < 8 || (live.size() < 200 && rng() % 100 < 52)) {
+            // Mostly small, some large, a few up to 64 MiB; three streams on their own stripes.
+            uint64_t pick = rng() % 100;
+            size_t n = pick < 60 ? 1 + rng() % (64 * KiB) : pick < 95 ? 1 + rng() % (8 * MiB) : 1 + rng() % (64 * MiB);
+            t.Malloc(n, 1 + rng() % 3, &live);
+        } else {
+            size_t k = rng() % live.size();
+            t.Free(live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (i % 7 == 6)
+            t.Compare(i);
+    }
+    t.Compare(steps);
+    EXPECT_GT(t.served, steps / 2) << "the stripe path must have served most calls";
+}
+
+TEST(StripeTwins, DefaultSettings)
+{
+    RunTwins("", 11, 30000);
+}
+
+TEST(StripeTwins, ExpandableSegments)
+{
+    RunTwins("expandable_segments:True", 12, 30000);
+}
+
+TEST(StripeTwins, SplitLimitsAndRounding)
+{
+    RunTwins("max_split_size_mb:32,roundup_power2_divisions:4", 13, 30000);
 }
 
 } // namespace
