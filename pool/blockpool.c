@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "pool/blockpool.h"
 
 #define BLOCK_OF(n) GA_BLOCK_OF_NODE(n)
 

@@ -17,6 +17,7 @@
  * the segment, oversize_segments and inactive_split stats never count
  * expandable segments.
  */
+#include "pool/blockpool.h"
 #include "pool/sleep_int.h"
 #include "stats/stats.h"
 

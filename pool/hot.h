@@ -8,7 +8,7 @@
 #ifndef GA_POOL_HOT_H
 #define GA_POOL_HOT_H
 
-#include "pool/pool_int.h"
+#include "pool/blockpool.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -133,6 +133,21 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     ap->block = b;
 }
 
+/* Everything a malloc may consume, from the stream's stripe: a segment
+ * record, its first block, a split front, and one pointer-map slot. The
+ * stripe gets headroom at the next grant, and this thread's frees look there
+ * first (stripe.h). */
+static galloc_status_t reserve(ga_pool_t *p, galloc_stream_t stream)
+{
+    unsigned stripe = ga_stripe_of(stream);
+    if (ga_pool_records_reserve(&p->stripes[stripe].records, 2, 1) != GALLOC_OK ||
+        ga_addrmap_reserve(&p->stripes[stripe].ptrs, 1) != GALLOC_OK)
+        return GALLOC_E_NOMEM;
+    p->touched_mask |= 1u << stripe;
+    ga_pool_hint_set(p, stripe);
+    return GALLOC_OK;
+}
+
 galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
 {
     *out = NULL;
@@ -150,16 +165,8 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
             return st;
     }
 
-    /* Everything this call may consume: a segment record, its first block, a
-     * split front, and one slot in the pointer map of the stream's stripe. */
-    unsigned stripe = ga_stripe_of(stream);
-    if (ga_pool_records_reserve(&p->stripes[stripe].records, 2, 1) != GALLOC_OK ||
-        ga_addrmap_reserve(&p->stripes[stripe].ptrs, 1) != GALLOC_OK)
+    if (reserve(p, stream) != GALLOC_OK)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory for allocator bookkeeping");
-    /* The stream's stripe gets headroom at the next grant, and this thread's
-     * frees look there first (stripe.h). */
-    p->touched_mask |= 1u << stripe;
-    ga_pool_hint_set(p, stripe);
 
     ga_alloc_params_t ap;
     ap.orig_size = size;

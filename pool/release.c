@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "pool/pool_int.h"
+#include "pool/blockpool.h"
 #include "stats/stats.h"
 
 void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes)

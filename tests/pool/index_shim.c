@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/blockpool.h"
 
 struct index_shim {
     ga_blockpool_t bp;

@@ -2,7 +2,7 @@
 // reference model of PyTorch's policy (random_model.h) and followed by the
 // pool's own invariant check. The seed is printed on failure; GALLOC_SEED
 // overrides it.
-#include "tests/pool/random_model.h"
+#include "tests/pool/random_api.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tests/pool/random_model.h"
+#include "tests/pool/random_api.h"
 
 extern "C" {
 #include <galloc/galloc.h>
