@@ -15,6 +15,24 @@
 #include "pool/hot.h"
 #include "pool/stripe.h"
 
+/* The thread's last stripe per pool (stripe.h, ga_pool_hint_set). Static:
+ * a TLS symbol shared between files would be exported by the library. */
+static _Thread_local struct {
+    const ga_pool_t *pool;
+    unsigned stripe;
+} hint;
+
+void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe)
+{
+    hint.pool = p;
+    hint.stripe = stripe;
+}
+
+unsigned ga_pool_hint_get(const ga_pool_t *p)
+{
+    return hint.pool == p ? hint.stripe : GA_STRIPES;
+}
+
 GA_HOT bool fast_on(const ga_pool_t *p)
 {
     return atomic_load_explicit(&p->fast, memory_order_relaxed);
@@ -149,7 +167,8 @@ bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void
     b->stack_id = 0;
     ga_pool_ptr_insert(p, b);
     ga_unlock(&s->lock);
-    ga_pool_hint_set(p, i);
+    hint.pool = p;
+    hint.stripe = i;
     *out = (void *)b->addr;
     return true;
 miss:
@@ -209,8 +228,8 @@ bool ga_pool_free_fast(ga_pool_t *p, void *ptr)
         return false;
     uintptr_t addr = (uintptr_t)ptr;
     unsigned mask = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
-    if (ga_pool_hint.pool == p) {
-        unsigned i = ga_pool_hint.stripe;
+    if (hint.pool == p) {
+        unsigned i = hint.stripe;
         free_result_t r = free_in(p, i, addr);
         if (r != ABSENT)
             return r == FREED;

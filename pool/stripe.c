@@ -10,8 +10,6 @@
 
 #include "pool/stripe.h"
 
-_Thread_local ga_stripe_hint_t ga_pool_hint __attribute__((tls_model("initial-exec")));
-
 /* Where each escrow row lives in the pool's stats. */
 static const size_t row_offset[GA_ESC_ROWS] = {
     [GA_ESC_ALLOCATION] = offsetof(galloc_stats_t, allocation),
@@ -63,14 +61,14 @@ void ga_pool_stripes_destroy(ga_pool_t *p)
 ga_ptr_entry_t *ga_pool_ptr_find(ga_pool_t *p, uintptr_t addr, unsigned *stripe)
 {
     unsigned mask = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
-    if (ga_pool_hint.pool == p) {
-        unsigned i = ga_pool_hint.stripe;
-        ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[i].ptrs, addr);
+    unsigned first = ga_pool_hint_get(p);
+    if (first < GA_STRIPES) {
+        ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[first].ptrs, addr);
         if (e != NULL) {
-            *stripe = i;
+            *stripe = first;
             return e;
         }
-        mask &= ~(1u << i);
+        mask &= ~(1u << first);
     }
     for (; mask != 0; mask &= mask - 1) {
         unsigned i = (unsigned)__builtin_ctz(mask);

@@ -41,18 +41,13 @@ extern "C" {
  * (the locked path): util/lock.h, ga_trylock_briefly. */
 #define GA_STRIPE_TRIES 64
 
-/* The stripe the calling thread last allocated from, per pool. */
-typedef struct ga_stripe_hint {
-    const ga_pool_t *pool;
-    unsigned stripe;
-} ga_stripe_hint_t;
-extern _Thread_local ga_stripe_hint_t ga_pool_hint __attribute__((tls_model("initial-exec")));
-
-static inline void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe)
-{
-    ga_pool_hint.pool = p;
-    ga_pool_hint.stripe = stripe;
-}
+/* The stripe the calling thread last allocated from in p, where its frees
+ * look first: set by every malloc, read by free (fast.c keeps it, in a
+ * thread-local variable private to that file, so that the shared library
+ * exports no symbol for it). ga_pool_hint_get returns GA_STRIPES when the
+ * thread's last malloc was in another pool. */
+void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe);
+unsigned ga_pool_hint_get(const ga_pool_t *p);
 
 /* An increase by n >= 0 of escrow slot r in "all" and in pool sp. Returns a
  * negative value when the stripe lacked the headroom: the caller then undoes
