@@ -119,7 +119,9 @@ static __attribute__((noinline, cold)) bool borrow(ga_pool_t *p, unsigned i, gal
 
 bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
 {
-    if (!fast_on(p) || size == 0)
+    /* Zero and sizes past PyTorch's 1 EB limit are the locked path's to
+     * answer (rounding them would wrap). */
+    if (!fast_on(p) || size == 0 || (uint64_t)size >= GA_ONE_EXABYTE)
         return false;
     unsigned i = ga_stripe_of(stream);
     ga_stripe_t *s = &p->stripes[i];

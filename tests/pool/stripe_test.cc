@@ -65,6 +65,9 @@ TEST_F(Stripes, CacheHitAndFreeTakeTheStripePath)
     EXPECT_EQ(b, a) << "best fit: the block just freed";
     EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
     EXPECT_EQ(pool_shim_free_fast(s_, b), 0) << "a second free is the locked path's to report";
+    // Rounding SIZE_MAX would wrap to a small size that the cache could serve.
+    EXPECT_EQ(pool_shim_malloc_fast(s_, SIZE_MAX, 1, &b), 0) << "past 1 EB: the locked path's OOM";
+    EXPECT_EQ(pool_shim_malloc_fast(s_, SIZE_MAX - 100, 1, &b), 0);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2);
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].freed, 2);
