@@ -229,16 +229,9 @@ bool ga_pool_free_fast(ga_pool_t *p, void *ptr)
     if (!fast_on(p) || ptr == NULL)
         return false;
     uintptr_t addr = (uintptr_t)ptr;
-    unsigned mask = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
-    if (hint.pool == p) {
-        unsigned i = hint.stripe;
+    uint32_t rest;
+    for (unsigned i = ga_pool_search_first(p, &rest); i < GA_STRIPES; i = ga_pool_search_next(&rest)) {
         free_result_t r = free_in(p, i, addr);
-        if (r != ABSENT)
-            return r == FREED;
-        mask &= ~(1u << i);
-    }
-    for (; mask != 0; mask &= mask - 1) {
-        free_result_t r = free_in(p, (unsigned)__builtin_ctz(mask), addr);
         if (r != ABSENT)
             return r == FREED;
     }

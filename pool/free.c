@@ -64,17 +64,12 @@ GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
     (void)ga_pool_merge(r, b, b->prev);
     (void)ga_pool_merge(r, b, b->next);
     ga_pool_blockpool_insert(bp, b);
-    ga_stat_update(p->stats.inactive_split, sp, c.count);
-    ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);
-    ga_stat_sub(p->stats.active, sp, 1);
-    ga_stat_sub(p->stats.active_bytes, sp, (int64_t)original_size);
-    ga_stat_sub(p->stats.requested_bytes, sp, (int64_t)requested);
-    ga_pool_stripe_charge(p, b->stream, sp,
-                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ACTIVE] = -1,
-                                                       [GA_ESC_ACTIVE_BYTES] = -(int64_t)original_size,
-                                                       [GA_ESC_REQUESTED_BYTES] = -(int64_t)requested,
-                                                       [GA_ESC_INACTIVE_SPLIT] = c.count,
-                                                       [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
+    ga_pool_change_rows(p, b->stream, sp,
+                        (const int64_t[GA_ESC_ROWS]){[GA_ESC_ACTIVE] = -1,
+                                                     [GA_ESC_ACTIVE_BYTES] = -(int64_t)original_size,
+                                                     [GA_ESC_REQUESTED_BYTES] = -(int64_t)requested,
+                                                     [GA_ESC_INACTIVE_SPLIT] = c.count,
+                                                     [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
     b->requested = 0;
 }
 
@@ -94,11 +89,9 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
         ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
                         ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
     galloc_stat_pool_t sp = b->pool->stat;
-    ga_stat_sub(p->stats.allocation, sp, 1);
-    ga_stat_sub(p->stats.allocated_bytes, sp, (int64_t)b->size);
-    ga_pool_stripe_charge(p, b->stream, sp,
-                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = -1,
-                                                       [GA_ESC_ALLOCATED_BYTES] = -(int64_t)b->size});
+    ga_pool_change_rows(p, b->stream, sp,
+                        (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = -1,
+                                                     [GA_ESC_ALLOCATED_BYTES] = -(int64_t)b->size});
     if (b->size >= p->conf.max_split_size)
         ga_stat_decrease(&p->stats.oversize_allocations, 1);
     /* With events pending the block stays active until process_events sees them done. */

@@ -94,8 +94,8 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
 }
 
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count. Every change here is an increase except inactive_split's
- * (hot.h), so the other stats take the unsigned paths. */
+ * allocated, count (inactive_split's change from hot.h, the rest through
+ * the stripe's share, ga_pool_change_rows). */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
     ga_block_t *b = ap->block;
@@ -104,8 +104,6 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
     ga_split_change_t c = ga_pool_alloc_split_change(b, ap->size, split);
     if (split) /* the old record keeps the tail (the free remainder); a new record is the front */
         b = ga_pool_split_front(ga_pool_records_of(p, ap->stream), ap->pool, b, ap->size);
-    ga_stat_update(p->stats.inactive_split_bytes, sp, c.bytes);
-    ga_stat_update(p->stats.inactive_split, sp, c.count);
 
     b->allocated = true;
     b->requested = ap->orig_size;
@@ -115,21 +113,16 @@ static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
         ga_trace_record(&p->trace, GA_TRACE_ALLOC, b->addr, ap->orig_size, b->stream, ga_pool_id_of(b->pool, pid),
                         ap->stack_id);
     ga_pool_ptr_insert(p, b);
-    ga_stat_add(p->stats.allocation, sp, 1);
-    ga_stat_add(p->stats.allocated_bytes, sp, (int64_t)b->size);
-    ga_stat_add(p->stats.active, sp, 1);
-    ga_stat_add(p->stats.active_bytes, sp, (int64_t)b->size);
-    ga_stat_add(p->stats.requested_bytes, sp, (int64_t)ap->orig_size);
     if (b->size >= p->conf.max_split_size)
         ga_stat_increase(&p->stats.oversize_allocations, 1);
-    ga_pool_stripe_charge(p, b->stream, sp,
-                          (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = 1,
-                                                       [GA_ESC_ALLOCATED_BYTES] = (int64_t)b->size,
-                                                       [GA_ESC_ACTIVE] = 1,
-                                                       [GA_ESC_ACTIVE_BYTES] = (int64_t)b->size,
-                                                       [GA_ESC_REQUESTED_BYTES] = (int64_t)ap->orig_size,
-                                                       [GA_ESC_INACTIVE_SPLIT] = c.count,
-                                                       [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
+    ga_pool_change_rows(p, b->stream, sp,
+                        (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = 1,
+                                                     [GA_ESC_ALLOCATED_BYTES] = (int64_t)b->size,
+                                                     [GA_ESC_ACTIVE] = 1,
+                                                     [GA_ESC_ACTIVE_BYTES] = (int64_t)b->size,
+                                                     [GA_ESC_REQUESTED_BYTES] = (int64_t)ap->orig_size,
+                                                     [GA_ESC_INACTIVE_SPLIT] = c.count,
+                                                     [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
     ap->block = b;
 }
 

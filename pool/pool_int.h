@@ -258,7 +258,6 @@ struct ga_pool {
     /* Stripes (stripe.h). `fast` says whether stripe calls may run; it
      * changes only under the allocator's lock and every stripe's. */
     atomic_bool fast;
-    bool stripes_held;              /* the locked path holds every stripe's lock (ga_pool_quiesce) */
     uint32_t touched_mask;          /* stripes used since the last grant */
     uint32_t touched_before;        /* and in the span before it */
     uint32_t grant_mask;            /* stripes given headroom at the last grant */

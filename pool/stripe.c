@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pool/stripe.h"
+#include "stats/stats.h"
 
 /* Where each escrow row lives in the pool's stats. */
 static const size_t row_offset[GA_ESC_ROWS] = {
@@ -37,6 +38,22 @@ static galloc_stat_t *row_of(galloc_stats_t *st, int r)
     return (galloc_stat_t *)((char *)st + row_offset[r]);
 }
 
+static const galloc_stat_t *row_in(const galloc_stats_t *st, int r)
+{
+    return (const galloc_stat_t *)((const char *)st + row_offset[r]);
+}
+
+void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
+                         const int64_t delta[GA_ESC_ROWS])
+{
+    ga_escrow_t *e = &p->stripes[ga_stripe_of(stream)].esc;
+    for (int r = 0; r < GA_ESC_ROWS; r++) {
+        ga_stat_update(row_of(&p->stats, r), sp, delta[r]);
+        e->c[GALLOC_STAT_ALL][r] += delta[r];
+        e->c[sp][r] += delta[r];
+    }
+}
+
 void ga_pool_stripes_init(ga_pool_t *p)
 {
     for (unsigned i = 0; i < GA_STRIPES; i++) {
@@ -60,18 +77,8 @@ void ga_pool_stripes_destroy(ga_pool_t *p)
 
 ga_ptr_entry_t *ga_pool_ptr_find(ga_pool_t *p, uintptr_t addr, unsigned *stripe)
 {
-    unsigned mask = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
-    unsigned first = ga_pool_hint_get(p);
-    if (first < GA_STRIPES) {
-        ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[first].ptrs, addr);
-        if (e != NULL) {
-            *stripe = first;
-            return e;
-        }
-        mask &= ~(1u << first);
-    }
-    for (; mask != 0; mask &= mask - 1) {
-        unsigned i = (unsigned)__builtin_ctz(mask);
+    uint32_t rest;
+    for (unsigned i = ga_pool_search_first(p, &rest); i < GA_STRIPES; i = ga_pool_search_next(&rest)) {
         ga_ptr_entry_t *e = ga_addrmap_find(&p->stripes[i].ptrs, addr);
         if (e != NULL) {
             *stripe = i;
@@ -92,7 +99,7 @@ void ga_pool_ptr_remove(ga_pool_t *p, uintptr_t addr)
 bool ga_pool_stripe_shares_ok(const ga_pool_t *p)
 {
     for (int r = 0; r < GA_ESC_ROWS; r++) {
-        const galloc_stat_t *row = (const galloc_stat_t *)((const char *)&p->stats + row_offset[r]);
+        const galloc_stat_t *row = row_in(&p->stats, r);
         for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
             int64_t sum = 0;
             for (unsigned i = 0; i < GA_STRIPES; i++) {
@@ -150,7 +157,6 @@ void ga_pool_quiesce(ga_pool_t *p)
     if (!atomic_load_explicit(&p->fast, memory_order_relaxed))
         return; /* no stripe call changes anything: the stripes are empty */
     lock_stripes(p);
-    p->stripes_held = true;
     for (unsigned i = 0; i < GA_STRIPES; i++) {
         ga_stripe_t *s = &p->stripes[i];
         if (s->touched)
@@ -175,7 +181,7 @@ static bool fast_possible(const ga_pool_t *p)
  * they shrink in proportion. They never add up to more than the room. */
 static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t out[GA_STRIPES])
 {
-    const galloc_stat_t *st = &row_of((galloc_stats_t *)&p->stats, r)[j];
+    const galloc_stat_t *st = &row_in(&p->stats, r)[j];
     int64_t room = st->peak > st->current ? st->peak - st->current : 0; /* current never passes peak */
     int64_t held = 0, total = 0;
     for (uint32_t m = mask; m != 0; m &= m - 1)
@@ -231,8 +237,9 @@ static void grant(ga_pool_t *p)
 
 void ga_pool_resume(ga_pool_t *p)
 {
+    /* Only resume changes `fast`: while it is on, quiesce took the stripes. */
     bool want = fast_possible(p);
-    if (!p->stripes_held) {
+    if (!atomic_load_explicit(&p->fast, memory_order_relaxed)) {
         if (!want)
             return;
         lock_stripes(p);
@@ -240,7 +247,6 @@ void ga_pool_resume(ga_pool_t *p)
     if (want)
         grant(p);
     atomic_store_explicit(&p->fast, want, memory_order_relaxed);
-    p->stripes_held = false;
     for (unsigned i = GA_STRIPES; i-- > 0;)
         ga_unlock(&p->stripes[i].lock);
 }

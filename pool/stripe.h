@@ -49,6 +49,29 @@ extern "C" {
 void ga_pool_hint_set(const ga_pool_t *p, unsigned stripe);
 unsigned ga_pool_hint_get(const ga_pool_t *p);
 
+/* The order a free searches the stripes' maps in: the thread's last stripe,
+ * then every other that ever held a block (map_mask), by index. first gives
+ * the first stripe and the rest in *rest; next the following one; both
+ * GA_STRIPES when none is left. */
+static inline unsigned ga_pool_search_next(uint32_t *rest)
+{
+    if (*rest == 0)
+        return GA_STRIPES;
+    unsigned i = (unsigned)__builtin_ctz(*rest);
+    *rest &= *rest - 1;
+    return i;
+}
+
+static inline unsigned ga_pool_search_first(const ga_pool_t *p, uint32_t *rest)
+{
+    *rest = atomic_load_explicit(&p->map_mask, memory_order_relaxed);
+    unsigned i = ga_pool_hint_get(p);
+    if (i >= GA_STRIPES)
+        return ga_pool_search_next(rest);
+    *rest &= ~(1u << i);
+    return i;
+}
+
 /* An increase by n >= 0 of escrow slot r in "all" and in pool sp. Returns a
  * negative value when the stripe lacked the headroom: the caller then undoes
  * every increase it made (ga_esc_undo) and takes the locked path. Testing
@@ -93,17 +116,12 @@ static inline void ga_esc_update_undo(ga_stripe_t *s, int r, galloc_stat_pool_t 
         ga_esc_sub(s, r, sp, delta); /* gives back -delta: takes the headroom again */
 }
 
-/* The locked path's change to the escrow rows (malloc.c, free.c), charged to
- * the share of the stream's stripe: sum over stripes of c = current. */
-static inline void ga_pool_stripe_charge(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
-                                         const int64_t delta[GA_ESC_ROWS])
-{
-    ga_escrow_t *e = &p->stripes[ga_stripe_of(stream)].esc;
-    for (int r = 0; r < GA_ESC_ROWS; r++) {
-        e->c[GALLOC_STAT_ALL][r] += delta[r];
-        e->c[sp][r] += delta[r];
-    }
-}
+/* The locked path's change to the escrow rows (malloc.c, free.c): applied to
+ * the pool's stats ("all" and pool sp, ga_stat_update's rules) and charged
+ * to the share of the stream's stripe, so that over the stripes the shares
+ * add up to current. */
+void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
+                         const int64_t delta[GA_ESC_ROWS]);
 
 /* The allocated block at addr and the stripe whose map holds it, or NULL:
  * the calling thread's last stripe first. The locked path's lookup; stripe
