@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "tools/readers/trace_reader.h"
-#include "tools/snapshot/snapfile.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -119,7 +118,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ga_reader_open(path, fmt, &r, err, sizeof(err)) != 0) {
         CHECK(r == NULL);
         check_message(err, sizeof(err));
-        ga_snapfile_drop_all(); /* a snapshot that failed after parsing */
         return 0;
     }
     CHECK(r != NULL);
@@ -131,7 +129,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(units >= 1);
     for (size_t u = 0; u < units && u < MAX_UNITS; u++)
         read_unit(r, u);
-    ga_reader_close(r);
-    ga_snapfile_drop_all(); /* the parsed snapshot (snapfile.h): one per input */
+    ga_reader_close(r); /* frees the parsed snapshot too */
     return 0;
 }

@@ -14,7 +14,6 @@
 #include "tools/fit/fit.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/replay/replay_cli.h"
-#include "tools/snapshot/snapfile.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
 #endif
@@ -74,11 +73,7 @@ static int run(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "replay") == 0 || strcmp(cmd, "fit") == 0) {
-        /* A snapshot is parsed once, however many parts of the command read it. */
-        ga_snapfile_share(true);
-        int rc = cmd[0] == 'r' ? ga_replay_main(argc - 1, argv + 1) : ga_fit_main(argc - 1, argv + 1);
-        ga_snapfile_drop_all();
-        return rc;
+        return cmd[0] == 'r' ? ga_replay_main(argc - 1, argv + 1) : ga_fit_main(argc - 1, argv + 1);
     }
 #ifdef GA_TOOLS_HAVE_GEN
     if (strcmp(cmd, "gen") == 0)

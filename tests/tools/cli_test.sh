@@ -295,7 +295,7 @@ expect_in "$TMP/out" '"environment": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_seg
 # marked with its class; a bad name is refused before the search.
 expect_exit 0 "fit plot png" -- "$GALLOC" fit --plot "$TMP/fit.png" "$TMP/lo8.trace"
 [ "$(head -c 8 "$TMP/fit.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "fit plot is not a PNG"
-expect_in "$TMP/out" "^Plot (defaults and winner over time): $TMP/fit.png$" "fit plot named in the report"
+expect_in "$TMP/out" "^Plot (the job's own run and the answer over time): $TMP/fit.png$" "fit plot named in the report"
 expect_exit 0 "fit plot svg, json" -- "$GALLOC" fit --json --plot "$TMP/fit.svg" "$TMP/lo8.trace"
 "$PY" - "$TMP/out" "$TMP/fit.svg" <<'EOF' || fail "fit plot svg / json plots"
 import json, sys, xml.etree.ElementTree as ET
@@ -336,7 +336,7 @@ EOF
 "$PY" "$TMP/mksnap.py" "$TMP/s2.pickle" "roundup_power2_divisions:[1:1,256:2,>:4]" 0 -1 0.6 \
     "1,1,1,1,1,1,1,1,2,4,4,4,4,4,4,4" || fail "mksnap s2"
 expect_exit 0 "fit recorded settings that fit" -- "$GALLOC" fit --device-memory 8GiB "$TMP/s1.pickle"
-expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:512"): replayed as "max_split_size_mb:512", rank [0-9]*: fits' "recorded fits"
+expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:512"): replayed as "max_split_size_mb:512" at the recorded addresses, rank [0-9]*: fits' "recorded fits"
 expect_in "$TMP/out" "Under the defaults the job runs out of memory at event 45" "snapshot defaults OOM"
 expect_exit 0 "fit recorded settings json" -- "$GALLOC" fit --json --device-memory 8GiB "$TMP/s2.pickle"
 "$PY" -c "
@@ -358,8 +358,8 @@ assert d['recorded_conf'] is None and d['configurations'] == 40
 assert not [x for x in d['results'] if x['stage'] == 'recorded']
 " || fail "--no-recorded"
 expect_exit 0 "fit snapshot without settings" -- "$GALLOC" fit --max-configs 2 "$EX/torch_snapshot.pickle"
-expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF=""): replayed as "(defaults)", rank 1: fits' "example snapshot's default settings"
-expect_in "$TMP/out" "Fits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset" "defaults win"
+expect_in "$TMP/out" 'PYTORCH_CUDA_ALLOC_CONF=""): replayed as "(defaults)" at the recorded addresses, rank 1: fits' "example snapshot's default settings"
+expect_in "$TMP/out" "^Fits as recorded, under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset$" "the job's own settings fit: kept"
 expect_exit 2 "fit: no trace" -- "$GALLOC" fit
 expect_exit 2 "fit: missing file" -- "$GALLOC" fit "$TMP/does-not-exist.trace"
 expect_in "$TMP/err" "does-not-exist.trace: cannot open" "fit missing file message"
@@ -374,18 +374,18 @@ expect_in "$TMP/out" "usage: galloc fit" "fit help text"
 # ---- a snapshot's recorded settings (s1.pickle records max_split_size_mb:512) --
 expect_exit 0 "replay under the recorded settings" -- "$GALLOC" replay --device-memory 8GiB "$TMP/s1.pickle"
 expect_in "$TMP/out" 'settings from the snapshot: max_split_size_mb:512 (recorded PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:512"' "settings line"
-expect_in "$TMP/out" '^ *max_split_size_mb:512$' "the column is the recorded configuration"
+expect_in "$TMP/out" '^ *recorded$' "the column is the recorded run"
 expect_exit 1 "--no-recorded replays the defaults" -- "$GALLOC" replay --no-recorded --device-memory 8GiB "$TMP/s1.pickle"
-grep -q "settings from the snapshot" "$TMP/out" && fail "--no-recorded still names the snapshot's settings"
+expect_in "$TMP/out" '^ *defaults$' "--no-recorded: the column is PyTorch's defaults"
 expect_in "$TMP/out" "OOM at event 45" "defaults OOM without the recorded settings"
 expect_exit 1 "--conf wins over the recorded settings" -- "$GALLOC" replay --conf "" --device-memory 8GiB "$TMP/s1.pickle"
-grep -q "settings from the snapshot" "$TMP/out" && fail "--conf still names the snapshot's settings"
+expect_in "$TMP/out" '^ *defaults$' "--conf \"\": the column is PyTorch's defaults, not the recorded run"
 expect_exit 0 "recorded settings in json" -- "$GALLOC" replay --json --device-memory 8GiB "$TMP/s1.pickle"
 "$PY" -c "
 import json
 t = json.load(open('$TMP/out'))['traces'][0]
 assert t['settings_from_snapshot'] == 'max_split_size_mb:512', t['settings_from_snapshot']
-assert [r['conf'] for r in t['results']] == ['max_split_size_mb:512'], t['results']
+assert [(r['conf'], r['recorded'], r['label']) for r in t['results']] == [('max_split_size_mb:512', True, 'recorded')], t['results']
 " || fail "settings_from_snapshot in json"
 expect_exit 0 "text trace: no recorded settings" -- "$GALLOC" replay --json "$EX/rmm_small.csv"
 "$PY" -c "

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/tools/fit_util.h"
+#include "tests/tools/snapfile_util.h"
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
@@ -46,49 +48,53 @@ std::string LoadOrder(int n_big = 15, int big = 530, int small = 270, int n_smal
     return Write("load_order.trace", s.str());
 }
 
+// A fit job on path; Run replays one configuration on the job's device, or
+// on another size (the trace loaded again with that --device-memory).
 class Job {
 public:
-    explicit Job(const std::string &path, uint64_t device_memory = 0)
+    explicit Job(const std::string &path, uint64_t device_memory = 0) : path_(path), fj_(path, device_memory)
     {
-        std::memset(&job_, 0, sizeof(job_));
-        char err[512] = "";
-        EXPECT_EQ(ga_fit_load(&job_, path.c_str(), GA_FORMAT_AUTO, err, sizeof(err)), 0) << err;
-        job_.device_memory = device_memory ? device_memory : job_.units[0].device_memory;
+        EXPECT_TRUE(fj_.ok) << fj_.error;
     }
-    ~Job() { ga_fit_job_free(&job_); }
-    const ga_fit_job_t *get() const { return &job_; }
+    const ga_fit_job_t *get() const { return &fj_.job; }
+    uint64_t device_memory() const { return fj_.loaded.units[0].memory; }
     ga_fit_run_t Run(const char *conf, uint64_t capacity = 0) const
     {
         ga_fit_run_t r;
-        int rc = ga_fit_replay(&job_, conf, capacity ? capacity : job_.device_memory, &r);
+        if (capacity != 0) {
+            FitJob other(path_, capacity);
+            int rc = ga_fit_replay(&other.job, conf, false, &r);
+            EXPECT_EQ(rc, 0) << conf << ": " << r.error;
+            return r;
+        }
+        int rc = ga_fit_replay(&fj_.job, conf, false, &r);
         EXPECT_EQ(rc, 0) << conf << ": " << r.error;
         return r;
     }
 
 private:
-    ga_fit_job_t job_;
+    std::string path_;
+    FitJob fj_;
 };
 
 TEST(FitLoad, EventsAndLargestAllocation)
 {
     Job j(LoadOrder());
-    ASSERT_EQ(j.get()->n_units, 1u);
+    ASSERT_EQ(j.get()->job->n_units, 1u);
     EXPECT_EQ(j.get()->events, 15u * 2 + 28);
     EXPECT_EQ(j.get()->max_alloc, 530 * MiB);
-    EXPECT_EQ(j.get()->device_memory, 8 * GiB);
+    EXPECT_EQ(j.device_memory(), 8 * GiB);
 }
 
 TEST(FitLoad, BadTraceNamesFileAndLine)
 {
-    ga_fit_job_t job;
-    std::memset(&job, 0, sizeof(job));
-    char err[512] = "";
     std::string p = Write("bad.trace", "galloc-trace 1\nalloc 1 12XB\n");
-    EXPECT_EQ(ga_fit_load(&job, p.c_str(), GA_FORMAT_AUTO, err, sizeof(err)), -1);
-    EXPECT_NE(std::strstr(err, "bad.trace:2"), nullptr) << err;
-    EXPECT_EQ(ga_fit_load(&job, "/nonexistent/x.trace", GA_FORMAT_AUTO, err, sizeof(err)), -1);
-    EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
-    ga_fit_job_free(&job);
+    FitJob bad(p);
+    EXPECT_FALSE(bad.ok);
+    EXPECT_NE(bad.error.find("bad.trace:2"), std::string::npos) << bad.error;
+    FitJob missing("/nonexistent/x.trace");
+    EXPECT_FALSE(missing.ok);
+    EXPECT_NE(missing.error.find("cannot open"), std::string::npos) << missing.error;
 }
 
 // Under the defaults every cached 530 MiB block is split into 270 + 260 MiB:
@@ -157,13 +163,11 @@ TEST(FitOom, GenuineWhenLiveBytesExceedTheDevice)
 // The replay report classifies the same OOM the same way.
 TEST(FitOom, ReplayClassifiesLikeFit)
 {
-    char err[512];
-    ga_reader_t *r = nullptr;
-    ASSERT_EQ(ga_reader_open(LoadOrder().c_str(), GA_FORMAT_AUTO, &r, err, sizeof(err)), 0) << err;
+    LoadedJob job(LoadOrder());
+    ASSERT_TRUE(job.ok) << job.error;
     ga_replay_opts_t o = {};
-    const char *confs[] = {nullptr};
     ga_replay_t rp;
-    ASSERT_EQ(ga_replay_run(r, &o, confs, 1, &rp), 0);
+    ASSERT_EQ(ga_replay_run(job.unit(), &o, nullptr, 0, &rp), 0);
     ASSERT_GE(rp.cols[0].n_ooms, 1u);
     const ga_replay_oom_t &oom = rp.cols[0].ooms[0];
     EXPECT_EQ(oom.event, 45u);
@@ -173,7 +177,6 @@ TEST(FitOom, ReplayClassifiesLikeFit)
     EXPECT_STREQ(ga_oom_class_name(oom.facts.cls), "fragmentation");
     EXPECT_STREQ(ga_oom_class_name(GA_OOM_GENUINE), "genuine");
     ga_replay_release(&rp);
-    ga_reader_close(r);
 }
 
 // Variable sequence lengths (examples/fragmentation.trace): fragmentation
@@ -181,7 +184,7 @@ TEST(FitOom, ReplayClassifiesLikeFit)
 TEST(FitSequenceLengths, FragmentsUnderDefaultsFitsExpandable)
 {
     Job j(Example("fragmentation.trace"));
-    EXPECT_EQ(j.get()->device_memory, 80 * GiB);
+    EXPECT_EQ(j.device_memory(), 80 * GiB);
     ga_fit_run_t d = j.Run("");
     EXPECT_FALSE(d.fits);
     EXPECT_EQ(d.oom.cls, GA_OOM_FRAGMENTATION);
@@ -200,13 +203,12 @@ TEST(FitPeaks, AgreeWithReplay)
     for (const char *c : {"expandable_segments:True", "expandable_segments:True,max_split_size_mb:512"}) {
         ga_fit_run_t f = j.Run(c);
         ASSERT_TRUE(f.fits) << c;
-        char err[512];
-        ga_reader_t *r = nullptr;
-        ASSERT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &r, err, sizeof(err)), 0) << err;
+        LoadedJob job(path);
+        ASSERT_TRUE(job.ok) << job.error;
         ga_replay_opts_t o = {};
-        const char *confs[] = {c};
+        ga_replay_spec_t spec = {c, false};
         ga_replay_t rp;
-        ASSERT_EQ(ga_replay_run(r, &o, confs, 1, &rp), 0);
+        ASSERT_EQ(ga_replay_run(job.unit(), &o, &spec, 1, &rp), 0);
         EXPECT_EQ(rp.cols[0].ooms_total, 0u) << c;
         EXPECT_EQ(f.peak_reserved, rp.cols[0].stats.reserved_bytes[GALLOC_STAT_ALL].peak) << c;
         EXPECT_EQ(f.peak_allocated, rp.cols[0].stats.allocated_bytes[GALLOC_STAT_ALL].peak) << c;
@@ -214,7 +216,6 @@ TEST(FitPeaks, AgreeWithReplay)
         EXPECT_GT(f.allocated_at_peak, 0);
         EXPECT_LE(f.allocated_at_peak, f.peak_reserved);
         ga_replay_release(&rp);
-        ga_reader_close(r);
     }
 }
 
@@ -223,7 +224,7 @@ void CheckMinMemory(const Job &j, const char *conf, uint64_t expect)
 {
     ga_fit_run_t at_d = j.Run(conf);
     uint32_t replays = 0;
-    uint64_t m = ga_fit_min_memory(j.get(), conf, &at_d, &replays);
+    uint64_t m = ga_fit_min_memory(j.get(), conf, false, &at_d, &replays);
     EXPECT_GT(replays, 0u);
     ASSERT_GT(m, 0u) << conf;
     EXPECT_EQ(m % GA_FIT_GRANULE, 0u);
@@ -339,44 +340,52 @@ TEST(FitSearch, RanksFittingFirstSmallestPeakFirst)
 // The example snapshot records PyTorch's defaults; text traces record none.
 TEST(FitRecorded, SnapshotSettings)
 {
-    char conf[GA_FIT_CONF_MAX] = "x", text[256] = "x", err[256] = "";
-    EXPECT_EQ(ga_torch_recorded_conf(Example("torch_snapshot.pickle").c_str(), conf, sizeof(conf), text, sizeof(text),
-                                   err, sizeof(err)),
-              1)
-        << err;
+    char conf[GA_FIT_CONF_MAX] = "x", text[256] = "x";
+    SnapFile f(Example("torch_snapshot.pickle"));
+    ASSERT_NE(f.snap(), nullptr) << f.error;
+    EXPECT_TRUE(ga_torch_recorded_conf(f.snap(), conf, sizeof(conf), text, sizeof(text)));
     EXPECT_STREQ(conf, "");
     EXPECT_STREQ(text, "");
-    std::strcpy(conf, "x");
-    EXPECT_EQ(ga_torch_recorded_conf(LoadOrder().c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), 0);
-    EXPECT_STREQ(conf, "");
-    EXPECT_EQ(ga_torch_recorded_conf("/nonexistent/s.pickle", conf, sizeof(conf), text, sizeof(text), err, sizeof(err)),
-              -1);
-    EXPECT_NE(std::strstr(err, "cannot open"), nullptr) << err;
-    std::string cut = Write("cut.pickle", std::string("\x80\x04\x95", 3));
-    EXPECT_EQ(ga_torch_recorded_conf(cut.c_str(), conf, sizeof(conf), text, sizeof(text), err, sizeof(err)), -1);
-    EXPECT_NE(std::strstr(err, "cut.pickle: byte"), nullptr) << err;
+    FitJob text_trace(LoadOrder());
+    EXPECT_EQ(text_trace.job.recorded, nullptr);
+    FitJob snap(Example("torch_snapshot.pickle"));
+    ASSERT_NE(snap.job.recorded, nullptr);
+    EXPECT_STREQ(snap.job.recorded, "");
+    SnapFile cut(Write("cut.pickle", std::string("\x80\x04\x95", 3)));
+    EXPECT_EQ(cut.snap(), nullptr);
+    EXPECT_NE(cut.error.find("cut.pickle: byte"), std::string::npos) << cut.error;
 }
 
-// The recorded settings are replayed first, ranked with the others.
+// The job's own run (its recorded settings, its segment addresses) is
+// replayed first and ranked with the others; the grid's identical string is
+// replayed too, as the prediction under the driver's placement.
 TEST(FitRecorded, ReplayedFirstAsTheJobsOwn)
 {
-    Job j(LoadOrder());
+    Job j(Example("torch_snapshot.pickle"));
     ga_fit_opts_t o = {};
     o.jobs = 2;
-    o.recorded = "max_split_size_mb:512";
+    o.bisect = 0;
     ga_fit_outcome_t oc;
     char err[256];
     ASSERT_EQ(ga_fit_search(j.get(), &o, &oc, err, sizeof(err)), 0) << err;
-    EXPECT_EQ(oc.n, 40u); // the grid's identical string is not replayed twice
-    size_t recorded = 0;
+    size_t recorded = 0, defaults = 0;
     for (size_t i = 0; i < oc.n; i++) {
         if (std::strcmp(oc.results[i].stage, "recorded") == 0) {
             recorded++;
-            EXPECT_STREQ(oc.results[i].conf, "max_split_size_mb:512");
-            EXPECT_TRUE(oc.results[i].run.fits);
+            EXPECT_TRUE(oc.results[i].recorded);
+            EXPECT_STREQ(oc.results[i].conf, "");
+        } else if (oc.results[i].conf[0] == '\0') {
+            defaults++;
+            EXPECT_FALSE(oc.results[i].recorded);
         }
     }
     EXPECT_EQ(recorded, 1u);
+    EXPECT_EQ(defaults, 1u);
+    ga_fit_outcome_free(&oc);
+    o.no_recorded = true;
+    ASSERT_EQ(ga_fit_search(j.get(), &o, &oc, err, sizeof(err)), 0) << err;
+    for (size_t i = 0; i < oc.n; i++)
+        EXPECT_FALSE(oc.results[i].recorded);
     ga_fit_outcome_free(&oc);
 }
 

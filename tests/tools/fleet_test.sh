@@ -34,7 +34,7 @@ expect_exit 0 "fleet json" -- "$GALLOC" fit --json --jobs 2 "$TMP/fleet"
 "$PY" - "$TMP/out" "$TMP/fleet" <<'PY' || fail "fleet json document"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["tool"] == "galloc fit" and doc["version"] == 1, doc.keys()
+assert doc["tool"] == "galloc fit" and doc["version"] == 2, doc.keys()
 files = [t["file"] for t in doc["fleet"]]
 assert files == [sys.argv[2] + "/a_fragmentation.trace", sys.argv[2] + "/b_load_order.trace"], files
 a, b = (t["fit"] for t in doc["fleet"])

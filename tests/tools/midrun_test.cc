@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/tools/fit_util.h"
 #include "tests/tools/shared_traces.h"
 #include "tests/tools/tmpfiles.h"
 
@@ -113,19 +114,16 @@ TEST(MidRun, WithoutTotalsTheStartIsUnknown)
 
 // Replays path (unit 0) under the defaults on a device of mem bytes.
 struct Replayed {
+    LoadedJob job;
     ga_replay_t rp = {};
     bool ok = false;
-    Replayed(const std::string &path, uint64_t mem)
+    Replayed(const std::string &path, uint64_t mem) : job(path, mem)
     {
-        char err[512] = "";
-        ga_reader_t *r = nullptr;
-        EXPECT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &r, err, sizeof err), 0) << err;
+        EXPECT_TRUE(job.ok) << job.error;
         ga_replay_opts_t o = {};
-        o.device_memory = mem;
         o.check = true;
-        ok = r != nullptr && ga_replay_run(r, &o, nullptr, 0, &rp) == 0;
+        ok = job.ok && ga_replay_run(job.unit(), &o, nullptr, 0, &rp) == 0;
         EXPECT_TRUE(ok);
-        ga_reader_close(r);
     }
     ~Replayed()
     {
@@ -151,8 +149,8 @@ TEST(MidRun, ReplayStartsFromTheTracedState)
     char *buf = nullptr;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    ga_report_start_text(f, &r.rp.notes.start, "");
-    ga_report_json_start(f, &r.rp.notes.start);
+    ga_report_start_text(f, &r.job.unit()->notes.start, "");
+    ga_report_json_start(f, &r.job.unit()->notes.start);
     fclose(f);
     EXPECT_EQ(std::string(buf),
               "note: the trace starts mid-run: 96.00 MiB allocated and 256.00 MiB reserved before its first event "
@@ -171,26 +169,25 @@ TEST(MidRun, ReplayStartsFromTheTracedState)
 // device less is cached (as PyTorch could not have cached more).
 TEST(MidRun, FitCountsTheMemoryInUseBeforeTheTrace)
 {
-    ga_fit_job_t job = {};
-    char err[512] = "";
-    ASSERT_EQ(ga_fit_load(&job, Write("midrun_fit.json", MidRun(true)).c_str(), GA_FORMAT_AUTO, err, sizeof err), 0)
-        << err;
-    job.device_memory = 1 * GiB;
+    std::string trace = Write("midrun_fit.json", MidRun(true));
+    FitJob fj(trace, 1 * GiB);
+    ASSERT_TRUE(fj.ok) << fj.error;
+    ga_fit_job_t &job = fj.job;
     EXPECT_EQ(job.max_alloc, 64 * MiB); // the stand-in blocks are no request of the job
     ga_fit_run_t at;
-    ASSERT_EQ(ga_fit_replay(&job, "", job.device_memory, &at), 0) << at.error;
+    ASSERT_EQ(ga_fit_replay(&job, "", false, &at), 0) << at.error;
     EXPECT_TRUE(at.fits);
     EXPECT_EQ(at.peak_allocated, (int64_t)(192 * MiB));
     EXPECT_EQ(at.peak_reserved, (int64_t)(256 * MiB));
     EXPECT_EQ(at.allocated_at_peak, (int64_t)(96 * MiB)); // reserved peaked when the cache was seeded
     uint32_t replays = 0;
-    uint64_t min = ga_fit_min_memory(&job, "", &at, &replays);
+    uint64_t min = ga_fit_min_memory(&job, "", false, &at, &replays);
     EXPECT_EQ(min, 192 * MiB);
+    FitJob small(trace, 190 * MiB);
     ga_fit_run_t below;
-    ASSERT_EQ(ga_fit_replay(&job, "", 190 * MiB, &below), 0);
+    ASSERT_EQ(ga_fit_replay(&small.job, "", false, &below), 0);
     EXPECT_FALSE(below.fits);
     EXPECT_EQ(below.oom.cls, GA_OOM_GENUINE);
-    ga_fit_job_free(&job);
 }
 
 // The real trace of shared/traces (HolisticTraceAnalysis tests/data, MIT; the
@@ -201,7 +198,7 @@ TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
     GA_SHARED_TRACE(path, "kineto-hta-rank1-memory.json.gz");
     Replayed r(path, 32 * GiB); // a Tesla V100-SXM2-32GB
     ASSERT_TRUE(r.ok);
-    const ga_reader_start_t &s = r.rp.notes.start;
+    const ga_reader_start_t &s = r.job.unit()->notes.start;
     EXPECT_EQ(s.kind, GA_START_SEEDED);
     EXPECT_EQ(s.live, 4096614400u);       // first Total Allocated 4,121,780,224 - its Bytes 25,165,824
     EXPECT_EQ(s.reserved, 12782141440u);  // Total Reserved, constant in the window
@@ -217,22 +214,20 @@ TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
     EXPECT_EQ(r.st().reserved_bytes[GALLOC_STAT_ALL].peak, 12853444608);
     EXPECT_GE(r.st().reserved_bytes[GALLOC_STAT_ALL].peak, 12782141440);
 
-    ga_fit_job_t job = {};
-    char err[512] = "";
-    ASSERT_EQ(ga_fit_load(&job, path.c_str(), GA_FORMAT_AUTO, err, sizeof err), 0) << err;
-    job.device_memory = 32 * GiB;
+    FitJob fj(path, 32 * GiB);
+    ASSERT_TRUE(fj.ok) << fj.error;
+    ga_fit_job_t &job = fj.job;
     ga_fit_run_t at;
-    ASSERT_EQ(ga_fit_replay(&job, "", job.device_memory, &at), 0) << at.error;
+    ASSERT_EQ(ga_fit_replay(&job, "", false, &at), 0) << at.error;
     EXPECT_TRUE(at.fits);
     uint32_t replays = 0;
-    uint64_t min = ga_fit_min_memory(&job, "", &at, &replays);
+    uint64_t min = ga_fit_min_memory(&job, "", false, &at, &replays);
     // Before seeding: 2.46 GiB. Now at least what the job had allocated at
     // its peak (the cached remainder is not needed: the OOM path frees it).
     EXPECT_GE(min, 6629508096u);
     // 6.26 GiB (2 MiB steps), with the sim placing segments as CUDA does
     // (descending, freed ranges reused: fit's default placement).
     EXPECT_EQ(min, 6723469312u);
-    ga_fit_job_free(&job);
 }
 
 } // namespace
@@ -244,7 +239,7 @@ std::string Facts(const ga_oom_facts_t &f, bool none_fits)
     char *buf = nullptr;
     size_t n = 0;
     FILE *out = open_memstream(&buf, &n);
-    ga_report_oom_facts(out, &f, none_fits);
+    ga_report_oom_facts(out, &f, nullptr, none_fits);
     fclose(out);
     std::string s(buf);
     free(buf);

@@ -20,11 +20,15 @@ while read -r name events salloc sfree smap sunmap finals; do
     expect_in "$TMP/out" "^by kind: ${kinds}oom 1 of 1, alloc 2939 of 2939, free_requested 2792 of 2792, free_completed 2792 of 2792" "$name: every event by kind"
     expect_in "$TMP/out" "^final segments: $finals of $finals agree" "$name: final segments"
     # The run was capped by set_per_process_memory_fraction(0.05): the oom
-    # entry had room on the device; the replay says so and fails the same way.
+    # entry had room on the device; the replay says so, infers the cap once
+    # as a range and fails the same way under every cap in it.
     expect_exit 1 "$name: replay meets the traced OOM" -- "$GALLOC" replay "$snap"
     expect_in "$TMP/out" "1 traced OOM came with room on the device" "$name: the cap is recognized"
     expect_in "$TMP/out" "^traced OOMs  *0 of 1 avoided" "$name: no setting avoids a cap"
-    expect_in "$TMP/out" "genuine: .* exceed the .* the memory fraction allows" "$name: classified as the cap"
+    expect_in "$TMP/out" "genuine: .* exceed the lowest cap the trace allows" "$name: classified as the cap"
+    expect_in "$TMP/out" "the same outcome under every cap in the trace's range" "$name: the recorded run decides"
+    expect_in "$TMP/out" "GiB to [0-9.]* GiB allowed (inferred: snapshots do not record the fraction)" "$name: the message states the range"
+    expect_in "$TMP/out" "has a total capacity of at least 139.07 GiB" "$name: the total is a lower bound"
     cp "$TMP/out" "$TMP/$name.txt"
     expect_exit 1 "$name: replay --json" -- "$GALLOC" replay --json "$snap"
     cp "$TMP/out" "$TMP/$name.json"
@@ -52,12 +56,49 @@ expandable 102 - - 93 8 4
 mixed 195 107 87 - - 20
 TABLE
 
-# fit sizes the device, not the cap: it says the run was capped and what
-# fraction its answer needs (the cap lay below 14.24 GiB: the job's OOM).
-expect_exit 0 "default: fit" -- "$GALLOC" fit "$D/torch211_h200_full_default.pickle.gz"
-expect_in "$TMP/out" "^The traced run was capped: 1 traced OOM came with room on the device" "fit: the cap is said"
-expect_in "$TMP/out" "^Fits: export PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\"" "fit: the winner"
-expect_in "$TMP/out" "only with a memory fraction of at least 0.1024 (14.24 GiB of 139.07 GiB): the traced run's cap was lower" "fit: the fraction it needs"
+# fit replays every configuration under the trace's cap range: none fits
+# (the 13.98 GiB request exceeds every cap the trace allows); the smallest cap
+# under which one fits is bisected and stated as a memory fraction.
+expect_exit 1 "default: fit" -- "$GALLOC" fit "$D/torch211_h200_full_default.pickle.gz"
+expect_in "$TMP/out" "note: capped: 1 traced OOM came with room on the device" "fit: the cap is said"
+expect_in "$TMP/out" "^No configuration fits under any cap the trace allows (its cap lay in \[2.00 GiB, 14.22 GiB)): genuine" "fit: nothing fits the range"
+expect_in "$TMP/out" "under a cap of 14.21 GiB or more (a memory fraction of at least 0.1022 of 139.07 GiB)" "fit: the cap it needs"
+expect_in "$TMP/out" "rank [0-9]*: OOM at event 5,732" "fit: the recorded row is replay's recorded column"
+
+# One job, three settings (issue 26): each full run replayed under the other
+# two runs' settings gives that run's real peak reserved within 1 % and its
+# real OOM (the traced 13.98 GiB request, event 5,732), in all 9 pairs, with
+# the cap inferred once from the trace replayed and applied to every column.
+for name in default expandable mixed; do
+    expect_exit 1 "$name: 3x3" -- "$GALLOC" replay --json --conf "" --conf expandable_segments:True \
+        --conf max_split_size_mb:64,garbage_collection_threshold:0.6,roundup_power2_divisions:4 \
+        "$D/torch211_h200_full_$name.pickle.gz"
+    cp "$TMP/out" "$TMP/3x3_$name.json"
+done
+"$PY" - "$D" "$TMP" <<'PYEOF' || fail "3x3 counterfactual table"
+import json, sys
+d, tmp = sys.argv[1], sys.argv[2]
+names = ["default", "expandable", "mixed"]
+real = {n: json.load(open(f"{d}/torch211_h200_full_{n}.json"))["memory_stats"] for n in names}
+# predicted peak reserved (bytes) of run B from trace A: the table the closing note shows
+want = {
+    "default": [2164260864, 1660944384, 2260729856],
+    "expandable": [2164260864, 1660944384, 2260729856],
+    "mixed": [2164260864, 1660944384, 2260729856],
+}
+for a in names:
+    t = json.load(open(f"{tmp}/3x3_{a}.json"))["traces"][0]
+    assert t["cap"]["inferred"], t["cap"]
+    for b, r in zip(names, t["results"]):
+        peak, rp = r["peak_reserved_bytes"], real[b]["reserved_bytes.all.peak"]
+        assert peak == want[a][names.index(b)], (a, b, peak)
+        assert abs(peak - rp) <= 0.01 * rp, (a, b, peak, rp)
+        assert r["ooms"] and r["ooms"][0]["event"] == 5732 and r["ooms"][0]["expected"], (a, b, r["ooms"][:1])
+        assert r["ooms_total"] == real[b]["num_ooms"] == 1, (a, b, r["ooms_total"])
+        main = [p for p in r["cap_parts"] if p["figures"]]
+        assert len(main) == 1 and not main[0]["fits"] and main[0]["first_oom_event"] == 5732, (a, b, r["cap_parts"])
+        assert not r["fits"], (a, b)
+PYEOF
 
 # A gzipped snapshot replays under the settings it recorded, as a plain pickle does.
 expect_exit 0 "mixed: recorded settings" -- "$GALLOC" replay --verify "$D/torch211_h200_full_mixed.pickle.gz"

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/tools/job_util.h"
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
@@ -25,18 +26,14 @@ constexpr int64_t MiB = int64_t{1} << 20, GiB = int64_t{1} << 30;
 // Replays `trace` under one configuration and keeps its column.
 class Replayed {
   public:
-    Replayed(const std::string &trace, const char *conf)
+    Replayed(const std::string &trace, const char *conf) : job_(trace)
     {
-        char err[512] = "";
-        ga_reader_t *r = nullptr;
-        EXPECT_EQ(ga_reader_open(trace.c_str(), GA_FORMAT_AUTO, &r, err, sizeof err), 0) << err;
+        EXPECT_TRUE(job_.ok) << job_.error;
         ga_replay_opts_t o = {};
         o.check = true; // galloc_check at the end
-        const char *confs[] = {conf};
-        ok_ = r != nullptr && ga_replay_run(r, &o, confs, 1, &rp_) == 0;
+        ga_replay_spec_t spec = {conf, false};
+        ok_ = job_.ok && ga_replay_run(job_.unit(), &o, &spec, 1, &rp_) == 0;
         EXPECT_TRUE(ok_);
-        if (r != nullptr)
-            ga_reader_close(r);
     }
     ~Replayed()
     {
@@ -47,6 +44,7 @@ class Replayed {
     const galloc_stats_t &st() const { return rp_.cols[0].stats; }
 
   private:
+    LoadedJob job_;
     ga_replay_t rp_;
     bool ok_ = false;
 };

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/tools/job_util.h"
+#include "tests/tools/snapfile_util.h"
 #include "tests/tools/tmpfiles.h"
 
 extern "C" {
@@ -30,26 +33,26 @@ namespace {
 constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
 
 // Replays one file (every unit, the results of the last one kept) and checks
-// each allocator with galloc_check before it is destroyed.
+// each allocator with galloc_check before it is destroyed. confs {nullptr}:
+// the unit's own run (its recorded settings, else PyTorch's defaults).
 class Replay {
 public:
     Replay(const std::string &path, std::vector<const char *> confs, uint64_t device_memory = 0,
            bool sample = false)
+        : job_(path, device_memory)
     {
-        char err[512];
-        EXPECT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &r_, err, sizeof(err)), 0) << err;
-        if (r_ == nullptr)
-            return;
+        EXPECT_TRUE(job_.ok) << job_.error;
         ga_replay_opts_t o = {};
-        o.device_memory = device_memory;
         o.sample = sample;
         o.check = true;
-        for (size_t u = 0; u < ga_reader_units(r_); u++) {
-            if (u > 0) {
+        std::vector<ga_replay_spec_t> specs;
+        if (!(confs.size() == 1 && confs[0] == nullptr))
+            for (const char *c : confs)
+                specs.push_back(ga_replay_spec_t{c, false});
+        for (size_t u = 0; u < job_.units(); u++) {
+            if (u > 0)
                 ga_replay_release(&rp_);
-                EXPECT_EQ(ga_reader_begin(r_, u, err, sizeof(err)), 0) << err;
-            }
-            EXPECT_EQ(ga_replay_run(r_, &o, confs.data(), confs.size(), &rp_), 0);
+            EXPECT_EQ(ga_replay_run(job_.unit(u), &o, specs.data(), specs.size(), &rp_), 0);
             ran_ = true;
             for (size_t i = 0; i < rp_.n_cols; i++)
                 EXPECT_EQ(rp_.cols[i].errors, 0u) << rp_.cols[i].first_error;
@@ -59,13 +62,12 @@ public:
     {
         if (ran_)
             ga_replay_release(&rp_);
-        ga_reader_close(r_);
     }
     const ga_replay_t &rp() const { return rp_; }
     const ga_replay_column_t &col(size_t i) const { return rp_.cols[i]; }
 
 private:
-    ga_reader_t *r_ = nullptr;
+    LoadedJob job_;
     ga_replay_t rp_ = {};
     bool ran_ = false;
 };
@@ -217,20 +219,15 @@ TEST(Replay, TraceAnomaliesAreCounted)
     EXPECT_EQ(Stat(r.col(0), "requested_bytes.all.current"), 2 * 1048576); // the stale block was freed
 }
 
-TEST(Replay, ReadErrorsStopTheReplayWithTheLine)
+// A bad line refuses the whole file at load, with its line: a replay of the
+// events before it would read as a verdict.
+TEST(Replay, ReadErrorsRefuseTheFileWithTheLine)
 {
     std::string p = Write("bad.trace", "galloc-trace 1\nalloc 1 1MiB\nalloc 2\n");
-    char err[512];
-    ga_reader_t *rd = nullptr;
-    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
-    ga_replay_opts_t o = {};
-    ga_replay_t rp;
-    ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
-    EXPECT_TRUE(rp.read_failed);
-    EXPECT_NE(std::string(rp.read_error).find(p + ":3:"), std::string::npos) << rp.read_error;
-    EXPECT_EQ(rp.events, 1u);
-    ga_replay_release(&rp);
-    ga_reader_close(rd);
+    LoadedJob job(p);
+    EXPECT_FALSE(job.ok);
+    EXPECT_NE(job.error.find(p + ":3:"), std::string::npos) << job.error;
+    EXPECT_EQ(job.units(), 0u);
 }
 
 TEST(Replay, ExamplesReplayCleanly)
@@ -314,6 +311,13 @@ TEST(Replay, MillionEventTrace)
             std::fprintf(f, "free %d\n", i);
         std::fclose(f);
     }
+    const char *d = std::getenv("TEST_TMPDIR");
+    (void)d;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    LoadedJob loaded(p);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double read_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     Replay r(p, {nullptr});
     const ga_replay_column_t &c = r.col(0);
     EXPECT_EQ(r.rp().events, 1000000u);
@@ -322,9 +326,9 @@ TEST(Replay, MillionEventTrace)
     EXPECT_EQ(c.unmatched, 0u);
     EXPECT_EQ(Stat(c, "allocated_bytes.all.current"), 0);
     double replay_rate = static_cast<double>(c.events) / c.seconds;
-    double read_rate = static_cast<double>(r.rp().events) / r.rp().read_seconds;
+    double read_rate = static_cast<double>(r.rp().events) / read_seconds;
     std::printf("1,000,000 events: replay %.3f s (%.2f M events/s), read+parse %.3f s (%.2f M events/s)\n",
-                c.seconds, replay_rate / 1e6, r.rp().read_seconds, read_rate / 1e6);
+                c.seconds, replay_rate / 1e6, read_seconds, read_rate / 1e6);
     RecordProperty("replay_events_per_second", static_cast<int>(replay_rate));
     RecordProperty("read_events_per_second", static_cast<int>(read_rate));
 }
@@ -337,8 +341,8 @@ TEST(Replay, SnapshotRangeAndVerifyReader)
                                          "alloc 4 3MiB\n");
     std::string snap = Write("range.pickle", "");
     char err[512];
-    ga_reader_t *rd = nullptr;
-    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    LoadedJob job(p);
+    ASSERT_TRUE(job.ok) << job.error;
     const char *paths[] = {snap.c_str()};
     ga_replay_opts_t o = {};
     o.snapshot_paths = paths;
@@ -347,14 +351,15 @@ TEST(Replay, SnapshotRangeAndVerifyReader)
     o.snapshot_first = 1;
     o.snapshot_last = 2;
     ga_replay_t rp;
-    ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
+    ASSERT_EQ(ga_replay_run(job.unit(), &o, nullptr, 0, &rp), 0);
     EXPECT_STREQ(rp.cols[0].snapshot_error, "");
     EXPECT_TRUE(rp.cols[0].snapshot_done);
     ga_replay_release(&rp);
-    ga_reader_close(rd);
 
     ga_snap_view_t v;
-    ASSERT_EQ(ga_snap_view_load(snap.c_str(), -1, 0, &v, err, sizeof(err)), 0) << err;
+    SnapFile f(snap);
+    ASSERT_NE(f.snap(), nullptr) << f.error;
+    ASSERT_EQ(ga_snap_view_load(f.snap(), snap.c_str(), -1, 0, &v, err, sizeof(err)), 0) << err;
     // Events 1 and 2 only: a 30 MiB and a 40 MiB segment; the 20 MiB segment
     // of event 0 predates the range, so its live block counts as untraced.
     ASSERT_EQ(v.n_ev, 2u);
@@ -374,13 +379,15 @@ TEST(Verify, ExampleSnapshotDevices)
 {
     char err[512];
     ga_snap_view_t v;
-    ASSERT_EQ(ga_snap_view_load(Example("torch_snapshot.pickle").c_str(), -1, 0, &v, err, sizeof(err)), 0) << err;
+    SnapFile f(Example("torch_snapshot.pickle"));
+    ASSERT_NE(f.snap(), nullptr) << f.error;
+    ASSERT_EQ(ga_snap_view_load(f.snap(), "torch_snapshot.pickle", -1, 0, &v, err, sizeof(err)), 0) << err;
     EXPECT_EQ(v.device, 0);
     EXPECT_EQ(v.trace_entries, 300u);
     EXPECT_EQ(v.untraced_segments, 9u); // the ring buffer wrapped: most segments predate the trace
     EXPECT_EQ(v.untraced_blocks, 11u);
     ga_snap_view_free(&v);
-    ASSERT_EQ(ga_snap_view_load(Example("torch_snapshot.pickle").c_str(), -1, 1, &v, err, sizeof(err)), 0) << err;
+    ASSERT_EQ(ga_snap_view_load(f.snap(), "torch_snapshot.pickle", -1, 1, &v, err, sizeof(err)), 0) << err;
     EXPECT_EQ(v.device, 1);
     ASSERT_EQ(v.n_ev, 2u);
     EXPECT_EQ(v.ev[0].size, 30 * MiB);
@@ -391,7 +398,9 @@ TEST(Verify, ExampleSnapshotDevices)
     ASSERT_EQ(v.seg[0].n_blocks, 2u);
     EXPECT_EQ(v.blk[v.seg[0].first_block].state, GA_BLOCK_ALLOCATED);
     ga_snap_view_free(&v);
-    EXPECT_NE(ga_snap_view_load(Write("notpickle", "hello").c_str(), -1, 0, &v, err, sizeof(err)), 0);
+    SnapFile bad(Write("notpickle", "hello"));
+    EXPECT_EQ(bad.snap(), nullptr);
+    EXPECT_NE(bad.error.find("notpickle"), std::string::npos) << bad.error;
 }
 
 // ga_verify_unit end to end on a snapshot galloc wrote: every device event
@@ -400,26 +409,25 @@ TEST(Verify, GallocsOwnSnapshotAgrees)
 {
     std::string p = Write("own.trace", "galloc-trace 1\nalloc 1 3MiB\nalloc 2 30MiB\nfree 1\nalloc 3 12MiB\n");
     std::string snap = Write("own.pickle", "");
-    char err[512];
-    ga_reader_t *rd = nullptr;
-    ASSERT_EQ(ga_reader_open(p.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
-    const char *paths[] = {snap.c_str()};
-    ga_replay_opts_t o = {};
-    o.snapshot_paths = paths;
-    o.snapshot_ops = &ga_outputs_snapshot_ops;
-    ga_replay_t rp;
-    ASSERT_EQ(ga_replay_run(rd, &o, nullptr, 0, &rp), 0);
-    ga_replay_release(&rp);
-    ga_reader_close(rd);
-
-    ASSERT_EQ(ga_reader_open(snap.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+    {
+        LoadedJob job(p);
+        ASSERT_TRUE(job.ok) << job.error;
+        const char *paths[] = {snap.c_str()};
+        ga_replay_opts_t o = {};
+        o.snapshot_paths = paths;
+        o.snapshot_ops = &ga_outputs_snapshot_ops;
+        ga_replay_t rp;
+        ASSERT_EQ(ga_replay_run(job.unit(), &o, nullptr, 0, &rp), 0);
+        ga_replay_release(&rp);
+    }
+    LoadedJob written(snap);
+    ASSERT_TRUE(written.ok) << written.error;
     std::string out = Write("verify.out", "");
     FILE *f = std::fopen(out.c_str(), "w");
     ASSERT_NE(f, nullptr);
     ga_verify_opts_t vo = {};
-    EXPECT_EQ(ga_verify_unit(rd, snap.c_str(), 0, &vo, true, f), 0);
+    EXPECT_EQ(ga_verify_unit(written.unit(), &vo, true, f), 0);
     std::fclose(f);
-    ga_reader_close(rd);
     std::ifstream in(out);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -437,7 +445,9 @@ TEST(Verify, SeedFromTheExampleSnapshot)
 {
     char err[512];
     ga_seed_t s;
-    ASSERT_EQ(ga_seed_from_snapshot(Example("torch_snapshot.pickle").c_str(), 0, &s, err, sizeof(err)), 0) << err;
+    SnapFile f(Example("torch_snapshot.pickle"));
+    ASSERT_NE(f.snap(), nullptr) << f.error;
+    ASSERT_EQ(ga_seed_from_snapshot(f.snap(), "torch_snapshot.pickle", 0, &s, err, sizeof(err)), 0) << err;
     EXPECT_EQ(s.n_seg, 9u);
     EXPECT_EQ(s.live_blocks, 11u);
     for (size_t i = 0; i < s.n_seg; i++) {
@@ -453,7 +463,6 @@ TEST(Verify, SeedFromTheExampleSnapshot)
         }
     }
     ga_seed_free(&s);
-    EXPECT_NE(ga_seed_from_snapshot(Write("seed-bad", "x").c_str(), 0, &s, err, sizeof(err)), 0);
 }
 
 } // namespace

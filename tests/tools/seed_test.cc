@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/tools/snapfile_util.h"
+
 extern "C" {
 #include <galloc/galloc.h>
 #include "tools/engine/replay.h"
@@ -35,10 +37,10 @@ struct Seed {
     Seed()
     {
         char err[512] = "";
-        EXPECT_EQ(ga_seed_from_snapshot(H200("torch211_h200_midrun_expandable.pickle.gz").c_str(), 0, &s, err,
-                                        sizeof err),
-                  0)
-            << err;
+        SnapFile f(H200("torch211_h200_midrun_expandable.pickle.gz"));
+        EXPECT_NE(f.snap(), nullptr) << f.error;
+        if (f.snap() != nullptr)
+            EXPECT_EQ(ga_seed_from_snapshot(f.snap(), "midrun_expandable", 0, &s, err, sizeof err), 0) << err;
     }
     ~Seed() { ga_seed_free(&s); }
 };

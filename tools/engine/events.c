@@ -123,38 +123,3 @@ galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, 
         return GALLOC_E_INVAL;
     }
 }
-
-/* A snapshot's oom entry whose device had room for the request (device_free
- * >= size): the traced run was capped by set_per_process_memory_fraction,
- * which snapshots do not record. Its cap lay at or above every reservation the
- * run made before (they all succeeded) and below what the retry after the
- * flush needed: reserved once the flush had released what the trace shows it
- * released (the segment_free / segment_unmap entries just before the oom),
- * plus the request. The replay takes the top of that range, less a page (an
- * expandable segment's retry maps only what its free tail lacks, and the
- * flush leaves at most a page of that tail: 20 MiB, a large segment's page),
- * so that the first try and the retry fail as they did and garbage collection
- * (garbage_collection_threshold counts against the cap) stays as quiet as
- * under the real, unknown cap. (replay.h) */
-bool ga_replay_oom_cap(galloc_allocator_t *a, const ga_event_t *e, uint64_t *low_out, uint64_t *high_out,
-                       double *classify_fraction)
-{
-    const uint64_t page = (uint64_t)20 << 20;
-    size_t dfree, total;
-    galloc_stats_t s = {.struct_size = sizeof(s)};
-    if (!ga_replay_oom_capped(e) || galloc_memory_info(a, &dfree, &total) != GALLOC_OK || total == 0 ||
-        galloc_memory_stats(a, &s) != GALLOC_OK)
-        return false;
-    uint64_t peak = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].peak;
-    uint64_t cur = (uint64_t)s.reserved_bytes[GALLOC_STAT_ALL].current;
-    uint64_t low = peak > cur ? peak : cur, high = (e->released < cur ? cur - e->released : 0) + e->size;
-    uint64_t cap = high > low + page ? high - page : low;
-    if (cap > total || galloc_set_memory_fraction(a, (double)cap / (double)total) != GALLOC_OK)
-        return false;
-    *low_out = low;
-    *high_out = high;
-    /* the OOM is classified under the lowest cap the trace allows: the
-     * verdict must hold whatever the real cap was */
-    *classify_fraction = (double)low / (double)total;
-    return true;
-}

@@ -1,19 +1,18 @@
 /*
- * replay.c: the replay loop of replay.h. Events are read in chunks; every
- * configuration replays a chunk before the next is read. The per-event work
- * (apply) is one galloc call and one pointer-map operation; everything else
- * (OOM records, samples, snapshots) happens on rare events only. The engine
- * decides when a snapshot is recorded and written; how is the caller's
- * (ga_replay_snapshot_ops_t), so no output code sits below the engine.
+ * replay.c: one replay of one configuration over one unit (replay.h). The
+ * per-event work (apply) is one galloc call and one pointer-map operation;
+ * everything else (OOM records, samples, snapshots, the peak's figures)
+ * happens on rare events only. The engine decides when a snapshot is recorded
+ * and written; how is the caller's (ga_replay_snapshot_ops_t), so no output
+ * code sits below the engine. column.c builds a column from one or more of
+ * these runs (a cap known only as a range).
  *
  * Invariant: a column's map holds exactly the trace ids whose allocation the
  * column has replayed and not yet freed; an id whose allocation failed maps to
  * {NULL, GA_STREAM_NONE}, so its later free is consumed silently instead of
  * counting as a trace anomaly.
  */
-#include "tools/engine/replay.h"
-#include "tools/snapshot/torch_snapshot.h"
-#include "tools/snapshot/seed.h"
+#include "tools/engine/engine_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,17 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#define ANNOTATION_LEN 80 /* the annotation kept for OOM reports (ga_replay_oom_t.annotation) */
+#include "tools/snapshot/seed.h"
+#include "tools/snapshot/torch_snapshot.h"
 
-/* Shared by every column while one chunk is replayed. */
-typedef struct chunk_ctx {
-    const ga_event_t *ev;     /* the chunk */
-    size_t n;                 /* its events */
-    uint64_t first;           /* event index of ev[0] */
-    const char *annotation;   /* the last annotate text before the chunk */
-} chunk_ctx_t;
-
-static double now(void)
+double ga_engine_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -62,7 +54,6 @@ static void write_snapshot(ga_replay_column_t *c)
     c->snapshot_ops->write(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
 }
 
-/* Start recording the history (at the first event of --snapshot-range). */
 /* galloc_frames_fn: the frames the trace recorded for the event being
  * replayed, so galloc's snapshot of the replay shows the user's code. */
 static size_t event_frames(void *ctx, galloc_frame_t *out, size_t max)
@@ -89,6 +80,7 @@ static size_t event_frames(void *ctx, galloc_frame_t *out, size_t max)
     return k;
 }
 
+/* Start recording the history (at the first event of --snapshot-range). */
 static void start_recording(ga_replay_column_t *c)
 {
     if (c->snapshot_ops == NULL) {
@@ -104,10 +96,50 @@ static void start_recording(ga_replay_column_t *c)
     }
 }
 
+/* Reserved memory reached a new high: keep the figures of that moment. */
+static void on_peak(ga_replay_column_t *c, ga_engine_run_t *r)
+{
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    if (galloc_memory_stats(c->a, &s) != GALLOC_OK)
+        return;
+    int64_t res = s.reserved_bytes[GALLOC_STAT_ALL].current;
+    if (res <= r->peak_seen)
+        return;
+    r->peak_seen = res;
+    c->at_peak.allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
+    galloc_sleep_stats_t ss = {0};
+    c->at_peak.asleep = galloc_sleep_stats(c->a, &ss) == GALLOC_OK ? (int64_t)ss.bytes_asleep : 0;
+    galloc_fragmentation_t f = {.struct_size = sizeof(f)};
+    if (galloc_fragmentation(c->a, &f) == GALLOC_OK) {
+        int64_t largest = 0;
+        for (int p = 0; p < GALLOC_STAT_POOLS; p++)
+            if (f.pool[p].largest_free_block > largest)
+                largest = f.pool[p].largest_free_block;
+        int64_t fb = f.pool[GALLOC_STAT_ALL].free_bytes;
+        c->at_peak.largest_free = largest;
+        c->at_peak.external_frag = fb > 0 ? 1.0 - (double)largest / (double)fb : 0.0;
+    }
+}
+
+/* A new low of the device's free memory is a new reserved peak (O(1) per
+ * call; the peak's figures only then). */
+static void watch_peak(ga_replay_column_t *c, ga_engine_run_t *r)
+{
+    size_t fr, tot;
+    if (r->watch && galloc_memory_info(c->a, &fr, &tot) == GALLOC_OK && fr < r->min_free) {
+        r->min_free = fr;
+        on_peak(c, r);
+    }
+}
+
 /* An allocation failed with out-of-memory: keep the message and figures. */
-static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+static void record_oom(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     c->ooms_total++;
+    if (r->first_oom == UINT64_MAX) {
+        r->first_oom = idx;
+        r->first_oom_expected = e->kind == GA_EV_OOM;
+    }
     if (c->n_ooms < GA_REPLAY_MAX_OOMS) {
         ga_replay_oom_t *o = &c->ooms[c->n_ooms++];
         memset(o, 0, sizeof(*o));
@@ -116,7 +148,7 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
         o->size = e->size;
         o->expected = e->kind == GA_EV_OOM;
         o->prologue = (e->flags & GA_EVF_PROLOGUE) != 0;
-        snprintf(o->annotation, sizeof(o->annotation), "%s", x->annotation);
+        snprintf(o->annotation, sizeof(o->annotation), "%s", r->annotation);
         galloc_last_error(c->a, o->message, sizeof(o->message));
         galloc_stats_t s = {.struct_size = sizeof(s)};
         if (galloc_memory_stats(c->a, &s) == GALLOC_OK) {
@@ -129,41 +161,32 @@ static void record_oom(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
         write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
 
-static void do_alloc(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     void *p = NULL;
-    /* Lifted after the event: the run's later allocations fitted under its real
-     * cap, which may lie above this one. (1.0 keeps set_fraction on, as
-     * PyTorch 2.x's setMemoryFraction does: only garbage collection notices.) */
-    double restore = -1.0;
-    if (e->kind == GA_EV_OOM && c->fraction >= 1.0 &&
-        ga_replay_oom_cap(c->a, e, &c->cap_low, &c->cap_high, &c->fraction)) {
-        c->capped_ooms++;
-        restore = 1.0;
-    }
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, e->place); /* GALLOC_E_UNSUPPORTED under another placement: nothing to do */
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, 0); /* not taken: this replay needed no segment there */
+    if (st == GALLOC_OK)
+        watch_peak(c, r);
     if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
             c->expected_avoided++;
             galloc_free(c->a, p);
         } else if (st == GALLOC_E_OOM) {
-            record_oom(c, idx, e, x);
+            record_oom(c, r, idx, e);
         } else {
             note_error(c, idx, e, "galloc_malloc", st);
         }
-        if (restore >= 0.0 && galloc_set_memory_fraction(c->a, restore) == GALLOC_OK)
-            c->fraction = restore;
         return;
     }
     ga_idmap_val_t v = {p, e->stream}, old;
     if (st != GALLOC_OK) {
         if (st == GALLOC_E_OOM)
-            record_oom(c, idx, e, x);
+            record_oom(c, r, idx, e);
         else
             note_error(c, idx, e, "galloc_malloc", st);
         v.ptr = NULL;
@@ -205,13 +228,16 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
 
 /* A tag event: a refused tag is a trace anomaly, a wake without the memory
  * an OOM (of the bytes still asleep), anything else a failed call. */
-static void do_tag(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+static void do_tag(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     if (c->no_sleep && (e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE))
         return;
     galloc_status_t st = ga_replay_tag_call(c->a, e->kind, e->text, e->text2, &c->tags);
-    if (st == GALLOC_OK)
+    if (st == GALLOC_OK) {
+        if (e->kind == GA_EV_WAKE)
+            watch_peak(c, r); /* the woken memory is reserved again */
         return;
+    }
     if (st == GALLOC_E_INVAL && c->tag_anomalies++ == 0) {
         char msg[GALLOC_ERROR_MAX - 256];
         galloc_last_error(c->a, msg, sizeof(msg));
@@ -221,7 +247,7 @@ static void do_tag(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, con
         galloc_sleep_stats_t ss = {0};
         ga_event_t w = *e;
         w.size = galloc_sleep_stats(c->a, &ss) == GALLOC_OK ? ss.bytes_asleep : 0;
-        record_oom(c, idx, &w, x);
+        record_oom(c, r, idx, &w);
     } else if (st != GALLOC_E_INVAL) {
         note_error(c, idx, e, e->kind == GA_EV_SLEEP ? "galloc_sleep" : e->kind == GA_EV_WAKE ? "galloc_wake"
                                                                                               : "galloc_tag_begin/end",
@@ -229,17 +255,7 @@ static void do_tag(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, con
     }
 }
 
-/* Replay one event in one configuration. */
-static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x);
-
-static void apply(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
-{
-    c->cur = e; /* for event_frames */
-    apply_event(c, idx, e, x);
-    c->cur = NULL;
-}
-
-static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e, const chunk_ctx_t *x)
+static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     galloc_status_t st = GALLOC_OK;
     ga_idmap_val_t v;
@@ -247,10 +263,10 @@ static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e
     case GA_EV_ALLOC:
         if ((e->flags & GA_EVF_PROLOGUE) && c->seeded)
             return; /* the seeded state already holds the block */
-        do_alloc(c, idx, e, x);
+        do_alloc(c, r, idx, e);
         return;
     case GA_EV_OOM:
-        do_alloc(c, idx, e, x);
+        do_alloc(c, r, idx, e);
         return;
     case GA_EV_FREE:
     case GA_EV_FREE_PENDING:
@@ -278,15 +294,18 @@ static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e
         if (c->seeded)
             return; /* a seeded snapshot state holds its own segments */
         st = ga_replay_reserve(c->a, e->size, e->stream);
+        if (st == GALLOC_OK)
+            watch_peak(c, r); /* the cached memory is the reserved figure from here */
         break;
     case GA_EV_TAG_BEGIN:
     case GA_EV_TAG_END:
     case GA_EV_SLEEP:
     case GA_EV_WAKE:
-        do_tag(c, idx, e, x);
+        do_tag(c, r, idx, e);
         return;
     case GA_EV_ANNOTATE:
-        if (c->snapshot_recording && !c->snapshot_done && e->text != NULL && c->snapshot_ops->annotate != NULL)
+        r->annotation = e->text;
+        if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->annotate != NULL)
             c->snapshot_ops->annotate(c->a, e->text);
         return;
     }
@@ -294,39 +313,9 @@ static void apply_event(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e
         note_error(c, idx, e, "replaying the event", st);
 }
 
-static void replay_chunk(ga_replay_column_t *c, const chunk_ctx_t *x)
-{
-    double t0 = now();
-    if (c->snapshot_path != NULL && !c->snapshot_done) {
-        /* The range checks cost two compares per event: only while a
-         * snapshot is still to be written, so plain replays keep the loop below. */
-        for (size_t i = 0; i < x->n; i++) {
-            uint64_t idx = x->first + i;
-            if (!c->snapshot_recording && !c->snapshot_done && idx >= c->snapshot_first)
-                start_recording(c);
-            apply(c, idx, &x->ev[i], x);
-            if (idx == c->sampler.next && c->sampler.x != NULL)
-                ga_sampler_add_stats(&c->sampler, idx, c->a);
-            if (idx >= c->snapshot_last && c->snapshot_recording)
-                write_snapshot(c);
-        }
-        c->events += x->n;
-        c->seconds += now() - t0;
-        return;
-    }
-    for (size_t i = 0; i < x->n; i++) {
-        uint64_t idx = x->first + i;
-        apply(c, idx, &x->ev[i], x);
-        if (idx == c->sampler.next && c->sampler.x != NULL)
-            ga_sampler_add_stats(&c->sampler, idx, c->a);
-    }
-    c->events += x->n;
-    c->seconds += now() - t0;
-}
-
 /* The configuration string handed to galloc: the capacity and placement
- * first, so that a sim_capacity or sim_placement the user wrote in --conf
- * (later in the string) wins. */
+ * first, so that a sim_capacity or sim_placement the user wrote (later in
+ * the string) wins. */
 static char *make_conf(const char *user, const char *backend, uint64_t capacity, bool recorded)
 {
     bool sim = backend == NULL || strcmp(backend, "sim") == 0;
@@ -362,47 +351,65 @@ size_t ga_replay_env_text(char *buf, size_t len)
     return n < len ? n : len - 1;
 }
 
-/* The column's name: what the user wrote, "defaults" only for PyTorch's
- * defaults; the environment, when it applies, is part of the name. */
-static char *make_label(const char *user, bool env)
+/* The column's name: "recorded" for the traced run's own settings,
+ * "defaults" for PyTorch's, else what the user wrote; the environment, when
+ * it applies, is part of the name. */
+static char *make_label(const ga_replay_spec_t *spec, bool env)
 {
     char e[512];
+    const char *user = spec->conf;
     bool has_user = user != NULL && *user;
+    const char *base = spec->recorded ? "recorded" : has_user ? user : "defaults";
     if (!env || ga_replay_env_text(e, sizeof(e)) == 0)
-        return strdup(has_user ? user : "defaults");
-    size_t n = strlen(e) + (has_user ? strlen(user) : 0) + 8;
+        return strdup(base);
+    size_t n = strlen(e) + strlen(base) + 8;
     char *s = malloc(n);
     if (s != NULL)
-        snprintf(s, n, "%s%s%s", has_user ? user : "", has_user ? " + " : "", e);
+        snprintf(s, n, "%s + %s", base, e);
     return s;
 }
 
-static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay_opts_t *o, uint64_t capacity,
-                        size_t i)
+/* Set the cap: allowed_memory_maximum = (size_t)(fraction x total) in
+ * PyTorch and galloc; the half byte makes the truncation land on cap. */
+static galloc_status_t set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t capacity)
 {
-    c->label = make_label(user, o->env);
-    c->conf = make_conf(user, o->backend, capacity, o->place_recorded);
-    c->place = o->place_recorded;
+    double f = ((double)cap + 0.5) / (double)capacity;
+    return galloc_set_memory_fraction(a, f > 1.0 ? 1.0 : f);
+}
+
+/* Make the column's allocator and its starting state. 0, or -1 when host
+ * memory ran out (the creation failure of a configuration is a result). */
+static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_column_t *c)
+{
+    const ga_replay_opts_t *o = g->o;
+    c->user_conf = g->spec->conf ? g->spec->conf : "";
+    c->recorded = g->spec->recorded;
+    c->label = make_label(g->spec, o->env);
+    c->conf = make_conf(g->spec->conf, o->backend, g->capacity, g->spec->recorded);
+    c->place = g->spec->recorded;
     c->no_sleep = o->no_sleep;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
     ga_idmap_init(&c->map);
     c->stats.struct_size = sizeof(c->stats);
-    c->snapshot_path = o->snapshot_paths ? o->snapshot_paths[i] : NULL;
+    c->snapshot_path = g->snapshot_path;
     c->snapshot_ops = o->snapshot_ops;
-    if (c->label == NULL || c->conf == NULL || c->ooms == NULL || (o->sample && ga_sampler_init(&c->sampler) != 0))
+    if (c->label == NULL || c->conf == NULL || c->ooms == NULL ||
+        (g->full && o->sample && ga_sampler_init(&c->sampler) != 0))
         return -1;
     uint32_t flags = o->env ? 0 : GALLOC_CREATE_NO_ENV;
-    c->create_status = galloc_allocator_create_ex(o->backend, o->device, c->conf, flags, &c->a, c->create_error,
+    c->create_status = galloc_allocator_create_ex(o->backend, u->device, c->conf, flags, &c->a, c->create_error,
                                                   sizeof(c->create_error));
     if (c->create_status != GALLOC_OK) {
         c->a = NULL;
         /* The message's offsets count from the string galloc parsed, which
          * starts with the capacity make_conf put first; parse the user's
          * string alone for a message that points into what they wrote. */
+        const char *user = g->spec->conf;
         if (c->create_status == GALLOC_E_CONFIG && user != NULL && strcmp(c->conf, user) != 0) {
             galloc_allocator_t *probe = NULL;
             char err[sizeof(c->create_error)];
-            if (galloc_allocator_create_ex(o->backend, o->device, user, flags, &probe, err, sizeof(err)) == GALLOC_E_CONFIG)
+            if (galloc_allocator_create_ex(o->backend, u->device, user, flags, &probe, err, sizeof(err)) ==
+                GALLOC_E_CONFIG)
                 snprintf(c->create_error, sizeof(c->create_error), "%s", err);
             galloc_allocator_destroy(probe);
         }
@@ -413,31 +420,94 @@ static int setup_column(ga_replay_column_t *c, const char *user, const ga_replay
     c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
     c->snapshot_max_entries = o->snapshot_max_entries;
     c->snapshot_at_end = o->snapshot_at_end;
-    if (o->seed != NULL) {
+    if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
-        if (ga_seed_apply(c->a, &c->map, o->seed, err, sizeof(err)) != 0) {
+        if (ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err)) != 0) {
             c->errors++;
             snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
         }
         c->seeded = true; /* recording starts below: the seeding is not part of the trace */
     }
-    if (c->snapshot_path != NULL && c->snapshot_first == 0)
-        start_recording(c); /* before the first event: the prologue is recorded too */
+    if (g->cap != 0) { /* after the seeding: the state at the first entry held under the cap */
+        galloc_status_t st = set_cap(c->a, g->cap, g->capacity);
+        if (st != GALLOC_OK) {
+            ga_event_t none = {.where = 0};
+            note_error(c, 0, &none, "galloc_set_memory_fraction (the inferred cap)", st);
+        }
+        c->cap = g->cap;
+        /* an OOM is classified under the lowest cap the trace allows: the
+         * verdict must hold whatever the real cap was */
+        uint64_t low = g->classify_cap ? g->classify_cap : g->cap;
+        c->fraction = (double)low / (double)g->capacity;
+    }
+    return 0;
+}
+
+/* The first event the history records: the trace's own, never the
+ * prologue's (a mid-run trace's earlier state is state, not events). */
+static uint64_t first_recorded(const ga_job_unit_t *u, uint64_t first)
+{
+    uint64_t i = first;
+    while (i < u->n && (u->ev[i].flags & GA_EVF_PROLOGUE))
+        i++;
+    return i;
+}
+
+int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_column_t *c)
+{
+    const ga_replay_opts_t *o = g->o;
+    if (setup(u, g, c) != 0)
+        return -1;
+    if (c->a == NULL)
+        return 0;
+    ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "",
+                         .watch = o->watch_peak};
+    uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
+    uint64_t end = o->stop_after && o->stop_after < u->n ? o->stop_after + 1 : u->n;
+    double t0 = ga_engine_now();
+    ga_event_t e;
+    uint64_t i;
+    for (i = 0; i < end; i++) {
+        if (i == start && !c->snapshot_done)
+            start_recording(c);
+        ga_job_event(u, i, &e);
+        c->cur = &e; /* for event_frames */
+        apply_event(c, &r, i, &e);
+        c->cur = NULL;
+        if (i == c->sampler.next && c->sampler.x != NULL)
+            ga_sampler_add_stats(&c->sampler, i, c->a);
+        if (i >= c->snapshot_last && c->snapshot_recording)
+            write_snapshot(c);
+        if (o->stop_at_oom && c->ooms_total > 0) {
+            i++;
+            break;
+        }
+        if (g->full && o->progress != NULL && (i & 0xfff) == 0xfff)
+            o->progress(o->progress_ctx, (double)(i + 1) / (double)u->n, i + 1);
+    }
+    c->events = i;
+    c->seconds = ga_engine_now() - t0;
+    if (g->full && o->progress != NULL)
+        o->progress(o->progress_ctx, u->n ? (double)i / (double)u->n : 1.0, i);
+    r.events = i;
+    ga_engine_finish(c, &r, o->check);
+    g->out->first_oom = r.first_oom;
+    g->out->first_oom_expected = r.first_oom_expected;
     return 0;
 }
 
 /* End of replay: final sample, snapshot if no OOM wrote it, stats, teardown. */
-static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
+void ga_engine_finish(ga_replay_column_t *c, const ga_engine_run_t *r, bool check)
 {
     if (c->a == NULL)
         return;
-    if (c->sampler.x != NULL && events > 0)
-        ga_sampler_add_stats(&c->sampler, events - 1, c->a);
+    if (c->sampler.x != NULL && r->events > 0)
+        ga_sampler_add_stats(&c->sampler, r->events - 1, c->a);
     if (check) {
         galloc_status_t st = galloc_check(c->a);
         if (st != GALLOC_OK) {
             ga_event_t end = {.where = 0};
-            note_error(c, events, &end, "galloc_check after the replay", st);
+            note_error(c, r->events, &end, "galloc_check after the replay", st);
         }
     }
     write_snapshot(c);
@@ -448,129 +518,13 @@ static void finish_column(ga_replay_column_t *c, uint64_t events, bool check)
     ga_idmap_free(&c->map);
 }
 
-/* Copy a tag event's lists (the reader's text lives until its next event)
- * into buf, NUL-terminated (the reader keeps them under GA_TAG_LIST_MAX). */
-static void keep_tag_text(ga_event_t *e, char (*buf)[GA_TAG_LIST_MAX])
+void ga_replay_column_release(ga_replay_column_t *c)
 {
-    const char *src[2] = {e->text, e->text2};
-    size_t len[2] = {e->text_len, e->text2_len};
-    for (int i = 0; i < 2; i++) {
-        size_t k = len[i] < GA_TAG_LIST_MAX - 1 ? len[i] : GA_TAG_LIST_MAX - 1;
-        if (src[i] != NULL)
-            memcpy(buf[i], src[i], k);
-        buf[i][k] = '\0';
-    }
-    e->text = buf[0];
-    e->text2 = src[1] != NULL ? buf[1] : NULL;
-}
-
-/* Read a chunk into ev (*n events). It ends early after an annotate event,
- * so that the annotation (copied into next_annotation: the reader's text is
- * short-lived) applies exactly to the events after it, and after a tag event,
- * whose lists are copied into tag_text. Returns the last ga_reader_next's
- * result: 1 (more to read), 0 (the end) or -1 (out->read_error). */
-static int read_chunk(ga_reader_t *r, ga_event_t *ev, size_t *n, ga_replay_t *out, char next_annotation[ANNOTATION_LEN],
-                      char (*tag_text)[GA_TAG_LIST_MAX], bool *annotated)
-{
-    int rc = 1;
-    while (*n < GA_REPLAY_CHUNK && (rc = ga_reader_next(r, &ev[*n], out->read_error, sizeof(out->read_error))) > 0) {
-        ga_event_t *e = &ev[(*n)++];
-        if (e->kind == GA_EV_ANNOTATE) {
-            size_t k = e->text_len < ANNOTATION_LEN - 1 ? e->text_len : ANNOTATION_LEN - 1;
-            memcpy(next_annotation, e->text, k);
-            next_annotation[k] = '\0';
-            e->text = next_annotation; /* NUL-terminated, alive while the chunk is replayed */
-            e->text_len = k;
-            *annotated = true;
-            break;
-        }
-        if (e->kind >= GA_EV_TAG_BEGIN) {
-            keep_tag_text(e, tag_text);
-            out->tag_events++;
-            out->sleep_events += e->kind == GA_EV_SLEEP || e->kind == GA_EV_WAKE;
-            break;
-        }
-    }
-    return rc;
-}
-
-int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *o, const char *const *confs, size_t n_confs,
-                  ga_replay_t *out)
-{
-    static const char *const no_conf[] = {NULL};
-    memset(out, 0, sizeof(*out));
-    if (n_confs == 0) {
-        confs = no_conf;
-        n_confs = 1;
-    }
-    out->device_memory = o->device_memory       ? o->device_memory
-                         : ga_reader_device_memory(r) ? ga_reader_device_memory(r)
-                                                      : GA_REPLAY_DEFAULT_MEMORY;
-    out->cols = calloc(n_confs, sizeof(*out->cols));
-    ga_event_t *ev = malloc(GA_REPLAY_CHUNK * sizeof(*ev));
-    if (out->cols == NULL || ev == NULL)
-        goto err_nomem;
-    out->n_cols = n_confs;
-    for (size_t i = 0; i < n_confs; i++)
-        if (setup_column(&out->cols[i], confs[i], o, out->device_memory, i) != 0)
-            goto err_nomem;
-
-    char annotation[ANNOTATION_LEN] = "";
-    char tag_text[2][GA_TAG_LIST_MAX]; /* the chunk's last event's tag lists, NUL-terminated */
-    out->no_sleep = o->no_sleep;
-    for (;;) {
-        double t0 = now();
-        size_t n = 0;
-        char next_annotation[ANNOTATION_LEN] = "";
-        bool annotated = false;
-        int rc = read_chunk(r, ev, &n, out, next_annotation, tag_text, &annotated);
-        out->read_seconds += now() - t0;
-        chunk_ctx_t x = {.ev = ev, .n = n, .first = out->events, .annotation = annotation};
-        for (size_t i = 0; i < n_confs && n > 0; i++)
-            if (out->cols[i].a != NULL)
-                replay_chunk(&out->cols[i], &x);
-        out->events += n;
-        if (annotated)
-            memcpy(annotation, next_annotation, sizeof(annotation));
-        if (o->progress != NULL)
-            o->progress(o->progress_ctx, ga_reader_progress(r), out->events);
-        if (rc < 0) {
-            out->read_failed = true;
-            break;
-        }
-        if (rc == 0) /* the end: a chunk cut at an annotation or tag event has rc 1 */
-            break;
-    }
-    ga_reader_notes(r, &out->notes);
-    for (size_t i = 0; i < n_confs; i++)
-        finish_column(&out->cols[i], out->events, o->check);
-    free(ev);
-    return 0;
-
-err_nomem:
-    free(ev);
-    snprintf(out->read_error, sizeof(out->read_error), "out of host memory setting up the replay");
-    ga_replay_release(out);
-    return -1;
-}
-
-void ga_replay_release(ga_replay_t *rp)
-{
-    for (size_t i = 0; rp->cols != NULL && i < rp->n_cols; i++) {
-        ga_replay_column_t *c = &rp->cols[i];
-        galloc_allocator_destroy(c->a);
-        ga_idmap_free(&c->map);
-        ga_sampler_free(&c->sampler);
-        free(c->label);
-        free(c->conf);
-        free(c->ooms);
-    }
-    free(rp->cols);
-    rp->cols = NULL;
-    rp->n_cols = 0;
-}
-
-void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out)
-{
-    ga_sampler_series(&rp->cols[i].sampler, rp->cols[i].label, out);
+    galloc_allocator_destroy(c->a);
+    ga_idmap_free(&c->map);
+    ga_sampler_free(&c->sampler);
+    free(c->label);
+    free(c->conf);
+    free(c->ooms);
+    memset(c, 0, sizeof(*c));
 }

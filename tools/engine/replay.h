@@ -1,18 +1,25 @@
 /*
- * replay.h: replay one trace (one unit of a trace file) through several
- * galloc configurations side by side, on the simulated device by default.
+ * replay.h: replay one unit of a loaded job (tools/job) through galloc
+ * configurations, on the simulated device by default. The one engine: galloc
+ * replay's columns, galloc fit's rows and bisections, --verify and the Python
+ * API all replay through ga_replay_column, so one configuration of one trace
+ * gives one set of figures wherever it is asked for.
  *
- * The trace is read once: events are read in chunks of GA_REPLAY_CHUNK, and
- * each chunk is replayed through every configuration in turn (each has its own
- * allocator and pointer map), so memory stays bounded for streamed formats
- * and each configuration's replay time excludes parsing. Costs per event are
- * O(1): one galloc call and one hash-map operation.
+ * Each configuration replays the unit's events, held in memory, on its own
+ * allocator and pointer map; costs per event are O(1): one galloc call and
+ * one hash-map operation. What each event does is described in
+ * docs/trace-format.md ("Replay semantics"); in short: alloc -> galloc_malloc,
+ * free -> galloc_free (after galloc_record_stream when freed on another
+ * stream), a deferred free -> record_stream on a side stream then free,
+ * expected OOM -> an allocation attempt that is released at once if it
+ * succeeds.
  *
- * What each event does is described in docs/trace-format.md ("Replay
- * semantics"); in short: alloc -> galloc_malloc, free -> galloc_free (after
- * galloc_record_stream when freed on another stream), a deferred free ->
- * record_stream on a side stream then free, expected OOM -> an allocation
- * attempt that is released at once if it succeeds.
+ * A unit whose trace shows a memory-fraction cap (ga_job_cap_t) is replayed
+ * under that cap from its first event in every configuration. The cap is
+ * known only as a range [low, high); a configuration is replayed at both
+ * ends, and where they differ the range is split into parts of one outcome
+ * each (ga_replay_part_t), found by bisection: the column says which part
+ * gives which outcome rather than picking one end.
  */
 #ifndef GA_TOOLS_ENGINE_REPLAY_H
 #define GA_TOOLS_ENGINE_REPLAY_H
@@ -23,6 +30,7 @@
 
 #include <galloc/galloc.h>
 #include "tools/idmap.h"
+#include "tools/job/job.h"
 #include "tools/plot/series.h"
 #include "tools/readers/trace_reader.h"
 
@@ -32,7 +40,8 @@ extern "C" {
 
 #define GA_REPLAY_CHUNK 4096            /* events read before each configuration replays them */
 #define GA_REPLAY_MAX_OOMS 100          /* OOMs kept in detail per configuration (all are counted) */
-#define GA_REPLAY_DEFAULT_MEMORY ((uint64_t)80 << 30)
+#define GA_REPLAY_DEFAULT_MEMORY GA_JOB_DEFAULT_MEMORY
+#define GA_REPLAY_MAX_PARTS 8          /* outcomes a column tells apart over a cap range */
 /* The stream deferred frees are recorded on: a handle no trace uses. */
 #define GA_REPLAY_SIDE_STREAM ((galloc_stream_t)UINTPTR_MAX - 1)
 
@@ -130,14 +139,47 @@ typedef struct ga_replay_tags {
     bool overflow; /* more names than fit: "offload *" then fails (GALLOC_E_NOMEM) */
 } ga_replay_tags_t;
 
+/* One configuration to replay. */
+typedef struct ga_replay_spec {
+    const char *conf; /* PYTORCH_CUDA_ALLOC_CONF syntax (and galloc's keys); NULL or "" = PyTorch's defaults */
+    /* recorded: conf is the settings the unit's trace recorded, and the
+     * column is the run as recorded: labelled "recorded", and on sim each
+     * segment goes where the trace put it (sim_placement:recorded,
+     * ga_event_t.place) instead of where the CUDA driver's policy would
+     * (descending), so galloc's choices among equal blocks follow the traced
+     * run's. A sim_placement in conf wins either way. */
+    bool recorded;
+} ga_replay_spec_t;
+
+/* One outcome of a column over part of a cap range. */
+typedef struct ga_replay_part {
+    uint64_t from, to;        /* caps in [from, to) bytes give this outcome (to == from + 1: one cap) */
+    uint64_t ooms;            /* allocations that failed */
+    uint64_t first_oom_event; /* UINT64_MAX when none */
+    bool first_oom_expected;  /* that OOM is one the traced run had too */
+    int64_t peak_reserved;    /* reserved_bytes.all.peak at the part's lower end (the widest part: at the
+                                 column's cap, the column's own figure) */
+} ga_replay_part_t;
+
+/* The reserved peak's moment (opts.watch_peak): galloc fit's figures. */
+typedef struct ga_replay_at_peak {
+    int64_t allocated;        /* allocated bytes when reserved reached its peak (a sleeping tag's blocks
+                                 included: its tensors still exist) */
+    int64_t asleep;           /* bytes asleep then (reserved address space without memory) */
+    int64_t largest_free;     /* largest cached free block then */
+    double external_frag;     /* 1 - largest free block / cached free bytes then */
+} ga_replay_at_peak_t;
+
 /* One configuration (a column of the comparison). */
 typedef struct ga_replay_column {
-    char *label;                         /* what the user wrote, "defaults" for none (PyTorch's
-                                            defaults); with opts.env and a variable set, the
-                                            variables ("PYTORCH_CUDA_ALLOC_CONF=...") after it */
+    char *label;                         /* "recorded" for the recorded settings (spec.recorded), "defaults"
+                                            for PyTorch's, else what the user wrote; with opts.env and a
+                                            variable set, the variables ("PYTORCH_CUDA_ALLOC_CONF=...") after it */
     char *conf;                          /* the string given to galloc_allocator_create */
+    const char *user_conf;               /* spec.conf as given ("" for the defaults) */
+    bool recorded;                       /* spec.recorded */
     galloc_allocator_t *a;               /* NULL once destroyed or if creation failed */
-    ga_idmap_t map;                     /* trace id -> block */
+    ga_idmap_t map;                      /* trace id -> block */
     galloc_status_t create_status;       /* GALLOC_OK unless creation failed */
     char create_error[GALLOC_ERROR_MAX]; /* the creation failure */
     galloc_stats_t stats;                /* memory_stats at the end of the replay */
@@ -146,12 +188,6 @@ typedef struct ga_replay_column {
     uint64_t ooms_total;                 /* allocations that failed with out-of-memory */
     uint64_t expected_ooms;              /* expected OOM points met */
     uint64_t expected_avoided;           /* ... of which this configuration could allocate */
-    uint64_t capped_ooms;                /* expected OOMs the device had room for (a snapshot's oom
-                                            entry with device_free >= its size): the traced run was
-                                            capped by a memory fraction, replayed under a cap */
-    uint64_t cap_low, cap_high;          /* the last such cap lay in [cap_low, cap_high): at or above
-                                            the peak reserved before it, below what the retry after
-                                            the flush needed */
     ga_replay_oom_t *ooms;               /* the first GA_REPLAY_MAX_OOMS failures */
     size_t n_ooms;
     uint64_t unmatched;                  /* frees / record_streams of ids not live in the trace */
@@ -167,6 +203,12 @@ typedef struct ga_replay_column {
     galloc_sleep_stats_t sleep;          /* ... bytes slept, offloaded, sleeps and wakes */
     ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
     double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
+    /* The cap (the unit's ga_job_cap_t, or opts.cap): */
+    uint64_t cap;                        /* the cap the figures were replayed under, bytes; 0: none */
+    ga_replay_part_t parts[GA_REPLAY_MAX_PARTS]; /* the outcomes over the unit's cap range, by cap */
+    size_t n_parts;                      /* 0 without a range */
+    size_t main_part;                    /* the widest part: the cap of the figures lies in it */
+    ga_replay_at_peak_t at_peak;         /* opts.watch_peak */
     const char *snapshot_path;           /* where to write the snapshot, NULL for none */
     const ga_replay_snapshot_ops_t *snapshot_ops; /* how (ga_replay_opts_t.snapshot_ops) */
     uint64_t snapshot_first;             /* recording starts before this event index */
@@ -174,7 +216,7 @@ typedef struct ga_replay_column {
     size_t snapshot_max_entries;         /* trace ring size, 0 = unbounded */
     bool snapshot_at_end;                /* write at the end (or snapshot_last), never at an OOM */
     bool snapshot_recording;             /* the history is being recorded */
-    bool seeded;                         /* opts.seed was applied: prologue events are skipped */
+    bool seeded;                         /* the unit's seed was applied: prologue events are skipped */
     bool place;                          /* tell sim each alloc's recorded segment address */
     const ga_event_t *cur;               /* the event being replayed: its frames go into the history */
     char frame_text[4096];               /* the frames callback's strings (valid during the call) */
@@ -182,22 +224,21 @@ typedef struct ga_replay_column {
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
 
-struct ga_seed; /* seed.h */
-
 typedef struct ga_replay_opts {
     const char *backend;           /* device backend, NULL = "sim" */
-    int device;                    /* the device index the trace recorded (messages say "GPU 1",
-                                      snapshots keep it); 0 for traces without one */
-    /* place_recorded: the configurations replay under the trace's recorded
-     * settings, so sim puts each segment at the address the trace recorded
-     * (sim_placement:recorded, ga_event_t.place); otherwise sim places
-     * segments as the CUDA driver does (sim_placement:descending). A
-     * sim_placement in a --conf wins either way. */
-    bool place_recorded;
-    uint64_t device_memory;        /* sim capacity; 0 = the trace's, else GA_REPLAY_DEFAULT_MEMORY */
+    uint64_t device_memory;        /* sim capacity; 0 = the unit's (ga_job_unit_t.memory) */
     bool sample;                   /* collect the time series (--plot) */
     bool check;                    /* galloc_check each allocator at the end (tests); a violation
                                       counts in errors / first_error */
+    bool watch_peak;               /* fill at_peak (galloc fit) */
+    bool stop_at_oom;              /* stop at the first OOM (a bisection needs only fits or not) */
+    /* cap: replay under this cap (bytes) instead of the unit's range: one
+     * replay, no parts (cap inference, a bisection over the cap). 0: the
+     * unit's range when it has one, else none. */
+    uint64_t cap;
+    bool no_cap;                   /* ignore the unit's cap range (its inference) */
+    uint64_t stop_after;           /* replay events up to and including this index (0 = all; cap
+                                      inference stops at the last capped OOM) */
     const char *const *snapshot_paths; /* per configuration, or NULL: --snapshot */
     const ga_replay_snapshot_ops_t *snapshot_ops; /* how snapshots are recorded and written; needed
                                                      with snapshot_paths (without: a snapshot_error) */
@@ -208,10 +249,7 @@ typedef struct ga_replay_opts {
     uint64_t snapshot_first, snapshot_last;
     size_t snapshot_max_entries;   /* --snapshot-max-entries: keep only the last N trace entries (0 = all) */
     bool snapshot_at_end;          /* write the final state, not the first OOM's (--verify) */
-    /* seed: the allocator state at the trace's first entry (seed.h), made in
-     * every configuration before the first event; the reader's prologue
-     * events are then skipped. NULL: start empty and replay the prologue. */
-    const struct ga_seed *seed;
+    bool no_seed;                  /* do not apply the unit's rebuilt start state (its prologue replays) */
     /* env: layer the environment's allocator variables (PYTORCH_ALLOC_CONF,
      * else PYTORCH_CUDA_ALLOC_CONF, then GALLOC_CONF) under every
      * configuration, as galloc_allocator_create does, and say so in the
@@ -223,8 +261,8 @@ typedef struct ga_replay_opts {
      * are still begun and ended), so the peaks can be compared with and
      * without sleeping (--no-sleep). */
     bool no_sleep;
-    /* progress: called between chunks with the fraction read (-1 if unknown)
-     * and the events so far; may be NULL. */
+    /* progress: called now and then with the fraction of the events replayed
+     * and their number; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
     void *progress_ctx;
 } ga_replay_opts_t;
@@ -238,32 +276,56 @@ size_t ga_replay_env_text(char *buf, size_t len);
 
 /* The outcome of replaying one unit. */
 typedef struct ga_replay {
+    const ga_job_unit_t *unit; /* what was replayed */
     ga_replay_column_t *cols;  /* n_cols configurations */
     size_t n_cols;
     uint64_t device_memory;    /* the capacity used */
-    uint64_t events;           /* events read */
-    double read_seconds;       /* time spent reading and parsing */
-    ga_reader_notes_t notes;   /* skipped entries, prologue events */
-    uint64_t tag_events;       /* tag_begin / tag_end / sleep / wake events read */
-    uint64_t sleep_events;     /* ... of which sleep and wake (skipped under opts.no_sleep) */
+    uint64_t events;           /* the unit's events */
     bool no_sleep;             /* opts.no_sleep */
-    bool read_failed;          /* the trace was bad: see read_error (results cover the events before) */
-    char read_error[512];
 } ga_replay_t;
 
 /*
- * ga_replay_run: replay the current unit of r (after ga_reader_begin) through
- * n_confs configurations (confs[i] is a --conf string; NULL or "" means
- * PyTorch's defaults). Fills *out (release with ga_replay_release). Returns 0
- * when the replay ran (even if a configuration failed to be created or ran
- * out of memory: see the columns), -1 if host memory ran out (out->read_error
- * says so).
+ * ga_replay_column: replay u under spec into *c (zeroed by the caller;
+ * release with ga_replay_column_release), with its snapshot to
+ * snapshot_path (NULL: none). Under a cap range, the parts and the figures
+ * at a cap in the widest part. Returns 0 when the replay ran (even if the
+ * configuration failed to be created or ran out of memory: see the column),
+ * -1 if host memory ran out (c->first_error says so).
  */
-int ga_replay_run(ga_reader_t *r, const ga_replay_opts_t *opts, const char *const *confs, size_t n_confs,
+int ga_replay_column(const ga_job_unit_t *u, const ga_replay_opts_t *o, const ga_replay_spec_t *spec,
+                     const char *snapshot_path, ga_replay_column_t *c);
+void ga_replay_column_release(ga_replay_column_t *c);
+
+/*
+ * ga_replay_run: ga_replay_column for each of n specs (n 0: the recorded
+ * settings when the unit's file has them, else PyTorch's defaults), the
+ * columns of one comparison. Fills *out (release with ga_replay_release).
+ * Returns 0, or -1 if host memory ran out.
+ */
+int ga_replay_run(const ga_job_unit_t *u, const ga_replay_opts_t *o, const ga_replay_spec_t *specs, size_t n,
                   ga_replay_t *out);
 
 /* ga_replay_release: free everything ga_replay_run made. */
 void ga_replay_release(ga_replay_t *rp);
+
+/* ga_replay_default_spec: the spec of a unit's own run: its recorded
+ * settings (recorded true) when its file has them, else PyTorch's defaults. */
+ga_replay_spec_t ga_replay_default_spec(const ga_job_unit_t *u);
+
+/* ga_replay_infer_cap: u->cap's range, from replays of u's own run under
+ * caps (cap.c says how). Sets inferred, or why it could not be. A unit
+ * without capped OOMs is left as it is. */
+void ga_replay_infer_cap(ga_job_unit_t *u, const char *backend, bool env);
+
+/* ga_replay_infer_caps: ga_replay_infer_cap for every unit of job. */
+void ga_replay_infer_caps(ga_job_t *job, const char *backend, bool env);
+
+/* ga_replay_fits: the column's configuration fits whatever the cap in its
+ * range: no OOM in any part (no OOM at all without a range). */
+bool ga_replay_fits(const ga_replay_column_t *c);
+
+/* ga_replay_depends: some part of the range fits and another does not. */
+bool ga_replay_depends(const ga_replay_column_t *c);
 
 /* ga_replay_series: the sampled series of column i (valid while rp is). */
 void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out);
@@ -334,18 +396,6 @@ static inline bool ga_replay_oom_capped(const ga_event_t *e)
 {
     return e->kind == GA_EV_OOM && e->device_free > 0 && e->device_free >= e->size;
 }
-
-/*
- * ga_replay_oom_cap: a snapshot's oom entry e whose device had room for the
- * request (device_free >= size) means the traced run was capped by
- * set_per_process_memory_fraction, which snapshots do not record. Sets a cap
- * on a that fails the event the same way (events.c says how it is chosen),
- * with *low / *high the range the real cap lay in and *classify_fraction the
- * fraction to classify the OOM under (the lowest). Returns false, changing
- * nothing, when no cap applies. The caller lifts the cap after the event.
- */
-bool ga_replay_oom_cap(galloc_allocator_t *a, const ga_event_t *e, uint64_t *low, uint64_t *high,
-                       double *classify_fraction);
 
 /*
  * ga_replay_tag_call: replay a tag event (docs/trace-format.md): GA_EV_TAG_BEGIN

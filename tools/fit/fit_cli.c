@@ -18,23 +18,8 @@
 #include "tools/readers/units.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
-#include "tools/snapshot/torch_snapshot.h"
 
-typedef struct cli {
-    uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
-    bool no_recorded;       /* --no-recorded: ignore a snapshot's allocator_settings */
-    bool env;               /* --env: apply the environment's allocator variables under every configuration */
-    bool no_sleep;          /* --no-sleep: skip the traces' sleep and wake events */
-    char recorded[GA_FIT_CONF_MAX]; /* the first snapshot's recorded settings as a conf string */
-    char recorded_text[1024];      /* its recorded PYTORCH_CUDA_ALLOC_CONF text */
-    bool has_recorded;             /* a snapshot recorded settings */
-    ga_format_t format;     /* --format */
-    bool json;              /* --json */
-    size_t top;             /* --top: rows of the text table */
-    const char *plot;       /* --plot FILE: defaults vs winner over time, NULL for none */
-    bool plotted;           /* the plot files were written */
-    ga_fit_opts_t o;        /* --jobs, --bisect, --max-configs */
-} cli_t;
+typedef ga_fit_cli_t cli_t;
 
 void ga_fit_usage(FILE *out)
 {
@@ -48,8 +33,11 @@ void ga_fit_usage(FILE *out)
           "Several traces are one job: a setting must fit them all. A FOLDER is a fleet: each\n"
           "trace in it (and each other trace named) is fitted on its own, one result per trace.\n"
           "\n"
-          "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: the size\n"
-          "                        recorded in the first trace, else 80GiB\n"
+          "  --device-memory SIZE  simulated device size (80GiB, 512MiB, bytes); default: each\n"
+          "                        trace's recorded size, else 80GiB\n"
+          "  --reserve SIZE        memory on the device the allocator does not own (CUDA context,\n"
+          "                        library workspaces, NCCL, other processes): taken off a device's\n"
+          "                        total and added to every smallest device (docs/fit.md)\n"
           "  --json                print one JSON document with every configuration\n"
           "  --jobs N              worker threads (default: every online CPU)\n"
           "  --bisect N|all        find the smallest fitting device size (2 MiB steps) for the N\n"
@@ -91,7 +79,8 @@ static bool parse_count(const char *s, size_t *out)
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV, O_NOSLEEP };
+    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV, O_NOSLEEP,
+           O_RESERVE };
     static const struct option opts[] = {
         {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
         {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
@@ -99,6 +88,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
         {"env", no_argument, NULL, O_ENV},                 {"no-sleep", no_argument, NULL, O_NOSLEEP},
+        {"reserve", required_argument, NULL, O_RESERVE},
         {NULL, 0, NULL, 0}};
     optind = 0; /* the command may run more than once in a process (tests) */
     opterr = 0;
@@ -109,6 +99,10 @@ static int parse_args(cli_t *c, int argc, char **argv)
         case O_MEM:
             if (!ga_units_parse_size(optarg, strlen(optarg), &c->device_memory) || c->device_memory == 0)
                 return usage_error("bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", optarg);
+            break;
+        case O_RESERVE:
+            if (!ga_units_parse_size(optarg, strlen(optarg), &c->reserve))
+                return usage_error("bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", optarg);
             break;
         case O_JSON: c->json = true; break;
         case O_JOBS:
@@ -136,7 +130,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
             if (!ga_reader_format_parse(optarg, &c->format))
                 return ga_report_bad_format("fit", optarg);
             break;
-        case O_NOREC: c->no_recorded = true; break;
+        case O_NOREC: c->o.no_recorded = true; break;
         case O_PLOT: c->plot = optarg; break;
         case O_ENV: c->env = true; break;
         case O_NOSLEEP: c->no_sleep = true; break;
@@ -153,67 +147,48 @@ static int parse_args(cli_t *c, int argc, char **argv)
     return 0;
 }
 
-/* Every trace of argv[first..argc) into job, and the first snapshot's
- * recorded settings into c. 0, or -1 said on stderr. */
-static int load(cli_t *c, int first, int argc, char **argv, ga_fit_job_t *job)
+/* Every trace into job: read once. 0, or -1 said on stderr. */
+static int load(const cli_t *c, char *const *paths, size_t n, ga_job_t *job)
 {
-    char err[512];
-    for (int i = first; i < argc; i++) {
-        if (ga_fit_load(job, argv[i], c->format, err, sizeof(err)) != 0) {
+    char err[1024];
+    ga_job_opts_t jo = {.format = c->format, .device_memory = c->device_memory, .reserve = c->reserve};
+    for (size_t i = 0; i < n; i++) {
+        if (ga_job_add(job, paths[i], &jo, err, sizeof(err)) != 0) {
             fprintf(stderr, "galloc fit: %s\n", err);
             return -1;
         }
-        if (c->no_recorded || c->has_recorded || strcmp(argv[i], "-") == 0)
-            continue; /* the first snapshot with settings speaks for the job; stdin cannot be reread */
-        int rc = ga_torch_recorded_conf(argv[i], c->recorded, sizeof(c->recorded), c->recorded_text,
-                                        sizeof(c->recorded_text), err, sizeof(err));
-        if (rc < 0) {
-            fprintf(stderr, "galloc fit: %s\n", err);
-            return -1;
-        }
-        c->has_recorded = rc == 1;
     }
-    if (c->has_recorded)
-        c->o.recorded = c->recorded;
+    ga_replay_infer_caps(job, c->backend, c->env);
     return 0;
 }
 
-int ga_fit_main(int argc, char **argv)
+int ga_fit_traces(const cli_t *c, char *const *paths, size_t n, FILE *out)
 {
-    cli_t c = {.format = GA_FORMAT_AUTO, .o = {.bisect = 10}};
-    int rc = parse_args(&c, argc, argv);
-    if (rc != 0)
-        return rc < 0 ? GA_EXIT_OK : rc;
-    if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
-        if (c.plot != NULL) /* one plot path would be overwritten by every trace */
-            return usage_error("%s", "--plot draws one job: not with a folder of traces");
-        return ga_fit_fleet(argc, argv, optind, c.json, c.o.jobs);
-    }
-    ga_fit_job_t job;
-    memset(&job, 0, sizeof(job));
+    ga_job_t loaded;
+    memset(&loaded, 0, sizeof(loaded));
+    ga_fit_job_t job = {.job = &loaded, .backend = c->backend, .no_sleep = c->no_sleep, .reserve = c->reserve};
     /* Only --env lets the shell change the answer; then the report names it. */
     char env[sizeof(job.env)];
     if (ga_replay_env_text(env, sizeof(env)) > 0) {
-        if (c.env)
+        if (c->env)
             memcpy(job.env, env, sizeof(env));
         else
             fprintf(stderr, "galloc fit: note: %s is set and not applied (--env applies it)\n", env);
     }
-    char err[512];
-    if (load(&c, optind, argc, argv, &job) != 0) {
-        ga_fit_job_free(&job);
+    if (load(c, paths, n, &loaded) != 0) {
+        ga_job_free(&loaded);
         return GA_EXIT_USAGE;
     }
-    job.own_sizes = c.device_memory == 0;
-    job.no_sleep = c.no_sleep;
-    job.device_memory = c.device_memory                         ? c.device_memory
-                        : job.n_units && job.units[0].device_memory ? job.units[0].device_memory
-                                                                    : GA_REPLAY_DEFAULT_MEMORY;
-    c.o.progress = isatty(STDERR_FILENO) == 1;
+    ga_fit_job_init(&job);
+    if (c->o.no_recorded) /* the job's recorded settings are ignored: neither replayed nor named */
+        job.recorded = job.recorded_text = NULL;
+    ga_fit_opts_t o = c->o;
+    o.progress = isatty(STDERR_FILENO) == 1;
     ga_fit_outcome_t oc;
-    if (ga_fit_search(&job, &c.o, &oc, err, sizeof(err)) != 0) {
+    char err[512];
+    if (ga_fit_search(&job, &o, &oc, err, sizeof(err)) != 0) {
         fprintf(stderr, "galloc fit: %s\n", err);
-        ga_fit_job_free(&job);
+        ga_job_free(&loaded);
         return GA_EXIT_USAGE;
     }
     bool all_failed = oc.n > 0;
@@ -226,22 +201,37 @@ int ga_fit_main(int argc, char **argv)
     if (nfailed > 3)
         fprintf(stderr, "galloc fit: ... and %zu more configurations that could not be replayed (see --json)\n",
                 nfailed - 3);
-    bool plot_failed = false;
-    if (c.plot != NULL && !all_failed) {
-        plot_failed = ga_fit_plot(&job, &oc, c.plot, err, sizeof(err)) != 0;
+    bool plot_failed = false, plotted = false;
+    if (c->plot != NULL && !all_failed) {
+        plot_failed = ga_fit_plot(&job, &oc, c->plot, err, sizeof(err)) != 0;
         if (plot_failed)
             fprintf(stderr, "galloc fit: %s\n", err);
-        c.plotted = !plot_failed;
+        plotted = !plot_failed;
     }
-    ga_fit_report_t rep = {.top = c.top, .recorded = c.has_recorded ? c.recorded : NULL,
-                           .recorded_text = c.recorded_text, .plot = c.plotted ? c.plot : NULL};
-    if (c.json)
-        ga_fit_report_json(stdout, &job, &oc, &rep);
+    ga_fit_report_t rep = {.top = c->top, .plot = plotted ? c->plot : NULL};
+    if (c->json)
+        ga_fit_report_json(out, &job, &oc, &rep);
     else
-        ga_fit_report_text(stdout, &job, &oc, &rep);
-    fflush(stdout);
-    int code = all_failed || plot_failed ? GA_EXIT_USAGE : oc.n && oc.results[0].run.fits ? GA_EXIT_OK : GA_EXIT_OOM;
+        ga_fit_report_text(out, &job, &oc, &rep);
+    fflush(out);
+    ga_fit_answer_t a;
+    ga_fit_answer(&job, &oc, &a);
+    int code = all_failed || plot_failed ? GA_EXIT_USAGE : a.pick != NULL ? GA_EXIT_OK : GA_EXIT_OOM;
     ga_fit_outcome_free(&oc);
-    ga_fit_job_free(&job);
+    ga_job_free(&loaded);
     return code;
+}
+
+int ga_fit_main(int argc, char **argv)
+{
+    cli_t c = {.format = GA_FORMAT_AUTO, .o = {.bisect = 10}};
+    int rc = parse_args(&c, argc, argv);
+    if (rc != 0)
+        return rc < 0 ? GA_EXIT_OK : rc;
+    if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
+        if (c.plot != NULL) /* one plot path would be overwritten by every trace */
+            return usage_error("%s", "--plot draws one job: not with a folder of traces");
+        return ga_fit_fleet(&c, argv + optind, (size_t)(argc - optind));
+    }
+    return ga_fit_traces(&c, argv + optind, (size_t)(argc - optind), stdout);
 }

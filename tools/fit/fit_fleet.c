@@ -1,17 +1,17 @@
 /*
  * fit_fleet.c: `galloc fit FOLDER`: a fleet of jobs, each trace fitted on its
- * own. Why here and not in the search: a trace of a fleet is exactly a
- * `galloc fit TRACE` (same options, same report, same exit status), so each
- * one is that command run again on one file, its output captured
+ * own. A trace of a fleet is exactly a `galloc fit TRACE` (same options, same
+ * report, same exit status): each one is ga_fit_traces on that one file with
+ * the command's parsed options, its report written into memory
  * (open_memstream) and placed under the trace's name; the search inside each
- * run keeps the worker pool busy (--jobs threads over its configurations).
+ * keeps the worker pool busy (--jobs threads over its configurations).
  *
  * Traces run concurrently, up to --jobs at a time, each in a child process
- * (fork) that writes its captured report down a pipe and exits with its
- * status. Processes, not threads: ga_fit_main parses with getopt (global
- * optind) and swaps stdout, neither of which two threads can share. Each
- * child keeps the --jobs of the command, so its report is byte for byte that
- * of `galloc fit TRACE` ("on N threads" included); the kernel shares the
+ * (fork) that writes its report down a pipe and exits with its status.
+ * Processes, not threads: each job's memory is freed with its process, and a
+ * trace that crashes the fit takes only its own report with it. Each child
+ * keeps the --jobs of the command, so its report is byte for byte that of
+ * `galloc fit TRACE` ("on N threads" included); the kernel shares the
  * cores. The parent prints the reports in name order as they become due, so
  * the output is the same as when traces ran one after another; memory holds
  * up to --jobs traces' events at a time. With one slot (--jobs 1 or one
@@ -107,25 +107,14 @@ static int expand(list_t *l, const char *dir)
     return rc;
 }
 
-/* galloc fit with argv's options on path alone; its stdout into *text. */
-static int fit_one(int first, char **argv, const char *path, char **text)
+/* galloc fit with the command's options on path alone; its report into *text. */
+static int fit_one(const ga_fit_cli_t *cli, char *path, char **text)
 {
-    char *args[first + 3];
-    int n = 0;
-    for (; n < first; n++)
-        args[n] = argv[n];
-    if (strcmp(argv[first - 1], "--") != 0)
-        args[n++] = "--"; /* a trace named "-x" is still a file */
-    args[n++] = (char *)path;
-    args[n] = NULL;
     size_t len = 0;
-    FILE *mem = open_memstream(text, &len), *saved = stdout;
+    FILE *mem = open_memstream(text, &len);
     if (mem == NULL)
         return GA_EXIT_USAGE;
-    fflush(stdout);
-    stdout = mem;
-    int code = ga_fit_main(n, args);
-    stdout = saved;
+    int code = ga_fit_traces(cli, &path, 1, mem);
     if (fclose(mem) != 0 || *text == NULL) {
         free(*text);
         *text = NULL;
@@ -157,10 +146,10 @@ static bool debug_on(void)
 }
 
 /* The child: fit path, write the report to fd, exit with the fit's status. */
-static void child(int first, char **argv, const char *path, int fd)
+static void child(const ga_fit_cli_t *cli, char *path, int fd)
 {
     char *text = NULL;
-    int rc = fit_one(first, argv, path, &text);
+    int rc = fit_one(cli, path, &text);
     size_t len = text ? strlen(text) : 0, off = 0;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
@@ -177,7 +166,7 @@ static void child(int first, char **argv, const char *path, int fd)
 }
 
 /* Fork a child for t; false (nothing started) when fork or pipe fails. */
-static bool start(task_t *t, int first, char **argv, const char *path)
+static bool start(task_t *t, const ga_fit_cli_t *cli, char *path)
 {
     int p[2];
     if (pipe(p) != 0)
@@ -192,7 +181,7 @@ static bool start(task_t *t, int first, char **argv, const char *path)
     }
     if (pid == 0) {
         close(p[0]);
-        child(first, argv, path, p[1]);
+        child(cli, path, p[1]);
     }
     close(p[1]); /* later children must not hold it: EOF comes when this child exits */
     t->pid = pid;
@@ -286,24 +275,25 @@ static int wait_some(task_t *t, const list_t *l, size_t shown, size_t next, size
     return 0;
 }
 
-int ga_fit_fleet(int argc, char **argv, int first, bool json, unsigned jobs)
+int ga_fit_fleet(const ga_fit_cli_t *cli, char *const *paths, size_t np)
 {
     list_t l = {0};
     int code = GA_EXIT_OK;
-    for (int i = first; i < argc; i++) {
-        if (is_dir(argv[i]) ? expand(&l, argv[i]) != 0 : push(&l, NULL, argv[i]) != 0)
+    bool json = cli->json;
+    for (size_t i = 0; i < np; i++) {
+        if (is_dir(paths[i]) ? expand(&l, paths[i]) != 0 : push(&l, NULL, paths[i]) != 0)
             code = GA_EXIT_USAGE;
     }
     if (json)
-        fputs("{\"tool\": \"galloc fit\", \"version\": 1, \"fleet\": [", stdout);
+        fputs("{\"tool\": \"galloc fit\", \"version\": 2, \"fleet\": [", stdout);
     task_t *t = calloc(l.n ? l.n : 1, sizeof(*t));
-    unsigned slots = t ? slots_for(jobs, l.n) : 1;
+    unsigned slots = t ? slots_for(cli->o.jobs, l.n) : 1;
     bool debug = debug_on();
     size_t next = 0, shown = 0, running = 0;
     while (shown < l.n) {
         /* Start traces while slots are free; one slot or a failed fork: run it here. */
         while (next < l.n && running < slots) {
-            if (slots > 1 && start(&t[next], first, argv, l.v[next])) {
+            if (slots > 1 && start(&t[next], cli, l.v[next])) {
                 if (debug)
                     fprintf(stderr, "galloc fit: fleet: start %s\n", l.v[next]);
                 running++;
@@ -315,7 +305,7 @@ int ga_fit_fleet(int argc, char **argv, int first, bool json, unsigned jobs)
             if (debug)
                 fprintf(stderr, "galloc fit: fleet: start %s\n", l.v[next]);
             char *text = NULL;
-            int rc = fit_one(first, argv, l.v[next], &text);
+            int rc = fit_one(cli, l.v[next], &text);
             if (debug)
                 fprintf(stderr, "galloc fit: fleet: end %s\n", l.v[next]);
             if (t) {

@@ -17,60 +17,63 @@
 #include "tools/fit/fit.h"
 #include "tools/report/outputs.h"
 
-/* One configuration on the plot. */
+/* One configuration on the plot: its columns, one per unit, with sampling. */
 typedef struct shown {
-    char label[GA_FIT_CONF_MAX + 16]; /* legend text */
-    ga_fit_run_t run;                 /* its replay at the searched device size */
-    ga_sampler_t *samplers;           /* memory over time, one per unit */
-    ga_replay_oom_t oom;              /* its first OOM as a plot marker (when !run.fits) */
+    char label[GA_FIT_CONF_MAX + 24]; /* legend text */
+    ga_replay_column_t *cols;         /* one per unit */
 } shown_t;
 
-static int replay_shown(const ga_fit_job_t *job, const char *conf, shown_t *s, char *err, size_t errlen)
+static int replay_shown(const ga_fit_job_t *job, const ga_fit_result_t *r, shown_t *s, char *err, size_t errlen)
 {
-    s->samplers = calloc(job->n_units ? job->n_units : 1, sizeof(*s->samplers));
-    if (s->samplers == NULL)
-        goto err_nomem;
-    for (size_t u = 0; u < job->n_units; u++)
-        if (ga_sampler_init(&s->samplers[u]) != 0)
-            goto err_nomem;
-    if (ga_fit_replay_sampled(job, conf, job->device_memory, &s->run, s->samplers) != 0) {
-        snprintf(err, errlen, "--plot: configuration \"%s\": %s", conf, s->run.error);
+    size_t n = job->job->n_units;
+    s->cols = calloc(n ? n : 1, sizeof(*s->cols));
+    if (s->cols == NULL) {
+        snprintf(err, errlen, "--plot: out of host memory");
         return -1;
     }
-    if (!s->run.fits) {
-        s->oom.event = s->run.fail_event;
-        s->oom.size = s->run.oom.size;
-        s->oom.facts = s->run.oom;
+    ga_replay_opts_t o = {.backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep,
+                          .sample = true};
+    ga_replay_spec_t spec = {.conf = r != NULL ? r->conf : "", .recorded = r != NULL && r->recorded};
+    for (size_t u = 0; u < n; u++) {
+        if (ga_replay_column(&job->job->units[u], &o, &spec, NULL, &s->cols[u]) != 0) {
+            snprintf(err, errlen, "--plot: out of host memory");
+            return -1;
+        }
+        if (s->cols[u].create_status != GALLOC_OK) {
+            snprintf(err, errlen, "--plot: configuration \"%s\": %s", spec.conf, s->cols[u].create_error);
+            return -1;
+        }
     }
     return 0;
-
-err_nomem:
-    snprintf(err, errlen, "--plot: out of host memory");
-    return -1;
 }
 
 static void shown_free(const ga_fit_job_t *job, shown_t *s)
 {
-    for (size_t u = 0; s->samplers != NULL && u < job->n_units; u++)
-        ga_sampler_free(&s->samplers[u]);
-    free(s->samplers);
-    s->samplers = NULL;
+    for (size_t u = 0; s->cols != NULL && u < job->job->n_units; u++)
+        ga_replay_column_release(&s->cols[u]);
+    free(s->cols);
+    s->cols = NULL;
 }
 
 int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char *path, char *err, size_t errlen)
 {
     shown_t s[2];
     memset(s, 0, sizeof(s));
-    const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
-    size_t n = w != NULL && w->conf[0] != '\0' ? 2 : 1; /* a winning "defaults" is one line */
-    snprintf(s[0].label, sizeof(s[0].label), "%s", job->env[0] ? "environment" : "defaults");
+    ga_fit_answer_t a;
+    ga_fit_answer(job, oc, &a);
+    /* the job's own run (else PyTorch's defaults) and the answer (else the closest) */
+    const ga_fit_result_t *base = a.recorded, *other = a.pick != NULL ? a.pick : a.closest;
+    size_t n = other != NULL && other != base && (base != NULL || other->conf[0] != '\0') ? 2 : 1;
+    snprintf(s[0].label, sizeof(s[0].label), "%s", base != NULL ? "recorded" : job->env[0] ? "environment" : "defaults");
     if (n == 2)
-        snprintf(s[1].label, sizeof(s[1].label), "%s: %s", w->run.fits ? "winner" : "closest", w->conf);
-    int rc = replay_shown(job, "", &s[0], err, errlen);
+        snprintf(s[1].label, sizeof(s[1].label), "%s: %s", a.pick != NULL ? "answer" : "closest",
+                 other->conf[0] ? other->conf : "defaults");
+    int rc = replay_shown(job, base, &s[0], err, errlen);
     if (rc == 0 && n == 2)
-        rc = replay_shown(job, w->conf, &s[1], err, errlen);
-    for (size_t u = 0; rc == 0 && u < job->n_units; u++) {
-        char *name = ga_outputs_name(path, u, job->n_units);
+        rc = replay_shown(job, other, &s[1], err, errlen);
+    size_t nu = job->job->n_units;
+    for (size_t u = 0; rc == 0 && u < nu; u++) {
+        char *name = ga_outputs_name(path, u, nu);
         if (name == NULL) {
             snprintf(err, errlen, "--plot: out of host memory");
             rc = -1;
@@ -78,10 +81,10 @@ int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char 
         }
         ga_plot_run_t runs[2];
         for (size_t i = 0; i < n; i++)
-            runs[i] = (ga_plot_run_t){.label = s[i].label, .sampler = &s[i].samplers[u], .ooms = &s[i].oom,
-                                      .n_ooms = !s[i].run.fits && s[i].run.fail_unit == u};
-        rc = ga_outputs_plot_runs(name, job->units[u].label, job->device_memory, job->units[u].n, runs, n, err,
-                                  errlen);
+            runs[i] = (ga_plot_run_t){.label = s[i].label, .sampler = &s[i].cols[u].sampler,
+                                      .ooms = s[i].cols[u].ooms, .n_ooms = s[i].cols[u].n_ooms};
+        const ga_job_unit_t *un = &job->job->units[u];
+        rc = ga_outputs_plot_runs(name, un->label, un->memory, un->n, runs, n, err, errlen);
         free(name);
     }
     for (size_t i = 0; i < n; i++)

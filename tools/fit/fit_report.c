@@ -1,10 +1,10 @@
 /*
  * fit_report.c: what `galloc fit` prints (fit.h, ga_fit_report_text and
- * ga_fit_report_json): the ranked configurations, the runs worth a word (the
- * defaults' OOM with its class, configurations that could not be replayed,
- * the job's recorded settings) and the answer, or one JSON document with
- * every configuration. OOM figures are worded as galloc replay words them
- * (report.h).
+ * ga_fit_report_json): what the job is (each unit as galloc replay describes
+ * it, report/unit.c), the ranked configurations, the caveats every answer
+ * carries, and the answer (fit_advice.c), or one JSON document with all of
+ * it. The caveats are one list for both outputs, so the CLI and the Python
+ * API (which reads the JSON) say the same.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -16,16 +16,20 @@
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
 
+#define MAX_CAVEATS 8
+#define CAVEAT_LEN 600
+
 /* The files --plot wrote, one per unit (ga_fit_plot names them so). */
 static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, bool json)
 {
-    for (size_t u = 0; u < job->n_units; u++) {
-        char *name = ga_outputs_name(plot, u, job->n_units);
+    size_t n = job->job->n_units;
+    for (size_t u = 0; u < n; u++) {
+        char *name = ga_outputs_name(plot, u, n);
         if (json) {
             fputs(u ? ", " : "", out);
             ga_report_json_str(out, name ? name : "");
         } else {
-            fprintf(out, "%s%s", u ? ", " : "\nPlot (defaults and winner over time): ", name ? name : "");
+            fprintf(out, "%s%s", u ? ", " : "\nPlot (the job's own run and the answer over time): ", name ? name : "");
         }
         free(name);
     }
@@ -33,11 +37,14 @@ static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, boo
         fprintf(out, "\n");
 }
 
-/* A configuration's name: "(defaults)" only for PyTorch's defaults; under
- * --env the empty string is the environment's settings. */
-static const char *conf_name(const ga_fit_job_t *job, const char *conf)
+/* A configuration's name: "(recorded)" for the job's own run, "(defaults)"
+ * only for PyTorch's defaults; under --env the empty string is the
+ * environment's settings. */
+static const char *conf_name(const ga_fit_job_t *job, const ga_fit_result_t *r)
 {
-    return conf[0] ? conf : job->env[0] ? "(environment)" : "(defaults)";
+    if (r->recorded)
+        return r->conf[0] ? r->conf : "(recorded: PyTorch's defaults)";
+    return r->conf[0] ? r->conf : job->env[0] ? "(environment)" : "(defaults)";
 }
 
 static const char *fmt_bytes(int64_t v, char *b, size_t n)
@@ -52,13 +59,30 @@ static const char *fmt_size(uint64_t v, char *b, size_t n) /* a device size: nev
     return b;
 }
 
-/* 1 - allocated / reserved at the reserved peak: the lesson's fragmentation
- * ratio. With tags asleep both sides count their blocks: allocated has them,
- * so reserved gets their address space back (bytes asleep). */
+/* 1 - allocated / reserved at the reserved peak. With tags asleep both sides
+ * count their blocks: allocated has them, so reserved gets their address
+ * space back (bytes asleep). */
 static double frag_at_peak(const ga_fit_run_t *r)
 {
     int64_t held = r->peak_reserved + r->asleep_at_peak;
     return held > 0 ? 1.0 - (double)r->allocated_at_peak / (double)held : 0.0;
+}
+
+static const ga_job_unit_t *unit(const ga_fit_job_t *job, size_t u)
+{
+    return &job->job->units[u];
+}
+
+/* The memory a smallest-memory figure is of: the device's size, or under a
+ * cap the cap. */
+static bool capped0(const ga_fit_job_t *job)
+{
+    return job->job->n_units && unit(job, 0)->cap.inferred;
+}
+
+static void fits_cell(const ga_fit_result_t *r, char *b, size_t n)
+{
+    snprintf(b, n, "%s", r->run.failed ? "err" : r->run.fits ? "yes" : r->run.depends ? "cap?" : "no");
 }
 
 static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, char *b, size_t n)
@@ -73,39 +97,76 @@ static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, ch
         return;
     }
     ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
-    if (job->n_units > 1)
+    if (job->job->n_units > 1)
         snprintf(b, n, "#%zu:%s %s", r->run.fail_unit + 1, ev, ga_oom_class_name(r->run.oom.cls));
     else
         snprintf(b, n, "%s %s", ev, ga_oom_class_name(r->run.oom.cls));
 }
 
-/* The job and the search in two lines (and the traces when several). */
+/* The caveats every answer of this job carries, one sentence each. */
+static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*c)[CAVEAT_LEN])
+{
+    size_t n = 0;
+    char x[32], r[80];
+    for (size_t u = 0; u < job->job->n_units && n < MAX_CAVEATS - 3; u++) {
+        const ga_job_unit_t *un = unit(job, u);
+        if (un->cap.inferred) {
+            ga_report_cap_text(&un->cap, r, sizeof(r));
+            snprintf(c[n++], CAVEAT_LEN,
+                     "%s ran under a memory fraction its trace does not record: the cap lay in %s. A configuration "
+                     "fits only if it fits under every cap in that range; its smallest memory is the smallest cap "
+                     "it fits under",
+                     un->label, r);
+        } else if (un->cap.capped_ooms) {
+            snprintf(c[n++], CAVEAT_LEN, "%s ran under a memory fraction that cannot be placed (%s): replayed without one",
+                     un->label, un->cap.why);
+        }
+        if (un->notes.start.kind == GA_START_UNKNOWN)
+            snprintf(c[n++], CAVEAT_LEN,
+                     "%s may start mid-run and has no totals: memory in use before its first event is not in "
+                     "these figures",
+                     un->label);
+    }
+    if (job->reserve)
+        snprintf(c[n++], CAVEAT_LEN,
+                 "a smallest device adds %s (--reserve) for memory outside the allocator",
+                 fmt_size(job->reserve, x, sizeof(x)));
+    else
+        snprintf(c[n++], CAVEAT_LEN,
+                 "a smallest memory is what the allocator itself needs: a real device needs more for memory "
+                 "outside it (the CUDA context, library workspaces, NCCL buffers, other processes; 0.7 GiB for "
+                 "PyTorch 2.11 on an H200, docs/fit.md); --reserve SIZE adds it");
+    if (a->pick == NULL && a->closest != NULL && a->closest->run.depends)
+        snprintf(c[n++], CAVEAT_LEN,
+                 "\"%s\" fits under part of the cap range only: where the cap lay decides it",
+                 conf_name(job, a->closest));
+    return n;
+}
+
+/* The job and the search in a few lines. */
 static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
 {
     char a[32], b[32];
+    size_t nu = job->job->n_units;
     ga_units_format_count(job->events, a, sizeof(a));
-    /* Units on sizes of their own (fit_run.c): one size in the header would
-     * be wrong for some, so it says so and each line gives its own. */
-    bool own = false;
-    for (size_t u = 0; job->own_sizes && u < job->n_units; u++)
-        own |= job->units[u].device_memory != 0 && job->units[u].device_memory != job->device_memory;
-    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device%s%s\n", job->n_units, job->n_units == 1 ? "" : "s",
-            a, own ? ": " : " ", own ? "each trace's own size" : fmt_size(job->device_memory, b, sizeof(b)));
-    for (size_t u = 0; job->n_units > 1 && u < job->n_units; u++) {
-        const ga_fit_unit_t *un = &job->units[u];
-        if (own && un->device_memory != 0)
-            fprintf(out, "  #%zu %s (on its own size: %s)\n", u + 1, un->label, fmt_size(un->device_memory, b, sizeof(b)));
-        else if (own)
-            fprintf(out, "  #%zu %s (no recorded size: on %s)\n", u + 1, un->label,
-                    fmt_size(job->device_memory, b, sizeof(b)));
-        else
-            fprintf(out, "  #%zu %s\n", u + 1, un->label);
-    }
-    for (size_t u = 0; u < job->n_units; u++) { /* what a mid-run trace adds, or cannot say */
+    bool one_size = true; /* every unit on the same size: the header says it */
+    for (size_t u = 1; u < nu; u++)
+        one_size &= unit(job, u)->memory == unit(job, 0)->memory;
+    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device%s%s\n", nu, nu == 1 ? "" : "s", a,
+            one_size ? " " : ": ", one_size ? fmt_size(unit(job, 0)->memory, b, sizeof(b)) : "each trace's own size");
+    for (size_t u = 0; u < nu; u++) {
+        const ga_job_unit_t *un = unit(job, u);
         char pre[32] = "";
-        if (job->n_units > 1)
+        if (nu > 1) {
             snprintf(pre, sizeof(pre), "#%zu ", u + 1);
-        ga_report_start_text(out, &job->units[u].start, pre);
+            if (one_size)
+                fprintf(out, "  #%zu %s\n", u + 1, un->label);
+            else if (un->memory_source == GA_JOB_MEM_DEFAULT)
+                fprintf(out, "  #%zu %s (no recorded size: on %s)\n", u + 1, un->label, fmt_size(un->memory, b, sizeof(b)));
+            else
+                fprintf(out, "  #%zu %s (on its own size: %s)\n", u + 1, un->label, fmt_size(un->memory, b, sizeof(b)));
+        }
+        ga_report_unit_text(out, un, pre);
     }
     size_t replays = 0, nfit = 0;
     for (size_t i = 0; i < oc->n; i++) {
@@ -125,194 +186,330 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
                      "sleeping tag's memory is free for the others and peak reserved counts it only while "
                      "awake (--no-sleep compares); allocated counts a sleeping tag's blocks too (its tensors "
                      "still exist), so it may exceed reserved\n", job->sleep_events);
-    if (job->capped_ooms)
-        fprintf(out, "The traced run was capped: %" PRIu64 " traced OOM%s came with room on the device (the oom "
-                     "entry's device_free), so set_per_process_memory_fraction refused %s, and traces do not "
-                     "record the fraction. The figures are for the whole device: under a cap, a configuration "
-                     "fits only if the cap is at least its peak reserved (its smallest device, where searched)\n",
-                job->capped_ooms, job->capped_ooms == 1 ? "" : "s", job->capped_ooms == 1 ? "it" : "them");
     fprintf(out, "\n");
 }
 
-/* The ranked table, its first `top` rows. */
+/* The ranked table, its first `top` rows, and the job's own run wherever it ranks. */
 static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, size_t top)
 {
     char d[32], e[32];
     fprintf(out, "%4s  %-4s  %13s  %14s  %9s  %11s  %-22s  %s\n", "rank", "fits", "peak reserved", "peak allocated",
-            "frag@peak", "min device", "first OOM (event)", "configuration");
-    for (size_t i = 0; i < oc->n && i < top; i++) {
+            "frag@peak", capped0(job) ? "min cap" : "min device", "first OOM (event)", "configuration");
+    for (size_t i = 0; i < oc->n; i++) {
         const ga_fit_result_t *r = &oc->results[i];
-        char oom[64], minm[32];
+        if (i >= top && !r->recorded)
+            continue;
+        char oom[64], minm[32], f[8];
         first_oom_cell(job, r, oom, sizeof(oom));
+        fits_cell(r, f, sizeof(f));
         if (!r->min_searched)
             snprintf(minm, sizeof(minm), "-");
         else if (r->min_memory == 0)
             snprintf(minm, sizeof(minm), "> 64x");
         else
             fmt_size(r->min_memory, minm, sizeof(minm));
-        fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, r->run.fits ? "yes" : "no",
+        fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, f,
                 fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-                100.0 * frag_at_peak(&r->run), minm, oom, conf_name(job, r->conf));
+                100.0 * frag_at_peak(&r->run), minm, oom, conf_name(job, r));
     }
     if (oc->n > top)
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
 }
 
-/* The runs worth a word: the defaults' OOM, the job's recorded settings
- * (configurations that could not be replayed are errors: fit_cli.c says them
- * on stderr). */
-static void notes(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+/* "on a device of X or more" (with --reserve, the reserve included), or
+ * under a cap, "under a cap of X or more (a memory fraction of F)". */
+static void min_text(FILE *out, const ga_fit_job_t *job, uint64_t m)
+{
+    char a[32], b[32], c[32];
+    const ga_job_unit_t *u = unit(job, 0);
+    if (capped0(job)) {
+        fprintf(out, "under a cap of %s or more (a memory fraction of at least %.4g of %s)", fmt_size(m, a, sizeof(a)),
+                (double)m / (double)u->memory, fmt_size(u->memory, b, sizeof(b)));
+        return;
+    }
+    if (job->reserve)
+        fprintf(out, "on a device of %s or more (%s for the allocator + %s reserved)",
+                fmt_size(m + job->reserve, a, sizeof(a)), fmt_size(m, b, sizeof(b)),
+                fmt_size(job->reserve, c, sizeof(c)));
+    else
+        fprintf(out, "on a device of %s or more", fmt_size(m, a, sizeof(a)));
+}
+
+static void oom_line(FILE *out, const ga_fit_job_t *job, const ga_fit_result_t *r, bool none_fits)
 {
     char a[32];
-    for (size_t i = 0; i < oc->n; i++) { /* the defaults first: that is the run that failed */
-        const ga_fit_result_t *r = &oc->results[i];
-        if (r->conf[0] == '\0' && !r->run.fits && !r->run.failed) {
-            ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
-                    job->env[0] ? "the environment's settings" : "the defaults", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom, !(oc->n && oc->results[0].run.fits));
-        }
-    }
-    for (size_t i = 0; rep->recorded != NULL && i < oc->n; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        if (strcmp(r->stage, "recorded") != 0)
-            continue;
-        fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
-                     "replayed as \"%s\", rank %zu: ",
-                rep->recorded_text, conf_name(job, r->conf), i + 1);
-        if (r->run.failed) {
-            fprintf(out, "could not be replayed (said on stderr)\n");
-        } else if (r->run.fits) {
-            fprintf(out, "fits\n");
-        } else {
-            ga_units_format_count(r->run.fail_event, a, sizeof(a));
-            fprintf(out, "OOM at event %s of %s\n", a, job->units[r->run.fail_unit].label);
-            ga_report_oom_facts(out, &r->run.oom, !oc->results[0].run.fits);
-        }
-    }
+    ga_units_format_count(r->run.fail_event, a, sizeof(a));
+    fprintf(out, "\"%s\", first runs out of memory at event %s of %s:\n", conf_name(job, r), a,
+            unit(job, r->run.fail_unit)->label);
+    if (r->run.oom.size)
+        ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, none_fits);
 }
 
 /* For a trace galloc gen wrote (its header names the model flags): what the
  * memory is for, as galloc budget computes it from those flags. */
 static void budget_breakdown(FILE *out, const ga_fit_job_t *job)
 {
-    for (size_t u = 0; u < job->n_units; u++) {
+    for (size_t u = 0; u < job->job->n_units; u++) {
         ga_gen_model_t m;
         ga_budget_t b;
-        if (!ga_budget_of_trace(job->units[u].label, &m, &b) || !(b.total_overhead < 1e18))
+        if (!ga_budget_of_trace(unit(job, u)->label, &m, &b) || !(b.total_overhead < 1e18))
             continue;
         char w[32], g[32], o[32], a[32], t[32], t15[32];
         fprintf(out, "What the memory is for (galloc budget of the model flags in %s): weights %s, gradients %s, "
                      "optimizer state %s, activations %s; total %s, %s with the formula's 15 %% allocator "
                      "overhead.\n",
-                job->units[u].label, fmt_size((uint64_t)b.weights, w, sizeof(w)),
+                unit(job, u)->label, fmt_size((uint64_t)b.weights, w, sizeof(w)),
                 fmt_size((uint64_t)b.grads, g, sizeof(g)), fmt_size((uint64_t)b.optimizer, o, sizeof(o)),
                 fmt_size((uint64_t)b.activations, a, sizeof(a)), fmt_size((uint64_t)b.total, t, sizeof(t)),
                 fmt_size((uint64_t)b.total_overhead, t15, sizeof(t15)));
     }
 }
 
-/* The answer: the winner to export, or the closest and its first OOM. */
-static void verdict(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
+/* The answer when something fits. */
+static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_t *a)
 {
-    char a[32], b[32], d[32];
-    const ga_fit_result_t *w = oc->n ? &oc->results[0] : NULL;
-    if (w != NULL && w->run.fits) {
-        if (w->conf[0] && job->env[0])
-            fprintf(out, "\nFits: add \"%s\" over the environment's %s\n", w->conf, job->env);
-        else if (w->conf[0])
-            fprintf(out, "\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", w->conf);
-        else if (job->env[0])
-            fprintf(out, "\nFits under the environment's settings as they are: %s\n", job->env);
-        else
-            fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
-        fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(w->run.peak_reserved, a, sizeof(a)),
-                fmt_bytes(w->run.peak_allocated, b, sizeof(b)));
-        if (w->min_searched && w->min_memory)
-            fprintf(out, "; fits on a device of %s or more", fmt_size(w->min_memory, d, sizeof(d)));
+    char x[32], y[32];
+    const ga_fit_result_t *p = a->pick;
+    if (p->recorded && p->conf[0] == '\0') {
+        fprintf(out, "\nFits as recorded, under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
+    } else if (p->recorded) { /* the effective settings: the recorded text is only the last string set */
+        fprintf(out, "\nFits as recorded: keep PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", p->conf);
+    }
+    if (p->recorded) {
+        if (a->best != p && a->saving > 0)
+            fprintf(out, "  \"%s\" would save %.1f %% of peak reserved (%s): below the %.0f %% worth a change\n",
+                    conf_name(job, a->best), 100.0 * a->saving,
+                    fmt_bytes(p->run.peak_reserved - a->best->run.peak_reserved, x, sizeof(x)), 100.0 * GA_FIT_WORTH);
+    } else if (p->conf[0] && job->env[0]) {
+        fprintf(out, "\nFits: add \"%s\" over the environment's %s\n", p->conf, job->env);
+    } else if (p->conf[0]) {
+        fprintf(out, "\nFits: export PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", p->conf);
+    } else if (job->env[0]) {
+        fprintf(out, "\nFits under the environment's settings as they are: %s\n", job->env);
+    } else {
+        fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
+    }
+    if (!p->recorded && a->recorded != NULL && a->recorded->run.fits)
+        fprintf(out, "  it saves %.1f %% of the recorded run's peak reserved\n", 100.0 * a->saving);
+    fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(p->run.peak_reserved, x, sizeof(x)),
+            fmt_bytes(p->run.peak_allocated, y, sizeof(y)));
+    if (p->min_searched && p->min_memory) {
+        fprintf(out, "; fits ");
+        min_text(out, job, p->min_memory);
+    }
+    fprintf(out, "\n");
+    if (a->smaller != NULL) {
+        fprintf(out, "  \"%s\" fits a smaller one: ", conf_name(job, a->smaller));
+        min_text(out, job, a->smaller->min_memory);
         fprintf(out, "\n");
-        if (job->capped_ooms && job->device_memory) {
-            uint64_t need = w->min_searched && w->min_memory ? w->min_memory : (uint64_t)w->run.peak_reserved;
-            fprintf(out, "  only with a memory fraction of at least %.4g (%s of %s): the traced run's cap was lower, "
-                         "and it ran out of memory\n",
-                    (double)need / (double)job->device_memory, fmt_size(need, d, sizeof(d)),
-                    fmt_size(job->device_memory, a, sizeof(a)));
+    }
+    if (a->cliff != NULL) {
+        if (a->cliff->run.fits)
+            fprintf(out, "  next to a cliff: \"%s\" needs %s peak reserved (%+.0f %%): the setting is sensitive\n",
+                    conf_name(job, a->cliff), fmt_bytes(a->cliff->run.peak_reserved, x, sizeof(x)),
+                    100.0 * ((double)a->cliff->run.peak_reserved / (double)p->run.peak_reserved - 1.0));
+        else
+            fprintf(out, "  next to a cliff: \"%s\" does not fit: the setting is sensitive\n", conf_name(job, a->cliff));
+    }
+}
+
+/* The answer when nothing fits. */
+static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_answer_t *a)
+{
+    char x[32], gap[32], gapb[32], r[80];
+    const ga_fit_result_t *m = NULL;
+    for (size_t i = 0; i < oc->n; i++)
+        if (oc->results[i].min_searched && oc->results[i].min_memory &&
+            (m == NULL || oc->results[i].min_memory < m->min_memory))
+            m = &oc->results[i];
+    uint64_t d = ga_fit_allowed(job);
+    if (capped0(job)) {
+        ga_report_cap_text(&unit(job, 0)->cap, r, sizeof(r));
+        fprintf(out, "\nNo configuration fits under any cap the trace allows (its cap lay in %s): genuine, the job "
+                     "needs more memory than the cap gave it whatever the settings.\n",
+                r);
+        if (m != NULL) {
+            fprintf(out, "The smallest it fits, under \"%s\": ", conf_name(job, m));
+            min_text(out, job, m->min_memory);
+            fprintf(out, ".\n");
         }
-    } else if (w != NULL) {
-        /* Nothing fits: the search has shown no setting is enough, so the
-         * verdict is genuine, with the shortfall to the smallest device
-         * some configuration fits, and no OOM line below may advise a
-         * setting. */
-        const ga_fit_result_t *m = NULL;
-        for (size_t i = 0; i < oc->n; i++)
-            if (oc->results[i].min_searched && oc->results[i].min_memory &&
-                (m == NULL || oc->results[i].min_memory < m->min_memory))
-                m = &oc->results[i];
-        fmt_size(job->device_memory, a, sizeof(a));
-        if (m != NULL && m->min_memory > job->device_memory) {
-            char gap[32], gapb[32];
-            fmt_size(m->min_memory - job->device_memory, gap, sizeof(gap));
-            ga_units_format_count(m->min_memory - job->device_memory, gapb, sizeof(gapb));
-            fprintf(out, "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
-                         "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) "
-                         "more than %s.\n",
-                    a, fmt_size(m->min_memory, b, sizeof(b)), conf_name(job, m->conf), gap, gapb, a);
-            budget_breakdown(out, job);
+    } else if (m != NULL && m->min_memory > d) {
+        fmt_size(d, x, sizeof(x));
+        fmt_size(m->min_memory - d, gap, sizeof(gap));
+        ga_units_format_count(m->min_memory - d, gapb, sizeof(gapb));
+        fprintf(out, "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
+                     "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) more "
+                     "than %s.\n",
+                x, fmt_size(m->min_memory + job->reserve, r, sizeof(r)), conf_name(job, m), gap, gapb, x);
+        budget_breakdown(out, job);
+    } else {
+        fmt_size(d, x, sizeof(x));
+        fprintf(out, "\nNo configuration fits on %s%s.\n", x,
+                a->closest != NULL && a->closest->min_searched ? ", nor on any device up to 64 times its size" : "");
+    }
+    if (a->closest != NULL && !a->closest->run.failed) {
+        fprintf(out, "The closest, ");
+        oom_line(out, job, a->closest, true);
+    }
+}
+
+/* The job's own run: the recorded settings' row (its rank and outcome); and
+ * PyTorch's defaults' OOM, unless those are the recorded settings. */
+static void baseline(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_answer_t *a)
+{
+    char ev[32];
+    bool rec_defaults = false;
+    for (size_t i = 0; i < oc->n; i++) {
+        const ga_fit_result_t *r = &oc->results[i];
+        if (!r->recorded)
+            continue;
+        rec_defaults = r->conf[0] == '\0';
+        fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
+                     "replayed as \"%s\" at the recorded addresses, rank %zu: ",
+                job->recorded_text ? job->recorded_text : "", r->conf[0] ? r->conf : "(defaults)", i + 1);
+        if (r->run.failed) {
+            fprintf(out, "could not be replayed (said on stderr)\n");
+        } else if (r->run.fits) {
+            fprintf(out, "fits\n");
         } else {
-            fprintf(out, "\nNo configuration fits on %s%s.\n", a,
-                    w->min_searched ? ", nor on any device up to 64 times its size" : "");
+            ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
+            fprintf(out, "OOM at event %s of %s%s\n", ev, unit(job, r->run.fail_unit)->label,
+                    r->run.depends ? " (under part of the cap range)" : "");
+            if (r->run.oom.size)
+                ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, a->pick == NULL);
         }
-        if (!w->run.failed) {
-            ga_units_format_count(w->run.fail_event, b, sizeof(b));
-            fprintf(out, "The closest, \"%s\", first runs out of memory at event %s of %s:\n", conf_name(job, w->conf),
-                    b, job->units[w->run.fail_unit].label);
-            ga_report_oom_facts(out, &w->run.oom, true);
-        }
+        break;
+    }
+    for (size_t i = 0; i < oc->n && !rec_defaults; i++) {
+        const ga_fit_result_t *r = &oc->results[i];
+        if (r->recorded || r->conf[0] != '\0' || r->run.fits || r->run.failed)
+            continue;
+        ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
+        fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
+                job->env[0] ? "the environment's settings" : "the defaults", ev, unit(job, r->run.fail_unit)->label);
+        if (r->run.oom.size)
+            ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, a->pick == NULL);
+        break;
     }
 }
 
 void ga_fit_report_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
 {
+    ga_fit_answer_t a;
+    ga_fit_answer(job, oc, &a);
     summary(out, job, oc);
     ranking(out, job, oc, rep->top ? rep->top : 15);
-    notes(out, job, oc, rep);
-    verdict(out, job, oc);
+    baseline(out, job, oc, &a);
+    char c[MAX_CAVEATS][CAVEAT_LEN];
+    size_t n = caveats(job, &a, c);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s%s\n", i ? "  " : "\nCaveats:\n  ", c[i]);
+    if (a.pick != NULL)
+        answer_fits(out, job, &a);
+    else
+        answer_none(out, job, oc, &a);
     if (rep->plot != NULL)
         plot_names(out, job, rep->plot, false);
 }
 
-void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
 {
-    fprintf(out, "{\"tool\": \"galloc fit\", \"version\": 1, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
-           ",\n \"traces\": [",
-           job->device_memory, job->events);
-    for (size_t u = 0; u < job->n_units; u++) {
-        fprintf(out, "%s{\"label\": ", u ? ", " : "");
-        ga_report_json_str(out, job->units[u].label);
-        fprintf(out, ", \"events\": %zu, \"start\": ", job->units[u].n);
-        ga_report_json_start(out, &job->units[u].start);
-        fputs("}", out);
-    }
-    const ga_fit_result_t *w = oc->n && oc->results[0].run.fits ? &oc->results[0] : NULL;
-    fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
-           " \"pytorch_cuda_alloc_conf\": ",
-           oc->seconds, oc->jobs, oc->n, w ? "true" : "false");
-    if (w)
-        ga_report_json_str(out, w->conf);
+    fprintf(out, "\n  {\"rank\": %zu, \"conf\": ", rank);
+    ga_report_json_str(out, r->conf);
+    fprintf(out, ", \"recorded\": %s, \"stage\": \"%s\", \"fits\": %s, \"depends_on_cap\": %s, \"error\": ",
+            r->recorded ? "true" : "false", r->stage, r->run.fits ? "true" : "false", r->run.depends ? "true" : "false");
+    if (r->run.failed)
+        ga_report_json_str(out, r->run.error);
     else
         fputs("null", out);
-    fprintf(out, ",\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s, \"capped_ooms\": %" PRIu64, job->sleep_events,
-            job->no_sleep ? "true" : "false", job->capped_ooms);
+    fprintf(out, ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
+                 ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
+                 ", \"asleep_at_peak_bytes\": %" PRId64 ",\n   \"ooms_total\": %" PRIu64
+                 ", \"num_device_alloc\": %" PRIu64 ", \"num_device_free\": %" PRIu64 ", \"num_alloc_retries\": %" PRIu64
+                 ", \"expected_ooms\": %" PRIu64 ", \"expected_ooms_avoided\": %" PRIu64
+                 ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
+                 ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
+            r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
+            r->run.asleep_at_peak, r->run.ooms, r->run.device_allocs, r->run.device_frees, r->run.retries,
+            r->run.expected_ooms, r->run.expected_avoided, frag_at_peak(&r->run), r->run.external_frag_at_peak,
+            r->run.largest_free_at_peak);
+    if (r->min_searched && r->min_memory)
+        fprintf(out, "%" PRIu64, r->min_memory);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n   \"first_oom\": ",
+            r->min_searched ? "true" : "false", r->replays, r->seconds);
+    if (r->run.fits || r->run.failed) {
+        fputs("null}", out);
+        return;
+    }
+    fprintf(out, "{\"trace\": %zu, \"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"class\": ", r->run.fail_unit,
+            r->run.fail_event, r->run.oom.size);
+    ga_report_json_oom_facts(out, &r->run.oom);
+    fputs("}}", out);
+}
+
+static void json_ref(FILE *out, const ga_fit_outcome_t *oc, const ga_fit_result_t *r)
+{
+    if (r == NULL)
+        fputs("null", out);
+    else
+        fprintf(out, "%zu", (size_t)(r - oc->results) + 1);
+}
+
+void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_report_t *rep)
+{
+    ga_fit_answer_t a;
+    ga_fit_answer(job, oc, &a);
+    fprintf(out, "{\"tool\": \"galloc fit\", \"version\": 2, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
+                 ", \"reserve\": %" PRIu64 ",\n \"traces\": [",
+            job->job->n_units ? unit(job, 0)->memory : 0, job->events, job->reserve);
+    for (size_t u = 0; u < job->job->n_units; u++) {
+        fprintf(out, "%s\n    {\"label\": ", u ? "," : "");
+        ga_report_json_str(out, unit(job, u)->label);
+        fputs(", ", out);
+        ga_report_unit_json(out, unit(job, u));
+        fputs("}", out);
+    }
+    fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
+                 " \"pytorch_cuda_alloc_conf\": ",
+            oc->seconds, oc->jobs, oc->n, a.pick ? "true" : "false");
+    if (a.pick != NULL)
+        ga_report_json_str(out, a.pick->conf);
+    else
+        fputs("null", out);
+    fputs(",\n \"answer\": {\"pick\": ", out);
+    json_ref(out, oc, a.pick);
+    fprintf(out, ", \"keep_recorded\": %s, \"saving\": %.6f, \"best\": ", a.keep_recorded ? "true" : "false", a.saving);
+    json_ref(out, oc, a.best);
+    fputs(", \"recorded\": ", out);
+    json_ref(out, oc, a.recorded);
+    fputs(", \"closest\": ", out);
+    json_ref(out, oc, a.closest);
+    fputs(", \"cliff\": ", out);
+    json_ref(out, oc, a.cliff);
+    fputs(", \"smaller\": ", out);
+    json_ref(out, oc, a.smaller);
+    /* min_device_memory is the device's size for the allocator, or under a cap the cap */
+    fprintf(out, ", \"min_device_memory_is\": \"%s\"},\n \"caveats\": [", capped0(job) ? "cap" : "device");
+    char c[MAX_CAVEATS][CAVEAT_LEN];
+    size_t n = caveats(job, &a, c);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ", " : "", out);
+        ga_report_json_str(out, c[i]);
+    }
+    fprintf(out, "],\n \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s", job->sleep_events,
+            job->no_sleep ? "true" : "false");
     fputs(",\n \"environment\": ", out); /* what --env applied under every configuration, null: nothing */
     if (job->env[0])
         ga_report_json_str(out, job->env);
     else
         fputs("null", out);
     fputs(",\n \"recorded_conf\": ", out);
-    if (rep->recorded != NULL) {
-        ga_report_json_str(out, rep->recorded);
+    if (job->recorded != NULL) {
+        ga_report_json_str(out, job->recorded);
         fputs(", \"recorded_pytorch_cuda_alloc_conf\": ", out);
-        ga_report_json_str(out, rep->recorded_text);
+        ga_report_json_str(out, job->recorded_text ? job->recorded_text : "");
     } else {
         fputs("null, \"recorded_pytorch_cuda_alloc_conf\": null", out);
     }
@@ -326,38 +523,8 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     }
     fputs(",\n \"results\": [", out);
     for (size_t i = 0; i < oc->n; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        fprintf(out, "%s\n  {\"rank\": %zu, \"conf\": ", i ? "," : "", i + 1);
-        ga_report_json_str(out, r->conf);
-        fprintf(out, ", \"stage\": \"%s\", \"fits\": %s, \"error\": ", r->stage, r->run.fits ? "true" : "false");
-        if (r->run.failed)
-            ga_report_json_str(out, r->run.error);
-        else
-            fputs("null", out);
-        fprintf(out, ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
-               ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
-               ", \"asleep_at_peak_bytes\": %" PRId64
-               ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
-               ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
-               r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
-               r->run.asleep_at_peak,
-               frag_at_peak(&r->run), r->run.external_frag_at_peak, r->run.largest_free_at_peak);
-        if (r->min_searched && r->min_memory)
-            fprintf(out, "%" PRIu64, r->min_memory);
-        else
-            fputs("null", out);
-        fprintf(out, ", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n"
-               "   \"first_oom\": ",
-               r->min_searched ? "true" : "false", r->replays, r->seconds);
-        if (r->run.fits || r->run.failed) {
-            fputs("null}", out);
-            continue;
-        }
-        fprintf(out, "{\"trace\": %zu, \"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"class\": ", r->run.fail_unit,
-               r->run.fail_event, r->run.oom.size);
-        ga_report_json_oom_facts(out, &r->run.oom);
-        fputs("}}", out);
+        fputs(i ? "," : "", out);
+        json_result(out, &oc->results[i], i + 1);
     }
     fputs("\n ]}\n", out);
 }
-

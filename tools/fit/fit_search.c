@@ -30,14 +30,7 @@
 
 #include "tools/fit/fit.h"
 
-/* The knobs of one configuration. */
-typedef struct axes {
-    bool es;        /* expandable_segments:True */
-    uint32_t ms;    /* max_split_size_mb, 0 = unset */
-    int rd;         /* roundup_power2_divisions: 0 unset, -1 the per-interval list, else the count */
-    double gc;      /* garbage_collection_threshold, 0 = unset */
-    uint32_t nsr;   /* max_non_split_rounding_mb, 0 = unset */
-} axes_t;
+typedef ga_fit_axes_t axes_t;
 
 #define ROUNDUP_LIST "[256:1,512:2,1024:4,>:8]" /* PyTorch's documented example */
 
@@ -104,23 +97,36 @@ size_t ga_fit_grid(const ga_fit_job_t *job, char (*confs)[GA_FIT_CONF_MAX], size
     return n;
 }
 
+/* a and b within GA_FIT_TIE of each other: a tie. */
+static bool tied(int64_t a, int64_t b)
+{
+    int64_t hi = a > b ? a : b, d = a > b ? a - b : b - a;
+    return (double)d <= GA_FIT_TIE * (double)hi;
+}
+
 bool ga_fit_better(const ga_fit_result_t *a, const ga_fit_result_t *b)
 {
     if (a->run.failed != b->run.failed)
         return !a->run.failed;
     if (a->run.fits != b->run.fits)
         return a->run.fits;
+    if (a->run.depends != b->run.depends) /* fits under part of a cap range: closer than never */
+        return a->run.depends;
     if (!a->run.fits) { /* the one that gets further is closer to fitting */
         if (a->run.fail_unit != b->run.fail_unit)
             return a->run.fail_unit > b->run.fail_unit;
         if (a->run.fail_event != b->run.fail_event)
             return a->run.fail_event > b->run.fail_event;
     }
-    if (a->run.peak_reserved != b->run.peak_reserved)
+    if (!tied(a->run.peak_reserved, b->run.peak_reserved))
         return a->run.peak_reserved < b->run.peak_reserved;
+    if (a->recorded != b->recorded) /* a tie with the job's own settings: keep them */
+        return a->recorded;
     size_t la = strlen(a->conf), lb = strlen(b->conf); /* the simpler setting wins a tie */
     if (la != lb)
         return la < lb;
+    if (a->run.peak_reserved != b->run.peak_reserved)
+        return a->run.peak_reserved < b->run.peak_reserved;
     return strcmp(a->conf, b->conf) < 0;
 }
 
@@ -156,10 +162,10 @@ static void run_task(pool_t *p, ga_fit_result_t *r)
 {
     double t0 = now();
     if (p->bisect) {
-        r->min_memory = ga_fit_min_memory(p->job, r->conf, &r->run, &r->replays);
+        r->min_memory = ga_fit_min_memory(p->job, r->conf, r->recorded, &r->run, &r->replays);
         r->min_searched = true;
     } else {
-        ga_fit_replay(p->job, r->conf, p->job->device_memory, &r->run);
+        ga_fit_replay(p->job, r->conf, r->recorded, &r->run);
         r->replays++;
     }
     r->seconds += now() - t0;
@@ -221,12 +227,14 @@ static bool add(search_t *s, const axes_t *x, const char *stage, size_t max_conf
     if (s->n >= s->cap || (max_configs && s->n >= max_configs))
         return false;
     for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->res[i].conf, conf) == 0)
+        if (!s->res[i].recorded && strcmp(s->res[i].conf, conf) == 0)
             return false;
     ga_fit_result_t *r = &s->res[s->n];
     memset(r, 0, sizeof(*r));
     memcpy(r->conf, conf, sizeof(conf));
     r->stage = stage;
+    r->has_axes = true;
+    r->axes = *x;
     s->ax[s->n++] = *x;
     return true;
 }
@@ -270,13 +278,14 @@ static void neighbours(search_t *s, const axes_t *b, size_t max_configs)
     }
 }
 
+/* The best result on the axes (the recorded row is not refined around). */
 static size_t leader(const search_t *s)
 {
-    size_t best = 0;
-    for (size_t i = 1; i < s->n; i++)
-        if (ga_fit_better(&s->res[i], &s->res[best]))
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->res[i].has_axes && (best == SIZE_MAX || ga_fit_better(&s->res[i], &s->res[best])))
             best = i;
-    return best;
+    return best == SIZE_MAX ? 0 : best;
 }
 
 int ga_fit_search(const ga_fit_job_t *job, const ga_fit_opts_t *o, ga_fit_outcome_t *out, char *err, size_t errlen)
@@ -300,12 +309,16 @@ int ga_fit_search(const ga_fit_job_t *job, const ga_fit_opts_t *o, ga_fit_outcom
         return -1;
     }
     size_t ng = grid_axes(job, grid, 256);
-    if (o->recorded != NULL && strlen(o->recorded) < GA_FIT_CONF_MAX) {
-        /* First, so that a grid point with the same string stays "recorded". */
+    if (!o->no_recorded && job->recorded != NULL && strlen(job->recorded) < GA_FIT_CONF_MAX) {
+        /* The job's own run (its settings, its segment addresses), first:
+         * replay's "recorded" column. Not refined around: its knobs are
+         * not on the axes. A grid point with the same string is still
+         * replayed: under the driver's placement it is a prediction. */
         ga_fit_result_t *r = &s.res[s.n++];
-        snprintf(r->conf, sizeof(r->conf), "%s", o->recorded);
+        snprintf(r->conf, sizeof(r->conf), "%s", job->recorded);
         r->stage = "recorded";
-        s.ax[0] = (axes_t){0}; /* not refined around: its knobs are not on the axes */
+        r->recorded = true;
+        s.ax[0] = (axes_t){0};
     }
     for (size_t i = 0; i < ng; i++)
         add(&s, &grid[i], "grid", o->max_configs);
@@ -327,7 +340,17 @@ int ga_fit_search(const ga_fit_job_t *job, const ga_fit_opts_t *o, ga_fit_outcom
     size_t nb = 0;
     while (nb < s.n && nb < o->bisect && !s.res[nb].run.failed)
         nb++;
-    run_pool(job, o, jobs, s.res, 0, nb, true, "device size", start);
+    /* The job's own run is bisected too, wherever it ranks: the answer
+     * compares the smallest memory of what is advised with it. */
+    for (size_t i = nb; o->bisect > 0 && i < s.n; i++)
+        if (s.res[i].recorded && !s.res[i].run.failed) {
+            ga_fit_result_t rec = s.res[i];
+            memmove(&s.res[nb + 1], &s.res[nb], (i - nb) * sizeof(*s.res));
+            s.res[nb++] = rec;
+            break;
+        }
+    run_pool(job, o, jobs, s.res, 0, nb, true, "smallest memory", start);
+    qsort(s.res, s.n, sizeof(*s.res), cmp_results);
     free(s.ax);
     out->results = s.res;
     out->n = s.n;

@@ -15,7 +15,6 @@
 
 #include "tools/fit/fit.h"
 #include "tools/replay/replay_cli.h"
-#include "tools/snapshot/snapfile.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the commands' globals: getopt, progress */
 
@@ -32,10 +31,7 @@ static int run_command(int argc, const char *const *argv)
     if (args == NULL)
         return -1;
     memcpy(args, argv, (size_t)argc * sizeof(*args));
-    /* As main.c: a snapshot is parsed once, however many parts read it. */
-    ga_snapfile_share(true);
     int rc = argv[0][0] == 'r' ? ga_replay_main(argc, args) : ga_fit_main(argc, args);
-    ga_snapfile_drop_all();
     free(args);
     return rc;
 }

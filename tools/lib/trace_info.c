@@ -1,8 +1,9 @@
 /*
- * trace_info.c: galloc_tools_trace_info, a trace file summarized through the
- * command's reader registry (tools/readers), so galloc.load_trace in Python
- * reads every format galloc replay reads, with the same detection and the
- * same error messages. It counts events per unit; nothing is replayed.
+ * trace_info.c: galloc_tools_trace_info, a trace file loaded as the commands
+ * load it (tools/job: the same readers, the same device size, start state
+ * and cap) and described as galloc replay describes each unit (report/unit.c),
+ * so galloc.load_trace in Python says what the commands say about the file.
+ * Nothing is replayed but the cap's inference, as the commands do on load.
  */
 #include <galloc/galloc_tools.h>
 
@@ -11,67 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/readers/trace_reader.h"
+#include "tools/engine/replay.h"
+#include "tools/job/job.h"
+#include "tools/report/report.h"
 
-/* s as a JSON string; labels and paths are the only strings written. */
-static void jstr(FILE *out, const char *s)
+/* The summary of the loaded job into out. */
+static void summarize(const ga_job_t *job, const char *path, FILE *out)
 {
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
-
-typedef struct counts {
-    uint64_t events, allocs, frees, ooms, annotations, other; /* per ga_event_kind_t group */
-} counts_t;
-
-static void count(counts_t *c, const ga_event_t *ev)
-{
-    c->events++;
-    switch (ev->kind) {
-    case GA_EV_ALLOC: c->allocs++; break;
-    case GA_EV_FREE:
-    case GA_EV_FREE_PENDING: c->frees++; break;
-    case GA_EV_OOM: c->ooms++; break;
-    case GA_EV_ANNOTATE: c->annotations++; break;
-    default: c->other++; break;
-    }
-}
-
-/* The summary of an open reader into out. 0, or -1 with err set. */
-static int summarize(ga_reader_t *r, const char *path, FILE *out, char *err, size_t errlen)
-{
+    const ga_job_unit_t *u0 = job->n_units ? &job->units[0] : NULL;
     fputs("{\"file\": ", out);
-    jstr(out, path);
+    ga_report_json_str(out, path);
     fputs(", \"format\": ", out);
-    jstr(out, ga_reader_format_name(ga_reader_format(r)));
-    fprintf(out, ", \"device_memory\": %" PRIu64 ", \"units\": [", ga_reader_device_memory(r));
-    for (size_t u = 0; u < ga_reader_units(r); u++) {
-        if (u > 0 && ga_reader_begin(r, u, err, errlen) != 0)
-            return -1;
-        counts_t c = {0};
-        ga_event_t ev;
-        int rc;
-        while ((rc = ga_reader_next(r, &ev, err, errlen)) == 1)
-            count(&c, &ev);
-        if (rc < 0)
-            return -1;
-        fprintf(out, "%s{\"label\": ", u ? ", " : "");
-        jstr(out, ga_reader_unit_label(r, u));
+    ga_report_json_str(out, ga_reader_format_name(u0 != NULL ? u0->format : GA_FORMAT_AUTO));
+    fprintf(out, ", \"device_memory\": %" PRIu64 ", \"units\": [", u0 != NULL ? u0->memory : 0);
+    for (size_t i = 0; i < job->n_units; i++) {
+        const ga_job_unit_t *u = &job->units[i];
+        fprintf(out, "%s{\"label\": ", i ? ", " : "");
+        ga_report_json_str(out, u->unit_label);
         fprintf(out,
-                ", \"events\": %" PRIu64 ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64
-                ", \"annotations\": %" PRIu64 ", \"other\": %" PRIu64 "}",
-                c.events, c.allocs, c.frees, c.ooms, c.annotations, c.other);
+                ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"ooms\": %" PRIu64 ", \"annotations\": %" PRIu64
+                ", \"other\": %" PRIu64 ",\n     ",
+                u->allocs, u->frees, u->ooms, u->annotations, u->other);
+        ga_report_unit_json(out, u);
+        fputs("}", out);
     }
     fputs("]}\n", out);
-    return 0;
 }
 
 int galloc_tools_trace_info(const char *path, const char *format, char **json, char **messages)
@@ -81,36 +46,33 @@ int galloc_tools_trace_info(const char *path, const char *format, char **json, c
     *json = NULL;
     *messages = NULL;
     char err[1024] = "";
-    ga_format_t fmt = GA_FORMAT_AUTO;
+    ga_job_opts_t o = {.format = GA_FORMAT_AUTO};
     int status = 2;
-    ga_reader_t *r = NULL;
+    ga_job_t job;
+    memset(&job, 0, sizeof(job));
     if (path == NULL) {
         snprintf(err, sizeof(err), "no trace file given");
-    } else if (format != NULL && !ga_reader_format_parse(format, &fmt)) {
+    } else if (format != NULL && !ga_reader_format_parse(format, &o.format)) {
         char names[128];
         ga_reader_format_list(names, sizeof(names));
         snprintf(err, sizeof(err), "unknown format \"%s\" (auto, %s)", format, names);
-    } else if (ga_reader_open(path, fmt, &r, err, sizeof(err)) == 0) {
+    } else if (ga_job_add(&job, path, &o, err, sizeof(err)) == 0) {
+        ga_replay_infer_caps(&job, NULL, false);
         size_t len = 0;
         FILE *out = open_memstream(json, &len);
         if (out == NULL) {
-            ga_reader_close(r);
+            ga_job_free(&job);
             return -1;
         }
-        int rc = summarize(r, path, out, err, sizeof(err));
-        ga_reader_close(r);
+        summarize(&job, path, out);
+        ga_job_free(&job);
         if (fclose(out) != 0 || *json == NULL) {
             free(*json);
             *json = NULL;
             return -1;
         }
-        if (rc == 0) {
-            status = 0;
-            err[0] = '\0';
-        } else {
-            free(*json);
-            *json = NULL;
-        }
+        status = 0;
+        err[0] = '\0';
     }
     *messages = strdup(err);
     if (*messages == NULL) {

@@ -52,10 +52,9 @@ typedef struct pro_block {
 } pro_block_t;
 
 typedef struct torch {
-    uint8_t *file;                     /* the whole file when read from stdin (strings point into it) */
+    ga_snapfile_t *file;               /* the parsed file (read whole from stdin) */
     size_t len;                        /* the file's length */
-    ga_pickle_t *owned;                /* the decoded snapshot when read from stdin */
-    ga_torch_snapshot_t snap;                /* the snapshot: of owned, or of a shared file (snapfile.h) */
+    ga_torch_snapshot_t snap;          /* its schema walker */
     int devices[GA_TORCH_MAX_DEVICES]; /* device index of each unit */
     ga_torch_list_t trace;          /* the current unit's entries (n = 0 when it has none) */
     size_t next;                       /* next entry of trace */
@@ -265,6 +264,8 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
     if ((int64_t)ev->size < 0)
         return entry_err(r, err, errlen, i, "negative 'size'");
     ev->frames = e->frames; /* the user's code, for the snapshot galloc writes of the replay */
+    if (e->time_us.kind == GA_TORCH_INT)
+        ev->time_us = (int64_t)e->time_us.v;
     if (e->action == GA_ACT_ALLOC) {
         ev->kind = GA_EV_ALLOC;
         ev->place = t->place; /* PyTorch records a segment_alloc just before the alloc it serves */
@@ -362,8 +363,7 @@ static void torch_close(ga_reader_t *r)
     torch_t *t = r->impl;
     if (t == NULL)
         return;
-    ga_pickle_free(t->owned);
-    free(t->file);
+    ga_snapfile_close(t->file);
     free(t->pro);
     free(t);
     r->impl = NULL;
@@ -381,20 +381,32 @@ static const ga_reader_ops_t torch_ops = {.begin = torch_begin,
                                           .close = torch_close,
                                           .unit_device = torch_device};
 
-/* The decoded snapshot: a file through the cache, stdin read whole. */
+/* The decoded snapshot (a file mapped or inflated, stdin read whole): parsed
+ * once; the job reads its settings, verify view and start state from it
+ * (ga_reader_snapshot). */
 static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
 {
-    if (strcmp(r->in.path, "-") != 0) /* parsed once for the reader, the settings, --verify and the seed */
-        return ga_torch_load(r->in.path, &t->snap, &t->len, err, errlen);
-    if (ga_input_slurp(&r->in, GA_SNAPFILE_MAX, &t->file, &t->len, err, errlen) != 0)
-        return -1;
-    char perr[256];
-    if (ga_pickle_parse(t->file, t->len, NULL, &t->owned, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", r->in.path, perr);
-        return -1;
+    int rc;
+    if (strcmp(r->in.path, "-") != 0) {
+        rc = ga_snapfile_open(r->in.path, &t->file, err, errlen);
+    } else {
+        uint8_t *buf;
+        size_t len;
+        if (ga_input_slurp(&r->in, GA_SNAPFILE_MAX, &buf, &len, err, errlen) != 0)
+            return -1;
+        rc = ga_snapfile_adopt(buf, len, r->in.path, &t->file, err, errlen);
     }
-    ga_torch_open(t->owned, &t->snap);
+    if (rc != 0)
+        return -1;
+    t->len = ga_snapfile_len(t->file);
+    t->snap = *ga_snapfile_snapshot(t->file);
     return 0;
+}
+
+const ga_torch_snapshot_t *ga_torch_reader_snapshot(const ga_reader_t *r)
+{
+    const torch_t *t = r->impl;
+    return t != NULL && t->file != NULL ? &t->snap : NULL;
 }
 
 /* The document's shape: a dict with lists where the replay walks. */

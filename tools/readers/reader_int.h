@@ -72,6 +72,10 @@ typedef struct ga_format_desc {
 #include "tools/readers/formats.def"
 #undef GA_FORMAT
 
+/* ga_torch_reader_snapshot (read_torch.c): the parsed snapshot of an open
+ * torch-format reader. */
+const struct ga_torch_snapshot *ga_torch_reader_snapshot(const ga_reader_t *r);
+
 /* ga_reader_first_line: the first line of p[0..n) that is neither blank nor
  * a comment ('#'), without leading blanks; *ln = 0 when there is none. */
 void ga_reader_first_line(const char *p, size_t n, const char **l, size_t *ln);

@@ -314,6 +314,11 @@ uint64_t ga_reader_device_memory(const ga_reader_t *r)
     return r->device_memory;
 }
 
+const struct ga_torch_snapshot *ga_reader_snapshot(const ga_reader_t *r)
+{
+    return r->format == GA_FORMAT_TORCH ? ga_torch_reader_snapshot(r) : NULL;
+}
+
 double ga_reader_progress(const ga_reader_t *r)
 {
     return r->ops->progress != NULL ? r->ops->progress(r) : ga_input_progress(&r->in);

@@ -98,6 +98,7 @@ typedef struct ga_event {
                              (the entry's device_free), 0 if not recorded */
     uint64_t released;    /* GA_EV_OOM from a snapshot: bytes the traced run's OOM path released just before
                              it (the segment_free / segment_unmap entries it follows) */
+    int64_t time_us;      /* when the traced run made the call (microseconds since the epoch), 0 if unknown */
 } ga_event_t;
 
 typedef struct ga_reader ga_reader_t;
@@ -139,6 +140,12 @@ ga_format_t ga_reader_format(const ga_reader_t *r);
  * unit (galloc header device_memory; a Chrome trace's deviceProperties
  * totalGlobalMem of the unit's device), 0 when the trace does not say. */
 uint64_t ga_reader_device_memory(const ga_reader_t *r);
+
+/* ga_reader_snapshot: the parsed PyTorch snapshot a torch-format reader
+ * holds (its settings, final segments and trace: tools/snapshot), valid
+ * while r is open; NULL for the other formats. */
+struct ga_torch_snapshot;
+const struct ga_torch_snapshot *ga_reader_snapshot(const ga_reader_t *r);
 
 /* ga_reader_progress: fraction in [0, 1] of the current unit consumed, for a
  * progress bar (-1 when unknown, e.g. reading a pipe). */

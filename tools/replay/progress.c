@@ -11,7 +11,7 @@
 
 #define BAR 30 /* characters of the bar */
 
-static double now(void)
+double ga_progress_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -31,7 +31,7 @@ void ga_progress_start(ga_progress_t *p, const char *label, bool enabled)
 {
     p->enabled = enabled;
     p->drawn = false;
-    p->start = p->last = now();
+    p->start = p->last = ga_progress_now();
     p->label = label;
 }
 
@@ -42,7 +42,7 @@ void ga_progress_update(void *ctx, double fraction, uint64_t events)
         observer(observer_ctx, fraction, events);
     if (!p->enabled)
         return;
-    double t = now();
+    double t = ga_progress_now();
     if (t - p->start < 0.5 || t - p->last < 0.1)
         return;
     p->last = t;

@@ -24,6 +24,9 @@ void ga_progress_start(ga_progress_t *p, const char *label, bool enabled);
  * Matches ga_replay_opts_t.progress (ctx is the ga_progress_t). */
 void ga_progress_update(void *ctx, double fraction, uint64_t events);
 
+/* ga_progress_now: a monotonic clock in seconds. */
+double ga_progress_now(void);
+
 /* ga_progress_done: erase the bar. */
 void ga_progress_done(ga_progress_t *p);
 

@@ -12,19 +12,18 @@
 #include <unistd.h>
 
 #include "tools/engine/replay.h"
+#include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/readers/units.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/verify.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
-#include "tools/snapshot/seed.h"
-#include "tools/snapshot/snap_view.h"
-#include "tools/snapshot/torch_snapshot.h"
 
 typedef struct cli {
     const char *backend;      /* --backend, "sim" by default */
     uint64_t device_memory;   /* --device-memory, 0 = from the trace or 80 GiB */
+    uint64_t reserve;         /* --reserve: memory outside the allocator, taken off a device total */
     const char **confs;       /* --conf strings, n_confs of them */
     size_t n_confs;
     ga_format_t format;       /* --format */
@@ -39,9 +38,6 @@ typedef struct cli {
     bool no_seed;             /* --no-seed: a mid-run snapshot starts from the reader's prologue */
     bool env;                 /* --env: apply the environment's allocator variables under every column */
     bool no_sleep;            /* --no-sleep: the trace's sleep and wake events are skipped */
-    bool have_recorded;       /* the current file recorded allocator_settings (and no --conf) */
-    char recorded[1024];      /* ... as a config string ("" = defaults) */
-    char recorded_text[1024]; /* ... and its PYTORCH_CUDA_ALLOC_CONF text */
     const char *plot;         /* --plot FILE */
     size_t n_snapshots;       /* snapshot files named so far (numbering) */
     size_t n_plots;           /* plot files named so far */
@@ -57,11 +53,15 @@ void ga_replay_usage(FILE *out)
           "\n"
           "  --conf STRING         an allocator configuration (PYTORCH_CUDA_ALLOC_CONF syntax, e.g.\n"
           "                        expandable_segments:True or max_split_size_mb:512); repeat to\n"
-          "                        compare; none means PyTorch's defaults, or a snapshot's\n"
-          "                        recorded allocator_settings\n"
+          "                        compare; \"\" is PyTorch's defaults. None: the run as recorded, a\n"
+          "                        column labelled \"recorded\" (a snapshot's own allocator_settings,\n"
+          "                        its segments at the recorded addresses), else PyTorch's defaults\n"
           "  --device-memory SIZE  simulated device size (80GiB, 512MiB, 1.5GB, bytes); default:\n"
           "                        the size recorded in the trace (a snapshot's oom entries:\n"
           "                        reserved + device_free), else 80GiB\n"
+          "  --reserve SIZE        memory on the device the allocator does not own (CUDA context,\n"
+          "                        library workspaces, NCCL, other processes), taken off a device's\n"
+          "                        total (--device-memory, a trace header, deviceProperties)\n"
           "  --backend NAME        device backend (default sim)\n",
           out);
     fprintf(out, "  --format FMT          auto (default), %s\n", formats);
@@ -71,7 +71,8 @@ void ga_replay_usage(FILE *out)
           "                        it as plain allocations instead of rebuilding the allocator state\n"
           "                        at its first entry from the final segments\n"
           "  --snapshot FILE       write a PyTorch memory snapshot at the first OOM or at the end\n"
-          "                        (FILE.json for JSON); numbered FILE.N.ext when several\n"
+          "                        (FILE.json for JSON); given once: with several configurations or\n"
+          "                        devices, one file per column, FILE.N.ext, each named in the report\n"
           "  --snapshot-range FIRST:LAST  record only events FIRST..LAST (0-based replay event\n"
           "                        indices; LAST may be empty: to the end) and write the state after\n"
           "                        LAST, so a huge trace's window opens in the memory visualizer\n"
@@ -127,7 +128,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
 {
     enum {
         O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY,
-        O_NOSEED, O_ENV, O_NOSLEEP
+        O_NOSEED, O_ENV, O_NOSLEEP, O_RESERVE
     };
     static const struct option opts[] = {
         {"backend", required_argument, NULL, O_BACKEND},   {"device-memory", required_argument, NULL, O_MEM},
@@ -138,7 +139,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"snapshot-max-entries", required_argument, NULL, O_MAXENT},
         {"no-recorded", no_argument, NULL, O_NOREC},       {"verify", no_argument, NULL, O_VERIFY},
         {"no-seed", no_argument, NULL, O_NOSEED},          {"env", no_argument, NULL, O_ENV},
-        {"no-sleep", no_argument, NULL, O_NOSLEEP},
+        {"no-sleep", no_argument, NULL, O_NOSLEEP},        {"reserve", required_argument, NULL, O_RESERVE},
         {NULL, 0, NULL, 0}};
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
@@ -153,13 +154,22 @@ static int parse_args(cli_t *c, int argc, char **argv)
             if (!ga_units_parse_size(optarg, strlen(optarg), &c->device_memory) || c->device_memory == 0)
                 return usage_error("bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", optarg);
             break;
+        case O_RESERVE:
+            if (!ga_units_parse_size(optarg, strlen(optarg), &c->reserve))
+                return usage_error("bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", optarg);
+            break;
         case O_CONF: c->confs[c->n_confs++] = optarg; break;
         case O_FORMAT:
             if (!ga_reader_format_parse(optarg, &c->format))
                 return ga_report_bad_format("replay", optarg);
             break;
         case O_JSON: c->json = true; break;
-        case O_SNAPSHOT: c->snapshot = optarg; break;
+        case O_SNAPSHOT:
+            if (c->snapshot != NULL) /* a second name would silently replace the first */
+                return usage_error("--snapshot %s: given twice; give it once: several configurations or devices "
+                                   "write one numbered file each (FILE.N.ext), named in the report", optarg);
+            c->snapshot = optarg;
+            break;
         case O_PLOT: c->plot = optarg; break;
         case O_RANGE:
             if (parse_range(optarg, &c->snapshot_first, &c->snapshot_last) != 0)
@@ -219,31 +229,6 @@ static int write_plot(const char *path, const char *title, const ga_replay_t *rp
     return rc;
 }
 
-/* What a snapshot adds to its replay (snapshot format, a file not stdin):
- * the device size its oom entries tell, when --device-memory is not given
- * (replaying on a larger device would hide the very OOM being studied); and,
- * for a trace that starts mid-run, the allocator state at its first entry
- * (seed.h), unless --no-seed. Returns whether *seed was made. Problems are
- * left to the reader to report: the replay then runs as for any trace. */
-static bool snapshot_context(const cli_t *c, ga_reader_t *r, const char *path, size_t unit, uint64_t *mem,
-                             ga_seed_t *seed)
-{
-    if (ga_reader_format(r) != GA_FORMAT_TORCH || strcmp(path, "-") == 0)
-        return false;
-    ga_snap_view_t v;
-    char err[512];
-    if (ga_snap_view_load(path, -1, unit, &v, err, sizeof(err)) != 0)
-        return false;
-    if (*mem == 0)
-        *mem = v.device_memory;
-    ga_reader_notes_t n;
-    ga_reader_notes(r, &n);
-    bool midrun = v.untraced_blocks > 0 || v.untraced_segments > 0 || n.prologue > 0;
-    bool made = midrun && !c->no_seed && ga_seed_from_snapshot(path, v.device, seed, err, sizeof(err)) == 0;
-    ga_snap_view_free(&v);
-    return made;
-}
-
 /* The files this unit's outputs go to: --snapshot one per configuration,
  * --plot one, numbered (FILE.N.ext) when the run makes several. */
 static void output_names(cli_t *c, bool single, size_t nc, char ***snaps, char **plot_path)
@@ -259,22 +244,18 @@ static void output_names(cli_t *c, bool single, size_t nc, char ***snaps, char *
         *plot_path = ga_outputs_name(c->plot, c->n_plots++, single ? 1 : 2);
 }
 
-/* A unit that replayed: its plot, and the exit code it asks for (2 for bad
- * input, a configuration that could not be made or a file not written, else
- * 1 for an OOM). t gets the results. */
+/* A unit that replayed: its plot, and the exit code it asks for (2 for a
+ * configuration that could not be made or a file not written, else 1 for an
+ * OOM). t gets the results. */
 static int judge(const ga_replay_t *rp, const char *plot_path, const char *title, ga_report_trace_t *t,
                  char *plot_err, size_t errlen)
 {
     int code = GA_EXIT_OK;
     t->rp = rp;
-    if (rp->read_failed) { /* no verdict and no plot of a trace cut short (report) */
-        t->error = rp->read_error;
-        return GA_EXIT_USAGE;
-    }
     for (size_t i = 0; i < rp->n_cols; i++) {
         if (rp->cols[i].create_status != GALLOC_OK || rp->cols[i].snapshot_error[0])
             code = GA_EXIT_USAGE;
-        else if (rp->cols[i].ooms_total > 0 && code == GA_EXIT_OK)
+        else if (!ga_replay_fits(&rp->cols[i]) && code == GA_EXIT_OK)
             code = GA_EXIT_OOM;
     }
     if (plot_path != NULL) {
@@ -288,10 +269,7 @@ static int judge(const ga_replay_t *rp, const char *plot_path, const char *title
     return code;
 }
 
-/* Every problem once, on stderr; then the report on stdout. A trace that
- * failed to read has no verdict: a table of the events before the error
- * would read as "fits", so text prints nothing and JSON an entry with the
- * error and no results. */
+/* Every problem once, on stderr; then the report on stdout. */
 static void report(cli_t *c, ga_report_trace_t *t, const char *title)
 {
     if (t->error != NULL)
@@ -319,58 +297,55 @@ static void report(cli_t *c, ga_report_trace_t *t, const char *title)
     fflush(stdout);
 }
 
-/* Replay one unit of an open reader and report it. Returns the exit code
- * this trace asks for. */
-static int replay_unit(cli_t *c, ga_reader_t *r, const char *path, size_t unit, bool single_file)
+/* The columns: each --conf, or the unit's own run (its recorded settings,
+ * or PyTorch's defaults under --no-recorded or without any). */
+static size_t make_specs(const cli_t *c, const ga_job_unit_t *u, ga_replay_spec_t *specs)
 {
-    char err[512] = "", plot_err[512] = "", title[600];
-    const char *unit_label = ga_reader_unit_label(r, unit);
+    if (c->n_confs == 0) {
+        specs[0] = c->no_recorded ? (ga_replay_spec_t){.conf = ""} : ga_replay_default_spec(u);
+        return 1;
+    }
+    for (size_t i = 0; i < c->n_confs; i++)
+        specs[i] = (ga_replay_spec_t){.conf = c->confs[i]};
+    return c->n_confs;
+}
+
+/* Replay one unit of the loaded job and report it. Returns the exit code
+ * this trace asks for. */
+static int replay_unit(cli_t *c, const ga_job_unit_t *u, bool single_file, size_t units, double load_seconds)
+{
+    char plot_err[512] = "";
     size_t nc = c->n_confs ? c->n_confs : 1;
+    ga_replay_spec_t *specs = calloc(nc, sizeof(*specs));
     char **snaps, *plot_path;
-    output_names(c, single_file && ga_reader_units(r) == 1, nc, &snaps, &plot_path);
+    output_names(c, single_file && units == 1, nc, &snaps, &plot_path);
     ga_replay_t rp;
     memset(&rp, 0, sizeof(rp));
     ga_progress_t prog;
-    snprintf(title, sizeof(title), "%s%s%s", path, unit_label[0] ? " " : "", unit_label);
-    ga_progress_start(&prog, title, isatty(STDERR_FILENO) == 1);
-    int rc = -1;
-    bool positioned = unit == 0 || ga_reader_begin(r, unit, err, sizeof(err)) == 0;
-    uint64_t mem = c->device_memory;
-    ga_seed_t seed;
-    bool seeded = positioned && snapshot_context(c, r, path, unit, &mem, &seed);
-    /* no --conf: the run as recorded, so segments go where the trace says */
-    ga_replay_opts_t o = {.backend = c->backend, .device = ga_reader_unit_device(r, unit),
-                          .device_memory = mem, .sample = c->plot != NULL,
-                          .place_recorded = c->n_confs == 0 && !c->no_recorded,
-                          .seed = seeded ? &seed : NULL, .env = c->env, .no_sleep = c->no_sleep,
+    ga_progress_start(&prog, u->label, isatty(STDERR_FILENO) == 1);
+    ga_replay_opts_t o = {.backend = c->backend, .sample = c->plot != NULL, .env = c->env, .no_sleep = c->no_sleep,
                           .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
                           .snapshot_range = c->snapshot_range,
                           .snapshot_first = c->snapshot_first, .snapshot_last = c->snapshot_last,
-                          .snapshot_max_entries = c->snapshot_max, .progress = ga_progress_update,
-                          .progress_ctx = &prog};
-    const char *recorded = c->recorded;
-    const char *const *confs = c->have_recorded ? &recorded : c->confs;
-    if (positioned)
-        rc = ga_replay_run(r, &o, confs, c->have_recorded ? 1 : c->n_confs, &rp);
+                          .snapshot_max_entries = c->snapshot_max, .no_seed = c->no_seed,
+                          .progress = ga_progress_update, .progress_ctx = &prog};
+    int rc = -1;
+    if (specs != NULL && (c->snapshot == NULL || snaps != NULL))
+        rc = ga_replay_run(u, &o, specs, make_specs(c, u, specs), &rp);
     ga_progress_done(&prog);
-    ga_report_trace_t t = {.path = path, .unit = unit_label, .format = ga_reader_format(r),
-                           .backend = c->backend ? c->backend : "sim",
-                           .settings = c->have_recorded ? c->recorded : NULL, .settings_text = c->recorded_text,
-                           .device_from_snapshot = mem != c->device_memory,
-                           .device_from_trace = mem == 0 && ga_reader_device_memory(r) != 0,
-                           .seed = seeded ? &seed : NULL};
+    ga_report_trace_t t = {.path = u->path, .u = u, .format = u->format, .backend = c->backend ? c->backend : "sim",
+                           .load_seconds = load_seconds};
     if (rc != 0)
-        t.error = err[0] ? err : rp.read_error;
-    int code = rc != 0 ? GA_EXIT_USAGE : judge(&rp, plot_path, title, &t, plot_err, sizeof(plot_err));
-    report(c, &t, title);
+        t.error = "out of host memory replaying the trace";
+    int code = rc != 0 ? GA_EXIT_USAGE : judge(&rp, plot_path, u->label, &t, plot_err, sizeof(plot_err));
+    report(c, &t, u->label);
     if (rc == 0)
         ga_replay_release(&rp);
     for (size_t i = 0; snaps != NULL && i < nc; i++)
         free(snaps[i]);
     free(snaps);
     free(plot_path);
-    if (seeded)
-        ga_seed_free(&seed);
+    free(specs);
     return code;
 }
 
@@ -385,28 +360,56 @@ static void print_environment(bool env)
         fprintf(stderr, "galloc replay: note: %s is set and not applied (--env applies it)\n", e);
 }
 
-/* A PyTorch snapshot replays under its own recorded allocator_settings
- * unless --conf or --no-recorded says otherwise: the point of replaying it is
- * to see what that job's allocator did. settings.c owns the mapping. */
-static int recorded_settings(cli_t *c, ga_reader_t *r, const char *path)
-{
-    c->have_recorded = false;
-    if (c->n_confs > 0 || c->no_recorded || ga_reader_format(r) != GA_FORMAT_TORCH || strcmp(path, "-") == 0)
-        return 0;
-    char err[512];
-    int rc = ga_torch_recorded_conf(path, c->recorded, sizeof(c->recorded), c->recorded_text,
-                                  sizeof(c->recorded_text), err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "galloc replay: %s\n", err);
-        return -1;
-    }
-    c->have_recorded = rc == 1;
-    return 0;
-}
-
 static int worst(int a, int b)
 {
     return a == GA_EXIT_USAGE || b == GA_EXIT_USAGE ? GA_EXIT_USAGE : a > b ? a : b;
+}
+
+/* A file that could not be read: said on stderr, and in the JSON document,
+ * which still lists every file named. */
+static void unreadable(cli_t *c, const char *path, const char *err, const char *backend)
+{
+    fprintf(stderr, "galloc replay: %s\n", err);
+    if (c->json && !c->verify) {
+        ga_report_trace_t t = {.path = path, .format = c->format, .backend = backend, .error = err};
+        ga_report_json_trace(stdout, &t, c->first_json);
+        c->first_json = false;
+    }
+}
+
+/* One file: read it once into a job, then every unit through every column
+ * (or --verify). Returns its exit code. */
+static int one_file(cli_t *c, const char *path, bool single_file, const char *backend)
+{
+    char err[1024];
+    ga_job_t job;
+    memset(&job, 0, sizeof(job));
+    ga_progress_t prog;
+    ga_progress_start(&prog, path, isatty(STDERR_FILENO) == 1);
+    ga_job_opts_t jo = {.format = c->format, .device_memory = c->device_memory, .reserve = c->reserve,
+                        .no_seed = c->no_seed, .progress = ga_progress_update, .progress_ctx = &prog};
+    double t0 = ga_progress_now();
+    int rc = ga_job_add(&job, path, &jo, err, sizeof(err));
+    ga_replay_infer_caps(&job, c->backend, c->env);
+    double load = ga_progress_now() - t0;
+    ga_progress_done(&prog);
+    if (rc != 0) {
+        unreadable(c, path, err, backend);
+        return GA_EXIT_USAGE;
+    }
+    int code = GA_EXIT_OK;
+    if (c->verify) {
+        ga_verify_opts_t vo = {.backend = c->backend, .conf = c->n_confs ? c->confs[0] : NULL, .json = c->json};
+        for (size_t u = 0; u < job.n_units; u++) {
+            code = worst(code, ga_verify_unit(&job.units[u], &vo, c->first_json, stdout));
+            c->first_json = false;
+        }
+    } else {
+        for (size_t u = 0; u < job.n_units; u++)
+            code = worst(code, replay_unit(c, &job.units[u], single_file, job.n_units, load));
+    }
+    ga_job_free(&job);
+    return code;
 }
 
 int ga_replay_main(int argc, char **argv)
@@ -425,40 +428,8 @@ int ga_replay_main(int argc, char **argv)
         ga_report_json_begin(stdout, backend, c.env);
     int code = GA_EXIT_OK;
     bool single_file = argc - optind == 1;
-    for (int i = optind; i < argc; i++) {
-        const char *path = argv[i];
-        char err[512];
-        ga_reader_t *r = NULL;
-        if (ga_reader_open(path, c.format, &r, err, sizeof(err)) != 0) {
-            fprintf(stderr, "galloc replay: %s\n", err);
-            code = GA_EXIT_USAGE;
-            if (c.json && !c.verify) { /* the document still lists every file named */
-                ga_report_trace_t t = {.path = path, .unit = "", .format = c.format, .backend = backend,
-                                       .error = err};
-                ga_report_json_trace(stdout, &t, c.first_json);
-                c.first_json = false;
-            }
-            continue;
-        }
-        if (c.verify) {
-            ga_verify_opts_t vo = {.backend = c.backend, .device_memory = c.device_memory,
-                                   .conf = c.n_confs ? c.confs[0] : NULL, .json = c.json};
-            for (size_t u = 0; u < ga_reader_units(r); u++) {
-                code = worst(code, ga_verify_unit(r, path, u, &vo, c.first_json, stdout));
-                c.first_json = false;
-            }
-            ga_reader_close(r);
-            continue;
-        }
-        if (recorded_settings(&c, r, path) != 0) {
-            code = GA_EXIT_USAGE;
-            ga_reader_close(r);
-            continue;
-        }
-        for (size_t u = 0; u < ga_reader_units(r); u++)
-            code = worst(code, replay_unit(&c, r, path, u, single_file));
-        ga_reader_close(r);
-    }
+    for (int i = optind; i < argc; i++)
+        code = worst(code, one_file(&c, argv[i], single_file, backend));
     if (c.json && c.verify)
         ga_verify_json_end(stdout);
     else if (c.json)

@@ -23,7 +23,7 @@
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
-#include "tools/snapshot/torch_snapshot.h"
+#include "tools/snapshot/snapfile.h"
 
 /* After a difference the sequences are re-aligned: the smallest skip, on
  * either side, of at most GA_VERIFY_RESYNC events after which GA_VERIFY_RUN
@@ -371,80 +371,72 @@ void ga_verify_json_end(FILE *out)
 
 /* Replay under conf with galloc's history recorded; its snapshot of the final
  * state into tmp. 0, or -1 with err. */
-static int replay_to_snapshot(ga_reader_t *r, const ga_verify_opts_t *o, int device, const char *conf,
-                              uint64_t mem, const ga_seed_t *seed, const char *tmp, char *err, size_t errlen)
+static int replay_to_snapshot(const ga_job_unit_t *u, const ga_verify_opts_t *o, const char *conf, const char *tmp,
+                              char *err, size_t errlen)
 {
-    const char *paths[] = {tmp};
-    ga_replay_opts_t ro = {.backend = o->backend, .device = device, .device_memory = mem, .snapshot_paths = paths,
-                           .place_recorded = true,
-                           .snapshot_ops = &ga_outputs_snapshot_ops,
-                           .snapshot_at_end = true, .seed = seed};
-    ga_replay_t rp;
-    if (ga_replay_run(r, &ro, &conf, 1, &rp) != 0) {
-        snprintf(err, errlen, "%.900s", rp.read_error);
+    ga_replay_opts_t ro = {.backend = o->backend, .snapshot_ops = &ga_outputs_snapshot_ops, .snapshot_at_end = true};
+    /* the run as recorded: its segments at the recorded addresses, whatever the settings */
+    ga_replay_spec_t spec = {.conf = conf, .recorded = true};
+    ga_replay_column_t c;
+    memset(&c, 0, sizeof(c));
+    if (ga_replay_column(u, &ro, &spec, tmp, &c) != 0) {
+        snprintf(err, errlen, "out of host memory replaying the trace");
+        ga_replay_column_release(&c);
         return -1;
     }
-    int rc = 0;
-    const ga_replay_column_t *c = &rp.cols[0];
-    if (rp.read_failed)
-        snprintf(err, errlen, "%.900s", rp.read_error);
-    else if (c->create_status != GALLOC_OK)
-        snprintf(err, errlen, "configuration \"%.100s\": %.800s", conf, c->create_error);
-    else if (c->snapshot_error[0])
-        snprintf(err, errlen, "%.900s", c->snapshot_error);
-    else if (c->errors)
-        snprintf(err, errlen, "the replay failed: %.900s", c->first_error);
-    if (err[0])
-        rc = -1;
-    ga_replay_release(&rp);
+    if (c.create_status != GALLOC_OK)
+        snprintf(err, errlen, "configuration \"%.100s\": %.800s", conf, c.create_error);
+    else if (c.snapshot_error[0])
+        snprintf(err, errlen, "%.900s", c.snapshot_error);
+    else if (c.errors)
+        snprintf(err, errlen, "the replay failed: %.900s", c.first_error);
+    int rc = err[0] ? -1 : 0;
+    ga_replay_column_release(&c);
     return rc;
 }
 
-int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verify_opts_t *o, bool first, FILE *out)
+/* The view of galloc's snapshot at tmp (device). 0, or -1 with err. */
+static int load_replay_view(const char *tmp, int device, ga_snap_view_t *rep, char *err, size_t errlen)
 {
-    char err[1024] = "", recorded[1024] = "", text[1024] = "", tmp[4096] = "";
-    ga_snap_view_t rec, rep;
-    ga_seed_t seed;
-    memset(&seed, 0, sizeof(seed));
-    memset(&rec, 0, sizeof(rec));
+    ga_snapfile_t *f;
+    if (ga_snapfile_open(tmp, &f, err, errlen) != 0)
+        return -1;
+    int rc = ga_snap_view_load(ga_snapfile_snapshot(f), tmp, device, 0, rep, err, errlen);
+    ga_snapfile_close(f);
+    return rc;
+}
+
+int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first, FILE *out)
+{
+    char err[1024] = "", tmp[4096] = "";
+    ga_snap_view_t rep;
     memset(&rep, 0, sizeof(rep));
     cmp_t c;
     memset(&c, 0, sizeof(c));
-    outcome_t oc = {.path = path, .unit = ga_reader_unit_label(r, unit), .rec = &rec, .rep = &rep, .c = &c};
+    outcome_t oc = {.path = u->path, .unit = u->unit_label, .rec = &u->view, .rep = &rep, .c = &c,
+                    .device = u->device, .device_memory = u->memory};
     int code = 2, fd = -1;
-    if (ga_reader_format(r) != GA_FORMAT_TORCH) {
-        snprintf(err, sizeof(err), "%s is not a PyTorch snapshot (--verify compares with a snapshot's record)", path);
+    if (u->format != GA_FORMAT_TORCH) {
+        snprintf(err, sizeof(err), "%s is not a PyTorch snapshot (--verify compares with a snapshot's record)",
+                 u->path);
         goto report;
     }
-    if ((unit > 0 && ga_reader_begin(r, unit, err, sizeof(err)) != 0) ||
-        ga_snap_view_load(path, -1, unit, &rec, err, sizeof(err)) != 0)
+    if (!u->has_view) {
+        snprintf(err, sizeof(err), "%s: not a PyTorch 2.x snapshot dict (segments, device_traces lists)", u->path);
         goto report;
-    oc.device = rec.device;
-    if (o->conf != NULL) {
-        oc.settings = o->conf;
-    } else {
-        int rc = ga_torch_recorded_conf(path, recorded, sizeof(recorded), text, sizeof(text), err, sizeof(err));
-        if (rc < 0)
-            goto report;
-        oc.settings = recorded; /* "" = none recorded, or PyTorch's defaults recorded */
     }
-    oc.device_memory = o->device_memory ? o->device_memory : rec.device_memory ? rec.device_memory
-                                                                                : GA_REPLAY_DEFAULT_MEMORY;
-    ga_reader_notes_t notes;
-    ga_reader_notes(r, &notes);
-    if (rec.untraced_blocks > 0 || rec.untraced_segments > 0 || notes.prologue > 0) {
-        char serr[512];
-        if (ga_seed_from_snapshot(path, rec.device, &seed, serr, sizeof(serr)) != 0) {
-            snprintf(err, sizeof(err),
-                     "the trace starts mid-run (%" PRIu64 " blocks in the final segments or freed in the trace were "
-                     "never allocated in the trace, %" PRIu64 " segments never segment_alloc'd) and the state at "
-                     "its first entry cannot be reconstructed: %s",
-                     rec.untraced_blocks > notes.prologue ? rec.untraced_blocks : notes.prologue,
-                     rec.untraced_segments, serr);
-            goto report;
-        }
-        oc.seed = &seed;
+    const char *rec = ga_job_recorded(u);
+    oc.settings = o->conf != NULL ? o->conf : rec != NULL ? rec : ""; /* "" = none recorded, or the defaults */
+    if (u->midrun && !u->seeded) {
+        snprintf(err, sizeof(err),
+                 "the trace starts mid-run (%" PRIu64 " blocks in the final segments or freed in the trace were "
+                 "never allocated in the trace, %" PRIu64 " segments never segment_alloc'd) and the state at "
+                 "its first entry cannot be reconstructed: %s",
+                 u->view.untraced_blocks > u->notes.prologue ? u->view.untraced_blocks : u->notes.prologue,
+                 u->view.untraced_segments, u->seed_error[0] ? u->seed_error : "--no-seed");
+        goto report;
     }
+    oc.seed = u->seeded ? &u->seed : NULL;
     const char *dir = getenv("TMPDIR");
     snprintf(tmp, sizeof(tmp), "%s/galloc-verify-XXXXXX", dir && *dir ? dir : "/tmp");
     fd = mkstemp(tmp);
@@ -454,23 +446,21 @@ int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verif
         goto report;
     }
     close(fd);
-    if (replay_to_snapshot(r, o, rec.device, oc.settings, oc.device_memory, oc.seed, tmp, err, sizeof(err)) != 0 ||
-        ga_snap_view_load(tmp, rec.device, 0, &rep, err, sizeof(err)) != 0)
+    if (replay_to_snapshot(u, o, oc.settings, tmp, err, sizeof(err)) != 0 ||
+        load_replay_view(tmp, u->device, &rep, err, sizeof(err)) != 0)
         goto report;
-    compare(&rec, &rep, &c);
+    compare(&u->view, &rep, &c);
     code = c.diverged || c.seg_first[0] ? 1 : 0;
 report:
     oc.error = code == 2 ? err : NULL;
     if (oc.error != NULL) /* an error, said once on stderr like every other */
-        fprintf(stderr, "galloc replay: %s%s%s: cannot verify: %s\n", path, oc.unit[0] ? " " : "", oc.unit, err);
+        fprintf(stderr, "galloc replay: %s%s%s: cannot verify: %s\n", u->path, oc.unit[0] ? " " : "", oc.unit, err);
     if (o->json)
         report_json(out, &oc, first);
     else
         report_text(out, &oc);
     if (tmp[0])
         unlink(tmp);
-    ga_snap_view_free(&rec);
     ga_snap_view_free(&rep);
-    ga_seed_free(&seed);
     return code;
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/snapshot/snap_view.h"
 
@@ -41,19 +42,18 @@ extern "C" {
 /* Options of a verification (from galloc replay's command line). */
 typedef struct ga_verify_opts {
     const char *backend;     /* NULL = sim */
-    uint64_t device_memory;  /* --device-memory, 0 = the snapshot's bound, else 80 GiB */
     const char *conf;        /* --conf, NULL = the snapshot's recorded settings (or the defaults) */
     bool json;               /* write JSON entries (the caller writes the document's head and end) */
 } ga_verify_opts_t;
 
 /*
- * ga_verify_unit: verify unit `unit` of the open snapshot reader r (path as
- * given), printing the report (text, or one JSON entry of "traces" preceded by
- * a comma unless first). Returns the exit code: 0 every compared figure
- * agrees, 1 a divergence, 2 the snapshot cannot be verified (bad input, or a
- * trace that starts mid-run: see the message).
+ * ga_verify_unit: verify the loaded snapshot unit u (on its device's size,
+ * from its rebuilt start state), printing the report (text, or one JSON entry
+ * of "traces" preceded by a comma unless first). Returns the exit code: 0
+ * every compared figure agrees, 1 a divergence, 2 the snapshot cannot be
+ * verified (bad input, or a trace that starts mid-run: see the message).
  */
-int ga_verify_unit(ga_reader_t *r, const char *path, size_t unit, const ga_verify_opts_t *o, bool first, FILE *out);
+int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first, FILE *out);
 
 /* ga_verify_json_begin / _end: the document around the entries. */
 void ga_verify_json_begin(FILE *out);

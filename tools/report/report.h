@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "tools/engine/replay.h"
+#include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
 
 /* Exit codes of galloc replay (galloc fit reads 1 as "no configuration fits"). */
@@ -19,20 +20,15 @@
 
 /* One replayed trace (one unit of one file), or one that could not be read. */
 typedef struct ga_report_trace {
-    const char *path;       /* as given on the command line */
-    const char *unit;       /* "" or "device 1" */
-    ga_format_t format;     /* detected or forced (AUTO if the file could not be opened) */
-    const char *backend;    /* "sim" unless --backend */
-    const ga_replay_t *rp;  /* NULL when the file could not be opened */
-    const char *error;      /* open or read failure, NULL if none */
-    const char *plot_path;  /* plot written there, NULL if none */
-    const char *plot_error; /* why the plot failed, NULL if it did not */
-    const char *settings;   /* the snapshot's recorded allocator_settings as replayed (a config
-                               string, "" = PyTorch's defaults), NULL when not used */
-    const char *settings_text; /* the recorded PYTORCH_CUDA_ALLOC_CONF text ("" if none) */
-    bool device_from_snapshot; /* the device size is the snapshot's oom entries' bound */
-    bool device_from_trace;    /* the device size is the one the trace records (ga_reader_device_memory) */
-    const struct ga_seed *seed; /* the mid-run state seeded before the replay (seed.h), NULL if none */
+    const char *path;          /* as given on the command line */
+    const ga_job_unit_t *u;    /* the loaded unit, NULL when the file could not be read */
+    ga_format_t format;        /* forced or AUTO when the file could not be read */
+    const char *backend;       /* "sim" unless --backend */
+    const ga_replay_t *rp;     /* NULL when the file could not be read */
+    const char *error;         /* load failure, NULL if none */
+    const char *plot_path;     /* plot written there, NULL if none */
+    const char *plot_error;    /* why the plot failed, NULL if it did not */
+    double load_seconds;       /* reading the file */
 } ga_report_trace_t;
 
 /* Text: a table per trace, a column per configuration, then OOM details.
@@ -49,16 +45,42 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first);
 void ga_report_json_end(FILE *out);
 
 /* ga_report_verdict: "fits", "OOM (fragmentation)", "OOM (genuine)", "error" for a
- * column (shared by both outputs). */
-const char *ga_report_verdict(const ga_replay_column_t *c);
+ * column (shared by both outputs), into buf; where the outcome depends on a
+ * cap known as a range, the outcome of the widest part and where it turns:
+ * "OOM (genuine) unless the cap >= 14.21 GiB", "fits unless the cap < 2.04 GiB".
+ * Returns buf. */
+const char *ga_report_verdict(const ga_replay_column_t *c, char *buf, size_t len);
 
 /* ga_report_oom_facts: one indented line: the OOM's class and its figures
  * (shared by galloc replay and galloc fit), and the advice that can work:
  * for fragmentation, the settings the configuration does not have yet (none
  * when it has them all); with none_fits (galloc fit found no configuration
  * that fits the device), no setting at all: the search has shown none is
- * enough. */
-void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits);
+ * enough. cap: the unit's inferred cap range (NULL or not inferred: the
+ * facts' own fraction). */
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t *cap, bool none_fits);
+
+/* ga_report_oom_message: PyTorch's message of an OOM as galloc gave it, with
+ * the figures the trace cannot know said as what they are: a device total
+ * known only as the memory the allocator could use ("at least"), a cap known
+ * only as a range. Into buf. */
+void ga_report_oom_message(const ga_job_unit_t *u, const char *msg, char *buf, size_t len);
+
+/* ga_report_unit_text (unit.c): what the loaded unit is, before any
+ * configuration: format, events, device and where its size comes from, the
+ * recorded settings, how it starts, its cap. One line each, after prefix.
+ * Shared by galloc replay and galloc fit. */
+void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix);
+
+/* ga_report_unit_json: the same as JSON members (no braces): "file", "unit",
+ * "format", "device", "events", "device_memory", "device_memory_source",
+ * "recorded_memory", "settings_from_snapshot", "recorded_pytorch_cuda_alloc_conf",
+ * "start", "seeded", "seed_error", "cap", "skipped_entries", "prologue_allocs",
+ * "tag_events", "sleep_events". Shared by replay, fit and the Python API. */
+void ga_report_unit_json(FILE *out, const ga_job_unit_t *u);
+
+/* ga_report_cap_text: "[2.00 GiB, 14.22 GiB)" of an inferred cap into buf. */
+void ga_report_cap_text(const ga_job_cap_t *cap, char *buf, size_t len);
 
 /* ga_report_json_oom_facts: the JSON value of "class" followed by the figures'
  * members ("fragmentation", "live_bytes": ..., "device_total_bytes": ...). */

@@ -1,13 +1,14 @@
 /*
  * report_json.c: `galloc replay --json`, one JSON document for the whole run:
  *
- *   {"tool": "galloc replay", "version": 1, "backend": "sim", "environment": {...},
- *    "traces": [{"file", "unit", "format", "device_memory", "events", "error",
- *                "settings_from_snapshot" (the recorded settings replayed, or null),
- *                "device_memory_from_snapshot" (the size is the snapshot's oom bound),
- *                "device_memory_from_trace" (the size is the one the trace records),
- *                "seeded" ({"segments", "live_blocks"} of a mid-run snapshot's rebuilt state, or null),
- *                "results": [{"conf", "label", "memory_stats": {122 keys}, "peak_requested_bytes",
+ *   {"tool": "galloc replay", "version": 2, "backend": "sim", "environment": {...},
+ *    "traces": [{the unit (ga_report_unit_json: "file", "unit", "format", "device",
+ *                "events", "device_memory", "device_memory_source", "recorded_memory",
+ *                "settings_from_snapshot", "start", "seeded", "seed_error", "cap", ...),
+ *                "error", "read_seconds", "no_sleep", "plot",
+ *                "results": [{"conf", "recorded", "label", "verdict", "fits",
+ *                             "depends_on_cap", "cap_bytes", "cap_parts",
+ *                             "memory_stats": {122 keys}, "peak_requested_bytes",
  *                             "peak_reserved_bytes", "ooms": [{"event", "size", "message", ...}],
  *                             "events", "seconds", ...}]}]}
  *
@@ -23,7 +24,6 @@
 #include <string.h>
 
 #include "tools/report/report.h"
-#include "tools/snapshot/seed.h"
 
 static void jstr(FILE *out, const char *s)
 {
@@ -90,11 +90,13 @@ void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f)
             f->usable_free);
 }
 
-static void oom_json(FILE *out, const ga_replay_oom_t *o, bool first)
+static void oom_json(FILE *out, const ga_job_unit_t *u, const ga_replay_oom_t *o, bool first)
 {
     fprintf(out, "%s\n          {\"event\": %" PRIu64 ", \"size\": %" PRIu64 ", \"message\": ", first ? "" : ",",
             o->event, o->size);
-    jstr(out, o->message);
+    char msg[GALLOC_ERROR_MAX + 256];
+    ga_report_oom_message(u, o->message, msg, sizeof(msg));
+    jstr(out, msg);
     fprintf(out, ", \"expected\": %s, \"prologue\": %s, \"line\": %" PRIu64 ", \"annotation\": ",
             o->expected ? "true" : "false", o->prologue ? "true" : "false", o->where);
     jstr_or_null(out, o->annotation);
@@ -121,10 +123,30 @@ static void sleep_json(FILE *out, const ga_replay_column_t *c)
             s->bytes_offloaded, s->peak_bytes_offloaded, s->num_failed);
 }
 
-static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
+/* The outcome of each part of a cap range. */
+static void parts_json(FILE *out, const ga_replay_column_t *c)
+{
+    fputs("[", out);
+    for (size_t i = 0; i < c->n_parts; i++) {
+        const ga_replay_part_t *p = &c->parts[i];
+        fprintf(out, "%s{\"cap_from_bytes\": %" PRIu64 ", \"cap_to_bytes\": %" PRIu64 ", \"fits\": %s, \"ooms\": %" PRIu64
+                     ", \"first_oom_event\": ",
+                i ? ", " : "", p->from, p->to, p->ooms ? "false" : "true", p->ooms);
+        if (p->first_oom_event == UINT64_MAX)
+            fputs("null", out);
+        else
+            fprintf(out, "%" PRIu64, p->first_oom_event);
+        fprintf(out, ", \"peak_reserved_bytes\": %" PRId64 ", \"figures\": %s}", p->peak_reserved,
+                i == c->main_part ? "true" : "false");
+    }
+    fputs("]", out);
+}
+
+static void column_json(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, bool first)
 {
     fprintf(out, "%s\n      {\"conf\": ", first ? "" : ",");
-    jstr(out, strcmp(c->label, "defaults") == 0 ? "" : c->label);
+    jstr(out, c->user_conf);
+    fprintf(out, ", \"recorded\": %s", c->recorded ? "true" : "false");
     fputs(", \"label\": ", out);
     jstr(out, c->label);
     fputs(", \"galloc_conf\": ", out);
@@ -142,19 +164,27 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
     fputs(", \"events_per_second\": ", out);
     jnum(out, c->seconds > 0 ? (double)c->events / c->seconds : NAN);
     fputs(", \"verdict\": ", out);
-    jstr(out, ga_report_verdict(c));
+    char verdict[128];
+    jstr(out, ga_report_verdict(c, verdict, sizeof(verdict)));
     bool ok = c->create_status == GALLOC_OK;
     fprintf(out, ",\n        \"peak_requested_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
                  ", \"peak_reserved_bytes\": %" PRId64,
             ok ? c->stats.requested_bytes[GALLOC_STAT_ALL].peak : 0,
             ok ? c->stats.allocated_bytes[GALLOC_STAT_ALL].peak : 0,
             ok ? c->stats.reserved_bytes[GALLOC_STAT_ALL].peak : 0);
+    fprintf(out, ",\n        \"fits\": %s, \"depends_on_cap\": %s, \"cap_bytes\": ", ga_replay_fits(c) ? "true" : "false",
+            ga_replay_depends(c) ? "true" : "false");
+    if (c->cap)
+        fprintf(out, "%" PRIu64, c->cap);
+    else
+        fputs("null", out);
+    fputs(", \"cap_parts\": ", out);
+    parts_json(out, c);
     fprintf(out, ",\n        \"ooms_total\": %" PRIu64 ", \"expected_ooms\": %" PRIu64
-                 ", \"expected_ooms_avoided\": %" PRIu64 ", \"capped_ooms\": %" PRIu64 ", \"cap_low\": %" PRIu64 ", \"cap_high\": %" PRIu64
-                 ", \"ooms\": [",
-            c->ooms_total, c->expected_ooms, c->expected_avoided, c->capped_ooms, c->cap_low, c->cap_high);
+                 ", \"expected_ooms_avoided\": %" PRIu64 ", \"ooms\": [",
+            c->ooms_total, c->expected_ooms, c->expected_avoided);
     for (size_t k = 0; k < c->n_ooms; k++)
-        oom_json(out, &c->ooms[k], k == 0);
+        oom_json(out, u, &c->ooms[k], k == 0);
     fprintf(out, "%s],\n        \"unmatched_frees\": %" PRIu64 ", \"duplicate_allocs\": %" PRIu64
                  ", \"errors\": %" PRIu64 ", \"first_error\": ",
             c->n_ooms ? "\n        " : "", c->unmatched, c->duplicates, c->errors);
@@ -186,7 +216,7 @@ static void column_json(FILE *out, const ga_replay_column_t *c, bool first)
 
 void ga_report_json_begin(FILE *out, const char *backend, bool env)
 {
-    fputs("{\"tool\": \"galloc replay\", \"version\": 1, \"backend\": ", out);
+    fputs("{\"tool\": \"galloc replay\", \"version\": 2, \"backend\": ", out);
     jstr(out, backend);
     fputs(",\n  \"environment\": {", out);
     bool first = true;
@@ -206,34 +236,24 @@ void ga_report_json_begin(FILE *out, const char *backend, bool env)
 void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
 {
     const ga_replay_t *rp = t->rp;
-    fprintf(out, "%s\n    {\"file\": ", first ? "" : ",");
-    jstr(out, t->path);
-    fputs(", \"unit\": ", out);
-    jstr(out, t->unit);
-    fputs(", \"format\": ", out);
-    jstr(out, ga_reader_format_name(t->format));
+    fprintf(out, "%s\n    {", first ? "" : ",");
+    if (t->u != NULL) {
+        ga_report_unit_json(out, t->u);
+    } else {
+        fputs("\"file\": ", out);
+        jstr(out, t->path);
+        fputs(", \"unit\": \"\", \"format\": ", out);
+        jstr(out, ga_reader_format_name(t->format));
+    }
     fputs(", \"error\": ", out);
     jstr_or_null(out, t->error);
-    fputs(", \"settings_from_snapshot\": ", out);
-    jstr_or_null(out, t->settings);
-    fprintf(out, ", \"device_memory_from_snapshot\": %s, \"device_memory_from_trace\": %s, \"seeded\": ",
-            t->device_from_snapshot ? "true" : "false", t->device_from_trace ? "true" : "false");
-    if (t->seed != NULL)
-        fprintf(out, "{\"segments\": %zu, \"live_blocks\": %" PRIu64 "}", t->seed->n_seg, t->seed->live_blocks);
-    else
-        fputs("null", out);
     if (rp == NULL) {
         fputs(", \"results\": []}", out);
         return;
     }
-    fprintf(out, ",\n     \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64 ", \"read_seconds\": ",
-            rp->device_memory, rp->events);
-    jnum(out, rp->read_seconds);
-    fprintf(out, ", \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64
-                 ", \"tag_events\": %" PRIu64 ", \"sleep_events\": %" PRIu64 ", \"no_sleep\": %s, \"start\": ",
-            rp->notes.skipped, rp->notes.prologue, rp->tag_events, rp->sleep_events, rp->no_sleep ? "true" : "false");
-    ga_report_json_start(out, &rp->notes.start);
-    fputs(", \"plot\": ", out);
+    fputs(", \"read_seconds\": ", out);
+    jnum(out, t->load_seconds);
+    fprintf(out, ", \"no_sleep\": %s, \"plot\": ", rp->no_sleep ? "true" : "false");
     if (t->plot_path == NULL && t->plot_error == NULL) {
         fputs("null", out);
     } else {
@@ -245,7 +265,7 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     }
     fputs(",\n     \"results\": [", out);
     for (size_t i = 0; i < rp->n_cols; i++)
-        column_json(out, &rp->cols[i], i == 0);
+        column_json(out, t->u, &rp->cols[i], i == 0);
     fputs("]}", out);
 }
 

@@ -13,21 +13,49 @@
 
 #include "tools/readers/units.h"
 #include "tools/report/report.h"
-#include "tools/snapshot/seed.h"
 
 #define LABEL_W 30      /* width of the row-name column */
 #define MAX_HEADER 26   /* longest configuration shown as a column header */
 #define CELL 64         /* bytes per cell */
 
-const char *ga_report_verdict(const ga_replay_column_t *c)
+/* The outcome of the figures' run alone. */
+static const char *outcome(const ga_replay_column_t *c)
 {
-    if (c->create_status != GALLOC_OK)
-        return "error";
     if (c->ooms_total == 0)
         return c->errors ? "fits (with errors)" : "fits";
     if (c->n_ooms > 0 && c->ooms[0].facts.cls == GA_OOM_FRAGMENTATION)
         return "OOM (fragmentation)";
     return "OOM (genuine)";
+}
+
+const char *ga_report_verdict(const ga_replay_column_t *c, char *buf, size_t len)
+{
+    if (c->create_status != GALLOC_OK) {
+        snprintf(buf, len, "error");
+        return buf;
+    }
+    if (!ga_replay_depends(c)) {
+        snprintf(buf, len, "%s", outcome(c));
+        return buf;
+    }
+    /* where the outcome of the widest part turns: the nearest part the other way */
+    const ga_replay_part_t *m = &c->parts[c->main_part];
+    bool fits = m->ooms == 0;
+    char cap[32];
+    for (size_t i = c->main_part + 1; !fits && i < c->n_parts; i++)
+        if (c->parts[i].ooms == 0) {
+            ga_units_format_size(c->parts[i].from, cap, sizeof(cap));
+            snprintf(buf, len, "%s unless the cap >= %s", outcome(c), cap);
+            return buf;
+        }
+    for (size_t i = c->main_part; fits && i-- > 0;)
+        if (c->parts[i].ooms > 0) {
+            ga_units_format_size(c->parts[i].to, cap, sizeof(cap));
+            snprintf(buf, len, "fits unless the cap < %s", cap);
+            return buf;
+        }
+    snprintf(buf, len, "%s, depending on the cap", outcome(c));
+    return buf;
 }
 
 typedef void (*cell_fn)(const ga_replay_column_t *c, char *buf, size_t len);
@@ -129,7 +157,7 @@ static void offloaded(const ga_replay_column_t *c, char *b, size_t n)
 }
 static void verdict(const ga_replay_column_t *c, char *b, size_t n)
 {
-    snprintf(b, n, "%s", ga_report_verdict(c));
+    ga_report_verdict(c, b, n);
 }
 
 /* When a row is shown. */
@@ -162,28 +190,11 @@ static void header(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
     char ev[32], mem[32];
-    fprintf(out, "== %s%s%s", t->path, t->unit[0] ? " " : "", t->unit);
-    if (rp == NULL) {
-        fprintf(out, "\n");
-        return;
-    }
+    fprintf(out, "== %s", t->u->label);
     ga_units_format_count(rp->events, ev, sizeof(ev));
     ga_units_format_size(rp->device_memory, mem, sizeof(mem));
-    fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->format), ev, t->backend, mem);
-    /* Said up front: the column header alone would not tell the snapshot's
-     * own settings from PyTorch's defaults. */
-    if (t->settings != NULL)
-        fprintf(out, "settings from the snapshot: %s (recorded PYTORCH_CUDA_ALLOC_CONF=\"%s\"; --no-recorded "
-                     "ignores them)\n",
-                t->settings[0] ? t->settings : "PyTorch's defaults", t->settings_text ? t->settings_text : "");
-    if (t->device_from_snapshot)
-        fprintf(out, "device size from the snapshot: reserved + device_free at its oom entries (--device-memory "
-                     "overrides)\n");
-    /* A galloc text trace says its size in its first line; a profiler
-     * trace's is buried in deviceProperties, so it is named. */
-    if (t->device_from_trace && t->format == GA_FORMAT_KINETO)
-        fprintf(out, "device size from the trace: its deviceProperties totalGlobalMem (--device-memory "
-                     "overrides)\n");
+    fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->u->format), ev, t->backend, mem);
+    ga_report_unit_text(out, t->u, "");
 }
 
 /* The advice for a fragmentation OOM (see ga_report_oom_facts). */
@@ -202,7 +213,7 @@ static void frag_advice(const ga_oom_facts_t *f, bool none_fits, char *b, size_t
                    "searches the other settings)");
 }
 
-void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits)
+void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t *cap, bool none_fits)
 {
     char advice[160];
     frag_advice(f, none_fits, advice, sizeof(advice));
@@ -231,14 +242,22 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, bool none_fits)
                      "with every cached block released (smaller batch, activation checkpointing, a larger "
                      "device)\n",
                 live, sz, dtot);
-    else
+    else if (cap != NULL && cap->inferred) {
+        char r[80];
+        ga_report_cap_text(cap, r, sizeof(r));
+        fprintf(out, "  genuine: %s live + %s requested exceed the lowest cap the trace allows (%s; it lay in %s); "
+                     "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
+                     "activation checkpointing)\n",
+                live, sz, lim, r);
+    } else
         fprintf(out, "  genuine: %s live + %s requested exceed the %s the memory fraction allows (%g of %s); "
                      "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
                      "activation checkpointing)\n",
                 live, sz, lim, f->fraction, dtot);
 }
 
-static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag, const char *where_word)
+static void oom_details(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag,
+                        const char *where_word)
 {
     for (size_t k = 0; k < c->n_ooms && k < 3; k++) {
         const ga_replay_oom_t *o = &c->ooms[k];
@@ -252,9 +271,10 @@ static void oom_details(FILE *out, const ga_replay_column_t *c, const char *tag,
             fprintf(out, " (%s %" PRIu64 ")", where_word, o->where);
         if (o->annotation[0])
             fprintf(out, " after \"%s\"", o->annotation);
-        fprintf(out, ", %s requested%s:\n  %s\n", sz, o->expected ? ", an OOM the traced run had too" : "",
-                o->message);
-        ga_report_oom_facts(out, &o->facts, false);
+        char msg[GALLOC_ERROR_MAX + 256];
+        ga_report_oom_message(u, o->message, msg, sizeof(msg));
+        fprintf(out, ", %s requested%s:\n  %s\n", sz, o->expected ? ", an OOM the traced run had too" : "", msg);
+        ga_report_oom_facts(out, &o->facts, &u->cap, false);
     }
     if (c->ooms_total > 3)
         fprintf(out, "%s ... and %" PRIu64 " more OOMs (see --json)\n", tag, c->ooms_total - 3);
@@ -299,7 +319,8 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
         fprintf(out, "  %-*s", i + 1 < nc ? (int)w[i] : 0, cells[nrows * nc + i]);
     fprintf(out, "\n");
     for (size_t r = 0; r < nrows; r++) {
-        if ((rows[r].when == EXPECTED_ONLY && !any_expected) || (rows[r].when == SLEEP_ONLY && rp->tag_events == 0))
+        if ((rows[r].when == EXPECTED_ONLY && !any_expected) ||
+            (rows[r].when == SLEEP_ONLY && rp->unit->tag_events == 0))
             continue;
         fprintf(out, "%-*s", LABEL_W, rows[r].name);
         for (size_t i = 0; i < nc; i++)
@@ -311,11 +332,40 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
     return true;
 }
 
+/* Under a cap known as a range: the outcome of each part of it. */
+static void parts_text(FILE *out, const ga_replay_column_t *c, const char *tag)
+{
+    char cap[32], r[80];
+    ga_units_format_size(c->cap, cap, sizeof(cap));
+    if (c->n_parts == 1) {
+        fprintf(out, "%s the same outcome under every cap in the trace's range; figures at a cap of %s\n", tag, cap);
+        return;
+    }
+    fprintf(out, "%s the outcome depends on where the cap lay in the trace's range; figures at a cap of %s, in the "
+                 "widest part:\n",
+            tag, cap);
+    for (size_t i = 0; i < c->n_parts; i++) {
+        const ga_replay_part_t *p = &c->parts[i];
+        ga_job_cap_t sub = {.low = p->from, .high = p->to};
+        char ev[32], pk[32];
+        ga_report_cap_text(&sub, r, sizeof(r));
+        ga_units_format_bytes(p->peak_reserved, pk, sizeof(pk));
+        const char *mark = i == c->main_part ? " (the figures)" : "";
+        if (p->ooms == 0) {
+            fprintf(out, "  a cap in %s: fits, peak reserved %s%s\n", r, pk, mark);
+            continue;
+        }
+        ga_units_format_count(p->first_oom_event, ev, sizeof(ev));
+        fprintf(out, "  a cap in %s: OOM at event %s%s, peak reserved %s%s\n", r, ev,
+                p->first_oom_expected ? " (an OOM the traced run had too)" : "", pk, mark);
+    }
+}
+
 /* What a column has to say beyond its cells: creation failure, OOM details,
  * failed calls, trace anomalies, its snapshot (failures are on stderr). */
 static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_column_t *c, const char *tag)
 {
-    oom_details(out, c, tag, t->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
+    oom_details(out, t->u, c, tag, t->u->format == GA_FORMAT_TORCH ? "device_traces entry" : "line");
     if (c->errors)
         fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
     if (c->unmatched || c->duplicates)
@@ -324,15 +374,8 @@ static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_
     if (c->tag_anomalies)
         fprintf(out, "%s trace anomalies: %" PRIu64 " tag events naming an unknown tag or a scope not begun; "
                      "first: %s\n", tag, c->tag_anomalies, c->first_tag_anomaly);
-    if (c->capped_ooms) {
-        char lo[32], hi[32];
-        ga_units_format_size(c->cap_low, lo, sizeof(lo));
-        ga_units_format_size(c->cap_high, hi, sizeof(hi));
-        fprintf(out, "%s %" PRIu64 " traced OOM%s came with room on the device (the oom entry's device_free): the "
-                     "run was capped by a memory fraction, which snapshots do not record; the cap lay between %s "
-                     "(the peak reserved before it) and %s (what the retry needed), and was replayed a page below the "
-                     "latter\n", tag, c->capped_ooms, c->capped_ooms == 1 ? "" : "s", lo, hi);
-    }
+    if (c->n_parts > 0)
+        parts_text(out, c, tag);
     if (c->snapshot_path != NULL && !c->snapshot_error[0]) /* a failure is said on stderr (replay_cli.c) */
         fprintf(out, "%s snapshot written to %s\n", tag, c->snapshot_path);
 }
@@ -342,32 +385,20 @@ static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_
 static void trace_notes(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
-    if (t->seed != NULL)
-        fprintf(out, "note: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
-                     "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
-                t->seed->n_seg, t->seed->live_blocks);
-    else if (rp->notes.start.kind != GA_START_EVENTS)
-        ga_report_start_text(out, &rp->notes.start, "");
-    else if (rp->notes.prologue)
-        fprintf(out, "note: %" PRIu64 " blocks were live before the trace's first entry and were allocated first\n",
-                rp->notes.prologue);
-    if (rp->no_sleep && rp->sleep_events)
+    if (rp->no_sleep && t->u->sleep_events)
         fprintf(out, "note: --no-sleep: the trace's %" PRIu64 " sleep and wake events were skipped (tags still "
                      "begun and ended): the peaks are those of the job without sleeping\n",
-                rp->sleep_events);
-    if (rp->notes.skipped)
-        fprintf(out, "note: %" PRIu64 " entries not replayed (segment and snapshot records, unknown actions)\n",
-                rp->notes.skipped);
+                t->u->sleep_events);
     char rs[32];
-    ga_units_format_rate(rp->read_seconds > 0 ? (double)rp->events / rp->read_seconds : -1, rs, sizeof(rs));
-    fprintf(out, "read %" PRIu64 " events in %.3f s (%s)\n", rp->events, rp->read_seconds, rs);
+    ga_units_format_rate(t->load_seconds > 0 ? (double)rp->events / t->load_seconds : -1, rs, sizeof(rs));
+    fprintf(out, "read %" PRIu64 " events in %.3f s (%s)\n", rp->events, t->load_seconds, rs);
     if (t->plot_path != NULL)
         fprintf(out, "plot written to %s\n", t->plot_path);
 }
 
 void ga_report_text(FILE *out, const ga_report_trace_t *t)
 {
-    if (t->rp == NULL || t->error != NULL)
+    if (t->rp == NULL || t->u == NULL || t->error != NULL)
         return; /* the caller said why on stderr; a partial replay has no verdict */
     header(out, t);
     const ga_replay_t *rp = t->rp;

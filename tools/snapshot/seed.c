@@ -317,10 +317,11 @@ static int add_runs(const ga_seed_resvs_t *resv, set_t *segs)
     return rc;
 }
 
-int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen)
+int ga_seed_from_snapshot(const ga_torch_snapshot_t *s, const char *path, int device, ga_seed_t *out, char *err,
+                          size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    ga_torch_snapshot_t snap;
+    const ga_torch_snapshot_t snap = *s;
     set_t segs = {0}, blocks = {0};
     clues_t clues = {0};
     ga_seed_resvs_t resv = {0};
@@ -328,8 +329,7 @@ int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *er
     ga_idmap_init(&blocks.map);
     char werr[256];
     int rc = -1;
-    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0 ||
-        final_state(&snap, device, &segs, &blocks, &resv, path, err, errlen) != 0)
+    if (final_state(&snap, device, &segs, &blocks, &resv, path, err, errlen) != 0)
         goto out;
     ga_torch_list_t trace = ga_torch_trace(&snap, (size_t)device);
     if (see_maps(&trace, &resv, werr, sizeof(werr)) != 0 ||

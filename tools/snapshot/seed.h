@@ -79,14 +79,17 @@ typedef struct ga_seed {
     uint64_t live_blocks;   /* live pieces */
 } ga_seed_t;
 
+struct ga_torch_snapshot; /* torch_snapshot.h */
+
 /*
- * ga_seed_from_snapshot: the state of device `device` of the snapshot at path
- * at its trace's first entry. Returns 0, or -1 with err set (unreadable file,
+ * ga_seed_from_snapshot: the state of device `device` of snapshot s (path
+ * names it in messages) at its trace's first entry. Returns 0, or -1 with err set (unreadable file,
  * an expandable segment whose reservation cannot be told: map/unmap entries
  * of a stream with no expandable segment left at the end, runs or entries not
  * in whole pages). Release with ga_seed_free.
  */
-int ga_seed_from_snapshot(const char *path, int device, ga_seed_t *out, char *err, size_t errlen);
+int ga_seed_from_snapshot(const struct ga_torch_snapshot *s, const char *path, int device, ga_seed_t *out, char *err,
+                          size_t errlen);
 void ga_seed_free(ga_seed_t *s);
 
 #ifdef __cplusplus

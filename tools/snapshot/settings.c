@@ -14,17 +14,14 @@
  * Not recorded, so not replayed: max_non_split_rounding_mb and the
  * per-process memory fraction.
  *
- * The parsed document comes from the per-process snapshot cache
- * (snapfile.h) the trace reader filled, so the file is not read again; only
- * its first byte is (inflated, for a gzipped file), to skip traces that are
- * not pickles without loading them.
+ * It reads the parsed document the loaded job holds (snapfile.h): the file
+ * is not read again.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/readers/gz.h"
 #include "tools/snapshot/torch_snapshot.h"
 
 /* The roundup dict as "N" when every interval agrees, else a 16-entry list;
@@ -82,60 +79,21 @@ static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
     return true;
 }
 
-/* The first byte of the file, inflated when it is gzipped (a snapshot pickle
- * starts with 0x80), or -1 with err; 0 for an empty file. */
-static int first_byte(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open", path);
-        return -1;
-    }
-    unsigned char head[2];
-    size_t n = fread(head, 1, sizeof(head), f);
-    int first = n > 0 ? head[0] : 0;
-    if (ga_gz_magic(head, n)) {
-        ga_gz_t *g;
-        unsigned char b = 0;
-        first = 0;
-        if (ga_gz_open(&g, f, head, n, path, err, errlen) != 0) {
-            fclose(f);
-            return -1;
-        }
-        if (ga_gz_read(g, &b, 1, err, errlen) == 1)
-            first = b;
-        ga_gz_close(g);
-    }
-    fclose(f);
-    return first;
-}
-
-int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
-                         size_t errlen)
+bool ga_torch_recorded_conf(const ga_torch_snapshot_t *snap, char *conf, size_t len, char *text, size_t text_len)
 {
     conf[0] = '\0';
     text[0] = '\0';
-    /* Only a pickle records settings: look at its first byte before loading
-     * anything (a text or CSV trace may be large). */
-    int first = first_byte(path, err, errlen);
-    if (first < 0)
-        return -1;
-    if (first != 0x80)
-        return 0;
-    ga_torch_snapshot_t snap;
-    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0)
-        return -1;
     ga_torch_settings_t s;
-    ga_torch_settings(&snap, &s);
+    ga_torch_settings(snap, &s);
     if (!s.present)
-        return 0;
+        return false;
     if (s.conf_text != NULL)
         snprintf(text, text_len, "%.*s", (int)(s.conf_text_len < 1000 ? s.conf_text_len : 1000), s.conf_text);
     if (from_fields(&s, conf, len))
-        return 1;
+        return true;
     if (text[0] != '\0') {
         snprintf(conf, len, "%s", text);
-        return 1;
+        return true;
     }
-    return 0;
+    return false;
 }

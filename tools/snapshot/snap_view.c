@@ -243,17 +243,16 @@ static int unit_device(const ga_torch_snapshot_t *snap, size_t unit, const char 
     return unit < n ? devices[unit] : 0;
 }
 
-int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t *v, char *err, size_t errlen)
+int ga_snap_view_load(const ga_torch_snapshot_t *s, const char *path, int device, size_t unit, ga_snap_view_t *v,
+                      char *err, size_t errlen)
 {
     memset(v, 0, sizeof(*v));
-    ga_torch_snapshot_t snap;
+    const ga_torch_snapshot_t snap = *s;
     walk_t w;
     memset(&w, 0, sizeof(w));
     ga_idmap_init(&w.seen);
     ga_idmap_init(&w.live_seg);
     int rc = -1;
-    if (ga_torch_load(path, &snap, NULL, err, errlen) != 0)
-        goto out;
     if (!snap.is_dict || (snap.traces.present && !snap.traces.is_list) ||
         (snap.segments.present && !snap.segments.is_list)) {
         snprintf(err, errlen, "%s: not a PyTorch 2.x snapshot dict (segments, device_traces lists)", path);

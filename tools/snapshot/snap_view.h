@@ -91,13 +91,16 @@ typedef struct ga_snap_view {
                                    + device_free), 0 when the trace has no oom entry */
 } ga_snap_view_t;
 
+struct ga_torch_snapshot; /* torch_snapshot.h */
+
 /*
- * ga_snap_view_load: read device `device` of the snapshot at path, or with
- * device < 0 the unit-th device that has trace entries or segments (the units
- * of the trace reader, in the same order). Returns 0, or -1 with err set
- * ("PATH: problem"). Release with ga_snap_view_free.
+ * ga_snap_view_load: read device `device` of snapshot s (path names it in
+ * messages), or with device < 0 the unit-th device that has trace entries or
+ * segments (the units of the trace reader, in the same order). Returns 0, or
+ * -1 with err set ("PATH: problem"). Release with ga_snap_view_free.
  */
-int ga_snap_view_load(const char *path, int device, size_t unit, ga_snap_view_t *out, char *err, size_t errlen);
+int ga_snap_view_load(const struct ga_torch_snapshot *s, const char *path, int device, size_t unit,
+                      ga_snap_view_t *out, char *err, size_t errlen);
 void ga_snap_view_free(ga_snap_view_t *v);
 
 #ifdef __cplusplus

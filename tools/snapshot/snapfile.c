@@ -10,26 +10,13 @@
 
 #include "tools/readers/gz.h"
 
-typedef struct entry {
-    struct entry *next;
-    char *path;
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-    uint8_t *buf; /* the file: the pickle's strings point into it */
-    size_t len;   /* its length (inflated when gzip) */
-    bool mapped;  /* buf is a read-only mapping of len bytes, else malloc'd */
+struct ga_snapfile {
+    uint8_t *buf;  /* the file: the pickle's strings point into it */
+    size_t len;    /* its length (inflated when gzip) */
+    bool mapped;   /* buf is a read-only mapping of len bytes, else malloc'd */
     ga_pickle_t *pk;
-} entry_t;
-
-static entry_t *cache;
-static bool share;
-
-void ga_snapfile_share(bool on)
-{
-    share = on;
-}
+    ga_torch_snapshot_t snap;
+};
 
 /* A gzip file inflated whole into a malloc'd buffer, growing as it comes. */
 static int inflate_file(const char *path, FILE *f, const uint8_t *head, size_t nhead, uint8_t **out, size_t *len,
@@ -127,73 +114,77 @@ static int read_file(const char *path, const struct stat *st, uint8_t **out, siz
     return 0;
 }
 
-static void free_buf(entry_t *e)
+static void free_buf(ga_snapfile_t *f)
 {
-    if (e->mapped)
-        munmap(e->buf, e->len);
+    if (f->mapped)
+        munmap(f->buf, f->len);
     else
-        free(e->buf);
+        free(f->buf);
 }
 
-int ga_snapfile_get(const char *path, const ga_pickle_t **pk, size_t *len, char *err, size_t errlen)
+/* Parse f's bytes; on failure f is freed. */
+static int parse(ga_snapfile_t *f, const char *name, ga_snapfile_t **out, char *err, size_t errlen)
 {
-    *pk = NULL;
+    char perr[256];
+    if (ga_pickle_parse(f->buf, f->len, NULL, &f->pk, perr, sizeof(perr)) != 0) {
+        snprintf(err, errlen, "%s: %s", name, perr);
+        ga_snapfile_close(f);
+        return -1;
+    }
+    ga_torch_open(f->pk, &f->snap);
+    *out = f;
+    return 0;
+}
+
+int ga_snapfile_open(const char *path, ga_snapfile_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
     struct stat st;
     if (stat(path, &st) != 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    for (entry_t *e = share ? cache : NULL; e != NULL; e = e->next) {
-        if (strcmp(e->path, path) == 0 && e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
-            e->mtime.tv_sec == st.st_mtim.tv_sec && e->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-            *pk = e->pk;
-            if (len != NULL)
-                *len = e->len;
-            return 0;
-        }
-    }
-    entry_t *e = calloc(1, sizeof(*e));
-    char *p = strdup(path);
-    if (e == NULL || p == NULL) {
-        free(e);
-        free(p);
+    ga_snapfile_t *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
         snprintf(err, errlen, "%s: out of host memory", path);
         return -1;
     }
-    char perr[256];
-    if (read_file(path, &st, &e->buf, &e->len, &e->mapped, err, errlen) != 0) {
-        free(e);
-        free(p);
+    if (read_file(path, &st, &f->buf, &f->len, &f->mapped, err, errlen) != 0) {
+        free(f);
         return -1;
     }
-    if (ga_pickle_parse(e->buf, e->len, NULL, &e->pk, perr, sizeof(perr)) != 0) {
-        snprintf(err, errlen, "%s: %s", path, perr);
-        free_buf(e);
-        free(e);
-        free(p);
-        return -1;
-    }
-    e->path = p;
-    e->dev = st.st_dev;
-    e->ino = st.st_ino;
-    e->size = st.st_size;
-    e->mtime = st.st_mtim;
-    e->next = cache;
-    cache = e;
-    *pk = e->pk;
-    if (len != NULL)
-        *len = e->len;
-    return 0;
+    return parse(f, path, out, err, errlen);
 }
 
-void ga_snapfile_drop_all(void)
+int ga_snapfile_adopt(uint8_t *buf, size_t len, const char *name, ga_snapfile_t **out, char *err, size_t errlen)
 {
-    while (cache != NULL) {
-        entry_t *e = cache;
-        cache = e->next;
-        ga_pickle_free(e->pk);
-        free_buf(e);
-        free(e->path);
-        free(e);
+    *out = NULL;
+    ga_snapfile_t *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        free(buf);
+        snprintf(err, errlen, "%s: out of host memory", name);
+        return -1;
     }
+    f->buf = buf;
+    f->len = len;
+    return parse(f, name, out, err, errlen);
+}
+
+const ga_torch_snapshot_t *ga_snapfile_snapshot(const ga_snapfile_t *f)
+{
+    return &f->snap;
+}
+
+size_t ga_snapfile_len(const ga_snapfile_t *f)
+{
+    return f->len;
+}
+
+void ga_snapfile_close(ga_snapfile_t *f)
+{
+    if (f == NULL)
+        return;
+    ga_pickle_free(f->pk);
+    free_buf(f);
+    free(f);
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "tools/snapshot/pickle_read.h"
-#include "tools/snapshot/snapfile.h"
 
 static const char *const action_names[] = {
     [GA_ACT_ALLOC] = "alloc",
@@ -86,15 +85,6 @@ void ga_torch_open(const ga_pickle_t *pk, ga_torch_snapshot_t *s)
     s->settings = ga_pk_dict_get(root, "allocator_settings");
 }
 
-int ga_torch_load(const char *path, ga_torch_snapshot_t *s, size_t *len, char *err, size_t errlen)
-{
-    const ga_pickle_t *pk = NULL;
-    if (ga_snapfile_get(path, &pk, len, err, errlen) != 0)
-        return -1;
-    ga_torch_open(pk, s);
-    return 0;
-}
-
 ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device)
 {
     if (!s->traces.is_list || device >= s->traces.n)
@@ -105,7 +95,8 @@ ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device)
 void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *out)
 {
     const ga_pk_value_t *e = trace->v->u.seq.items[i];
-    const ga_pk_value_t *action = NULL, *addr = NULL, *size = NULL, *stream = NULL, *dfree = NULL, *meta = NULL;
+    const ga_pk_value_t *action = NULL, *addr = NULL, *size = NULL, *stream = NULL, *dfree = NULL, *meta = NULL,
+                        *time = NULL;
     memset(out, 0, sizeof(*out));
     out->is_dict = e->type == GA_PK_DICT;
     for (size_t k = 0; out->is_dict && k < e->u.seq.n / 2; k++) {
@@ -122,6 +113,8 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
             dfree = v;
         else if (ga_pk_str_eq(key, "user_metadata"))
             meta = v;
+        else if (ga_pk_str_eq(key, "time_us"))
+            time = v;
         else if (ga_pk_str_eq(key, "frames") && v->type == GA_PK_LIST && v->u.seq.n > 0)
             out->frames = v;
     }
@@ -131,6 +124,7 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
     out->size = int_field(size);
     out->stream = int_field(stream);
     out->device_free = int_field(dfree);
+    out->time_us = int_field(time);
     if (meta != NULL && meta->type == GA_PK_STR) {
         out->text = meta->u.s.p;
         out->text_len = meta->u.s.n;

@@ -112,6 +112,7 @@ typedef struct ga_torch_entry {
     ga_torch_int_t size;        /* bytes (the request in alloc and oom entries) */
     ga_torch_int_t stream;
     ga_torch_int_t device_free; /* oom: the device's free memory then */
+    ga_torch_int_t time_us;     /* when (2.2+) */
     const char *text;              /* user_metadata when a str (annotate entries), else NULL; not
                                       NUL-terminated, points into the file */
     size_t text_len;
@@ -182,14 +183,6 @@ typedef struct ga_torch_settings {
 /* ga_torch_open: describe the parsed pickle pk (which must outlive s). */
 void ga_torch_open(const struct ga_pickle *pk, ga_torch_snapshot_t *s);
 
-/*
- * ga_torch_load: the snapshot in the file at path, parsed once per process
- * through the file cache (snapfile.h). Returns 0 with *s set (valid until
- * ga_snapfile_drop_all) and, if len is not NULL, the file's size; or -1 with
- * err naming the path.
- */
-int ga_torch_load(const char *path, ga_torch_snapshot_t *s, size_t *len, char *err, size_t errlen);
-
 /* ga_torch_trace: device_traces[device] (present is false past the list's end). */
 ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device);
 
@@ -219,15 +212,13 @@ void ga_torch_settings(const ga_torch_snapshot_t *s, ga_torch_settings_t *out);
 size_t ga_torch_devices(const ga_torch_snapshot_t *s, int *devices, size_t *bad);
 
 /*
- * ga_torch_recorded_conf: the allocator settings the snapshot at path
- * recorded, as the PYTORCH_CUDA_ALLOC_CONF string galloc replays them with, in
- * conf (len bytes), and the recorded PYTORCH_CUDA_ALLOC_CONF text in text
- * (text_len bytes, "" if none). Returns 1 when settings were recorded, 0 when
- * path is not a pickle or records none (conf ""), -1 with err on a file that
- * cannot be read or parsed. settings.c has the mapping.
+ * ga_torch_recorded_conf: the allocator settings snapshot s recorded, as the
+ * PYTORCH_CUDA_ALLOC_CONF string galloc replays them with, in conf (len
+ * bytes), and the recorded PYTORCH_CUDA_ALLOC_CONF text in text (text_len
+ * bytes, "" if none). Returns whether settings were recorded (conf "" and
+ * false when none). settings.c has the mapping.
  */
-int ga_torch_recorded_conf(const char *path, char *conf, size_t len, char *text, size_t text_len, char *err,
-                              size_t errlen);
+bool ga_torch_recorded_conf(const ga_torch_snapshot_t *s, char *conf, size_t len, char *text, size_t text_len);
 
 #ifdef __cplusplus
 }
