@@ -59,6 +59,7 @@
 /* What a frames list belongs to: a trace action (ga_trace_action_t), or a
  * snapshot block or segment; a trace source is told which by its name. */
 enum { FRAMES_BLOCK = GA_TRACE_ACTION_COUNT, FRAMES_SEGMENT, FRAMES_KINDS };
+_Static_assert(FRAMES_KINDS <= 16, "a kind must fit the low 4 bits of a token memo key");
 
 /* One written (token, kind) frames list, in token mode's memo. */
 typedef struct token_memo {
