@@ -62,6 +62,7 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*snapshot)(void *impl, const char *path, galloc_snapshot_format_t format);
     galloc_status_t (*annotate)(void *impl, const char *stage, const char *name);
     void (*set_frames)(void *impl, galloc_frames_fn fn, void *ctx);
+    galloc_status_t (*set_trace_source)(void *impl, const galloc_trace_source_t *src);
     /* Private pools; NULL where the implementation has none. */
     galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);

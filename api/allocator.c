@@ -514,6 +514,11 @@ galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_
     return GALLOC_OK;
 }
 
+galloc_status_t galloc_set_trace_source(galloc_allocator_t *a, const galloc_trace_source_t *src)
+{
+    MEMPOOL_CALL(a, set_trace_source, src);
+}
+
 galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, char *buf, size_t len, size_t *needed)
 {
     GA_LIVE_OR_RETURN(a);

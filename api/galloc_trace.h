@@ -89,6 +89,61 @@ typedef size_t (*galloc_frames_fn)(void *ctx, galloc_frame_t *frames, size_t max
 GALLOC_API galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_fn fn, void *ctx);
 
 /*
+ * A trace source: a caller replaying a recorded run names the recorded event
+ * each call stands for (a token), and supplies that event's time and stacks
+ * itself, so that a replay's snapshot carries the recording's frames (any
+ * depth, any length) and times instead of the replayer's own.
+ *
+ * Every member is called with the allocator's lock held, on the thread of the
+ * galloc call in progress: none may call galloc, nor wait for a lock that a
+ * thread calling galloc may hold.
+ */
+typedef struct galloc_trace_source {
+    uint32_t struct_size; /* sizeof(galloc_trace_source_t) */
+    void *ctx;            /* passed to every member */
+    /* Required. token: the recorded event the current call replays, 0 = none.
+     * Called where a stack would be captured (the token is stored in its
+     * place) and, when time_us is set, for every trace entry and annotation
+     * recorded (for its time). */
+    uint32_t (*token)(void *ctx);
+    /* Optional, NULL = galloc's clock. time_us: the time of token's event
+     * (microseconds since the epoch), never called for token 0. */
+    int64_t (*time_us)(void *ctx, uint32_t token);
+    /* Required. frames: token's recorded stack for an entry of `action`
+     * (PyTorch's action string: "alloc", "free_requested", "free_completed",
+     * "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom";
+     * "block" for a live block's allocation stack in `segments`, "segment"
+     * for a segment's), innermost first: sets *out to n frames, valid until
+     * the next call, and returns n (0 = none). Any number of frames, strings of
+     * any length (NULL = ""). Called only while a snapshot is written, never
+     * for token 0. */
+    size_t (*frames)(void *ctx, uint32_t token, const char *action, const galloc_frame_t **out);
+} galloc_trace_source_t;
+
+/*
+ * galloc_set_trace_source: take every stack and time from src (copied) from
+ * now on; NULL removes it. While a source is set:
+ *   - no stack is captured (the frames callback and native unwinding are not
+ *     used): where one would be (same context rules), src->token's token is
+ *     stored instead, and a snapshot writes src->frames of it;
+ *   - each trace entry and annotation gets src->time_us of the current call's
+ *     token (galloc's clock when the token is 0 or time_us is NULL);
+ *   - galloc_snapshot_write records no "snapshot" trace entry (the file is a
+ *     replay's record, not a live allocator's);
+ *   - as in PyTorch's free_block(block, context), the free_completed entry
+ *     of a free that completes at once carries the free's token (context
+ *     ALL); one that waited on stream events carries the allocation's.
+ * Setting a source where none was, or removing it, clears the recorded trace
+ * and annotations (as galloc_record_memory_history does when max_entries
+ * changes) and the stacks of live blocks and segments: stored ids change
+ * meaning between stack ids and tokens. Replacing a source with another keeps
+ * them (the new source then resolves the tokens recorded so far).
+ * Returns GALLOC_OK; GALLOC_E_INVAL (struct_size too small, token or frames
+ * NULL; nothing changed); GALLOC_E_UNSUPPORTED (an allocator without history).
+ */
+GALLOC_API galloc_status_t galloc_set_trace_source(galloc_allocator_t *a, const galloc_trace_source_t *src);
+
+/*
  * galloc_record_annotation: a user annotation in the history (PyTorch's
  * torch.cuda.memory._record_annotation / record_function ranges), written to
  * the snapshot's external_annotations. stage is e.g. "START" or "END". A no-op

@@ -84,7 +84,16 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
 {
     b->allocated = false;
     int64_t pid[2];
-    uint32_t free_stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
+    uint32_t free_stack = 0;
+    if (ga_trace_wants_stack(&p->trace, true)) {
+        free_stack = ga_trace_capture(&p->trace, 1);
+        /* A replay's free that completes at once does so under the free's
+         * token, as PyTorch's free_block(block, context) does, so that its
+         * frames are the recorded free_completed's; galloc's own stacks keep
+         * the block's, and a free waiting on events completes under it. */
+        if (free_stack != 0 && b->event_count == 0 && ga_trace_tokens(&p->trace))
+            b->stack_id = free_stack;
+    }
     if (ga_trace_recording(&p->trace))
         ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
                         ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);

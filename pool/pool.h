@@ -82,6 +82,7 @@ galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_option
 galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot_format_t format);
 galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *name);
 void ga_pool_set_frames(ga_pool_t *p, galloc_frames_fn fn, void *ctx);
+galloc_status_t ga_pool_set_trace_source(ga_pool_t *p, const galloc_trace_source_t *src);
 galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *id_b);
 galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b, int route, galloc_stream_t stream,
                                       uintptr_t thread);

@@ -124,6 +124,11 @@ static void native_set_frames(void *impl, galloc_frames_fn fn, void *ctx)
     ga_pool_set_frames(impl, fn, ctx);
 }
 
+static galloc_status_t native_set_trace_source(void *impl, const galloc_trace_source_t *src)
+{
+    return ga_pool_set_trace_source(impl, src);
+}
+
 static galloc_status_t native_tag_begin(void *impl, const char *tag)
 {
     return ga_pool_tag_begin(impl, tag, (uintptr_t)pthread_self());
@@ -200,6 +205,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .snapshot = native_snapshot,
     .annotate = native_annotate,
     .set_frames = native_set_frames,
+    .set_trace_source = native_set_trace_source,
     .mempool_create = native_mempool_create,
     .mempool_begin = native_mempool_begin,
     .mempool_end = native_mempool_end,

@@ -2,7 +2,7 @@
  * snapshot.c: the pool's state as PyTorch's snapshot dictionary
  * (DeviceCachingAllocator::snapshot in c10/cuda/CUDACachingAllocator.cpp),
  * built through trace/snapshot.h and written as pickle or JSON, plus the
- * history switches and annotations that feed it.
+ * history switches, trace source and annotations that feed it.
  *
  * Expandable segments are reported as PyTorch reports them: one segment per
  * contiguous mapped range (unmapped address space is not memory).
@@ -99,4 +99,23 @@ galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *na
 void ga_pool_set_frames(ga_pool_t *p, galloc_frames_fn fn, void *ctx)
 {
     ga_trace_set_frames_fn(&p->trace, fn, ctx);
+}
+
+galloc_status_t ga_pool_set_trace_source(ga_pool_t *p, const galloc_trace_source_t *src)
+{
+    bool changed = false;
+    galloc_status_t st = ga_trace_set_source(&p->trace, src, &changed);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "set_trace_source: struct_size too small, or token or frames NULL");
+    if (!changed)
+        return GALLOC_OK;
+    /* The ids blocks and segments hold now mean something else (stack ids
+     * or tokens): they lose their frames rather than show another's. Every
+     * segment, a sleeping tag's too, stays on the list. */
+    for (ga_segment_t *seg = p->segments; seg != NULL; seg = seg->next) {
+        seg->stack_id = 0;
+        for (ga_block_t *b = seg->head; b != NULL; b = b->next)
+            b->stack_id = 0;
+    }
+    return GALLOC_OK;
 }

@@ -21,7 +21,12 @@
  * active_size and requested_size are sums over its blocks: all sizes; sizes
  * of allocated blocks; sizes of active (allocated or pending free) blocks;
  * requested sizes of active blocks. A "snapshot" trace entry with
- * size = total active bytes is recorded by the caller, as PyTorch records one.
+ * size = total active bytes is recorded by ga_snapshot_commit, as PyTorch
+ * records one.
+ *
+ * In token mode (trace.h) the stack ids of blocks, segments and entries are
+ * a trace source's tokens: their frames are the source's, asked for while
+ * writing (with the action of the entry, "block" or "segment").
  *
  * Writing streams from the recorder's rings: the caller must hold the
  * allocator's lock from the first ga_snapshot_segment until the write
@@ -155,7 +160,8 @@ galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, gallo
 /* ga_snapshot_commit: what every snapshot ends with, whatever the outcome of
  * building it (built: the status of the builder calls). If building failed,
  * only destroys s. Otherwise records PyTorch's "snapshot" trace entry (the
- * active bytes) in trace, writes s to path (ga_snapshot_write_path) and
+ * active bytes) in trace (not in token mode: a replay's record took no
+ * snapshot there), writes s to path (ga_snapshot_write_path) and
  * destroys s. On failure msg (len bytes) holds "snapshot: " and the reason
  * (the path and OS error where the write failed), for the caller's ga_fail. */
 galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, galloc_status_t built, ga_trace_t *trace, const char *path,

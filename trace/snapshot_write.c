@@ -44,6 +44,11 @@
  * Frames lists and frame dicts shared between entries are written once and
  * then referenced (pickle memo), as PyTorch's pickler memoizes the IValues it
  * shares; JSON repeats them.
+ *
+ * In token mode (trace.h) every frames list of a non-zero id is the trace
+ * source's frames of (token, action), written whole; a pickle writes each
+ * distinct (token, action) once and refers to it after. The source's frames
+ * have no ids, so frame dicts are not shared.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +56,27 @@
 #include "trace/emit.h"
 #include "trace/snapshot.h"
 
+/* What a frames list belongs to: a trace action (ga_trace_action_t), or a
+ * snapshot block or segment; a trace source is told which by its name. */
+enum { FRAMES_BLOCK = GA_TRACE_ACTION_COUNT, FRAMES_SEGMENT, FRAMES_KINDS };
+_Static_assert(FRAMES_KINDS <= 16, "a kind must fit the low 4 bits of a token memo key");
+
+/* One written (token, kind) frames list, in token mode's memo. */
+typedef struct token_memo {
+    uint64_t key; /* token << 4 | kind; 0 = empty slot (tokens are never 0) */
+    uint32_t memo; /* its pickle memo */
+} token_memo_t;
+
 typedef struct writer {
     ga_trace_emitter_t *e;
     const ga_snapshot_t *s;
-    const ga_trace_stacks_t *stacks;   /* NULL: no frames */
-    const ga_trace_strtab_t *strings;  /* NULL: no frames */
+    const ga_trace_stacks_t *stacks;   /* NULL: no frames (or token mode) */
+    const ga_trace_strtab_t *strings;  /* NULL: no frames (or token mode) */
+    const galloc_trace_source_t *src;  /* token mode: every non-zero id's frames; NULL otherwise */
     uint32_t *stack_memo;              /* per stack id: memo + 1, 0 = not written yet */
     uint32_t *frame_memo;              /* per frame id: memo + 1, 0 = not written yet */
+    token_memo_t *token_memo;          /* token mode: open addressing, under half full; NULL = none */
+    size_t token_mask;                 /* slots of token_memo - 1 (a power of two less one) */
     uint32_t empty_memo;               /* memo + 1 of the shared empty frames list */
     bool memo;                         /* the emitter memoizes and the tables exist */
 } writer_t;
@@ -104,9 +123,77 @@ static void write_frame(writer_t *w, uint32_t fid)
         w->frame_memo[fid] = ga_trace_emit_memo_put(e) + 1;
 }
 
-static void write_frames(writer_t *w, uint32_t stack_id)
+static const char *kind_name(int kind)
+{
+    if (kind == FRAMES_BLOCK)
+        return "block";
+    if (kind == FRAMES_SEGMENT)
+        return "segment";
+    return ga_trace_action_name((ga_trace_action_t)kind);
+}
+
+/* The memo slot of (token, kind), claimed if new; NULL without the table. */
+static uint32_t *token_memo_slot(writer_t *w, uint32_t token, int kind)
+{
+    if (w->token_memo == NULL)
+        return NULL;
+    uint64_t key = (uint64_t)token << 4 | (uint64_t)kind;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    for (size_t i = (size_t)(h >> 32) & w->token_mask;; i = (i + 1) & w->token_mask) {
+        token_memo_t *m = &w->token_memo[i];
+        if (m->key == key)
+            return &m->memo;
+        if (m->key == 0) {
+            m->key = key;
+            return &m->memo;
+        }
+    }
+}
+
+static void put_text(ga_trace_emitter_t *e, const char *s)
+{
+    if (s == NULL)
+        s = "";
+    ga_trace_emit_str(e, s, strlen(s));
+}
+
+/* Token mode: the source's frames for (token, kind), every frame and byte. */
+static void write_token_frames(writer_t *w, uint32_t token, int kind)
 {
     ga_trace_emitter_t *e = w->e;
+    uint32_t *memo = w->memo ? token_memo_slot(w, token, kind) : NULL;
+    if (memo != NULL && *memo != 0) {
+        ga_trace_emit_memo_get(e, *memo - 1);
+        return;
+    }
+    const galloc_frame_t *f = NULL;
+    size_t n = w->src->frames(w->src->ctx, token, kind_name(kind), &f);
+    if (f == NULL)
+        n = 0;
+    ga_trace_emit_begin_list(e);
+    for (size_t i = 0; i < n && ga_trace_emit_ok(e); i++) {
+        ga_trace_emit_begin_dict(e);
+        ga_trace_emit_key(e, "name");
+        put_text(e, f[i].name);
+        ga_trace_emit_key(e, "filename");
+        put_text(e, f[i].filename);
+        ga_trace_emit_key(e, "line");
+        ga_trace_emit_i64(e, f[i].line);
+        ga_trace_emit_end_dict(e);
+    }
+    ga_trace_emit_end_list(e);
+    if (memo != NULL)
+        *memo = ga_trace_emit_memo_put(e) + 1;
+}
+
+/* kind: whose list it is (a ga_trace_action_t, FRAMES_BLOCK, FRAMES_SEGMENT). */
+static void write_frames(writer_t *w, uint32_t stack_id, int kind)
+{
+    ga_trace_emitter_t *e = w->e;
+    if (w->src != NULL && stack_id != 0) {
+        write_token_frames(w, stack_id, kind);
+        return;
+    }
     uint32_t n = 0;
     const uint32_t *ids = w->stacks != NULL ? ga_trace_stacks_get(w->stacks, stack_id, &n) : NULL;
     uint32_t *memo = n == 0 ? &w->empty_memo : (w->memo ? &w->stack_memo[stack_id] : NULL);
@@ -150,7 +237,7 @@ static void write_segment(writer_t *w, const ga_snapshot_segment_t *seg)
     ga_trace_emit_key(e, "is_expandable");
     ga_trace_emit_bool(e, in->is_expandable);
     ga_trace_emit_key(e, "frames");
-    write_frames(w, in->stack_id);
+    write_frames(w, in->stack_id, FRAMES_SEGMENT);
     ga_trace_emit_key(e, "blocks");
     ga_trace_emit_begin_list(e);
     uint64_t addr = in->address;
@@ -166,7 +253,7 @@ static void write_segment(writer_t *w, const ga_snapshot_segment_t *seg)
         ga_trace_emit_key(e, "state");
         ga_trace_emit_atom(e, ga_snapshot_state_name((ga_snapshot_block_state_t)b->state));
         ga_trace_emit_key(e, "frames");
-        write_frames(w, b->stack_id);
+        write_frames(w, b->stack_id, FRAMES_BLOCK);
         ga_trace_emit_end_dict(e);
         addr += b->size;
     }
@@ -196,7 +283,7 @@ static void write_entry(writer_t *w, const ga_trace_entry_t *t)
     ga_trace_emit_key(e, "user_metadata");
     ga_trace_emit_atom(e, "");
     ga_trace_emit_key(e, "frames");
-    write_frames(w, t->stack_id);
+    write_frames(w, t->stack_id, t->action);
     ga_trace_emit_key(e, "time_us");
     ga_trace_emit_i64(e, t->time_us);
     ga_trace_emit_end_dict(e);
@@ -293,6 +380,22 @@ static void write_annotations(writer_t *w)
     ga_trace_emit_end_list(e);
 }
 
+/* Token mode's memo: room for every frames list the snapshot may write (one
+ * per entry, block and segment) at most half full, or NULL (the snapshot is
+ * then only larger). */
+static token_memo_t *token_memo_alloc(const ga_snapshot_t *s, size_t *mask)
+{
+    size_t lists = ga_trace_ring_size(&s->trace->events) + s->nblocks + s->nsegs;
+    size_t slots = 16;
+    while (slots / 2 < lists) {
+        if (slots > SIZE_MAX / 2 / sizeof(token_memo_t))
+            return NULL;
+        slots *= 2;
+    }
+    *mask = slots - 1;
+    return calloc(slots, sizeof(token_memo_t));
+}
+
 static int by_address(const void *a, const void *b)
 {
     uint64_t x = ((const ga_snapshot_segment_t *)a)->info.address;
@@ -315,7 +418,9 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     if (e == NULL)
         return GALLOC_E_NOMEM;
     writer_t w = {.e = e, .s = s};
-    if (s->trace != NULL) {
+    if (s->trace != NULL && ga_trace_tokens(s->trace)) {
+        w.src = &s->trace->source; /* ids are tokens: no stack of the store is named */
+    } else if (s->trace != NULL) {
         /* Best effort: frames it cannot resolve are written as "??". */
         (void)ga_trace_stacks_symbolize(&s->trace->stacks);
         w.stacks = &s->trace->stacks;
@@ -329,6 +434,8 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
         w.stack_memo = calloc(nst + 1, sizeof(*w.stack_memo));
         w.frame_memo = calloc(nfr + 1, sizeof(*w.frame_memo));
         w.memo = w.stack_memo != NULL && w.frame_memo != NULL;
+        if (w.memo && w.src != NULL)
+            w.token_memo = token_memo_alloc(s, &w.token_mask);
     }
     if (s->nsegs > 1)
         qsort(s->segs, s->nsegs, sizeof(*s->segs), by_address);
@@ -350,6 +457,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     galloc_status_t rc = ga_trace_emit_finish(e);
     free(w.stack_memo);
     free(w.frame_memo);
+    free(w.token_memo);
     free(e);
     return rc;
 }

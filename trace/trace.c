@@ -55,6 +55,39 @@ void ga_trace_clear(ga_trace_t *t)
     ga_trace_ring_clear(&t->annotations);
 }
 
+galloc_status_t ga_trace_set_source(ga_trace_t *t, const galloc_trace_source_t *src, bool *mode_changed)
+{
+    if (src != NULL && (src->struct_size < offsetof(galloc_trace_source_t, frames) + sizeof(src->frames) ||
+                        src->token == NULL || src->frames == NULL))
+        return GALLOC_E_INVAL;
+    bool changed = ga_trace_tokens(t) != (src != NULL);
+    /* Entries recorded in one mode would be read in the other: a stack id
+     * written as a token's frames, or a token looked up as a stack. */
+    if (changed)
+        ga_trace_clear(t);
+    memset(&t->source, 0, sizeof(t->source));
+    if (src != NULL) {
+        t->source.struct_size = sizeof(t->source);
+        t->source.ctx = src->ctx;
+        t->source.token = src->token;
+        t->source.time_us = src->time_us;
+        t->source.frames = src->frames;
+    }
+    if (mode_changed != NULL)
+        *mode_changed = changed;
+    return GALLOC_OK;
+}
+
+int64_t ga_trace_source_time_us(const ga_trace_t *t)
+{
+    const galloc_trace_source_t *src = &t->source;
+    uint32_t token = src->time_us != NULL ? src->token(src->ctx) : 0;
+    if (token != 0)
+        return src->time_us(src->ctx, token);
+    /* A call the replayer named no event for (or no times at all). */
+    return t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
+}
+
 static void stop(ga_trace_t *t)
 {
     ga_trace_ring_stop(&t->events);
@@ -124,6 +157,10 @@ __attribute__((noinline)) uint32_t ga_trace_capture(ga_trace_t *t, unsigned skip
 {
     if (t->enabled == GALLOC_HISTORY_NONE || t->context == GALLOC_CONTEXT_NONE)
         return 0;
+    /* A replay names the recorded event; its frames come from the source
+     * when a snapshot is written, of any depth and length. */
+    if (ga_trace_tokens(t))
+        return t->source.token(t->source.ctx);
     ga_trace_raw_stack_t raw;
     ga_trace_stack_capture_raw(&raw, ga_trace_capture_native(t), skip + 1, t->frames_fn, t->frames_ctx);
     return ga_trace_stacks_intern(&t->stacks, &raw);
@@ -133,6 +170,8 @@ uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw)
 {
     if (t->enabled == GALLOC_HISTORY_NONE || t->context == GALLOC_CONTEXT_NONE)
         return 0;
+    if (ga_trace_tokens(t)) /* stored ids are tokens: never mix a stack id in */
+        return t->source.token(t->source.ctx);
     return ga_trace_stacks_intern(&t->stacks, raw);
 }
 

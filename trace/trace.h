@@ -22,6 +22,13 @@
  *   stacks: PYTHON: the framework's frames only (the callback); ALL: plus
  *   galloc's native stack.
  *
+ * Token mode (a trace source, galloc_set_trace_source): a replayer names the
+ * recorded event of each call with a 32-bit token. Where a stack would be
+ * captured the token is stored instead, in the same stack id slots (entries,
+ * blocks, segments), and entries take the token's time; snapshots write the
+ * source's frames for them. Ids of the two modes must never meet: a change of
+ * mode clears the rings here, and the owner clears the ids it keeps.
+ *
  * A ga_trace_t must not move in memory after ga_trace_init (the stack store
  * points at its string table).
  */
@@ -62,6 +69,7 @@ typedef struct ga_trace {
     void *frames_ctx;             /* frames_fn's argument */
     ga_trace_clock_fn clock_fn; /* NULL = CLOCK_REALTIME */
     void *clock_ctx;            /* clock_fn's argument */
+    galloc_trace_source_t source; /* token mode while source.token != NULL (see above); zeroed otherwise */
 } ga_trace_t;
 
 /* ga_trace_init: recording off, nothing allocated. */
@@ -95,12 +103,34 @@ void ga_trace_set_frames_fn(ga_trace_t *t, ga_trace_frames_fn fn, void *ctx);
 /* ga_trace_set_clock: the clock for time_us (NULL = CLOCK_REALTIME). */
 void ga_trace_set_clock(ga_trace_t *t, ga_trace_clock_fn fn, void *ctx);
 
+/*
+ * ga_trace_set_source: enter token mode with src (copied), or leave it (src
+ * NULL). *mode_changed (if non-NULL) says whether stored ids changed meaning
+ * (into or out of token mode): the rings were then cleared, and the owner
+ * must clear the ids it keeps (blocks, segments). Returns GALLOC_OK or
+ * GALLOC_E_INVAL (struct_size too small, token or frames NULL; nothing
+ * changed).
+ */
+galloc_status_t ga_trace_set_source(ga_trace_t *t, const galloc_trace_source_t *src, bool *mode_changed);
+
+/* ga_trace_tokens: whether stored ids are a source's tokens, not stack ids. */
+static inline bool ga_trace_tokens(const ga_trace_t *t)
+{
+    return t->source.token != NULL;
+}
+
 /* ga_trace_now_us: microseconds since the Unix epoch (CLOCK_REALTIME). */
 int64_t ga_trace_now_us(void);
 
-/* ga_trace_time_us: t's clock. */
+/* ga_trace_source_time_us: token mode's clock: the time of the current
+ * call's token, t's own clock when there is none. */
+int64_t ga_trace_source_time_us(const ga_trace_t *t);
+
+/* ga_trace_time_us: t's clock (the source's in token mode). */
 static inline int64_t ga_trace_time_us(const ga_trace_t *t)
 {
+    if (ga_trace_tokens(t))
+        return ga_trace_source_time_us(t);
     return t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
 }
 
@@ -122,7 +152,8 @@ static inline bool ga_trace_wants_stack(const ga_trace_t *t, bool is_free)
 /* ga_trace_capture: capture and intern the current stack per the options,
  * leaving out `skip` innermost frames of the caller's own (this function is
  * never included). Returns the stack id, 0 when stacks are off or empty or
- * memory ran out. Calls the frames callback: see the locking note above. */
+ * memory ran out; in token mode, the source's current token instead (nothing
+ * captured). Calls the frames callback: see the locking note above. */
 uint32_t ga_trace_capture(ga_trace_t *t, unsigned skip);
 
 /* ga_trace_capture_native: whether t's captures include the native stack. */
@@ -132,7 +163,8 @@ static inline bool ga_trace_capture_native(const ga_trace_t *t)
 }
 
 /* ga_trace_intern: the id of a stack captured with ga_trace_stack_capture_raw
- * (pass ga_trace_capture_native(t), t->frames_fn, t->frames_ctx to it). */
+ * (pass ga_trace_capture_native(t), t->frames_fn, t->frames_ctx to it); in
+ * token mode the source's current token, as ga_trace_capture. */
 uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw);
 
 /*

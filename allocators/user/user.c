@@ -260,6 +260,22 @@ static void user_set_frames(void *impl, galloc_frames_fn fn, void *ctx)
     ga_trace_set_frames_fn(&((user_impl_t *)impl)->trace, fn, ctx);
 }
 
+static galloc_status_t user_set_trace_source(void *impl, const galloc_trace_source_t *src)
+{
+    user_impl_t *p = impl;
+    bool changed = false;
+    galloc_status_t st = ga_trace_set_source(&p->trace, src, &changed);
+    if (st != GALLOC_OK)
+        return ga_fail(p->err, st, "set_trace_source: struct_size too small, or token or frames NULL");
+    /* Live pointers' ids now mean something else (stack ids or tokens). */
+    for (size_t i = 0; changed && i < p->live.cap; i++) {
+        user_ptr_t *e = ga_addrmap_slot(&p->live, i);
+        if (e != NULL)
+            e->stack_id = 0;
+    }
+    return GALLOC_OK;
+}
+
 static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapshot_format_t format)
 {
     user_impl_t *p = impl;
@@ -314,6 +330,7 @@ const ga_allocator_ops_t ga_allocator_user = {
     .snapshot = user_snapshot,
     .annotate = user_annotate,
     .set_frames = user_set_frames,
+    .set_trace_source = user_set_trace_source,
 };
 
 /* Bytes a caller's table must cover: everything up to the required free_fn. */
