@@ -17,6 +17,7 @@ parallelism across traces.
 """
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple, Union
 
@@ -62,8 +63,10 @@ class ConfigResult:
 
 
 @dataclass(frozen=True)
-class TraceResult:
-    """One replayed trace (one device of a snapshot)."""
+class TraceResult(Mapping):
+    """One replayed trace (one device of a snapshot): a mapping of its
+    configurations' results (ConfigResult) by label, in the command's order;
+    a conf string ("" for "defaults") is a key too."""
     file: str
     unit: str                     # "" or "device 1"
     format: str
@@ -73,35 +76,75 @@ class TraceResult:
     results: Tuple[ConfigResult, ...]
 
     def __getitem__(self, key):
-        """The result of a configuration by label or conf string ("defaults" or "")."""
+        """The result of a configuration by label or conf string ("defaults"
+        or ""); a KeyError lists the labels there are."""
         for r in self.results:
             if key in (r.label, r.conf):
                 return r
-        raise KeyError(key)
+        raise KeyError(f"{key!r}: no such configuration; the labels are: {', '.join(map(repr, self)) or 'none'}")
+
+    def __iter__(self):
+        """The labels, in the command's order."""
+        return (r.label for r in self.results)
+
+    def __len__(self):
+        """The number of configurations replayed."""
+        return len(self.results)
 
 
 @dataclass(frozen=True)
-class ReplayResult:
+class ReplayResult(Mapping):
     """galloc replay: every trace, every configuration. exit_status is the
-    command's (0 no OOM, 1 an OOM somewhere)."""
+    command's (0 no OOM, 1 an OOM somewhere). Of one trace, it is that
+    trace's mapping of results by label (r["defaults"], r.keys(), r.items(),
+    `in`, len); of several, those raise ValueError: pick a trace in .traces."""
     exit_status: int
     backend: str
     traces: Tuple[TraceResult, ...]
     messages: str = field(repr=False)
     raw: dict = field(repr=False)
 
+    def _only(self):
+        """The only trace, or a ValueError saying how to pick one."""
+        if len(self.traces) != 1:
+            names = ", ".join(" ".join(p for p in (t.file, t.unit) if p) for t in self.traces)
+            raise ValueError(f"{len(self.traces)} traces replayed ({names}): pick one with .traces[i], a mapping "
+                             "of that trace's results by label (.traces[0][\"defaults\"], .traces[0].keys())")
+        return self.traces[0]
+
     @property
     def results(self):
         """The configurations of the only trace (a one-trace replay)."""
-        if len(self.traces) != 1:
-            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i].results")
-        return self.traces[0].results
+        return self._only().results
 
     def __getitem__(self, key):
-        """A configuration of the only trace, by label or conf string."""
-        if len(self.traces) != 1:
-            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i][key]")
-        return self.traces[0][key]
+        """A configuration of the only trace, by label or conf string; a
+        KeyError lists the labels there are."""
+        return self._only()[key]
+
+    def __iter__(self):
+        """The only trace's labels, in the command's order."""
+        return iter(self._only())
+
+    def __len__(self):
+        """The number of configurations the only trace was replayed under."""
+        return len(self._only())
+
+    def keys(self):
+        """The only trace's labels (a view), in the command's order."""
+        return self._only().keys()
+
+    def values(self):
+        """The only trace's results (a view), in the command's order."""
+        return self._only().values()
+
+    def items(self):
+        """The only trace's (label, result) pairs (a view), in the command's order."""
+        return self._only().items()
+
+    def __bool__(self):
+        """True: a replay is a result whatever it holds (truth never raises, even for several traces)."""
+        return True
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,27 @@ class Replay(unittest.TestCase):
         self.assertEqual([c.label for c in t.results], ["defaults", "expandable_segments:True"])
         self.assertEqual(self.r.raw["tool"], "galloc replay")
 
+    def test_a_one_trace_replay_is_a_mapping_by_label(self):
+        labels = ["defaults", "expandable_segments:True"]
+        self.assertEqual(list(self.r.keys()), labels)
+        self.assertEqual(list(self.r), labels)
+        self.assertEqual(len(self.r), 2)
+        self.assertIn("defaults", self.r)
+        self.assertIn("", self.r)  # a conf string is a key too
+        self.assertNotIn("max_split_size_mb:512", self.r)
+        self.assertEqual(list(self.r.values()), list(self.r.results))
+        self.assertEqual([(k, v.conf) for k, v in self.r.items()], [("defaults", ""), (labels[1], labels[1])])
+        self.assertIs(self.r.get("nope"), None)
+        self.assertEqual(dict(self.r.traces[0]), dict(self.r))
+        self.assertEqual(self.r.raw["tool"], "galloc replay")  # .traces, .results, .raw stay
+
+    def test_an_unknown_label_lists_the_labels(self):
+        for mapping in (self.r, self.r.traces[0]):
+            with self.assertRaises(KeyError) as cm:
+                mapping["expandable"]
+            self.assertIn("'expandable': no such configuration; the labels are: 'defaults', "
+                          "'expandable_segments:True'", str(cm.exception))
+
     def test_device_memory_and_progress(self):
         seen = []
         r = galloc.replay(FRAG, device_memory="160GiB", progress=lambda f, n: seen.append((f, n)))
@@ -164,6 +185,16 @@ class LoadTrace(unittest.TestCase):
             r = galloc.replay(kin)
             self.assertEqual([(t.unit, t.results[0].verdict) for t in r.traces],
                              [("device 0", "fits"), ("device 1", "fits")])
+            # Two traces: no mapping of one; the error says how to pick one.
+            for use in (lambda: r["defaults"], lambda: list(r), lambda: len(r), lambda: r.keys(),
+                        lambda: r.items(), lambda: r.values(), lambda: "defaults" in r,
+                        lambda: r.results):
+                with self.assertRaises(ValueError) as cm:
+                    use()
+                self.assertIn(f"2 traces replayed ({kin} device 0, {kin} device 1): pick one with .traces[i]",
+                              str(cm.exception))
+            self.assertTrue(r)
+            self.assertEqual(list(r.traces[1]), ["defaults"])
 
     def test_errors(self):
         with self.assertRaises(galloc.FileError):
