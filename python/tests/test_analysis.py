@@ -104,6 +104,49 @@ class Replay(unittest.TestCase):
         with self.assertRaises(galloc.InvalidArgumentError):
             galloc.replay(FRAG, device_memory="lots")
 
+    def assertRaisesNamingNoFlag(self, exc, text, call, *args, **kw):
+        """call(*args, **kw) raises exc, whose message holds text and no
+        command-line flag (the caller typed keyword arguments)."""
+        with self.assertRaises(exc) as cm:
+            call(*args, **kw)
+        message = str(cm.exception)
+        self.assertIn(text, message)
+        self.assertNotRegex(message, r"--[a-z]|galloc (replay|fit)\b")
+        return message
+
+    def test_bad_arguments_are_named_as_the_keywords(self):
+        bad = self.assertRaisesNamingNoFlag
+        # Checked here first.
+        bad(galloc.InvalidArgumentError, "galloc.replay: bad device_memory=0 (bytes > 0", galloc.replay, FRAG,
+            device_memory=0)
+        bad(TypeError, "galloc.replay: device_memory is bytes (an int) or a size string", galloc.replay, FRAG,
+            device_memory=1.5)
+        bad(TypeError, "galloc.replay: format is a str", galloc.replay, FRAG, format=None)
+        bad(TypeError, "confs is a list of configuration strings, not one string: confs=['expandable_segments:True']",
+            galloc.replay, FRAG, confs="expandable_segments:True")
+        bad(TypeError, "galloc.fit: jobs is an int, not str", galloc.fit, FRAG, jobs="2")
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad max_configs=0 (an int >= 1)", galloc.fit, FRAG,
+            max_configs=0)
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad bisect='some'", galloc.fit, FRAG, bisect="some")
+        # Refused by the command's own code; its flags rewritten as keywords.
+        m = bad(galloc.InvalidArgumentError, 'galloc.replay: bad device_memory="lots" (e.g. 80GiB', galloc.replay,
+                FRAG, device_memory="lots")
+        self.assertIn("help(galloc.replay)", m)
+        bad(galloc.InvalidArgumentError, 'galloc.fit: bad device_memory="lots"', galloc.fit, FRAG,
+            device_memory="lots")
+        bad(galloc.InvalidArgumentError, 'galloc.replay: bad format="nope" (auto, rmm, torch, galloc',
+            galloc.replay, FRAG, format="nope")
+        bad(galloc.InvalidArgumentError, 'galloc.fit: bad format="nope"', galloc.fit, FRAG, format="nope")
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad jobs=1000 (1 to 256)", galloc.fit, FRAG, jobs=1000)
+        bad(galloc.ConfigError, 'galloc.replay: %s: configuration "bogus_key:1"' % FRAG, galloc.replay, FRAG,
+            confs=["", "bogus_key:1"])
+        with tempfile.NamedTemporaryFile("w", suffix=".csv") as f:
+            f.write("Thread,Time,Action,Pointer,Size,Stream\n")
+            f.flush()
+            for call in (galloc.replay, galloc.load_trace):
+                bad(galloc.InvalidArgumentError, "no events found reading it as format rmm", call, f.name,
+                    format="rmm")
+
 
 @unittest.skipIf(LOAD_ORDER is None, "examples/fit/load_order.trace: not in a source tree")
 class Fit(unittest.TestCase):
