@@ -5,12 +5,15 @@ prebuilt shared libraries, so setuptools and wheel (which a fresh Debian 12
 venv lacks, and which cannot be fetched offline) are not needed. The
 libraries come from Bazel's output (`./bazelw build //:python_lib`), or from
 the directory GALLOC_LIB_DIR names. The wheel is tagged py3-none-<platform>:
-it holds native code for this machine.
+it holds native code for this machine. The console commands of
+pyproject.toml's [project.scripts] go into entry_points.txt, from which pip
+writes the `galloc` script.
 """
 import base64
 import hashlib
 import io
 import os
+import re
 import sysconfig
 import zipfile
 
@@ -36,6 +39,21 @@ def _tag():
 def _metadata():
     return (f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {_version()}\nSummary: {SUMMARY}\n"
             f"Requires-Python: {REQUIRES_PYTHON}\n")
+
+
+def _scripts():
+    """pyproject.toml's [project.scripts] as {command: "module:function"}: the
+    table's `name = "value"` lines, read by hand (tomllib is Python >= 3.11;
+    the package builds on 3.10's standard library)."""
+    with open(os.path.join(HERE, "pyproject.toml"), encoding="utf-8") as f:
+        text = f.read()
+    table = re.search(r"^\[project\.scripts\]\n(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    return dict(re.findall(r'^([\w.-]+)\s*=\s*"([^"]+)"', table.group(1), re.M)) if table else {}
+
+
+def _entry_points():
+    """entry_points.txt: the console commands."""
+    return "[console_scripts]\n" + "".join(f"{name} = {target}\n" for name, target in _scripts().items())
 
 
 def _files():
@@ -64,6 +82,8 @@ def _write_dist_info(directory):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "METADATA"), "w", encoding="utf-8") as f:
         f.write(_metadata())
+    with open(os.path.join(d, "entry_points.txt"), "w", encoding="utf-8") as f:
+        f.write(_entry_points())
     return _dist_info()
 
 
@@ -89,6 +109,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         (f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: galloc_build\nRoot-Is-Purelib: false\nTag: {_tag()}\n"
          .encode()),
         (f"{info}/top_level.txt", f"{NAME}\n".encode()),
+        (f"{info}/entry_points.txt", _entry_points().encode()),
     ]
     record = io.StringIO()
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w", zipfile.ZIP_DEFLATED) as z:

@@ -1,5 +1,6 @@
 """ctypes bindings of libgalloc_tools.so (tools/lib/galloc_tools.h): the
-galloc command's replay and fit run in this process, their --json captured.
+galloc command's replay and fit run in this process, their --json captured,
+and the whole command on this process's stdout and stderr (galloc.__main__).
 
 Loaded on first use, so `import galloc` stays as cheap as before.
 """
@@ -20,6 +21,8 @@ def _load():
         lib.galloc_tools_run.restype = ctypes.c_int
         lib.galloc_tools_run.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), PROGRESS, ctypes.c_void_p,
                                          out, out]
+        lib.galloc_tools_main.restype = ctypes.c_int
+        lib.galloc_tools_main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
         lib.galloc_tools_trace_info.restype = ctypes.c_int
         lib.galloc_tools_trace_info.argtypes = [ctypes.c_char_p, ctypes.c_char_p, out, out]
         lib.galloc_tools_free.restype = None
@@ -48,6 +51,13 @@ def run(argv, progress=None):
     if rc < 0:
         raise MemoryError("galloc: out of host memory running galloc " + " ".join(map(str, argv[:1])))
     return rc, _take(out), _take(msg)
+
+
+def main(argv):
+    """`galloc ARGV[1:]` in this process on its own stdout and stderr; the exit status."""
+    lib = _load()
+    args = (ctypes.c_char_p * len(argv))(*[os.fsencode(a) for a in argv])
+    return lib.galloc_tools_main(len(argv), args)
 
 
 def trace_info(path, fmt):

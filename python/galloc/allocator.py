@@ -2,12 +2,36 @@
 (api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h)."""
 import contextlib
 import ctypes
+import re
 import threading
 
 from . import _native
 from .errors import error
 
 _lib = _native.lib
+
+# The bytes conf/value.c's tokenizer drops wherever they are, even inside a word.
+_CONF_SPACE = re.compile(r"[ \t\n\v\f\r]")
+_BACKEND_NAME = re.compile(r"[A-Za-z0-9_]{1,31}")
+
+
+def _named_backend(conf):
+    """The device backend a configuration string names (its last
+    device_backend item, as the C parser keeps the last), or None when it
+    names none or not as a name: the C library then says what is wrong.
+    Items split as conf/conf.c splits them: at ',' outside brackets."""
+    s, depth, start, named = _CONF_SPACE.sub("", conf or ""), 0, 0, None
+    for i, ch in enumerate(s + ","):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            key, colon, value = s[start:i].partition(":")
+            if key == "device_backend" and colon:
+                named = value if _BACKEND_NAME.fullmatch(value) else None
+            start = i + 1
+    return named
 
 
 class Allocator:
@@ -19,7 +43,10 @@ class Allocator:
     environment (PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF, then
     GALLOC_CONF). device: the device index. backend: "sim" (a simulated
     device: addresses only, nothing to read or write), "cuda", "hip", or None
-    to let the configuration's device_backend decide.
+    (the default) to let the configuration decide: conf's device_backend,
+    else the environment's, else "sim". A backend given both here and in
+    conf must be the same one (InvalidArgumentError names both otherwise):
+    an explicit setting is never silently replaced.
 
     Every method raises a galloc.GallocError subclass on failure (see
     galloc.errors); the allocator is unchanged then, as in C. Thread-safe:
@@ -27,7 +54,12 @@ class Allocator:
     `with` block) destroys it: its addresses become invalid.
     """
 
-    def __init__(self, conf: str = "", device: int = 0, backend: str | None = "sim"):
+    def __init__(self, conf: str = "", device: int = 0, backend: str | None = None):
+        named = _named_backend(conf)
+        if backend is not None and named is not None and named != backend:
+            raise error(_native.STATUS_NAMES.index("E_INVAL"),
+                        f'galloc.Allocator: backend="{backend}" and the configuration\'s device_backend:{named} '
+                        "name different backends: give one of them, or the same in both")
         handle = ctypes.c_void_p()
         msg = ctypes.create_string_buffer(_native.MESSAGE_BUFFER)
         st = _lib.galloc_allocator_create(None if backend is None else backend.encode(), device,

@@ -11,12 +11,16 @@ the command's entry called in this process with --json), so every figure is
 the one `galloc replay --json` / `galloc fit --json` prints; the results are
 that document as dataclasses, the document itself in .raw. Bad usage or input
 (the command's exit status 2) raises a galloc.GallocError subclass with the
-command's message. Calls are serialized inside the library; run them in
+command's message, in the words of the Python call: arguments are checked
+here first, and an option the command's message names is written as the
+keyword argument that sets it (_KEYWORDS). Calls are serialized inside the library; run them in
 processes (galloc.fit in a process pool, or Dask: examples/dask/) for
 parallelism across traces.
 """
 import json
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence, Tuple, Union
 
@@ -62,8 +66,10 @@ class ConfigResult:
 
 
 @dataclass(frozen=True)
-class TraceResult:
-    """One replayed trace (one device of a snapshot)."""
+class TraceResult(Mapping):
+    """One replayed trace (one device of a snapshot): a mapping of its
+    configurations' results (ConfigResult) by label, in the command's order;
+    a conf string ("" for "defaults") is a key too."""
     file: str
     unit: str                     # "" or "device 1"
     format: str
@@ -73,35 +79,75 @@ class TraceResult:
     results: Tuple[ConfigResult, ...]
 
     def __getitem__(self, key):
-        """The result of a configuration by label or conf string ("defaults" or "")."""
+        """The result of a configuration by label or conf string ("defaults"
+        or ""); a KeyError lists the labels there are."""
         for r in self.results:
             if key in (r.label, r.conf):
                 return r
-        raise KeyError(key)
+        raise KeyError(f"{key!r}: no such configuration; the labels are: {', '.join(map(repr, self)) or 'none'}")
+
+    def __iter__(self):
+        """The labels, in the command's order."""
+        return (r.label for r in self.results)
+
+    def __len__(self):
+        """The number of configurations replayed."""
+        return len(self.results)
 
 
 @dataclass(frozen=True)
-class ReplayResult:
+class ReplayResult(Mapping):
     """galloc replay: every trace, every configuration. exit_status is the
-    command's (0 no OOM, 1 an OOM somewhere)."""
+    command's (0 no OOM, 1 an OOM somewhere). Of one trace, it is that
+    trace's mapping of results by label (r["defaults"], r.keys(), r.items(),
+    `in`, len); of several, those raise ValueError: pick a trace in .traces."""
     exit_status: int
     backend: str
     traces: Tuple[TraceResult, ...]
     messages: str = field(repr=False)
     raw: dict = field(repr=False)
 
+    def _only(self):
+        """The only trace, or a ValueError saying how to pick one."""
+        if len(self.traces) != 1:
+            names = ", ".join(" ".join(p for p in (t.file, t.unit) if p) for t in self.traces)
+            raise ValueError(f"{len(self.traces)} traces replayed ({names}): pick one with .traces[i], a mapping "
+                             "of that trace's results by label (.traces[0][\"defaults\"], .traces[0].keys())")
+        return self.traces[0]
+
     @property
     def results(self):
         """The configurations of the only trace (a one-trace replay)."""
-        if len(self.traces) != 1:
-            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i].results")
-        return self.traces[0].results
+        return self._only().results
 
     def __getitem__(self, key):
-        """A configuration of the only trace, by label or conf string."""
-        if len(self.traces) != 1:
-            raise ValueError(f"{len(self.traces)} traces replayed: use .traces[i][key]")
-        return self.traces[0][key]
+        """A configuration of the only trace, by label or conf string; a
+        KeyError lists the labels there are."""
+        return self._only()[key]
+
+    def __iter__(self):
+        """The only trace's labels, in the command's order."""
+        return iter(self._only())
+
+    def __len__(self):
+        """The number of configurations the only trace was replayed under."""
+        return len(self._only())
+
+    def keys(self):
+        """The only trace's labels (a view), in the command's order."""
+        return self._only().keys()
+
+    def values(self):
+        """The only trace's results (a view), in the command's order."""
+        return self._only().values()
+
+    def items(self):
+        """The only trace's (label, result) pairs (a view), in the command's order."""
+        return self._only().items()
+
+    def __bool__(self):
+        """True: a replay is a result whatever it holds (truth never raises, even for several traces)."""
+        return True
 
 
 @dataclass(frozen=True)
@@ -170,14 +216,45 @@ class TraceInfo:
         return tuple(u.label for u in self.units)
 
 
-def _size(v):
-    return str(v) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+# The command's options as the keyword arguments that set them: a message of
+# the command raised here names what the caller wrote, not a flag it never
+# typed. One row per option the Python calls pass.
+_KEYWORDS = {
+    "--device-memory": "device_memory",
+    "--conf": "confs",
+    "--format": "format",
+    "--backend": "backend",
+    "--no-recorded": "recorded=False",
+    "--no-seed": "seed=False",
+    "--jobs": "jobs",
+    "--bisect": "bisect",
+    "--max-configs": "max_configs",
+}
+_FLAG = re.compile(r'(--[a-z][a-z-]*)(?: "([^"]*)")?')
+
+
+def _python_words(command, text):
+    """The command's message as galloc.<command>'s: its name, help(), and
+    each option in _KEYWORDS as its keyword (bad --format "x" becomes
+    bad format="x", bad --jobs "0" bad jobs=0)."""
+    text = text.replace(f"(galloc {command} --help for usage)", f"(help(galloc.{command}) for the arguments)")
+    text = text.replace(f"galloc {command}:", f"galloc.{command}:")
+
+    def keyword(m):
+        k, value = _KEYWORDS.get(m.group(1)), m.group(2)
+        if k is None:
+            return m.group(0)
+        if value is None:
+            return k
+        return f"{k}={value}" if value.isdigit() else f'{k}="{value}"'
+    return _FLAG.sub(keyword, text)
 
 
 def _raise(command, paths, messages, doc):
     """The GallocError for exit status 2: the command's message; a
     configuration that could not be made keeps its status (E_CONFIG)."""
     text = "\n".join(line for line in messages.splitlines() if line.strip()) or f"galloc {command}: bad input"
+    text = _python_words(command, text)
     names = _native.STATUS_NAMES
     for t in (doc or {}).get("traces", []):
         for r in t.get("results", []) if isinstance(t, dict) else []:
@@ -187,15 +264,51 @@ def _raise(command, paths, messages, doc):
     raise error(names.index("E_IO" if missing else "E_INVAL"), text)
 
 
+def _invalid(command, what):
+    """The InvalidArgumentError of galloc.<command> for a bad argument value."""
+    return error(_native.STATUS_NAMES.index("E_INVAL"), f"galloc.{command}: {what}")
+
+
+def _count(command, name, value, least):
+    """A whole-number argument (an int >= least) as the command's option value."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"galloc.{command}: {name} is an int, not {type(value).__name__}")
+    if value < least:
+        raise _invalid(command, f"bad {name}={value} (an int >= {least})")
+    return str(value)
+
+
+def _confs(command, confs):
+    """confs as a list of configuration strings; one string is refused
+    (iterating it would replay one configuration per character)."""
+    if isinstance(confs, (str, bytes)):
+        raise TypeError(f"galloc.{command}: confs is a list of configuration strings, not one string: "
+                        f"confs=[{confs!r}]")
+    confs = list(confs or ())
+    for c in confs:
+        if not isinstance(c, str):
+            raise TypeError(f"galloc.{command}: confs holds configuration strings (str), not {type(c).__name__}")
+    return confs
+
+
 def _argv(command, paths, device_memory, fmt, recorded, extra):
+    """The command line for galloc <command> with the options every analysis
+    takes, each checked first under its Python name; (argv, paths)."""
+    if device_memory is not None:
+        if isinstance(device_memory, bool) or not isinstance(device_memory, (int, str)):
+            raise TypeError(f'galloc.{command}: device_memory is bytes (an int) or a size string such as "80GiB", '
+                            f"not {type(device_memory).__name__}")
+        if isinstance(device_memory, int) and device_memory <= 0:
+            raise _invalid(command, f'bad device_memory={device_memory} (bytes > 0, or a size string such as '
+                                    f'"80GiB")')
+    if not isinstance(fmt, str):
+        raise TypeError(f'galloc.{command}: format is a str ("auto" or a format name), not {type(fmt).__name__}')
     paths = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
     if not paths:
-        raise error(_native.STATUS_NAMES.index("E_INVAL"), f"galloc {command}: no trace file given")
+        raise _invalid(command, "no trace file given")
     argv = [command, "--json"] + extra
     if device_memory is not None:
-        if _size(device_memory) is None:
-            raise TypeError("device_memory: bytes (int) or a size string such as \"80GiB\"")
-        argv += ["--device-memory", _size(device_memory)]
+        argv += ["--device-memory", str(device_memory)]
     if fmt and fmt != "auto":
         argv += ["--format", fmt]
     if not recorded:
@@ -237,10 +350,13 @@ def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = ()
     simulated device of device_memory bytes (int or "80GiB"; default: the
     trace's recorded size, else 80 GiB). progress(fraction, events) is called
     during long replays (fraction -1 when unknown). An OOM is a result, not an
-    exception; bad input raises a GallocError subclass."""
+    exception; bad input raises a GallocError subclass, a bad argument
+    TypeError or InvalidArgumentError naming its keyword."""
     extra = []
-    for c in confs:
+    for c in _confs("replay", confs):
         extra += ["--conf", c]
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"galloc.replay: backend is a str (\"sim\"), not {type(backend).__name__}")
     if backend:
         extra += ["--backend", backend]
     if not seed:
@@ -262,12 +378,17 @@ def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Op
     job fits (several traces are one job: a setting must fit them all), with
     jobs worker threads (default: every CPU), the smallest fitting device
     bisected for the bisect best ("all" for every one). No fitting setting is
-    a result (fits False, winner None); bad input raises a GallocError."""
-    extra = ["--bisect", str(bisect)]
+    a result (fits False, winner None); bad input raises a GallocError, a bad
+    argument TypeError or InvalidArgumentError naming its keyword."""
+    if bisect != "all":
+        if isinstance(bisect, str):
+            raise _invalid("fit", f'bad bisect={bisect!r} (an int >= 0, or "all")')
+        bisect = _count("fit", "bisect", bisect, 0)
+    extra = ["--bisect", bisect]
     if jobs is not None:
-        extra += ["--jobs", str(jobs)]
+        extra += ["--jobs", _count("fit", "jobs", jobs, 1)]
     if max_configs is not None:
-        extra += ["--max-configs", str(max_configs)]
+        extra += ["--max-configs", _count("fit", "max_configs", max_configs, 1)]
     argv, paths = _argv("fit", paths, device_memory, format, recorded, extra)
     if any(os.path.isdir(p) for p in paths):
         raise error(_native.STATUS_NAMES.index("E_INVAL"),
@@ -316,7 +437,7 @@ def fit_fleet(paths: Union[PathLike, Sequence[PathLike]], client=None, **options
     raises its GallocError either way."""
     files = fleet_files(paths)
     if not files:
-        raise error(_native.STATUS_NAMES.index("E_INVAL"), "galloc fit: no trace files in the fleet")
+        raise _invalid("fit_fleet", "no trace files in the fleet")
     if client is not None:
         futures = client.map(fit, files, key=[f"galloc-fit-{i}-{os.path.basename(f)}" for i, f in
                                               enumerate(files)], **options)
@@ -332,10 +453,12 @@ def load_trace(path: PathLike, format: str = "auto") -> TraceInfo:
     reads, detected from the first bytes unless format names one) and count
     its events per unit. Bad input raises a GallocError subclass."""
     path = os.fspath(path)
+    if format is not None and not isinstance(format, str):
+        raise TypeError(f'galloc.load_trace: format is a str ("auto" or a format name), not {type(format).__name__}')
     rc, out, message = _tools.trace_info(path, format or "auto")
     if rc != 0:
         name = "E_IO" if not os.path.exists(path) else "E_INVAL"
-        raise error(_native.STATUS_NAMES.index(name), message)
+        raise error(_native.STATUS_NAMES.index(name), _python_words("load_trace", message))
     doc = json.loads(out)
     return TraceInfo(file=doc["file"], format=doc["format"], device_memory=doc["device_memory"],
                      units=tuple(TraceUnit(**u) for u in doc["units"]))

@@ -36,6 +36,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,10 @@ HOOKS = (
     ("set_memory_fraction_fn", "galloc_torch_set_memory_fraction"),
     ("set_record_stream_fn", "galloc_torch_record_stream"),
 )
+
+
+# The first torch with torch.cuda.memory.CUDAPluggableAllocator, which use() needs.
+TORCH_MIN = (2, 0)
 
 
 class GallocWarning(UserWarning):
@@ -112,6 +117,19 @@ def _check(st, device):
         raise error(st, buf.value.decode(errors="replace"))
 
 
+def _check_torch(torch):
+    """Refuse a torch older than TORCH_MIN, naming both versions, before use()
+    does anything (configures galloc, opens a device, compiles its wrapper).
+    A version that does not parse (a custom build) is let through."""
+    version = str(getattr(torch, "__version__", ""))
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if m and (int(m.group(1)), int(m.group(2))) < TORCH_MIN:
+        need = ".".join(map(str, TORCH_MIN))
+        raise error(_native.STATUS_NAMES.index("E_UNSUPPORTED"),
+                    f"galloc.torch needs torch >= {need} (torch.cuda.memory.CUDAPluggableAllocator); "
+                    f"this is torch {version}")
+
+
 def _device(device):
     if device is not None:
         return int(device)
@@ -137,10 +155,13 @@ def use(conf: str = "", *, device_backend: str | None = None, oom: str = "raise"
     shim returns NULL, which PyTorch 2.x does not check (docs/integration.md).
     Also wires PyTorch's optional hooks where this torch has them (init,
     empty_cache, set_per_process_memory_fraction, record_stream). Returns
-    the torch.cuda.memory.CUDAPluggableAllocator.
+    the torch.cuda.memory.CUDAPluggableAllocator. A torch older than 2.0
+    (no pluggable allocators) raises galloc.UnsupportedError naming its
+    version, before anything is configured, opened or compiled.
     """
     import torch
 
+    _check_torch(torch)
     if oom not in ("raise", "null"):
         raise ValueError(f'oom must be "raise" or "null", not {oom!r}')
     if device_backend is None:

@@ -3,7 +3,7 @@
 usage: python run.py OUT.xml [PATTERN]   (with the venv's interpreter: it tests the installed galloc)
 
 PATTERN picks the test files (default test_*.py): .ci/install_test runs
-test_torch113_viz.py alone again in the venv that sees Debian's torch.
+test_torch113_*.py alone again in the venv that sees Debian's torch.
 
 Exits 0 only if every test passed or was skipped and at least one ran.
 """

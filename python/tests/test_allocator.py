@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 import galloc
-from support import GiB, MiB, REPO, repo_file
+from support import GiB, MiB, REPO, repo_file, run_python
 
 
 class Installed(unittest.TestCase):
@@ -148,6 +148,45 @@ class AllocatorErrors(unittest.TestCase):
         with self.assertRaises(galloc.UnavailableError) as cm:
             galloc.Allocator(backend="no_such_backend")
         self.assertEqual(cm.exception.status, "E_UNAVAILABLE")
+
+    def assertOpensCuda(self, **kw):
+        """The allocator tried cuda: it runs there, or there is no driver to open."""
+        try:
+            with galloc.Allocator(**kw) as a:
+                self.assertEqual(a.backend, "cuda")
+        except galloc.UnavailableError as e:
+            self.assertIn('device backend "cuda"', str(e))
+
+    def test_the_configurations_backend_is_used_when_the_argument_is_not_given(self):
+        self.assertOpensCuda(conf="device_backend:cuda")
+        self.assertOpensCuda(conf="roundup_power2_divisions:[256:1, >:2], device_backend : cu da")
+        with galloc.Allocator("sim_capacity:1GiB,device_backend:sim") as a:
+            self.assertEqual(a.backend, "sim")
+
+    def test_the_argument_is_used_when_the_configuration_names_no_backend(self):
+        self.assertOpensCuda(conf="max_split_size_mb:512", backend="cuda")
+        with galloc.Allocator("sim_capacity:1GiB", backend="sim") as a:
+            self.assertEqual(a.backend, "sim")
+
+    def test_both_given_must_agree(self):
+        with galloc.Allocator("device_backend:sim", backend="sim") as a:
+            self.assertEqual(a.backend, "sim")
+        with self.assertRaises(galloc.InvalidArgumentError) as cm:
+            galloc.Allocator("device_backend:cuda", backend="sim")
+        self.assertEqual(cm.exception.status, "E_INVAL")
+        self.assertIn('backend="sim"', str(cm.exception))
+        self.assertIn("device_backend:cuda", str(cm.exception))
+        # The last item is the one the C parser keeps.
+        with self.assertRaises(galloc.InvalidArgumentError):
+            galloc.Allocator("device_backend:sim,device_backend:cuda", backend="sim")
+
+    def test_neither_given_is_the_simulated_device_or_the_environments(self):
+        code = "import galloc\nprint(galloc.Allocator().backend)"
+        env = {k: "" for k in ("GALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+        r = run_python(code, env)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "sim"), r.stderr)
+        r = run_python(code, dict(env, GALLOC_CONF="device_backend:cuda"))
+        self.assertTrue(r.stdout.strip() == "cuda" or 'device backend "cuda"' in r.stderr, r.stderr)
 
     def test_close_is_idempotent_and_final(self):
         with galloc.Allocator() as a:

@@ -50,6 +50,27 @@ class Replay(unittest.TestCase):
         self.assertEqual([c.label for c in t.results], ["defaults", "expandable_segments:True"])
         self.assertEqual(self.r.raw["tool"], "galloc replay")
 
+    def test_a_one_trace_replay_is_a_mapping_by_label(self):
+        labels = ["defaults", "expandable_segments:True"]
+        self.assertEqual(list(self.r.keys()), labels)
+        self.assertEqual(list(self.r), labels)
+        self.assertEqual(len(self.r), 2)
+        self.assertIn("defaults", self.r)
+        self.assertIn("", self.r)  # a conf string is a key too
+        self.assertNotIn("max_split_size_mb:512", self.r)
+        self.assertEqual(list(self.r.values()), list(self.r.results))
+        self.assertEqual([(k, v.conf) for k, v in self.r.items()], [("defaults", ""), (labels[1], labels[1])])
+        self.assertIs(self.r.get("nope"), None)
+        self.assertEqual(dict(self.r.traces[0]), dict(self.r))
+        self.assertEqual(self.r.raw["tool"], "galloc replay")  # .traces, .results, .raw stay
+
+    def test_an_unknown_label_lists_the_labels(self):
+        for mapping in (self.r, self.r.traces[0]):
+            with self.assertRaises(KeyError) as cm:
+                mapping["expandable"]
+            self.assertIn("'expandable': no such configuration; the labels are: 'defaults', "
+                          "'expandable_segments:True'", str(cm.exception))
+
     def test_device_memory_and_progress(self):
         seen = []
         r = galloc.replay(FRAG, device_memory="160GiB", progress=lambda f, n: seen.append((f, n)))
@@ -82,6 +103,49 @@ class Replay(unittest.TestCase):
         self.assertIn("Unrecognized key 'bogus_key'", str(cm.exception))
         with self.assertRaises(galloc.InvalidArgumentError):
             galloc.replay(FRAG, device_memory="lots")
+
+    def assertRaisesNamingNoFlag(self, exc, text, call, *args, **kw):
+        """call(*args, **kw) raises exc, whose message holds text and no
+        command-line flag (the caller typed keyword arguments)."""
+        with self.assertRaises(exc) as cm:
+            call(*args, **kw)
+        message = str(cm.exception)
+        self.assertIn(text, message)
+        self.assertNotRegex(message, r"--[a-z]|galloc (replay|fit)\b")
+        return message
+
+    def test_bad_arguments_are_named_as_the_keywords(self):
+        bad = self.assertRaisesNamingNoFlag
+        # Checked here first.
+        bad(galloc.InvalidArgumentError, "galloc.replay: bad device_memory=0 (bytes > 0", galloc.replay, FRAG,
+            device_memory=0)
+        bad(TypeError, "galloc.replay: device_memory is bytes (an int) or a size string", galloc.replay, FRAG,
+            device_memory=1.5)
+        bad(TypeError, "galloc.replay: format is a str", galloc.replay, FRAG, format=None)
+        bad(TypeError, "confs is a list of configuration strings, not one string: confs=['expandable_segments:True']",
+            galloc.replay, FRAG, confs="expandable_segments:True")
+        bad(TypeError, "galloc.fit: jobs is an int, not str", galloc.fit, FRAG, jobs="2")
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad max_configs=0 (an int >= 1)", galloc.fit, FRAG,
+            max_configs=0)
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad bisect='some'", galloc.fit, FRAG, bisect="some")
+        # Refused by the command's own code; its flags rewritten as keywords.
+        m = bad(galloc.InvalidArgumentError, 'galloc.replay: bad device_memory="lots" (e.g. 80GiB', galloc.replay,
+                FRAG, device_memory="lots")
+        self.assertIn("help(galloc.replay)", m)
+        bad(galloc.InvalidArgumentError, 'galloc.fit: bad device_memory="lots"', galloc.fit, FRAG,
+            device_memory="lots")
+        bad(galloc.InvalidArgumentError, 'galloc.replay: bad format="nope" (auto, rmm, torch, galloc',
+            galloc.replay, FRAG, format="nope")
+        bad(galloc.InvalidArgumentError, 'galloc.fit: bad format="nope"', galloc.fit, FRAG, format="nope")
+        bad(galloc.InvalidArgumentError, "galloc.fit: bad jobs=1000 (1 to 256)", galloc.fit, FRAG, jobs=1000)
+        bad(galloc.ConfigError, 'galloc.replay: %s: configuration "bogus_key:1"' % FRAG, galloc.replay, FRAG,
+            confs=["", "bogus_key:1"])
+        with tempfile.NamedTemporaryFile("w", suffix=".csv") as f:
+            f.write("Thread,Time,Action,Pointer,Size,Stream\n")
+            f.flush()
+            for call in (galloc.replay, galloc.load_trace):
+                bad(galloc.InvalidArgumentError, "no events found reading it as format rmm", call, f.name,
+                    format="rmm")
 
 
 @unittest.skipIf(LOAD_ORDER is None, "examples/fit/load_order.trace: not in a source tree")
@@ -164,6 +228,16 @@ class LoadTrace(unittest.TestCase):
             r = galloc.replay(kin)
             self.assertEqual([(t.unit, t.results[0].verdict) for t in r.traces],
                              [("device 0", "fits"), ("device 1", "fits")])
+            # Two traces: no mapping of one; the error says how to pick one.
+            for use in (lambda: r["defaults"], lambda: list(r), lambda: len(r), lambda: r.keys(),
+                        lambda: r.items(), lambda: r.values(), lambda: "defaults" in r,
+                        lambda: r.results):
+                with self.assertRaises(ValueError) as cm:
+                    use()
+                self.assertIn(f"2 traces replayed ({kin} device 0, {kin} device 1): pick one with .traces[i]",
+                              str(cm.exception))
+            self.assertTrue(r)
+            self.assertEqual(list(r.traces[1]), ["defaults"])
 
     def test_errors(self):
         with self.assertRaises(galloc.FileError):

@@ -2,11 +2,13 @@
 in PyTorch's order, on the simulated device named explicitly."""
 import json
 import os
+import re
 import tempfile
 import unittest
 import warnings
 
 import fake_torch
+import galloc
 from support import GiB, MiB, CStderr, run_python
 
 
@@ -107,6 +109,41 @@ class TorchContract(unittest.TestCase):
 
 class TorchProcess(unittest.TestCase):
     """Cases that need a process of their own (import state, once-per-process warnings)."""
+
+    def test_torch_before_2_is_refused_before_anything_happens(self):
+        # A torch 1.13 whose cpp_extension shouts if use() goes as far as
+        # building its wrapper; use() must stop before that, and before
+        # loading galloc's library or touching PyTorch's allocator.
+        r = run_python(
+            "import sys, types, fake_torch, galloc, galloc.torch\n"
+            "state = fake_torch.install(version='1.13.1')\n"
+            "ext = types.ModuleType('torch.utils.cpp_extension')\n"
+            "def build(*a):\n"
+            "    print('c++: warning: compiled', file=sys.stderr)\n"
+            "    return []\n"
+            "ext.include_paths = ext.library_paths = build\n"
+            "utils = types.ModuleType('torch.utils')\n"
+            "utils.cpp_extension = sys.modules['torch'].utils = ext\n"
+            "sys.modules.update({'torch.utils': utils, 'torch.utils.cpp_extension': ext})\n"
+            "for kw in ({}, {'device_backend': 'sim'}, {'oom': 'null'}):\n"
+            "    try:\n"
+            "        galloc.torch.use(**kw)\n"
+            "    except galloc.UnsupportedError as e:\n"
+            "        print(e)\n"
+            "assert state.calls == [] and type(state.current).__name__ == 'NativeAllocator', state.calls\n"
+            "assert galloc.torch._lib_handle is None, 'libgalloc_torch.so was loaded'\n")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(r.stdout, "galloc.torch needs torch >= 2.0 (torch.cuda.memory.CUDAPluggableAllocator); "
+                                   "this is torch 1.13.1\n" * 3)
+
+    def test_torch_versions_read(self):
+        import types
+        import galloc.torch
+        for version in ("2.0.0", "2.0.0a0+gitabcdef", "2.4.1+cu121", "10.0", "custom"):
+            galloc.torch._check_torch(types.SimpleNamespace(__version__=version))
+        for version in ("1.13.0a0", "1.13.1+cpu", "0.4.1"):
+            with self.assertRaisesRegex(galloc.UnsupportedError, f"; this is torch {re.escape(version)}$"):
+                galloc.torch._check_torch(types.SimpleNamespace(__version__=version))
 
     def test_importing_galloc_imports_no_torch(self):
         r = run_python("import sys, galloc, galloc.torch\nassert 'torch' not in sys.modules, 'torch imported'\n")

@@ -2,7 +2,8 @@
 // galloc_tools_run gives the command's exit status, its --json on *out and
 // its messages on *messages, restores the process's stdio streams, and runs
 // again in the same process; galloc_tools_trace_info counts a trace's events
-// through the readers. Exact figures from the README's example.
+// through the readers; galloc_tools_main runs the whole command on the
+// process's own stdout and stderr. Exact figures from the README's example.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -90,6 +91,53 @@ TEST(ToolsLib, FitJson)
     EXPECT_EQ(r.rc, 0) << r.messages;
     EXPECT_EQ(r.out.rfind("{\"tool\": \"galloc fit\"", 0), 0u) << r.out.substr(0, 200);
     EXPECT_NE(r.out.find("\"events\": 1720"), std::string::npos);
+}
+
+// galloc_tools_main on argv as main() gets it; (status, stdout, stderr) as
+// the process's file descriptors saw them.
+Outcome Main(std::vector<std::string> args)
+{
+    std::vector<const char *> argv;
+    for (const auto &a : args)
+        argv.push_back(a.c_str());
+    Outcome r;
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    r.rc = galloc_tools_main((int)argv.size(), argv.data());
+    r.out = testing::internal::GetCapturedStdout();
+    r.messages = testing::internal::GetCapturedStderr();
+    return r;
+}
+
+TEST(ToolsLib, MainIsTheWholeCommandOnTheProcesssStdio)
+{
+    Outcome v = Main({"galloc", "--version"});
+    EXPECT_EQ(v.rc, 0);
+    EXPECT_EQ(v.out, "galloc 0.1.0\n");
+    EXPECT_EQ(v.messages, "");
+    Outcome h = Main({"galloc", "help"});
+    EXPECT_EQ(h.rc, 0);
+    EXPECT_EQ(h.out.rfind("usage: galloc <command> [options]\n", 0), 0u) << h.out;
+    EXPECT_NE(h.out.find("  budget   estimate a training step's memory budget"), std::string::npos) << h.out;
+    Outcome r = Main({"galloc", "replay", "--json", Example("fragmentation.trace")});
+    EXPECT_EQ(r.rc, 1) << r.messages; // the defaults OOM
+    EXPECT_EQ(r.out.rfind("{\"tool\": \"galloc replay\"", 0), 0u) << r.out.substr(0, 200);
+    Outcome bad = Main({"galloc", "nonsense"});
+    EXPECT_EQ(bad.rc, 2);
+    EXPECT_EQ(bad.out, "");
+    EXPECT_EQ(bad.messages.rfind("galloc: unknown command \"nonsense\"\nusage:", 0), 0u) << bad.messages;
+    Outcome none = Main({"galloc"});
+    EXPECT_EQ(none.rc, 2);
+    EXPECT_EQ(none.messages.rfind("usage: galloc", 0), 0u) << none.messages;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(galloc_tools_main(0, nullptr), 2) << "no argv";
+    EXPECT_EQ(testing::internal::GetCapturedStderr().rfind("usage: galloc", 0), 0u);
+    // The captured run goes on working after, with the same figures.
+    Outcome captured = Galloc({"replay", "--json", Example("fragmentation.trace")});
+    EXPECT_EQ(captured.rc, 1);
+    const char *oom = "{\"event\": 1601, \"size\": 2147483648";
+    EXPECT_NE(r.out.find(oom), std::string::npos);
+    EXPECT_NE(captured.out.find(oom), std::string::npos);
 }
 
 TEST(ToolsLib, TraceInfo)

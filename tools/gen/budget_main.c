@@ -232,5 +232,5 @@ int ga_budget_main(int argc, char **argv)
     else
         print_text(&cli, &b, sims);
     free(sims);
-    return rc; /* a failed write: main.c makes it 2 */
+    return rc; /* a failed write: command.c makes it 2 */
 }

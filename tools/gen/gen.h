@@ -1,6 +1,6 @@
 /*
  * gen.h: the entry points of `galloc gen` and `galloc budget`, called by
- * tools/main.c's dispatcher.
+ * tools/command.c's dispatcher.
  *
  * argv[0] is the command's own name ("gen", "budget"), argv[1..argc) its
  * arguments, as a git-style subcommand sees them. Output goes to stdout (or

@@ -154,7 +154,7 @@ int ga_gen_main(int argc, char **argv)
     }
     if (rc < 0) {
         fprintf(stderr, "galloc gen: %s\n", err);
-    } else if (rc != 0 && !to_stdout) { /* standard output: main.c says it, once */
+    } else if (rc != 0 && !to_stdout) { /* standard output: command.c says it, once */
         fprintf(stderr, "galloc gen: cannot write %s: %s\n", name, strerror(saved_errno));
     }
     if (rc != 0 && !to_stdout)

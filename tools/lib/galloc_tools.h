@@ -1,7 +1,8 @@
 /*
  * galloc_tools.h: the galloc command's analyses as a library: `galloc replay`
  * and `galloc fit` run in the caller's process, their --json document handed
- * back as a string, and a trace file's summary through the same readers.
+ * back as a string, a trace file's summary through the same readers, and the
+ * whole command (galloc_tools_main) as a program's main would run it.
  *
  * Why a run-the-command API and not a second set of entry points: the Python
  * package (galloc.replay, galloc.fit, galloc.load_trace) must give the same
@@ -57,6 +58,22 @@ typedef void (*galloc_tools_progress_fn)(void *ctx, double fraction, uint64_t ev
  */
 GALLOC_API int galloc_tools_run(int argc, const char *const *argv, galloc_tools_progress_fn progress, void *ctx,
                                 char **out, char **messages);
+
+/*
+ * galloc_tools_main: run the galloc command in this process as its
+ * executable's main() would: argv[0] is the program's name (not read),
+ * argv[1] the subcommand (replay, fit, gen, budget, help, --version) and the
+ * rest its options, exactly as on the command line. What it prints goes to
+ * the process's own stdout and stderr (C stdio, flushed before the return:
+ * a caller with its own buffer on file descriptor 1, as Python's sys.stdout,
+ * flushes it first). argv == NULL or argc < 2 prints the usage on stderr.
+ *
+ * Returns the command's exit status, for the caller to exit with: 0, 1 (an
+ * OOM, nothing fits: the subcommand's meaning) or 2 (bad usage or input, a
+ * report that could not be written, host memory exhausted: the reason on
+ * stderr). Serialized with galloc_tools_run by the same lock.
+ */
+GALLOC_API int galloc_tools_main(int argc, const char *const *argv);
 
 /*
  * galloc_tools_trace_info: read the trace at path through the command's

@@ -1,10 +1,13 @@
 /*
- * tools_run.c: galloc_tools_run, the galloc command run as a library call
- * (galloc_tools.h). The command's entries write to stdout and stderr; for the
- * length of one call those two stdio streams are memory streams
- * (open_memstream), so the caller gets exactly what the command prints, from
- * exactly the command's code. Invariant: the lock is held from the swap to
- * the restore, and the original streams are restored on every path.
+ * tools_run.c: galloc_tools_run and galloc_tools_main, the galloc command run
+ * as a library call (galloc_tools.h), both through the command's own
+ * dispatcher (tools/command.c). The command writes to stdout and stderr:
+ * galloc_tools_main leaves them the process's; for the length of one
+ * galloc_tools_run they are memory streams (open_memstream), so the caller
+ * gets exactly what the command prints, from exactly the command's code.
+ * Invariant: one lock serializes both (the command's globals), it is held
+ * from the swap to the restore, and the original streams are restored on
+ * every path.
  */
 #include <galloc/galloc_tools.h>
 
@@ -13,26 +16,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fit/fit.h"
+#include "tools/command.h"
 #include "tools/replay/replay_cli.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the commands' globals: getopt, progress */
+static char program[] = "galloc";                         /* argv[0] for galloc_tools_run's commands */
 
 void galloc_tools_free(void *p)
 {
     free(p);
 }
 
-/* The command's entry on a private copy of argv: getopt_long permutes the
- * array it is given, and the caller's is const. */
-static int run_command(int argc, const char *const *argv)
+/* The command on a private copy of argv (getopt_long permutes the array it
+ * is given, and the caller's is const), name before it as argv[0] unless
+ * NULL; -1 when host memory ran out. Called with the lock held. */
+static int run_command(char *name, int argc, const char *const *argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
+    int first = name != NULL;
+    char **args = calloc((size_t)(first + argc) + 1, sizeof(*args));
     if (args == NULL)
         return -1;
-    memcpy(args, argv, (size_t)argc * sizeof(*args));
-    int rc = argv[0][0] == 'r' ? ga_replay_main(argc, args) : ga_fit_main(argc, args);
+    args[0] = name;
+    if (argc > 0)
+        memcpy(args + first, argv, (size_t)argc * sizeof(*args));
+    int rc = ga_command_main(first + argc, args);
     free(args);
+    return rc;
+}
+
+int galloc_tools_main(int argc, const char *const *argv)
+{
+    if (argv == NULL || argc < 0)
+        argc = 0;
+    pthread_mutex_lock(&lock);
+    int rc = run_command(NULL, argc, argv);
+    pthread_mutex_unlock(&lock);
+    if (rc < 0) {
+        fprintf(stderr, "galloc: out of host memory\n");
+        return 2;
+    }
     return rc;
 }
 
@@ -63,7 +85,7 @@ int galloc_tools_run(int argc, const char *const *argv, galloc_tools_progress_fn
     stdout = o;
     stderr = m;
     ga_replay_progress_observe(progress, ctx);
-    int rc = run_command(argc, argv);
+    int rc = run_command(program, argc, argv);
     ga_replay_progress_observe(NULL, NULL);
     stdout = saved_out;
     stderr = saved_err;
