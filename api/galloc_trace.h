@@ -106,9 +106,12 @@ typedef struct galloc_trace_source {
      * place) and, when time_us is set, for every trace entry and annotation
      * recorded (for its time). */
     uint32_t (*token)(void *ctx);
-    /* Optional, NULL = galloc's clock. time_us: the time of token's event
-     * (microseconds since the epoch), never called for token 0. */
-    int64_t (*time_us)(void *ctx, uint32_t token);
+    /* Optional, NULL = galloc's clock. time_us: the time of token's event's
+     * entry of `action` (as for frames; "annotate" for an annotation), in
+     * microseconds since the epoch: one call may make several entries that
+     * the replayer recorded at different times (a segment_alloc before its
+     * alloc). Never called for token 0. */
+    int64_t (*time_us)(void *ctx, uint32_t token, const char *action);
     /* Required. frames: token's recorded stack for an entry of `action`
      * (PyTorch's action string: "alloc", "free_requested", "free_completed",
      * "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom";

@@ -78,12 +78,12 @@ galloc_status_t ga_trace_set_source(ga_trace_t *t, const galloc_trace_source_t *
     return GALLOC_OK;
 }
 
-int64_t ga_trace_source_time_us(const ga_trace_t *t)
+int64_t ga_trace_source_time_us(const ga_trace_t *t, ga_trace_action_t action)
 {
     const galloc_trace_source_t *src = &t->source;
     uint32_t token = src->time_us != NULL ? src->token(src->ctx) : 0;
     if (token != 0)
-        return src->time_us(src->ctx, token);
+        return src->time_us(src->ctx, token, ga_trace_action_name(action));
     /* A call the replayer named no event for (or no times at all). */
     return t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
 }
@@ -198,6 +198,6 @@ galloc_status_t ga_trace_annotate(ga_trace_t *t, const char *stage, const char *
     e->action = GA_TRACE_ANNOTATE;
     e->extra.annotation.name = name_id;
     e->extra.annotation.stage = stage_id;
-    e->time_us = ga_trace_time_us(t);
+    e->time_us = ga_trace_time_us(t, GA_TRACE_ANNOTATE);
     return GALLOC_OK;
 }

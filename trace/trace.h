@@ -123,14 +123,14 @@ static inline bool ga_trace_tokens(const ga_trace_t *t)
 int64_t ga_trace_now_us(void);
 
 /* ga_trace_source_time_us: token mode's clock: the time of the current
- * call's token, t's own clock when there is none. */
-int64_t ga_trace_source_time_us(const ga_trace_t *t);
+ * call's token's entry of action, t's own clock when there is none. */
+int64_t ga_trace_source_time_us(const ga_trace_t *t, ga_trace_action_t action);
 
-/* ga_trace_time_us: t's clock (the source's in token mode). */
-static inline int64_t ga_trace_time_us(const ga_trace_t *t)
+/* ga_trace_time_us: t's clock for an entry of action (the source's in token mode). */
+static inline int64_t ga_trace_time_us(const ga_trace_t *t, ga_trace_action_t action)
 {
     if (ga_trace_tokens(t))
-        return ga_trace_source_time_us(t);
+        return ga_trace_source_time_us(t, action);
     return t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
 }
 
@@ -186,7 +186,7 @@ static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t a
     e->size = size;
     e->stream = stream;
     e->extra.device_free = 0;
-    e->time_us = ga_trace_time_us(t);
+    e->time_us = ga_trace_time_us(t, action);
     e->mempool_id[0] = mempool_id != NULL ? mempool_id[0] : 0;
     e->mempool_id[1] = mempool_id != NULL ? mempool_id[1] : 0;
     e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? stack_id : 0;

@@ -47,7 +47,7 @@ uint32_t SourceToken(void *ctx)
     return static_cast<Source *>(ctx)->token;
 }
 
-int64_t SourceTime(void *, uint32_t token)
+int64_t SourceTime(void *, uint32_t token, const char *)
 {
     return 1000 * static_cast<int64_t>(token);
 }

@@ -404,7 +404,8 @@ import pickle
 d = pickle.load(open('$TMP/r.pickle', 'rb'))
 got = [(e['action'], e['size']) for e in d['device_traces'][0]]
 M = 1 << 20
-want = [('segment_alloc', 2 * M), ('alloc', M), ('alloc', M), ('segment_alloc', 2 * M), ('alloc', M), ('snapshot', 5 * M)]
+# no entry of galloc's own at the end: a replay's snapshot holds the trace's entries only
+want = [('segment_alloc', 2 * M), ('alloc', M), ('alloc', M), ('segment_alloc', 2 * M), ('alloc', M)]
 assert got == want, got
 # written after event 4: five live blocks in three segments, listed by
 # address: the sim places segments descending (sim_placement:descending), so
@@ -417,7 +418,7 @@ expect_exit 0 "snapshot max entries" -- "$GALLOC" replay --snapshot "$TMP/m.pick
 import pickle
 d = pickle.load(open('$TMP/m.pickle', 'rb'))
 got = [e['action'] for e in d['device_traces'][0]]
-assert got == ['free_completed', 'free_requested', 'free_completed', 'snapshot'], got
+assert got == ['free_requested', 'free_completed', 'free_requested', 'free_completed'], got
 assert len(d['segments']) == 5
 " || fail "--snapshot-max-entries 4 keeps the last 4 entries"
 expect_exit 0 "range and max entries" -- "$GALLOC" replay --snapshot "$TMP/rm.json" --snapshot-range 0: --snapshot-max-entries 3 "$TMP/ten.trace"

@@ -73,10 +73,10 @@ expect_exit 1 "doctored block state diverges" -- "$GALLOC" replay --verify "$TMP
 expect_in "$TMP/out" "^device events: 7 of 7 agree" "block doctored: events agree"
 expect_in "$TMP/out" "^final segments: 3 of 4 agree" "block doctored: one segment differs"
 expect_in "$TMP/out" "first final-state difference: the segment of segment_alloc #2 (0-based): block 0: snapshot 1024 bytes inactive, galloc 1024 bytes active_allocated" "block doctored: the block"
-# A ring buffer that wrapped: galloc's snapshot keeps the last 5 entries only
-# (free 12's pair, the segment_free, the oom, the snapshot entry). The state at
-# the first entry is rebuilt backwards from the final segments and seeded.
-expect_exit 1 "wrapped snapshot" -- "$GALLOC" replay --snapshot "$TMP/w.pickle" --snapshot-max-entries 5 "$TMP/v.trace"
+# A ring buffer that wrapped: galloc's snapshot keeps the last 4 entries only
+# (free 12's pair, the segment_free, the oom). The state at the first entry is
+# rebuilt backwards from the final segments and seeded.
+expect_exit 1 "wrapped snapshot" -- "$GALLOC" replay --snapshot "$TMP/w.pickle" --snapshot-max-entries 4 "$TMP/v.trace"
 expect_exit 0 "a trace that starts mid-run verifies from the reconstructed state" -- "$GALLOC" replay --verify "$TMP/w.pickle"
 expect_in "$TMP/out" "^the trace starts mid-run: the state at its first entry was reconstructed backwards from the final segments (5 segments, 12 live blocks) and seeded" "mid-run reconstruction"
 expect_in "$TMP/out" "^device events: 2 of 2 agree" "mid-run: segment_free and oom agree"

@@ -44,6 +44,12 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
 /* ga_engine_finish: final sample, snapshot, stats, and the allocator's end. */
 void ga_engine_finish(ga_replay_column_t *c, const ga_engine_run_t *r, bool check);
 
+/* ga_engine_history_source (history.c): make c's recorded history carry the
+ * recorded stacks and times of the events replayed (galloc_set_trace_source).
+ * ga_engine_history_free: its buffers. */
+galloc_status_t ga_engine_history_source(ga_replay_column_t *c);
+void ga_engine_history_free(ga_replay_column_t *c);
+
 /* ga_engine_now: a monotonic clock in seconds. */
 double ga_engine_now(void);
 

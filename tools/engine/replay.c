@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "tools/snapshot/seed.h"
-#include "tools/snapshot/torch_snapshot.h"
 
 double ga_engine_now(void)
 {
@@ -54,45 +53,23 @@ static void write_snapshot(ga_replay_column_t *c)
     c->snapshot_ops->write(c->a, c->snapshot_path, c->snapshot_error, sizeof(c->snapshot_error));
 }
 
-/* galloc_frames_fn: the frames the trace recorded for the event being
- * replayed, so galloc's snapshot of the replay shows the user's code. */
-static size_t event_frames(void *ctx, galloc_frame_t *out, size_t max)
-{
-    ga_replay_column_t *c = ctx;
-    const void *fr = c->cur != NULL ? c->cur->frames : NULL;
-    size_t n = ga_torch_frames_count(fr), k = 0, used = 0;
-    for (; k < n && k < max; k++) {
-        ga_torch_frame_t f;
-        ga_torch_frame(fr, k, &f);
-        const char *src[2] = {f.filename, f.name};
-        size_t len[2] = {f.filename_len, f.name_len};
-        const char *dst[2] = {"", ""};
-        for (int j = 0; j < 2; j++) {
-            if (src[j] == NULL || len[j] + 1 > sizeof(c->frame_text) - used)
-                continue; /* missing, or no room left: "" */
-            memcpy(c->frame_text + used, src[j], len[j]);
-            c->frame_text[used + len[j]] = '\0';
-            dst[j] = c->frame_text + used;
-            used += len[j] + 1;
-        }
-        out[k] = (galloc_frame_t){.filename = dst[0], .name = dst[1], .line = f.line};
-    }
-    return k;
-}
-
 /* Start recording the history (at the first event of --snapshot-range). */
 static void start_recording(ga_replay_column_t *c)
 {
+    galloc_status_t st;
     if (c->snapshot_ops == NULL) {
         snprintf(c->snapshot_error, sizeof(c->snapshot_error), "%s: not written: no snapshot writer given",
                  c->snapshot_path);
+        c->snapshot_done = true;
+    } else if ((st = ga_engine_history_source(c)) != GALLOC_OK) { /* before recording: setting it clears the trace */
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error), "%s: not written: the recorded stacks cannot be "
+                 "attached: %s", c->snapshot_path, galloc_strerror(st));
         c->snapshot_done = true;
     } else if (c->snapshot_ops->record(c->a, c->snapshot_max_entries, c->snapshot_error,
                                        sizeof(c->snapshot_error)) != 0) {
         c->snapshot_done = true; /* nothing to write: the error says why */
     } else {
         c->snapshot_recording = true;
-        galloc_set_frames_callback(c->a, event_frames, c);
     }
 }
 
@@ -382,6 +359,7 @@ static galloc_status_t set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t cap
 static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_column_t *c)
 {
     const ga_replay_opts_t *o = g->o;
+    c->unit = u;
     c->user_conf = g->spec->conf ? g->spec->conf : "";
     c->recorded = g->spec->recorded;
     c->label = make_label(g->spec, o->env);
@@ -471,7 +449,8 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         if (i == start && !c->snapshot_done)
             start_recording(c);
         ga_job_event(u, i, &e);
-        c->cur = &e; /* for event_frames */
+        c->cur = &e; /* the token of this event's calls (history.c) */
+        c->cur_index = i;
         apply_event(c, &r, i, &e);
         c->cur = NULL;
         if (i == c->sampler.next && c->sampler.x != NULL)
@@ -523,6 +502,7 @@ void ga_replay_column_release(ga_replay_column_t *c)
     galloc_allocator_destroy(c->a);
     ga_idmap_free(&c->map);
     ga_sampler_free(&c->sampler);
+    ga_engine_history_free(c);
     free(c->label);
     free(c->conf);
     free(c->ooms);

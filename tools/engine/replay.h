@@ -218,8 +218,13 @@ typedef struct ga_replay_column {
     bool snapshot_recording;             /* the history is being recorded */
     bool seeded;                         /* the unit's seed was applied: prologue events are skipped */
     bool place;                          /* tell sim each alloc's recorded segment address */
-    const ga_event_t *cur;               /* the event being replayed: its frames go into the history */
-    char frame_text[4096];               /* the frames callback's strings (valid during the call) */
+    const ga_job_unit_t *unit;           /* the unit replayed */
+    const ga_event_t *cur;               /* the event being replayed (NULL between events) ... */
+    uint64_t cur_index;                  /* ... and its index: the token of its calls in the history */
+    galloc_frame_t *hist_frames;         /* history.c's frames of one entry (valid until its next call) */
+    size_t hist_frames_cap;
+    char *hist_text;                     /* ... and their strings */
+    size_t hist_text_cap;
     bool snapshot_done;                  /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;

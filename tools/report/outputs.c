@@ -40,8 +40,8 @@ static int record_history(galloc_allocator_t *a, size_t max_entries, char *err, 
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
     galloc_history_options_t opt = {.struct_size = sizeof(opt),
                                     .enabled = GALLOC_HISTORY_ALL,
-                                    /* the trace's recorded frames, through the
-                                     * engine's frames callback (none: empty) */
+                                    /* the trace's recorded frames and times,
+                                     * through the engine's trace source */
                                     .context = GALLOC_CONTEXT_ALL,
                                     .stacks = GALLOC_STACKS_PYTHON,
                                     .max_entries = max_entries};
