@@ -462,6 +462,9 @@ static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ev->size = m->bytes > 0 ? (uint64_t)m->bytes : 0;
         ev->stream = m->bytes > 0 ? 0 : GA_STREAM_NONE;
         ev->where = m->index;
+        /* Kineto's ts is in microseconds; newer traces add baseTimeNanoseconds to make it absolute,
+         * which galloc does not read: the time is the trace's own clock */
+        ev->time_us = m->ts > 0 && m->ts < 9.2e18 ? (int64_t)m->ts : 0;
         return 1;
     }
     return 0;
