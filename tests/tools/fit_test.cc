@@ -8,6 +8,7 @@
 // recorded allocator settings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -455,4 +456,101 @@ TEST(FitClassify, MemoryFractionFromTheConfiguration)
     EXPECT_EQ(d.oom.fraction, 1.0);
     EXPECT_EQ(d.oom.limit, 4 * GiB);
     EXPECT_EQ(d.oom.usable_free, d.oom.device_free);
+}
+
+namespace {
+
+// ga_fit_answer's rules (fit_advice.c) on hand-made outcomes: peaks in MiB.
+ga_fit_result_t Row(const char *conf, bool fits, int64_t peak_mib, bool recorded = false, uint32_t ms = 0,
+                    uint64_t min_mib = 0)
+{
+    ga_fit_result_t r = {};
+    std::snprintf(r.conf, sizeof(r.conf), "%s", conf);
+    r.stage = recorded ? "recorded" : "grid";
+    r.recorded = recorded;
+    r.has_axes = !recorded;
+    r.axes.ms = ms;
+    r.run.fits = fits;
+    r.run.peak_reserved = peak_mib << 20;
+    r.min_searched = min_mib != 0;
+    r.min_memory = min_mib << 20;
+    return r;
+}
+
+ga_fit_answer_t Answer(std::vector<ga_fit_result_t> &rows)
+{
+    std::sort(rows.begin(), rows.end(), [](const ga_fit_result_t &a, const ga_fit_result_t &b) {
+        return ga_fit_better(&a, &b);
+    });
+    ga_fit_outcome_t oc = {rows.data(), rows.size(), 0.0, 1};
+    ga_fit_job_t job = {};
+    ga_fit_answer_t a;
+    ga_fit_answer(&job, &oc, &a);
+    return a;
+}
+
+} // namespace
+
+// A job that fits as recorded keeps its settings unless a change saves 5 %:
+// 0.4 % is stated, never advised; 10 % is advised.
+TEST(FitAdvice, KeepTheRecordedSettingsUnlessAChangeIsWorthIt)
+{
+    std::vector<ga_fit_result_t> small = {Row("", true, 1000, true), Row("expandable_segments:True", true, 996)};
+    ga_fit_answer_t a = Answer(small);
+    ASSERT_NE(a.pick, nullptr);
+    EXPECT_TRUE(a.pick->recorded);
+    EXPECT_TRUE(a.keep_recorded);
+    EXPECT_NEAR(a.saving, 0.004, 1e-9);
+    std::vector<ga_fit_result_t> big = {Row("", true, 1000, true), Row("expandable_segments:True", true, 900)};
+    a = Answer(big);
+    ASSERT_NE(a.pick, nullptr);
+    EXPECT_STREQ(a.pick->conf, "expandable_segments:True");
+    EXPECT_FALSE(a.keep_recorded);
+    EXPECT_NEAR(a.saving, 0.10, 1e-9);
+}
+
+// Peaks within 0.5 % are a tie, which the shorter string wins: 20.61 GiB
+// under a longer string does not beat 20.63 GiB under a shorter one.
+TEST(FitAdvice, TiesGoToTheShorterString)
+{
+    std::vector<ga_fit_result_t> rows = {Row("expandable_segments:True,max_split_size_mb:576", true, 21105),
+                                         Row("expandable_segments:True", true, 21125)};
+    ga_fit_answer_t a = Answer(rows);
+    ASSERT_NE(a.pick, nullptr);
+    EXPECT_STREQ(a.pick->conf, "expandable_segments:True");
+    // outside the tolerance the smaller peak wins
+    std::vector<ga_fit_result_t> apart = {Row("expandable_segments:True,max_split_size_mb:576", true, 20000),
+                                          Row("expandable_segments:True", true, 21125)};
+    a = Answer(apart);
+    EXPECT_STREQ(a.pick->conf, "expandable_segments:True,max_split_size_mb:576");
+}
+
+// A pick whose neighbouring max_split_size_mb needs 10 % more sits next to a
+// cliff; another result that fits a smaller memory is named.
+TEST(FitAdvice, CliffsAndSmallerMemoriesAreSaid)
+{
+    std::vector<ga_fit_result_t> rows = {Row("max_split_size_mb:576", true, 20610, false, 576, 20700),
+                                         Row("max_split_size_mb:512", true, 29950, false, 512, 30000),
+                                         Row("expandable_segments:True", true, 22000, false, 0, 20600)};
+    rows[2].axes.es = true;
+    ga_fit_answer_t a = Answer(rows);
+    ASSERT_NE(a.pick, nullptr);
+    EXPECT_STREQ(a.pick->conf, "max_split_size_mb:576");
+    ASSERT_NE(a.cliff, nullptr);
+    EXPECT_STREQ(a.cliff->conf, "max_split_size_mb:512");
+    ASSERT_NE(a.smaller, nullptr);
+    EXPECT_STREQ(a.smaller->conf, "expandable_segments:True");
+    // no neighbour much worse: no cliff
+    std::vector<ga_fit_result_t> flat = {Row("max_split_size_mb:576", true, 20610, false, 576),
+                                         Row("max_split_size_mb:512", true, 20700, false, 512)};
+    EXPECT_EQ(Answer(flat).cliff, nullptr);
+}
+
+// Nothing fits: no pick, the closest is the first ranked.
+TEST(FitAdvice, NothingFits)
+{
+    std::vector<ga_fit_result_t> rows = {Row("", false, 100, true), Row("expandable_segments:True", false, 90)};
+    ga_fit_answer_t a = Answer(rows);
+    EXPECT_EQ(a.pick, nullptr);
+    ASSERT_NE(a.closest, nullptr);
 }

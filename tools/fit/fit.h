@@ -192,8 +192,9 @@ typedef struct ga_fit_answer {
     const ga_fit_result_t *recorded;  /* the job's own run, NULL without recorded settings */
     const ga_fit_result_t *closest;   /* nothing fits: the one that gets furthest */
     bool keep_recorded;               /* the recorded settings fit and nothing saves GA_FIT_WORTH */
-    double saving;                    /* the best's saving over the recorded run, a fraction of its peak */
+    double saving;                    /* the lightest's saving over the recorded run, a fraction of its peak */
     const ga_fit_result_t *best;      /* the top-ranked fitting result */
+    const ga_fit_result_t *lightest;  /* the fitting result with the smallest peak reserved (ties aside) */
     const ga_fit_result_t *cliff;     /* a neighbour of pick that is much worse, NULL if none */
     const ga_fit_result_t *smaller;   /* another result that fits a smaller memory than pick, NULL */
 } ga_fit_answer_t;

@@ -57,6 +57,8 @@ void ga_fit_answer(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, ga_fit_a
             out->recorded = r;
         if (r->run.fits && out->best == NULL)
             out->best = r;
+        if (r->run.fits && (out->lightest == NULL || r->run.peak_reserved < out->lightest->run.peak_reserved))
+            out->lightest = r;
     }
     if (out->best == NULL) {
         out->closest = oc->n ? &oc->results[0] : NULL;
@@ -66,7 +68,7 @@ void ga_fit_answer(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, ga_fit_a
     const ga_fit_result_t *rec = out->recorded;
     if (rec != NULL && rec->run.fits) {
         int64_t rp = rec->run.peak_reserved;
-        out->saving = rp > 0 ? (double)(rp - out->best->run.peak_reserved) / (double)rp : 0.0;
+        out->saving = rp > 0 ? (double)(rp - out->lightest->run.peak_reserved) / (double)rp : 0.0;
         out->keep_recorded = out->best == rec || out->saving < GA_FIT_WORTH;
         if (out->keep_recorded)
             out->pick = rec;

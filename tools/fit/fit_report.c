@@ -276,10 +276,11 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
         fprintf(out, "\nFits as recorded: keep PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", p->conf);
     }
     if (p->recorded) {
-        if (a->best != p && a->saving > 0)
+        if (a->lightest != p && a->saving > 0)
             fprintf(out, "  \"%s\" would save %.1f %% of peak reserved (%s): below the %.0f %% worth a change\n",
-                    conf_name(job, a->best), 100.0 * a->saving,
-                    fmt_bytes(p->run.peak_reserved - a->best->run.peak_reserved, x, sizeof(x)), 100.0 * GA_FIT_WORTH);
+                    conf_name(job, a->lightest), 100.0 * a->saving,
+                    fmt_bytes(p->run.peak_reserved - a->lightest->run.peak_reserved, x, sizeof(x)),
+                    100.0 * GA_FIT_WORTH);
     } else if (p->conf[0] && job->env[0]) {
         fprintf(out, "\nFits: add \"%s\" over the environment's %s\n", p->conf, job->env);
     } else if (p->conf[0]) {
@@ -289,8 +290,10 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
     } else {
         fprintf(out, "\nFits under PyTorch's defaults: leave PYTORCH_CUDA_ALLOC_CONF unset\n");
     }
-    if (!p->recorded && a->recorded != NULL && a->recorded->run.fits)
-        fprintf(out, "  it saves %.1f %% of the recorded run's peak reserved\n", 100.0 * a->saving);
+    if (!p->recorded && a->recorded != NULL && a->recorded->run.fits && a->recorded->run.peak_reserved > 0)
+        fprintf(out, "  it saves %.1f %% of the recorded run's peak reserved\n",
+                100.0 * (double)(a->recorded->run.peak_reserved - p->run.peak_reserved) /
+                    (double)a->recorded->run.peak_reserved);
     fprintf(out, "  peak reserved %s, peak allocated %s", fmt_bytes(p->run.peak_reserved, x, sizeof(x)),
             fmt_bytes(p->run.peak_allocated, y, sizeof(y)));
     if (p->min_searched && p->min_memory) {
@@ -482,6 +485,8 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     json_ref(out, oc, a.pick);
     fprintf(out, ", \"keep_recorded\": %s, \"saving\": %.6f, \"best\": ", a.keep_recorded ? "true" : "false", a.saving);
     json_ref(out, oc, a.best);
+    fputs(", \"lightest\": ", out);
+    json_ref(out, oc, a.lightest);
     fputs(", \"recorded\": ", out);
     json_ref(out, oc, a.recorded);
     fputs(", \"closest\": ", out);
