@@ -62,6 +62,10 @@ typedef struct ga_fit_job {
                                  garbage_collection_threshold do anything, so only then is it searched */
     uint64_t sleep_events;    /* sleep and wake events over all units */
     size_t capped_units;      /* units replayed under an inferred cap range */
+    /* ref: the unit a smallest memory is stated for (the others scale with
+     * it): the first whose size its own OOM entries tell (the device that ran
+     * out of memory), else the first. */
+    size_t ref;
     const char *recorded;     /* the settings the job recorded (the first file that has them), NULL */
     const char *recorded_text;
 } ga_fit_job_t;
@@ -104,14 +108,15 @@ int ga_fit_replay(const ga_fit_job_t *job, const char *conf, bool recorded, ga_f
 
 /*
  * ga_fit_fits_within: whether conf fits every unit when the allocator may
- * use only `allowed` bytes of unit 0 (and the same share of every other
- * unit's): the device size of an uncapped unit, the cap of a capped one.
+ * use only `allowed` bytes of the reference unit (and the same share of every
+ * other unit's): the device size of an uncapped unit, the cap of a capped one.
  * Each replay stops at its first OOM. A failed call counts as not fitting.
  */
 bool ga_fit_fits_within(const ga_fit_job_t *job, const char *conf, bool recorded, uint64_t allowed);
 
-/* ga_fit_allowed: what the allocator may use of unit 0 as the job ran: its
- * device's size, or for a capped unit the top of its cap range. */
+/* ga_fit_allowed: what the allocator may use of the reference unit (ref) as
+ * the job ran: its device's size, or for a capped unit the top of its cap
+ * range. */
 uint64_t ga_fit_allowed(const ga_fit_job_t *job);
 
 /*

@@ -77,7 +77,7 @@ static const ga_job_unit_t *unit(const ga_fit_job_t *job, size_t u)
  * cap the cap. */
 static bool capped0(const ga_fit_job_t *job)
 {
-    return job->job->n_units && unit(job, 0)->cap.inferred;
+    return job->job->n_units && unit(job, job->ref)->cap.inferred;
 }
 
 static void fits_cell(const ga_fit_result_t *r, char *b, size_t n)
@@ -221,7 +221,7 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
 static void min_text(FILE *out, const ga_fit_job_t *job, uint64_t m)
 {
     char a[32], b[32], c[32];
-    const ga_job_unit_t *u = unit(job, 0);
+    const ga_job_unit_t *u = unit(job, job->ref);
     if (capped0(job)) {
         fprintf(out, "under a cap of %s or more (a memory fraction of at least %.4g of %s)", fmt_size(m, a, sizeof(a)),
                 (double)m / (double)u->memory, fmt_size(u->memory, b, sizeof(b)));
@@ -326,8 +326,10 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
             (m == NULL || oc->results[i].min_memory < m->min_memory))
             m = &oc->results[i];
     uint64_t d = ga_fit_allowed(job);
+    if (job->job->n_units > 1) /* whose size the figures below are: the others scale with it */
+        fprintf(out, "\nSizes below are those of %s (the other traces' sizes scale with it).", unit(job, job->ref)->label);
     if (capped0(job)) {
-        ga_report_cap_text(&unit(job, 0)->cap, r, sizeof(r));
+        ga_report_cap_text(&unit(job, job->ref)->cap, r, sizeof(r));
         fprintf(out, "\nNo configuration fits under any cap the trace allows (its cap lay in %s): genuine, the job "
                      "needs more memory than the cap gave it whatever the settings.\n",
                 r);
@@ -466,7 +468,7 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     ga_fit_answer(job, oc, &a);
     fprintf(out, "{\"tool\": \"galloc fit\", \"version\": 2, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
                  ", \"reserve\": %" PRIu64 ",\n \"traces\": [",
-            job->job->n_units ? unit(job, 0)->memory : 0, job->events, job->reserve);
+            job->job->n_units ? unit(job, job->ref)->memory : 0, job->events, job->reserve);
     for (size_t u = 0; u < job->job->n_units; u++) {
         fprintf(out, "%s\n    {\"label\": ", u ? "," : "");
         ga_report_json_str(out, unit(job, u)->label);

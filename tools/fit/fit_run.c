@@ -22,6 +22,10 @@ void ga_fit_job_init(ga_fit_job_t *job)
     job->sleep_events = 0;
     job->capped_units = 0;
     job->recorded = job->recorded_text = NULL;
+    job->ref = 0;
+    for (size_t u = j->n_units; u-- > 0;)
+        if (j->units[u].recorded_source == GA_JOB_MEM_OOM_ENTRIES)
+            job->ref = u;
     for (size_t u = 0; u < j->n_units; u++) {
         const ga_job_unit_t *un = &j->units[u];
         if (un->max_alloc > job->max_alloc)
@@ -123,7 +127,7 @@ static uint64_t allowed_of(const ga_job_unit_t *u)
 
 uint64_t ga_fit_allowed(const ga_fit_job_t *job)
 {
-    return job->job->n_units ? allowed_of(&job->job->units[0]) : GA_JOB_DEFAULT_MEMORY;
+    return job->job->n_units ? allowed_of(&job->job->units[job->ref]) : GA_JOB_DEFAULT_MEMORY;
 }
 
 bool ga_fit_fits_within(const ga_fit_job_t *job, const char *conf, bool recorded, uint64_t allowed)
@@ -132,7 +136,7 @@ bool ga_fit_fits_within(const ga_fit_job_t *job, const char *conf, bool recorded
     ga_replay_spec_t spec = {.conf = conf, .recorded = recorded};
     for (size_t i = 0; i < job->job->n_units; i++) {
         const ga_job_unit_t *u = &job->job->units[i];
-        uint64_t mine = i == 0 ? allowed : (uint64_t)((double)allowed_of(u) * scale);
+        uint64_t mine = i == job->ref ? allowed : (uint64_t)((double)allowed_of(u) * scale);
         if (mine == 0)
             mine = 1;
         ga_replay_opts_t o = replay_opts(job);
