@@ -85,10 +85,12 @@ class Replay(unittest.TestCase):
         r = galloc.replay(FRAG, device_memory="160GiB", progress=lambda f, n: seen.append((f, n)))
         self.assertEqual(r.exit_status, 0)
         self.assertTrue(r["defaults"].fits)
-        self.assertGreater(len(seen), 1)
+        self.assertEqual(r.traces[0].device_memory_source, "option")
+        # The engine reports every 4,096 events and once at the end of each
+        # column: the 1,720 events of this trace give the end only.
+        self.assertEqual(seen[-1], (1.0, 1720))
         self.assertEqual([n for _, n in seen], sorted(n for _, n in seen))
         self.assertTrue(all(0 <= f <= 1 for f, _ in seen))
-        self.assertLessEqual(seen[-1][1], 1720)
 
     def test_same_figures_as_the_command(self):
         exe = os.path.join(REPO, "bazel-bin", "tools", "galloc")
@@ -276,7 +278,11 @@ class Fleet(unittest.TestCase):
             self.assertEqual((b.winner, b.configurations[0].peak_reserved_bytes), ("expandable_segments:True",
                                                                                    83361792000))
             a = fleet[os.path.join(d, "a.trace")]
-            self.assertEqual((a.fits, a.events, a.min_device_memory), (True, 1720, 82480988160))
+            # The three leaders' peaks are within 0.5 % of each other, a tie
+            # (GA_FIT_TIE): the shortest string is picked, and its smallest device.
+            self.assertEqual((a.fits, a.events, a.winner), (True, 1720,
+                                                            "expandable_segments:True,roundup_power2_divisions:8"))
+            self.assertEqual((a.answer.pick, a.min_device_memory), (1, 83319848960))
         with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError):
             galloc.fit_fleet(d)
         with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError) as cm:
