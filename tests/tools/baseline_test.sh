@@ -47,10 +47,11 @@ mapfile -t FILES < <(traces_in "${DIRS[@]/#/$RUNFILES/}")
 # is not would be skipped without a word. The runfiles are links into it.
 repo="$(dirname "$(dirname "$(readlink -f "$EX/torch_snapshot.pickle")")")"
 if [ -d "$repo/tests/tools/data" ] && [ "$repo" != "$RUNFILES" ]; then
-    for f in $(traces_in "${DIRS[@]/#/$repo/}"); do
+    while IFS= read -r f; do
         rel="${f#"$repo"/}"
-        [ -f "$RUNFILES/$rel" ] || fail "$rel is a trace of the checkout but not in baseline_test's data: add it to its folder's traces filegroup (examples/BUILD) or to the test's data (tests/tools/BUILD)"
-    done
+        [ -f "$RUNFILES/$rel" ] || fail "$rel is a trace of the checkout but not in baseline_test's data: add it" \
+            "to its folder's traces filegroup (examples/BUILD) or to the test's data (tests/tools/BUILD)"
+    done < <(traces_in "${DIRS[@]/#/$repo/}")
 else
     echo "note: the runfiles do not lead to a checkout: not checking that every trace is in the data"
 fi
@@ -183,7 +184,8 @@ for f in "${FILES[@]}"; do
         continue
     fi
     if [ "$rc_r" -gt 1 ] || [ "$rc_f" -gt 1 ]; then
-        fail "$f: galloc replay exits $rc_r, galloc fit $rc_f (want 0 or 1): $(head -c 400 "$TMP/replay.err") $(head -c 400 "$TMP/fit.err")"
+        fail "$f: galloc replay exits $rc_r, galloc fit $rc_f (want 0 or 1):" \
+            "$(head -c 400 "$TMP/replay.err") $(head -c 400 "$TMP/fit.err")"
         continue
     fi
     "$PY" "$TMP/baseline.py" "${f#"$RUNFILES"/}" "$TMP/replay.json" "$TMP/fit.json" "$rc_r" "$rc_f" ||
