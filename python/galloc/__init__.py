@@ -27,8 +27,8 @@ galloc.torch.
 """
 from ._native import STATUS_NAMES
 from .allocator import Allocator
-from .analysis import (OOM, ConfigResult, FitConfig, FitResult, ReplayResult, TraceInfo, TraceResult, TraceUnit,
-                       fit, fit_fleet, fleet_files, load_trace, replay)
+from .analysis import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
+                       TraceInfo, TraceResult, TraceUnit, UnitInfo, fit, fit_fleet, fleet_files, load_trace, replay)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
                      GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
@@ -38,6 +38,7 @@ __all__ = [
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
     "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
     "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
+    "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit",
 ]
 
 

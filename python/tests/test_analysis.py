@@ -12,6 +12,10 @@ from support import GiB, REPO, repo_file
 
 FRAG = repo_file("examples/fragmentation.trace")
 LOAD_ORDER = repo_file("examples/fit/load_order.trace")
+# PyTorch 2.11 on an H200 under set_per_process_memory_fraction(0.05): the
+# snapshot does not record the fraction, so its cap is known as a range.
+CAPPED = repo_file("tests/tools/data/h200/torch211_h200_full_default.pickle.gz")
+CAP_LOW, CAP_HIGH = 2151677952, 15269363712  # [2.00 GiB, 14.22 GiB): tests/tools/real_torch_test.sh
 
 
 @unittest.skipIf(FRAG is None, "examples/fragmentation.trace: not in a source tree")
@@ -47,6 +51,11 @@ class Replay(unittest.TestCase):
     def test_trace_figures(self):
         (t,) = self.r.traces
         self.assertEqual((t.format, t.events, t.device_memory, t.error), ("galloc", 1720, 80 * GiB, None))
+        self.assertEqual((t.device_memory_source, t.cap, t.start, t.seeded), ("header", None, "events", None))
+        d = t["defaults"]
+        self.assertEqual((d.recorded, d.fits, d.depends_on_cap, d.cap_bytes, d.cap_parts), (False, False, False,
+                                                                                           None, ()))
+        self.assertEqual((d.expected_ooms, d.expected_ooms_avoided), (0, 0))
         self.assertEqual([c.label for c in t.results], ["defaults", "expandable_segments:True"])
         self.assertEqual(self.r.raw["tool"], "galloc replay")
 
@@ -76,10 +85,12 @@ class Replay(unittest.TestCase):
         r = galloc.replay(FRAG, device_memory="160GiB", progress=lambda f, n: seen.append((f, n)))
         self.assertEqual(r.exit_status, 0)
         self.assertTrue(r["defaults"].fits)
-        self.assertGreater(len(seen), 1)
+        self.assertEqual(r.traces[0].device_memory_source, "option")
+        # The engine reports every 4,096 events and once at the end of each
+        # column: the 1,720 events of this trace give the end only.
+        self.assertEqual(seen[-1], (1.0, 1720))
         self.assertEqual([n for _, n in seen], sorted(n for _, n in seen))
         self.assertTrue(all(0 <= f <= 1 for f, _ in seen))
-        self.assertLessEqual(seen[-1][1], 1720)
 
     def test_same_figures_as_the_command(self):
         exe = os.path.join(REPO, "bazel-bin", "tools", "galloc")
@@ -168,6 +179,88 @@ class Fit(unittest.TestCase):
     def test_too_small_a_device_fits_nothing(self):
         f = galloc.fit(LOAD_ORDER, device_memory=40 * GiB, bisect=0, jobs=2)
         self.assertEqual((f.exit_status, f.fits, f.winner, f.min_device_memory), (1, False, None, None))
+        self.assertEqual((f.answer.pick, f.answer.best, f.answer.recorded, f.answer.closest), (None, None, None, 1))
+        self.assertEqual(f.units[0].device_memory_source, "option")
+
+    def test_answer_and_caveats_are_the_commands(self):
+        f = galloc.fit(LOAD_ORDER, jobs=2)
+        a = f.answer
+        self.assertEqual((a.pick, a.best, a.recorded, a.keep_recorded, a.min_device_memory_is),
+                         (1, 1, None, False, "device"))
+        self.assertEqual(a.saving, f.raw["answer"]["saving"])
+        self.assertEqual(f.configurations[a.pick - 1].conf, f.winner)
+        self.assertEqual(f.caveats, tuple(f.raw["caveats"]))
+        self.assertIn("--reserve SIZE adds it", f.caveats[-1])
+        self.assertFalse(any(c.recorded or c.depends_on_cap for c in f.configurations))
+        self.assertEqual([c.stage for c in f.configurations if c.conf == ""], ["grid"])
+
+
+@unittest.skipIf(CAPPED is None, "tests/tools/data/h200/: not in a source tree")
+class Capped(unittest.TestCase):
+    """A job PyTorch ran under a memory fraction the snapshot does not record:
+    every call says the same cap range, and nothing fits under all of it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.info = galloc.load_trace(CAPPED)
+        cls.r = galloc.replay(CAPPED)
+        cls.f = galloc.fit(CAPPED, bisect=0)
+
+    def test_load_trace_says_the_cap_range(self):
+        (u,) = self.info.units
+        self.assertEqual(u.cap, galloc.Cap(capped_ooms=1, inferred=True, low_bytes=CAP_LOW, high_bytes=CAP_HIGH,
+                                           why=None))
+        self.assertEqual(u.cap.range, (CAP_LOW, CAP_HIGH))
+        # The size is reserved + device_free at the oom entry: a lower bound of the H200's total.
+        self.assertEqual((u.device_memory, u.device_memory_source, u.recorded_memory),
+                         (149322596352, "oom_entries", 149322596352))
+        self.assertEqual((u.settings_from_snapshot, u.settings_recorded, u.start, u.seeded), ("", True, "events",
+                                                                                              None))
+        self.assertEqual(self.info.device_memory, u.device_memory)
+
+    def test_fit_fits_nothing_and_its_caveats_name_the_range(self):
+        f = self.f
+        self.assertEqual((f.exit_status, f.fits, f.winner, f.min_device_memory), (1, False, None, None))
+        self.assertEqual(f.caveats, tuple(f.raw["caveats"]))
+        self.assertTrue(f.caveats)
+        rng = f"[{CAP_LOW / GiB:.2f} GiB, {CAP_HIGH / GiB:.2f} GiB)"
+        self.assertEqual(rng, "[2.00 GiB, 14.22 GiB)")
+        self.assertIn(f"ran under a memory fraction its trace does not record: the cap lay in {rng}", f.caveats[0])
+        self.assertEqual((f.answer.pick, f.answer.min_device_memory_is), (None, "cap"))
+        rec = f.configurations[f.answer.recorded - 1]
+        self.assertEqual((rec.stage, rec.recorded, rec.conf, rec.fits, rec.first_oom["event"]),
+                         ("recorded", True, "", False, 5732))
+        self.assertEqual(f.units[0].cap.range, (CAP_LOW, CAP_HIGH))
+
+    def test_replay_recorded_column_is_genuine_at_event_5732(self):
+        (t,) = self.r.traces
+        self.assertEqual(self.r.exit_status, 1)
+        self.assertEqual(list(t), ["recorded"])
+        c = t["recorded"]
+        self.assertEqual((c.recorded, c.conf, c.verdict, c.fits, c.depends_on_cap), (True, "", "OOM (genuine)",
+                                                                                    False, False))
+        self.assertEqual((c.ooms[0].event, c.ooms[0].expected, c.ooms[0].oom_class), (5732, True, "genuine"))
+        self.assertEqual((c.expected_ooms, c.expected_ooms_avoided), (1, 0))
+        self.assertIn("2.00 GiB to 14.22 GiB allowed (inferred: snapshots do not record the fraction)",
+                      c.ooms[0].message)
+        # One outcome over the whole range: the figures' cap lies in it.
+        self.assertEqual(c.cap_parts, (galloc.CapPart(cap_from_bytes=CAP_LOW, cap_to_bytes=CAP_HIGH, fits=False,
+                                                      ooms=1, first_oom_event=5732,
+                                                      peak_reserved_bytes=c.peak_reserved_bytes, figures=True),))
+        self.assertTrue(CAP_LOW <= c.cap_bytes < CAP_HIGH)
+        self.assertEqual((t.device_memory_source, t.device_memory), ("oom_entries", 149322596352))
+        self.assertEqual(t.cap.range, (CAP_LOW, CAP_HIGH))
+        self.assertEqual(t.cap, self.info.units[0].cap)
+        self.assertEqual(t.cap, self.f.units[0].cap)
+
+    def test_fit_recorded_row_is_replay_recorded_column(self):
+        c = self.r["recorded"]
+        rec = self.f.configurations[self.f.answer.recorded - 1]
+        for k in ("peak_reserved_bytes", "peak_allocated_bytes", "peak_requested_bytes", "ooms_total",
+                  "expected_ooms", "expected_ooms_avoided", "fits", "depends_on_cap"):
+            self.assertEqual(getattr(rec, k), getattr(c, k), k)
+        for k in ("num_device_alloc", "num_device_free", "num_alloc_retries"):
+            self.assertEqual(getattr(rec, k), c.memory_stats[k], k)
 
 
 @unittest.skipIf(FRAG is None or LOAD_ORDER is None, "examples/: not in a source tree")
@@ -185,7 +278,11 @@ class Fleet(unittest.TestCase):
             self.assertEqual((b.winner, b.configurations[0].peak_reserved_bytes), ("expandable_segments:True",
                                                                                    83361792000))
             a = fleet[os.path.join(d, "a.trace")]
-            self.assertEqual((a.fits, a.events, a.min_device_memory), (True, 1720, 82480988160))
+            # The three leaders' peaks are within 0.5 % of each other, a tie
+            # (GA_FIT_TIE): the shortest string is picked, and its smallest device.
+            self.assertEqual((a.fits, a.events, a.winner), (True, 1720,
+                                                            "expandable_segments:True,roundup_power2_divisions:8"))
+            self.assertEqual((a.answer.pick, a.min_device_memory), (1, 83319848960))
         with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError):
             galloc.fit_fleet(d)
         with tempfile.TemporaryDirectory() as d, self.assertRaises(galloc.InvalidArgumentError) as cm:
@@ -204,6 +301,18 @@ class LoadTrace(unittest.TestCase):
         snap = galloc.load_trace(repo_file("examples/torch_snapshot.pickle"))
         self.assertEqual((snap.format, snap.devices), ("torch", ("device 0", "device 1")))
         self.assertEqual([u.events for u in snap.units], [213, 4])
+        # The members every command says about a unit (tools/report/unit.c).
+        f = t.units[0]
+        self.assertEqual((f.file, f.unit, f.format, f.device_memory, f.device_memory_source, f.recorded_memory),
+                         (FRAG, "", "galloc", 80 * GiB, "header", 80 * GiB))
+        self.assertEqual((f.settings_from_snapshot, f.settings_recorded, f.start, f.seeded, f.seed_error, f.cap),
+                         (None, False, "events", None, None, None))
+        self.assertEqual(rmm.units[0].device_memory_source, "default")
+        d0, d1 = snap.units
+        self.assertEqual([(u.unit, u.device, u.settings_from_snapshot, u.settings_recorded) for u in snap.units],
+                         [("device 0", 0, "", True), ("device 1", 1, "", True)])
+        # Device 0 starts mid-run: its state at the first entry is rebuilt and seeded.
+        self.assertEqual((d0.seeded, d0.prologue_allocs, d1.seeded), ({"segments": 9, "live_blocks": 11}, 11, None))
 
     def test_umpire_and_kineto(self):
         with tempfile.TemporaryDirectory() as d:
