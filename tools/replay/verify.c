@@ -20,211 +20,11 @@
 #include "tools/engine/replay.h"
 #include "tools/readers/units.h"
 #include "tools/replay/verify.h"
+#include "tools/replay/verify_int.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snapfile.h"
-
-/* After a difference the sequences are re-aligned: the smallest skip, on
- * either side, of at most GA_VERIFY_RESYNC events after which GA_VERIFY_RUN
- * events agree again (fewer at the end). One early tie-break that adds or
- * drops an event then costs that event, not everything after it. */
-#define GA_VERIFY_RESYNC 16
-#define GA_VERIFY_RUN 3
-
-/* Agreement of one event kind (or of all device events). */
-typedef struct kind_cmp {
-    size_t total, agree; /* max of both sides' counts; aligned pairs that agree */
-} kind_cmp_t;
-
-/* The outcome of one comparison. */
-typedef struct cmp {
-    size_t ev_total, ev_agree; /* device events: max of both sides; aligned pairs that agree */
-    bool diverged;             /* some device event differs (or one side has more) */
-    size_t first;              /* the first differing device event of the snapshot */
-    size_t first_rep;          /* ... and galloc's event it was compared with */
-    kind_cmp_t kind[GA_DEV_N_ACTIONS]; /* every kind of event alone, aligned the same way */
-    size_t seg_total, seg_agree; /* final segments: max of both sides; those that agree */
-    char seg_first[512];       /* the first segment difference, "" if none */
-} cmp_t;
-
-static bool same_event(const ga_dev_event_t *a, const ga_dev_event_t *b)
-{
-    if (a->action != b->action || a->size != b->size)
-        return false;
-    return a->action != GA_DEV_SEGMENT_FREE || a->segment == b->segment;
-}
-
-/* The galloc segment matching recorded segment s: the same segment_alloc
- * ordinal, or for a segment without one (made before the trace and seeded in
- * address order, or expandable) the same rank among such segments. NULL if
- * none. */
-static const ga_snap_segment_t *match_segment(const ga_snap_view_t *rec, size_t s, const ga_snap_view_t *rep)
-{
-    const ga_snap_segment_t *g = &rec->seg[s];
-    size_t rank = 0;
-    for (size_t i = 0; g->segment < 0 && i < s; i++)
-        rank += rec->seg[i].segment < 0;
-    for (size_t j = 0; j < rep->n_seg; j++) {
-        if (g->segment >= 0 && rep->seg[j].segment == g->segment)
-            return &rep->seg[j];
-        if (g->segment < 0 && rep->seg[j].segment < 0 && rank-- == 0)
-            return &rep->seg[j];
-    }
-    return NULL;
-}
-
-static const char *state_name(ga_block_state_t s)
-{
-    return s == GA_BLOCK_ALLOCATED      ? "active_allocated"
-           : s == GA_BLOCK_PENDING_FREE ? "active_pending_free"
-                                        : "inactive";
-}
-
-/* Compare one recorded segment with its galloc counterpart; "" when equal. */
-static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, const ga_snap_view_t *rep,
-                         const ga_snap_segment_t *b, char *out, size_t len)
-{
-    out[0] = '\0';
-    char name[64];
-    if (a->segment >= 0)
-        snprintf(name, sizeof(name), "the segment of segment_alloc #%" PRId64 " (0-based)", a->segment);
-    else
-        snprintf(name, sizeof(name), "the segment at 0x%" PRIx64 " (made before the trace)", a->addr);
-    if (b == NULL) {
-        snprintf(out, len, "%s of %" PRIu64 " bytes: not in galloc's final segments", name, a->total_size);
-        return;
-    }
-    if (a->total_size != b->total_size) {
-        snprintf(out, len, "%s: total_size %" PRIu64 " in the snapshot, %" PRIu64 " in galloc", name, a->total_size,
-                 b->total_size);
-        return;
-    }
-    for (size_t k = 0; k < a->n_blocks || k < b->n_blocks; k++) {
-        const ga_snap_block_t *x = k < a->n_blocks ? &rec->blk[a->first_block + k] : NULL;
-        const ga_snap_block_t *y = k < b->n_blocks ? &rep->blk[b->first_block + k] : NULL;
-        if (x != NULL && y != NULL && x->size == y->size && x->state == y->state)
-            continue;
-        char xs[80] = "none", ys[80] = "none";
-        if (x != NULL)
-            snprintf(xs, sizeof(xs), "%" PRIu64 " bytes %s", x->size, state_name(x->state));
-        if (y != NULL)
-            snprintf(ys, sizeof(ys), "%" PRIu64 " bytes %s", y->size, state_name(y->state));
-        snprintf(out, len, "%s: block %zu: snapshot %s, galloc %s", name, k, xs, ys);
-        return;
-    }
-}
-
-/* Whether a[i..] and b[j..] agree for GA_VERIFY_RUN events (or to the end of
- * the shorter one, at least one event). */
-static bool run_agrees(const ga_dev_event_t *const *a, size_t na, size_t i, const ga_dev_event_t *const *b,
-                       size_t nb, size_t j)
-{
-    size_t k = 0;
-    for (; k < GA_VERIFY_RUN && i + k < na && j + k < nb; k++)
-        if (!same_event(a[i + k], b[j + k]))
-            return false;
-    return k > 0;
-}
-
-/* Align a and b (events in order): agreeing pairs are counted; at a
- * difference the smaller resync skip wins (see GA_VERIFY_RESYNC), else the
- * pair counts as one difference. *fa, *fb: the first difference's positions
- * (na, nb-ish when one side only runs longer); false when there is none. */
-static bool align(const ga_dev_event_t *const *a, size_t na, const ga_dev_event_t *const *b, size_t nb,
-                  kind_cmp_t *out, size_t *fa, size_t *fb)
-{
-    size_t i = 0, j = 0;
-    bool diff = false;
-    out->total = na > nb ? na : nb;
-    out->agree = 0;
-    while (i < na && j < nb) {
-        if (same_event(a[i], b[j])) {
-            out->agree++;
-            i++, j++;
-            continue;
-        }
-        if (!diff) {
-            diff = true;
-            *fa = i;
-            *fb = j;
-        }
-        size_t d = 1;
-        for (; d <= GA_VERIFY_RESYNC; d++) {
-            if (i + d < na && run_agrees(a, na, i + d, b, nb, j)) {
-                i += d;
-                break;
-            }
-            if (j + d < nb && run_agrees(a, na, i, b, nb, j + d)) {
-                j += d;
-                break;
-            }
-        }
-        if (d > GA_VERIFY_RESYNC)
-            i++, j++;
-    }
-    if (!diff && na != nb) {
-        diff = true;
-        *fa = i;
-        *fb = j;
-    }
-    return diff;
-}
-
-/* The events of v of kind k (all device events when k is GA_DEV_N_ACTIONS),
- * as pointers, in order. NULL when out of host memory (with n set to 0). */
-static const ga_dev_event_t **pick(const ga_snap_view_t *v, int k, size_t *n)
-{
-    const ga_dev_event_t *src = k < GA_DEV_ALLOC ? v->ev : v->bev;
-    size_t ns = k < GA_DEV_ALLOC ? v->n_ev : v->n_bev;
-    if (k == GA_DEV_N_ACTIONS) {
-        src = v->ev;
-        ns = v->n_ev;
-    }
-    const ga_dev_event_t **p = malloc((ns ? ns : 1) * sizeof(*p));
-    *n = 0;
-    if (p == NULL)
-        return NULL;
-    for (size_t x = 0; x < ns; x++)
-        if (k == GA_DEV_N_ACTIONS || (int)src[x].action == k)
-            p[(*n)++] = &src[x];
-    return p;
-}
-
-static void compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, cmp_t *c)
-{
-    memset(c, 0, sizeof(*c));
-    for (int k = 0; k <= GA_DEV_N_ACTIONS; k++) {
-        size_t na, nb, fa = 0, fb = 0;
-        const ga_dev_event_t **a = pick(rec, k, &na), **b = pick(rep, k, &nb);
-        kind_cmp_t kc = {0};
-        bool diff = a != NULL && b != NULL && align(a, na, b, nb, &kc, &fa, &fb);
-        if (k < GA_DEV_N_ACTIONS) {
-            c->kind[k] = kc;
-        } else {
-            c->ev_total = kc.total;
-            c->ev_agree = kc.agree;
-            c->diverged = diff;
-            /* as indices into ev (pick kept every device event, in order) */
-            c->first = fa;
-            c->first_rep = fb;
-        }
-        free(a);
-        free(b);
-    }
-    c->seg_total = rec->n_seg > rep->n_seg ? rec->n_seg : rep->n_seg;
-    for (size_t s = 0; s < rec->n_seg; s++) {
-        char d[512];
-        diff_segment(rec, &rec->seg[s], rep, match_segment(rec, s, rep), d, sizeof(d));
-        if (d[0] == '\0')
-            c->seg_agree++;
-        else if (c->seg_first[0] == '\0')
-            snprintf(c->seg_first, sizeof(c->seg_first), "%s", d);
-    }
-    if (c->seg_first[0] == '\0' && rep->n_seg > rec->n_seg)
-        snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu",
-                 rep->n_seg, rec->n_seg);
-}
 
 static void describe(const ga_dev_event_t *e, char *out, size_t len)
 {
@@ -258,7 +58,7 @@ typedef struct outcome {
     const char *error;                  /* why it could not be verified, NULL if it was */
     const ga_seed_t *seed;              /* the reconstructed state at the first entry, NULL if none */
     const ga_snap_view_t *rec, *rep;
-    const cmp_t *c;
+    const ga_verify_cmp_t *c;
 } outcome_t;
 
 static void report_text(FILE *out, const outcome_t *o)
@@ -275,7 +75,7 @@ static void report_text(FILE *out, const outcome_t *o)
         fprintf(out, "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
                      "final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
                 o->seed->n_seg, o->seed->live_blocks);
-    const cmp_t *c = o->c;
+    const ga_verify_cmp_t *c = o->c;
     fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
                  "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
                  "compared)\n",
@@ -331,7 +131,7 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
         fputs(", \"verdict\": \"cannot verify\"}", out);
         return;
     }
-    const cmp_t *c = o->c;
+    const ga_verify_cmp_t *c = o->c;
     fprintf(out, "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
                  "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     ",
             c->diverged || c->seg_first[0] ? "diverges" : "agrees", c->ev_total, c->ev_agree, c->seg_total,
@@ -411,7 +211,7 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     char err[1024] = "", tmp[4096] = "";
     ga_snap_view_t rep;
     memset(&rep, 0, sizeof(rep));
-    cmp_t c;
+    ga_verify_cmp_t c;
     memset(&c, 0, sizeof(c));
     outcome_t oc = {.path = u->path, .unit = u->unit_label, .rec = &u->view, .rep = &rep, .c = &c,
                     .device = u->device, .device_memory = u->memory};
@@ -449,7 +249,7 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     if (replay_to_snapshot(u, o, oc.settings, tmp, err, sizeof(err)) != 0 ||
         load_replay_view(tmp, u->device, &rep, err, sizeof(err)) != 0)
         goto report;
-    compare(&u->view, &rep, &c);
+    ga_verify_compare(&u->view, &rep, &c);
     code = c.diverged || c.seg_first[0] ? 1 : 0;
 report:
     oc.error = code == 2 ? err : NULL;
