@@ -66,13 +66,21 @@ typedef struct ranges {
     size_t n, cap;
 } ranges_t;
 
+/* A free of an address the trace had not allocated before it. */
+typedef struct cand {
+    size_t bev;  /* its index in bev */
+    bool paired; /* the free_completed of a candidate free_requested: the same block, counted once */
+} cand_t;
+
 typedef struct walk {
-    ga_idmap_t seen;      /* block addresses allocated (or freed) in the trace */
+    ga_idmap_t seen;      /* block addresses allocated (or freed) in the trace; val.stream 1 while the
+                             last word on it is a candidate free_requested (its free_completed goes
+                             with it) */
     ga_idmap_t live_seg;  /* segment address -> ordinal (in val.stream) */
-    ga_idmap_t freed_seg; /* segments made before the trace and freed in it, until a segment_alloc there */
+    ga_idmap_t freed_seg; /* addresses of segments freed in the trace, until a segment_alloc there */
     ranges_t start;       /* what segments held at the first entry (for classify) */
     ranges_t unmapped;    /* pages the trace unmapped and has not mapped again */
-    size_t *cand;         /* n_cand bev indices: frees of addresses not allocated before them */
+    cand_t *cand;         /* n_cand frees of addresses not allocated before them */
     size_t n_cand, cand_cap;
     size_t ev_cap, bev_cap, seg_cap, blk_cap;
     int64_t n_seg_alloc; /* segment_alloc ordinals handed out */
@@ -119,14 +127,18 @@ static int block_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, 
                                           .segment = -1};
     if (e->action == GA_ACT_ALLOC)
         return ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0 ? -1 : 1;
-    if (ga_idmap_get(&w->seen, e->addr.v, NULL))
+    ga_idmap_val_t was;
+    bool seen = ga_idmap_get(&w->seen, e->addr.v, &was);
+    bool paired = seen && was.stream == 1 && e->action == GA_ACT_FREE_COMPLETED;
+    if (seen && !paired)
         return 1;
     /* freed, never allocated: from before the trace, or an orphan. Seen from
-     * here on, so a free_completed after its free_requested counts once. */
+     * here on; a free_requested's free_completed goes with it (paired). */
+    ga_idmap_val_t mark = {.ptr = NULL, .stream = e->action == GA_ACT_FREE_REQUESTED};
     if (grow(&w->cand, w->n_cand, &w->cand_cap, sizeof(*w->cand)) != 0 ||
-        ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0)
+        ga_idmap_put(&w->seen, e->addr.v, mark, NULL, NULL) != 0)
         return -1;
-    w->cand[w->n_cand++] = v->n_bev - 1;
+    w->cand[w->n_cand++] = (cand_t){v->n_bev - 1, paired};
     return 1;
 }
 
@@ -168,12 +180,14 @@ static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e,
             return -1;
     } else if (action == GA_DEV_SEGMENT_FREE) {
         ga_idmap_val_t ord, none = {0};
-        if (ga_idmap_remove(&w->live_seg, e->addr.v, &ord))
+        bool traced = ga_idmap_remove(&w->live_seg, e->addr.v, &ord);
+        if (traced)
             d->segment = (int64_t)ord.stream;
         else if (ga_idmap_get(&w->freed_seg, e->addr.v, NULL))
             note_orphan(v, d); /* freed twice, no segment_alloc between */
-        else if (ga_idmap_put(&w->freed_seg, e->addr.v, none, NULL, NULL) != 0 ||
-                 push_range(&w->start, e->addr.v, e->size.v) != 0) /* made before the trace */
+        else if (push_range(&w->start, e->addr.v, e->size.v) != 0) /* made before the trace */
+            return -1;
+        if (!d->orphan && ga_idmap_put(&w->freed_seg, e->addr.v, none, NULL, NULL) != 0)
             return -1;
     } else if (action == GA_DEV_SEGMENT_MAP) {
         mapped(w, e->addr.v, span_end(e->addr.v, e->size.v));
@@ -308,7 +322,7 @@ static void classify(ga_snap_view_t *v, walk_t *w)
         if (r[k].hi < r[k - 1].hi)
             r[k].hi = r[k - 1].hi;
     for (size_t c = 0; c < w->n_cand; c++) {
-        ga_dev_event_t *b = &v->bev[w->cand[c]];
+        ga_dev_event_t *b = &v->bev[w->cand[c].bev];
         size_t lo = 0, hi = n;
         while (lo < hi) { /* the first range starting above the address */
             size_t m = lo + (hi - lo) / 2;
@@ -318,7 +332,7 @@ static void classify(ga_snap_view_t *v, walk_t *w)
                 hi = m;
         }
         if (lo > 0 && b->addr < r[lo - 1].hi)
-            v->untraced_blocks++;
+            v->untraced_blocks += !w->cand[c].paired;
         else
             note_orphan(v, b);
     }
