@@ -11,6 +11,11 @@
  * with the pages mapped at the first entry (seed_resv.h). When the state
  * cannot be reconstructed (an inconsistent trace, two reservations of one
  * stream and pool) the snapshot is refused with exit 2, saying why.
+ *
+ * A record that holds nothing the replay could get wrong is said so (exit 3)
+ * rather than "agrees": without a device event or a block event the replay
+ * reproduces, its final segments are the replay's own starting state (seeded
+ * from them), so comparing them with themselves would prove nothing.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -56,10 +61,31 @@ typedef struct outcome {
     int device;                         /* the snapshot's device index */
     uint64_t device_memory;             /* the sim device's size */
     const char *error;                  /* why it could not be verified, NULL if it was */
+    const char *nothing;                /* why there is nothing to verify, NULL if there is something */
     const ga_seed_t *seed;              /* the reconstructed state at the first entry, NULL if none */
     const ga_snap_view_t *rec, *rep;
     const ga_verify_cmp_t *c;
 } outcome_t;
+
+/* Why orphan entry e cannot be replayed (snap_view.h). */
+static const char *orphan_why(const ga_dev_event_t *e)
+{
+    return e->action == GA_DEV_SEGMENT_FREE    ? "which the trace had already freed"
+           : e->action == GA_DEV_SEGMENT_UNMAP ? "which the trace had already unmapped"
+                                               : "which the trace never allocated and no segment holds";
+}
+
+/* "1 orphan entry: device_traces[0][3] free_completed of 0x... which ..." */
+static void orphan_text(FILE *out, const ga_snap_view_t *v)
+{
+    const ga_dev_event_t *e = &v->first_orphan;
+    if (v->orphans == 1)
+        fprintf(out, "1 orphan entry: ");
+    else
+        fprintf(out, "%zu orphan entries, the first: ", v->orphans);
+    fprintf(out, "device_traces[%d][%zu] %s of 0x%" PRIx64 " %s\n", v->device, e->entry,
+            ga_dev_action_name(e->action), e->addr, orphan_why(e));
+}
 
 static void report_text(FILE *out, const outcome_t *o)
 {
@@ -69,6 +95,12 @@ static void report_text(FILE *out, const outcome_t *o)
             o->settings == NULL ? "-" : o->settings[0] ? o->settings : "PyTorch's defaults", mem);
     if (o->error != NULL) {
         fprintf(out, "verdict: cannot verify (the reason is on stderr)\n\n");
+        return;
+    }
+    if (o->rec->orphans > 0)
+        orphan_text(out, o->rec);
+    if (o->nothing != NULL) {
+        fprintf(out, "nothing to verify: %s\nverdict: nothing to verify\n\n", o->nothing);
         return;
     }
     if (o->seed != NULL)
@@ -86,8 +118,8 @@ static void report_text(FILE *out, const outcome_t *o)
             fprintf(out, "%s %s %zu of %zu", n++ ? "," : "", ga_dev_action_name((ga_dev_action_t)k),
                     c->kind[k].agree, c->kind[k].total);
     fprintf(out, " (each kind in order, re-aligned after a difference within %d events)\n", GA_VERIFY_RESYNC);
-    fprintf(out, "final segments: %zu of %zu agree (total size, blocks' sizes and states)\n", c->seg_agree,
-            c->seg_total);
+    fprintf(out, "final segments: %zu of %zu agree (total size, pool by correspondence, blocks' sizes and states)\n",
+            c->seg_agree, c->seg_total);
     if (c->diverged) {
         const ga_dev_event_t *a = c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL;
         const ga_dev_event_t *b = c->first_rep < o->rep->n_ev ? &o->rep->ev[c->first_rep] : NULL;
@@ -129,6 +161,22 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
     if (o->error != NULL) {
         ga_report_json_str(out, o->error);
         fputs(", \"verdict\": \"cannot verify\"}", out);
+        return;
+    }
+    const ga_dev_event_t *e = &o->rec->first_orphan;
+    fprintf(out, "null, \"orphan_entries\": %zu, \"first_orphan\": ", o->rec->orphans);
+    if (o->rec->orphans > 0) {
+        fprintf(out, "{\"entry\": %zu, \"action\": \"%s\", \"addr\": %" PRIu64 ", \"why\": ", e->entry,
+                ga_dev_action_name(e->action), e->addr);
+        ga_report_json_str(out, orphan_why(e));
+        fputs("}", out);
+    } else {
+        fputs("null", out);
+    }
+    fputs(", \"reason\": ", out);
+    if (o->nothing != NULL) {
+        ga_report_json_str(out, o->nothing);
+        fputs(", \"verdict\": \"nothing to verify\"}", out);
         return;
     }
     const ga_verify_cmp_t *c = o->c;
@@ -206,6 +254,39 @@ static int load_replay_view(const char *tmp, int device, ga_snap_view_t *rep, ch
     return rc;
 }
 
+/* Why the record v holds nothing to verify (into buf), or NULL when it holds
+ * a device event or a block event the replay reproduces. */
+static const char *nothing_to_verify(const ga_snap_view_t *v, char *buf, size_t len)
+{
+    if (v->trace_entries == 0 && v->n_seg == 0) {
+        snprintf(buf, len, "the snapshot holds no trace entries and no segments for device %d", v->device);
+        return buf;
+    }
+    if (v->trace_entries == 0)
+        return "the snapshot has no trace; its segments are the replay's own starting state";
+    for (size_t k = 0; k < v->n_ev; k++)
+        if (!v->ev[k].orphan)
+            return NULL;
+    for (size_t k = 0; k < v->n_bev; k++)
+        if (!v->bev[k].orphan)
+            return NULL;
+    if (v->orphans == v->trace_entries)
+        snprintf(buf, len, "the trace holds only orphan entries (%zu), which no replay reproduces", v->orphans);
+    else
+        snprintf(buf, len, "the trace's %zu entries hold no device event and no block event the replay "
+                 "reproduces, so its final segments are the replay's own starting state", v->trace_entries);
+    return buf;
+}
+
+int ga_verify_worst(int a, int b)
+{
+    /* cannot verify, then diverges, then agrees; nothing to verify only when no unit had anything */
+    static const int rank[] = {[GA_VERIFY_AGREES] = 1, [GA_VERIFY_DIVERGES] = 2, [GA_VERIFY_CANNOT] = 3,
+                               [GA_VERIFY_NOTHING] = 0};
+    int ra = a >= 0 && a <= GA_VERIFY_NOTHING ? rank[a] : 3, rb = b >= 0 && b <= GA_VERIFY_NOTHING ? rank[b] : 3;
+    return ra >= rb ? a : b;
+}
+
 int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first, FILE *out)
 {
     char err[1024] = "", tmp[4096] = "";
@@ -215,7 +296,8 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     memset(&c, 0, sizeof(c));
     outcome_t oc = {.path = u->path, .unit = u->unit_label, .rec = &u->view, .rep = &rep, .c = &c,
                     .device = u->device, .device_memory = u->memory};
-    int code = 2, fd = -1;
+    char why[256];
+    int code = GA_VERIFY_CANNOT, fd = -1;
     if (u->format != GA_FORMAT_TORCH) {
         snprintf(err, sizeof(err), "%s is not a PyTorch snapshot (--verify compares with a snapshot's record)",
                  u->path);
@@ -227,6 +309,13 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     }
     const char *rec = ga_job_recorded(u);
     oc.settings = o->conf != NULL ? o->conf : rec != NULL ? rec : ""; /* "" = none recorded, or the defaults */
+    /* before the mid-run check: with nothing to compare, whether the start
+     * state can be rebuilt does not matter */
+    oc.nothing = nothing_to_verify(&u->view, why, sizeof(why));
+    if (oc.nothing != NULL) {
+        code = GA_VERIFY_NOTHING;
+        goto report;
+    }
     if (u->midrun && !u->seeded) {
         snprintf(err, sizeof(err),
                  "the trace starts mid-run (%" PRIu64 " blocks in the final segments or freed in the trace were "
@@ -250,9 +339,17 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
         load_replay_view(tmp, u->device, &rep, err, sizeof(err)) != 0)
         goto report;
     ga_verify_compare(&u->view, &rep, &c);
-    code = c.diverged || c.seg_first[0] ? 1 : 0;
+    code = c.diverged || c.seg_first[0] ? GA_VERIFY_DIVERGES : GA_VERIFY_AGREES;
+    /* Nothing on either side: the record check above catches it first (the
+     * record's own events are counted here), so this only keeps "agrees"
+     * from ever meaning "nothing was compared" should that check change. */
+    if (ga_verify_compared(&c) == 0) {
+        oc.nothing = "neither the snapshot nor galloc's replay holds a device event, a block event or a final "
+                     "segment to compare";
+        code = GA_VERIFY_NOTHING;
+    }
 report:
-    oc.error = code == 2 ? err : NULL;
+    oc.error = code == GA_VERIFY_CANNOT ? err : NULL;
     if (oc.error != NULL) /* an error, said once on stderr like every other */
         fprintf(stderr, "galloc replay: %s%s%s: cannot verify: %s\n", u->path, oc.unit[0] ? " " : "", oc.unit, err);
     if (o->json)

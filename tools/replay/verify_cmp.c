@@ -3,6 +3,14 @@
  * what is compared and why, verify_int.h declares it): device events aligned
  * in order, each kind of event alone, and the final segments matched by the
  * segment_alloc that made them.
+ *
+ * Pool ids are compared by correspondence, not by value: galloc numbers its
+ * MemPools {0, 1}, {0, 2}, ... while PyTorch's CUDA-graph pools are (1, 0),
+ * (2, 0), ... So each recorded private pool is paired with galloc's pool of
+ * the first segment matched with one of its segments (in the record's
+ * segment order: its first private pool with galloc's first, and so on), and
+ * every later segment must keep the pairing both ways; (0, 0), the default
+ * pools, pairs only with (0, 0).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,9 +52,62 @@ static const char *state_name(ga_block_state_t s)
                                         : "inactive";
 }
 
-/* Compare one recorded segment with its galloc counterpart; "" when equal. */
+#define MAX_POOL_PAIRS 256 /* private pools paired; more (never seen) are compared by value */
+
+/* The pairing of recorded private pools with galloc's. */
+typedef struct pool_pairs {
+    struct {
+        int64_t rec[2], rep[2];
+    } v[MAX_POOL_PAIRS];
+    size_t n;
+} pool_pairs_t;
+
+static bool same_pool(const int64_t *x, const int64_t *y)
+{
+    return x[0] == y[0] && x[1] == y[1];
+}
+
+/* Whether recorded pool a corresponds to galloc's pool b (pairing them when
+ * neither is paired yet); the difference into out (named by name) if not. */
+static void diff_pool(pool_pairs_t *pp, const int64_t *a, const int64_t *b, const char *name, char *out,
+                      size_t len)
+{
+    static const int64_t dflt[2] = {0, 0};
+    char ids[128];
+    snprintf(ids, sizeof(ids), "segment_pool_id (%" PRId64 ", %" PRId64 ") in the snapshot, (%" PRId64 ", %" PRId64
+             ") in galloc", a[0], a[1], b[0], b[1]);
+    if (same_pool(a, dflt) || same_pool(b, dflt)) {
+        if (!same_pool(a, b))
+            snprintf(out, len, "%s: %s", name, ids);
+        return;
+    }
+    for (size_t k = 0; k < pp->n; k++) {
+        bool r = same_pool(pp->v[k].rec, a), g = same_pool(pp->v[k].rep, b);
+        if (r && g)
+            return;
+        if (r)
+            snprintf(out, len, "%s: %s; the snapshot's pool (%" PRId64 ", %" PRId64 ") is galloc's (%" PRId64
+                     ", %" PRId64 ")", name, ids, a[0], a[1], pp->v[k].rep[0], pp->v[k].rep[1]);
+        else if (g)
+            snprintf(out, len, "%s: %s; galloc's pool (%" PRId64 ", %" PRId64 ") is the snapshot's (%" PRId64
+                     ", %" PRId64 ")", name, ids, b[0], b[1], pp->v[k].rec[0], pp->v[k].rec[1]);
+        if (r || g)
+            return;
+    }
+    if (pp->n == MAX_POOL_PAIRS) {
+        if (!same_pool(a, b))
+            snprintf(out, len, "%s: %s", name, ids);
+        return;
+    }
+    memcpy(pp->v[pp->n].rec, a, sizeof(pp->v[0].rec));
+    memcpy(pp->v[pp->n].rep, b, sizeof(pp->v[0].rep));
+    pp->n++;
+}
+
+/* Compare one recorded segment with its galloc counterpart (total size, pool,
+ * blocks' sizes and states, in that order); "" when equal. */
 static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, const ga_snap_view_t *rep,
-                         const ga_snap_segment_t *b, char *out, size_t len)
+                         const ga_snap_segment_t *b, pool_pairs_t *pp, char *out, size_t len)
 {
     out[0] = '\0';
     char name[64];
@@ -63,6 +124,9 @@ static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, 
                  b->total_size);
         return;
     }
+    diff_pool(pp, a->pool_id, b->pool_id, name, out, len);
+    if (out[0] != '\0')
+        return;
     for (size_t k = 0; k < a->n_blocks || k < b->n_blocks; k++) {
         const ga_snap_block_t *x = k < a->n_blocks ? &rec->blk[a->first_block + k] : NULL;
         const ga_snap_block_t *y = k < b->n_blocks ? &rep->blk[b->first_block + k] : NULL;
@@ -135,7 +199,9 @@ static bool align(const ga_dev_event_t *const *a, size_t na, const ga_dev_event_
 }
 
 /* The events of v of kind k (all device events when k is GA_DEV_N_ACTIONS),
- * as pointers, in order. NULL when out of host memory (with n set to 0). */
+ * as pointers, in order, orphan entries left out (no replay can reproduce
+ * them; the report names them). NULL when out of host memory (with n set to
+ * 0). */
 static const ga_dev_event_t **pick(const ga_snap_view_t *v, int k, size_t *n)
 {
     const ga_dev_event_t *src = k < GA_DEV_ALLOC ? v->ev : v->bev;
@@ -149,7 +215,7 @@ static const ga_dev_event_t **pick(const ga_snap_view_t *v, int k, size_t *n)
     if (p == NULL)
         return NULL;
     for (size_t x = 0; x < ns; x++)
-        if (k == GA_DEV_N_ACTIONS || (int)src[x].action == k)
+        if (!src[x].orphan && (k == GA_DEV_N_ACTIONS || (int)src[x].action == k))
             p[(*n)++] = &src[x];
     return p;
 }
@@ -168,17 +234,22 @@ void ga_verify_compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, ga_
             c->ev_total = kc.total;
             c->ev_agree = kc.agree;
             c->diverged = diff;
-            /* as indices into ev (pick kept every device event, in order) */
-            c->first = fa;
-            c->first_rep = fb;
+            /* as indices into ev (pick left orphans out); past the end: that side ran out */
+            c->first = fa < na ? (size_t)(a[fa] - rec->ev) : rec->n_ev;
+            c->first_rep = fb < nb ? (size_t)(b[fb] - rep->ev) : rep->n_ev;
         }
         free(a);
         free(b);
     }
     c->seg_total = rec->n_seg > rep->n_seg ? rec->n_seg : rep->n_seg;
+    pool_pairs_t *pp = calloc(1, sizeof(*pp));
+    if (pp == NULL) { /* cannot compare the segments: say so rather than agree */
+        snprintf(c->seg_first, sizeof(c->seg_first), "out of host memory comparing the final segments");
+        return;
+    }
     for (size_t s = 0; s < rec->n_seg; s++) {
         char d[512];
-        diff_segment(rec, &rec->seg[s], rep, match_segment(rec, s, rep), d, sizeof(d));
+        diff_segment(rec, &rec->seg[s], rep, match_segment(rec, s, rep), pp, d, sizeof(d));
         if (d[0] == '\0')
             c->seg_agree++;
         else if (c->seg_first[0] == '\0')
@@ -187,6 +258,7 @@ void ga_verify_compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, ga_
     if (c->seg_first[0] == '\0' && rep->n_seg > rec->n_seg)
         snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu",
                  rep->n_seg, rec->n_seg);
+    free(pp);
 }
 
 size_t ga_verify_compared(const ga_verify_cmp_t *c)
