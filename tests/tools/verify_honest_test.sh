@@ -45,6 +45,34 @@ dump("segfree2.pickle", [],
 # a segment the trace made in a private pool (a graph capture): the replay does not capture
 dump("capture.pickle", [seg(X, 20 * M, [blk(X, 20 * M, "active_allocated", 20 * M)], pool=(0, 1))],
      [[e("segment_alloc", X, 20 * M), e("alloc", X, 20 * M)]])
+# Mid-run, a block the user freed that still waits on a stream at the end (P,
+# active_pending_free, untouched by the trace: pending at the first entry
+# too), a live block (Q) and one freed in the window (R).
+dump("pend.pickle", [seg(X, 20 * M, [blk(X, 4 * M, "active_pending_free", 4 * M),
+                                     blk(X + 4 * M, 4 * M, "active_allocated", 4 * M), blk(X + 8 * M, 12 * M, "inactive")])],
+     [[e("free_requested", X + 8 * M, 4 * M), e("free_completed", X + 8 * M, 4 * M)]])
+# ... and an allocation after R's free, P still pending at the end
+dump("pend_alloc.pickle", [seg(X, 20 * M, [blk(X, 4 * M, "active_pending_free", 4 * M),
+                                           blk(X + 4 * M, 4 * M, "active_allocated", 4 * M),
+                                           blk(X + 8 * M, 4 * M, "active_allocated", 4 * M), blk(X + 12 * M, 8 * M, "inactive")])],
+     [[e("free_requested", X + 8 * M, 4 * M), e("free_completed", X + 8 * M, 4 * M), e("alloc", X + 8 * M, 4 * M)]])
+# Mid-run, two segments of a graph pool (G1 large, G2 small) beside default
+# ones (D1, D2, and D4, which an empty_cache releases). PyTorch put the 10 MiB
+# request in D1's 14 MiB gap and the 1000 bytes in D2, not in the graph pool's
+# smaller free blocks (12 MiB, 2 MiB - 512), which best fit would pick if they
+# were in the default pools; and empty_cache keeps a private pool's segments.
+X0, X1, X2, X3, X4 = X, X - (32 << 20), X - (64 << 20), X - (96 << 20), X - (128 << 20)
+def pools(name, pool):
+    dump(name, [seg(X3, 2 * M, [blk(X3, 1024, "active_allocated", 1000), blk(X3 + 1024, 2 * M - 1024, "inactive")], small=True),
+                seg(X2, 2 * M, [blk(X2, 512, "active_allocated", 512), blk(X2 + 512, 2 * M - 512, "inactive")], pool=pool,
+                    small=True),
+                seg(X1, 20 * M, [blk(X1, 8 * M, "active_allocated", 8 * M), blk(X1 + 8 * M, 12 * M, "inactive")], pool=pool),
+                seg(X0, 20 * M, [blk(X0, 6 * M, "active_allocated", 6 * M), blk(X0 + 6 * M, 10 * M, "active_allocated", 10 * M),
+                                 blk(X0 + 16 * M, 4 * M, "inactive")])],
+         [[e("alloc", X0 + 6 * M, 10 * M), e("alloc", X3, 1000), e("segment_free", X4, 20 * M)]])
+pools("pool01.pickle", (0, 1))
+pools("pool50.pickle", (5, 0))  # a CUDA graph's id: galloc names its pool (0, 1)
+pools("pool00.pickle", (0, 0))  # the same segments in the default pools: what the seed did before
 PYEOF
 
 # ---- nothing to verify (exit 3), with the reason --------------------------------
@@ -105,6 +133,58 @@ expect_exit 1 "a segment the trace made in a private pool" -- "$GALLOC" replay -
 expect_in "$TMP/out" "^final segments: 0 of 1 agree" "capture: the segment differs"
 expect_in "$TMP/out" "^first final-state difference: the segment of segment_alloc #0 (0-based): segment_pool_id (0, 1) in the snapshot, (0, 0) in galloc$" "capture: the pool ids"
 expect_in "$TMP/out" "^verdict: diverges$" "capture: verdict"
+
+# ---- a mid-run start state keeps its pending frees and private pools -------------
+# P is seeded pending (recorded on the replay's side stream, then freed) and
+# stays so: nothing allocates after it. Before, the seed allocated it
+# plainly, as --no-seed's prologue still does, and verify said "block 0:
+# snapshot 4194304 bytes active_pending_free, galloc 4194304 bytes
+# active_allocated".
+expect_exit 0 "pending at the first entry and at the end" -- "$GALLOC" replay --verify "$TMP/pend.pickle"
+expect_in "$TMP/out" "^the trace starts mid-run: the state at its first entry was reconstructed backwards from the final segments (1 segments, 3 live blocks) and seeded, 1 of the blocks pending free (waiting on a stream)$" "pending: seeded"
+expect_in "$TMP/out" "^device events: 0 of 0 agree" "pending: no device event"
+expect_in "$TMP/out" "^by kind: free_requested 1 of 1, free_completed 1 of 1 (" "pending: R's free"
+expect_in "$TMP/out" "^final segments: 1 of 1 agree" "pending: P still pending"
+expect_in "$TMP/out" "^verdict: agrees$" "pending: verdict"
+expect_exit 2 "pending: --no-seed cannot verify a mid-run trace" -- "$GALLOC" replay --verify --no-seed "$TMP/pend.pickle"
+expect_exit 0 "pending: replay's snapshot" -- "$GALLOC" replay --snapshot "$TMP/pend_out.pickle" "$TMP/pend.pickle"
+expect_exit 0 "pending: --no-seed replay's snapshot" -- "$GALLOC" replay --no-seed --snapshot "$TMP/pend_ns.pickle" "$TMP/pend.pickle"
+"$PY" -c "
+import pickle
+def blocks(f):
+    return [(b['size'] >> 20, b['state']) for s in pickle.load(open(f, 'rb'))['segments'] for b in s['blocks']]
+assert blocks('$TMP/pend_out.pickle') == [(4, 'active_pending_free'), (4, 'active_allocated'), (12, 'inactive')], blocks('$TMP/pend_out.pickle')
+ns = blocks('$TMP/pend_ns.pickle')
+assert (4, 'active_pending_free') not in ns and ns.count((4, 'active_allocated')) == 2, ns
+" || fail "pending: seeded pending, --no-seed allocated"
+# The sim device completes an event when it is recorded, so the next
+# allocation returns a deferred free to the cache, seeded or replayed
+# (docs/trace-format.md): PyTorch's P still waited there, galloc's did not.
+expect_exit 1 "pending, then an allocation" -- "$GALLOC" replay --verify "$TMP/pend_alloc.pickle"
+expect_in "$TMP/out" "^by kind: alloc 1 of 1, free_requested 1 of 1, free_completed 1 of 2 (" "pending then alloc: galloc completes P"
+expect_in "$TMP/out" "^first final-state difference: the segment at 0x7f0040000000 (made before the trace): block 0: snapshot 4194304 bytes active_pending_free, galloc 4194304 bytes active_allocated$" "pending then alloc: P's place reused"
+# The graph pool's segments are seeded in a galloc MemPool: the replay's
+# allocations and empty_cache leave them alone, as PyTorch's did.
+for f in pool01 pool50; do
+    expect_exit 0 "$f: private pool segments mid-run" -- "$GALLOC" replay --verify "$TMP/$f.pickle"
+    expect_in "$TMP/out" "^the trace starts mid-run: the state at its first entry was reconstructed backwards from the final segments (5 segments, 3 live blocks) and seeded, 2 segments in 1 private pools (MemPool or CUDA graph)$" "$f: seeded"
+    expect_in "$TMP/out" "^device events: 1 of 1 agree" "$f: D4's segment_free only"
+    expect_in "$TMP/out" "^by kind: segment_free 1 of 1, alloc 2 of 2 (" "$f: by kind"
+    expect_in "$TMP/out" "^final segments: 4 of 4 agree" "$f: pools by correspondence"
+    expect_in "$TMP/out" "^verdict: agrees$" "$f: verdict"
+done
+expect_exit 0 "pool50: replay's snapshot" -- "$GALLOC" replay --snapshot "$TMP/pool50_out.pickle" "$TMP/pool50.pickle"
+"$PY" -c "
+import pickle
+d = pickle.load(open('$TMP/pool50_out.pickle', 'rb'))
+assert [tuple(s['segment_pool_id']) for s in d['segments']] == [(0, 0), (0, 1), (0, 1), (0, 0)], d['segments']
+" || fail "pool50: galloc's own id for the graph pool is (0, 1)"
+# The same segments in the default pools (the seed's old placement of them):
+# best fit takes the graph pool's blocks and empty_cache releases D2.
+expect_exit 1 "pool00: default pools" -- "$GALLOC" replay --verify "$TMP/pool00.pickle"
+expect_in "$TMP/out" "^device events: 1 of 2 agree" "pool00: an extra segment_free"
+expect_in "$TMP/out" "^final segments: 0 of 4 agree" "pool00: every segment differs"
+expect_in "$TMP/out" "^verdict: diverges$" "pool00: verdict"
 
 # ---- block sizes and states of the final segments -------------------------------
 printf 'galloc-trace 1\nalloc 1 4MiB\nalloc 2 3MiB\nalloc 3 1000\n' >"$TMP/blk.trace"

@@ -103,10 +103,18 @@ static void report_text(FILE *out, const outcome_t *o)
         fprintf(out, "nothing to verify: %s\nverdict: nothing to verify\n\n", o->nothing);
         return;
     }
-    if (o->seed != NULL)
+    if (o->seed != NULL) {
+        const ga_seed_t *sd = o->seed;
         fprintf(out, "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
-                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
-                o->seed->n_seg, o->seed->live_blocks);
+                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded",
+                sd->n_seg, sd->live_blocks);
+        if (sd->pending_blocks > 0)
+            fprintf(out, ", %" PRIu64 " of the blocks pending free (waiting on a stream)", sd->pending_blocks);
+        if (sd->private_segments > 0)
+            fprintf(out, ", %zu segments in %zu private pools (MemPool or CUDA graph)", sd->private_segments,
+                    sd->private_pools);
+        fputc('\n', out);
+    }
     const ga_verify_cmp_t *c = o->c;
     fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
                  "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
