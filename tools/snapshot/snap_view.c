@@ -56,6 +56,8 @@ static int grow(void *p, size_t n, size_t *cap, size_t sz)
     return 0;
 }
 
+#define UNMAPPED_MAX 256 /* unmapped ranges remembered (walk_t.unmapped) */
+
 /* An address range [lo, hi). */
 typedef struct range {
     uint64_t lo, hi;
@@ -194,10 +196,12 @@ static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e,
     } else if (action == GA_DEV_SEGMENT_UNMAP) {
         if (was_unmapped(w, e->addr.v, span_end(e->addr.v, e->size.v)))
             note_orphan(v, d); /* unmapped twice, no segment_map between */
-        /* Pages that may have been mapped at the first entry. The list is
-         * bounded so a hostile trace cannot make the search quadratic. */
+        /* Pages that may have been mapped at the first entry. The unmapped
+         * list is searched at every map and unmap, so it is kept short
+         * (a real trace holds a few unmaps between maps): past UNMAPPED_MAX
+         * ranges a repeated unmap is no longer told, never wrongly told. */
         else if (push_range(&w->start, e->addr.v, e->size.v) != 0 ||
-                 (w->unmapped.n < 4096 && push_range(&w->unmapped, e->addr.v, e->size.v) != 0))
+                 (w->unmapped.n < UNMAPPED_MAX && push_range(&w->unmapped, e->addr.v, e->size.v) != 0))
             return -1;
     }
     return 0;
