@@ -2,7 +2,7 @@
 // exact PyTorch figures for small traces, side-by-side columns, creation
 // failures, OOMs with PyTorch's message, expected OOM points, stream events,
 // trace anomalies, the sampled series, --snapshot-range, the --verify reader
-// and comparison, and a 1,000,000-event trace (events/s is printed and
+// and comparison (pool ids by correspondence), and a 1,000,000-event trace (events/s is printed and
 // recorded, never asserted).
 #include <gtest/gtest.h>
 
@@ -23,6 +23,7 @@ extern "C" {
 #include "tools/engine/replay.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/replay/verify.h"
+#include "tools/replay/verify_int.h"
 #include "tools/report/outputs.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snap_view.h"
@@ -436,6 +437,76 @@ TEST(Verify, GallocsOwnSnapshotAgrees)
     EXPECT_NE(ss.str().find("device events: 2 of 2 agree"), std::string::npos) << ss.str();
     EXPECT_NE(ss.str().find("final segments: 2 of 2 agree"), std::string::npos) << ss.str();
     EXPECT_NE(ss.str().find("verdict: agrees"), std::string::npos) << ss.str();
+}
+
+// A view of final segments made before the trace, one per pool id given, each
+// a 20 MiB segment holding one allocated block: what the pool comparison sees.
+struct PoolView {
+    std::vector<ga_snap_segment_t> seg;
+    std::vector<ga_snap_block_t> blk;
+    ga_snap_view_t v = {};
+    explicit PoolView(const std::vector<std::pair<int64_t, int64_t>> &pools)
+    {
+        for (size_t i = 0; i < pools.size(); i++) {
+            ga_snap_segment_t g = {};
+            g.addr = 0x7f0000000000ull + i * 32 * MiB;
+            g.total_size = 20 * MiB;
+            g.pool_id[0] = pools[i].first;
+            g.pool_id[1] = pools[i].second;
+            g.segment = -1; // matched by rank among the segments made before the trace
+            g.first_block = i;
+            g.n_blocks = 1;
+            seg.push_back(g);
+            blk.push_back(ga_snap_block_t{20 * MiB, GA_BLOCK_ALLOCATED});
+        }
+        v.seg = seg.data();
+        v.n_seg = seg.size();
+        v.blk = blk.data();
+        v.n_blk = blk.size();
+    }
+};
+
+// Pool ids are compared by correspondence (verify.h): the record's first
+// private pool pairs with galloc's pool of the segment matched to it, and
+// every later segment must keep that pairing both ways.
+TEST(Verify, PoolIdsByCorrespondence)
+{
+    struct Case {
+        std::vector<std::pair<int64_t, int64_t>> rec, rep;
+        size_t agree;
+        const char *first; // the first difference, "" for none
+    } cases[] = {
+        // graph pools (5, 0), (6, 0) seeded as galloc's (0, 1), (0, 2)
+        {{{0, 0}, {5, 0}, {5, 0}, {6, 0}}, {{0, 0}, {0, 1}, {0, 1}, {0, 2}}, 4, ""},
+        // two recorded pools in one of galloc's
+        {{{5, 0}, {6, 0}},
+         {{0, 1}, {0, 1}},
+         1,
+         "the segment at 0x7f0002000000 (made before the trace): segment_pool_id (6, 0) in the snapshot, (0, 1) "
+         "in galloc; galloc's pool (0, 1) is the snapshot's (5, 0)"},
+        // one recorded pool split over two of galloc's
+        {{{5, 0}, {5, 0}},
+         {{0, 1}, {0, 2}},
+         1,
+         "the segment at 0x7f0002000000 (made before the trace): segment_pool_id (5, 0) in the snapshot, (0, 2) "
+         "in galloc; the snapshot's pool (5, 0) is galloc's (0, 1)"},
+        // the default pools pair only with themselves, whatever galloc numbers
+        {{{0, 0}, {0, 1}},
+         {{0, 1}, {0, 0}},
+         0,
+         "the segment at 0x7f0000000000 (made before the trace): segment_pool_id (0, 0) in the snapshot, (0, 1) "
+         "in galloc"},
+    };
+    for (const Case &c : cases) {
+        PoolView rec(c.rec), rep(c.rep);
+        ga_verify_cmp_t cmp;
+        ga_verify_compare(&rec.v, &rep.v, &cmp);
+        EXPECT_EQ(cmp.seg_total, c.rec.size());
+        EXPECT_EQ(cmp.seg_agree, c.agree) << cmp.seg_first;
+        EXPECT_STREQ(cmp.seg_first, c.first);
+        EXPECT_FALSE(cmp.diverged); // no device events on either side
+        EXPECT_EQ(ga_verify_compared(&cmp), c.rec.size());
+    }
 }
 
 // The state at the example's first trace entry, rebuilt backwards: 9

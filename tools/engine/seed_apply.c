@@ -14,6 +14,22 @@
  * nothing else, as every other piece is taken), the gaps. A configuration
  * without expandable segments cannot hold an expandable run: its live blocks
  * are allocated plainly at the end (note_plain), as --no-seed would.
+ *
+ * Pending blocks (active_pending_free) are freed last, each recorded on the
+ * replay's side stream first, as the replay does a lone free_requested: they
+ * stay active until an allocation polls their events and finds them
+ * complete (seed.h). Freed earlier, a piece's malloc could poll them and
+ * return one to the cache while pieces are still being placed. No trace id
+ * maps to them: the user has freed them, and the trace's free_completed only
+ * synchronizes the side stream (ga_replay_call), so nothing is freed twice.
+ *
+ * Private pools: every allocation for a segment of a private pool (its
+ * pieces, its held-back requests) is routed to the galloc MemPool made for
+ * its recorded pool id (pool_of), one begin/end around each call, so no
+ * route is active between them or after the seeding. Best fit then searches
+ * that pool only, which holds just the segment being tiled and those fully
+ * tiled before it, as the default pools do for theirs. An allocator without
+ * MemPools (GALLOC_E_UNSUPPORTED) keeps them in its default pools.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +45,15 @@ typedef struct late {
     uint64_t req;      /* the request */
     uint64_t id;       /* its trace id */
     uint64_t stream;
+    size_t pool;       /* its segment's pool (pool_of) */
+    bool pending;      /* freed by the user, waiting on a stream */
 } late_t;
+
+/* A private pool of the snapshot and the galloc MemPool standing for it. */
+typedef struct pool {
+    int64_t rec[2];         /* the recorded segment_pool_id */
+    galloc_mempool_id_t id; /* galloc's */
+} pool_t;
 
 typedef struct ptrs {
     void **v;
@@ -50,6 +74,10 @@ typedef struct tiler {
     lates_t late;   /* requests that keep an unsplit tail (fill_late) */
     lates_t split;  /* expandable blocks followed by a gap of 1 MiB or less (split_late) */
     lates_t plain;  /* without expandable segments: the live blocks of expandable runs (take_plain) */
+    ptrs_t pending; /* pending blocks: recorded on the side stream and freed last */
+    pool_t *pools;  /* the private pools met so far; pool index k > 0 is pools[k - 1] */
+    size_t n_pools, pools_cap;
+    bool no_pools;  /* the allocator has no MemPools: everything goes to the default pools */
     char *err;
     size_t errlen;
 } tiler_t;
@@ -60,17 +88,63 @@ static int nomem(tiler_t *t)
     return -1;
 }
 
-/* Allocate size bytes on stream; -1 with err on failure. */
-static int take(galloc_allocator_t *a, uint64_t size, uint64_t stream, void **p, char *err, size_t errlen)
+static int call_failed(tiler_t *t, const char *call, galloc_status_t st)
 {
-    galloc_status_t st = galloc_malloc(a, (size_t)size, (galloc_stream_t)stream, p);
+    char msg[GALLOC_ERROR_MAX];
+    galloc_last_error(t->a, msg, sizeof(msg));
+    snprintf(t->err, t->errlen, "seeding the reconstructed state: %s: %s: %.300s", call, galloc_strerror(st), msg);
+    return -1;
+}
+
+/* The pool index of segment g: 0 for the default pools, else k with
+ * t->pools[k - 1] the MemPool made for its id (made now if it is new).
+ * SIZE_MAX with err on failure. */
+static size_t pool_of(tiler_t *t, const ga_seed_segment_t *g)
+{
+    if ((g->pool_id[0] == 0 && g->pool_id[1] == 0) || t->no_pools)
+        return 0;
+    for (size_t k = 0; k < t->n_pools; k++)
+        if (t->pools[k].rec[0] == g->pool_id[0] && t->pools[k].rec[1] == g->pool_id[1])
+            return k + 1;
+    pool_t *nv = ga_grow(t->pools, &t->pools_cap, t->n_pools, sizeof(*nv), 4);
+    if (nv == NULL) {
+        nomem(t);
+        return SIZE_MAX;
+    }
+    t->pools = nv;
+    pool_t *p = &t->pools[t->n_pools];
+    galloc_status_t st = galloc_mempool_create(t->a, &p->id);
+    if (st == GALLOC_E_UNSUPPORTED) {
+        t->no_pools = true;
+        return 0;
+    }
+    if (st != GALLOC_OK) {
+        call_failed(t, "galloc_mempool_create", st);
+        return SIZE_MAX;
+    }
+    p->rec[0] = g->pool_id[0];
+    p->rec[1] = g->pool_id[1];
+    return ++t->n_pools;
+}
+
+/* Allocate size bytes on stream in pool (pool_of); -1 with err on failure. */
+static int take(tiler_t *t, size_t pool, uint64_t size, uint64_t stream, void **p)
+{
+    galloc_status_t st;
+    if (pool > 0) {
+        st = galloc_mempool_begin_allocate(t->a, t->pools[pool - 1].id, GALLOC_ROUTE_STREAM,
+                                           (galloc_stream_t)stream);
+        if (st != GALLOC_OK)
+            return call_failed(t, "galloc_mempool_begin_allocate", st);
+    }
+    st = galloc_malloc(t->a, (size_t)size, (galloc_stream_t)stream, p);
+    if (pool > 0)
+        galloc_mempool_end_allocate(t->a, t->pools[pool - 1].id);
     if (st == GALLOC_OK)
         return 0;
-    char msg[GALLOC_ERROR_MAX];
-    galloc_last_error(a, msg, sizeof(msg));
-    snprintf(err, errlen, "seeding the reconstructed state: galloc_malloc(%llu): %s: %.300s",
-             (unsigned long long)size, galloc_strerror(st), msg);
-    return -1;
+    char call[48];
+    snprintf(call, sizeof(call), "galloc_malloc(%llu)", (unsigned long long)size);
+    return call_failed(t, call, st);
 }
 
 static int push_ptr(tiler_t *t, ptrs_t *l, void *p)
@@ -97,9 +171,12 @@ static int push_late(tiler_t *t, lates_t *l, late_t x)
     return 0;
 }
 
-/* Block p stands for the live block of trace id id from now on. */
-static int put_live(tiler_t *t, uint64_t id, void *p, uint64_t stream)
+/* Block p stands for the live block of trace id id from now on, or, when
+ * pending, is freed last (release). */
+static int put_live(tiler_t *t, uint64_t id, void *p, uint64_t stream, bool pending)
 {
+    if (pending)
+        return push_ptr(t, &t->pending, p);
     ga_idmap_val_t v = {p, stream};
     return ga_idmap_put(t->map, id, v, NULL, NULL) == 0 ? 0 : nomem(t);
 }
@@ -111,7 +188,7 @@ static int take_free(tiler_t *t, ptrs_t *l, uint64_t n, bool small, uint64_t str
     while (n > 0) {
         uint64_t c = small && n > GA_SEED_SMALL_SIZE ? GA_SEED_SMALL_SIZE : n;
         void *p = NULL;
-        if (take(t->a, c, stream, &p, t->err, t->errlen) != 0 || push_ptr(t, l, p) != 0)
+        if (take(t, 0, c, stream, &p) != 0 || push_ptr(t, l, p) != 0)
             return -1;
         galloc_sim_place(t->a, 0); /* made: the reservation by its first piece */
         n -= c;
@@ -141,7 +218,7 @@ static int fill_late(tiler_t *t)
         const late_t *l = &t->late.v[k];
         void *p = NULL;
         galloc_free(t->a, l->placeholder);
-        if (take(t->a, l->req, l->stream, &p, t->err, t->errlen) != 0 || put_live(t, l->id, p, l->stream) != 0)
+        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
     }
     return 0;
@@ -158,7 +235,7 @@ static int split_late(tiler_t *t)
         const late_t *l = &t->split.v[k];
         void *p = NULL;
         galloc_free(t->a, l->placeholder);
-        if (take(t->a, l->req, l->stream, &p, t->err, t->errlen) != 0 || put_live(t, l->id, p, l->stream) != 0)
+        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
         if (p != l->placeholder) {
             snprintf(t->err, t->errlen, "seeding the reconstructed state: the block of trace id 0x%llx did not "
@@ -173,6 +250,9 @@ static int split_late(tiler_t *t)
 static int tile_segment(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g)
 {
     galloc_allocator_t *a = t->a;
+    size_t pool = pool_of(t, g);
+    if (pool == SIZE_MAX)
+        return -1;
     /* A large segment is made with its own size, then given back to the
      * cache so its pieces are split off its front in address order; a
      * small one is made by its first piece (every piece is at most 1 MiB).
@@ -182,7 +262,7 @@ static int tile_segment(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t 
     galloc_sim_place(a, g->addr);
     if (!g->small) {
         void *whole = NULL;
-        if (take(a, g->size, g->stream, &whole, t->err, t->errlen) != 0)
+        if (take(t, pool, g->size, g->stream, &whole) != 0)
             return -1;
         galloc_free(a, whole);
     }
@@ -196,14 +276,15 @@ static int tile_segment(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t 
             bool last = k + 1 == g->first + g->n, tail;
             uint64_t ask = piece_ask(g, pc, n, last, &tail);
             void *p = NULL;
-            if (take(a, ask, g->stream, &p, t->err, t->errlen) != 0)
+            if (take(t, pool, ask, g->stream, &p) != 0)
                 return -1;
             galloc_sim_place(a, 0); /* made: a small segment by its first piece */
             done += n;
             /* Every other free block is held at the end, so the request fills
              * the hole the placeholder leaves and keeps the tail. */
-            int rc = tail && !last ? push_late(t, &t->late, (late_t){p, pc->req, pc->addr, g->stream})
-                     : pc->live    ? put_live(t, pc->addr, p, g->stream)
+            late_t l = {p, pc->req, pc->addr, g->stream, pool, pc->pending};
+            int rc = tail && !last ? push_late(t, &t->late, l)
+                     : pc->live    ? put_live(t, pc->addr, p, g->stream, pc->pending)
                                    : push_ptr(t, &t->held, p);
             if (rc != 0)
                 return -1;
@@ -244,11 +325,11 @@ static int tile_run(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g, 
         bool tail;
         uint64_t ask = piece_ask(g, pc, pc->size, false, &tail), n = pc->size + (gap_next ? s->pc[k + 1].size : 0);
         void *p = NULL;
-        if (take(t->a, gap_next ? n : ask, g->stream, &p, t->err, t->errlen) != 0)
+        if (take(t, 0, gap_next ? n : ask, g->stream, &p) != 0)
             return -1;
         galloc_sim_place(t->a, 0);
-        if ((gap_next ? push_late(t, &t->split, (late_t){p, ask, pc->addr, g->stream})
-                      : put_live(t, pc->addr, p, g->stream)) != 0)
+        if ((gap_next ? push_late(t, &t->split, (late_t){p, ask, pc->addr, g->stream, 0, pc->pending})
+                      : put_live(t, pc->addr, p, g->stream, pc->pending)) != 0)
             return -1;
         k += gap_next;
     }
@@ -313,7 +394,7 @@ static size_t note_plain(tiler_t *t, const ga_seed_t *s, size_t i)
             const ga_seed_piece_t *pc = &s->pc[k];
             bool tail;
             if (pc->live && push_late(t, &t->plain, (late_t){NULL, piece_ask(g, pc, pc->size, false, &tail), pc->addr,
-                                                             g->stream}) != 0)
+                                                             g->stream, 0, pc->pending}) != 0)
                 return SIZE_MAX;
         }
     }
@@ -325,7 +406,7 @@ static int take_plain(tiler_t *t)
     for (size_t k = 0; k < t->plain.n; k++) {
         const late_t *l = &t->plain.v[k];
         void *p = NULL;
-        if (take(t->a, l->req, l->stream, &p, t->err, t->errlen) != 0 || put_live(t, l->id, p, l->stream) != 0)
+        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
     }
     return 0;
@@ -350,11 +431,19 @@ static int release(tiler_t *t, int rc)
         galloc_free(t->a, t->held.v[k]);
     if (rc == 0)
         rc = take_plain(t);
+    for (size_t k = 0; k < t->pending.n; k++) { /* last: no malloc follows to poll their events */
+        galloc_status_t st = galloc_record_stream(t->a, t->pending.v[k], GA_REPLAY_SIDE_STREAM);
+        if (rc == 0 && st != GALLOC_OK && st != GALLOC_E_UNSUPPORTED) /* no streams: freed at once */
+            rc = call_failed(t, "galloc_record_stream", st);
+        galloc_free(t->a, t->pending.v[k]);
+    }
     free(t->held.v);
     free(t->holes.v);
     free(t->late.v);
     free(t->split.v);
     free(t->plain.v);
+    free(t->pending.v);
+    free(t->pools);
     galloc_stats_reset_peak(t->a); /* the tiling's own peaks (a whole segment taken at once) are not the run's */
     return rc;
 }

@@ -87,7 +87,9 @@ void ga_replay_usage(FILE *out)
           "  --verify              TRACE is a PyTorch snapshot: replay it under its recorded settings\n"
           "                        (or --conf) and compare galloc's device events (segment_alloc,\n"
           "                        segment_free, segment_map, segment_unmap, oom) and final segments\n"
-          "                        with the recorded ones; exit 1 on a divergence\n"
+          "                        with the recorded ones (pools by correspondence; orphan entries are\n"
+          "                        named, not compared); exit 1 on a divergence, 3 when the snapshot\n"
+          "                        holds nothing the replay reproduces\n"
           "  -h, --help            this text\n"
           "\n"
           "TRACE: a file in one of these formats (told from its first bytes unless --format names\n"
@@ -95,7 +97,9 @@ void ga_replay_usage(FILE *out)
           out);
     ga_reader_format_help(out);
     fputs("Exit status: 0 no OOM, 1 an OOM in some configuration, 2 bad usage or input; with\n"
-          "--verify: 0 agrees, 1 diverges, 2 cannot verify.\n",
+          "--verify: 0 agrees, 1 diverges, 2 cannot verify (bad input, or a mid-run state that\n"
+          "cannot be rebuilt), 3 nothing to verify (no trace, or none of its entries is replayed);\n"
+          "over several devices or files the worst of 2, 1, 0, and 3 only when all are 3.\n",
           out);
 }
 
@@ -400,8 +404,9 @@ static int one_file(cli_t *c, const char *path, bool single_file, const char *ba
     int code = GA_EXIT_OK;
     if (c->verify) {
         ga_verify_opts_t vo = {.backend = c->backend, .conf = c->n_confs ? c->confs[0] : NULL, .json = c->json};
+        code = GA_VERIFY_NOTHING;
         for (size_t u = 0; u < job.n_units; u++) {
-            code = worst(code, ga_verify_unit(&job.units[u], &vo, c->first_json, stdout));
+            code = ga_verify_worst(code, ga_verify_unit(&job.units[u], &vo, c->first_json, stdout));
             c->first_json = false;
         }
     } else {
@@ -426,10 +431,12 @@ int ga_replay_main(int argc, char **argv)
         ga_verify_json_begin(stdout);
     else if (c.json)
         ga_report_json_begin(stdout, backend, c.env);
-    int code = GA_EXIT_OK;
+    int code = c.verify ? GA_VERIFY_NOTHING : GA_EXIT_OK;
     bool single_file = argc - optind == 1;
-    for (int i = optind; i < argc; i++)
-        code = worst(code, one_file(&c, argv[i], single_file, backend));
+    for (int i = optind; i < argc; i++) {
+        int one = one_file(&c, argv[i], single_file, backend);
+        code = c.verify ? ga_verify_worst(code, one) : worst(code, one);
+    }
     if (c.json && c.verify)
         ga_verify_json_end(stdout);
     else if (c.json)

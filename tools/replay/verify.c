@@ -11,6 +11,11 @@
  * with the pages mapped at the first entry (seed_resv.h). When the state
  * cannot be reconstructed (an inconsistent trace, two reservations of one
  * stream and pool) the snapshot is refused with exit 2, saying why.
+ *
+ * A record that holds nothing the replay could get wrong is said so (exit 3)
+ * rather than "agrees": without a device event or a block event the replay
+ * reproduces, its final segments are the replay's own starting state (seeded
+ * from them), so comparing them with themselves would prove nothing.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,211 +25,11 @@
 #include "tools/engine/replay.h"
 #include "tools/readers/units.h"
 #include "tools/replay/verify.h"
+#include "tools/replay/verify_int.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snapfile.h"
-
-/* After a difference the sequences are re-aligned: the smallest skip, on
- * either side, of at most GA_VERIFY_RESYNC events after which GA_VERIFY_RUN
- * events agree again (fewer at the end). One early tie-break that adds or
- * drops an event then costs that event, not everything after it. */
-#define GA_VERIFY_RESYNC 16
-#define GA_VERIFY_RUN 3
-
-/* Agreement of one event kind (or of all device events). */
-typedef struct kind_cmp {
-    size_t total, agree; /* max of both sides' counts; aligned pairs that agree */
-} kind_cmp_t;
-
-/* The outcome of one comparison. */
-typedef struct cmp {
-    size_t ev_total, ev_agree; /* device events: max of both sides; aligned pairs that agree */
-    bool diverged;             /* some device event differs (or one side has more) */
-    size_t first;              /* the first differing device event of the snapshot */
-    size_t first_rep;          /* ... and galloc's event it was compared with */
-    kind_cmp_t kind[GA_DEV_N_ACTIONS]; /* every kind of event alone, aligned the same way */
-    size_t seg_total, seg_agree; /* final segments: max of both sides; those that agree */
-    char seg_first[512];       /* the first segment difference, "" if none */
-} cmp_t;
-
-static bool same_event(const ga_dev_event_t *a, const ga_dev_event_t *b)
-{
-    if (a->action != b->action || a->size != b->size)
-        return false;
-    return a->action != GA_DEV_SEGMENT_FREE || a->segment == b->segment;
-}
-
-/* The galloc segment matching recorded segment s: the same segment_alloc
- * ordinal, or for a segment without one (made before the trace and seeded in
- * address order, or expandable) the same rank among such segments. NULL if
- * none. */
-static const ga_snap_segment_t *match_segment(const ga_snap_view_t *rec, size_t s, const ga_snap_view_t *rep)
-{
-    const ga_snap_segment_t *g = &rec->seg[s];
-    size_t rank = 0;
-    for (size_t i = 0; g->segment < 0 && i < s; i++)
-        rank += rec->seg[i].segment < 0;
-    for (size_t j = 0; j < rep->n_seg; j++) {
-        if (g->segment >= 0 && rep->seg[j].segment == g->segment)
-            return &rep->seg[j];
-        if (g->segment < 0 && rep->seg[j].segment < 0 && rank-- == 0)
-            return &rep->seg[j];
-    }
-    return NULL;
-}
-
-static const char *state_name(ga_block_state_t s)
-{
-    return s == GA_BLOCK_ALLOCATED      ? "active_allocated"
-           : s == GA_BLOCK_PENDING_FREE ? "active_pending_free"
-                                        : "inactive";
-}
-
-/* Compare one recorded segment with its galloc counterpart; "" when equal. */
-static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, const ga_snap_view_t *rep,
-                         const ga_snap_segment_t *b, char *out, size_t len)
-{
-    out[0] = '\0';
-    char name[64];
-    if (a->segment >= 0)
-        snprintf(name, sizeof(name), "the segment of segment_alloc #%" PRId64 " (0-based)", a->segment);
-    else
-        snprintf(name, sizeof(name), "the segment at 0x%" PRIx64 " (made before the trace)", a->addr);
-    if (b == NULL) {
-        snprintf(out, len, "%s of %" PRIu64 " bytes: not in galloc's final segments", name, a->total_size);
-        return;
-    }
-    if (a->total_size != b->total_size) {
-        snprintf(out, len, "%s: total_size %" PRIu64 " in the snapshot, %" PRIu64 " in galloc", name, a->total_size,
-                 b->total_size);
-        return;
-    }
-    for (size_t k = 0; k < a->n_blocks || k < b->n_blocks; k++) {
-        const ga_snap_block_t *x = k < a->n_blocks ? &rec->blk[a->first_block + k] : NULL;
-        const ga_snap_block_t *y = k < b->n_blocks ? &rep->blk[b->first_block + k] : NULL;
-        if (x != NULL && y != NULL && x->size == y->size && x->state == y->state)
-            continue;
-        char xs[80] = "none", ys[80] = "none";
-        if (x != NULL)
-            snprintf(xs, sizeof(xs), "%" PRIu64 " bytes %s", x->size, state_name(x->state));
-        if (y != NULL)
-            snprintf(ys, sizeof(ys), "%" PRIu64 " bytes %s", y->size, state_name(y->state));
-        snprintf(out, len, "%s: block %zu: snapshot %s, galloc %s", name, k, xs, ys);
-        return;
-    }
-}
-
-/* Whether a[i..] and b[j..] agree for GA_VERIFY_RUN events (or to the end of
- * the shorter one, at least one event). */
-static bool run_agrees(const ga_dev_event_t *const *a, size_t na, size_t i, const ga_dev_event_t *const *b,
-                       size_t nb, size_t j)
-{
-    size_t k = 0;
-    for (; k < GA_VERIFY_RUN && i + k < na && j + k < nb; k++)
-        if (!same_event(a[i + k], b[j + k]))
-            return false;
-    return k > 0;
-}
-
-/* Align a and b (events in order): agreeing pairs are counted; at a
- * difference the smaller resync skip wins (see GA_VERIFY_RESYNC), else the
- * pair counts as one difference. *fa, *fb: the first difference's positions
- * (na, nb-ish when one side only runs longer); false when there is none. */
-static bool align(const ga_dev_event_t *const *a, size_t na, const ga_dev_event_t *const *b, size_t nb,
-                  kind_cmp_t *out, size_t *fa, size_t *fb)
-{
-    size_t i = 0, j = 0;
-    bool diff = false;
-    out->total = na > nb ? na : nb;
-    out->agree = 0;
-    while (i < na && j < nb) {
-        if (same_event(a[i], b[j])) {
-            out->agree++;
-            i++, j++;
-            continue;
-        }
-        if (!diff) {
-            diff = true;
-            *fa = i;
-            *fb = j;
-        }
-        size_t d = 1;
-        for (; d <= GA_VERIFY_RESYNC; d++) {
-            if (i + d < na && run_agrees(a, na, i + d, b, nb, j)) {
-                i += d;
-                break;
-            }
-            if (j + d < nb && run_agrees(a, na, i, b, nb, j + d)) {
-                j += d;
-                break;
-            }
-        }
-        if (d > GA_VERIFY_RESYNC)
-            i++, j++;
-    }
-    if (!diff && na != nb) {
-        diff = true;
-        *fa = i;
-        *fb = j;
-    }
-    return diff;
-}
-
-/* The events of v of kind k (all device events when k is GA_DEV_N_ACTIONS),
- * as pointers, in order. NULL when out of host memory (with n set to 0). */
-static const ga_dev_event_t **pick(const ga_snap_view_t *v, int k, size_t *n)
-{
-    const ga_dev_event_t *src = k < GA_DEV_ALLOC ? v->ev : v->bev;
-    size_t ns = k < GA_DEV_ALLOC ? v->n_ev : v->n_bev;
-    if (k == GA_DEV_N_ACTIONS) {
-        src = v->ev;
-        ns = v->n_ev;
-    }
-    const ga_dev_event_t **p = malloc((ns ? ns : 1) * sizeof(*p));
-    *n = 0;
-    if (p == NULL)
-        return NULL;
-    for (size_t x = 0; x < ns; x++)
-        if (k == GA_DEV_N_ACTIONS || (int)src[x].action == k)
-            p[(*n)++] = &src[x];
-    return p;
-}
-
-static void compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, cmp_t *c)
-{
-    memset(c, 0, sizeof(*c));
-    for (int k = 0; k <= GA_DEV_N_ACTIONS; k++) {
-        size_t na, nb, fa = 0, fb = 0;
-        const ga_dev_event_t **a = pick(rec, k, &na), **b = pick(rep, k, &nb);
-        kind_cmp_t kc = {0};
-        bool diff = a != NULL && b != NULL && align(a, na, b, nb, &kc, &fa, &fb);
-        if (k < GA_DEV_N_ACTIONS) {
-            c->kind[k] = kc;
-        } else {
-            c->ev_total = kc.total;
-            c->ev_agree = kc.agree;
-            c->diverged = diff;
-            /* as indices into ev (pick kept every device event, in order) */
-            c->first = fa;
-            c->first_rep = fb;
-        }
-        free(a);
-        free(b);
-    }
-    c->seg_total = rec->n_seg > rep->n_seg ? rec->n_seg : rep->n_seg;
-    for (size_t s = 0; s < rec->n_seg; s++) {
-        char d[512];
-        diff_segment(rec, &rec->seg[s], rep, match_segment(rec, s, rep), d, sizeof(d));
-        if (d[0] == '\0')
-            c->seg_agree++;
-        else if (c->seg_first[0] == '\0')
-            snprintf(c->seg_first, sizeof(c->seg_first), "%s", d);
-    }
-    if (c->seg_first[0] == '\0' && rep->n_seg > rec->n_seg)
-        snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu",
-                 rep->n_seg, rec->n_seg);
-}
 
 static void describe(const ga_dev_event_t *e, char *out, size_t len)
 {
@@ -256,10 +61,31 @@ typedef struct outcome {
     int device;                         /* the snapshot's device index */
     uint64_t device_memory;             /* the sim device's size */
     const char *error;                  /* why it could not be verified, NULL if it was */
+    const char *nothing;                /* why there is nothing to verify, NULL if there is something */
     const ga_seed_t *seed;              /* the reconstructed state at the first entry, NULL if none */
     const ga_snap_view_t *rec, *rep;
-    const cmp_t *c;
+    const ga_verify_cmp_t *c;
 } outcome_t;
+
+/* Why orphan entry e cannot be replayed (snap_view.h). */
+static const char *orphan_why(const ga_dev_event_t *e)
+{
+    return e->action == GA_DEV_SEGMENT_FREE    ? "which the trace had already freed"
+           : e->action == GA_DEV_SEGMENT_UNMAP ? "which the trace had already unmapped"
+                                               : "which the trace never allocated and no segment holds";
+}
+
+/* "1 orphan entry: device_traces[0][3] free_completed of 0x... which ..." */
+static void orphan_text(FILE *out, const ga_snap_view_t *v)
+{
+    const ga_dev_event_t *e = &v->first_orphan;
+    if (v->orphans == 1)
+        fprintf(out, "1 orphan entry: ");
+    else
+        fprintf(out, "%zu orphan entries, the first: ", v->orphans);
+    fprintf(out, "device_traces[%d][%zu] %s of 0x%" PRIx64 " %s\n", v->device, e->entry,
+            ga_dev_action_name(e->action), e->addr, orphan_why(e));
+}
 
 static void report_text(FILE *out, const outcome_t *o)
 {
@@ -271,11 +97,25 @@ static void report_text(FILE *out, const outcome_t *o)
         fprintf(out, "verdict: cannot verify (the reason is on stderr)\n\n");
         return;
     }
-    if (o->seed != NULL)
+    if (o->rec->orphans > 0)
+        orphan_text(out, o->rec);
+    if (o->nothing != NULL) {
+        fprintf(out, "nothing to verify: %s\nverdict: nothing to verify\n\n", o->nothing);
+        return;
+    }
+    if (o->seed != NULL) {
+        const ga_seed_t *sd = o->seed;
         fprintf(out, "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
-                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
-                o->seed->n_seg, o->seed->live_blocks);
-    const cmp_t *c = o->c;
+                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded",
+                sd->n_seg, sd->live_blocks);
+        if (sd->pending_blocks > 0)
+            fprintf(out, ", %" PRIu64 " of the blocks pending free (waiting on a stream)", sd->pending_blocks);
+        if (sd->private_segments > 0)
+            fprintf(out, ", %zu segments in %zu private pools (MemPool or CUDA graph)", sd->private_segments,
+                    sd->private_pools);
+        fputc('\n', out);
+    }
+    const ga_verify_cmp_t *c = o->c;
     fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
                  "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
                  "compared)\n",
@@ -286,8 +126,8 @@ static void report_text(FILE *out, const outcome_t *o)
             fprintf(out, "%s %s %zu of %zu", n++ ? "," : "", ga_dev_action_name((ga_dev_action_t)k),
                     c->kind[k].agree, c->kind[k].total);
     fprintf(out, " (each kind in order, re-aligned after a difference within %d events)\n", GA_VERIFY_RESYNC);
-    fprintf(out, "final segments: %zu of %zu agree (total size, blocks' sizes and states)\n", c->seg_agree,
-            c->seg_total);
+    fprintf(out, "final segments: %zu of %zu agree (total size, pool by correspondence, blocks' sizes and states)\n",
+            c->seg_agree, c->seg_total);
     if (c->diverged) {
         const ga_dev_event_t *a = c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL;
         const ga_dev_event_t *b = c->first_rep < o->rep->n_ev ? &o->rep->ev[c->first_rep] : NULL;
@@ -331,7 +171,23 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
         fputs(", \"verdict\": \"cannot verify\"}", out);
         return;
     }
-    const cmp_t *c = o->c;
+    const ga_dev_event_t *e = &o->rec->first_orphan;
+    fprintf(out, "null, \"orphan_entries\": %zu, \"first_orphan\": ", o->rec->orphans);
+    if (o->rec->orphans > 0) {
+        fprintf(out, "{\"entry\": %zu, \"action\": \"%s\", \"addr\": %" PRIu64 ", \"why\": ", e->entry,
+                ga_dev_action_name(e->action), e->addr);
+        ga_report_json_str(out, orphan_why(e));
+        fputs("}", out);
+    } else {
+        fputs("null", out);
+    }
+    fputs(", \"reason\": ", out);
+    if (o->nothing != NULL) {
+        ga_report_json_str(out, o->nothing);
+        fputs(", \"verdict\": \"nothing to verify\"}", out);
+        return;
+    }
+    const ga_verify_cmp_t *c = o->c;
     fprintf(out, "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
                  "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     ",
             c->diverged || c->seg_first[0] ? "diverges" : "agrees", c->ev_total, c->ev_agree, c->seg_total,
@@ -406,16 +262,50 @@ static int load_replay_view(const char *tmp, int device, ga_snap_view_t *rep, ch
     return rc;
 }
 
+/* Why the record v holds nothing to verify (into buf), or NULL when it holds
+ * a device event or a block event the replay reproduces. */
+static const char *nothing_to_verify(const ga_snap_view_t *v, char *buf, size_t len)
+{
+    if (v->trace_entries == 0 && v->n_seg == 0) {
+        snprintf(buf, len, "the snapshot holds no trace entries and no segments for device %d", v->device);
+        return buf;
+    }
+    if (v->trace_entries == 0)
+        return "the snapshot has no trace; its segments are the replay's own starting state";
+    for (size_t k = 0; k < v->n_ev; k++)
+        if (!v->ev[k].orphan)
+            return NULL;
+    for (size_t k = 0; k < v->n_bev; k++)
+        if (!v->bev[k].orphan)
+            return NULL;
+    if (v->orphans == v->trace_entries)
+        snprintf(buf, len, "the trace holds only orphan entries (%zu), which no replay reproduces", v->orphans);
+    else
+        snprintf(buf, len, "the trace's %zu entries hold no device event and no block event the replay "
+                 "reproduces, so its final segments are the replay's own starting state", v->trace_entries);
+    return buf;
+}
+
+int ga_verify_worst(int a, int b)
+{
+    /* cannot verify, then diverges, then agrees; nothing to verify only when no unit had anything */
+    static const int rank[] = {[GA_VERIFY_AGREES] = 1, [GA_VERIFY_DIVERGES] = 2, [GA_VERIFY_CANNOT] = 3,
+                               [GA_VERIFY_NOTHING] = 0};
+    int ra = a >= 0 && a <= GA_VERIFY_NOTHING ? rank[a] : 3, rb = b >= 0 && b <= GA_VERIFY_NOTHING ? rank[b] : 3;
+    return ra >= rb ? a : b;
+}
+
 int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first, FILE *out)
 {
     char err[1024] = "", tmp[4096] = "";
     ga_snap_view_t rep;
     memset(&rep, 0, sizeof(rep));
-    cmp_t c;
+    ga_verify_cmp_t c;
     memset(&c, 0, sizeof(c));
     outcome_t oc = {.path = u->path, .unit = u->unit_label, .rec = &u->view, .rep = &rep, .c = &c,
                     .device = u->device, .device_memory = u->memory};
-    int code = 2, fd = -1;
+    char why[256];
+    int code = GA_VERIFY_CANNOT, fd = -1;
     if (u->format != GA_FORMAT_TORCH) {
         snprintf(err, sizeof(err), "%s is not a PyTorch snapshot (--verify compares with a snapshot's record)",
                  u->path);
@@ -427,6 +317,13 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     }
     const char *rec = ga_job_recorded(u);
     oc.settings = o->conf != NULL ? o->conf : rec != NULL ? rec : ""; /* "" = none recorded, or the defaults */
+    /* before the mid-run check: with nothing to compare, whether the start
+     * state can be rebuilt does not matter */
+    oc.nothing = nothing_to_verify(&u->view, why, sizeof(why));
+    if (oc.nothing != NULL) {
+        code = GA_VERIFY_NOTHING;
+        goto report;
+    }
     if (u->midrun && !u->seeded) {
         snprintf(err, sizeof(err),
                  "the trace starts mid-run (%" PRIu64 " blocks in the final segments or freed in the trace were "
@@ -449,10 +346,18 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     if (replay_to_snapshot(u, o, oc.settings, tmp, err, sizeof(err)) != 0 ||
         load_replay_view(tmp, u->device, &rep, err, sizeof(err)) != 0)
         goto report;
-    compare(&u->view, &rep, &c);
-    code = c.diverged || c.seg_first[0] ? 1 : 0;
+    ga_verify_compare(&u->view, &rep, &c);
+    code = c.diverged || c.seg_first[0] ? GA_VERIFY_DIVERGES : GA_VERIFY_AGREES;
+    /* Nothing on either side: the record check above catches it first (the
+     * record's own events are counted here), so this only keeps "agrees"
+     * from ever meaning "nothing was compared" should that check change. */
+    if (ga_verify_compared(&c) == 0) {
+        oc.nothing = "neither the snapshot nor galloc's replay holds a device event, a block event or a final "
+                     "segment to compare";
+        code = GA_VERIFY_NOTHING;
+    }
 report:
-    oc.error = code == 2 ? err : NULL;
+    oc.error = code == GA_VERIFY_CANNOT ? err : NULL;
     if (oc.error != NULL) /* an error, said once on stderr like every other */
         fprintf(stderr, "galloc replay: %s%s%s: cannot verify: %s\n", u->path, oc.unit[0] ? " " : "", oc.unit, err);
     if (o->json)

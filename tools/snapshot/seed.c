@@ -28,6 +28,8 @@ typedef struct item {
     uint64_t resv, page; /* ... its reservation's base and page size */
     bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
     size_t freed_at; /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
+    bool pending;    /* blocks: active_pending_free in the final state (until a free_requested is undone) */
+    int64_t pool[2]; /* segments: segment_pool_id */
 } item_t;
 
 /* An alloc entry's address and index: a clue to the real size of blocks
@@ -77,6 +79,7 @@ static int request(set_t *s, item_t it)
     ga_idmap_val_t idx;
     if (ga_idmap_get(&s->map, it.addr, &idx) && s->v[idx.stream].valid) {
         s->v[idx.stream].completing = false;
+        s->v[idx.stream].pending = false;        /* allocated until the user freed it here */
         s->v[idx.stream].freed_at = it.freed_at; /* the user's free: live until then */
         return 0;
     }
@@ -123,6 +126,20 @@ static uint64_t first_alloc_in(const clues_t *c, uint64_t lo, uint64_t hi, size_
     return 0;
 }
 
+/* Count seg[i] among the private pools' segments, and its pool id if no
+ * earlier segment had it (few pools: a linear look back is enough). */
+static void count_pool(ga_seed_t *s, size_t i)
+{
+    const int64_t *id = s->seg[i].pool_id;
+    if (id[0] == 0 && id[1] == 0)
+        return;
+    s->private_segments++;
+    for (size_t k = 0; k < i; k++)
+        if (s->seg[k].pool_id[0] == id[0] && s->seg[k].pool_id[1] == id[1])
+            return;
+    s->private_pools++;
+}
+
 /* Tile every segment with its live blocks and the gaps between them. A block
  * known only from its free (size: the request rounded) ends where the trace
  * allocated another block while it was live, when that leaves too little to
@@ -134,8 +151,13 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
         if (segs->v[i].valid)
             segs->v[ns++] = segs->v[i];
     /* A free_completed whose free_requested fell off the ring: the user had
-     * freed the block before the trace began and the replay never frees it
-     * again, so at the first entry it is free space for the replay. */
+     * freed the block before the trace began, and it was pending then. It is
+     * still free space here: the replay's free_completed only synchronizes
+     * the side stream, and a block waiting on it returns at the next
+     * allocation, so a block seeded pending would outlive the entry that
+     * records it freed whenever no allocation follows (the end of a trace,
+     * before an empty_cache). Pending blocks are those the final state shows
+     * pending and the trace never touches: no entry says when they return. */
     for (size_t i = 0; i < blocks->n; i++)
         if (blocks->v[i].valid && !blocks->v[i].completing)
             blocks->v[nb++] = blocks->v[i];
@@ -157,7 +179,9 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
         uint64_t min_gap = g->small || g->expandable ? MIN_BLOCK : GA_SEED_SMALL_SIZE + 1;
         ga_seed_segment_t *sg = &s->seg[s->n_seg++];
         *sg = (ga_seed_segment_t){.addr = g->addr, .size = g->size, .stream = g->stream, .small = g->small,
-                                  .expandable = g->expandable, .resv = g->resv, .page = g->page, .first = s->n_pc};
+                                  .expandable = g->expandable, .resv = g->resv, .page = g->page, .first = s->n_pc,
+                                  .pool_id = {g->pool[0], g->pool[1]}};
+        count_pool(s, s->n_seg - 1);
         while (b < nb && blocks->v[b].addr < g->addr)
             b++; /* a live block outside every segment: inconsistent, dropped */
         for (; b < nb && blocks->v[b].addr < end; b++) {
@@ -167,7 +191,7 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
             if (k->addr > at) {
                 if (k->addr - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                     s->pc[s->n_pc - 1].size += k->addr - at; /* too small to have been split off */
-                else if (push_piece(s, &pcap, (ga_seed_piece_t){at, k->addr - at, false, 0}) != 0)
+                else if (push_piece(s, &pcap, (ga_seed_piece_t){.addr = at, .size = k->addr - at}) != 0)
                     return -1;
             }
             uint64_t size = k->size < end - k->addr ? k->size : end - k->addr;
@@ -177,15 +201,18 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
                 if (a != 0 && a <= next)
                     size = a - k->addr;
             }
-            if (push_piece(s, &pcap, (ga_seed_piece_t){k->addr, size, true, k->req <= size ? k->req : 0}) != 0)
+            ga_seed_piece_t pc = {.addr = k->addr, .size = size, .live = true, .req = k->req <= size ? k->req : 0,
+                                  .pending = k->pending};
+            if (push_piece(s, &pcap, pc) != 0)
                 return -1;
             s->live_blocks++;
+            s->pending_blocks += k->pending;
             at = k->addr + size;
         }
         if (at < end) {
             if (end - at < min_gap && s->n_pc > sg->first && s->pc[s->n_pc - 1].live)
                 s->pc[s->n_pc - 1].size += end - at;
-            else if (push_piece(s, &pcap, (ga_seed_piece_t){at, end - at, false, 0}) != 0)
+            else if (push_piece(s, &pcap, (ga_seed_piece_t){.addr = at, .size = end - at}) != 0)
                 return -1;
         }
         sg->n = s->n_pc - sg->first;
@@ -264,7 +291,8 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
                 return -1;
             }
         } else if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
-                                   .small = g.small, .freed_at = SIZE_MAX}) != 0)
+                                          .small = g.small, .freed_at = SIZE_MAX,
+                                          .pool = {g.pool_id[0], g.pool_id[1]}}) != 0)
             goto nomem;
         for (size_t b = 0; b < g.blocks.n; b++) {
             ga_torch_block_t blk;
@@ -273,7 +301,8 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
                 continue;
             uint64_t req = blk.requested_size.kind == GA_TORCH_INT ? blk.requested_size.v : 0;
             if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v,
-                                         .req = req, .freed_at = SIZE_MAX}) != 0)
+                                         .req = req, .freed_at = SIZE_MAX,
+                                         .pending = blk.state == GA_STATE_PENDING_FREE}) != 0)
                 goto nomem;
         }
     }

@@ -6,9 +6,13 @@
  * Reconstruction (ga_seed_from_snapshot) walks the trace backwards from the
  * final `segments`, as PyTorch's memory visualizer does for its Allocator
  * State History: undo an alloc -> the block was not live; undo a
- * free_completed -> it was (size: the request rounded to 512 bytes);
- * undo a segment_alloc -> the segment did not exist; undo a segment_free ->
- * it existed, empty. Blocks freed in the trace report their requested size
+ * free_completed -> it was (size: the request rounded to 512 bytes); undo a
+ * free_requested -> it was allocated; undo a segment_alloc -> the segment
+ * did not exist; undo a segment_free -> it existed, empty. A final block in
+ * state active_pending_free (freed by the user, waiting on a stream) that the
+ * trace never touches was pending at the first entry too. A block whose
+ * free_completed is the trace's only word on it is free space at the first
+ * entry (seed.c says why). Blocks freed in the trace report their requested size
  * only, so a gap too small to have been split off (1 MiB or less in a large
  * segment, under 512 bytes in a small one) is given to the block before it,
  * as PyTorch's split rule would have.
@@ -30,7 +34,18 @@
  * Seeding (ga_seed_apply in replay.h, seed_apply.c) creates each segment with its recorded size and
  * tiles it, in address order, with allocations of its blocks and of its free
  * gaps, then frees the gaps: the allocator then holds the same segments with
- * the same block sizes and states. This relies on PyTorch's rules under the
+ * the same block sizes and states. A pending block is allocated, recorded on
+ * the replay's side stream and freed, as the replay does a lone
+ * free_requested: it stays active and pending until an allocation polls its
+ * event and finds it complete, on a device once the side stream's work is
+ * done (a free_completed event synchronizes it), on the sim device, whose
+ * events complete when recorded, at the next allocation
+ * (docs/trace-format.md); no trace id maps to it, as the user has freed it. A segment of a private pool (segment_pool_id other than (0, 0):
+ * a CUDA graph's or a MemPool's) is tiled inside a galloc MemPool made for
+ * its pool id, one per distinct id, so the replay's allocations, which are
+ * not routed to any pool, never take its free blocks, as PyTorch's do not.
+ * Segments the trace frees without having made them, and expandable runs,
+ * are taken for the default pools (the trace does not say otherwise). This relies on PyTorch's rules under the
  * default rounding (512 bytes, 2 MiB small and >= 10 MiB large segments
  * rounded to 2 MiB, best fit, split remainders): with roundup_power2_divisions
  * or max_split_size_mb the seeded layout may differ, and --verify shows where.
@@ -58,6 +73,7 @@ typedef struct ga_seed_piece {
     bool live;       /* a block live at the first entry; false: free space */
     uint64_t req;    /* live: the bytes requested (requested_size, or the size its free recorded),
                         0 if unknown; the seeded block asks for them when they round to size */
+    bool pending;    /* live and freed by the user, waiting on a stream (active_pending_free) */
 } ga_seed_piece_t;
 
 typedef struct ga_seed_segment {
@@ -68,6 +84,7 @@ typedef struct ga_seed_segment {
     bool expandable;  /* a run of mapped pages of an expandable reservation */
     uint64_t resv;    /* expandable: the reservation's base (runs of one reservation are consecutive) */
     uint64_t page;    /* expandable: its page (2 MiB small, 20 MiB large) */
+    int64_t pool_id[2]; /* segment_pool_id: (0, 0) the default pools, else a private pool */
     size_t first, n;  /* its pieces: pc[first .. first + n), address order */
 } ga_seed_segment_t;
 
@@ -77,6 +94,9 @@ typedef struct ga_seed {
     ga_seed_piece_t *pc;    /* n_pc pieces */
     size_t n_pc;
     uint64_t live_blocks;   /* live pieces */
+    uint64_t pending_blocks; /* ... of which pending (freed, waiting on a stream) */
+    size_t private_segments; /* segments of private pools */
+    size_t private_pools;    /* ... and their distinct pool ids */
 } ga_seed_t;
 
 struct ga_torch_snapshot; /* torch_snapshot.h */

@@ -10,6 +10,18 @@
  * trace starts mid-run (untraced blocks and segments) and a lower bound of the
  * device's size from its oom entries.
  *
+ * Orphan entries: frees the trace cannot explain, which no replay can
+ * reproduce. A free_requested or free_completed of an address the trace had
+ * not allocated before it is a block live before the trace (a mid-run start,
+ * which seed.h rebuilds) when the address lies in a segment that existed at
+ * the trace's first entry (a final segment no segment_alloc of the trace
+ * made, a segment the trace frees without having made it, an expandable
+ * segment's mapped or unmapped pages); otherwise it is an orphan. A
+ * segment_free of an address the trace already freed without a segment_alloc
+ * since, or a segment_unmap of pages it already unmapped without a
+ * segment_map since, is an orphan too. Orphans are marked and counted, never
+ * compared.
+ *
  * Not thread-safe (the file cache, snapfile.h); no other global state.
  */
 #ifndef GA_TOOLS_SNAPSHOT_SNAP_VIEW_H
@@ -50,6 +62,7 @@ typedef struct ga_dev_event {
     size_t entry;     /* index of the entry in device_traces[device] */
     int64_t segment;  /* segment_alloc/free: the ordinal of the segment_alloc that created the
                          segment in this trace, -1 when it was created before the trace began */
+    bool orphan;      /* an orphan entry (see above): not compared */
 } ga_dev_event_t;
 
 /* Block states of a snapshot's segments. */
@@ -65,6 +78,7 @@ typedef struct ga_snap_segment {
     uint64_t addr;          /* shown only */
     uint64_t total_size;
     bool expandable;        /* is_expandable */
+    int64_t pool_id[2];     /* segment_pool_id: (0, 0) the default pools, else a private pool */
     int64_t segment;        /* ordinal of the segment_alloc that created it, -1 if not in the trace */
     size_t first_block;     /* its blocks are blocks[first_block .. first_block + n_blocks) */
     size_t n_blocks;
@@ -84,8 +98,11 @@ typedef struct ga_snap_view {
     size_t n_blk;
     size_t trace_entries;       /* entries in the device's trace */
     uint64_t untraced_blocks;   /* live blocks of the final segments never allocated in the trace,
-                                   plus blocks freed in the trace without an alloc: > 0 means the
-                                   trace starts mid-run */
+                                   plus blocks freed in the trace without an alloc inside a segment
+                                   that existed at its first entry: > 0 means the trace starts
+                                   mid-run */
+    size_t orphans;             /* orphan entries (see above), in ev and bev marked orphan */
+    ga_dev_event_t first_orphan; /* the first of them (its entry, action and address) */
     uint64_t untraced_segments; /* final non-expandable segments without a segment_alloc in the trace */
     uint64_t device_memory;     /* a lower bound of the device size from oom entries (reserved then
                                    + device_free), 0 when the trace has no oom entry */
@@ -96,8 +113,10 @@ struct ga_torch_snapshot; /* torch_snapshot.h */
 /*
  * ga_snap_view_load: read device `device` of snapshot s (path names it in
  * messages), or with device < 0 the unit-th device that has trace entries or
- * segments (the units of the trace reader, in the same order). Returns 0, or
- * -1 with err set ("PATH: problem"). Release with ga_snap_view_free.
+ * segments (the units of the trace reader, in the same order). A bare list
+ * of segments (torch.cuda.memory_snapshot()) reads as segments without a
+ * trace. Returns 0, or -1 with err set ("PATH: problem"). Release with
+ * ga_snap_view_free.
  */
 int ga_snap_view_load(const struct ga_torch_snapshot *s, const char *path, int device, size_t unit,
                       ga_snap_view_t *out, char *err, size_t errlen);

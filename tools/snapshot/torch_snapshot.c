@@ -159,7 +159,7 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
 {
     const ga_pk_value_t *g = s->segments.v->u.seq.items[i];
     const ga_pk_value_t *dev = NULL, *addr = NULL, *total = NULL, *stream = NULL, *ex = NULL, *type = NULL,
-                        *blocks = NULL;
+                        *blocks = NULL, *pool = NULL;
     memset(out, 0, sizeof(*out));
     out->is_dict = g->type == GA_PK_DICT;
     for (size_t k = 0; out->is_dict && k < g->u.seq.n / 2; k++) {
@@ -178,6 +178,8 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
             type = v;
         else if (ga_pk_str_eq(key, "blocks"))
             blocks = v;
+        else if (ga_pk_str_eq(key, "segment_pool_id"))
+            pool = v;
     }
     out->device = int_field(dev);
     out->address = int_field(addr);
@@ -186,6 +188,12 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
     out->expandable = ex != NULL && ex->type == GA_PK_BOOL && ex->u.b;
     out->small = ga_pk_str_eq(type, "small");
     out->blocks = list_of(blocks);
+    /* a tuple as pickled; a list where the snapshot went through JSON */
+    if (pool != NULL && (pool->type == GA_PK_TUPLE || pool->type == GA_PK_LIST) && pool->u.seq.n == 2 &&
+        pool->u.seq.items[0]->type == GA_PK_INT && pool->u.seq.items[1]->type == GA_PK_INT) {
+        out->pool_id[0] = pool->u.seq.items[0]->u.i;
+        out->pool_id[1] = pool->u.seq.items[1]->u.i;
+    }
 }
 
 /* The decoded fields of block b, its address as the dict gives it. */

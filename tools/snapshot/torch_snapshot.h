@@ -9,7 +9,7 @@
  * TraceEntry and SegmentInfo it exports, and torch/cuda/memory.py):
  *
  *   {"segments": [{"device", "address", "total_size", "stream", "segment_type",
- *                  "is_expandable", "blocks": [{"address", "size",
+ *                  "segment_pool_id", "is_expandable", "blocks": [{"address", "size",
  *                  "requested_size", "state"}, ...]}, ...],
  *    "device_traces": [[{"action", "addr", "size", "stream", "device_free",
  *                        "user_metadata"}, ...], ...],        (one list per device)
@@ -157,6 +157,11 @@ typedef struct ga_torch_segment {
     ga_torch_int_t device, address, total_size, stream;
     bool expandable;           /* is_expandable is True */
     bool small;                /* segment_type is "small" */
+    /* segment_pool_id (MempoolId_t, PyTorch 2.1+): (0, 0) for the default
+     * pools, also when missing or not a pair of ints (older snapshots have
+     * no private pools to tell); anything else a CUDA-graph or MemPool
+     * private pool, whose blocks never serve the default pools. */
+    int64_t pool_id[2];
     ga_torch_list_t blocks; /* its blocks, in address order as PyTorch lists them */
     /* ga_torch_block's cursor for blocks without 'address' (scratch space). */
     bool walk_ok;
