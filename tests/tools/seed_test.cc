@@ -40,8 +40,9 @@ struct Seed {
         char err[512] = "";
         SnapFile f(H200("torch211_h200_midrun_expandable.pickle.gz"));
         EXPECT_NE(f.snap(), nullptr) << f.error;
-        if (f.snap() != nullptr)
+        if (f.snap() != nullptr) {
             EXPECT_EQ(ga_seed_from_snapshot(f.snap(), "midrun_expandable", 0, &s, err, sizeof err), 0) << err;
+        }
     }
     ~Seed() { ga_seed_free(&s); }
 };
@@ -195,8 +196,9 @@ struct Seeded {
     Seeded() { ga_idmap_init(&map); }
     ~Seeded()
     {
-        if (a != nullptr)
+        if (a != nullptr) {
             EXPECT_EQ(galloc_check(a), GALLOC_OK);
+        }
         ga_idmap_free(&map);
         galloc_allocator_destroy(a);
     }
