@@ -161,7 +161,8 @@ typedef struct ga_job {
 /* ga_job_add: read the trace at path ("-": standard input) into job (zeroed
  * by the caller before the first add), one unit per device it records.
  * Returns 0, or -1 with err ("FILE:LINE: problem", or host memory) and the
- * job as it was. */
+ * job's files and units as they were (its tables may have grown: ga_job_free
+ * the job in either case). */
 int ga_job_add(ga_job_t *job, const char *path, const ga_job_opts_t *o, char *err, size_t errlen);
 
 /* ga_job_free: release everything (a zeroed job is fine). */

@@ -73,6 +73,8 @@ int galloc_tools_trace_info(const char *path, const char *format, char **json, c
         }
         status = 0;
         err[0] = '\0';
+    } else {
+        ga_job_free(&job); /* what a failed load leaves (its grown tables) */
     }
     *messages = strdup(err);
     if (*messages == NULL) {

@@ -399,6 +399,7 @@ static int one_file(cli_t *c, const char *path, bool single_file, const char *ba
     ga_progress_done(&prog);
     if (rc != 0) {
         unreadable(c, path, err, backend);
+        ga_job_free(&job); /* what a failed load leaves (its grown tables) */
         return GA_EXIT_USAGE;
     }
     int code = GA_EXIT_OK;
