@@ -34,7 +34,7 @@ def main(folder):
             Client(cluster) as client:
         results = galloc.fit_fleet(folder, client=client, jobs=1)
     for path, r in results.items():
-        best = r.configurations[0]
+        best = r.picked  # the answer: not always rank 1 (a job's own settings that fit are kept)
         if r.fits:
             print(f"{os.path.basename(path)}: export PYTORCH_CUDA_ALLOC_CONF=\"{r.winner}\"  "
                   f"peak reserved {best.peak_reserved_bytes / GiB:.2f} GiB, "

@@ -317,6 +317,11 @@ class FitResult:
     raw: dict = field(repr=False)
 
     @property
+    def picked(self):
+        """The FitConfig of the answer (answer.pick), None when none fits."""
+        return None if self.answer.pick is None else self.configurations[self.answer.pick - 1]
+
+    @property
     def min_device_memory(self):
         """The smallest memory the picked configuration fits (a device's size,
         or for a capped job the cap: answer.min_device_memory_is); None when

@@ -23,9 +23,11 @@ SKIP = None if HAVE_DASK else (
     "Dask is not importable from this interpreter: apt-get install python3-dask python3-distributed and use a "
     "venv made with --system-site-packages (.ci/install_test does)")
 
+# fragmentation.trace's three best peaks lie within 0.5 % of each other (a tie,
+# docs/fit.md): the shortest of them is the answer.
 EXPECTED = [
     'fragmentation.trace: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True,'
-    'roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"  peak reserved 79.06 GiB, fits on 76.82 GiB',
+    'roundup_power2_divisions:8"  peak reserved 79.30 GiB, fits on 77.60 GiB',
     'load_order.trace: export PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"  peak reserved 77.64 GiB, '
     'fits on 77.64 GiB',
 ]
