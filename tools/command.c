@@ -16,11 +16,10 @@
 #include "tools/fit/fit.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/replay/replay_cli.h"
+#include "tools/version.h"
 #ifdef GA_TOOLS_HAVE_GEN
 #include "tools/gen/gen.h"
 #endif
-
-#define GALLOC_TOOL_VERSION "0.1.0"
 
 static void usage(FILE *out)
 {
@@ -80,7 +79,7 @@ static int run(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("galloc %s\n", GALLOC_TOOL_VERSION);
+        printf("galloc %s\n", GA_TOOLS_VERSION);
         return 0;
     }
     fprintf(stderr, "galloc: unknown command \"%s\"\n", cmd);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/tools/tmpfiles.h"
+#include "tools/version.h" // GA_TOOLS_VERSION, from packaging/VERSION
 
 extern "C" {
 #include <galloc/galloc_tools.h>
@@ -113,7 +114,7 @@ TEST(ToolsLib, MainIsTheWholeCommandOnTheProcesssStdio)
 {
     Outcome v = Main({"galloc", "--version"});
     EXPECT_EQ(v.rc, 0);
-    EXPECT_EQ(v.out, "galloc 0.1.0\n");
+    EXPECT_EQ(v.out, "galloc " GA_TOOLS_VERSION "\n");
     EXPECT_EQ(v.messages, "");
     Outcome h = Main({"galloc", "help"});
     EXPECT_EQ(h.rc, 0);
