@@ -23,7 +23,6 @@
 #include "allocators/async/async.h"
 #include "allocators/user/user.h"
 #include "api/allocator_int.h"
-#include "backend/sim.h"
 #include "pool/pool.h"
 #include "trace/summary.h"
 
@@ -397,13 +396,13 @@ const char *galloc_allocator_backend(const galloc_allocator_t *a)
     return a != NULL && a->magic == GA_ALLOCATOR_LIVE ? a->backend.ops->name : NULL;
 }
 
+/* The backend's place op (sim's, under sim_placement:recorded): a backend
+ * without one answers GALLOC_E_UNSUPPORTED through the wrapper. */
 galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr)
 {
     GA_LIVE_OR_RETURN(a);
-    if (a->backend.ops != &ga_backend_sim)
-        return GALLOC_E_UNSUPPORTED;
     galloc_status_t st;
-    LOCKED(a, st = ga_sim_place(a->backend.state, (uintptr_t)addr));
+    LOCKED(a, st = ga_backend_place(&a->backend, (uintptr_t)addr));
     return st;
 }
 

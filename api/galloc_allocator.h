@@ -249,7 +249,9 @@ GALLOC_API const char *galloc_allocator_backend(const galloc_allocator_t *a);
  * run's driver returned), if that range is free (a reservation's address
  * must be a multiple of the 2 MiB granularity); it is used by one of them at
  * most, and 0 clears it. Without such an address, or when the range is
- * taken, sim places the range itself (descending). GALLOC_E_UNSUPPORTED on another backend or placement.
+ * taken, sim places the range itself (descending). GALLOC_E_UNSUPPORTED on
+ * another placement, or on a backend without a place op
+ * (galloc_backend_ops_t.place: every backend but sim).
  */
 GALLOC_API galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr);
 

@@ -166,6 +166,15 @@ typedef struct galloc_backend_ops {
     galloc_status_t (*host_free)(void *state, void *ptr, size_t bytes);
     galloc_status_t (*copy_d2h)(void *state, void *dst, uintptr_t src, size_t bytes);
     galloc_status_t (*copy_h2d)(void *state, uintptr_t dst, const void *src, size_t bytes);
+
+    /* ---- Optional: NULL = not supported (appended for trace replays, galloc_sim_place). ---- */
+
+    /* place: the device address the next segment_alloc or va_reserve takes if
+     * that range is free (a replay puts segments where the traced run's driver
+     * put them); used by one of them at most, 0 clears it. GALLOC_E_UNSUPPORTED
+     * when the backend cannot place in its present mode (sim: any
+     * sim_placement but recorded, or backed mode). galloc_sim_place calls it. */
+    galloc_status_t (*place)(void *state, uintptr_t addr);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

@@ -224,6 +224,13 @@ static inline galloc_status_t ga_backend_copy_h2d(ga_backend_t *b, uintptr_t dst
     return b->ops->copy_h2d(b->state, dst, src, n);
 }
 
+static inline galloc_status_t ga_backend_place(ga_backend_t *b, uintptr_t a)
+{
+    if (!GA_BACKEND_HAS(b->ops, place))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->place(b->state, a);
+}
+
 /* Whether the backend can offload contents (galloc_sleep's offload_tags). */
 static inline int ga_backend_can_offload(const ga_backend_t *b)
 {

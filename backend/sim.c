@@ -483,7 +483,7 @@ const galloc_backend_ops_t ga_backend_sim = {
     .event_synchronize = ga_sim_event_synchronize, .error_string = sim_error_string,
     .stream_synchronize = ga_sim_stream_synchronize, .device_synchronize = ga_sim_device_synchronize,
     .host_alloc = ga_sim_host_alloc, .host_free = ga_sim_host_free, .copy_d2h = ga_sim_copy_d2h,
-    .copy_h2d = ga_sim_copy_h2d,
+    .copy_h2d = ga_sim_copy_h2d, .place = ga_sim_place,
 };
 
 /* ---- Controls for tests and tools (sim.h). ---- */

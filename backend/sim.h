@@ -23,8 +23,8 @@
  *     empty_cache releases in address order, so this decides which segment is
  *     used and freed.
  *   recorded: as descending, except that a segment_alloc or va_reserve takes
- *     the address set by ga_sim_place (galloc_sim_place through the public
- *     API) when that range is free (a segment's size rounded to 512 bytes; a
+ *     the address set by ga_sim_place (sim's place op: galloc_sim_place
+ *     through the public API) when that range is free (a segment's size rounded to 512 bytes; a
  *     reservation's whole span, at a granularity-aligned address); a replay of
  *     a trace that recorded its device addresses (segment_alloc, and the
  *     first segment_map of an expandable segment, at its reservation's base)
@@ -132,7 +132,8 @@ typedef struct ga_sim_counters {
  * segment_alloc or va_reserve takes if its range is free (0: none; a
  * reservation also needs a granularity-aligned address); used by one of them
  * at most, then cleared whether taken or not (an occupied range falls back to
- * descending placement). GALLOC_E_UNSUPPORTED under another placement.
+ * descending placement). GALLOC_E_UNSUPPORTED under another placement. Also
+ * sim's place op (galloc_backend_ops_t.place), which galloc_sim_place calls.
  */
 galloc_status_t ga_sim_place(void *state, uintptr_t addr);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -200,6 +201,64 @@ TEST(RegisteredBackend, VendorIsReadOnlyWhereStructSizeCoversIt)
         ASSERT_EQ(galloc_backend_register(old), GALLOC_OK);
     }
     EXPECT_EQ(OomMessage("old_table").rfind("CUDA out of memory.", 0), 0u) << OomMessage("old_table");
+}
+
+// galloc_sim_place is the backend's optional place op: sim's under
+// sim_placement:recorded, a registered table's where it sets one, and
+// GALLOC_E_UNSUPPORTED where the table has none or ends before the member.
+uint64_t g_placed;
+int g_place_calls;
+galloc_status_t RecordPlace(void *, uintptr_t addr)
+{
+    g_placed = addr;
+    g_place_calls++;
+    return GALLOC_OK;
+}
+
+const char *SimWithPlace(const char *name, galloc_status_t (*place)(void *, uintptr_t), uint32_t struct_size)
+{
+    if (galloc_backend_find(name) == nullptr) {
+        auto *ops = new galloc_backend_ops_t(*galloc_backend_find("sim")); // lives until the process ends
+        ops->name = name;
+        ops->place = place;
+        ops->struct_size = struct_size;
+        EXPECT_EQ(galloc_backend_register(ops), GALLOC_OK);
+    }
+    return name;
+}
+
+galloc_status_t PlaceOn(const char *backend, const char *conf, uint64_t addr)
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    EXPECT_EQ(galloc_allocator_create_ex(backend, 0, conf, GALLOC_CREATE_NO_ENV, &a, err, sizeof err), GALLOC_OK)
+        << err;
+    if (a == nullptr)
+        return GALLOC_E_INVAL;
+    galloc_status_t st = galloc_sim_place(a, addr);
+    galloc_allocator_destroy(a);
+    return st;
+}
+
+TEST(RegisteredBackend, SimPlaceCallsTheBackendsPlaceOp)
+{
+    EXPECT_EQ(PlaceOn("sim", "sim_placement:recorded", 0x7f3a52000000), GALLOC_OK);
+    EXPECT_EQ(PlaceOn("sim", "sim_placement:descending", 0x7f3a52000000), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_sim_place(nullptr, 0), GALLOC_E_INVAL);
+
+    g_place_calls = 0;
+    const char *own = SimWithPlace("own_place", RecordPlace, sizeof(galloc_backend_ops_t));
+    EXPECT_EQ(PlaceOn(own, "", 0x600000), GALLOC_OK);
+    EXPECT_EQ(g_place_calls, 1);
+    EXPECT_EQ(g_placed, 0x600000u);
+
+    const char *none = SimWithPlace("no_place", nullptr, sizeof(galloc_backend_ops_t));
+    EXPECT_EQ(PlaceOn(none, "sim_placement:recorded", 0x600000), GALLOC_E_UNSUPPORTED);
+
+    // An older table ends before place: whatever lies there is not called.
+    const char *old = SimWithPlace("old_place", RecordPlace, offsetof(galloc_backend_ops_t, place));
+    EXPECT_EQ(PlaceOn(old, "", 0x800000), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(g_place_calls, 1);
 }
 
 } // namespace
