@@ -1,13 +1,13 @@
 /*
  * allocator_ops.h: the allocator ops table, the vtable behind galloc_malloc &
- * co. The front end (api/allocator.c) picks one table per allocator and calls
+ * co. The front end (front/allocator.c) picks one table per allocator and calls
  * only through it; each implementation defines one const table and nothing
  * else external:
  *   ga_allocator_native  the caching pool (pool/pool_ops.c, declared in pool/pool.h)
  *   ga_allocator_async   the stream-ordered allocator, backend:cudaMallocAsync
  *                        (allocators/async/)
  *   ga_allocator_user    a caller's malloc/free (allocators/user/)
- * It lives here, not in api/, so that implementations do not depend on the
+ * It lives here, not in front/, so that implementations do not depend on the
  * front end's private header.
  *
  * Locking: the front end holds the allocator's lock around every member call

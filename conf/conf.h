@@ -10,7 +10,7 @@
  * parser reads the keys the accelerator-wide one leaves.
  *
  * Pure: reads no environment and no globals, allocates nothing, so it can be
- * fuzzed; api/ reads the environment variables and passes their strings here.
+ * fuzzed; front/ reads the environment variables and passes their strings here.
  * Thread-safety: every function works only on its arguments.
  *
  * PyTorch reference: c10/cuda/CUDAAllocatorConfig.cpp (2.x) and

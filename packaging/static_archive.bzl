@@ -3,8 +3,8 @@ needs, and the system link flags that remain (for pkg-config's Libs.private
 and CMake's INTERFACE_LINK_LIBRARIES).
 
 Bazel 4.2 has no cc_static_library: each cc_library gets its own archive, so
-//api:galloc's libgalloc.a holds the api/ objects only, and a program linked
-against it alone misses pool/, backend/, conf/, stats/ and trace/. This rule
+//front:galloc's libgalloc.a holds the front/ objects only, and a program linked
+against it alone misses api/, pool/, backend/, conf/, stats/ and trace/. This rule
 walks the CcInfo linking context (every library a linker would see) and merges
 their archives into one. Objects are renamed by position while merging, so two
 packages may each have, say, util.o.

@@ -5,7 +5,7 @@
  * allocators) and the front end write through ga_fail, so one breakpoint on
  * ga_fail sees every error galloc reports.
  *
- * Locking: none inside. A sink belongs to one allocator front end (api/) and
+ * Locking: none inside. A sink belongs to one allocator front end (front/) and
  * is written and read only under that allocator's lock.
  */
 #ifndef GA_UTIL_ERR_H

@@ -1,6 +1,6 @@
 /*
  * async.h: the stream-ordered allocator's interface to the front end: its ops
- * table, which api/allocator.c picks for backend:cudaMallocAsync (and
+ * table, which front/allocator.c picks for backend:cudaMallocAsync (and
  * hipMallocAsync). create fails with GALLOC_E_UNAVAILABLE, naming what is
  * missing, when the device backend or its driver cannot allocate
  * stream-ordered, with GALLOC_E_NOMEM, or with the backend's status when

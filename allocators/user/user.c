@@ -13,9 +13,9 @@
  * active_bytes and requested_bytes equal the sum of their sizes.
  *
  * The file's external symbols are ga_allocator_user and ga_user_create, which
- * galloc_allocator_create_user (api/allocator.c) calls to build the state.
+ * galloc_allocator_create_user (front/allocator.c) calls to build the state.
  *
- * Locking: every ops member runs under the allocator's lock (api/allocator.c),
+ * Locking: every ops member runs under the allocator's lock (front/allocator.c),
  * and so do the hooks.
  */
 #include <stdio.h>

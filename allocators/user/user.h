@@ -1,6 +1,6 @@
 /*
  * user.h: the user allocator's interface to the front end. A user allocator
- * is built by galloc_allocator_create_user (api/allocator.c), never selected
+ * is built by galloc_allocator_create_user (front/allocator.c), never selected
  * by a config string, so its ops table has no create: the front end calls
  * ga_user_create for the state and then uses ga_allocator_user.
  *

@@ -2,7 +2,7 @@
  * simwatch.h: the sim device seen from inside, for reliability tests and
  * fuzzers that otherwise use only the public API.
  *
- * An allocator's backend state is private to api/, so the public API cannot
+ * An allocator's backend state is private to front/, so the public API cannot
  * show whether galloc gave every segment, mapping, reservation and event back
  * before closing the device (the sim device frees leftovers silently at close).
  * simwatch_register adds a backend "simwatch": the sim device's own ops table

@@ -314,7 +314,7 @@ static char *make_conf(const char *user, const char *backend, uint64_t capacity,
 
 size_t ga_replay_env_text(char *buf, size_t len)
 {
-    /* galloc_allocator_create's sources (api/allocator.c): PyTorch reads only
+    /* galloc_allocator_create's sources (front/allocator.c): PyTorch reads only
      * the first set of its two names; GALLOC_CONF goes over it. */
     const char *pt = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
     const char *names[] = {pt, "GALLOC_CONF"};

@@ -1,7 +1,7 @@
 /*
- * allocator_int.h: api/'s private view of an allocator: the object behind
- * galloc_allocator_t, which holds one ops table (allocators/allocator_ops.h)
- * and that implementation's state.
+ * allocator_int.h: the front end's private view of an allocator: the object
+ * behind galloc_allocator_t, which holds one ops table
+ * (allocators/allocator_ops.h) and that implementation's state.
  *
  * Locking: galloc_allocator_t.lock is taken by every public call; ops members
  * run with it held and need no lock of their own, except malloc_fast and
@@ -19,7 +19,7 @@
 #include "util/err.h"
 #include "util/lock.h"
 
-/* galloc_allocator.magic: set by create, changed by destroy (api/allocator.c
+/* galloc_allocator.magic: set by create, changed by destroy (front/allocator.c
  * keeps destroyed headers for a while so that stale handles are caught). */
 #define GA_ALLOCATOR_LIVE 0x67616c63u /* "galc" */
 #define GA_ALLOCATOR_DEAD 0x64656164u /* "dead" */

@@ -22,7 +22,7 @@
 #include <galloc/galloc_user.h>
 #include "allocators/async/async.h"
 #include "allocators/user/user.h"
-#include "api/allocator_int.h"
+#include "front/allocator_int.h"
 #include "pool/pool.h"
 #include "trace/summary.h"
 
