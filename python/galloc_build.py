@@ -23,7 +23,7 @@ SUMMARY = ("PyTorch's CUDA caching allocator as a C library, from Python: galloc
            "trace analysis (galloc.replay, galloc.fit)")
 REQUIRES_PYTHON = ">=3.10"
 # Each library the package carries, and where //:python_lib builds it.
-LIBS = {"libgalloc.so": "packaging", "libgalloc_torch.so": "api", "libgalloc_tools.so": "tools/lib"}
+LIBS = {"libgalloc.so": "packaging", "libgalloc_torch.so": "torch_plugin", "libgalloc_tools.so": "tools/lib"}
 PACKAGE_DATA = ("_torch_oom.cpp",)
 
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # parse_test: the example must at least be valid Python and name only entry
-# points libgalloc_torch.so exports (api/galloc_torch.h declares them all).
+# points libgalloc_torch.so exports (torch_plugin/galloc_torch.h declares them all).
 set -euo pipefail
 script="$1"
 python3 - "$script" <<'PY'
 import ast, re, sys
 src = open(sys.argv[1]).read()
 ast.parse(src)
-header = open("api/galloc_torch.h").read()
+header = open("torch_plugin/galloc_torch.h").read()
 declared = set(re.findall(r"\b(galloc_torch_[a-z_]+)\(", header))
 used = set(re.findall(r"\b(galloc_torch_[a-z_]+)\b", src))
 missing = sorted(used - declared)

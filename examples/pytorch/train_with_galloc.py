@@ -9,15 +9,15 @@ entry points (//examples/pytorch:train_with_galloc_parse_test).
 
 Build the library, then run on a machine with a GPU:
 
-    ./bazelw build //api:galloc_torch
-    python3 examples/pytorch/train_with_galloc.py --lib bazel-bin/api/libgalloc_torch.so
+    ./bazelw build //torch_plugin:galloc_torch
+    python3 examples/pytorch/train_with_galloc.py --lib bazel-bin/torch_plugin/libgalloc_torch.so
 
 The switch itself is three lines (see use_galloc): load the library as a
 CUDAPluggableAllocator, optionally hand PyTorch galloc's hooks, and make it
 the current allocator before anything touches CUDA memory. PyTorch's own
 torch.cuda.memory_stats() and _dump_snapshot() raise for a pluggable
 allocator, so statistics and snapshots come from galloc's ctypes entry points
-(api/galloc_torch.h).
+(torch_plugin/galloc_torch.h).
 
 Configuration: galloc's keys go in GALLOC_CONF or galloc_torch_configure,
 not in PYTORCH_CUDA_ALLOC_CONF (PyTorch parses that variable too and rejects

@@ -1,4 +1,4 @@
-// torch_shim_test: libgalloc_torch.so (//api:galloc_torch) loaded by Debian's
+// torch_shim_test: libgalloc_torch.so (//torch_plugin:galloc_torch) loaded by Debian's
 // python3 through ctypes, the way torch.cuda.memory.CUDAPluggableAllocator
 // loads it, and driven on the strict fake CUDA driver (no GPU needed): each
 // case runs torch_shim_check.py in a fresh process, so every case starts with
@@ -54,7 +54,7 @@ class TorchShim : public ::testing::TestWithParam<const char *> {
 protected:
     void SetUp() override
     {
-        lib_ = Runfile("api/libgalloc_torch.so");
+        lib_ = Runfile("torch_plugin/libgalloc_torch.so");
         fake_ = Runfile("tests/fake_cuda/libfake_cuda.so");
         ASSERT_TRUE(std::ifstream(lib_).good()) << lib_;
         ASSERT_TRUE(std::ifstream(fake_).good()) << fake_;

@@ -1,10 +1,11 @@
 // torch_sleep_test: the PyTorch shim's sleep and wake entry points
 // (galloc_torch_tag_begin/_end, galloc_torch_sleep/_wake,
-// galloc_torch_tag_asleep, galloc_torch_sleep_stats in api/galloc_torch.h),
+// galloc_torch_tag_asleep, galloc_torch_sleep_stats in
+// torch_plugin/galloc_torch.h),
 // called as galloc.torch calls them, on the simulated device in backed mode
 // (device_backend:sim,sim_backed:True: the pointers are host memory, so the
 // bytes offloaded across a sleep are compared here). The test links the shim's
-// code (//api:torch_plugin) to read the device registry beside it, and loads
+// code (//torch_plugin) to read the device registry beside it, and loads
 // the built libgalloc_torch.so only to check that its version script exports
 // the new entry points.
 #include <gtest/gtest.h>
@@ -73,7 +74,7 @@ protected:
 
 TEST(TorchSleepLibrary, ExportsTheSleepEntryPointsAndHidesGallocs)
 {
-    std::string path = Runfile("api/libgalloc_torch.so");
+    std::string path = Runfile("torch_plugin/libgalloc_torch.so");
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(h, nullptr) << dlerror();
     for (const char *name : {"galloc_torch_tag_begin", "galloc_torch_tag_end", "galloc_torch_sleep",

@@ -12,7 +12,7 @@
 #                                _torch_oom.cpp, with its libraries in
 #                                DIR/galloc/_lib/: libgalloc.so
 #                                (bazel-bin/packaging/), libgalloc_torch.so
-#                                (bazel-bin/api/), libgalloc_tools.so
+#                                (bazel-bin/torch_plugin/), libgalloc_tools.so
 #                                (bazel-bin/tools/lib/)
 #      DIR/deps/                 the libraries libgalloc.so and
 #                                libgalloc_torch.so need beyond glibc and
@@ -43,7 +43,7 @@ if [ "${1:-}" = "--prepare" ]; then
     rm -rf "$dir/galloc" "$dir/deps"
     mkdir -p "$dir/galloc/_lib" "$dir/deps"
     cp python/galloc/*.py python/galloc/_torch_oom.cpp "$dir/galloc/"
-    cp bazel-bin/packaging/libgalloc.so bazel-bin/api/libgalloc_torch.so bazel-bin/tools/lib/libgalloc_tools.so \
+    cp bazel-bin/packaging/libgalloc.so bazel-bin/torch_plugin/libgalloc_torch.so bazel-bin/tools/lib/libgalloc_tools.so \
         "$dir/galloc/_lib/"
     chmod u+w "$dir"/galloc/_lib/*.so
     # The non-glibc, non-C++-runtime libraries the two the cases load need,

@@ -1,5 +1,5 @@
 /*
- * galloc_torch.h: the entry points of libgalloc_torch.so (//api:galloc_torch),
+ * galloc_torch.h: the entry points of libgalloc_torch.so (//torch_plugin:galloc_torch),
  * galloc as a drop-in PyTorch allocator:
  *
  *   alloc = torch.cuda.memory.CUDAPluggableAllocator(
