@@ -5,8 +5,10 @@
 #include <stdbool.h>
 
 /*
- * lock.h: galloc's lock, a futex word that never spins (Drepper's "Futexes Are
- * Tricky", mutex 3). 0 = free, 1 = held, 2 = held and a thread may sleep on it.
+ * lock.h: galloc's lock, a futex word (Drepper's "Futexes Are Tricky", mutex
+ * 3). 0 = free, 1 = held, 2 = held and a thread may sleep on it. ga_lock
+ * never spins; ga_trylock_briefly (below), for a lock held a cache hit's
+ * length, spins a bounded number of tries and then gives up.
  * Uncontended, lock is one compare-and-swap and unlock one exchange, both
  * inline (glibc's pthread_mutex_lock/unlock pair is a call each and dispatches
  * on the mutex type). A contended thread sleeps in the kernel at once instead
