@@ -50,6 +50,7 @@
  * distinct (token, action) once and refers to it after. The source's frames
  * have no ids, so frame dicts are not shared.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,20 @@ static void put_cstr(ga_trace_emitter_t *e, const char *s)
     ga_trace_emit_str(e, s, strlen(s));
 }
 
+/* One frame dict, {"name", "filename", "line"}, as PyTorch's frames lists hold. */
+static void put_frame(ga_trace_emitter_t *e, const char *name, size_t name_len, const char *file, size_t file_len,
+                      int64_t line)
+{
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "name");
+    ga_trace_emit_str(e, name, name_len);
+    ga_trace_emit_key(e, "filename");
+    ga_trace_emit_str(e, file, file_len);
+    ga_trace_emit_key(e, "line");
+    ga_trace_emit_i64(e, line);
+    ga_trace_emit_end_dict(e);
+}
+
 static void write_frame(writer_t *w, uint32_t fid)
 {
     ga_trace_emitter_t *e = w->e;
@@ -111,14 +126,7 @@ static void write_frame(writer_t *w, uint32_t fid)
         file = ga_trace_strtab_get(w->strings, f->filename, &file_len);
         line = f->line;
     }
-    ga_trace_emit_begin_dict(e);
-    ga_trace_emit_key(e, "name");
-    ga_trace_emit_str(e, name, name_len);
-    ga_trace_emit_key(e, "filename");
-    ga_trace_emit_str(e, file, file_len);
-    ga_trace_emit_key(e, "line");
-    ga_trace_emit_i64(e, line);
-    ga_trace_emit_end_dict(e);
+    put_frame(e, name, name_len, file, file_len, line);
     if (w->memo)
         w->frame_memo[fid] = ga_trace_emit_memo_put(e) + 1;
 }
@@ -150,13 +158,6 @@ static uint32_t *token_memo_slot(writer_t *w, uint32_t token, int kind)
     }
 }
 
-static void put_text(ga_trace_emitter_t *e, const char *s)
-{
-    if (s == NULL)
-        s = "";
-    ga_trace_emit_str(e, s, strlen(s));
-}
-
 /* Token mode: the source's frames for (token, kind), every frame and byte. */
 static void write_token_frames(writer_t *w, uint32_t token, int kind)
 {
@@ -172,14 +173,9 @@ static void write_token_frames(writer_t *w, uint32_t token, int kind)
         n = 0;
     ga_trace_emit_begin_list(e);
     for (size_t i = 0; i < n && ga_trace_emit_ok(e); i++) {
-        ga_trace_emit_begin_dict(e);
-        ga_trace_emit_key(e, "name");
-        put_text(e, f[i].name);
-        ga_trace_emit_key(e, "filename");
-        put_text(e, f[i].filename);
-        ga_trace_emit_key(e, "line");
-        ga_trace_emit_i64(e, f[i].line);
-        ga_trace_emit_end_dict(e);
+        const char *name = f[i].name != NULL ? f[i].name : "";
+        const char *file = f[i].filename != NULL ? f[i].filename : "";
+        put_frame(e, name, strlen(name), file, strlen(file), f[i].line);
     }
     ga_trace_emit_end_list(e);
     if (memo != NULL)
@@ -321,28 +317,48 @@ static void write_traces(writer_t *w)
     ga_trace_emit_end_list(e);
 }
 
+/* The scalar allocator_settings, in memory_snapshot.cpp's order: each key
+ * once, with its value's type and its member of ga_snapshot_settings_t.
+ * roundup_power2_divisions, a dict, follows them. */
+typedef enum setting_type { SETTING_STR, SETTING_I64, SETTING_F64, SETTING_BOOL } setting_type_t;
+
+static const struct setting {
+    const char *key;
+    setting_type_t type;
+    size_t offset; /* in ga_snapshot_settings_t */
+} settings[] = {
+#define SETTING_(key, type, member) {key, type, offsetof(ga_snapshot_settings_t, member)}
+    SETTING_("PYTORCH_CUDA_ALLOC_CONF", SETTING_STR, alloc_conf),
+    SETTING_("max_split_size", SETTING_I64, max_split_size),
+    SETTING_("garbage_collection_threshold", SETTING_F64, garbage_collection_threshold),
+    SETTING_("expandable_segments", SETTING_BOOL, expandable_segments),
+    SETTING_("pinned_num_register_threads", SETTING_I64, pinned_num_register_threads),
+    SETTING_("release_lock_on_cudamalloc", SETTING_BOOL, release_lock_on_cudamalloc),
+    SETTING_("pinned_use_cuda_host_register", SETTING_BOOL, pinned_use_cuda_host_register),
+    SETTING_("graph_capture_record_stream_reuse", SETTING_BOOL, graph_capture_record_stream_reuse),
+#undef SETTING_
+};
+
+static void write_setting(ga_trace_emitter_t *e, const struct setting *k, const ga_snapshot_settings_t *st)
+{
+    const void *v = (const char *)st + k->offset;
+    ga_trace_emit_key(e, k->key);
+    switch (k->type) {
+    case SETTING_STR: put_cstr(e, *(const char *const *)v); break;
+    case SETTING_I64: ga_trace_emit_i64(e, *(const int64_t *)v); break;
+    case SETTING_F64: ga_trace_emit_f64(e, *(const double *)v); break;
+    case SETTING_BOOL: ga_trace_emit_bool(e, *(const bool *)v); break;
+    }
+}
+
 static void write_settings(writer_t *w)
 {
     ga_trace_emitter_t *e = w->e;
     const ga_snapshot_settings_t *st = &w->s->settings;
     ga_trace_emit_begin_dict(e);
     if (w->s->has_settings) {
-        ga_trace_emit_key(e, "PYTORCH_CUDA_ALLOC_CONF");
-        put_cstr(e, st->alloc_conf);
-        ga_trace_emit_key(e, "max_split_size");
-        ga_trace_emit_i64(e, st->max_split_size);
-        ga_trace_emit_key(e, "garbage_collection_threshold");
-        ga_trace_emit_f64(e, st->garbage_collection_threshold);
-        ga_trace_emit_key(e, "expandable_segments");
-        ga_trace_emit_bool(e, st->expandable_segments);
-        ga_trace_emit_key(e, "pinned_num_register_threads");
-        ga_trace_emit_i64(e, st->pinned_num_register_threads);
-        ga_trace_emit_key(e, "release_lock_on_cudamalloc");
-        ga_trace_emit_bool(e, st->release_lock_on_cudamalloc);
-        ga_trace_emit_key(e, "pinned_use_cuda_host_register");
-        ga_trace_emit_bool(e, st->pinned_use_cuda_host_register);
-        ga_trace_emit_key(e, "graph_capture_record_stream_reuse");
-        ga_trace_emit_bool(e, st->graph_capture_record_stream_reuse);
+        for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+            write_setting(e, &settings[i], st);
         ga_trace_emit_key(e, "roundup_power2_divisions");
         ga_trace_emit_begin_dict(e);
         for (size_t i = 0; i < st->roundup_count; i++) {
