@@ -56,16 +56,17 @@
 
 #include "trace/emit.h"
 #include "trace/snapshot.h"
+#include "util/addrmap.h"
 
 /* What a frames list belongs to: a trace action (ga_trace_action_t), or a
  * snapshot block or segment; a trace source is told which by its name. */
 enum { FRAMES_BLOCK = GA_TRACE_ACTION_COUNT, FRAMES_SEGMENT, FRAMES_KINDS };
 _Static_assert(FRAMES_KINDS <= 16, "a kind must fit the low 4 bits of a token memo key");
 
-/* One written (token, kind) frames list, in token mode's memo. */
+/* One written (token, kind) frames list, in token mode's memo (util/addrmap). */
 typedef struct token_memo {
-    uint64_t key; /* token << 4 | kind; 0 = empty slot (tokens are never 0) */
-    uint32_t memo; /* its pickle memo */
+    uintptr_t key; /* token << 4 | kind (never 0: tokens are not) */
+    uint32_t memo; /* its pickle memo + 1, 0 = not written yet */
 } token_memo_t;
 
 typedef struct writer {
@@ -76,8 +77,8 @@ typedef struct writer {
     const galloc_trace_source_t *src;  /* token mode: every non-zero id's frames; NULL otherwise */
     uint32_t *stack_memo;              /* per stack id: memo + 1, 0 = not written yet */
     uint32_t *frame_memo;              /* per frame id: memo + 1, 0 = not written yet */
-    token_memo_t *token_memo;          /* token mode: open addressing, under half full; NULL = none */
-    size_t token_mask;                 /* slots of token_memo - 1 (a power of two less one) */
+    ga_addrmap_t token_memo;           /* token mode: token_memo_t by key, room for every list reserved */
+    bool token_memo_ready;             /* the room could be reserved (else no token mode memo) */
     uint32_t empty_memo;               /* memo + 1 of the shared empty frames list */
     bool memo;                         /* the emitter memoizes and the tables exist */
 } writer_t;
@@ -140,22 +141,19 @@ static const char *kind_name(int kind)
     return ga_trace_action_name((ga_trace_action_t)kind);
 }
 
-/* The memo slot of (token, kind), claimed if new; NULL without the table. */
+/* The memo slot of (token, kind), claimed if new; NULL without the table.
+ * The room was reserved for every list, so a claim never moves the others. */
 static uint32_t *token_memo_slot(writer_t *w, uint32_t token, int kind)
 {
-    if (w->token_memo == NULL)
+    if (!w->token_memo_ready)
         return NULL;
-    uint64_t key = (uint64_t)token << 4 | (uint64_t)kind;
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    for (size_t i = (size_t)(h >> 32) & w->token_mask;; i = (i + 1) & w->token_mask) {
-        token_memo_t *m = &w->token_memo[i];
-        if (m->key == key)
-            return &m->memo;
-        if (m->key == 0) {
-            m->key = key;
-            return &m->memo;
-        }
+    uintptr_t key = (uintptr_t)token << 4 | (uintptr_t)kind;
+    token_memo_t *m = ga_addrmap_find(&w->token_memo, key);
+    if (m == NULL) {
+        m = ga_addrmap_insert(&w->token_memo, key);
+        m->memo = 0;
     }
+    return &m->memo;
 }
 
 /* Token mode: the source's frames for (token, kind), every frame and byte. */
@@ -397,19 +395,11 @@ static void write_annotations(writer_t *w)
 }
 
 /* Token mode's memo: room for every frames list the snapshot may write (one
- * per entry, block and segment) at most half full, or NULL (the snapshot is
- * then only larger). */
-static token_memo_t *token_memo_alloc(const ga_snapshot_t *s, size_t *mask)
+ * per entry, block and segment), or false (the snapshot is then only larger). */
+static bool token_memo_reserve(ga_addrmap_t *m, const ga_snapshot_t *s)
 {
     size_t lists = ga_trace_ring_size(&s->trace->events) + s->nblocks + s->nsegs;
-    size_t slots = 16;
-    while (slots / 2 < lists) {
-        if (slots > SIZE_MAX / 2 / sizeof(token_memo_t))
-            return NULL;
-        slots *= 2;
-    }
-    *mask = slots - 1;
-    return calloc(slots, sizeof(token_memo_t));
+    return ga_addrmap_reserve(m, lists > 0 ? lists : 1) == GALLOC_OK;
 }
 
 static int by_address(const void *a, const void *b)
@@ -434,6 +424,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     if (e == NULL)
         return GALLOC_E_NOMEM;
     writer_t w = {.e = e, .s = s};
+    ga_addrmap_init(&w.token_memo, sizeof(token_memo_t));
     if (s->trace != NULL && ga_trace_tokens(s->trace)) {
         w.src = &s->trace->source; /* ids are tokens: no stack of the store is named */
     } else if (s->trace != NULL) {
@@ -451,7 +442,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
         w.frame_memo = calloc(nfr + 1, sizeof(*w.frame_memo));
         w.memo = w.stack_memo != NULL && w.frame_memo != NULL;
         if (w.memo && w.src != NULL)
-            w.token_memo = token_memo_alloc(s, &w.token_mask);
+            w.token_memo_ready = token_memo_reserve(&w.token_memo, s);
     }
     if (s->nsegs > 1)
         qsort(s->segs, s->nsegs, sizeof(*s->segs), by_address);
@@ -473,7 +464,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     galloc_status_t rc = ga_trace_emit_finish(e);
     free(w.stack_memo);
     free(w.frame_memo);
-    free(w.token_memo);
+    ga_addrmap_destroy(&w.token_memo);
     free(e);
     return rc;
 }
