@@ -46,25 +46,19 @@ typedef struct frame_lookup {
     const frame_key_t *k;
 } frame_lookup_t;
 
+/* One value into a running hash: a bijection of h for each v and of v for
+ * each h, so frames differing in one value hash differently; the index's map
+ * mixes the final hash itself (util/addrmap.h), so none is needed here. */
 static uint64_t mix64(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h;
+    return (h ^ v) * 0xFF51AFD7ED558CCDull;
 }
 
-static uint32_t fold(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDull;
-    h ^= h >> 33;
-    return (uint32_t)h;
-}
-
-static uint32_t frame_hash(const frame_key_t *k)
+static uint64_t frame_hash(const frame_key_t *k)
 {
     if (k->pc != 0)
-        return fold(mix64(1, k->pc));
-    return fold(mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line));
+        return mix64(1, k->pc);
+    return mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line);
 }
 
 static bool frame_matches(const ga_trace_frame_t *f, const frame_key_t *k)
@@ -175,7 +169,7 @@ static bool same_frame(const void *entry, const void *ctx)
     return frame_matches(&l->s->frames[((const index_entry_t *)entry)->id], l->k);
 }
 
-static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uint32_t h)
+static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uint64_t h)
 {
     frame_lookup_t l = {s, k};
     const index_entry_t *e = ga_addrmap_find_match(&s->frame_index, ga_addrmap_hash_key(h), same_frame, &l);
@@ -184,7 +178,7 @@ static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uin
 
 static uint32_t add_frame(ga_trace_stacks_t *s, const frame_key_t *k)
 {
-    uint32_t h = frame_hash(k);
+    uint64_t h = frame_hash(k);
     uint32_t id = find_frame(s, k, h);
     if (id != 0)
         return id;
@@ -219,7 +213,7 @@ static bool same_stack(const void *entry, const void *ctx)
     return j == k->n;
 }
 
-static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint64_t h)
 {
     stack_key_t k = {s, keys, n};
     const index_entry_t *e = ga_addrmap_find_match(&s->stack_index, ga_addrmap_hash_key(h), same_stack, &k);
@@ -227,7 +221,7 @@ static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, 
 }
 
 /* Cold path: a stack not seen before. */
-static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint64_t h)
 {
     if (s->nstacks == 0)
         s->nstacks = 1; /* id 0 is the empty stack */
@@ -283,11 +277,10 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
     }
     if (n == 0)
         return 0;
-    uint32_t hash = fold(h);
-    uint32_t id = find_stack(s, keys, n, hash);
+    uint32_t id = find_stack(s, keys, n, h);
     if (id != 0)
         return id;
-    id = insert_stack(s, keys, n, hash);
+    id = insert_stack(s, keys, n, h);
     if (id == 0)
         s->failures++;
     return id;

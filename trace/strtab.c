@@ -1,6 +1,7 @@
 /*
- * strtab.c: interned strings (see strtab.h). FNV-1a hashes key the ids in
- * galloc's one hash map (util/addrmap.h, as an index by hash); text goes into
+ * strtab.c: interned strings (see strtab.h). A hash of each string's bytes
+ * keys its id in galloc's one hash map (util/addrmap.h, as an index by
+ * hash); text goes into
  * 64 KiB chunks that never move. Every allocation a new string needs is made
  * before the table is touched, so a failure leaves it as it was.
  */
@@ -25,14 +26,36 @@ typedef struct lookup_key {
     uint32_t len;
 } lookup_key_t;
 
-static uint32_t hash_bytes(const char *s, size_t len)
+static uint64_t mix(uint64_t h, uint64_t w)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+/* Eight bytes a step, the last one to eight read as two overlapping halves
+ * (or first, middle and last byte): every byte counts, and for a given length
+ * a string differing in one step's bytes hashes differently. The map mixes
+ * the result again; equal hashes are told apart by comparing the bytes. */
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t)len;
+    uint64_t w;
+    for (; len > 8; s += 8, len -= 8) {
+        memcpy(&w, s, sizeof(w));
+        h = mix(h, w);
     }
-    return h;
+    if (len >= 4) {
+        uint32_t first, last;
+        memcpy(&first, s, sizeof(first));
+        memcpy(&last, s + len - 4, sizeof(last));
+        w = (uint64_t)first << 32 | last;
+    } else if (len > 0) {
+        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
+            (unsigned char)s[len - 1];
+    } else {
+        w = 0;
+    }
+    return mix(h, w);
 }
 
 void ga_trace_strtab_init(ga_trace_strtab_t *t)
@@ -70,7 +93,7 @@ static bool same_string(const void *entry, const void *ctx)
     return e->len == k->len && memcmp(e->text, k->s, k->len) == 0;
 }
 
-static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, uint32_t h)
+static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, uint64_t h)
 {
     lookup_key_t k = {t, s, len};
     const index_entry_t *e = ga_addrmap_find_match(&t->index, ga_addrmap_hash_key(h), same_string, &k);
@@ -128,7 +151,7 @@ galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size
         *id = 0;
         return GALLOC_OK;
     }
-    uint32_t h = hash_bytes(s, len);
+    uint64_t h = hash_bytes(s, len);
     uint32_t found = lookup(t, s, (uint32_t)len, h);
     if (found != 0) {
         *id = found;

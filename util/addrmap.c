@@ -5,8 +5,6 @@
 
 #define MIN_CAP 16
 
-_Static_assert(sizeof(uintptr_t) > sizeof(uint32_t), "ga_addrmap_hash_key needs a key wider than a hash");
-
 static size_t home(const ga_addrmap_t *m, uintptr_t key)
 {
     return ga_addrmap_home(m, key);

@@ -100,10 +100,12 @@ void *ga_addrmap_find(const ga_addrmap_t *m, uintptr_t key);
  * members are the caller's to fill (their contents are unspecified). */
 void *ga_addrmap_insert(ga_addrmap_t *m, uintptr_t key);
 
-/* ga_addrmap_hash_key: a 32-bit hash as an index's key (never 0). */
-static inline uintptr_t ga_addrmap_hash_key(uint32_t hash)
+/* ga_addrmap_hash_key: a hash as an index's key: never 0 (its lowest bit is
+ * set), and the map's own mixing (ga_addrmap_home) spreads the rest, so the
+ * hash need not be folded or finalized first. */
+static inline uintptr_t ga_addrmap_hash_key(uint64_t hash)
 {
-    return (uintptr_t)hash + 1;
+    return (uintptr_t)hash | 1;
 }
 
 /* ga_addrmap_find_match: in an index by hash, the first entry of key (non-zero)

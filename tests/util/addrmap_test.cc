@@ -300,7 +300,7 @@ TEST(AddrMapIndex, EntriesThatShareAHashKeyAreToldApartByTheMatch)
     // share a key, and the caller's test picks the record it wants.
     ga_addrmap_t m;
     ga_addrmap_init(&m, sizeof(Entry));
-    const uintptr_t key = ga_addrmap_hash_key(0xFFFFFFFFu);
+    const uintptr_t key = ga_addrmap_hash_key(0xFFFFFFFFFFFFFFFFull);
     EXPECT_NE(key, 0u);
     EXPECT_NE(ga_addrmap_hash_key(0), 0u);
     uint64_t one = 1;
@@ -308,8 +308,8 @@ TEST(AddrMapIndex, EntriesThatShareAHashKeyAreToldApartByTheMatch)
     ASSERT_EQ(ga_addrmap_reserve(&m, 40), GALLOC_OK);
     for (uint64_t v = 1; v <= 3; v++)
         static_cast<Entry *>(ga_addrmap_insert(&m, key))->value = v;
-    for (uint64_t v = 100; v < 130; v++) // other keys, some in the same run
-        static_cast<Entry *>(ga_addrmap_insert(&m, ga_addrmap_hash_key(static_cast<uint32_t>(v))))->value = v;
+    for (uint64_t v = 100; v < 130; v++) // other keys (v and v + 1 share one), some in the same run
+        static_cast<Entry *>(ga_addrmap_insert(&m, ga_addrmap_hash_key(v)))->value = v;
     for (uint64_t v = 1; v <= 3; v++) {
         auto *e = static_cast<Entry *>(ga_addrmap_find_match(&m, key, ValueIs, &v));
         ASSERT_NE(e, nullptr) << v;
@@ -327,9 +327,9 @@ TEST(AddrMapIndex, EntriesThatShareAHashKeyAreToldApartByTheMatch)
         EXPECT_EQ(e->value, v);
     }
     for (uint64_t v = 100; v < 130; v++) {
-        auto *e = static_cast<Entry *>(
-            ga_addrmap_find_match(&m, ga_addrmap_hash_key(static_cast<uint32_t>(v)), ValueIs, &v));
+        auto *e = static_cast<Entry *>(ga_addrmap_find_match(&m, ga_addrmap_hash_key(v), ValueIs, &v));
         ASSERT_NE(e, nullptr) << v;
+        EXPECT_EQ(e->value, v);
     }
     EXPECT_EQ(ga_addrmap_count(&m), 32u);
     ga_addrmap_destroy(&m);
