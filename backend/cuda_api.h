@@ -177,6 +177,51 @@ typedef ga_cu_result_t ga_cuMemFreeHost_fn(void *p);
 typedef ga_cu_result_t ga_cuMemcpyDtoH_v2_fn(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count);
 typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count);
 
+/* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
+ * the name the driver exports; group is a backend/dl_table.h group without its
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST). */
+#define GA_CUDA_SYMBOLS(X)                                                                         \
+    X(REQUIRED, cuInit)                                                                            \
+    X(REQUIRED, cuDeviceGet)                                                                       \
+    X(REQUIRED, cuDeviceGetCount)                                                                  \
+    X(REQUIRED, cuDevicePrimaryCtxRetain)                                                          \
+    X(REQUIRED, cuDevicePrimaryCtxRelease_v2)                                                      \
+    X(REQUIRED, cuCtxGetCurrent)                                                                   \
+    X(REQUIRED, cuCtxSetCurrent)                                                                   \
+    X(REQUIRED, cuCtxSynchronize)                                                                  \
+    X(REQUIRED, cuMemAlloc_v2)                                                                     \
+    X(REQUIRED, cuMemFree_v2)                                                                      \
+    X(REQUIRED, cuMemGetInfo_v2)                                                                   \
+    X(REQUIRED, cuEventCreate)                                                                     \
+    X(REQUIRED, cuEventDestroy_v2)                                                                 \
+    X(REQUIRED, cuEventRecord)                                                                     \
+    X(REQUIRED, cuEventQuery)                                                                      \
+    X(REQUIRED, cuEventSynchronize)                                                                \
+    X(REQUIRED, cuStreamSynchronize)                                                               \
+    X(REQUIRED, cuGetErrorName)                                                                    \
+    X(REQUIRED, cuGetErrorString)                                                                  \
+    X(VMM, cuMemGetAllocationGranularity)                                                          \
+    X(VMM, cuMemAddressReserve)                                                                    \
+    X(VMM, cuMemAddressFree)                                                                       \
+    X(VMM, cuMemCreate)                                                                            \
+    X(VMM, cuMemRelease)                                                                           \
+    X(VMM, cuMemMap)                                                                               \
+    X(VMM, cuMemUnmap)                                                                             \
+    X(VMM, cuMemSetAccess)                                                                         \
+    X(ASYNC, cuMemAllocAsync)                                                                      \
+    X(ASYNC, cuMemFreeAsync)                                                                       \
+    X(ASYNC, cuDeviceGetDefaultMemPool)                                                            \
+    X(ASYNC, cuMemPoolSetAttribute)                                                                \
+    X(ASYNC, cuMemPoolGetAttribute)                                                                \
+    X(ASYNC, cuMemPoolTrimTo)                                                                      \
+    X(HOST, cuMemHostAlloc)                                                                        \
+    X(HOST, cuMemFreeHost)                                                                         \
+    X(HOST, cuMemcpyDtoH_v2)                                                                       \
+    X(HOST, cuMemcpyHtoD_v2)
+
+/* The library dlopen'd when no path is configured. */
+#define GA_CUDA_DEFAULT_LIBRARY "libcuda.so.1"
+
 #ifdef __cplusplus
 }
 #endif

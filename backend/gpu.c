@@ -119,7 +119,7 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
         if (st != GALLOC_OK)
             return st;
     }
-    const char *path = o.driver_path[0] != '\0' ? o.driver_path : v->library;
+    const char *path = o.driver_path[0] != '\0' ? o.driver_path : v->lib->path;
     ga_gpu_t *g = calloc(1, sizeof(*g));
     if (g == NULL) {
         if (err != NULL && errlen > 0)
@@ -132,7 +132,7 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     ga_addrmap_init(&g->asyncs, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->events, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->hosts, sizeof(ga_gpu_entry_t));
-    galloc_status_t st = v->load(path, &g->vs, &g->features, err, errlen);
+    galloc_status_t st = ga_dl_open(v->lib, path, &g->vs, &g->features, err, errlen);
     if (st != GALLOC_OK)
         goto err_free;
     int count = 0;
@@ -169,7 +169,7 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     return GALLOC_OK;
 
 err_unload:
-    v->unload(g->vs);
+    ga_dl_close(g->vs);
 err_free:
     free(g);
     return st;
@@ -202,7 +202,7 @@ void ga_gpu_close(void *state)
         ga_gpu_leave(g, prev);
     }
     (void)GA_GPU_TWICE(g->v->ctx_release(g->vs));
-    g->v->unload(g->vs);
+    ga_dl_close(g->vs);
     ga_addrmap_destroy(&g->segs);
     ga_addrmap_destroy(&g->asyncs);
     ga_addrmap_destroy(&g->events);

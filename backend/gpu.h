@@ -6,8 +6,9 @@
  * terms of a small vendor table of driver primitives: the CUDA driver
  * (backend/vendor_cuda.c) and the HIP runtime (libamdhip64.so: hipMalloc,
  * hipMemCreate, ...; backend/vendor_hip.c), with no logic copied. A vendor
- * file holds only its table, its error names and its ops table, which is
- * GA_GPU_OPS_MEMBERS plus an open that names the vendor.
+ * file holds only its tables (its library's symbols, loaded by
+ * backend/dl_table.c, and its primitives), its error names and its ops table,
+ * which is GA_GPU_OPS_MEMBERS plus an open that names the vendor.
  *
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
@@ -26,6 +27,7 @@
 
 #include <galloc/galloc_backend.h>
 #include <galloc/galloc_status.h>
+#include "backend/dl_table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,11 +36,12 @@ extern "C" {
 /* A vendor result code (CUresult, hipError_t); 0 is success everywhere. */
 typedef int ga_gpu_rc_t;
 
-/* Optional feature groups a vendor library may lack. */
+/* Optional feature groups a vendor library may lack: the loader's optional
+ * groups (backend/dl_table.h), group g as bit 1u << (g - 1). */
 enum {
-    GA_GPU_F_VMM = 1u << 0,  /* address reservation + physical handles: expandable segments */
-    GA_GPU_F_ASYNC = 1u << 1, /* stream-ordered allocation from the default pool */
-    GA_GPU_F_HOST = 1u << 2   /* pinned host memory and synchronous copies: galloc_sleep's offload */
+    GA_GPU_F_VMM = 1u << (GA_DL_VMM - 1),     /* address reservation + physical handles: expandable segments */
+    GA_GPU_F_ASYNC = 1u << (GA_DL_ASYNC - 1), /* stream-ordered allocation from the default pool */
+    GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1)    /* pinned host memory and synchronous copies: galloc_sleep's offload */
 };
 
 /* The stream-ordered pool's attributes galloc reads or sets (values are
@@ -68,24 +71,18 @@ typedef enum ga_gpu_fn {
 } ga_gpu_fn_t;
 
 /*
- * A vendor. `vs` is the vendor state load() created for one backend state: the
- * resolved library, the device handle, the default pool. Every primitive
+ * A vendor. `vs` is the vendor state ga_dl_open created from lib for one
+ * backend state: the resolved library, the device handle, the default pool
+ * (lib->size bytes, a ga_dl_lib_t first, then the function pointers and
+ * the vendor's own members). Every primitive
  * returns the vendor's code, 0 on success, and is called with the backend's
  * context current (except init, device_count, device_get, ctx_*), so a
  * primitive makes exactly one driver call and never switches contexts itself.
  */
 typedef struct ga_gpu_vendor {
     const char *name;                        /* backend name and message prefix: "cuda" */
-    const char *library;                     /* default library: "libcuda.so.1" */
+    const ga_dl_library_t *lib;              /* the library: default path, symbols, state size */
     const char *fn_name[GA_GPU_FN_COUNT];    /* driver function behind each primitive */
-
-    /* load: dlopen path and resolve symbols, no driver call. *features gets the
-     * GA_GPU_F_* groups that resolved. GALLOC_E_UNAVAILABLE + err on failure. */
-    galloc_status_t (*load)(const char *path, void **vs, uint32_t *features, char *err, size_t errlen);
-    void (*unload)(void *vs);
-    /* missing: the first symbol of an optional feature (one GA_GPU_F_* bit) the
-     * library lacks, or "(nothing)". */
-    const char *(*missing)(const void *vs, uint32_t feature);
 
     ga_gpu_rc_t (*init)(void *vs);
     ga_gpu_rc_t (*device_count)(void *vs, int *count);
@@ -139,6 +136,11 @@ typedef struct ga_gpu_vendor {
     galloc_status_t (*status)(ga_gpu_rc_t rc);
     void (*describe)(void *vs, ga_gpu_rc_t rc, char *buf, size_t len);
 } ga_gpu_vendor_t;
+
+/* The vendors' libraries (vendor_cuda.c, vendor_hip.c); their symbol tables
+ * are also read by the ABI tests, against the real libraries. */
+extern const ga_dl_library_t ga_cuda_library;
+extern const ga_dl_library_t ga_hip_library;
 
 /* ga_gpu_open: the generic open, called by a vendor's ops->open with its table.
  * It reads the one option every vendor takes from args->options,

@@ -25,7 +25,7 @@ static galloc_status_t host_ready(ga_gpu_t *g, const char *what)
         return GALLOC_OK;
     return ga_gpu_fail(g, GALLOC_E_UNSUPPORTED,
                        "%s: pinned host memory and copies are unavailable: the %s driver library lacks %s", what,
-                       g->v->name, g->v->missing(g->vs, GA_GPU_F_HOST));
+                       g->v->name, ga_dl_missing(g->vs, GA_GPU_F_HOST));
 }
 
 galloc_status_t ga_gpu_host_alloc(void *state, size_t bytes, void **ptr)

@@ -122,7 +122,7 @@ static galloc_status_t pool_enter(ga_gpu_t *g, const char *what, uintptr_t *prev
     if (!(g->features & GA_GPU_F_ASYNC))
         return ga_gpu_fail(g, GALLOC_E_UNSUPPORTED,
                            "%s: stream-ordered allocation is unavailable: the %s driver library lacks %s", what,
-                           g->v->name, g->v->missing(g->vs, GA_GPU_F_ASYNC));
+                           g->v->name, ga_dl_missing(g->vs, GA_GPU_F_ASYNC));
     galloc_status_t st = ga_gpu_enter(g, what, prev);
     if (st != GALLOC_OK || g->pool_ready)
         return st;

@@ -30,7 +30,7 @@ static galloc_status_t vmm_ready(ga_gpu_t *g, const char *what)
     if (!(g->features & GA_GPU_F_VMM))
         return ga_gpu_fail(g, GALLOC_E_UNSUPPORTED,
                            "%s: virtual memory management is unavailable: the %s driver library lacks %s", what,
-                           g->v->name, g->v->missing(g->vs, GA_GPU_F_VMM));
+                           g->v->name, ga_dl_missing(g->vs, GA_GPU_F_VMM));
     if (g->granularity != 0)
         return GALLOC_OK;
     uintptr_t prev;

@@ -192,6 +192,52 @@ typedef ga_hip_error_t ga_hipHostFree_fn(void *ptr);
 typedef ga_hip_error_t ga_hipMemcpyDtoH_fn(void *dst, void *src, size_t size_bytes);
 typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_bytes);
 
+/* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by the
+ * name the runtime exports; group is a backend/dl_table.h group without its
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST: ROCm added the
+ * first two in 5.1 and a runtime may still lack them). */
+#define GA_HIP_SYMBOLS(X)                                                                          \
+    X(REQUIRED, hipInit)                                                                           \
+    X(REQUIRED, hipRuntimeGetVersion)                                                              \
+    X(REQUIRED, hipGetDeviceCount)                                                                 \
+    X(REQUIRED, hipDeviceGet)                                                                      \
+    X(REQUIRED, hipGetDevice)                                                                      \
+    X(REQUIRED, hipSetDevice)                                                                      \
+    X(REQUIRED, hipDeviceSynchronize)                                                              \
+    X(REQUIRED, hipMalloc)                                                                         \
+    X(REQUIRED, hipFree)                                                                           \
+    X(REQUIRED, hipMemGetInfo)                                                                     \
+    X(REQUIRED, hipEventCreateWithFlags)                                                           \
+    X(REQUIRED, hipEventDestroy)                                                                   \
+    X(REQUIRED, hipEventRecord)                                                                    \
+    X(REQUIRED, hipEventQuery)                                                                     \
+    X(REQUIRED, hipEventSynchronize)                                                               \
+    X(REQUIRED, hipStreamSynchronize)                                                              \
+    X(REQUIRED, hipGetErrorName)                                                                   \
+    X(REQUIRED, hipGetErrorString)                                                                 \
+    X(VMM, hipMemGetAllocationGranularity)                                                         \
+    X(VMM, hipMemAddressReserve)                                                                   \
+    X(VMM, hipMemAddressFree)                                                                      \
+    X(VMM, hipMemCreate)                                                                           \
+    X(VMM, hipMemRelease)                                                                          \
+    X(VMM, hipMemMap)                                                                              \
+    X(VMM, hipMemUnmap)                                                                            \
+    X(VMM, hipMemSetAccess)                                                                        \
+    X(ASYNC, hipMallocAsync)                                                                       \
+    X(ASYNC, hipFreeAsync)                                                                         \
+    X(ASYNC, hipDeviceGetDefaultMemPool)                                                           \
+    X(ASYNC, hipMemPoolSetAttribute)                                                               \
+    X(ASYNC, hipMemPoolGetAttribute)                                                               \
+    X(ASYNC, hipMemPoolTrimTo)                                                                     \
+    X(HOST, hipHostMalloc)                                                                         \
+    X(HOST, hipHostFree)                                                                           \
+    X(HOST, hipMemcpyDtoH)                                                                         \
+    X(HOST, hipMemcpyHtoD)
+
+/* The library dlopen'd when no path is configured (the soname-independent
+ * link every ROCm install has, 5.x and 6.x alike). */
+#define GA_HIP_DEFAULT_LIBRARY "libamdhip64.so"
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * vendor_cuda.c: the CUDA driver as a GPU vendor (backend/gpu.h) and the
  * "cuda" backend's ops table. Each primitive is one driver call through the
- * table cuda_loader.c filled; all logic lives in backend/gpu*.c.
+ * pointers the loader (backend/dl_table.c) filled from this file's symbol
+ * table; all logic lives in backend/gpu*.c.
  *
  * Streams are the caller's CUstream values (galloc_stream_t is the CUstream
  * cast to an integer, 0 the legacy default stream) and are passed through.
@@ -10,117 +11,93 @@
  * grants its peers access; galloc has no peer access yet).
  */
 #include <stdio.h>
-#include <stdlib.h>
 
-#include "backend/cuda_loader.h"
+#include "backend/cuda_api.h"
 #include "backend/gpu.h"
 
 /* The vendor state: one loaded library and the device it serves. */
 typedef struct cuda_vs {
-    ga_cuda_driver_t d;   /* resolved driver symbols */
+    ga_dl_lib_t lib;      /* the loaded library (first: the loader's) */
+    GA_CUDA_SYMBOLS(GA_DL_POINTER) /* resolved driver symbols */
     ga_cu_device_t dev;   /* from cuDeviceGet */
     int ordinal;          /* device index (CUmemLocation ids are ordinals) */
     ga_cu_mempool_t pool; /* the device's default pool, once found */
 } cuda_vs_t;
 
-#define D(vs) (&((cuda_vs_t *)(vs))->d)
+#define CUDA_SYMBOL_(group, sym) GA_DL_SYMBOL(cuda_vs_t, group, sym)
+static const ga_dl_symbol_t cuda_symbols[] = {GA_CUDA_SYMBOLS(CUDA_SYMBOL_)};
+#undef CUDA_SYMBOL_
+
+const ga_dl_library_t ga_cuda_library = {
+    .what = "driver library",
+    .path = GA_CUDA_DEFAULT_LIBRARY,
+    .syms = cuda_symbols,
+    .count = sizeof(cuda_symbols) / sizeof(cuda_symbols[0]),
+    .size = sizeof(cuda_vs_t),
+};
+
 #define VS(vs) ((cuda_vs_t *)(vs))
 #define CUPTR(a) ((ga_cu_deviceptr_t)(a))
 #define CUSTREAM(s) ((ga_cu_stream_t)(s))
 
-static galloc_status_t cuda_load(const char *path, void **vs, uint32_t *features, char *err, size_t errlen)
-{
-    cuda_vs_t *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "out of host memory loading %s", path);
-        return GALLOC_E_NOMEM;
-    }
-    galloc_status_t st = ga_cuda_driver_load(&c->d, path, err, errlen);
-    if (st != GALLOC_OK) {
-        free(c);
-        return st;
-    }
-    *features = (c->d.missing[GA_CUDA_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
-                (c->d.missing[GA_CUDA_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u) |
-                (c->d.missing[GA_CUDA_HOST] == NULL ? GA_GPU_F_HOST : 0u);
-    *vs = c;
-    return GALLOC_OK;
-}
-
-static void cuda_unload(void *vs)
-{
-    ga_cuda_driver_unload(D(vs));
-    free(vs);
-}
-
-static const char *cuda_missing(const void *vs, uint32_t feature)
-{
-    const ga_cuda_driver_t *d = &((const cuda_vs_t *)vs)->d;
-    const char *m = d->missing[feature == GA_GPU_F_VMM    ? GA_CUDA_VMM
-                               : feature == GA_GPU_F_HOST ? GA_CUDA_HOST
-                                                          : GA_CUDA_ASYNC];
-    return m != NULL ? m : "(nothing)";
-}
-
 static ga_gpu_rc_t cuda_init(void *vs)
 {
-    return D(vs)->cuInit(0);
+    return VS(vs)->cuInit(0);
 }
 
 static ga_gpu_rc_t cuda_device_count(void *vs, int *count)
 {
-    return D(vs)->cuDeviceGetCount(count);
+    return VS(vs)->cuDeviceGetCount(count);
 }
 
 static ga_gpu_rc_t cuda_device_get(void *vs, int ordinal)
 {
     VS(vs)->ordinal = ordinal;
-    return D(vs)->cuDeviceGet(&VS(vs)->dev, ordinal);
+    return VS(vs)->cuDeviceGet(&VS(vs)->dev, ordinal);
 }
 
 static ga_gpu_rc_t cuda_ctx_retain(void *vs, uintptr_t *ctx)
 {
     ga_cu_context_t c = NULL;
-    ga_cu_result_t rc = D(vs)->cuDevicePrimaryCtxRetain(&c, VS(vs)->dev);
+    ga_cu_result_t rc = VS(vs)->cuDevicePrimaryCtxRetain(&c, VS(vs)->dev);
     *ctx = (uintptr_t)c;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_ctx_release(void *vs)
 {
-    return D(vs)->cuDevicePrimaryCtxRelease_v2(VS(vs)->dev);
+    return VS(vs)->cuDevicePrimaryCtxRelease_v2(VS(vs)->dev);
 }
 
 static ga_gpu_rc_t cuda_ctx_get(void *vs, uintptr_t *ctx)
 {
     ga_cu_context_t c = NULL;
-    ga_cu_result_t rc = D(vs)->cuCtxGetCurrent(&c);
+    ga_cu_result_t rc = VS(vs)->cuCtxGetCurrent(&c);
     *ctx = (uintptr_t)c;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_ctx_set(void *vs, uintptr_t ctx)
 {
-    return D(vs)->cuCtxSetCurrent((ga_cu_context_t)ctx);
+    return VS(vs)->cuCtxSetCurrent((ga_cu_context_t)ctx);
 }
 
 static ga_gpu_rc_t cuda_mem_alloc(void *vs, size_t bytes, uintptr_t *addr)
 {
     ga_cu_deviceptr_t p = 0;
-    ga_cu_result_t rc = D(vs)->cuMemAlloc_v2(&p, bytes);
+    ga_cu_result_t rc = VS(vs)->cuMemAlloc_v2(&p, bytes);
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_mem_free(void *vs, uintptr_t addr)
 {
-    return D(vs)->cuMemFree_v2(CUPTR(addr));
+    return VS(vs)->cuMemFree_v2(CUPTR(addr));
 }
 
 static ga_gpu_rc_t cuda_mem_info(void *vs, size_t *free_bytes, size_t *total_bytes)
 {
-    return D(vs)->cuMemGetInfo_v2(free_bytes, total_bytes);
+    return VS(vs)->cuMemGetInfo_v2(free_bytes, total_bytes);
 }
 
 /* ---- Virtual memory. ---- */
@@ -138,51 +115,51 @@ static ga_cu_mem_allocation_prop_t device_prop(const void *vs)
 static ga_gpu_rc_t cuda_granularity(void *vs, size_t *bytes)
 {
     ga_cu_mem_allocation_prop_t p = device_prop(vs);
-    return D(vs)->cuMemGetAllocationGranularity(bytes, &p, GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    return VS(vs)->cuMemGetAllocationGranularity(bytes, &p, GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 }
 
 static ga_gpu_rc_t cuda_va_reserve(void *vs, size_t bytes, uintptr_t *addr)
 {
     ga_cu_deviceptr_t p = 0;
-    ga_cu_result_t rc = D(vs)->cuMemAddressReserve(&p, bytes, 0, 0, 0); /* default alignment, no hint */
+    ga_cu_result_t rc = VS(vs)->cuMemAddressReserve(&p, bytes, 0, 0, 0); /* default alignment, no hint */
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_va_free(void *vs, uintptr_t addr, size_t bytes)
 {
-    return D(vs)->cuMemAddressFree(CUPTR(addr), bytes);
+    return VS(vs)->cuMemAddressFree(CUPTR(addr), bytes);
 }
 
 static ga_gpu_rc_t cuda_phys_create(void *vs, size_t bytes, uint64_t *handle)
 {
     ga_cu_mem_allocation_prop_t p = device_prop(vs);
     ga_cu_mem_handle_t h = 0;
-    ga_cu_result_t rc = D(vs)->cuMemCreate(&h, bytes, &p, 0);
+    ga_cu_result_t rc = VS(vs)->cuMemCreate(&h, bytes, &p, 0);
     *handle = h;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_phys_release(void *vs, uint64_t handle)
 {
-    return D(vs)->cuMemRelease(handle);
+    return VS(vs)->cuMemRelease(handle);
 }
 
 static ga_gpu_rc_t cuda_phys_map(void *vs, uintptr_t addr, size_t bytes, uint64_t handle)
 {
-    return D(vs)->cuMemMap(CUPTR(addr), bytes, 0, handle, 0);
+    return VS(vs)->cuMemMap(CUPTR(addr), bytes, 0, handle, 0);
 }
 
 static ga_gpu_rc_t cuda_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
 {
-    return D(vs)->cuMemUnmap(CUPTR(addr), bytes);
+    return VS(vs)->cuMemUnmap(CUPTR(addr), bytes);
 }
 
 static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes)
 {
     ga_cu_mem_access_desc_t desc = {.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
                                     .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    return D(vs)->cuMemSetAccess(CUPTR(addr), bytes, &desc, 1);
+    return VS(vs)->cuMemSetAccess(CUPTR(addr), bytes, &desc, 1);
 }
 
 /* ---- Events and synchronization. ---- */
@@ -190,39 +167,39 @@ static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes)
 static ga_gpu_rc_t cuda_event_create(void *vs, uintptr_t *event)
 {
     ga_cu_event_t e = NULL;
-    ga_cu_result_t rc = D(vs)->cuEventCreate(&e, GA_CU_EVENT_DISABLE_TIMING);
+    ga_cu_result_t rc = VS(vs)->cuEventCreate(&e, GA_CU_EVENT_DISABLE_TIMING);
     *event = (uintptr_t)e;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_event_destroy(void *vs, uintptr_t event)
 {
-    return D(vs)->cuEventDestroy_v2((ga_cu_event_t)event);
+    return VS(vs)->cuEventDestroy_v2((ga_cu_event_t)event);
 }
 
 static ga_gpu_rc_t cuda_event_record(void *vs, uintptr_t event, uintptr_t stream)
 {
-    return D(vs)->cuEventRecord((ga_cu_event_t)event, CUSTREAM(stream));
+    return VS(vs)->cuEventRecord((ga_cu_event_t)event, CUSTREAM(stream));
 }
 
 static ga_gpu_rc_t cuda_event_query(void *vs, uintptr_t event)
 {
-    return D(vs)->cuEventQuery((ga_cu_event_t)event);
+    return VS(vs)->cuEventQuery((ga_cu_event_t)event);
 }
 
 static ga_gpu_rc_t cuda_event_sync(void *vs, uintptr_t event)
 {
-    return D(vs)->cuEventSynchronize((ga_cu_event_t)event);
+    return VS(vs)->cuEventSynchronize((ga_cu_event_t)event);
 }
 
 static ga_gpu_rc_t cuda_stream_sync(void *vs, uintptr_t stream)
 {
-    return D(vs)->cuStreamSynchronize(CUSTREAM(stream));
+    return VS(vs)->cuStreamSynchronize(CUSTREAM(stream));
 }
 
 static ga_gpu_rc_t cuda_device_sync(void *vs)
 {
-    return D(vs)->cuCtxSynchronize();
+    return VS(vs)->cuCtxSynchronize();
 }
 
 /* ---- The default stream-ordered pool. ---- */
@@ -246,58 +223,58 @@ static ga_cu_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
 
 static ga_gpu_rc_t cuda_pool_get(void *vs)
 {
-    return D(vs)->cuDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->dev);
+    return VS(vs)->cuDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->dev);
 }
 
 /* Attributes 4..8 are cuuint64_t values (cuda.h). */
 static ga_gpu_rc_t cuda_pool_set_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t value)
 {
-    return D(vs)->cuMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
+    return VS(vs)->cuMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
 }
 
 static ga_gpu_rc_t cuda_pool_get_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t *value)
 {
-    return D(vs)->cuMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
+    return VS(vs)->cuMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
 }
 
 static ga_gpu_rc_t cuda_pool_trim(void *vs, size_t keep_bytes)
 {
-    return D(vs)->cuMemPoolTrimTo(VS(vs)->pool, keep_bytes);
+    return VS(vs)->cuMemPoolTrimTo(VS(vs)->pool, keep_bytes);
 }
 
 static ga_gpu_rc_t cuda_malloc_async(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr)
 {
     ga_cu_deviceptr_t p = 0;
-    ga_cu_result_t rc = D(vs)->cuMemAllocAsync(&p, bytes, CUSTREAM(stream));
+    ga_cu_result_t rc = VS(vs)->cuMemAllocAsync(&p, bytes, CUSTREAM(stream));
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t cuda_free_async(void *vs, uintptr_t addr, uintptr_t stream)
 {
-    return D(vs)->cuMemFreeAsync(CUPTR(addr), CUSTREAM(stream));
+    return VS(vs)->cuMemFreeAsync(CUPTR(addr), CUSTREAM(stream));
 }
 
 /* ---- Pinned host memory and copies. ---- */
 
 static ga_gpu_rc_t cuda_host_alloc(void *vs, size_t bytes, void **ptr)
 {
-    return D(vs)->cuMemHostAlloc(ptr, bytes, GA_CU_MEMHOSTALLOC_PORTABLE);
+    return VS(vs)->cuMemHostAlloc(ptr, bytes, GA_CU_MEMHOSTALLOC_PORTABLE);
 }
 
 static ga_gpu_rc_t cuda_host_free(void *vs, void *ptr)
 {
-    return D(vs)->cuMemFreeHost(ptr);
+    return VS(vs)->cuMemFreeHost(ptr);
 }
 
 static ga_gpu_rc_t cuda_copy_d2h(void *vs, void *dst, uintptr_t src, size_t bytes)
 {
-    return D(vs)->cuMemcpyDtoH_v2(dst, CUPTR(src), bytes);
+    return VS(vs)->cuMemcpyDtoH_v2(dst, CUPTR(src), bytes);
 }
 
 static ga_gpu_rc_t cuda_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t bytes)
 {
-    return D(vs)->cuMemcpyHtoD_v2(CUPTR(dst), src, bytes);
+    return VS(vs)->cuMemcpyHtoD_v2(CUPTR(dst), src, bytes);
 }
 
 /* ---- Errors. ---- */
@@ -345,7 +322,7 @@ static const char *known_name(ga_gpu_rc_t rc)
 static void cuda_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 {
     const char *name = NULL, *text = NULL;
-    ga_cuda_driver_t *d = D(vs);
+    cuda_vs_t *d = VS(vs);
     if (d->cuGetErrorName((ga_cu_result_t)rc, &name) != GA_CUDA_SUCCESS || name == NULL) {
         snprintf(buf, len, "CUresult %d (%s)", rc, known_name(rc));
         return;
@@ -357,7 +334,7 @@ static void cuda_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 
 static const ga_gpu_vendor_t cuda_vendor = {
     .name = "cuda",
-    .library = GA_CUDA_DEFAULT_LIBRARY,
+    .lib = &ga_cuda_library,
     .fn_name = {[GA_GPU_FN_INIT] = "cuInit", [GA_GPU_FN_DEVICE_COUNT] = "cuDeviceGetCount",
                 [GA_GPU_FN_DEVICE_GET] = "cuDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
                 [GA_GPU_FN_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2", [GA_GPU_FN_CTX_GET] = "cuCtxGetCurrent",
@@ -376,9 +353,6 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync", [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync",
                 [GA_GPU_FN_HOST_ALLOC] = "cuMemHostAlloc", [GA_GPU_FN_HOST_FREE] = "cuMemFreeHost",
                 [GA_GPU_FN_COPY_D2H] = "cuMemcpyDtoH_v2", [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2"},
-    .load = cuda_load,
-    .unload = cuda_unload,
-    .missing = cuda_missing,
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,

@@ -1,8 +1,9 @@
 /*
  * vendor_hip.c: the HIP runtime (ROCm's libamdhip64.so) as a GPU vendor
  * (backend/gpu.h) and the "hip" backend's ops table. Each primitive is one
- * runtime call through the table hip_loader.c filled; all logic lives in
- * backend/gpu*.c, shared with the CUDA driver (vendor_cuda.c).
+ * runtime call through the pointers the loader (backend/dl_table.c) filled
+ * from this file's symbol table; all logic lives in backend/gpu*.c, shared
+ * with the CUDA driver (vendor_cuda.c).
  *
  * Contexts: HIP's runtime keeps each device's primary context for the life of
  * the process and has no retain/release call; what is per thread is the
@@ -20,80 +21,56 @@
  * build whichever layout the loaded runtime expects.
  */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "backend/gpu.h"
-#include "backend/hip_loader.h"
+#include "backend/hip_api.h"
 
 /* The vendor state: one loaded runtime and the device it serves. */
 typedef struct hip_vs {
-    ga_hip_runtime_t r;    /* resolved runtime symbols */
+    ga_dl_lib_t lib;       /* the loaded runtime (first: the loader's) */
+    GA_HIP_SYMBOLS(GA_DL_POINTER) /* resolved runtime symbols */
     int ordinal;           /* device index (hipMemLocation ids are ordinals) */
     int version;           /* hipRuntimeGetVersion, after init */
     ga_hip_mempool_t pool; /* the device's default pool, once found */
 } hip_vs_t;
 
-#define R(vs) (&((hip_vs_t *)(vs))->r)
+#define HIP_SYMBOL_(group, sym) GA_DL_SYMBOL(hip_vs_t, group, sym)
+static const ga_dl_symbol_t hip_symbols[] = {GA_HIP_SYMBOLS(HIP_SYMBOL_)};
+#undef HIP_SYMBOL_
+
+const ga_dl_library_t ga_hip_library = {
+    .what = "HIP runtime library",
+    .path = GA_HIP_DEFAULT_LIBRARY,
+    .syms = hip_symbols,
+    .count = sizeof(hip_symbols) / sizeof(hip_symbols[0]),
+    .size = sizeof(hip_vs_t),
+};
+
 #define VS(vs) ((hip_vs_t *)(vs))
 #define PTR(a) ((void *)(a))
 #define STREAM(s) ((ga_hip_stream_t)(s))
 #define HANDLE(h) ((ga_hip_mem_handle_t)(uintptr_t)(h))
 
-static galloc_status_t hip_load(const char *path, void **vs, uint32_t *features, char *err, size_t errlen)
-{
-    hip_vs_t *h = calloc(1, sizeof(*h));
-    if (h == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "out of host memory loading %s", path);
-        return GALLOC_E_NOMEM;
-    }
-    galloc_status_t st = ga_hip_runtime_load(&h->r, path, err, errlen);
-    if (st != GALLOC_OK) {
-        free(h);
-        return st;
-    }
-    *features = (h->r.missing[GA_HIP_VMM] == NULL ? GA_GPU_F_VMM : 0u) |
-                (h->r.missing[GA_HIP_ASYNC] == NULL ? GA_GPU_F_ASYNC : 0u) |
-                (h->r.missing[GA_HIP_HOST] == NULL ? GA_GPU_F_HOST : 0u);
-    *vs = h;
-    return GALLOC_OK;
-}
-
-static void hip_unload(void *vs)
-{
-    ga_hip_runtime_unload(R(vs));
-    free(vs);
-}
-
-static const char *hip_missing(const void *vs, uint32_t feature)
-{
-    const ga_hip_runtime_t *r = &((const hip_vs_t *)vs)->r;
-    const char *m = r->missing[feature == GA_GPU_F_VMM    ? GA_HIP_VMM
-                               : feature == GA_GPU_F_HOST ? GA_HIP_HOST
-                                                          : GA_HIP_ASYNC];
-    return m != NULL ? m : "(nothing)";
-}
-
 /* hipInit, then the runtime's version (it decides the VMM struct layout);
  * both are initialization, reported as hipInit's failure. */
 static ga_gpu_rc_t hip_init(void *vs)
 {
-    ga_hip_error_t rc = R(vs)->hipInit(0);
+    ga_hip_error_t rc = VS(vs)->hipInit(0);
     if (rc != GA_HIP_SUCCESS)
         return rc;
-    return R(vs)->hipRuntimeGetVersion(&VS(vs)->version);
+    return VS(vs)->hipRuntimeGetVersion(&VS(vs)->version);
 }
 
 static ga_gpu_rc_t hip_device_count(void *vs, int *count)
 {
-    return R(vs)->hipGetDeviceCount(count);
+    return VS(vs)->hipGetDeviceCount(count);
 }
 
 static ga_gpu_rc_t hip_device_get(void *vs, int ordinal)
 {
     ga_hip_device_t dev = 0;
     VS(vs)->ordinal = ordinal;
-    return R(vs)->hipDeviceGet(&dev, ordinal); /* validates the ordinal; HIP devices are ordinals */
+    return VS(vs)->hipDeviceGet(&dev, ordinal); /* validates the ordinal; HIP devices are ordinals */
 }
 
 /* The runtime owns the primary context: nothing to retain or release. */
@@ -112,7 +89,7 @@ static ga_gpu_rc_t hip_ctx_release(void *vs)
 static ga_gpu_rc_t hip_ctx_get(void *vs, uintptr_t *ctx)
 {
     int d = 0;
-    ga_hip_error_t rc = R(vs)->hipGetDevice(&d);
+    ga_hip_error_t rc = VS(vs)->hipGetDevice(&d);
     *ctx = rc == GA_HIP_SUCCESS ? (uintptr_t)d + 1 : 0;
     return rc;
 }
@@ -120,25 +97,25 @@ static ga_gpu_rc_t hip_ctx_get(void *vs, uintptr_t *ctx)
 static ga_gpu_rc_t hip_ctx_set(void *vs, uintptr_t ctx)
 {
     /* 0 ("no device") never comes from hipGetDevice; nothing to restore. */
-    return ctx == 0 ? GA_HIP_SUCCESS : R(vs)->hipSetDevice((int)(ctx - 1));
+    return ctx == 0 ? GA_HIP_SUCCESS : VS(vs)->hipSetDevice((int)(ctx - 1));
 }
 
 static ga_gpu_rc_t hip_mem_alloc(void *vs, size_t bytes, uintptr_t *addr)
 {
     void *p = NULL;
-    ga_hip_error_t rc = R(vs)->hipMalloc(&p, bytes);
+    ga_hip_error_t rc = VS(vs)->hipMalloc(&p, bytes);
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t hip_mem_free(void *vs, uintptr_t addr)
 {
-    return R(vs)->hipFree(PTR(addr));
+    return VS(vs)->hipFree(PTR(addr));
 }
 
 static ga_gpu_rc_t hip_mem_info(void *vs, size_t *free_bytes, size_t *total_bytes)
 {
-    return R(vs)->hipMemGetInfo(free_bytes, total_bytes);
+    return VS(vs)->hipMemGetInfo(free_bytes, total_bytes);
 }
 
 /* ---- Virtual memory. ---- */
@@ -168,51 +145,51 @@ static const ga_hip_mem_allocation_prop_t *device_prop(const void *vs, hip_prop_
 static ga_gpu_rc_t hip_granularity(void *vs, size_t *bytes)
 {
     hip_prop_t p;
-    return R(vs)->hipMemGetAllocationGranularity(bytes, device_prop(vs, &p), GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM);
+    return VS(vs)->hipMemGetAllocationGranularity(bytes, device_prop(vs, &p), GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM);
 }
 
 static ga_gpu_rc_t hip_va_reserve(void *vs, size_t bytes, uintptr_t *addr)
 {
     void *p = NULL;
-    ga_hip_error_t rc = R(vs)->hipMemAddressReserve(&p, bytes, 0, NULL, 0); /* default alignment, no hint */
+    ga_hip_error_t rc = VS(vs)->hipMemAddressReserve(&p, bytes, 0, NULL, 0); /* default alignment, no hint */
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t hip_va_free(void *vs, uintptr_t addr, size_t bytes)
 {
-    return R(vs)->hipMemAddressFree(PTR(addr), bytes);
+    return VS(vs)->hipMemAddressFree(PTR(addr), bytes);
 }
 
 static ga_gpu_rc_t hip_phys_create(void *vs, size_t bytes, uint64_t *handle)
 {
     hip_prop_t p;
     ga_hip_mem_handle_t h = NULL;
-    ga_hip_error_t rc = R(vs)->hipMemCreate(&h, bytes, device_prop(vs, &p), 0);
+    ga_hip_error_t rc = VS(vs)->hipMemCreate(&h, bytes, device_prop(vs, &p), 0);
     *handle = (uint64_t)(uintptr_t)h;
     return rc;
 }
 
 static ga_gpu_rc_t hip_phys_release(void *vs, uint64_t handle)
 {
-    return R(vs)->hipMemRelease(HANDLE(handle));
+    return VS(vs)->hipMemRelease(HANDLE(handle));
 }
 
 static ga_gpu_rc_t hip_phys_map(void *vs, uintptr_t addr, size_t bytes, uint64_t handle)
 {
-    return R(vs)->hipMemMap(PTR(addr), bytes, 0, HANDLE(handle), 0);
+    return VS(vs)->hipMemMap(PTR(addr), bytes, 0, HANDLE(handle), 0);
 }
 
 static ga_gpu_rc_t hip_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
 {
-    return R(vs)->hipMemUnmap(PTR(addr), bytes);
+    return VS(vs)->hipMemUnmap(PTR(addr), bytes);
 }
 
 static ga_gpu_rc_t hip_set_access(void *vs, uintptr_t addr, size_t bytes)
 {
     ga_hip_mem_access_desc_t desc = {.location = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
                                      .flags = GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    return R(vs)->hipMemSetAccess(PTR(addr), bytes, &desc, 1);
+    return VS(vs)->hipMemSetAccess(PTR(addr), bytes, &desc, 1);
 }
 
 /* ---- Events and synchronization. ---- */
@@ -220,39 +197,39 @@ static ga_gpu_rc_t hip_set_access(void *vs, uintptr_t addr, size_t bytes)
 static ga_gpu_rc_t hip_event_create(void *vs, uintptr_t *event)
 {
     ga_hip_event_t e = NULL;
-    ga_hip_error_t rc = R(vs)->hipEventCreateWithFlags(&e, GA_HIP_EVENT_DISABLE_TIMING);
+    ga_hip_error_t rc = VS(vs)->hipEventCreateWithFlags(&e, GA_HIP_EVENT_DISABLE_TIMING);
     *event = (uintptr_t)e;
     return rc;
 }
 
 static ga_gpu_rc_t hip_event_destroy(void *vs, uintptr_t event)
 {
-    return R(vs)->hipEventDestroy((ga_hip_event_t)event);
+    return VS(vs)->hipEventDestroy((ga_hip_event_t)event);
 }
 
 static ga_gpu_rc_t hip_event_record(void *vs, uintptr_t event, uintptr_t stream)
 {
-    return R(vs)->hipEventRecord((ga_hip_event_t)event, STREAM(stream));
+    return VS(vs)->hipEventRecord((ga_hip_event_t)event, STREAM(stream));
 }
 
 static ga_gpu_rc_t hip_event_query(void *vs, uintptr_t event)
 {
-    return R(vs)->hipEventQuery((ga_hip_event_t)event);
+    return VS(vs)->hipEventQuery((ga_hip_event_t)event);
 }
 
 static ga_gpu_rc_t hip_event_sync(void *vs, uintptr_t event)
 {
-    return R(vs)->hipEventSynchronize((ga_hip_event_t)event);
+    return VS(vs)->hipEventSynchronize((ga_hip_event_t)event);
 }
 
 static ga_gpu_rc_t hip_stream_sync(void *vs, uintptr_t stream)
 {
-    return R(vs)->hipStreamSynchronize(STREAM(stream));
+    return VS(vs)->hipStreamSynchronize(STREAM(stream));
 }
 
 static ga_gpu_rc_t hip_device_sync(void *vs)
 {
-    return R(vs)->hipDeviceSynchronize();
+    return VS(vs)->hipDeviceSynchronize();
 }
 
 /* ---- The default stream-ordered pool. ---- */
@@ -276,59 +253,59 @@ static ga_hip_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
 
 static ga_gpu_rc_t hip_pool_get(void *vs)
 {
-    return R(vs)->hipDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->ordinal);
+    return VS(vs)->hipDeviceGetDefaultMemPool(&VS(vs)->pool, VS(vs)->ordinal);
 }
 
 /* Attributes 4..8 are uint64_t values (hip_runtime_api.h). */
 static ga_gpu_rc_t hip_pool_set_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t value)
 {
-    return R(vs)->hipMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
+    return VS(vs)->hipMemPoolSetAttribute(VS(vs)->pool, pool_attr(attr), &value);
 }
 
 static ga_gpu_rc_t hip_pool_get_attr(void *vs, ga_gpu_pool_attr_t attr, uint64_t *value)
 {
-    return R(vs)->hipMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
+    return VS(vs)->hipMemPoolGetAttribute(VS(vs)->pool, pool_attr(attr), value);
 }
 
 static ga_gpu_rc_t hip_pool_trim(void *vs, size_t keep_bytes)
 {
-    return R(vs)->hipMemPoolTrimTo(VS(vs)->pool, keep_bytes);
+    return VS(vs)->hipMemPoolTrimTo(VS(vs)->pool, keep_bytes);
 }
 
 static ga_gpu_rc_t hip_malloc_async(void *vs, size_t bytes, uintptr_t stream, uintptr_t *addr)
 {
     void *p = NULL;
-    ga_hip_error_t rc = R(vs)->hipMallocAsync(&p, bytes, STREAM(stream));
+    ga_hip_error_t rc = VS(vs)->hipMallocAsync(&p, bytes, STREAM(stream));
     *addr = (uintptr_t)p;
     return rc;
 }
 
 static ga_gpu_rc_t hip_free_async(void *vs, uintptr_t addr, uintptr_t stream)
 {
-    return R(vs)->hipFreeAsync(PTR(addr), STREAM(stream));
+    return VS(vs)->hipFreeAsync(PTR(addr), STREAM(stream));
 }
 
 /* ---- Pinned host memory and copies. ---- */
 
 static ga_gpu_rc_t hip_host_alloc(void *vs, size_t bytes, void **ptr)
 {
-    return R(vs)->hipHostMalloc(ptr, bytes, GA_HIP_HOST_MALLOC_DEFAULT);
+    return VS(vs)->hipHostMalloc(ptr, bytes, GA_HIP_HOST_MALLOC_DEFAULT);
 }
 
 static ga_gpu_rc_t hip_host_free(void *vs, void *ptr)
 {
-    return R(vs)->hipHostFree(ptr);
+    return VS(vs)->hipHostFree(ptr);
 }
 
 static ga_gpu_rc_t hip_copy_d2h(void *vs, void *dst, uintptr_t src, size_t bytes)
 {
-    return R(vs)->hipMemcpyDtoH(dst, PTR(src), bytes);
+    return VS(vs)->hipMemcpyDtoH(dst, PTR(src), bytes);
 }
 
 /* hipMemcpyHtoD's source is not const (hip_api.h); the runtime only reads it. */
 static ga_gpu_rc_t hip_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t bytes)
 {
-    return R(vs)->hipMemcpyHtoD(PTR(dst), (void *)(uintptr_t)src, bytes);
+    return VS(vs)->hipMemcpyHtoD(PTR(dst), (void *)(uintptr_t)src, bytes);
 }
 
 /* ---- Errors. ---- */
@@ -353,8 +330,8 @@ static galloc_status_t hip_status(ga_gpu_rc_t rc)
  * know codes newer than this file); the bare code if it names none. */
 static void hip_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 {
-    const char *name = R(vs)->hipGetErrorName((ga_hip_error_t)rc);
-    const char *text = R(vs)->hipGetErrorString((ga_hip_error_t)rc);
+    const char *name = VS(vs)->hipGetErrorName((ga_hip_error_t)rc);
+    const char *text = VS(vs)->hipGetErrorString((ga_hip_error_t)rc);
     if (name == NULL) {
         snprintf(buf, len, "hipError_t %d", rc);
         return;
@@ -364,7 +341,7 @@ static void hip_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 
 static const ga_gpu_vendor_t hip_vendor = {
     .name = "hip",
-    .library = GA_HIP_DEFAULT_LIBRARY,
+    .lib = &ga_hip_library,
     .fn_name = {[GA_GPU_FN_INIT] = "hipInit", [GA_GPU_FN_DEVICE_COUNT] = "hipGetDeviceCount",
                 [GA_GPU_FN_DEVICE_GET] = "hipDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "(the runtime's primary context)",
                 [GA_GPU_FN_CTX_RELEASE] = "(the runtime's primary context)", [GA_GPU_FN_CTX_GET] = "hipGetDevice",
@@ -384,9 +361,6 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync", [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync",
                 [GA_GPU_FN_HOST_ALLOC] = "hipHostMalloc", [GA_GPU_FN_HOST_FREE] = "hipHostFree",
                 [GA_GPU_FN_COPY_D2H] = "hipMemcpyDtoH", [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD"},
-    .load = hip_load,
-    .unload = hip_unload,
-    .missing = hip_missing,
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,

@@ -174,93 +174,158 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct args {
+    uint64_t total;    /* OPERATIONS */
+    const char *extra; /* CONF, added to the defaults */
+    uint64_t seed;     /* SEED */
+} args_t;
+
+/* Where the run stands, for the epoch reports and the final checks. */
+typedef struct progress {
+    double t0, t_last;     /* start, last report */
+    uint64_t every;        /* operations per epoch */
+    uint64_t steps;        /* training steps so far */
+    uint64_t ops_last;     /* operations at the last report */
+    uint64_t next_report;  /* operations at which the current epoch ends */
+    size_t rss_base;       /* RSS after warm-up (the first epoch), 0 before */
+    size_t rss_max;        /* largest RSS at a later epoch's end */
+} progress_t;
+
+/* 0, or 2 with the usage said. */
+static int parse_args(int argc, char **argv, args_t *a)
 {
     double want = argc > 1 ? strtod(argv[1], NULL) : 1e8;
-    const char *extra = argc > 2 ? argv[2] : "";
-    uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 0) : 0x5eed;
+    a->extra = argc > 2 ? argv[2] : "";
+    a->seed = argc > 3 ? strtoull(argv[3], NULL, 0) : 0x5eed;
     if (!(want >= 1) || want > 1e15) {
         fprintf(stderr, "usage: soak [OPERATIONS [CONF [SEED]]]  (OPERATIONS e.g. 1e8)\n");
         return 2;
     }
-    uint64_t total = (uint64_t)want;
+    a->total = (uint64_t)want;
+    return 0;
+}
+
+/* The allocator under the defaults plus args' CONF, and the run's heading.
+ * 0, or 2 with the reason said. */
+static int open_allocator(soak_t *s, const args_t *a)
+{
     char conf[1024];
-    snprintf(conf, sizeof(conf), "sim_capacity:80GiB,sim_manual_events:True%s%s", extra[0] ? "," : "", extra);
-    soak_t s = {.rng = seed ? seed : 1};
+    snprintf(conf, sizeof(conf), "sim_capacity:80GiB,sim_manual_events:True%s%s", a->extra[0] ? "," : "", a->extra);
     char err[GALLOC_ERROR_MAX];
-    if (galloc_allocator_create("sim", 0, conf, &s.a, err, sizeof(err)) != GALLOC_OK) {
+    if (galloc_allocator_create("sim", 0, conf, &s->a, err, sizeof(err)) != GALLOC_OK) {
         fprintf(stderr, "soak: %s\n", err);
         return 2;
     }
     printf("soak: %" PRIu64 " operations, conf \"%s\", seed %#" PRIx64 ", RSS tolerance %zu MiB after the first "
            "epoch\n",
-           total, conf, seed, RSS_TOLERANCE / MIB);
+           a->total, conf, a->seed, RSS_TOLERANCE / MIB);
     printf("%12s %9s %14s %14s %10s %12s\n", "operations", "steps", "reserved", "allocated", "rss_kib", "ops_per_s");
     fflush(stdout);
+    return 0;
+}
 
-    double t0 = now(), t_last = t0;
-    uint64_t every = total / 10 < REPORT_EVERY ? total / 10 : REPORT_EVERY;
-    if (every == 0)
-        every = total;
-    uint64_t steps = 0, ops_last = 0, next_report = every;
-    size_t rss_base = 0, rss_max = 0;
-    model_alloc(&s);
-    while (s.ops < total && !s.failed) {
-        size_t seq = 128 + (size_t)(rnd(&s) % 1921); /* 128..2048 tokens */
-        step(&s, seq, steps % 4 == 0);
-        steps++;
-        if (steps % EMPTY_CACHE_EVERY == 0)
-            call(&s, galloc_empty_cache(s.a), "empty_cache");
-        if (s.ops < next_report)
-            continue;
-        /* End of an epoch: with nothing live, empty_cache must give back everything. */
-        galloc_stats_t live = stats(&s);
-        model_free(&s);
-        call(&s, galloc_empty_cache(s.a), "empty_cache");
-        galloc_stats_t st = stats(&s);
-        if (st.reserved_bytes[GALLOC_STAT_ALL].current != 0 || st.allocation[GALLOC_STAT_ALL].current != 0) {
-            fprintf(stderr, "soak: after empty_cache with nothing live: reserved %" PRId64 " bytes, %" PRId64
-                            " allocations\n",
-                    st.reserved_bytes[GALLOC_STAT_ALL].current, st.allocation[GALLOC_STAT_ALL].current);
-            s.failed = 1;
-        }
-        galloc_status_t cst = galloc_check(s.a);
-        if (cst != GALLOC_OK)
-            fail(&s, "galloc_check", cst);
-        size_t rss = rss_bytes();
-        double t = now();
-        printf("%12" PRIu64 " %9" PRIu64 " %14" PRId64 " %14" PRId64 " %10zu %12.0f\n", s.ops, steps,
-               live.reserved_bytes[GALLOC_STAT_ALL].current, live.allocated_bytes[GALLOC_STAT_ALL].current,
-               rss / 1024, (double)(s.ops - ops_last) / (t - t_last));
-        fflush(stdout);
-        if (rss_base == 0)
-            rss_base = rss; /* warm-up ends with the first epoch */
-        else if (rss > rss_max)
-            rss_max = rss;
-        t_last = t;
-        ops_last = s.ops;
-        next_report += every;
-        if (next_report > total)
-            next_report = total;
-        if (s.ops < total)
-            model_alloc(&s);
+/* With nothing live, empty_cache must have given back everything. */
+static void check_empty(soak_t *s)
+{
+    galloc_stats_t st = stats(s);
+    if (st.reserved_bytes[GALLOC_STAT_ALL].current != 0 || st.allocation[GALLOC_STAT_ALL].current != 0) {
+        fprintf(stderr, "soak: after empty_cache with nothing live: reserved %" PRId64 " bytes, %" PRId64
+                        " allocations\n",
+                st.reserved_bytes[GALLOC_STAT_ALL].current, st.allocation[GALLOC_STAT_ALL].current);
+        s->failed = 1;
     }
-    galloc_stats_t st = stats(&s);
-    double secs = now() - t0;
+    galloc_status_t cst = galloc_check(s->a);
+    if (cst != GALLOC_OK)
+        fail(s, "galloc_check", cst);
+}
+
+/* The epoch's line (live: the stats before its frees), and the RSS it ends at. */
+static void report_epoch(soak_t *s, progress_t *p, const galloc_stats_t *live)
+{
+    size_t rss = rss_bytes();
+    double t = now();
+    printf("%12" PRIu64 " %9" PRIu64 " %14" PRId64 " %14" PRId64 " %10zu %12.0f\n", s->ops, p->steps,
+           live->reserved_bytes[GALLOC_STAT_ALL].current, live->allocated_bytes[GALLOC_STAT_ALL].current,
+           rss / 1024, (double)(s->ops - p->ops_last) / (t - p->t_last));
+    fflush(stdout);
+    if (p->rss_base == 0)
+        p->rss_base = rss; /* warm-up ends with the first epoch */
+    else if (rss > p->rss_max)
+        p->rss_max = rss;
+    p->t_last = t;
+    p->ops_last = s->ops;
+}
+
+/* End of an epoch: free everything, check that the cache empties, report,
+ * and allocate the model again unless the run is over. */
+static void end_epoch(soak_t *s, progress_t *p, uint64_t total)
+{
+    galloc_stats_t live = stats(s);
+    model_free(s);
+    call(s, galloc_empty_cache(s->a), "empty_cache");
+    check_empty(s);
+    report_epoch(s, p, &live);
+    p->next_report += p->every;
+    if (p->next_report > total)
+        p->next_report = total;
+    if (s->ops < total)
+        model_alloc(s);
+}
+
+/* Training steps until total operations or a failure. */
+static void run(soak_t *s, progress_t *p, uint64_t total)
+{
+    model_alloc(s);
+    while (s->ops < total && !s->failed) {
+        size_t seq = 128 + (size_t)(rnd(s) % 1921); /* 128..2048 tokens */
+        step(s, seq, p->steps % 4 == 0);
+        p->steps++;
+        if (p->steps % EMPTY_CACHE_EVERY == 0)
+            call(s, galloc_empty_cache(s->a), "empty_cache");
+        if (s->ops >= p->next_report)
+            end_epoch(s, p, total);
+    }
+}
+
+/* The closing line and the checks over the whole run. */
+static void summarize(soak_t *s, const progress_t *p)
+{
+    galloc_stats_t st = stats(s);
+    double secs = now() - p->t0;
     printf("soak: %" PRIu64 " operations, %" PRIu64 " steps in %.1f s (%.0f ops/s); peak reserved %" PRId64
            " bytes; %" PRId64 " device allocs, %" PRId64 " device frees, %" PRId64 " retries, %" PRIu64
            " OOMs; RSS after warm-up %zu KiB, max later %zu KiB\n",
-           s.ops, steps, secs, (double)s.ops / secs, st.reserved_bytes[GALLOC_STAT_ALL].peak, st.num_device_alloc,
-           st.num_device_free, st.num_alloc_retries, s.ooms, rss_base / 1024, rss_max / 1024);
-    if (rss_base != 0 && rss_max > rss_base + RSS_TOLERANCE) {
-        fprintf(stderr, "soak: RSS grew by %zu KiB after warm-up (tolerance %zu KiB)\n", (rss_max - rss_base) / 1024,
-                RSS_TOLERANCE / 1024);
-        s.failed = 1;
+           s->ops, p->steps, secs, (double)s->ops / secs, st.reserved_bytes[GALLOC_STAT_ALL].peak,
+           st.num_device_alloc, st.num_device_free, st.num_alloc_retries, s->ooms, p->rss_base / 1024,
+           p->rss_max / 1024);
+    if (p->rss_base != 0 && p->rss_max > p->rss_base + RSS_TOLERANCE) {
+        fprintf(stderr, "soak: RSS grew by %zu KiB after warm-up (tolerance %zu KiB)\n",
+                (p->rss_max - p->rss_base) / 1024, RSS_TOLERANCE / 1024);
+        s->failed = 1;
     }
-    if (s.ooms != 0) {
-        fprintf(stderr, "soak: %" PRIu64 " allocations failed on an 80 GiB device holding a few GiB\n", s.ooms);
-        s.failed = 1;
+    if (s->ooms != 0) {
+        fprintf(stderr, "soak: %" PRIu64 " allocations failed on an 80 GiB device holding a few GiB\n", s->ooms);
+        s->failed = 1;
     }
+}
+
+int main(int argc, char **argv)
+{
+    args_t a;
+    if (parse_args(argc, argv, &a) != 0)
+        return 2;
+    soak_t s = {.rng = a.seed ? a.seed : 1};
+    if (open_allocator(&s, &a) != 0)
+        return 2;
+    progress_t p = {.t0 = now()};
+    p.t_last = p.t0;
+    p.every = a.total / 10 < REPORT_EVERY ? a.total / 10 : REPORT_EVERY;
+    if (p.every == 0)
+        p.every = a.total;
+    p.next_report = p.every;
+    run(&s, &p, a.total);
+    summarize(&s, &p);
     galloc_allocator_destroy(s.a);
     printf("soak: %s\n", s.failed ? "FAILED" : "passed");
     return s.failed ? 1 : 0;

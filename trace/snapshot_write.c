@@ -50,21 +50,23 @@
  * distinct (token, action) once and refers to it after. The source's frames
  * have no ids, so frame dicts are not shared.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace/emit.h"
 #include "trace/snapshot.h"
+#include "util/addrmap.h"
 
 /* What a frames list belongs to: a trace action (ga_trace_action_t), or a
  * snapshot block or segment; a trace source is told which by its name. */
 enum { FRAMES_BLOCK = GA_TRACE_ACTION_COUNT, FRAMES_SEGMENT, FRAMES_KINDS };
 _Static_assert(FRAMES_KINDS <= 16, "a kind must fit the low 4 bits of a token memo key");
 
-/* One written (token, kind) frames list, in token mode's memo. */
+/* One written (token, kind) frames list, in token mode's memo (util/addrmap). */
 typedef struct token_memo {
-    uint64_t key; /* token << 4 | kind; 0 = empty slot (tokens are never 0) */
-    uint32_t memo; /* its pickle memo */
+    uintptr_t key; /* token << 4 | kind (never 0: tokens are not) */
+    uint32_t memo; /* its pickle memo + 1, 0 = not written yet */
 } token_memo_t;
 
 typedef struct writer {
@@ -75,8 +77,8 @@ typedef struct writer {
     const galloc_trace_source_t *src;  /* token mode: every non-zero id's frames; NULL otherwise */
     uint32_t *stack_memo;              /* per stack id: memo + 1, 0 = not written yet */
     uint32_t *frame_memo;              /* per frame id: memo + 1, 0 = not written yet */
-    token_memo_t *token_memo;          /* token mode: open addressing, under half full; NULL = none */
-    size_t token_mask;                 /* slots of token_memo - 1 (a power of two less one) */
+    ga_addrmap_t token_memo;           /* token mode: token_memo_t by key, room for every list reserved */
+    bool token_memo_ready;             /* the room could be reserved (else no token mode memo) */
     uint32_t empty_memo;               /* memo + 1 of the shared empty frames list */
     bool memo;                         /* the emitter memoizes and the tables exist */
 } writer_t;
@@ -92,6 +94,20 @@ static const char *const pow2_keys[GA_SNAPSHOT_ROUNDUP_MAX] = {
 static void put_cstr(ga_trace_emitter_t *e, const char *s)
 {
     ga_trace_emit_str(e, s, strlen(s));
+}
+
+/* One frame dict, {"name", "filename", "line"}, as PyTorch's frames lists hold. */
+static void put_frame(ga_trace_emitter_t *e, const char *name, size_t name_len, const char *file, size_t file_len,
+                      int64_t line)
+{
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "name");
+    ga_trace_emit_str(e, name, name_len);
+    ga_trace_emit_key(e, "filename");
+    ga_trace_emit_str(e, file, file_len);
+    ga_trace_emit_key(e, "line");
+    ga_trace_emit_i64(e, line);
+    ga_trace_emit_end_dict(e);
 }
 
 static void write_frame(writer_t *w, uint32_t fid)
@@ -111,14 +127,7 @@ static void write_frame(writer_t *w, uint32_t fid)
         file = ga_trace_strtab_get(w->strings, f->filename, &file_len);
         line = f->line;
     }
-    ga_trace_emit_begin_dict(e);
-    ga_trace_emit_key(e, "name");
-    ga_trace_emit_str(e, name, name_len);
-    ga_trace_emit_key(e, "filename");
-    ga_trace_emit_str(e, file, file_len);
-    ga_trace_emit_key(e, "line");
-    ga_trace_emit_i64(e, line);
-    ga_trace_emit_end_dict(e);
+    put_frame(e, name, name_len, file, file_len, line);
     if (w->memo)
         w->frame_memo[fid] = ga_trace_emit_memo_put(e) + 1;
 }
@@ -132,29 +141,19 @@ static const char *kind_name(int kind)
     return ga_trace_action_name((ga_trace_action_t)kind);
 }
 
-/* The memo slot of (token, kind), claimed if new; NULL without the table. */
+/* The memo slot of (token, kind), claimed if new; NULL without the table.
+ * The room was reserved for every list, so a claim never moves the others. */
 static uint32_t *token_memo_slot(writer_t *w, uint32_t token, int kind)
 {
-    if (w->token_memo == NULL)
+    if (!w->token_memo_ready)
         return NULL;
-    uint64_t key = (uint64_t)token << 4 | (uint64_t)kind;
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    for (size_t i = (size_t)(h >> 32) & w->token_mask;; i = (i + 1) & w->token_mask) {
-        token_memo_t *m = &w->token_memo[i];
-        if (m->key == key)
-            return &m->memo;
-        if (m->key == 0) {
-            m->key = key;
-            return &m->memo;
-        }
+    uintptr_t key = (uintptr_t)token << 4 | (uintptr_t)kind;
+    token_memo_t *m = ga_addrmap_find(&w->token_memo, key);
+    if (m == NULL) {
+        m = ga_addrmap_insert(&w->token_memo, key);
+        m->memo = 0;
     }
-}
-
-static void put_text(ga_trace_emitter_t *e, const char *s)
-{
-    if (s == NULL)
-        s = "";
-    ga_trace_emit_str(e, s, strlen(s));
+    return &m->memo;
 }
 
 /* Token mode: the source's frames for (token, kind), every frame and byte. */
@@ -172,14 +171,9 @@ static void write_token_frames(writer_t *w, uint32_t token, int kind)
         n = 0;
     ga_trace_emit_begin_list(e);
     for (size_t i = 0; i < n && ga_trace_emit_ok(e); i++) {
-        ga_trace_emit_begin_dict(e);
-        ga_trace_emit_key(e, "name");
-        put_text(e, f[i].name);
-        ga_trace_emit_key(e, "filename");
-        put_text(e, f[i].filename);
-        ga_trace_emit_key(e, "line");
-        ga_trace_emit_i64(e, f[i].line);
-        ga_trace_emit_end_dict(e);
+        const char *name = f[i].name != NULL ? f[i].name : "";
+        const char *file = f[i].filename != NULL ? f[i].filename : "";
+        put_frame(e, name, strlen(name), file, strlen(file), f[i].line);
     }
     ga_trace_emit_end_list(e);
     if (memo != NULL)
@@ -321,28 +315,48 @@ static void write_traces(writer_t *w)
     ga_trace_emit_end_list(e);
 }
 
+/* The scalar allocator_settings, in memory_snapshot.cpp's order: each key
+ * once, with its value's type and its member of ga_snapshot_settings_t.
+ * roundup_power2_divisions, a dict, follows them. */
+typedef enum setting_type { SETTING_STR, SETTING_I64, SETTING_F64, SETTING_BOOL } setting_type_t;
+
+static const struct setting {
+    const char *key;
+    setting_type_t type;
+    size_t offset; /* in ga_snapshot_settings_t */
+} settings[] = {
+#define SETTING_(key, type, member) {key, type, offsetof(ga_snapshot_settings_t, member)}
+    SETTING_("PYTORCH_CUDA_ALLOC_CONF", SETTING_STR, alloc_conf),
+    SETTING_("max_split_size", SETTING_I64, max_split_size),
+    SETTING_("garbage_collection_threshold", SETTING_F64, garbage_collection_threshold),
+    SETTING_("expandable_segments", SETTING_BOOL, expandable_segments),
+    SETTING_("pinned_num_register_threads", SETTING_I64, pinned_num_register_threads),
+    SETTING_("release_lock_on_cudamalloc", SETTING_BOOL, release_lock_on_cudamalloc),
+    SETTING_("pinned_use_cuda_host_register", SETTING_BOOL, pinned_use_cuda_host_register),
+    SETTING_("graph_capture_record_stream_reuse", SETTING_BOOL, graph_capture_record_stream_reuse),
+#undef SETTING_
+};
+
+static void write_setting(ga_trace_emitter_t *e, const struct setting *k, const ga_snapshot_settings_t *st)
+{
+    const void *v = (const char *)st + k->offset;
+    ga_trace_emit_key(e, k->key);
+    switch (k->type) {
+    case SETTING_STR: put_cstr(e, *(const char *const *)v); break;
+    case SETTING_I64: ga_trace_emit_i64(e, *(const int64_t *)v); break;
+    case SETTING_F64: ga_trace_emit_f64(e, *(const double *)v); break;
+    case SETTING_BOOL: ga_trace_emit_bool(e, *(const bool *)v); break;
+    }
+}
+
 static void write_settings(writer_t *w)
 {
     ga_trace_emitter_t *e = w->e;
     const ga_snapshot_settings_t *st = &w->s->settings;
     ga_trace_emit_begin_dict(e);
     if (w->s->has_settings) {
-        ga_trace_emit_key(e, "PYTORCH_CUDA_ALLOC_CONF");
-        put_cstr(e, st->alloc_conf);
-        ga_trace_emit_key(e, "max_split_size");
-        ga_trace_emit_i64(e, st->max_split_size);
-        ga_trace_emit_key(e, "garbage_collection_threshold");
-        ga_trace_emit_f64(e, st->garbage_collection_threshold);
-        ga_trace_emit_key(e, "expandable_segments");
-        ga_trace_emit_bool(e, st->expandable_segments);
-        ga_trace_emit_key(e, "pinned_num_register_threads");
-        ga_trace_emit_i64(e, st->pinned_num_register_threads);
-        ga_trace_emit_key(e, "release_lock_on_cudamalloc");
-        ga_trace_emit_bool(e, st->release_lock_on_cudamalloc);
-        ga_trace_emit_key(e, "pinned_use_cuda_host_register");
-        ga_trace_emit_bool(e, st->pinned_use_cuda_host_register);
-        ga_trace_emit_key(e, "graph_capture_record_stream_reuse");
-        ga_trace_emit_bool(e, st->graph_capture_record_stream_reuse);
+        for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+            write_setting(e, &settings[i], st);
         ga_trace_emit_key(e, "roundup_power2_divisions");
         ga_trace_emit_begin_dict(e);
         for (size_t i = 0; i < st->roundup_count; i++) {
@@ -381,19 +395,11 @@ static void write_annotations(writer_t *w)
 }
 
 /* Token mode's memo: room for every frames list the snapshot may write (one
- * per entry, block and segment) at most half full, or NULL (the snapshot is
- * then only larger). */
-static token_memo_t *token_memo_alloc(const ga_snapshot_t *s, size_t *mask)
+ * per entry, block and segment), or false (the snapshot is then only larger). */
+static bool token_memo_reserve(ga_addrmap_t *m, const ga_snapshot_t *s)
 {
     size_t lists = ga_trace_ring_size(&s->trace->events) + s->nblocks + s->nsegs;
-    size_t slots = 16;
-    while (slots / 2 < lists) {
-        if (slots > SIZE_MAX / 2 / sizeof(token_memo_t))
-            return NULL;
-        slots *= 2;
-    }
-    *mask = slots - 1;
-    return calloc(slots, sizeof(token_memo_t));
+    return ga_addrmap_reserve(m, lists > 0 ? lists : 1) == GALLOC_OK;
 }
 
 static int by_address(const void *a, const void *b)
@@ -418,6 +424,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     if (e == NULL)
         return GALLOC_E_NOMEM;
     writer_t w = {.e = e, .s = s};
+    ga_addrmap_init(&w.token_memo, sizeof(token_memo_t));
     if (s->trace != NULL && ga_trace_tokens(s->trace)) {
         w.src = &s->trace->source; /* ids are tokens: no stack of the store is named */
     } else if (s->trace != NULL) {
@@ -435,7 +442,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
         w.frame_memo = calloc(nfr + 1, sizeof(*w.frame_memo));
         w.memo = w.stack_memo != NULL && w.frame_memo != NULL;
         if (w.memo && w.src != NULL)
-            w.token_memo = token_memo_alloc(s, &w.token_mask);
+            w.token_memo_ready = token_memo_reserve(&w.token_memo, s);
     }
     if (s->nsegs > 1)
         qsort(s->segs, s->nsegs, sizeof(*s->segs), by_address);
@@ -457,7 +464,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     galloc_status_t rc = ga_trace_emit_finish(e);
     free(w.stack_memo);
     free(w.frame_memo);
-    free(w.token_memo);
+    ga_addrmap_destroy(&w.token_memo);
     free(e);
     return rc;
 }

@@ -1,11 +1,11 @@
 /*
  * stack.c: stack capture and the deduplicating stack store (see stack.h).
  *
- * Two open addressing indexes, each kept under half full: frames by (pc) or
- * (filename, name, line), stacks by the hash of their frame sequence. The hot
- * path (a stack seen before) hashes the raw frames and compares them with the
- * stored ones; only a new stack reaches insert_stack, which makes every
- * allocation it needs before publishing the stack.
+ * Two indexes by hash in galloc's one hash map (util/addrmap.h): frames by
+ * (pc) or (filename, name, line), stacks by the hash of their frame sequence.
+ * The hot path (a stack seen before) hashes the raw frames and compares them
+ * with the stored ones; only a new stack reaches insert_stack, which makes
+ * every allocation it needs before publishing the stack.
  */
 #include "trace/stack.h"
 
@@ -27,25 +27,38 @@ typedef struct frame_key {
     uint32_t name;
 } frame_key_t;
 
+/* An entry of either index: a frame's or a stack's id under its hash. */
+typedef struct index_entry {
+    uintptr_t key; /* ga_addrmap_hash_key(hash) */
+    uint32_t id;   /* in frames or stacks */
+} index_entry_t;
+
+/* A stack being looked up: its frames, for the stack index's compare. */
+typedef struct stack_key {
+    const ga_trace_stacks_t *s;
+    const frame_key_t *keys;
+    uint32_t n;
+} stack_key_t;
+
+/* A frame being looked up, for the frame index's compare. */
+typedef struct frame_lookup {
+    const ga_trace_stacks_t *s;
+    const frame_key_t *k;
+} frame_lookup_t;
+
+/* One value into a running hash: a bijection of h for each v and of v for
+ * each h, so frames differing in one value hash differently; the index's map
+ * mixes the final hash itself (util/addrmap.h), so none is needed here. */
 static uint64_t mix64(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h;
+    return (h ^ v) * 0xFF51AFD7ED558CCDull;
 }
 
-static uint32_t fold(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDull;
-    h ^= h >> 33;
-    return (uint32_t)h;
-}
-
-static uint32_t frame_hash(const frame_key_t *k)
+static uint64_t frame_hash(const frame_key_t *k)
 {
     if (k->pc != 0)
-        return fold(mix64(1, k->pc));
-    return fold(mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line));
+        return mix64(1, k->pc);
+    return mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line);
 }
 
 static bool frame_matches(const ga_trace_frame_t *f, const frame_key_t *k)
@@ -104,15 +117,17 @@ void ga_trace_stacks_init(ga_trace_stacks_t *s, ga_trace_strtab_t *strings)
 {
     memset(s, 0, sizeof(*s));
     s->strings = strings;
+    ga_addrmap_init(&s->frame_index, sizeof(index_entry_t));
+    ga_addrmap_init(&s->stack_index, sizeof(index_entry_t));
 }
 
 void ga_trace_stacks_free(ga_trace_stacks_t *s)
 {
     free(s->frames);
-    free(s->frame_index);
+    ga_addrmap_destroy(&s->frame_index);
     free(s->ids);
     free(s->stacks);
-    free(s->stack_index);
+    ga_addrmap_destroy(&s->stack_index);
     ga_trace_stacks_init(s, s->strings);
 }
 
@@ -133,41 +148,6 @@ const ga_trace_frame_t *ga_trace_stacks_frame(const ga_trace_stacks_t *s, uint32
     return &s->frames[frame_id];
 }
 
-static void index_put(uint32_t *index, uint32_t size, uint32_t h, uint32_t id)
-{
-    uint32_t mask = size - 1;
-    uint32_t i = h & mask;
-    while (index[i] != 0)
-        i = (i + 1) & mask;
-    index[i] = id;
-}
-
-/* Grow an index so that `count` ids (id 0 included; the newest, count - 1, is
- * about to be inserted by the caller) stay under half load. The records are an
- * array of rec_size bytes with their uint32_t hash at hash_off. */
-static bool index_reserve(uint32_t **index, uint32_t *size, uint32_t count, const void *recs, size_t rec_size,
-                          size_t hash_off)
-{
-    if ((size_t)count * 2 <= *size)
-        return true;
-    uint32_t nsize = *size == 0 ? 256 : *size * 2;
-    while ((size_t)count * 2 > nsize)
-        nsize *= 2;
-    uint32_t *ni = calloc(nsize, sizeof(*ni));
-    if (ni == NULL)
-        return false;
-    for (uint32_t id = 1; id + 1 < count; id++) {
-        const char *rec = (const char *)recs + (size_t)id * rec_size;
-        uint32_t h;
-        memcpy(&h, rec + hash_off, sizeof(h));
-        index_put(ni, nsize, h, id);
-    }
-    free(*index);
-    *index = ni;
-    *size = nsize;
-    return true;
-}
-
 static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
@@ -183,21 +163,22 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uint32_t h)
+static bool same_frame(const void *entry, const void *ctx)
 {
-    if (s->frame_index_size == 0)
-        return 0;
-    uint32_t mask = s->frame_index_size - 1;
-    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t id = s->frame_index[i];
-        if (id == 0 || (s->frames[id].hash == h && frame_matches(&s->frames[id], k)))
-            return id;
-    }
+    const frame_lookup_t *l = ctx;
+    return frame_matches(&l->s->frames[((const index_entry_t *)entry)->id], l->k);
+}
+
+static uint32_t find_frame(const ga_trace_stacks_t *s, const frame_key_t *k, uint64_t h)
+{
+    frame_lookup_t l = {s, k};
+    const index_entry_t *e = ga_addrmap_find_match(&s->frame_index, ga_addrmap_hash_key(h), same_frame, &l);
+    return e != NULL ? e->id : 0;
 }
 
 static uint32_t add_frame(ga_trace_stacks_t *s, const frame_key_t *k)
 {
-    uint32_t h = frame_hash(k);
+    uint64_t h = frame_hash(k);
     uint32_t id = find_frame(s, k, h);
     if (id != 0)
         return id;
@@ -207,44 +188,40 @@ static uint32_t add_frame(ga_trace_stacks_t *s, const frame_key_t *k)
     if (s->nframes == UINT32_MAX || !grow((void **)&s->frames, &cap, (size_t)s->nframes + 1, sizeof(*s->frames)))
         return 0;
     s->frames_cap = (uint32_t)cap;
-    /* The new frame must be in the array before the rehash reads its hash. */
+    if (ga_addrmap_reserve(&s->frame_index, 1) != GALLOC_OK)
+        return 0;
     ga_trace_frame_t *f = &s->frames[s->nframes];
     memset(f, 0, sizeof(*f));
     f->pc = k->pc;
     f->line = k->line;
     f->filename = k->filename;
     f->name = k->name;
-    f->hash = h;
-    if (!index_reserve(&s->frame_index, &s->frame_index_size, s->nframes + 1, s->frames, sizeof(*s->frames),
-                       offsetof(ga_trace_frame_t, hash)))
-        return 0;
     id = s->nframes++;
-    index_put(s->frame_index, s->frame_index_size, h, id);
+    ((index_entry_t *)ga_addrmap_insert(&s->frame_index, ga_addrmap_hash_key(h)))->id = id;
     return id;
 }
 
-static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+static bool same_stack(const void *entry, const void *ctx)
 {
-    if (s->stack_index_size == 0)
-        return 0;
-    uint32_t mask = s->stack_index_size - 1;
-    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t id = s->stack_index[i];
-        if (id == 0)
-            return 0;
-        const ga_trace_stack_t *st = &s->stacks[id];
-        if (st->hash != h || st->nframes != n)
-            continue;
-        uint32_t j = 0;
-        while (j < n && frame_matches(&s->frames[s->ids[st->first + j]], &keys[j]))
-            j++;
-        if (j == n)
-            return id;
-    }
+    const stack_key_t *k = ctx;
+    const ga_trace_stack_t *st = &k->s->stacks[((const index_entry_t *)entry)->id];
+    if (st->nframes != k->n)
+        return false;
+    uint32_t j = 0;
+    while (j < k->n && frame_matches(&k->s->frames[k->s->ids[st->first + j]], &k->keys[j]))
+        j++;
+    return j == k->n;
+}
+
+static uint32_t find_stack(const ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint64_t h)
+{
+    stack_key_t k = {s, keys, n};
+    const index_entry_t *e = ga_addrmap_find_match(&s->stack_index, ga_addrmap_hash_key(h), same_stack, &k);
+    return e != NULL ? e->id : 0;
 }
 
 /* Cold path: a stack not seen before. */
-static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint32_t h)
+static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint32_t n, uint64_t h)
 {
     if (s->nstacks == 0)
         s->nstacks = 1; /* id 0 is the empty stack */
@@ -256,12 +233,7 @@ static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint
     if (!grow((void **)&s->stacks, &stacks_cap, (size_t)s->nstacks + 1, sizeof(*s->stacks)))
         return 0;
     s->stacks_cap = (uint32_t)stacks_cap;
-    ga_trace_stack_t *st = &s->stacks[s->nstacks];
-    st->first = s->nids;
-    st->nframes = n;
-    st->hash = h;
-    if (!index_reserve(&s->stack_index, &s->stack_index_size, s->nstacks + 1, s->stacks, sizeof(*s->stacks),
-                       offsetof(ga_trace_stack_t, hash)))
+    if (ga_addrmap_reserve(&s->stack_index, 1) != GALLOC_OK)
         return 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t fid = add_frame(s, &keys[i]);
@@ -269,9 +241,12 @@ static uint32_t insert_stack(ga_trace_stacks_t *s, const frame_key_t *keys, uint
             return 0; /* frames added so far stay: they are valid, shared entries */
         s->ids[s->nids + i] = fid;
     }
+    ga_trace_stack_t *st = &s->stacks[s->nstacks];
+    st->first = s->nids;
+    st->nframes = n;
     s->nids += n;
     uint32_t id = s->nstacks++;
-    index_put(s->stack_index, s->stack_index_size, h, id);
+    ((index_entry_t *)ga_addrmap_insert(&s->stack_index, ga_addrmap_hash_key(h)))->id = id;
     return id;
 }
 
@@ -302,11 +277,10 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
     }
     if (n == 0)
         return 0;
-    uint32_t hash = fold(h);
-    uint32_t id = find_stack(s, keys, n, hash);
+    uint32_t id = find_stack(s, keys, n, h);
     if (id != 0)
         return id;
-    id = insert_stack(s, keys, n, hash);
+    id = insert_stack(s, keys, n, h);
     if (id == 0)
         s->failures++;
     return id;

@@ -32,6 +32,7 @@
 #include <galloc/galloc_status.h>
 #include <galloc/galloc_trace.h>
 #include "trace/strtab.h"
+#include "util/addrmap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,7 +70,6 @@ typedef struct ga_trace_frame {
     int64_t line;       /* source line; 0 if unknown (native: until symbolized) */
     uint32_t filename;  /* strtab id (native: until symbolized, 0) */
     uint32_t name;      /* strtab id (native: until symbolized, 0) */
-    uint32_t hash;      /* of the frame's key, for the index */
     uint32_t symbolized; /* native frames: filename/name/line are filled */
 } ga_trace_frame_t;
 
@@ -77,7 +77,6 @@ typedef struct ga_trace_frame {
 typedef struct ga_trace_stack {
     size_t first;     /* its frame ids start at ids[first] */
     uint32_t nframes; /* how many, innermost first */
-    uint32_t hash;    /* of the frame sequence, for the index */
 } ga_trace_stack_t;
 
 typedef struct ga_trace_stacks {
@@ -85,16 +84,14 @@ typedef struct ga_trace_stacks {
     ga_trace_frame_t *frames;    /* by frame id; [0] unused */
     uint32_t nframes;            /* frame ids in use, including 0 */
     uint32_t frames_cap;         /* slots of frames */
-    uint32_t *frame_index;       /* open addressing over frames, 0 = empty; under half full */
-    uint32_t frame_index_size;   /* power of two */
+    ga_addrmap_t frame_index;    /* frame ids 1.. by the hash of (pc) or (filename, name, line) */
     uint32_t *ids;               /* frame ids of every stack, concatenated */
     size_t nids;                 /* ids in use */
     size_t ids_cap;              /* slots of ids */
     ga_trace_stack_t *stacks;    /* by stack id; [0] unused (the empty stack) */
     uint32_t nstacks;            /* stack ids in use, including 0 */
     uint32_t stacks_cap;         /* slots of stacks */
-    uint32_t *stack_index;       /* open addressing over stacks, 0 = empty; under half full */
-    uint32_t stack_index_size;   /* power of two */
+    ga_addrmap_t stack_index;    /* stack ids 1.. by the hash of their frame sequence */
     uint64_t failures;           /* interns that gave up for lack of memory (the event got stack 0) */
 } ga_trace_stacks_t;
 

@@ -1,8 +1,9 @@
 /*
- * strtab.c: interned strings (see strtab.h). FNV-1a hashes into an open
- * addressing index kept under half full; text goes into 64 KiB chunks that
- * never move. Every allocation a new string needs is made before the table is
- * touched, so a failure leaves it as it was.
+ * strtab.c: interned strings (see strtab.h). A hash of each string's bytes
+ * keys its id in galloc's one hash map (util/addrmap.h, as an index by
+ * hash); text goes into
+ * 64 KiB chunks that never move. Every allocation a new string needs is made
+ * before the table is touched, so a failure leaves it as it was.
  */
 #include "trace/strtab.h"
 
@@ -12,19 +13,55 @@
 
 #define CHUNK_SIZE ((size_t)64 * 1024) /* > GA_TRACE_STRTAB_MAX_LEN + 1, so any string fits a fresh chunk */
 
-static uint32_t hash_bytes(const char *s, size_t len)
+/* An entry of the index: a string's id under the hash of its bytes. */
+typedef struct index_entry {
+    uintptr_t key; /* ga_addrmap_hash_key(hash of the bytes) */
+    uint32_t id;   /* in strs */
+} index_entry_t;
+
+/* What a lookup compares an indexed string with. */
+typedef struct lookup_key {
+    const ga_trace_strtab_t *t;
+    const char *s;
+    uint32_t len;
+} lookup_key_t;
+
+static uint64_t mix(uint64_t h, uint64_t w)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+/* Eight bytes a step, the last one to eight read as two overlapping halves
+ * (or first, middle and last byte): every byte counts, and for a given length
+ * a string differing in one step's bytes hashes differently. The map mixes
+ * the result again; equal hashes are told apart by comparing the bytes. */
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = 0x243F6A8885A308D3ull ^ (uint64_t)len;
+    uint64_t w;
+    for (; len > 8; s += 8, len -= 8) {
+        memcpy(&w, s, sizeof(w));
+        h = mix(h, w);
     }
-    return h;
+    if (len >= 4) {
+        uint32_t first, last;
+        memcpy(&first, s, sizeof(first));
+        memcpy(&last, s + len - 4, sizeof(last));
+        w = (uint64_t)first << 32 | last;
+    } else if (len > 0) {
+        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
+            (unsigned char)s[len - 1];
+    } else {
+        w = 0;
+    }
+    return mix(h, w);
 }
 
 void ga_trace_strtab_init(ga_trace_strtab_t *t)
 {
     memset(t, 0, sizeof(*t));
+    ga_addrmap_init(&t->index, sizeof(index_entry_t));
 }
 
 void ga_trace_strtab_free(ga_trace_strtab_t *t)
@@ -33,7 +70,7 @@ void ga_trace_strtab_free(ga_trace_strtab_t *t)
         free(t->chunks[i]);
     free(t->chunks);
     free(t->strs);
-    free(t->index);
+    ga_addrmap_destroy(&t->index);
     ga_trace_strtab_init(t);
 }
 
@@ -49,28 +86,18 @@ const char *ga_trace_strtab_get(const ga_trace_strtab_t *t, uint32_t id, size_t 
     return t->strs[id].text;
 }
 
-static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, uint32_t h)
+static bool same_string(const void *entry, const void *ctx)
 {
-    if (t->index_size == 0)
-        return 0;
-    uint32_t mask = t->index_size - 1;
-    for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t id = t->index[i];
-        if (id == 0)
-            return 0;
-        const ga_trace_strtab_str_t *e = &t->strs[id];
-        if (e->hash == h && e->len == len && memcmp(e->text, s, len) == 0)
-            return id;
-    }
+    const lookup_key_t *k = ctx;
+    const ga_trace_strtab_str_t *e = &k->t->strs[((const index_entry_t *)entry)->id];
+    return e->len == k->len && memcmp(e->text, k->s, k->len) == 0;
 }
 
-static void index_insert(uint32_t *index, uint32_t size, uint32_t h, uint32_t id)
+static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, uint64_t h)
 {
-    uint32_t mask = size - 1;
-    uint32_t i = h & mask;
-    while (index[i] != 0)
-        i = (i + 1) & mask;
-    index[i] = id;
+    lookup_key_t k = {t, s, len};
+    const index_entry_t *e = ga_addrmap_find_match(&t->index, ga_addrmap_hash_key(h), same_string, &k);
+    return e != NULL ? e->id : 0;
 }
 
 /* Make room for one more string of len bytes; nothing visible changes on failure. */
@@ -86,23 +113,13 @@ static bool reserve(ga_trace_strtab_t *t, uint32_t len)
         if (t->cap == 0) {
             strs[0].text = "";
             strs[0].len = 0;
-            strs[0].hash = 0;
             t->count = 1;
         }
         t->strs = strs;
         t->cap = cap;
     }
-    if ((size_t)(t->count + 1) * 2 > t->index_size) {
-        uint32_t size = t->index_size == 0 ? 128 : t->index_size * 2;
-        uint32_t *index = calloc(size, sizeof(*index));
-        if (index == NULL)
-            return false;
-        for (uint32_t id = 1; id < t->count; id++)
-            index_insert(index, size, t->strs[id].hash, id);
-        free(t->index);
-        t->index = index;
-        t->index_size = size;
-    }
+    if (ga_addrmap_reserve(&t->index, 1) != GALLOC_OK)
+        return false;
     if (t->nchunks == 0 || t->chunk_used + len + 1 > CHUNK_SIZE) {
         if (t->nchunks == t->chunks_cap) {
             size_t cap = t->chunks_cap == 0 ? 8 : t->chunks_cap * 2;
@@ -134,7 +151,7 @@ galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size
         *id = 0;
         return GALLOC_OK;
     }
-    uint32_t h = hash_bytes(s, len);
+    uint64_t h = hash_bytes(s, len);
     uint32_t found = lookup(t, s, (uint32_t)len, h);
     if (found != 0) {
         *id = found;
@@ -149,8 +166,7 @@ galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size
     uint32_t nid = t->count++;
     t->strs[nid].text = text;
     t->strs[nid].len = (uint32_t)len;
-    t->strs[nid].hash = h;
-    index_insert(t->index, t->index_size, h, nid);
+    ((index_entry_t *)ga_addrmap_insert(&t->index, ga_addrmap_hash_key(h)))->id = nid;
     *id = nid;
     return GALLOC_OK;
 }

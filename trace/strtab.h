@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <galloc/galloc_status.h>
+#include "util/addrmap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,15 +29,13 @@ extern "C" {
 typedef struct ga_trace_strtab_str {
     const char *text; /* NUL-terminated, in a chunk */
     uint32_t len;     /* bytes, without the NUL */
-    uint32_t hash;    /* of the bytes, for the index */
 } ga_trace_strtab_str_t;
 
 typedef struct ga_trace_strtab {
     ga_trace_strtab_str_t *strs; /* by id; strs[0] is "" */
     uint32_t count;              /* ids in use, including 0 */
     uint32_t cap;                /* slots of strs */
-    uint32_t *index;             /* open addressing: id, 0 = empty slot */
-    uint32_t index_size;         /* power of two, > 2 * count */
+    ga_addrmap_t index;          /* ids 1.. by the hash of their bytes (util/addrmap.h, an index by hash) */
     char **chunks;               /* text storage */
     size_t nchunks;              /* chunks in use */
     size_t chunks_cap;           /* slots of chunks */

@@ -3,16 +3,11 @@
 
 #include <stdlib.h>
 
-#define PHI 0x9E3779B97F4A7C15ull /* 2^64 / golden ratio: Fibonacci hashing's multiplier */
 #define MIN_CAP 16
 
 static size_t home(const ga_addrmap_t *m, uintptr_t key)
 {
-    /* The first round moves every key bit into the high half, the fold brings
-     * them back down, the second round spreads them over the top bits taken. */
-    uint64_t h = (uint64_t)key * PHI;
-    h = (h ^ (h >> 32)) * PHI;
-    return (size_t)(h >> m->shift);
+    return ga_addrmap_home(m, key);
 }
 
 static unsigned char *at(const ga_addrmap_t *m, size_t i)

@@ -29,6 +29,13 @@
  * reserves before it changes any other state, so a failed growth changes
  * nothing anywhere; insert and remove never allocate and cannot fail, which
  * keeps the allocators' hot paths (malloc, free) allocation-free.
+ *
+ * Indexes by hash: a map may also index records kept elsewhere (trace/'s
+ * interned strings, frames and stacks) by a hash of their contents made
+ * non-zero (ga_addrmap_hash_key). Several entries may then share a key:
+ * insert adds another, and ga_addrmap_find_match passes each entry of the
+ * key to the caller's test, which compares the record itself. find and
+ * ga_addrmap_valid are for maps whose keys are distinct.
  */
 #ifndef GA_UTIL_ADDRMAP_H
 #define GA_UTIL_ADDRMAP_H
@@ -42,6 +49,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define GA_ADDRMAP_PHI 0x9E3779B97F4A7C15ull /* 2^64 / golden ratio: Fibonacci hashing's multiplier */
 
 typedef struct ga_addrmap {
     unsigned char *slots; /* cap entries of entry_size bytes; NULL before the first growth */
@@ -73,13 +82,49 @@ static inline galloc_status_t ga_addrmap_reserve(ga_addrmap_t *m, size_t n)
     return ga_addrmap_grow(m, n);
 }
 
+/* ga_addrmap_home: the slot where key's probe run starts (m->cap > 0). The
+ * first round moves every key bit into the high half, the fold brings them
+ * back down, the second round spreads them over the top bits taken. */
+static inline size_t ga_addrmap_home(const ga_addrmap_t *m, uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * GA_ADDRMAP_PHI;
+    h = (h ^ (h >> 32)) * GA_ADDRMAP_PHI;
+    return (size_t)(h >> m->shift);
+}
+
 /* ga_addrmap_find: the entry whose key is key, or NULL (always NULL for key 0). */
 void *ga_addrmap_find(const ga_addrmap_t *m, uintptr_t key);
 
-/* ga_addrmap_insert: add key (non-zero, not present, room reserved) and
- * return its entry: the key is set, the other members are the caller's to
- * fill (their contents are unspecified). */
+/* ga_addrmap_insert: add key (non-zero, room reserved; not present, except
+ * in an index by hash) and return its entry: the key is set, the other
+ * members are the caller's to fill (their contents are unspecified). */
 void *ga_addrmap_insert(ga_addrmap_t *m, uintptr_t key);
+
+/* ga_addrmap_hash_key: a hash as an index's key: never 0 (its lowest bit is
+ * set), and the map's own mixing (ga_addrmap_home) spreads the rest, so the
+ * hash need not be folded or finalized first. */
+static inline uintptr_t ga_addrmap_hash_key(uint64_t hash)
+{
+    return (uintptr_t)hash | 1;
+}
+
+/* ga_addrmap_find_match: in an index by hash, the first entry of key (non-zero)
+ * that match(entry, ctx) accepts, or NULL. Inline, so that a constant match
+ * is inlined into the probe loop as a hand-written index's compare would be. */
+static inline void *ga_addrmap_find_match(const ga_addrmap_t *m, uintptr_t key,
+                                          bool (*match)(const void *entry, const void *ctx), const void *ctx)
+{
+    if (m->cap == 0)
+        return NULL;
+    for (size_t i = ga_addrmap_home(m, key);; i = (i + 1) & (m->cap - 1)) {
+        unsigned char *e = m->slots + i * m->entry_size;
+        uintptr_t k = *(const uintptr_t *)e;
+        if (k == key && match(e, ctx))
+            return e;
+        if (k == 0)
+            return NULL; /* the load <= 1/2 guarantees an empty slot */
+    }
+}
 
 /* ga_addrmap_remove: remove entry (from find, insert or ga_addrmap_slot).
  * Other entries may move: pointers into the map are invalid afterwards,
@@ -87,7 +132,8 @@ void *ga_addrmap_insert(ga_addrmap_t *m, uintptr_t key);
 void ga_addrmap_remove(ga_addrmap_t *m, void *entry);
 
 /* ga_addrmap_valid: every entry reachable from its key's home slot and count
- * right; for the owners' invariant checks (galloc_check). */
+ * right; for the owners' invariant checks (galloc_check) of maps whose keys
+ * are distinct. */
 bool ga_addrmap_valid(const ga_addrmap_t *m);
 
 /* ga_addrmap_slot: the live entry in slot i (i < m->cap), or NULL if the slot

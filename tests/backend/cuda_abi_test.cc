@@ -23,7 +23,7 @@
 extern "C" {
 #include <galloc/galloc.h>
 #include "backend/cuda_api.h"
-#include "backend/cuda_loader.h"
+#include "backend/gpu.h"
 }
 
 using ga_abi::same_abi;
@@ -129,10 +129,10 @@ TEST(CudaAbi, DeclarationsMatchCudaH)
 
 TEST(CudaAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_cuda_symbol_count, 37u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST
-    for (size_t i = 0; i < ga_cuda_symbol_count; i++)
-        for (size_t j = i + 1; j < ga_cuda_symbol_count; j++)
-            EXPECT_STRNE(ga_cuda_symbols[i].name, ga_cuda_symbols[j].name);
+    ASSERT_EQ(ga_cuda_library.count, 37u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST
+    for (size_t i = 0; i < ga_cuda_library.count; i++)
+        for (size_t j = i + 1; j < ga_cuda_library.count; j++)
+            EXPECT_STRNE(ga_cuda_library.syms[i].name, ga_cuda_library.syms[j].name);
 }
 
 // The toolkit's stub libcuda (linked by CUDA builds, answering every call with
@@ -155,8 +155,8 @@ TEST(CudaAbi, EverySymbolExistsInTheToolkitsStubDriver)
         GTEST_SKIP() << "no CUDA toolkit stub libcuda.so here";
     void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     ASSERT_NE(h, nullptr);
-    for (size_t i = 0; i < ga_cuda_symbol_count; i++)
-        EXPECT_NE(dlsym(h, ga_cuda_symbols[i].name), nullptr) << ga_cuda_symbols[i].name;
+    for (size_t i = 0; i < ga_cuda_library.count; i++)
+        EXPECT_NE(dlsym(h, ga_cuda_library.syms[i].name), nullptr) << ga_cuda_library.syms[i].name;
     dlclose(h);
 }
 

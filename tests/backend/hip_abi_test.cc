@@ -33,7 +33,7 @@
 extern "C" {
 #include <galloc/galloc.h>
 #include "backend/hip_api.h"
-#include "backend/hip_loader.h"
+#include "backend/gpu.h"
 }
 
 using ga_abi::same_abi;
@@ -163,10 +163,10 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_symbol_count, 36u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST
-    for (size_t i = 0; i < ga_hip_symbol_count; i++)
-        for (size_t j = i + 1; j < ga_hip_symbol_count; j++)
-            EXPECT_STRNE(ga_hip_symbols[i].name, ga_hip_symbols[j].name);
+    ASSERT_EQ(ga_hip_library.count, 36u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST
+    for (size_t i = 0; i < ga_hip_library.count; i++)
+        for (size_t j = i + 1; j < ga_hip_library.count; j++)
+            EXPECT_STRNE(ga_hip_library.syms[i].name, ga_hip_library.syms[j].name);
 }
 
 // The runtime itself (Debian's libamdhip64-5 comes with the -dev package):
@@ -185,8 +185,8 @@ TEST(HipAbi, EverySymbolExistsInTheRealRuntime)
     void *h = RealRuntime();
     if (h == nullptr)
         GTEST_SKIP() << "no " GA_HIP_DEFAULT_LIBRARY " here";
-    for (size_t i = 0; i < ga_hip_symbol_count; i++)
-        EXPECT_NE(dlsym(h, ga_hip_symbols[i].name), nullptr) << ga_hip_symbols[i].name;
+    for (size_t i = 0; i < ga_hip_library.count; i++)
+        EXPECT_NE(dlsym(h, ga_hip_library.syms[i].name), nullptr) << ga_hip_library.syms[i].name;
 }
 
 // Without an AMD GPU the real runtime loads and hipInit refuses: the backend

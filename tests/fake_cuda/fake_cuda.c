@@ -188,11 +188,9 @@ ga_cu_result_t cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 ga_cu_result_t cuEventCreate(ga_cu_event_t *event, unsigned int flags)
 {
     ENTER(cuEventCreate);
-    /* BLOCKING_SYNC 0x1, DISABLE_TIMING 0x2, INTERPROCESS 0x4 (needs DISABLE_TIMING). */
-    if ((flags & ~0x7u) != 0 || ((flags & 0x4u) && !(flags & 0x2u)))
-        return cu(fg_violation(FG_INVALID_VALUE, "bad event flags %#x", flags));
+    /* BLOCKING_SYNC 0x1, DISABLE_TIMING 0x2, INTERPROCESS 0x4. */
     void *e = NULL;
-    fg_rc_t rc = fg_event_create(event != NULL ? &e : NULL, (flags & GA_CU_EVENT_DISABLE_TIMING) == 0);
+    fg_rc_t rc = fg_event_create_flags(event != NULL ? &e : NULL, flags, 0x7u);
     if (rc == FG_OK)
         *event = e;
     return cu(rc);
@@ -390,38 +388,17 @@ ga_cu_result_t cuDeviceGetDefaultMemPool(ga_cu_mempool_t *pool, ga_cu_device_t d
     return cu(rc);
 }
 
-/* CU_MEMPOOL_ATTR_* 1..8 to the core's attributes; -1 if unknown. */
-static int pool_attr(ga_cu_mempool_attr_t attr)
-{
-    return attr >= GA_CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES && attr <= GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH
-               ? (int)attr - 1
-               : -1;
-}
-
-/* Attributes 1..3 are int values, 4..8 cuuint64_t (cuda.h). */
+/* CU_MEMPOOL_ATTR_* are the core's attribute numbers: 1..3 int values, 4..8 cuuint64_t (cuda.h). */
 ga_cu_result_t cuMemPoolSetAttribute(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value)
 {
     ENTER(cuMemPoolSetAttribute);
-    int a = pool_attr(attr);
-    if (a < 0 || value == NULL)
-        return cu(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
-    uint64_t v = a <= FG_POOL_REUSE_INTERNAL_DEPS ? (uint64_t)(int64_t) * (int *)value : *(uint64_t *)value;
-    return cu(fg_pool_set(pool, (fg_pool_attr_t)a, v));
+    return cu(fg_pool_set_number(pool, (int)attr, value));
 }
 
 ga_cu_result_t cuMemPoolGetAttribute(ga_cu_mempool_t pool, ga_cu_mempool_attr_t attr, void *value)
 {
     ENTER(cuMemPoolGetAttribute);
-    int a = pool_attr(attr);
-    if (a < 0 || value == NULL)
-        return cu(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
-    uint64_t v = 0;
-    fg_rc_t rc = fg_pool_get(pool, (fg_pool_attr_t)a, &v);
-    if (rc == FG_OK && a <= FG_POOL_REUSE_INTERNAL_DEPS)
-        *(int *)value = (int)v;
-    else if (rc == FG_OK)
-        *(uint64_t *)value = v;
-    return cu(rc);
+    return cu(fg_pool_get_number(pool, (int)attr, value));
 }
 
 ga_cu_result_t cuMemPoolTrimTo(ga_cu_mempool_t pool, size_t min_bytes_to_keep)
@@ -442,13 +419,7 @@ ga_cu_result_t cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
     ENTER(cuMemHostAlloc);
     /* PORTABLE 0x1, DEVICEMAP 0x2, WRITECOMBINED 0x4. */
-    if ((flags & ~0x7u) != 0)
-        return cu(fg_violation(FG_INVALID_VALUE, "bad host allocation flags %#x", flags));
-    void *p = NULL;
-    fg_rc_t rc = fg_host_alloc(pp != NULL ? &p : NULL, bytesize);
-    if (rc == FG_OK)
-        *pp = p;
-    return cu(rc);
+    return cu(fg_host_alloc_flags(pp, bytesize, flags, 0x7u));
 }
 #endif
 
@@ -477,68 +448,4 @@ EXPORT void fake_cuda_reset(void)
     fg_reset();
 }
 
-EXPORT int fake_cuda_configure(int devices, uint64_t bytes_per_device, uint64_t granularity)
-{
-    return fg_configure(devices, bytes_per_device, granularity);
-}
-
-EXPORT int fake_cuda_fail(const char *fn, uint64_t nth, uint64_t from, int cuda_result)
-{
-    return fg_fail(fn, nth, from, cuda_result);
-}
-
-EXPORT void fake_cuda_fail_clear(void)
-{
-    fg_fail_clear();
-}
-
-EXPORT uint64_t fake_cuda_calls(const char *fn)
-{
-    return fg_calls(fn);
-}
-
-EXPORT void fake_cuda_stats(fake_gpu_stats_t *out)
-{
-    fg_stats(out);
-}
-
-EXPORT size_t fake_cuda_trace(char *buf, size_t len)
-{
-    return fg_trace(buf, len);
-}
-
-EXPORT void fake_cuda_trace_clear(void)
-{
-    fg_trace_clear();
-}
-
-EXPORT size_t fake_cuda_last_violation(char *buf, size_t len)
-{
-    return fg_last_violation(buf, len);
-}
-
-EXPORT void fake_cuda_set_manual_streams(int on)
-{
-    fg_set_manual_streams(on != 0);
-}
-
-EXPORT int fake_cuda_stream_create(int device, uintptr_t *stream)
-{
-    return fg_stream_create(device, stream);
-}
-
-EXPORT int fake_cuda_stream_destroy(uintptr_t stream)
-{
-    return fg_stream_destroy(stream);
-}
-
-EXPORT int fake_cuda_stream_complete(int device, uintptr_t stream)
-{
-    return fg_stream_complete(device, stream);
-}
-
-EXPORT int fake_cuda_pool_attr(int device, int cu_attr, uint64_t *value)
-{
-    int a = pool_attr((ga_cu_mempool_attr_t)cu_attr);
-    return a < 0 ? -1 : fg_pool_attr(device, (fg_pool_attr_t)a, value);
-}
+FAKE_GPU_DEFINE_CONTROLS(fake_cuda)

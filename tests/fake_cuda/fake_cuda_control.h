@@ -29,21 +29,10 @@ extern "C" {
 #endif
 
 void fake_cuda_reset(void);
-int fake_cuda_configure(int devices, uint64_t bytes_per_device, uint64_t granularity);
-/* fn: exported name ("cuMemAlloc_v2") or "*"; nth / from count its calls from now on. */
-int fake_cuda_fail(const char *fn, uint64_t nth, uint64_t from, int cuda_result);
-void fake_cuda_fail_clear(void);
-uint64_t fake_cuda_calls(const char *fn);
-void fake_cuda_stats(fake_gpu_stats_t *out);
-size_t fake_cuda_trace(char *buf, size_t len);
-void fake_cuda_trace_clear(void);
-size_t fake_cuda_last_violation(char *buf, size_t len);
-void fake_cuda_set_manual_streams(int on);
-int fake_cuda_stream_create(int device, uintptr_t *stream);
-int fake_cuda_stream_destroy(uintptr_t stream);
-int fake_cuda_stream_complete(int device, uintptr_t stream);
-/* A device's default-pool attribute by its CUmemPool_attribute value (1..8). */
-int fake_cuda_pool_attr(int device, int cu_attr, uint64_t *value);
+/* configure, fail, fail_clear, calls, stats, trace, trace_clear, last_violation,
+ * set_manual_streams, stream_create, stream_destroy, stream_complete, pool_attr
+ * (tests/fake_cuda/fake_gpu.h, FAKE_GPU_CONTROLS). */
+FAKE_GPU_DECLARE_CONTROLS(fake_cuda)
 
 #ifdef __cplusplus
 }

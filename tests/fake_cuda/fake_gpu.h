@@ -188,6 +188,10 @@ fg_rc_t fg_unmap(uint64_t addr, size_t size);
 fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot);
 
 fg_rc_t fg_event_create(void **event, bool timing);
+/* fg_event_create for a vendor's call with flags, which both vendors number
+ * alike (blocking sync 0x1, disable timing 0x2, interprocess 0x4, which needs
+ * disable timing): a flag outside allowed is a violation. */
+fg_rc_t fg_event_create_flags(void **event, unsigned flags, unsigned allowed);
 fg_rc_t fg_event_destroy(void *event);
 fg_rc_t fg_event_record(void *event, uintptr_t stream);
 fg_rc_t fg_event_query(void *event);
@@ -197,12 +201,22 @@ fg_rc_t fg_stream_synchronize(uintptr_t stream);
 fg_rc_t fg_pool_default(void **pool, int device);
 fg_rc_t fg_pool_set(void *pool, fg_pool_attr_t attr, uint64_t value);
 fg_rc_t fg_pool_get(void *pool, fg_pool_attr_t attr, uint64_t *value);
+/* The same with the vendor's attribute number, as cuMemPoolSetAttribute and
+ * hipMemPoolSetAttribute take it (CUmemPool_attribute and hipMemPoolAttr
+ * agree: 1..8, the core's attribute + 1): value points at an int for the
+ * reuse flags (1..3), at a 64-bit value for the rest. An unknown number or a
+ * NULL value is a violation. */
+fg_rc_t fg_pool_set_number(void *pool, int attr, void *value);
+fg_rc_t fg_pool_get_number(void *pool, int attr, void *value);
 fg_rc_t fg_pool_trim(void *pool, size_t keep_bytes);
 fg_rc_t fg_malloc_async(uint64_t *addr, size_t bytes, uintptr_t stream);
 fg_rc_t fg_free_async(uint64_t addr, uintptr_t stream);
 
 /* Pinned host memory and synchronous copies (see Pinned host memory). */
 fg_rc_t fg_host_alloc(void **ptr, size_t bytes);
+/* fg_host_alloc for a vendor's call with flags: a flag outside allowed (the
+ * bits the vendor defines) is a violation. */
+fg_rc_t fg_host_alloc_flags(void **ptr, size_t bytes, unsigned flags, unsigned allowed);
 fg_rc_t fg_host_free(void *ptr);
 fg_rc_t fg_copy_d2h(void *dst, uint64_t src, size_t bytes);
 fg_rc_t fg_copy_h2d(uint64_t dst, const void *src, size_t bytes);
@@ -235,8 +249,53 @@ int fg_stream_create(int device, uintptr_t *stream);
 int fg_stream_destroy(uintptr_t stream);
 /* Complete the work queued so far on stream (0: the device's default stream). */
 int fg_stream_complete(int device, uintptr_t stream);
-/* Read a device's default-pool attribute without a context. */
-int fg_pool_attr(int device, fg_pool_attr_t attr, uint64_t *value);
+/* Read a device's default-pool attribute, by the vendor's number (1..8, see
+ * fg_pool_set_number), without a context. */
+int fg_pool_attr(int device, int attr, uint64_t *value);
+
+/*
+ * The controls every fake exports under its prefix (fake_cuda_configure,
+ * fake_hip_configure, ...): each is the core's function of the same name
+ * (fg_configure, ...), with an int for a bool. A fake's control header
+ * declares them (FAKE_GPU_DECLARE_CONTROLS(fake_cuda)) beside its own
+ * <prefix>_reset, and its vendor layer defines them
+ * (FAKE_GPU_DEFINE_CONTROLS(fake_cuda)). FAKE_GPU_CONTROLS(R, V, P) gives
+ * R(type, name, params, call) for each control that returns a value and
+ * V(name, params, call) for each that does not. fail's fn is an exported
+ * name ("cuMemAlloc_v2", "hipMemCreate") or "*", and code the vendor's
+ * result to return; pool_attr's attr is the vendor's number (1..8).
+ */
+#define FAKE_GPU_CONTROLS(R, V, P)                                                                 \
+    R(int, P##_configure, (int devices, uint64_t bytes_per_device, uint64_t granularity),         \
+      fg_configure(devices, bytes_per_device, granularity))                                       \
+    R(int, P##_fail, (const char *fn, uint64_t nth, uint64_t from, int code), fg_fail(fn, nth, from, code)) \
+    V(P##_fail_clear, (void), fg_fail_clear())                                                    \
+    R(uint64_t, P##_calls, (const char *fn), fg_calls(fn))                                        \
+    V(P##_stats, (fake_gpu_stats_t * out), fg_stats(out))                                         \
+    R(size_t, P##_trace, (char *buf, size_t len), fg_trace(buf, len))                             \
+    V(P##_trace_clear, (void), fg_trace_clear())                                                  \
+    R(size_t, P##_last_violation, (char *buf, size_t len), fg_last_violation(buf, len))           \
+    V(P##_set_manual_streams, (int on), fg_set_manual_streams(on != 0))                           \
+    R(int, P##_stream_create, (int device, uintptr_t *stream), fg_stream_create(device, stream))  \
+    R(int, P##_stream_destroy, (uintptr_t stream), fg_stream_destroy(stream))                     \
+    R(int, P##_stream_complete, (int device, uintptr_t stream), fg_stream_complete(device, stream)) \
+    R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))
+
+#define FAKE_GPU_DECLARE_R_(type, name, params, call) type name params;
+#define FAKE_GPU_DECLARE_V_(name, params, call) void name params;
+#define FAKE_GPU_DECLARE_CONTROLS(P) FAKE_GPU_CONTROLS(FAKE_GPU_DECLARE_R_, FAKE_GPU_DECLARE_V_, P)
+
+#define FAKE_GPU_DEFINE_R_(type, name, params, call)                                              \
+    __attribute__((visibility("default"))) type name params                                       \
+    {                                                                                              \
+        return call;                                                                               \
+    }
+#define FAKE_GPU_DEFINE_V_(name, params, call)                                                     \
+    __attribute__((visibility("default"))) void name params                                       \
+    {                                                                                              \
+        call;                                                                                      \
+    }
+#define FAKE_GPU_DEFINE_CONTROLS(P) FAKE_GPU_CONTROLS(FAKE_GPU_DEFINE_R_, FAKE_GPU_DEFINE_V_, P)
 
 #ifdef __cplusplus
 }

@@ -49,6 +49,13 @@ fg_rc_t fg_host_alloc(void **ptr, size_t bytes)
     return rc;
 }
 
+fg_rc_t fg_host_alloc_flags(void **ptr, size_t bytes, unsigned flags, unsigned allowed)
+{
+    if ((flags & ~allowed) != 0)
+        return fg_violation(FG_INVALID_VALUE, "bad host allocation flags %#x", flags);
+    return fg_host_alloc(ptr, bytes);
+}
+
 fg_rc_t fg_host_free(void *ptr)
 {
     FG_LOCK();

@@ -194,6 +194,35 @@ fg_rc_t fg_pool_get(void *pool, fg_pool_attr_t attr, uint64_t *value)
     return rc;
 }
 
+/* The core's attribute of a vendor's number, or -1. */
+static int attr_of_number(int attr)
+{
+    return attr >= FG_POOL_REUSE_FOLLOW_EVENTS + 1 && attr <= FG_POOL_USED_HIGH + 1 ? attr - 1 : -1;
+}
+
+fg_rc_t fg_pool_set_number(void *pool, int attr, void *value)
+{
+    int a = attr_of_number(attr);
+    if (a < 0 || value == NULL)
+        return fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", attr, value);
+    uint64_t v = a <= FG_POOL_REUSE_INTERNAL_DEPS ? (uint64_t)(int64_t) * (int *)value : *(uint64_t *)value;
+    return fg_pool_set(pool, (fg_pool_attr_t)a, v);
+}
+
+fg_rc_t fg_pool_get_number(void *pool, int attr, void *value)
+{
+    int a = attr_of_number(attr);
+    if (a < 0 || value == NULL)
+        return fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", attr, value);
+    uint64_t v = 0;
+    fg_rc_t rc = fg_pool_get(pool, (fg_pool_attr_t)a, &v);
+    if (rc == FG_OK && a <= FG_POOL_REUSE_INTERNAL_DEPS)
+        *(int *)value = (int)v;
+    else if (rc == FG_OK)
+        *(uint64_t *)value = v;
+    return rc;
+}
+
 fg_rc_t fg_pool_trim(void *pool, size_t keep_bytes)
 {
     FG_LOCK();
@@ -282,10 +311,13 @@ fg_rc_t fg_free_async(uint64_t addr, uintptr_t stream)
     return rc;
 }
 
-int fg_pool_attr(int device, fg_pool_attr_t attr, uint64_t *value)
+int fg_pool_attr(int device, int attr, uint64_t *value)
 {
+    int a = attr_of_number(attr);
+    if (a < 0)
+        return -1;
     FG_LOCK();
-    uint64_t *slot = device >= 0 && device < fg.ndev ? attr_slot(&fg.dev[device].pool, attr) : NULL;
+    uint64_t *slot = device >= 0 && device < fg.ndev ? attr_slot(&fg.dev[device].pool, (fg_pool_attr_t)a) : NULL;
     if (slot != NULL && value != NULL)
         *value = *slot;
     FG_UNLOCK();

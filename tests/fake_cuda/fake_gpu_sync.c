@@ -78,6 +78,13 @@ fg_rc_t fg_event_create(void **event, bool timing)
     return rc;
 }
 
+fg_rc_t fg_event_create_flags(void **event, unsigned flags, unsigned allowed)
+{
+    if ((flags & ~allowed) != 0 || ((flags & 0x4u) && !(flags & 0x2u)))
+        return fg_violation(FG_INVALID_VALUE, "bad event flags %#x", flags);
+    return fg_event_create(event, (flags & 0x2u) == 0);
+}
+
 fg_rc_t fg_event_destroy(void *event)
 {
     FG_LOCK();

@@ -202,12 +202,10 @@ ga_hip_error_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 ga_hip_error_t hipEventCreateWithFlags(ga_hip_event_t *event, unsigned flags)
 {
     ENTER(hipEventCreateWithFlags);
-    /* BlockingSync 0x1, DisableTiming 0x2, Interprocess 0x4 (needs DisableTiming),
-     * ReleaseToDevice 0x40000000, ReleaseToSystem 0x80000000. */
-    if ((flags & ~0xc0000007u) != 0 || ((flags & 0x4u) && !(flags & 0x2u)))
-        return hip(fg_violation(FG_INVALID_VALUE, "bad event flags %#x", flags));
+    /* BlockingSync 0x1, DisableTiming 0x2, Interprocess 0x4, ReleaseToDevice 0x40000000,
+     * ReleaseToSystem 0x80000000. */
     void *e = NULL;
-    fg_rc_t rc = fg_event_create(event != NULL ? &e : NULL, (flags & GA_HIP_EVENT_DISABLE_TIMING) == 0);
+    fg_rc_t rc = fg_event_create_flags(event != NULL ? &e : NULL, flags, 0xc0000007u);
     if (rc == FG_OK)
         *event = e;
     return hip(rc);
@@ -399,38 +397,18 @@ ga_hip_error_t hipDeviceGetDefaultMemPool(ga_hip_mempool_t *mem_pool, int device
     return hip(rc);
 }
 
-/* hipMemPoolAttr 1..8 to the core's attributes; -1 if unknown. */
-static int pool_attr(ga_hip_mempool_attr_t attr)
-{
-    return attr >= GA_HIP_MEMPOOL_REUSE_FOLLOW_EVENT_DEPENDENCIES && attr <= GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH
-               ? (int)attr - 1
-               : -1;
-}
-
-/* Attributes 1..3 are int values, 4..8 uint64_t (hip_runtime_api.h). */
+/* hipMemPoolAttr values are the core's attribute numbers: 1..3 int values, 4..8 uint64_t
+ * (hip_runtime_api.h). */
 ga_hip_error_t hipMemPoolSetAttribute(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value)
 {
     ENTER(hipMemPoolSetAttribute);
-    int a = pool_attr(attr);
-    if (a < 0 || value == NULL)
-        return hip(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
-    uint64_t v = a <= FG_POOL_REUSE_INTERNAL_DEPS ? (uint64_t)(int64_t) * (int *)value : *(uint64_t *)value;
-    return hip(fg_pool_set(mem_pool, (fg_pool_attr_t)a, v));
+    return hip(fg_pool_set_number(mem_pool, (int)attr, value));
 }
 
 ga_hip_error_t hipMemPoolGetAttribute(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value)
 {
     ENTER(hipMemPoolGetAttribute);
-    int a = pool_attr(attr);
-    if (a < 0 || value == NULL)
-        return hip(fg_violation(FG_INVALID_VALUE, "attribute %d, value %p", (int)attr, value));
-    uint64_t v = 0;
-    fg_rc_t rc = fg_pool_get(mem_pool, (fg_pool_attr_t)a, &v);
-    if (rc == FG_OK && a <= FG_POOL_REUSE_INTERNAL_DEPS)
-        *(int *)value = (int)v;
-    else if (rc == FG_OK)
-        *(uint64_t *)value = v;
-    return hip(rc);
+    return hip(fg_pool_get_number(mem_pool, (int)attr, value));
 }
 
 ga_hip_error_t hipMemPoolTrimTo(ga_hip_mempool_t mem_pool, size_t min_bytes_to_hold)
@@ -451,13 +429,7 @@ ga_hip_error_t hipHostMalloc(void **ptr, size_t size, unsigned int flags)
 {
     ENTER(hipHostMalloc);
     /* Portable 0x1, Mapped 0x2, WriteCombined 0x4; NumaUser, Coherent, NonCoherent in the top bits. */
-    if ((flags & ~0xe0000007u) != 0)
-        return hip(fg_violation(FG_INVALID_VALUE, "bad host allocation flags %#x", flags));
-    void *p = NULL;
-    fg_rc_t rc = fg_host_alloc(ptr != NULL ? &p : NULL, size);
-    if (rc == FG_OK)
-        *ptr = p;
-    return hip(rc);
+    return hip(fg_host_alloc_flags(ptr, size, flags, 0xe0000007u));
 }
 #endif
 
@@ -487,71 +459,7 @@ EXPORT void fake_hip_reset(void)
     atomic_store(&version, FAKE_HIP_DEFAULT_VERSION);
 }
 
-EXPORT int fake_hip_configure(int devices, uint64_t bytes_per_device, uint64_t granularity)
-{
-    return fg_configure(devices, bytes_per_device, granularity);
-}
-
-EXPORT int fake_hip_fail(const char *fn, uint64_t nth, uint64_t from, int hip_error)
-{
-    return fg_fail(fn, nth, from, hip_error);
-}
-
-EXPORT void fake_hip_fail_clear(void)
-{
-    fg_fail_clear();
-}
-
-EXPORT uint64_t fake_hip_calls(const char *fn)
-{
-    return fg_calls(fn);
-}
-
-EXPORT void fake_hip_stats(fake_gpu_stats_t *out)
-{
-    fg_stats(out);
-}
-
-EXPORT size_t fake_hip_trace(char *buf, size_t len)
-{
-    return fg_trace(buf, len);
-}
-
-EXPORT void fake_hip_trace_clear(void)
-{
-    fg_trace_clear();
-}
-
-EXPORT size_t fake_hip_last_violation(char *buf, size_t len)
-{
-    return fg_last_violation(buf, len);
-}
-
-EXPORT void fake_hip_set_manual_streams(int on)
-{
-    fg_set_manual_streams(on != 0);
-}
-
-EXPORT int fake_hip_stream_create(int device, uintptr_t *stream)
-{
-    return fg_stream_create(device, stream);
-}
-
-EXPORT int fake_hip_stream_destroy(uintptr_t stream)
-{
-    return fg_stream_destroy(stream);
-}
-
-EXPORT int fake_hip_stream_complete(int device, uintptr_t stream)
-{
-    return fg_stream_complete(device, stream);
-}
-
-EXPORT int fake_hip_pool_attr(int device, int hip_attr, uint64_t *value)
-{
-    int a = pool_attr((ga_hip_mempool_attr_t)hip_attr);
-    return a < 0 ? -1 : fg_pool_attr(device, (fg_pool_attr_t)a, value);
-}
+FAKE_GPU_DEFINE_CONTROLS(fake_hip)
 
 EXPORT void fake_hip_set_version(int v)
 {

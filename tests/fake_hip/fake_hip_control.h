@@ -24,21 +24,11 @@ extern "C" {
 
 /* Also restores FAKE_HIP_DEFAULT_VERSION. */
 void fake_hip_reset(void);
-int fake_hip_configure(int devices, uint64_t bytes_per_device, uint64_t granularity);
-/* fn: exported name ("hipMemCreate") or "*"; nth / from count its calls from now on. */
-int fake_hip_fail(const char *fn, uint64_t nth, uint64_t from, int hip_error);
-void fake_hip_fail_clear(void);
-uint64_t fake_hip_calls(const char *fn);
-void fake_hip_stats(fake_gpu_stats_t *out);
-size_t fake_hip_trace(char *buf, size_t len);
-void fake_hip_trace_clear(void);
-size_t fake_hip_last_violation(char *buf, size_t len);
-void fake_hip_set_manual_streams(int on);
-int fake_hip_stream_create(int device, uintptr_t *stream);
-int fake_hip_stream_destroy(uintptr_t stream);
-int fake_hip_stream_complete(int device, uintptr_t stream);
-/* A device's default-pool attribute by its hipMemPoolAttr value (1..8). */
-int fake_hip_pool_attr(int device, int hip_attr, uint64_t *value);
+/* configure, fail, fail_clear, calls, stats, trace, trace_clear, last_violation,
+ * set_manual_streams, stream_create, stream_destroy, stream_complete, pool_attr
+ * (tests/fake_cuda/fake_gpu.h, FAKE_GPU_CONTROLS). */
+FAKE_GPU_DECLARE_CONTROLS(fake_hip)
+
 /* The version hipRuntimeGetVersion reports (HIP_VERSION's encoding); below
  * 60000000 the fake reads hipMemAllocationProp in HIP 5's layout. */
 void fake_hip_set_version(int version);

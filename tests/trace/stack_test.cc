@@ -166,7 +166,8 @@ TEST_F(Stack, WarmCapturesAllocateNothing)
     EXPECT_EQ(t_.stacks.frames, before.frames);
     EXPECT_EQ(t_.stacks.ids, before.ids);
     EXPECT_EQ(t_.stacks.stacks, before.stacks);
-    EXPECT_EQ(t_.stacks.stack_index, before.stack_index);
+    EXPECT_EQ(t_.stacks.stack_index.slots, before.stack_index.slots);
+    EXPECT_EQ(t_.stacks.frame_index.slots, before.frame_index.slots);
     EXPECT_EQ(t_.strings.count, strings);
     EXPECT_EQ(t_.stacks.failures, 0u);
 }

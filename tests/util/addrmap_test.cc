@@ -289,6 +289,52 @@ TEST_F(AddrMap, WalkSeesEveryEntryOnceAndMayRemoveAsItGoes)
     EXPECT_EQ(ga_addrmap_count(&m_), 0u);
 }
 
+bool ValueIs(const void *entry, const void *ctx)
+{
+    return static_cast<const Entry *>(entry)->value == *static_cast<const uint64_t *>(ctx);
+}
+
+TEST(AddrMapIndex, EntriesThatShareAHashKeyAreToldApartByTheMatch)
+{
+    // An index by hash (trace/'s strings, frames, stacks): colliding hashes
+    // share a key, and the caller's test picks the record it wants.
+    ga_addrmap_t m;
+    ga_addrmap_init(&m, sizeof(Entry));
+    const uintptr_t key = ga_addrmap_hash_key(0xFFFFFFFFFFFFFFFFull);
+    EXPECT_NE(key, 0u);
+    EXPECT_NE(ga_addrmap_hash_key(0), 0u);
+    uint64_t one = 1;
+    EXPECT_EQ(ga_addrmap_find_match(&m, key, ValueIs, &one), nullptr); // nothing allocated yet
+    ASSERT_EQ(ga_addrmap_reserve(&m, 40), GALLOC_OK);
+    for (uint64_t v = 1; v <= 3; v++)
+        static_cast<Entry *>(ga_addrmap_insert(&m, key))->value = v;
+    for (uint64_t v = 100; v < 130; v++) // other keys (v and v + 1 share one), some in the same run
+        static_cast<Entry *>(ga_addrmap_insert(&m, ga_addrmap_hash_key(v)))->value = v;
+    for (uint64_t v = 1; v <= 3; v++) {
+        auto *e = static_cast<Entry *>(ga_addrmap_find_match(&m, key, ValueIs, &v));
+        ASSERT_NE(e, nullptr) << v;
+        EXPECT_EQ(e->key, key);
+        EXPECT_EQ(e->value, v);
+    }
+    uint64_t absent = 4;
+    EXPECT_EQ(ga_addrmap_find_match(&m, key, ValueIs, &absent), nullptr);
+    uint64_t two = 2;
+    ga_addrmap_remove(&m, ga_addrmap_find_match(&m, key, ValueIs, &two));
+    EXPECT_EQ(ga_addrmap_find_match(&m, key, ValueIs, &two), nullptr);
+    for (uint64_t v : {1, 3}) {
+        auto *e = static_cast<Entry *>(ga_addrmap_find_match(&m, key, ValueIs, &v));
+        ASSERT_NE(e, nullptr) << v;
+        EXPECT_EQ(e->value, v);
+    }
+    for (uint64_t v = 100; v < 130; v++) {
+        auto *e = static_cast<Entry *>(ga_addrmap_find_match(&m, ga_addrmap_hash_key(v), ValueIs, &v));
+        ASSERT_NE(e, nullptr) << v;
+        EXPECT_EQ(e->value, v);
+    }
+    EXPECT_EQ(ga_addrmap_count(&m), 32u);
+    ga_addrmap_destroy(&m);
+}
+
 TEST_F(AddrMap, RandomOperationsMatchUnorderedMap)
 {
     const char *env = std::getenv("GA_SEED");

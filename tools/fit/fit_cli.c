@@ -8,18 +8,18 @@
  * configuration fits only if it fits every one, as a setting exported for a
  * distributed job applies to every rank.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tools/fit/fit.h"
-#include "tools/readers/units.h"
-#include "tools/report/outputs.h"
+#include "tools/report/options.h"
 #include "tools/report/report.h"
 
 typedef ga_fit_cli_t cli_t;
+
+#define MAX_COUNT 1000000 /* the largest --bisect, --max-configs and --top */
 
 void ga_fit_usage(FILE *out)
 {
@@ -63,88 +63,50 @@ void ga_fit_usage(FILE *out)
           out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
+#define CMD "fit"
+
+/* --jobs N: 1 to 256 worker threads. */
+static int take_jobs(const char *value, void *jobs)
 {
-    return ga_report_usage_error("fit", fmt, arg);
+    size_t n;
+    if (!ga_opts_count(value, 256, &n))
+        return -1;
+    *(unsigned *)jobs = (unsigned)n;
+    return 0;
 }
 
-static bool parse_count(const char *s, size_t *out)
+/* --bisect N|all (0: none). */
+static int take_bisect(const char *value, void *bisect)
 {
-    uint64_t v;
-    if (!ga_units_parse_u64(s, strlen(s), &v) || v == 0 || v > 1000000)
-        return false;
-    *out = (size_t)v;
-    return true;
+    if (strcmp(value, "all") == 0)
+        *(size_t *)bisect = SIZE_MAX;
+    else if (strcmp(value, "0") == 0)
+        *(size_t *)bisect = 0;
+    else if (!ga_opts_count(value, MAX_COUNT, bisect))
+        return -1;
+    return 0;
 }
 
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum { O_MEM = 256, O_JSON, O_JOBS, O_BISECT, O_MAX, O_TOP, O_FORMAT, O_NOREC, O_PLOT, O_ENV, O_NOSLEEP,
-           O_RESERVE };
-    static const struct option opts[] = {
-        {"device-memory", required_argument, NULL, O_MEM}, {"json", no_argument, NULL, O_JSON},
-        {"jobs", required_argument, NULL, O_JOBS},         {"bisect", required_argument, NULL, O_BISECT},
-        {"max-configs", required_argument, NULL, O_MAX},   {"top", required_argument, NULL, O_TOP},
-        {"format", required_argument, NULL, O_FORMAT},     {"help", no_argument, NULL, 'h'},
-        {"no-recorded", no_argument, NULL, O_NOREC},       {"plot", required_argument, NULL, O_PLOT},
-        {"env", no_argument, NULL, O_ENV},                 {"no-sleep", no_argument, NULL, O_NOSLEEP},
-        {"reserve", required_argument, NULL, O_RESERVE},
-        {NULL, 0, NULL, 0}};
-    optind = 0; /* the command may run more than once in a process (tests) */
-    opterr = 0;
-    int o;
-    size_t v;
-    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (o) {
-        case O_MEM:
-            if (!ga_units_parse_size(optarg, strlen(optarg), &c->device_memory) || c->device_memory == 0)
-                return usage_error("bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", optarg);
-            break;
-        case O_RESERVE:
-            if (!ga_units_parse_size(optarg, strlen(optarg), &c->reserve))
-                return usage_error("bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", optarg);
-            break;
-        case O_JSON: c->json = true; break;
-        case O_JOBS:
-            if (!parse_count(optarg, &v) || v > 256)
-                return usage_error("bad --jobs \"%s\" (1 to 256)", optarg);
-            c->o.jobs = (unsigned)v;
-            break;
-        case O_BISECT:
-            if (strcmp(optarg, "all") == 0)
-                c->o.bisect = SIZE_MAX;
-            else if (strcmp(optarg, "0") == 0)
-                c->o.bisect = 0;
-            else if (!parse_count(optarg, &c->o.bisect))
-                return usage_error("bad --bisect \"%s\" (a count or all)", optarg);
-            break;
-        case O_MAX:
-            if (!parse_count(optarg, &c->o.max_configs))
-                return usage_error("bad --max-configs \"%s\" (a count >= 1)", optarg);
-            break;
-        case O_TOP:
-            if (!parse_count(optarg, &c->top))
-                return usage_error("bad --top \"%s\" (a count >= 1)", optarg);
-            break;
-        case O_FORMAT:
-            if (!ga_reader_format_parse(optarg, &c->format))
-                return ga_report_bad_format("fit", optarg);
-            break;
-        case O_NOREC: c->o.no_recorded = true; break;
-        case O_PLOT: c->plot = optarg; break;
-        case O_ENV: c->env = true; break;
-        case O_NOSLEEP: c->no_sleep = true; break;
-        case 'h': ga_fit_usage(stdout); return -1;
-        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return usage_error("%s", "no trace file given");
-    char err[512];
-    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
-        return usage_error("--plot %s", err); /* before the search, not after minutes of it */
-    return 0;
+    const ga_opt_t opts[] = {
+        GA_OPT_DEVICE_MEMORY(&c->device_memory),
+        GA_OPT_RESERVE(&c->reserve),
+        GA_OPT_TRACE_FORMAT(&c->format),
+        GA_OPT_JSON(&c->json),
+        GA_OPT_ENV(&c->env),
+        GA_OPT_NO_SLEEP(&c->no_sleep),
+        GA_OPT_NO_RECORDED(&c->o.no_recorded),
+        GA_OPT_PLOT(&c->plot),
+        {"jobs", GA_OPT_CALL, &c->o.jobs, "bad --jobs \"%s\" (1 to 256)", 0, take_jobs},
+        {"bisect", GA_OPT_CALL, &c->o.bisect, "bad --bisect \"%s\" (a count or all)", 0, take_bisect},
+        {"max-configs", GA_OPT_COUNT, &c->o.max_configs, "bad --max-configs \"%s\" (a count >= 1)", MAX_COUNT, NULL},
+        {"top", GA_OPT_COUNT, &c->top, "bad --top \"%s\" (a count >= 1)", MAX_COUNT, NULL},
+    };
+    int rc = ga_opts_parse(CMD, opts, sizeof(opts) / sizeof(opts[0]), ga_fit_usage, argc, argv);
+    if (rc != 0)
+        return rc;
+    return ga_opts_check_plot(CMD, c->plot); /* before the search, not after minutes of it */
 }
 
 /* Every trace into job: read once. 0, or -1 said on stderr. */
@@ -230,7 +192,7 @@ int ga_fit_main(int argc, char **argv)
         return rc < 0 ? GA_EXIT_OK : rc;
     if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
         if (c.plot != NULL) /* one plot path would be overwritten by every trace */
-            return usage_error("%s", "--plot draws one job: not with a folder of traces");
+            return ga_report_usage_error(CMD, "%s", "--plot draws one job: not with a folder of traces");
         return ga_fit_fleet(&c, argv + optind, (size_t)(argc - optind));
     }
     return ga_fit_traces(&c, argv + optind, (size_t)(argc - optind), stdout);

@@ -6,7 +6,6 @@
  */
 #include "tools/replay/replay_cli.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "tools/readers/units.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/verify.h"
+#include "tools/report/options.h"
 #include "tools/report/outputs.h"
 #include "tools/report/report.h"
 
@@ -103,10 +103,7 @@ void ga_replay_usage(FILE *out)
           out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    return ga_report_usage_error("replay", fmt, arg);
-}
+#define CMD "replay"
 
 /* "FIRST:LAST" (LAST empty: to the end) into event indices. 0 or -1. */
 static int parse_range(const char *s, uint64_t *first, uint64_t *last)
@@ -128,93 +125,86 @@ static int parse_range(const char *s, uint64_t *first, uint64_t *last)
     return *end == '\0' && *last >= *first ? 0 : -1;
 }
 
+/* --snapshot-range FIRST:LAST. */
+static int take_range(const char *value, void *cli)
+{
+    cli_t *c = cli;
+    if (parse_range(value, &c->snapshot_first, &c->snapshot_last) != 0)
+        return -1;
+    c->snapshot_range = true;
+    return 0;
+}
+
+/* --conf, repeated: confs has room for every argument. */
+static int take_conf(const char *value, void *cli)
+{
+    cli_t *c = cli;
+    c->confs[c->n_confs++] = value;
+    return 0;
+}
+
+/* --snapshot FILE, once: a second name would silently replace the first. */
+static int take_snapshot(const char *value, void *cli)
+{
+    cli_t *c = cli;
+    if (c->snapshot != NULL)
+        return -1;
+    c->snapshot = value;
+    return 0;
+}
+
+/* What the options say together, and the output paths, before the replay
+ * rather than after minutes of it. */
+static int check_args(const cli_t *c)
+{
+    if (c->verify && (c->n_confs > 1 || c->snapshot != NULL || c->plot != NULL))
+        return ga_report_usage_error(CMD, "%s", "--verify takes at most one --conf, and no --snapshot or --plot");
+    if ((c->snapshot_range || c->snapshot_max) && c->snapshot == NULL)
+        return ga_report_usage_error(CMD, "%s", "--snapshot-range and --snapshot-max-entries need --snapshot FILE");
+    if (c->snapshot != NULL && !ga_outputs_have_snapshot())
+        return ga_report_usage_error(CMD, "--snapshot %s: not available yet (the snapshot writer is not in this build)",
+                                     c->snapshot);
+    if (c->plot != NULL && !ga_outputs_have_plot())
+        return ga_report_usage_error(CMD, "--plot %s: not available yet (the plot writer is not in this build)",
+                                     c->plot);
+    int rc = ga_opts_check_plot(CMD, c->plot);
+    if (rc != 0)
+        return rc;
+    char err[512];
+    if (c->snapshot != NULL && ga_outputs_check_writable(c->snapshot, err, sizeof(err)) != 0)
+        return ga_report_usage_error(CMD, "--snapshot %s", err);
+    return 0;
+}
+
 static int parse_args(cli_t *c, int argc, char **argv)
 {
-    enum {
-        O_BACKEND = 256, O_MEM, O_CONF, O_FORMAT, O_JSON, O_SNAPSHOT, O_PLOT, O_RANGE, O_MAXENT, O_NOREC, O_VERIFY,
-        O_NOSEED, O_ENV, O_NOSLEEP, O_RESERVE
+    const ga_opt_t opts[] = {
+        GA_OPT_DEVICE_MEMORY(&c->device_memory),
+        GA_OPT_RESERVE(&c->reserve),
+        GA_OPT_TRACE_FORMAT(&c->format),
+        GA_OPT_JSON(&c->json),
+        GA_OPT_ENV(&c->env),
+        GA_OPT_NO_SLEEP(&c->no_sleep),
+        GA_OPT_NO_RECORDED(&c->no_recorded),
+        GA_OPT_PLOT(&c->plot),
+        {"backend", GA_OPT_STRING, ga_opt_str(&c->backend), NULL, 0, NULL},
+        {"conf", GA_OPT_CALL, c, NULL, 0, take_conf},
+        {"snapshot", GA_OPT_CALL, c,
+         "--snapshot %s: given twice; give it once: several configurations or devices write one numbered file "
+         "each (FILE.N.ext), named in the report",
+         0, take_snapshot},
+        {"snapshot-range", GA_OPT_CALL, c, "bad --snapshot-range \"%s\" (FIRST:LAST event indices, FIRST <= LAST)", 0,
+         take_range},
+        {"snapshot-max-entries", GA_OPT_COUNT, &c->snapshot_max,
+         "bad --snapshot-max-entries \"%s\" (a positive number of entries)", SIZE_MAX, NULL},
+        {"verify", GA_OPT_FLAG, ga_opt_bool(&c->verify), NULL, 0, NULL},
+        {"no-seed", GA_OPT_FLAG, ga_opt_bool(&c->no_seed), NULL, 0, NULL},
     };
-    static const struct option opts[] = {
-        {"backend", required_argument, NULL, O_BACKEND},   {"device-memory", required_argument, NULL, O_MEM},
-        {"conf", required_argument, NULL, O_CONF},         {"format", required_argument, NULL, O_FORMAT},
-        {"json", no_argument, NULL, O_JSON},               {"snapshot", required_argument, NULL, O_SNAPSHOT},
-        {"plot", required_argument, NULL, O_PLOT},         {"help", no_argument, NULL, 'h'},
-        {"snapshot-range", required_argument, NULL, O_RANGE},
-        {"snapshot-max-entries", required_argument, NULL, O_MAXENT},
-        {"no-recorded", no_argument, NULL, O_NOREC},       {"verify", no_argument, NULL, O_VERIFY},
-        {"no-seed", no_argument, NULL, O_NOSEED},          {"env", no_argument, NULL, O_ENV},
-        {"no-sleep", no_argument, NULL, O_NOSLEEP},        {"reserve", required_argument, NULL, O_RESERVE},
-        {NULL, 0, NULL, 0}};
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
-        return usage_error("%s", "out of host memory");
-    optind = 0; /* reset getopt: the command may run more than once in a process (tests) */
-    opterr = 0;
-    int o;
-    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (o) {
-        case O_BACKEND: c->backend = optarg; break;
-        case O_MEM:
-            if (!ga_units_parse_size(optarg, strlen(optarg), &c->device_memory) || c->device_memory == 0)
-                return usage_error("bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", optarg);
-            break;
-        case O_RESERVE:
-            if (!ga_units_parse_size(optarg, strlen(optarg), &c->reserve))
-                return usage_error("bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", optarg);
-            break;
-        case O_CONF: c->confs[c->n_confs++] = optarg; break;
-        case O_FORMAT:
-            if (!ga_reader_format_parse(optarg, &c->format))
-                return ga_report_bad_format("replay", optarg);
-            break;
-        case O_JSON: c->json = true; break;
-        case O_SNAPSHOT:
-            if (c->snapshot != NULL) /* a second name would silently replace the first */
-                return usage_error("--snapshot %s: given twice; give it once: several configurations or devices "
-                                   "write one numbered file each (FILE.N.ext), named in the report", optarg);
-            c->snapshot = optarg;
-            break;
-        case O_PLOT: c->plot = optarg; break;
-        case O_RANGE:
-            if (parse_range(optarg, &c->snapshot_first, &c->snapshot_last) != 0)
-                return usage_error("bad --snapshot-range \"%s\" (FIRST:LAST event indices, FIRST <= LAST)", optarg);
-            c->snapshot_range = true;
-            break;
-        case O_MAXENT: {
-            char *end;
-            unsigned long long n = strtoull(optarg, &end, 10);
-            if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || n == 0 || n > SIZE_MAX)
-                return usage_error("bad --snapshot-max-entries \"%s\" (a positive number of entries)", optarg);
-            c->snapshot_max = (size_t)n;
-            break;
-        }
-        case O_NOREC: c->no_recorded = true; break;
-        case O_VERIFY: c->verify = true; break;
-        case O_NOSEED: c->no_seed = true; break;
-        case O_ENV: c->env = true; break;
-        case O_NOSLEEP: c->no_sleep = true; break;
-        case 'h': ga_replay_usage(stdout); return -1;
-        case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option %s", argv[optind - 1]);
-        }
-    }
-    if (optind >= argc)
-        return usage_error("%s", "no trace file given");
-    if (c->verify && (c->n_confs > 1 || c->snapshot != NULL || c->plot != NULL))
-        return usage_error("%s", "--verify takes at most one --conf, and no --snapshot or --plot");
-    if ((c->snapshot_range || c->snapshot_max) && c->snapshot == NULL)
-        return usage_error("%s", "--snapshot-range and --snapshot-max-entries need --snapshot FILE");
-    if (c->snapshot != NULL && !ga_outputs_have_snapshot())
-        return usage_error("--snapshot %s: not available yet (the snapshot writer is not in this build)", c->snapshot);
-    if (c->plot != NULL && !ga_outputs_have_plot())
-        return usage_error("--plot %s: not available yet (the plot writer is not in this build)", c->plot);
-    /* Before the replay, not after minutes of it. */
-    char err[512];
-    if (c->plot != NULL && ga_outputs_plot_check(c->plot, err, sizeof(err)) != 0)
-        return usage_error("--plot %s", err);
-    if (c->snapshot != NULL && ga_outputs_check_writable(c->snapshot, err, sizeof(err)) != 0)
-        return usage_error("--snapshot %s", err);
-    return 0;
+        return ga_report_usage_error(CMD, "%s", "out of host memory");
+    int rc = ga_opts_parse(CMD, opts, sizeof(opts) / sizeof(opts[0]), ga_replay_usage, argc, argv);
+    return rc != 0 ? rc : check_args(c);
 }
 
 /* Write the plot of one replayed trace: every column with its OOMs. */
