@@ -283,7 +283,6 @@ typedef struct ga_alloc_params {
     ga_stream_set_t *set;       /* pool's free set for stream (ga_pool_blockpool_prepare) */
     ga_block_t *block;          /* result */
     uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
-    galloc_status_t status;     /* why alloc_block failed: OOM or other */
 } ga_alloc_params_t;
 
 /* round.c */
