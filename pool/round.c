@@ -8,19 +8,14 @@
  */
 #include "pool/pool_int.h"
 
-static unsigned log2_floor(uint64_t x)
-{
-    return 63u - (unsigned)__builtin_clzll(x);
-}
-
 /* The candidates between 2^k and 2^(k+1) are 2^k + j * 2^k / divisions; the
  * result is the smallest candidate >= size. Exact powers of two stay. */
 size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions)
 {
     if ((size & (size - 1)) == 0)
         return size;
-    uint64_t floor2 = (uint64_t)1 << log2_floor(size);
-    uint64_t step = floor2 >> log2_floor(divisions);
+    uint64_t floor2 = (uint64_t)1 << ga_conf_floor_log2(size);
+    uint64_t step = floor2 >> ga_conf_floor_log2(divisions);
     if (step == 0)
         return (size_t)(floor2 << 1);
     uint64_t down = (uint64_t)size & ~(step - 1);
