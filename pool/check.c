@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "pool/blockpool.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"
 

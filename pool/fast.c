@@ -13,6 +13,7 @@
  * the same steps (hot.h); only the counters go to the stripe's escrow.
  */
 #include "pool/hot.h"
+#include "pool/round.h"
 #include "pool/stripe.h"
 
 /* The thread's last stripe per pool (stripe.h, ga_pool_hint_set). Static:

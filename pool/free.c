@@ -7,27 +7,31 @@
  * Stats: a free only takes away from allocation, active and the byte counts
  * (no peak can move); inactive_split's change is signed (hot.h).
  */
+#include "pool/free.h"
 #include "pool/hot.h"
+#include "pool/private.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
-void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
-{
-    seg->head = b;
-    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
-    seg->stack_id = 0;
-    ga_pool_link_segment(p, seg);
-    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
-                      .mapped = mapped};
-}
-
-void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg)
+static void link_segment(ga_pool_t *p, ga_segment_t *seg)
 {
     seg->prev = NULL;
     seg->next = p->segments;
     if (p->segments != NULL)
         p->segments->prev = seg;
     p->segments = seg;
+}
+
+void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
+{
+    seg->head = b;
+    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
+    seg->stack_id = 0;
+    link_segment(p, seg);
+    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
+                      .mapped = mapped};
 }
 
 void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)

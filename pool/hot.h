@@ -9,6 +9,7 @@
 #define GA_POOL_HOT_H
 
 #include "pool/blockpool.h"
+#include "pool/records.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,8 +10,16 @@
  * Invariant kept for galloc's "a failed call changes nothing" rule: every
  * record and map slot the call may need is reserved before any state changes.
  */
+#include "pool/expandable.h"
+#include "pool/free.h"
 #include "pool/hot.h"
+#include "pool/oom.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/round.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 /* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
@@ -42,7 +50,7 @@ GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
 
 /* PyTorch's alloc_block: a new segment from the device. Returns GALLOC_OK,
  * GALLOC_E_OOM (the caller may free cache and retry) or a hard failure. */
-galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry)
+static galloc_status_t alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry)
 {
     size_t size = ap->alloc_size;
     if (is_retry)
@@ -177,9 +185,9 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
-        galloc_status_t st = ga_pool_alloc_block(p, &ap, false);
+        galloc_status_t st = alloc_block(p, &ap, false);
         if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
-            st = ga_pool_alloc_block(p, &ap, false);
+            st = alloc_block(p, &ap, false);
         /* No full flush while routing to a private pool (a capture in PyTorch). */
         if (st == GALLOC_E_OOM && p->n_routes == 0) {
             bool were_pending = p->pending_blocks > 0;
@@ -199,7 +207,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
                 p->stats.num_alloc_retries++;
                 st = GALLOC_OK;
             } else {
-                st = ga_pool_alloc_block(p, &ap, true);
+                st = alloc_block(p, &ap, true);
             }
         }
         if (st == GALLOC_E_OOM)

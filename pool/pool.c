@@ -5,8 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/blockpool.h"
+#include "pool/expandable.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/round.h"
 #include "pool/sleep_int.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,

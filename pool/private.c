@@ -7,7 +7,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "pool/sleep_int.h"
+#include "pool/blockpool.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/tags.h"
 
 static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
 {

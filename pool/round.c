@@ -6,11 +6,11 @@
  * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (get_round_size and
  * get_allocation_size in c10/core/CachingDeviceAllocator.h on newest main).
  */
-#include "pool/pool_int.h"
+#include "pool/round.h"
 
 /* The candidates between 2^k and 2^(k+1) are 2^k + j * 2^k / divisions; the
  * result is the smallest candidate >= size. Exact powers of two stay. */
-size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions)
+static size_t roundup_power2_next_division(size_t size, uint32_t divisions)
 {
     if ((size & (size - 1)) == 0)
         return size;
@@ -30,7 +30,7 @@ size_t ga_round_size(const ga_conf_t *c, size_t size)
     /* PyTorch applies power-of-two divisions only above 512 * divisions bytes,
      * so 1200 B under divisions 4 rounds to 1536, not 1280. */
     if (d > 1 && size > GA_MIN_BLOCK_SIZE * d)
-        return ga_roundup_power2_next_division(size, d);
+        return roundup_power2_next_division(size, d);
     return GA_MIN_BLOCK_SIZE * ((size + GA_MIN_BLOCK_SIZE - 1) / GA_MIN_BLOCK_SIZE);
 }
 

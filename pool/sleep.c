@@ -25,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/release.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 static size_t words(const ga_segment_t *s)

@@ -7,7 +7,7 @@
  * Expandable segments are reported as PyTorch reports them: one segment per
  * contiguous mapped range (unmapped address space is not memory).
  */
-#include "pool/pool_int.h"
+#include "pool/types.h"
 #include "trace/snapshot.h"
 #include "trace/summary.h"
 

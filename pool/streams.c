@@ -19,8 +19,10 @@
  */
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/free.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 
 #define EVENT_CHUNK 64
 

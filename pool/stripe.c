@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "pool/records.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
 
@@ -22,7 +23,7 @@ static const size_t row_offset[GA_ESC_ROWS] = {
     [GA_ESC_INACTIVE_SPLIT_BYTES] = offsetof(galloc_stats_t, inactive_split_bytes),
 };
 
-/* The slot each row's stripe-path changes go to (pool_int.h). */
+/* The slot each row's stripe-path changes go to (types.h). */
 static const int slot_of[GA_ESC_ROWS] = {
     [GA_ESC_ALLOCATION] = GA_SLOT_COUNT,
     [GA_ESC_ALLOCATED_BYTES] = GA_SLOT_BYTES,

@@ -31,7 +31,7 @@
 #ifndef GA_POOL_STRIPE_H
 #define GA_POOL_STRIPE_H
 
-#include "pool/pool_int.h"
+#include "pool/types.h"
 
 #ifdef __cplusplus
 extern "C" {

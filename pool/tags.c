@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/sleep_int.h"
+#include "pool/free.h"
+#include "pool/streams.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 static bool name_char(char c)

@@ -8,8 +8,9 @@
 #include "backend/backend.h"
 #include "backend/sim.h"
 #include "conf/conf.h"
-#include "pool/pool_int.h"
-#include "pool/stripe.h"
+#include "pool/avl.h"
+#include "pool/blockpool.h"
+#include "pool/round.h"
 
 struct pool_shim {
     ga_backend_t backend;

@@ -1,5 +1,5 @@
 /* pool_shim.h: C entry points into the pool's internals for the C++ tests
- * (pool_int.h is C; the tests only see these plain functions). */
+ * (the pool's private headers are C; the tests only see these plain functions). */
 #ifndef POOL_SHIM_H
 #define POOL_SHIM_H
 

@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/sleep_int.h"
+#include "pool/tags.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
 
