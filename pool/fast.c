@@ -13,6 +13,7 @@
  * the same steps (hot.h); only the counters go to the stripe's escrow.
  */
 #include "pool/hot.h"
+#include "pool/ops.h"
 #include "pool/round.h"
 #include "pool/stripe.h"
 
@@ -118,8 +119,9 @@ static __attribute__((noinline, cold)) bool borrow(ga_pool_t *p, unsigned i, gal
     return true;
 }
 
-bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
+bool ga_pool_malloc_fast(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    ga_pool_t *p = impl;
     /* Zero and sizes past PyTorch's 1 EB limit are the locked path's to
      * answer (rounding them would wrap). */
     if (!fast_on(p) || size == 0 || (uint64_t)size >= GA_ONE_EXABYTE)
@@ -225,8 +227,9 @@ out:
     return r;
 }
 
-bool ga_pool_free_fast(ga_pool_t *p, void *ptr)
+bool ga_pool_free_fast(void *impl, void *ptr)
 {
+    ga_pool_t *p = impl;
     if (!fast_on(p) || ptr == NULL)
         return false;
     uintptr_t addr = (uintptr_t)ptr;

@@ -9,6 +9,7 @@
  */
 #include "pool/free.h"
 #include "pool/hot.h"
+#include "pool/ops.h"
 #include "pool/private.h"
 #include "pool/streams.h"
 #include "pool/stripe.h"
@@ -112,8 +113,9 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
         free_block(p, b);
 }
 
-galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
+galloc_status_t ga_pool_free(void *impl, void *ptr)
 {
+    ga_pool_t *p = impl;
     if (ptr == NULL)
         return GALLOC_OK;
     unsigned stripe;

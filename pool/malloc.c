@@ -14,6 +14,7 @@
 #include "pool/free.h"
 #include "pool/hot.h"
 #include "pool/oom.h"
+#include "pool/ops.h"
 #include "pool/private.h"
 #include "pool/release.h"
 #include "pool/round.h"
@@ -149,8 +150,9 @@ static galloc_status_t reserve(ga_pool_t *p, galloc_stream_t stream)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
+galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    ga_pool_t *p = impl;
     *out = NULL;
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer and counts nothing */

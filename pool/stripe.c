@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "pool/ops.h"
 #include "pool/records.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
@@ -153,8 +154,9 @@ static void lock_stripes(ga_pool_t *p)
             ga_lock(&p->stripes[i].lock);
 }
 
-void ga_pool_quiesce(ga_pool_t *p)
+void ga_pool_quiesce(void *impl)
 {
+    ga_pool_t *p = impl;
     if (!atomic_load_explicit(&p->fast, memory_order_relaxed))
         return; /* no stripe call changes anything: the stripes are empty */
     lock_stripes(p);
@@ -236,8 +238,9 @@ static void grant(ga_pool_t *p)
         grant_row(p, mask, r);
 }
 
-void ga_pool_resume(ga_pool_t *p)
+void ga_pool_resume(void *impl)
 {
+    ga_pool_t *p = impl;
     /* Only resume changes `fast`: while it is on, quiesce took the stripes. */
     bool want = fast_possible(p);
     if (!atomic_load_explicit(&p->fast, memory_order_relaxed)) {

@@ -62,10 +62,10 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/avl.h"
-#include "pool/pool.h"
 #include "pool/sizeidx.h"
 #include "trace/trace.h"
 #include "util/addrmap.h"
+#include "util/err.h"
 #include "util/lock.h"
 #include "util/size.h"
 
@@ -86,6 +86,7 @@ extern "C" {
 #define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
 #define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
 
+typedef struct ga_pool ga_pool_t;
 typedef struct ga_block ga_block_t;
 typedef struct ga_segment ga_segment_t;
 

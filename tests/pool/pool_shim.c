@@ -10,6 +10,7 @@
 #include "conf/conf.h"
 #include "pool/avl.h"
 #include "pool/blockpool.h"
+#include "pool/ops.h"
 #include "pool/round.h"
 
 struct pool_shim {
@@ -35,12 +36,14 @@ pool_shim_t *pool_shim_new(const char *conf, uint64_t capacity, char *err, size_
         free(s);
         return NULL;
     }
-    if (ga_pool_create(&c, &s->backend, 0, &s->err, &s->pool) != GALLOC_OK) {
+    void *pool = NULL;
+    if (ga_pool_create(&c, &s->backend, 0, &s->err, &pool) != GALLOC_OK) {
         snprintf(err, errlen, "%s", s->err.msg);
         ga_backend_close(&s->backend);
         free(s);
         return NULL;
     }
+    s->pool = pool;
     return s;
 }
 
