@@ -2,8 +2,9 @@
  * blockpool.h: the block pools' free sets (blockpool.c): each block pool
  * keeps one stream set per stream, in an array sorted by stream. The hot
  * operations (prepare a stream's set, PyTorch's best fit, insert, remove)
- * are inline below, for malloc's and free's cache hits on both paths; walks,
- * the cross-stream lower_bound and the check are out of line.
+ * are inline below, for malloc's and free's cache hits on both paths, with
+ * best fit's rule for expandable segments; walks, the cross-stream
+ * lower_bound and the check are out of line.
  *
  * Locking: a stream set is its stream's: the stripe's lock or the locked
  * path covers it; the set array changes on the locked path only (stripe.h).
@@ -145,6 +146,26 @@ GA_HOT void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
         ga_sizeidx_clear(x, bin);
     b->seg->set->n_free--;
     (void)bp;
+}
+
+/* For best fit an expandable block counts as the size it can grow to: itself
+ * plus the unmapped range after it. */
+static inline size_t ga_pool_expandable_size(const ga_block_t *b)
+{
+    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
+}
+
+/* PyTorch's get_free_block after its lower_bound, for expandable segments: a
+ * later block of the stream that can grow less may be the better choice.
+ * Walks the stream's own set only. */
+static inline ga_block_t *ga_pool_expandable_best(ga_block_t *b)
+{
+    ga_block_t *next = ga_pool_blockpool_next_in_set(b);
+    while (b->seg->expandable && next != NULL && ga_pool_expandable_size(next) < ga_pool_expandable_size(b)) {
+        b = next;
+        next = ga_pool_blockpool_next_in_set(b);
+    }
+    return b;
 }
 
 #ifdef __cplusplus

@@ -5,10 +5,10 @@
  * reserved memory only falls through empty_cache, the OOM path or GC.
  *
  * Stats: a free only takes away from allocation, active and the byte counts
- * (no peak can move); inactive_split's change is signed (hot.h).
+ * (no peak can move); inactive_split's change is signed (split.h).
  */
 #include "pool/free.h"
-#include "pool/hot.h"
+#include "pool/split.h"
 #include "pool/ops.h"
 #include "pool/private.h"
 #include "pool/streams.h"
@@ -51,7 +51,7 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 }
 
 /* PyTorch's free_block: merge with free neighbours, back into the free set;
- * inactive_split's change is worked out before the merges (hot.h). */
+ * inactive_split's change is worked out before the merges (split.h). */
 GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
 {
     int64_t pid[2];

@@ -3,7 +3,7 @@
  * free_block and try_merge_blocks, a new segment's first block, and the list
  * of live segments.
  *
- * Locking: the locked path (the stripe path's free is in fast.c).
+ * Locking: the locked path (the stripe path's free is in stripe_path.c).
  */
 #ifndef GA_POOL_FREE_H
 #define GA_POOL_FREE_H

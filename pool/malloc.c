@@ -12,7 +12,7 @@
  */
 #include "pool/expandable.h"
 #include "pool/free.h"
-#include "pool/hot.h"
+#include "pool/split.h"
 #include "pool/oom.h"
 #include "pool/ops.h"
 #include "pool/private.h"
@@ -103,7 +103,7 @@ static galloc_status_t alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_
 }
 
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count (inactive_split's change from hot.h, the rest through
+ * allocated, count (inactive_split's change from split.h, the rest through
  * the stripe's share, ga_pool_change_rows). */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {

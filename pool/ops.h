@@ -7,7 +7,7 @@
  * the pool sees them.
  *
  * Locking: the front end (api/) holds the allocator's lock around every call
- * except the stripe path (ga_pool_malloc_fast, ga_pool_free_fast), and
+ * except the stripe path (ga_pool_stripe_malloc, ga_pool_stripe_free), and
  * brackets each locked call with ga_pool_quiesce and ga_pool_resume, which
  * keep the stripe path out while it runs. A caller that never uses the
  * stripe path (tests/pool/) calls the rest single-threaded per pool and
@@ -88,8 +88,8 @@ galloc_status_t ga_pool_tag_asleep(void *impl, const char *tag, int *asleep);
  * nothing, when the call needs the locked path (ga_pool_malloc /
  * ga_pool_free): a miss, a block with stream uses, recording on, and so on.
  */
-bool ga_pool_malloc_fast(void *impl, size_t size, galloc_stream_t stream, void **out);
-bool ga_pool_free_fast(void *impl, void *ptr);
+bool ga_pool_stripe_malloc(void *impl, size_t size, galloc_stream_t stream, void **out);
+bool ga_pool_stripe_free(void *impl, void *ptr);
 /* With the allocator's lock held, before and after every other call: quiesce
  * takes every stripe's lock (when the stripe path may run) and folds the
  * stripes' counters into the stats; resume hands out headroom below the

@@ -9,8 +9,8 @@
  *
  * Locking: allocator_ops.h's contract. Every member runs under the
  * allocator's lock, bracketed by quiesce and resume, except malloc_fast and
- * free_fast, the pool's stripe path, which take the lock of the stream's
- * stripe only (stripe.h).
+ * free_fast, which are the pool's stripe path: they take the lock of the
+ * stream's stripe only (ga_pool_stripe_malloc, ga_pool_stripe_free).
  */
 #ifndef GA_POOL_H
 #define GA_POOL_H

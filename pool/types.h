@@ -22,7 +22,7 @@
  *   locked path a call under the allocator's lock and, while the stripe path
  *               may run, every stripe's: everything the pool does.
  *   stripe path a cache-hit malloc and a plain free under the lock of the
- *               stream's stripe only (fast.c), falling back to the locked path.
+ *               stream's stripe only (stripe_path.c), falling back to the locked path.
  *   escrow      a stripe's share of the headroom below each statistic's peak,
  *               granted by the locked path and spent by the stripe path, so
  *               that the statistics stay exact; ga_escrow_t (stripe.h).
@@ -44,7 +44,7 @@
  *
  * Locking: the locked path (api/ holds the allocator's lock, and every
  * stripe's while stripe calls may run: ga_pool_quiesce) covers everything
- * here; a stripe call (fast.c) touches only its stripe and the blocks, sets
+ * here; a stripe call (stripe_path.c) touches only its stripe and the blocks, sets
  * and segments of the stripe's streams, under the stripe's lock (stripe.h).
  * Memory: block and segment records are recycled through free lists; the
  * hot path (cache hit, free) allocates nothing once the pool has warmed up.
@@ -221,7 +221,7 @@ typedef struct ga_records {
     size_t segments_total;       /* segment records ever allocated */
 } ga_records_t;
 
-/* Per-stream locking (issue 19; stripe.h, stripe.c, fast.c). A stream's
+/* Per-stream locking (issue 19; stripe.h, stripe.c, stripe_path.c). A stream's
  * cache hits take only the lock of its stripe, picked by a hash of the
  * stream; everything else takes the allocator's lock and every stripe's.
  * GA_STRIPES is a power of two. */
@@ -244,21 +244,24 @@ enum {
  * events), so each pair shares one slot, granted the headroom of both. */
 enum { GA_SLOT_COUNT, GA_SLOT_BYTES, GA_SLOT_REQUESTED, GA_SLOT_SPLIT, GA_SLOT_SPLIT_BYTES, GA_SLOTS };
 
-/* A stripe's share of the stats (stripe.h), per pool index and slot: the
- * headroom `h` left of the `g` bytes (or blocks) below the peak granted to
- * the stripe, and the increases `alloc` (pool entries only: "all"'s are
- * folded at copy time). Every increase takes from h, every decrease gives
- * back, so the stripe's change to each of the slot's stats is g - h and its
- * decreases alloc - (g - h): one or two words a slot on the path. Slots of
- * one pool index are contiguous, so a call addresses them from two bases. */
+/* A stripe's share of the stats (stripe.h), per pool index and slot. The
+ * locked path grants the stripe `granted` bytes (or blocks) of the headroom
+ * below the peak; `headroom` is what is left of it. Every increase takes
+ * from headroom, every decrease gives back, so the stripe's change to each
+ * of the slot's stats is granted - headroom, its increases `increases`, and
+ * its decreases increases - (granted - headroom): one or two words a slot on
+ * the stripe path. Slots of one pool index are contiguous, so a call
+ * addresses them from two bases. */
 typedef struct ga_escrow {
-    int64_t h[GALLOC_STAT_POOLS][GA_SLOTS];
-    int64_t alloc[GALLOC_STAT_POOLS][GA_SLOTS];
-    int64_t g[GALLOC_STAT_POOLS][GA_SLOTS];
+    int64_t headroom[GALLOC_STAT_POOLS][GA_SLOTS];  /* left of the grant; below 0 only inside a call that lacks it */
+    int64_t increases[GALLOC_STAT_POOLS][GA_SLOTS]; /* since the last fold (pool entries only: "all"'s are
+                                                       folded at copy time) */
+    int64_t granted[GALLOC_STAT_POOLS][GA_SLOTS];   /* the grant (borrowing moves some between stripes); -1
+                                                       while a grant is being worked out */
     /* The stripe's share of current as of the last fold: what its streams'
      * blocks hold (locked-path changes are charged to it too), so the grant
      * can give each stripe the same ceiling. */
-    int64_t c[GALLOC_STAT_POOLS][GA_ESC_ROWS];
+    int64_t held[GALLOC_STAT_POOLS][GA_ESC_ROWS];
 } ga_escrow_t;
 
 typedef struct ga_stripe {
@@ -268,7 +271,7 @@ typedef struct ga_stripe {
     ga_stream_set_t *last[2];        /* the set used last, [is_small] */
     ga_records_t records;            /* the records of its streams' blocks and segments (below) */
     ga_addrmap_t ptrs;               /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
-    ga_escrow_t esc;
+    ga_escrow_t esc;                 /* its share of the stats (above) */
 } __attribute__((aligned(64))) ga_stripe_t;
 
 /* The stripe of a stream: a multiplicative hash, so that streams numbered
@@ -308,9 +311,9 @@ struct ga_pool {
     ga_addrmap_t host_spare;        /* pinned host blocks kept after a wake for the next sleep, by size (tags.c) */
     size_t host_spare_bytes;        /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
     ga_blockpool_t asleep_bp;       /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
-    /* Stripes (stripe.h). `fast` says whether stripe calls may run; it
-     * changes only under the allocator's lock and every stripe's. */
-    atomic_bool fast;
+    /* Stripes (stripe.h). `stripe_path_open` says whether stripe calls may
+     * run; it changes only under the allocator's lock and every stripe's. */
+    atomic_bool stripe_path_open;
     uint32_t touched_mask;          /* stripes used since the last grant */
     uint32_t touched_before;        /* and in the span before it */
     uint32_t grant_mask;            /* stripes given headroom at the last grant */

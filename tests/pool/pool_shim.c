@@ -221,17 +221,17 @@ int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *ca
     return failures;
 }
 
-int pool_shim_malloc_fast(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
+int pool_shim_stripe_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
 {
     void *p = NULL;
-    bool done = ga_pool_malloc_fast(s->pool, size, stream, &p);
+    bool done = ga_pool_stripe_malloc(s->pool, size, stream, &p);
     *addr = (uintptr_t)p;
     return done;
 }
 
-int pool_shim_free_fast(pool_shim_t *s, uintptr_t addr)
+int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr)
 {
-    return ga_pool_free_fast(s->pool, (void *)addr);
+    return ga_pool_stripe_free(s->pool, (void *)addr);
 }
 
 void pool_shim_quiesce(pool_shim_t *s)
