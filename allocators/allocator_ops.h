@@ -79,7 +79,9 @@ typedef struct ga_allocator_ops {
     /* Optional (NULL: every call takes the allocator's lock): a malloc or free
      * without the allocator's lock, true when done, false when the call must
      * go to malloc/free under the lock (nothing changed); and the brackets of
-     * every locked call (pool/pool.h, ga_pool_quiesce). */
+     * every locked call. The caching pool's are its stripe path
+     * (pool/stripe.h: ga_pool_stripe_malloc, ga_pool_stripe_free) and
+     * ga_pool_quiesce / ga_pool_resume (pool/ops.h). */
     bool (*malloc_fast)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
     bool (*free_fast)(void *impl, void *ptr);
     void (*quiesce)(void *impl);

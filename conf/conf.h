@@ -188,6 +188,14 @@ galloc_status_t ga_conf_load(ga_conf_t *c, const char *create_str, const char *g
  * clamped to [0, 15]). */
 uint32_t ga_conf_roundup_divisions(const ga_conf_t *c, size_t size);
 
+/* floor(log2(v)) for v > 0 (0 for 0), in one instruction: the intervals of
+ * roundup_power2_divisions (ga_conf_roundup_divisions, on every malloc that
+ * rounds by them) and the pool's power-of-two rounding (pool/round.c). */
+static inline unsigned ga_conf_floor_log2(uint64_t v)
+{
+    return v == 0 ? 0u : 63u - (unsigned)__builtin_clzll(v);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -72,13 +72,6 @@ galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, cons
 bool ga_conf_options_keep(ga_conf_t *c, const char *src, size_t off, size_t end, const ga_tok_t *key,
                           const char *source);
 
-/* floor(log2(v)) for v > 0 (0 for 0). One instruction: the pool asks on
- * every malloc (ga_conf_roundup_divisions). */
-static inline unsigned ga_conf_floor_log2(uint64_t v)
-{
-    return v == 0 ? 0u : 63u - (unsigned)__builtin_clzll(v);
-}
-
 /* C isspace without the locale: the whitespace the grammar drops. */
 bool ga_conf_is_space(char ch);
 void ga_conf_lex_init(ga_lex_t *lx, const char *s);

@@ -159,15 +159,6 @@ ga_avl_node_t *ga_pool_avl_first(const ga_avl_t *t)
     return n;
 }
 
-ga_avl_node_t *ga_pool_avl_last(const ga_avl_t *t)
-{
-    ga_avl_node_t *n = t->root;
-    if (n != NULL)
-        while (n->right != NULL)
-            n = n->right;
-    return n;
-}
-
 ga_avl_node_t *ga_pool_avl_next(const ga_avl_node_t *n)
 {
     if (n->right != NULL) {

@@ -47,7 +47,6 @@ void ga_pool_avl_remove(ga_avl_t *t, ga_avl_node_t *n);
 /* The first node not ordered before key (std::set::lower_bound), or NULL. */
 ga_avl_node_t *ga_pool_avl_lower_bound(const ga_avl_t *t, const ga_avl_node_t *key);
 ga_avl_node_t *ga_pool_avl_first(const ga_avl_t *t);
-ga_avl_node_t *ga_pool_avl_last(const ga_avl_t *t);
 ga_avl_node_t *ga_pool_avl_next(const ga_avl_node_t *n);
 ga_avl_node_t *ga_pool_avl_prev(const ga_avl_node_t *n);
 /* The tree is well formed: parent links, exact heights, balance within one,

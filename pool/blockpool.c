@@ -25,7 +25,8 @@
  * the stream it was allocated on): insert never allocates and cannot fail.
  * Sets stay until the block pool goes; there is one per stream ever used.
  *
- * Locking: the allocator's lock (pool_int.h).
+ * Locking: a stream set is its stream's stripe's to change, the set array
+ * the locked path's (blockpool.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

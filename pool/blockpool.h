@@ -1,17 +1,64 @@
 /*
- * blockpool.h: the free sets' hot operations, inline for malloc's and free's
- * cache hits (both paths): prepare a stream's set, PyTorch's best fit, and
- * insert and remove. The rest of the free sets is in blockpool.c
- * (declared in pool_int.h).
+ * blockpool.h: the block pools' free sets (blockpool.c): each block pool
+ * keeps one stream set per stream, in an array sorted by stream. The hot
+ * operations (prepare a stream's set, PyTorch's best fit, insert, remove)
+ * are inline below, for malloc's and free's cache hits on both paths, with
+ * best fit's rule for expandable segments; walks, the cross-stream
+ * lower_bound and the check are out of line.
+ *
+ * Locking: a stream set is its stream's: the stripe's lock or the locked
+ * path covers it; the set array changes on the locked path only (stripe.h).
  */
 #ifndef GA_POOL_BLOCKPOOL_H
 #define GA_POOL_BLOCKPOOL_H
 
-#include "pool/pool_int.h"
+#include "pool/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
+/* Frees the per-stream sets (the blocks are the records' to free). */
+void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
+/* The set of `stream`, or NULL; changes nothing (a stripe call's lookup). */
+ga_stream_set_t *ga_pool_blockpool_lookup(const ga_blockpool_t *bp, galloc_stream_t stream);
+/* Free mapped blocks in all its sets. */
+size_t ga_pool_blockpool_count(const ga_blockpool_t *bp);
+/* ga_pool_blockpool_prepare when `stream` is not the set used last. */
+ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream);
+/* The set of a stream that must have one (a segment's, at its creation). */
+ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t stream);
+/* Every bin tree well formed and in its bin, the bitmaps mirroring the bins,
+ * the sets sorted by stream, the counts agreeing: for the invariant check. */
+bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp);
+/* a orders before b in PyTorch's (stream, size, address) order. */
+bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
+void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+void ga_pool_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
+/* First unmapped block of `stream` (lowest address), and its successor. */
+ga_block_t *ga_pool_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
+ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
+/* First free block not ordered before (stream, size, address 0), or NULL:
+ * the next stream's smallest when `stream` has none that large, as in
+ * PyTorch's single set (release_available_cached_blocks walks back from it). */
+ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
+ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
+ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
+/* The next free block of b's own set in (size, address) order, or NULL:
+ * reads nothing of another stream's (the stripe path may call it). */
+ga_block_t *ga_pool_blockpool_next_in_set(const ga_block_t *b);
+/* Neighbours in (stream, size, address) order across the streams' sets. */
+ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
+ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
+
+#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
+
+/* (size, address) order inside one stream's set, compared inline. */
+static inline bool ga_block_size_addr_before(const ga_block_t *a, const ga_block_t *b)
+{
+    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
 
 /* Make sure `stream` has a free set in bp before any block of that stream can
  * be inserted (malloc calls it first: insert cannot fail); returns it, or
@@ -99,6 +146,26 @@ GA_HOT void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
         ga_sizeidx_clear(x, bin);
     b->seg->set->n_free--;
     (void)bp;
+}
+
+/* For best fit an expandable block counts as the size it can grow to: itself
+ * plus the unmapped range after it. */
+static inline size_t ga_pool_expandable_size(const ga_block_t *b)
+{
+    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
+}
+
+/* PyTorch's get_free_block after its lower_bound, for expandable segments: a
+ * later block of the stream that can grow less may be the better choice.
+ * Walks the stream's own set only. */
+static inline ga_block_t *ga_pool_expandable_best(ga_block_t *b)
+{
+    ga_block_t *next = ga_pool_blockpool_next_in_set(b);
+    while (b->seg->expandable && next != NULL && ga_pool_expandable_size(next) < ga_pool_expandable_size(b)) {
+        b = next;
+        next = ga_pool_blockpool_next_in_set(b);
+    }
+    return b;
 }
 
 #ifdef __cplusplus

@@ -14,6 +14,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "pool/blockpool.h"
+#include "pool/ops.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"
 
@@ -208,8 +210,9 @@ static galloc_status_t count_unmapped(ga_pool_t *p, ga_blockpool_t *bp, size_t *
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_check(ga_pool_t *p)
+galloc_status_t ga_pool_check(void *impl)
 {
+    ga_pool_t *p = impl;
     counts_t c = {0};
     galloc_status_t st;
     for (const ga_segment_t *s = p->segments; s != NULL; s = s->next)
@@ -296,8 +299,9 @@ static void frag_add(galloc_pool_fragmentation_t *f, int64_t active, int64_t fre
         f->largest_free_block = largest;
 }
 
-void ga_pool_fragmentation(const ga_pool_t *p, galloc_fragmentation_t *out)
+void ga_pool_fragmentation(void *impl, galloc_fragmentation_t *out)
 {
+    const ga_pool_t *p = impl;
     galloc_pool_fragmentation_t f[GALLOC_STAT_POOLS];
     memset(f, 0, sizeof(f));
     for (const ga_segment_t *s = p->segments; s != NULL; s = s->next) {

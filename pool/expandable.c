@@ -18,6 +18,10 @@
  * expandable segments.
  */
 #include "pool/blockpool.h"
+#include "pool/expandable.h"
+#include "pool/free.h"
+#include "pool/records.h"
+#include "pool/release.h"
 #include "pool/sleep_int.h"
 #include "stats/stats.h"
 

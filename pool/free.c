@@ -5,29 +5,34 @@
  * reserved memory only falls through empty_cache, the OOM path or GC.
  *
  * Stats: a free only takes away from allocation, active and the byte counts
- * (no peak can move); inactive_split's change is signed (hot.h).
+ * (no peak can move); inactive_split's change is signed (split.h).
  */
-#include "pool/hot.h"
+#include "pool/free.h"
+#include "pool/split.h"
+#include "pool/ops.h"
+#include "pool/private.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
-void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
-{
-    seg->head = b;
-    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
-    seg->stack_id = 0;
-    ga_pool_link_segment(p, seg);
-    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
-                      .mapped = mapped};
-}
-
-void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg)
+static void link_segment(ga_pool_t *p, ga_segment_t *seg)
 {
     seg->prev = NULL;
     seg->next = p->segments;
     if (p->segments != NULL)
         p->segments->prev = seg;
     p->segments = seg;
+}
+
+void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped)
+{
+    seg->head = b;
+    seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
+    seg->stack_id = 0;
+    link_segment(p, seg);
+    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
+                      .mapped = mapped};
 }
 
 void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
@@ -46,7 +51,7 @@ size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src)
 }
 
 /* PyTorch's free_block: merge with free neighbours, back into the free set;
- * inactive_split's change is worked out before the merges (hot.h). */
+ * inactive_split's change is worked out before the merges (split.h). */
 GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
 {
     int64_t pid[2];
@@ -108,8 +113,9 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
         free_block(p, b);
 }
 
-galloc_status_t ga_pool_free(ga_pool_t *p, void *ptr)
+galloc_status_t ga_pool_free(void *impl, void *ptr)
 {
+    ga_pool_t *p = impl;
     if (ptr == NULL)
         return GALLOC_OK;
     unsigned stripe;

@@ -10,8 +10,17 @@
  * Invariant kept for galloc's "a failed call changes nothing" rule: every
  * record and map slot the call may need is reserved before any state changes.
  */
-#include "pool/hot.h"
+#include "pool/expandable.h"
+#include "pool/free.h"
+#include "pool/split.h"
+#include "pool/oom.h"
+#include "pool/ops.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/round.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 /* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
@@ -42,7 +51,7 @@ GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
 
 /* PyTorch's alloc_block: a new segment from the device. Returns GALLOC_OK,
  * GALLOC_E_OOM (the caller may free cache and retry) or a hard failure. */
-galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry)
+static galloc_status_t alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry)
 {
     size_t size = ap->alloc_size;
     if (is_retry)
@@ -94,7 +103,7 @@ galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is
 }
 
 /* PyTorch's alloc_found_block: split off the front if worthwhile, mark
- * allocated, count (inactive_split's change from hot.h, the rest through
+ * allocated, count (inactive_split's change from split.h, the rest through
  * the stripe's share, ga_pool_change_rows). */
 static void alloc_found_block(ga_pool_t *p, ga_alloc_params_t *ap)
 {
@@ -141,8 +150,9 @@ static galloc_status_t reserve(ga_pool_t *p, galloc_stream_t stream)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
+galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    ga_pool_t *p = impl;
     *out = NULL;
     if (size == 0)
         return GALLOC_OK; /* PyTorch returns a null pointer and counts nothing */
@@ -177,9 +187,9 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
         ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
-        galloc_status_t st = ga_pool_alloc_block(p, &ap, false);
+        galloc_status_t st = alloc_block(p, &ap, false);
         if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
-            st = ga_pool_alloc_block(p, &ap, false);
+            st = alloc_block(p, &ap, false);
         /* No full flush while routing to a private pool (a capture in PyTorch). */
         if (st == GALLOC_E_OOM && p->n_routes == 0) {
             bool were_pending = p->pending_blocks > 0;
@@ -199,7 +209,7 @@ galloc_status_t ga_pool_malloc(ga_pool_t *p, size_t size, galloc_stream_t stream
                 p->stats.num_alloc_retries++;
                 st = GALLOC_OK;
             } else {
-                st = ga_pool_alloc_block(p, &ap, true);
+                st = alloc_block(p, &ap, true);
             }
         }
         if (st == GALLOC_E_OOM)

@@ -10,7 +10,9 @@
  */
 #include <stdio.h>
 
-#include "pool/pool_int.h"
+#include "pool/oom.h"
+#include "pool/private.h"
+#include "pool/tags.h"
 
 /* The documentation link current PyTorch releases print (2.7 and later). */
 #define OOM_DOC_URL "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"

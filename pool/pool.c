@@ -5,14 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/blockpool.h"
+#include "pool/expandable.h"
+#include "pool/ops.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/round.h"
 #include "pool/sleep_int.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
-                               ga_pool_t **out)
+                               void **impl)
 {
-    *out = NULL;
+    *impl = NULL;
     size_t device_free = 0, device_total = 0;
     galloc_status_t st = ga_backend_mem_info(backend, &device_free, &device_total);
     if (st != GALLOC_OK)
@@ -49,12 +57,13 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
      * follows PyTorch 2.x, where any fraction sets set_fraction (README). */
     if (conf->per_process_memory_fraction < 1.0)
         (void)ga_pool_set_fraction(p, conf->per_process_memory_fraction);
-    *out = p;
+    *impl = p;
     return GALLOC_OK;
 }
 
-void ga_pool_destroy(ga_pool_t *p)
+void ga_pool_destroy(void *impl)
 {
+    ga_pool_t *p = impl;
     if (p == NULL)
         return;
     /* Every segment goes back, live blocks or not: the caller's pointers die with the allocator. */
@@ -80,14 +89,16 @@ void ga_pool_destroy(ga_pool_t *p)
     free(p);
 }
 
-galloc_status_t ga_pool_empty_cache(ga_pool_t *p)
+galloc_status_t ga_pool_empty_cache(void *impl)
 {
+    ga_pool_t *p = impl;
     ga_pool_host_spare_release(p); /* pinned host blocks kept for the next sleep (tags.c) */
     return ga_pool_release_cached_blocks(p);
 }
 
-galloc_status_t ga_pool_set_fraction(ga_pool_t *p, double fraction)
+galloc_status_t ga_pool_set_fraction(void *impl, double fraction)
 {
+    ga_pool_t *p = impl;
     if (!(fraction >= 0.0 && fraction <= 1.0))
         return ga_fail(p->err, GALLOC_E_INVAL, "Invalid fraction value: %g. Allowed range: 0~1", fraction);
     size_t device_free, device_total;
@@ -100,16 +111,18 @@ galloc_status_t ga_pool_set_fraction(ga_pool_t *p, double fraction)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_memory_info(ga_pool_t *p, size_t *free_bytes, size_t *total_bytes)
+galloc_status_t ga_pool_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_backend_mem_info(p->backend, free_bytes, total_bytes);
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "device memory info failed: %s", galloc_strerror(st));
     return GALLOC_OK;
 }
 
-void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out)
+void ga_pool_stats(void *impl, galloc_stats_t *out)
 {
+    const ga_pool_t *p = impl;
     /* "all"'s allocated and freed are the pools' sums, folded here rather
      * than kept on every malloc and free (stats.h, ga_stat_add). */
     galloc_stats_t full = p->stats;
@@ -117,12 +130,14 @@ void ga_pool_stats(const ga_pool_t *p, galloc_stats_t *out)
     ga_stats_copy(out, &full);
 }
 
-void ga_pool_reset_peak(ga_pool_t *p)
+void ga_pool_reset_peak(void *impl)
 {
+    ga_pool_t *p = impl;
     ga_stats_reset_peak(&p->stats);
 }
 
-void ga_pool_reset_accumulated(ga_pool_t *p)
+void ga_pool_reset_accumulated(void *impl)
 {
+    ga_pool_t *p = impl;
     ga_stats_reset_accumulated(&p->stats);
 }

@@ -7,7 +7,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "pool/sleep_int.h"
+#include "pool/blockpool.h"
+#include "pool/ops.h"
+#include "pool/private.h"
+#include "pool/release.h"
+#include "pool/tags.h"
 
 static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
 {
@@ -48,8 +52,9 @@ ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_str
     return small ? &p->small : &p->large;
 }
 
-galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *id_b)
+galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id)
 {
+    ga_pool_t *p = impl;
     ga_private_pool_t *pp = calloc(1, sizeof(*pp));
     if (pp == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory creating a memory pool");
@@ -61,51 +66,56 @@ galloc_status_t ga_pool_mempool_create(ga_pool_t *p, uint64_t *id_a, uint64_t *i
     pp->small.owner = pp->large.owner = pp;
     pp->next = p->private_pools;
     p->private_pools = pp;
-    *id_a = pp->id_a;
-    *id_b = pp->id_b;
+    id->a = pp->id_a;
+    id->b = pp->id_b;
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_mempool_begin(ga_pool_t *p, uint64_t id_a, uint64_t id_b, int route, galloc_stream_t stream,
-                                      uintptr_t thread)
+galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route,
+                                      galloc_stream_t stream)
 {
-    ga_private_pool_t *pp = find(p, id_a, id_b);
+    ga_pool_t *p = impl;
+    ga_private_pool_t *pp = find(p, id.a, id.b);
     if (pp == NULL || pp->use_count == 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: no live memory pool (%llu, %llu)",
-                       (unsigned long long)id_a, (unsigned long long)id_b);
+                       (unsigned long long)id.a, (unsigned long long)id.b);
     if (route != GALLOC_ROUTE_STREAM && route != GALLOC_ROUTE_THREAD)
-        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: unknown route %d", route);
+        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: unknown route %d", (int)route);
     if (route_of(p, pp) != SIZE_MAX)
         return ga_fail(p->err, GALLOC_E_INVAL, "beginAllocateToPool: already recording to mempool_id (%llu, %llu)",
-                       (unsigned long long)id_a, (unsigned long long)id_b);
+                       (unsigned long long)id.a, (unsigned long long)id.b);
     if (p->n_routes == GA_MAX_ROUTES)
         return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: more than %d pools routed to at once", GA_MAX_ROUTES);
-    p->routes[p->n_routes++] = (ga_route_t){.pool = pp, .kind = route, .stream = stream, .thread = thread};
+    /* A thread route is the calling thread's (ga_pool_get_routed_pool compares with it). */
+    p->routes[p->n_routes++] =
+        (ga_route_t){.pool = pp, .kind = (int)route, .stream = stream, .thread = (uintptr_t)pthread_self()};
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_mempool_end(ga_pool_t *p, uint64_t id_a, uint64_t id_b)
+galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id)
 {
-    ga_private_pool_t *pp = find(p, id_a, id_b);
+    ga_pool_t *p = impl;
+    ga_private_pool_t *pp = find(p, id.a, id.b);
     size_t i = pp ? route_of(p, pp) : SIZE_MAX;
     if (i == SIZE_MAX)
         return ga_fail(p->err, GALLOC_E_INVAL, "endAllocatePool: not currently recording to mempool_id (%llu, %llu)",
-                       (unsigned long long)id_a, (unsigned long long)id_b);
+                       (unsigned long long)id.a, (unsigned long long)id.b);
     for (; i + 1 < p->n_routes; i++)
         p->routes[i] = p->routes[i + 1];
     p->n_routes--;
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_mempool_release(ga_pool_t *p, uint64_t id_a, uint64_t id_b)
+galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id)
 {
-    ga_private_pool_t *pp = find(p, id_a, id_b);
+    ga_pool_t *p = impl;
+    ga_private_pool_t *pp = find(p, id.a, id.b);
     if (pp == NULL || pp->use_count == 0)
-        return ga_fail(p->err, GALLOC_E_INVAL, "release: no live memory pool (%llu, %llu)", (unsigned long long)id_a,
-                       (unsigned long long)id_b);
+        return ga_fail(p->err, GALLOC_E_INVAL, "release: no live memory pool (%llu, %llu)", (unsigned long long)id.a,
+                       (unsigned long long)id.b);
     if (route_of(p, pp) != SIZE_MAX)
         return ga_fail(p->err, GALLOC_E_INVAL, "release: memory pool (%llu, %llu) is still being allocated to",
-                       (unsigned long long)id_a, (unsigned long long)id_b);
+                       (unsigned long long)id.a, (unsigned long long)id.b);
     pp->use_count--;
     return GALLOC_OK;
 }

@@ -6,12 +6,12 @@
  * grows only when it is empty (ga_pool_records_reserve, called before any
  * state changes so that a failed growth leaves the allocator untouched). The
  * free lists count their records, so the reserve every malloc makes is one
- * compare (inline in pool_int.h, with get and put).
+ * compare (inline in records.h, with get and put).
  * model: jemalloc's edata_cache.
  */
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/records.h"
 
 #define CHUNK_BLOCKS 256
 #define CHUNK_SEGMENTS 64

@@ -11,6 +11,13 @@
 #include <string.h>
 
 #include "pool/blockpool.h"
+#include "pool/expandable.h"
+#include "pool/free.h"
+#include "pool/private.h"
+#include "pool/records.h"
+#include "pool/release.h"
+#include "pool/streams.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes)
@@ -25,9 +32,9 @@ void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t
 
 /* PyTorch's release_block: one whole free segment back to the device. If the
  * device refuses (PyTorch throws), the segment stays cached: nothing is lost
- * or miscounted. A full flush reports it (ga_pool_release_free_segment); the
+ * or miscounted. A full flush reports it (release_free_segment); the
  * GC and the oversize release just go on, as their callers will retry. */
-void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b)
+static void release_free_segment(ga_pool_t *p, ga_block_t *b)
 {
     uintptr_t base = b->seg->base;
     size_t size = b->seg->size;
@@ -107,7 +114,7 @@ void ga_pool_release_blocks(ga_pool_t *p, ga_blockpool_t *bp)
             b->link = to_unmap;
             to_unmap = b;
         } else if (!ga_block_is_split(b)) {
-            ga_pool_release_free_segment(p, b);
+            release_free_segment(p, b);
         }
         b = next;
     }

@@ -6,21 +6,16 @@
  * pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (get_round_size and
  * get_allocation_size in c10/core/CachingDeviceAllocator.h on newest main).
  */
-#include "pool/pool_int.h"
-
-static unsigned log2_floor(uint64_t x)
-{
-    return 63u - (unsigned)__builtin_clzll(x);
-}
+#include "pool/round.h"
 
 /* The candidates between 2^k and 2^(k+1) are 2^k + j * 2^k / divisions; the
  * result is the smallest candidate >= size. Exact powers of two stay. */
-size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions)
+static size_t roundup_power2_next_division(size_t size, uint32_t divisions)
 {
     if ((size & (size - 1)) == 0)
         return size;
-    uint64_t floor2 = (uint64_t)1 << log2_floor(size);
-    uint64_t step = floor2 >> log2_floor(divisions);
+    uint64_t floor2 = (uint64_t)1 << ga_conf_floor_log2(size);
+    uint64_t step = floor2 >> ga_conf_floor_log2(divisions);
     if (step == 0)
         return (size_t)(floor2 << 1);
     uint64_t down = (uint64_t)size & ~(step - 1);
@@ -35,7 +30,7 @@ size_t ga_round_size(const ga_conf_t *c, size_t size)
     /* PyTorch applies power-of-two divisions only above 512 * divisions bytes,
      * so 1200 B under divisions 4 rounds to 1536, not 1280. */
     if (d > 1 && size > GA_MIN_BLOCK_SIZE * d)
-        return ga_roundup_power2_next_division(size, d);
+        return roundup_power2_next_division(size, d);
     return GA_MIN_BLOCK_SIZE * ((size + GA_MIN_BLOCK_SIZE - 1) / GA_MIN_BLOCK_SIZE);
 }
 

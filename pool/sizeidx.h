@@ -32,7 +32,7 @@
  * every block in bins[i] has ga_sizeidx_bin(size) == i; exact bins hold one
  * size. The index knows nothing of blocks: blockpool.c owns the trees' nodes.
  *
- * Locking: none; the allocator's lock covers it (pool_int.h).
+ * Locking: none; its stream set's covers it (blockpool.h).
  */
 #ifndef GA_SIZEIDX_H
 #define GA_SIZEIDX_H

@@ -25,8 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/ops.h"
+#include "pool/release.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 static size_t words(const ga_segment_t *s)
@@ -251,8 +254,9 @@ static bool failure(galloc_status_t st)
     return st == GALLOC_E_DEVICE || st == GALLOC_E_NOMEM || st == GALLOC_E_OOM;
 }
 
-galloc_status_t ga_pool_sleep(ga_pool_t *p, const char *tags, const char *offload_tags)
+galloc_status_t ga_pool_sleep(void *impl, const char *tags, const char *offload_tags)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_tag_mark(p, tags, 0, "sleep");
     if (st == GALLOC_OK)
         st = ga_tag_mark(p, offload_tags, 1, "sleep (offload_tags)");
@@ -403,8 +407,9 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_wake(ga_pool_t *p, const char *tags)
+galloc_status_t ga_pool_wake(void *impl, const char *tags)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_tag_mark(p, tags, 0, "wake");
     if (st != GALLOC_OK)
         return st;
@@ -482,7 +487,7 @@ galloc_status_t ga_pool_check_sleep(ga_pool_t *p)
         if (pp->tag != NULL && ga_tag_find(p, pp->tag->name, strlen(pp->tag->name)) != pp->tag)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "a private pool names a tag the allocator does not have");
     galloc_sleep_stats_t s;
-    ga_pool_sleep_stats(p, &s);
+    (void)ga_pool_sleep_stats(p, &s);
     if (s.bytes_offloaded > s.peak_bytes_offloaded || s.tags_asleep > s.tags || s.bytes_woken > s.bytes_slept)
         return ga_fail(p->err, GALLOC_E_CORRUPT,
                        "sleep counters disagree: offloaded %" PRIu64 " > peak %" PRIu64 ", or %" PRIu64

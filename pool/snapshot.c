@@ -7,7 +7,7 @@
  * Expandable segments are reported as PyTorch reports them: one segment per
  * contiguous mapped range (unmapped address space is not memory).
  */
-#include "pool/pool_int.h"
+#include "pool/ops.h"
 #include "trace/snapshot.h"
 #include "trace/summary.h"
 
@@ -66,8 +66,9 @@ static galloc_status_t add_settings(ga_pool_t *p, ga_snapshot_t *s)
     return ga_snapshot_settings(s, &set);
 }
 
-galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot_format_t format)
+galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_format_t format)
 {
+    ga_pool_t *p = impl;
     ga_snapshot_t s;
     ga_snapshot_init(&s, &p->trace, p->device);
     galloc_status_t st = GALLOC_OK;
@@ -80,29 +81,33 @@ galloc_status_t ga_pool_snapshot(ga_pool_t *p, const char *path, galloc_snapshot
     return st == GALLOC_OK ? GALLOC_OK : ga_fail(p->err, st, "%s", msg);
 }
 
-galloc_status_t ga_pool_record_history(ga_pool_t *p, const galloc_history_options_t *opt)
+galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_trace_configure(&p->trace, opt);
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "record_memory_history: %s", ga_trace_configure_why(st));
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_annotate(ga_pool_t *p, const char *stage, const char *name)
+galloc_status_t ga_pool_annotate(void *impl, const char *stage, const char *name)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_trace_annotate(&p->trace, stage, name);
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "record_annotation: %s", galloc_strerror(st));
     return GALLOC_OK;
 }
 
-void ga_pool_set_frames(ga_pool_t *p, galloc_frames_fn fn, void *ctx)
+void ga_pool_set_frames(void *impl, galloc_frames_fn fn, void *ctx)
 {
+    ga_pool_t *p = impl;
     ga_trace_set_frames_fn(&p->trace, fn, ctx);
 }
 
-galloc_status_t ga_pool_set_trace_source(ga_pool_t *p, const galloc_trace_source_t *src)
+galloc_status_t ga_pool_set_trace_source(void *impl, const galloc_trace_source_t *src)
 {
+    ga_pool_t *p = impl;
     bool changed = false;
     galloc_status_t st = ga_trace_set_source(&p->trace, src, &changed);
     if (st != GALLOC_OK)

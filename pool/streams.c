@@ -19,8 +19,11 @@
  */
 #include <stdlib.h>
 
-#include "pool/pool_int.h"
+#include "pool/free.h"
+#include "pool/ops.h"
+#include "pool/streams.h"
 #include "pool/stripe.h"
+#include "pool/tags.h"
 
 #define EVENT_CHUNK 64
 
@@ -66,8 +69,9 @@ static void event_put(ga_pool_t *p, ga_event_t *e)
     p->events_free = e;
 }
 
-galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream)
+galloc_status_t ga_pool_record_stream(void *impl, void *ptr, galloc_stream_t stream)
 {
+    ga_pool_t *p = impl;
     ga_block_t *b = ga_pool_allocated_block(p, (uintptr_t)ptr);
     if (b == NULL) /* a sleeping tag's block is live too */
         b = ga_pool_held_block(p, (uintptr_t)ptr);
@@ -193,8 +197,9 @@ galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream)
+galloc_status_t ga_pool_stream_synchronize(void *impl, galloc_stream_t stream)
 {
+    ga_pool_t *p = impl;
     galloc_status_t st = ga_backend_stream_synchronize(p->backend, stream);
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "stream_synchronize(%#lx): %s", (unsigned long)stream, galloc_strerror(st));

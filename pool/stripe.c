@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "pool/ops.h"
+#include "pool/records.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
 
@@ -22,7 +24,7 @@ static const size_t row_offset[GA_ESC_ROWS] = {
     [GA_ESC_INACTIVE_SPLIT_BYTES] = offsetof(galloc_stats_t, inactive_split_bytes),
 };
 
-/* The slot each row's stripe-path changes go to (pool_int.h). */
+/* The slot each row's stripe-path changes go to (types.h). */
 static const int slot_of[GA_ESC_ROWS] = {
     [GA_ESC_ALLOCATION] = GA_SLOT_COUNT,
     [GA_ESC_ALLOCATED_BYTES] = GA_SLOT_BYTES,
@@ -49,8 +51,8 @@ void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_
     ga_escrow_t *e = &p->stripes[ga_stripe_of(stream)].esc;
     for (int r = 0; r < GA_ESC_ROWS; r++) {
         ga_stat_update(row_of(&p->stats, r), sp, delta[r]);
-        e->c[GALLOC_STAT_ALL][r] += delta[r];
-        e->c[sp][r] += delta[r];
+        e->held[GALLOC_STAT_ALL][r] += delta[r];
+        e->held[sp][r] += delta[r];
     }
 }
 
@@ -62,7 +64,7 @@ void ga_pool_stripes_init(ga_pool_t *p)
         ga_addrmap_init(&s->ptrs, sizeof(ga_ptr_entry_t));
         ga_pool_records_init(&s->records);
     }
-    atomic_init(&p->fast, false);
+    atomic_init(&p->stripe_path_open, false);
     atomic_init(&p->map_mask, 0u);
 }
 
@@ -104,7 +106,7 @@ bool ga_pool_stripe_shares_ok(const ga_pool_t *p)
             int64_t sum = 0;
             for (unsigned i = 0; i < GA_STRIPES; i++) {
                 const ga_escrow_t *e = &p->stripes[i].esc;
-                sum += e->c[j][r] + e->g[j][slot_of[r]] - e->h[j][slot_of[r]];
+                sum += e->held[j][r] + e->granted[j][slot_of[r]] - e->headroom[j][slot_of[r]];
             }
             if (sum != row[j].current)
                 return false;
@@ -129,18 +131,18 @@ static void fold(ga_pool_t *p, ga_stripe_t *s)
         galloc_stat_t *row = row_of(&p->stats, r);
         int k = slot_of[r];
         for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
-            int64_t d = e->g[j][k] - e->h[j][k]; /* the stripe's change to the row's current */
-            row[j].current += d;
-            e->c[j][r] += d;
+            int64_t change = e->granted[j][k] - e->headroom[j][k]; /* the stripe's change to the row's current */
+            row[j].current += change;
+            e->held[j][r] += change;
             if (j != GALLOC_STAT_ALL) { /* "all"'s totals are folded at copy time */
-                row[j].allocated += e->alloc[j][k];
-                row[j].freed += e->alloc[j][k] - d;
+                row[j].allocated += e->increases[j][k];
+                row[j].freed += e->increases[j][k] - change;
             }
         }
     }
-    memset(s->esc.h, 0, sizeof(s->esc.h));
-    memset(s->esc.alloc, 0, sizeof(s->esc.alloc));
-    memset(s->esc.g, 0, sizeof(s->esc.g));
+    memset(s->esc.headroom, 0, sizeof(s->esc.headroom));
+    memset(s->esc.increases, 0, sizeof(s->esc.increases));
+    memset(s->esc.granted, 0, sizeof(s->esc.granted));
 }
 
 /* Every stripe's lock, in index order. A stripe call holds one for tens of
@@ -152,9 +154,10 @@ static void lock_stripes(ga_pool_t *p)
             ga_lock(&p->stripes[i].lock);
 }
 
-void ga_pool_quiesce(ga_pool_t *p)
+void ga_pool_quiesce(void *impl)
 {
-    if (!atomic_load_explicit(&p->fast, memory_order_relaxed))
+    ga_pool_t *p = impl;
+    if (!atomic_load_explicit(&p->stripe_path_open, memory_order_relaxed))
         return; /* no stripe call changes anything: the stripes are empty */
     lock_stripes(p);
     for (unsigned i = 0; i < GA_STRIPES; i++) {
@@ -169,7 +172,7 @@ void ga_pool_quiesce(ga_pool_t *p)
 
 /* Whether stripe calls may run: they do no more than a cache hit and a
  * plain free of the default pools, with nothing recorded and no GC clock. */
-static bool fast_possible(const ga_pool_t *p)
+static bool stripe_path_possible(const ga_pool_t *p)
 {
     return p->n_routes == 0 && p->pending_head == NULL &&
            p->trace.enabled == GALLOC_HISTORY_NONE && !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
@@ -177,19 +180,19 @@ static bool fast_possible(const ga_pool_t *p)
 
 /* One stat entry's headroom (peak - current) for the stripes in mask, into
  * out[stripe]: each may hold the same ceiling K, so a stripe's share is K
- * less what it holds (c), at least 0; where the shares would pass the room,
+ * less what it holds (held), at least 0; where the shares would pass the room,
  * they shrink in proportion. They never add up to more than the room. */
 static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t out[GA_STRIPES])
 {
     const galloc_stat_t *st = &row_in(&p->stats, r)[j];
     int64_t room = st->peak > st->current ? st->peak - st->current : 0; /* current never passes peak */
-    int64_t held = 0, total = 0;
+    int64_t held = 0, total = 0; /* what the stripes in mask hold together */
     for (uint32_t m = mask; m != 0; m &= m - 1)
-        held += p->stripes[__builtin_ctz(m)].esc.c[j][r];
+        held += p->stripes[__builtin_ctz(m)].esc.held[j][r];
     int64_t ceiling = (room + held) / __builtin_popcount(mask);
     for (uint32_t m = mask; m != 0; m &= m - 1) {
         int i = __builtin_ctz(m);
-        int64_t w = ceiling - p->stripes[i].esc.c[j][r];
+        int64_t w = ceiling - p->stripes[i].esc.held[j][r];
         out[i] = w > 0 ? w : 0;
         total += out[i];
     }
@@ -209,8 +212,8 @@ static void grant_row(ga_pool_t *p, uint32_t mask, int r)
         for (uint32_t m = mask; m != 0; m &= m - 1) {
             int i = __builtin_ctz(m);
             ga_escrow_t *e = &p->stripes[i].esc;
-            if (e->g[j][k] < 0 || share[i] < e->g[j][k]) /* -1: not yet granted this time */
-                e->g[j][k] = e->h[j][k] = share[i];
+            if (e->granted[j][k] < 0 || share[i] < e->granted[j][k]) /* -1: not yet granted this time */
+                e->granted[j][k] = e->headroom[j][k] = share[i];
         }
     }
 }
@@ -229,24 +232,25 @@ static void grant(ga_pool_t *p)
     p->touched_mask = 0;
     if (mask == 0)
         return;
-    for (uint32_t m = mask; m != 0; m &= m - 1) /* folded: h = g = 0; mark the slots ungranted */
-        memset(p->stripes[__builtin_ctz(m)].esc.g, 0xff, sizeof(p->stripes[0].esc.g));
+    for (uint32_t m = mask; m != 0; m &= m - 1) /* folded: headroom = granted = 0; mark the slots ungranted */
+        memset(p->stripes[__builtin_ctz(m)].esc.granted, 0xff, sizeof(p->stripes[0].esc.granted));
     for (int r = 0; r < GA_ESC_ROWS; r++)
         grant_row(p, mask, r);
 }
 
-void ga_pool_resume(ga_pool_t *p)
+void ga_pool_resume(void *impl)
 {
-    /* Only resume changes `fast`: while it is on, quiesce took the stripes. */
-    bool want = fast_possible(p);
-    if (!atomic_load_explicit(&p->fast, memory_order_relaxed)) {
+    ga_pool_t *p = impl;
+    /* Only resume opens or closes the stripe path: while it is open, quiesce took the stripes. */
+    bool want = stripe_path_possible(p);
+    if (!atomic_load_explicit(&p->stripe_path_open, memory_order_relaxed)) {
         if (!want)
             return;
         lock_stripes(p);
     }
     if (want)
         grant(p);
-    atomic_store_explicit(&p->fast, want, memory_order_relaxed);
+    atomic_store_explicit(&p->stripe_path_open, want, memory_order_relaxed);
     for (unsigned i = GA_STRIPES; i-- > 0;)
         ga_unlock(&p->stripes[i].lock);
 }

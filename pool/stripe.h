@@ -1,9 +1,9 @@
 /*
  * stripe.h: per-stream locking (issue 19), the pool-private part.
  *
- * A stream's cache-hit malloc and plain free (fast.c) take only the lock of
- * its stripe, stripes[ga_stripe_of(stream)], and touch only what belongs to
- * the stripe's streams: their free sets, the blocks of their segments (a
+ * A stream's cache-hit malloc and plain free (stripe_path.c) take only the
+ * lock of its stripe, stripes[ga_stripe_of(stream)], and touch only what
+ * belongs to the stripe's streams: their free sets, the blocks of their segments (a
  * segment and every block in it belong to one stream), the stripe's pointer
  * map and record list. Everything else (a miss, record_stream, empty_cache,
  * stats, snapshots, ...) runs on the locked path: the allocator's lock, and
@@ -11,18 +11,21 @@
  * Lock order: allocator, then stripes in index order; a stripe call never
  * waits for a second lock.
  *
- * Exact statistics without a shared counter (the escrow): for each stat with
- * a peak, the locked path hands every stripe that will need it a share `h`
- * of the headroom below the peak (peak - current, split between the stripes
- * used lately; "all" has a share of its own, since its peak is not the sum
- * of the pools'). A stripe call that raises a stat by n needs h >= n and moves
- * n from h to the stripe's change d; a decrease moves it back. d + h never
- * changes on the stripe path, so base + sum(d + h) <= peak always holds and
- * no interleaving of stripe calls can pass the peak: every peak is reached
- * on the locked path, where the totals are exact. A call without the room
- * changes nothing and takes the locked path. The locked path first folds
- * every d into the pool's stats, so that every reader sees the stats of the
- * serial order in which the stripe locks were taken.
+ * Exact statistics without a shared counter (the escrow, ga_escrow_t): for
+ * each stat with a peak, the locked path grants every stripe that will need
+ * it a share of the headroom below the peak (peak - current, split between
+ * the stripes used lately; "all" has a share of its own, since its peak is
+ * not the sum of the pools'): granted = headroom = the share. A stripe call
+ * that raises a stat by n needs headroom >= n and spends n of it; a decrease
+ * gives it back. The stripe's change to the stat is granted - headroom, so
+ * change + headroom = granted, which a stripe call never changes (a borrow
+ * moves part of one stripe's grant to another: the sum stays); base +
+ * sum(granted) <= peak always holds, and no interleaving of stripe calls can
+ * pass the peak: every peak is reached on the locked path, where the totals
+ * are exact. A call without the headroom changes nothing and takes the
+ * locked path. The locked path first folds every stripe's change into the
+ * pool's stats, so that every reader sees the stats of the serial order in
+ * which the stripe locks were taken.
  *
  * Free knows only the address: it looks in the map of the stripe the calling
  * thread last allocated from, then in the other stripes that ever held a
@@ -31,7 +34,7 @@
 #ifndef GA_POOL_STRIPE_H
 #define GA_POOL_STRIPE_H
 
-#include "pool/pool_int.h"
+#include "pool/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +45,7 @@ extern "C" {
 #define GA_STRIPE_TRIES 64
 
 /* The stripe the calling thread last allocated from in p, where its frees
- * look first: set by every malloc, read by free (fast.c keeps it, in a
+ * look first: set by every malloc, read by free (stripe_path.c keeps it, in a
  * thread-local variable private to that file, so that the shared library
  * exports no symbol for it). ga_pool_hint_get returns GA_STRIPES when the
  * thread's last malloc was in another pool. */
@@ -78,22 +81,22 @@ static inline unsigned ga_pool_search_first(const ga_pool_t *p, uint32_t *rest)
  * once after all of a call's increases costs one branch, not one a stat. */
 static inline int64_t ga_esc_add(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
-    s->esc.alloc[sp][r] += n;
-    return (s->esc.h[GALLOC_STAT_ALL][r] -= n) | (s->esc.h[sp][r] -= n);
+    s->esc.increases[sp][r] += n;
+    return (s->esc.headroom[GALLOC_STAT_ALL][r] -= n) | (s->esc.headroom[sp][r] -= n);
 }
 
 static inline void ga_esc_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
-    s->esc.h[GALLOC_STAT_ALL][r] += n;
-    s->esc.h[sp][r] += n;
-    s->esc.alloc[sp][r] -= n;
+    s->esc.headroom[GALLOC_STAT_ALL][r] += n;
+    s->esc.headroom[sp][r] += n;
+    s->esc.increases[sp][r] -= n;
 }
 
 /* A decrease by n >= 0 of slot r: its headroom stays with this stripe. */
 static inline void ga_esc_sub(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
-    s->esc.h[GALLOC_STAT_ALL][r] += n;
-    s->esc.h[sp][r] += n;
+    s->esc.headroom[GALLOC_STAT_ALL][r] += n;
+    s->esc.headroom[sp][r] += n;
 }
 
 /* A signed change (ga_stat_update's rule: zero records nothing); negative
@@ -125,7 +128,7 @@ void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_
 
 /* The allocated block at addr and the stripe whose map holds it, or NULL:
  * the calling thread's last stripe first. The locked path's lookup; stripe
- * calls search one stripe at a time under its lock (fast.c). */
+ * calls search one stripe at a time under its lock (stripe_path.c). */
 ga_ptr_entry_t *ga_pool_ptr_find(ga_pool_t *p, uintptr_t addr, unsigned *stripe);
 
 static inline ga_block_t *ga_pool_allocated_block(ga_pool_t *p, uintptr_t addr)

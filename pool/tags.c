@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/sleep_int.h"
+#include "pool/free.h"
+#include "pool/ops.h"
+#include "pool/streams.h"
+#include "pool/tags.h"
 #include "stats/stats.h"
 
 static bool name_char(char c)
@@ -99,17 +102,18 @@ static ga_private_pool_t *find_pool(const ga_pool_t *p, uint64_t a, uint64_t b)
     return NULL;
 }
 
-galloc_status_t ga_pool_tag_begin(ga_pool_t *p, const char *tag, uintptr_t thread)
+galloc_status_t ga_pool_tag_begin(void *impl, const char *tag)
 {
+    ga_pool_t *p = impl;
     if (!name_ok(tag, strlen(tag)))
         return bad_name(p, "tag_begin", tag);
     ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
     if (t == NULL) {
-        uint64_t a, b;
-        galloc_status_t st = ga_pool_mempool_create(p, &a, &b);
+        galloc_mempool_id_t id;
+        galloc_status_t st = ga_pool_mempool_create(p, &id);
         if (st != GALLOC_OK)
             return st;
-        ga_private_pool_t *pp = find_pool(p, a, b);
+        ga_private_pool_t *pp = find_pool(p, id.a, id.b);
         st = tag_new(p, pp, tag, &t);
         if (st != GALLOC_OK) {
             pp->use_count = 0; /* an empty freeable pool: the next release deletes it */
@@ -117,23 +121,26 @@ galloc_status_t ga_pool_tag_begin(ga_pool_t *p, const char *tag, uintptr_t threa
         }
         t->own_pool = true;
     }
-    return ga_pool_mempool_begin(p, t->pool->id_a, t->pool->id_b, GALLOC_ROUTE_THREAD, 0, thread);
+    return ga_pool_mempool_begin(p, (galloc_mempool_id_t){.a = t->pool->id_a, .b = t->pool->id_b},
+                                 GALLOC_ROUTE_THREAD, 0);
 }
 
-galloc_status_t ga_pool_tag_end(ga_pool_t *p, const char *tag)
+galloc_status_t ga_pool_tag_end(void *impl, const char *tag)
 {
+    ga_pool_t *p = impl;
     ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
     if (t == NULL)
         return ga_fail(p->err, GALLOC_E_INVAL, "tag_end: no tag \"%.64s\"", tag);
-    return ga_pool_mempool_end(p, t->pool->id_a, t->pool->id_b);
+    return ga_pool_mempool_end(p, (galloc_mempool_id_t){.a = t->pool->id_a, .b = t->pool->id_b});
 }
 
-galloc_status_t ga_pool_mempool_set_tag(ga_pool_t *p, uint64_t id_a, uint64_t id_b, const char *tag)
+galloc_status_t ga_pool_mempool_set_tag(void *impl, galloc_mempool_id_t id, const char *tag)
 {
-    ga_private_pool_t *pp = find_pool(p, id_a, id_b);
+    ga_pool_t *p = impl;
+    ga_private_pool_t *pp = find_pool(p, id.a, id.b);
     if (pp == NULL || pp->use_count == 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: no live memory pool (%llu, %llu)",
-                       (unsigned long long)id_a, (unsigned long long)id_b);
+                       (unsigned long long)id.a, (unsigned long long)id.b);
     if (!name_ok(tag, strlen(tag)))
         return bad_name(p, "mempool_set_tag", tag);
     if (pp->tag != NULL || ga_tag_find(p, tag, strlen(tag)) != NULL)
@@ -141,13 +148,14 @@ galloc_status_t ga_pool_mempool_set_tag(ga_pool_t *p, uint64_t id_a, uint64_t id
                                                                                       : "the tag name is in use");
     if (pp->segments != 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: pool (%llu, %llu) holds %zu segments already",
-                       (unsigned long long)id_a, (unsigned long long)id_b, pp->segments);
+                       (unsigned long long)id.a, (unsigned long long)id.b, pp->segments);
     ga_tag_t *t;
     return tag_new(p, pp, tag, &t);
 }
 
-void ga_pool_sleep_stats(const ga_pool_t *p, galloc_sleep_stats_t *out)
+galloc_status_t ga_pool_sleep_stats(void *impl, galloc_sleep_stats_t *out)
 {
+    const ga_pool_t *p = impl;
     *out = p->sleep;
     out->tags = out->tags_asleep = out->bytes_asleep = out->bytes_offloaded = 0;
     out->bytes_host_cached = p->host_spare_bytes;
@@ -157,10 +165,12 @@ void ga_pool_sleep_stats(const ga_pool_t *p, galloc_sleep_stats_t *out)
         out->bytes_asleep += t->bytes_asleep;
         out->bytes_offloaded += t->bytes_offloaded;
     }
+    return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_tag_asleep(ga_pool_t *p, const char *tag, int *asleep)
+galloc_status_t ga_pool_tag_asleep(void *impl, const char *tag, int *asleep)
 {
+    ga_pool_t *p = impl;
     ga_tag_t *t = ga_tag_find(p, tag, strlen(tag));
     if (t == NULL)
         return ga_fail(p->err, GALLOC_E_INVAL, "tag_asleep: no tag \"%.64s\"", tag);

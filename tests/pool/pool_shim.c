@@ -8,8 +8,10 @@
 #include "backend/backend.h"
 #include "backend/sim.h"
 #include "conf/conf.h"
-#include "pool/pool_int.h"
-#include "pool/stripe.h"
+#include "pool/avl.h"
+#include "pool/blockpool.h"
+#include "pool/ops.h"
+#include "pool/round.h"
 
 struct pool_shim {
     ga_backend_t backend;
@@ -34,12 +36,14 @@ pool_shim_t *pool_shim_new(const char *conf, uint64_t capacity, char *err, size_
         free(s);
         return NULL;
     }
-    if (ga_pool_create(&c, &s->backend, 0, &s->err, &s->pool) != GALLOC_OK) {
+    void *pool = NULL;
+    if (ga_pool_create(&c, &s->backend, 0, &s->err, &pool) != GALLOC_OK) {
         snprintf(err, errlen, "%s", s->err.msg);
         ga_backend_close(&s->backend);
         free(s);
         return NULL;
     }
+    s->pool = pool;
     return s;
 }
 
@@ -217,17 +221,17 @@ int pool_shim_avl_exercise(int keys, int ops, unsigned seed, int *depth, int *ca
     return failures;
 }
 
-int pool_shim_malloc_fast(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
+int pool_shim_stripe_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr)
 {
     void *p = NULL;
-    bool done = ga_pool_malloc_fast(s->pool, size, stream, &p);
+    bool done = ga_pool_stripe_malloc(s->pool, size, stream, &p);
     *addr = (uintptr_t)p;
     return done;
 }
 
-int pool_shim_free_fast(pool_shim_t *s, uintptr_t addr)
+int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr)
 {
-    return ga_pool_free_fast(s->pool, (void *)addr);
+    return ga_pool_stripe_free(s->pool, (void *)addr);
 }
 
 void pool_shim_quiesce(pool_shim_t *s)

@@ -1,5 +1,5 @@
 /* pool_shim.h: C entry points into the pool's internals for the C++ tests
- * (pool_int.h is C; the tests only see these plain functions). */
+ * (the pool's private headers are C; the tests only see these plain functions). */
 #ifndef POOL_SHIM_H
 #define POOL_SHIM_H
 
@@ -51,11 +51,11 @@ void pool_shim_event_faults(pool_shim_t *s, uint64_t sync_nth, uint64_t sync_fro
 /* Make the sim device's Nth allocation fail from now on (0 = off). */
 void pool_shim_fail_from(pool_shim_t *s, uint64_t nth);
 
-/* The stripe path (pool/fast.c): 1 when the call was served there, 0 when
- * it must take the locked path (nothing changed). quiesce/resume bracket a
- * locked call as api/ does (pool/pool.h). */
-int pool_shim_malloc_fast(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr);
-int pool_shim_free_fast(pool_shim_t *s, uintptr_t addr);
+/* The stripe path (pool/stripe_path.c): 1 when the call was served there, 0
+ * when it must take the locked path (nothing changed). quiesce/resume bracket
+ * a locked call as api/ does (pool/ops.h). */
+int pool_shim_stripe_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr);
+int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr);
 void pool_shim_quiesce(pool_shim_t *s);
 void pool_shim_resume(pool_shim_t *s);
 unsigned pool_shim_stripe_of(uintptr_t stream);

@@ -1,6 +1,6 @@
 // random_api.h: random_model.h's harness through the public API: a Target
 // over a galloc_allocator_t (cache hits and plain frees take the stripe
-// path, pool/fast.c) and run_api, run() on an allocator of its own.
+// path, pool/stripe_path.c) and run_api, run() on an allocator of its own.
 #ifndef GALLOC_TESTS_POOL_RANDOM_API_H
 #define GALLOC_TESTS_POOL_RANDOM_API_H
 
@@ -13,7 +13,7 @@ extern "C" {
 namespace galloc_random {
 
 // An allocator through the public API: malloc and free take the stripe path
-// (pool/fast.c) where they can, every other call the locked path.
+// (pool/stripe_path.c) where they can, every other call the locked path.
 class ApiTarget : public Target {
   public:
     explicit ApiTarget(galloc_allocator_t *a) : a_(a) {}

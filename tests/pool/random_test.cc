@@ -16,7 +16,7 @@ TEST(Random, DefaultPolicyMatchesModel)
 }
 
 // The same 100,000 steps through the public API: cache hits and plain frees
-// take the stripe path (pool/fast.c), and the model still predicts every
+// take the stripe path (pool/stripe_path.c), and the model still predicts every
 // address and every stat after every step.
 TEST(Random, DefaultPolicyThroughTheApiMatchesModel)
 {

@@ -1,12 +1,13 @@
 /* sleep_shim.c: see sleep_shim.h. */
 #include "tests/pool/sleep_shim.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "backend/backend.h"
 #include "conf/conf.h"
+#include "pool/ops.h"
 #include "pool/sleep_int.h"
+#include "pool/tags.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
 
@@ -87,14 +88,16 @@ sleep_shim_t *sleep_shim_new(int expandable, sleep_corruption_t what)
         free(s);
         return NULL;
     }
-    if (ga_pool_create(&c, &s->backend, 0, &s->err, &s->pool) != GALLOC_OK) {
+    void *pool = NULL;
+    if (ga_pool_create(&c, &s->backend, 0, &s->err, &pool) != GALLOC_OK) {
         ga_backend_close(&s->backend);
         free(s);
         return NULL;
     }
+    s->pool = pool;
     void *p = NULL;
     size_t sizes[3] = {4096, 1 << 20, 12 << 20};
-    galloc_status_t st = ga_pool_tag_begin(s->pool, "w", (uintptr_t)pthread_self());
+    galloc_status_t st = ga_pool_tag_begin(s->pool, "w");
     for (int i = 0; i < 3 && st == GALLOC_OK; i++)
         st = ga_pool_malloc(s->pool, sizes[i], 0, &p);
     (void)ga_pool_tag_end(s->pool, "w");

@@ -1,6 +1,6 @@
-// stripe_test: the stripe path (pool/fast.c, pool/stripe.h) called directly:
-// which calls it serves, which it hands to the locked path, and that the
-// escrow keeps every peak exact (a stripe cannot pass a peak, borrows
+// stripe_test: the stripe path (pool/stripe_path.c, pool/stripe.h) called
+// directly: which calls it serves, which it hands to the locked path, and that
+// the escrow keeps every peak exact (a stripe cannot pass a peak, borrows
 // headroom from another stripe, and leaves a new peak to the locked path).
 // Locked calls are bracketed with quiesce/resume as api/ does.
 #include <gtest/gtest.h>
@@ -58,16 +58,16 @@ class Stripes : public ::testing::Test {
 TEST_F(Stripes, CacheHitAndFreeTakeTheStripePath)
 {
     uintptr_t a = 0, b = 0;
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0) << "no segment on stream 1 yet: the locked path's";
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &a), 0) << "no segment on stream 1 yet: the locked path's";
     a = LockedMalloc(4096, 1);
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, a), 1);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &b), 1);
     EXPECT_EQ(b, a) << "best fit: the block just freed";
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 0) << "a second free is the locked path's to report";
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 0) << "a second free is the locked path's to report";
     // Rounding SIZE_MAX would wrap to a small size that the cache could serve.
-    EXPECT_EQ(pool_shim_malloc_fast(s_, SIZE_MAX, 1, &b), 0) << "past 1 EB: the locked path's OOM";
-    EXPECT_EQ(pool_shim_malloc_fast(s_, SIZE_MAX - 100, 1, &b), 0);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, SIZE_MAX, 1, &b), 0) << "past 1 EB: the locked path's OOM";
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, SIZE_MAX - 100, 1, &b), 0);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2);
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].freed, 2);
@@ -87,14 +87,14 @@ TEST_F(Stripes, CacheHitAndFreeTakeTheStripePath)
 TEST_F(Stripes, AnIncreasePastThePeakTakesTheLockedPath)
 {
     uintptr_t a = LockedMalloc(4096, 1), b = 0;
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 1); // 4,096 bytes of headroom below the peak on stream 1's stripe
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 8192, 1, &b), 0) << "the block is cached; the headroom is not there";
+    EXPECT_EQ(pool_shim_stripe_free(s_, a), 1); // 4,096 bytes of headroom below the peak on stream 1's stripe
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 8192, 1, &b), 0) << "the block is cached; the headroom is not there";
     b = LockedMalloc(8192, 1);
     EXPECT_EQ(b, a);
     EXPECT_EQ(Stats().allocated_bytes[GALLOC_STAT_ALL].peak, 8192);
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 8192, 1, &b), 1) << "within the new peak";
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 1);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 8192, 1, &b), 1) << "within the new peak";
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 1);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, 8192);
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
@@ -110,9 +110,9 @@ TEST_F(Stripes, AShortStripeBorrowsAndANewPeakIsTheLockedPaths)
     LockedFree(a);
     LockedFree(b);
     // 1 MiB on stream 1 needs 256 KiB more than its stripe holds: borrowed from stream 2's.
-    EXPECT_EQ(pool_shim_malloc_fast(s_, MiB, 1, &c), 1);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, MiB, 1, &c), 1);
     // Stream 2 now needs 768 KiB with 1.5 MiB - 1 MiB left in all: past the peak, the locked path's.
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 768 * KiB, 2, &d), 0);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 768 * KiB, 2, &d), 0);
     d = LockedMalloc(768 * KiB, 2);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].peak, (int64_t)(MiB + 768 * KiB));
@@ -120,8 +120,8 @@ TEST_F(Stripes, AShortStripeBorrowsAndANewPeakIsTheLockedPaths)
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, (int64_t)(MiB + 768 * KiB));
     EXPECT_EQ(st.requested_bytes[GALLOC_STAT_ALL].peak, (int64_t)(MiB + 768 * KiB));
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].peak, 2);
-    EXPECT_EQ(pool_shim_free_fast(s_, c), 1);
-    EXPECT_EQ(pool_shim_free_fast(s_, d), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, c), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, d), 1);
     st = Stats();
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, 0);
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].allocated, (int64_t)(2 * 768 * KiB + MiB + 768 * KiB));
@@ -135,12 +135,12 @@ TEST_F(Stripes, RecordingTurnsTheStripePathOff)
     pool_shim_quiesce(s_);
     ASSERT_EQ(pool_shim_record_history(s_, 1), GALLOC_OK);
     pool_shim_resume(s_);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 0) << "every call is traced on the locked path";
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &a), 0) << "every call is traced on the locked path";
     pool_shim_quiesce(s_);
     ASSERT_EQ(pool_shim_record_history(s_, 0), GALLOC_OK);
     pool_shim_resume(s_);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &a), 1);
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &a), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, a), 1);
 }
 
 TEST_F(Stripes, StreamUsesAndPendingEventsTakeTheLockedPath)
@@ -149,12 +149,12 @@ TEST_F(Stripes, StreamUsesAndPendingEventsTakeTheLockedPath)
     pool_shim_quiesce(s_);
     ASSERT_EQ(pool_shim_record_stream(s_, a, 2), GALLOC_OK);
     pool_shim_resume(s_);
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 0) << "its events are recorded on the locked path";
+    EXPECT_EQ(pool_shim_stripe_free(s_, a), 0) << "its events are recorded on the locked path";
     LockedFree(a);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 0) << "a block waits on events: malloc processes them first";
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &b), 0) << "a block waits on events: malloc processes them first";
     b = LockedMalloc(4096, 1); // returns the block (the sim's events are complete)
     EXPECT_EQ(b, a);
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 1);
     EXPECT_EQ(Stats().active[GALLOC_STAT_ALL].current, 0);
 }
 
@@ -164,10 +164,10 @@ TEST_F(Stripes, ExpandableSegmentsTakeTheStripePath)
     s_ = nullptr;
     Open("expandable_segments:True");
     uintptr_t a = LockedMalloc(4096, 1), b = 0;
-    EXPECT_EQ(pool_shim_free_fast(s_, a), 1);
-    EXPECT_EQ(pool_shim_malloc_fast(s_, 4096, 1, &b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, a), 1);
+    EXPECT_EQ(pool_shim_stripe_malloc(s_, 4096, 1, &b), 1);
     EXPECT_EQ(b, a);
-    EXPECT_EQ(pool_shim_free_fast(s_, b), 1);
+    EXPECT_EQ(pool_shim_stripe_free(s_, b), 1);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].allocated, 2);
     EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].allocated, 0) << "PyTorch keeps expandable segments out of it";
@@ -177,35 +177,35 @@ TEST_F(Stripes, ExpandableSegmentsTakeTheStripePath)
 // The same random calls on two pools of the same settings: one tries the
 // stripe path first and takes the locked path when it declines (as api/
 // does), the other has only the locked path. Every status and address, and
-// every stat at each comparison, must agree: the stripe path is a faster way
+// every stat at each comparison, must agree: the stripe path is a shorter way
 // to the same state, never a different policy.
 struct Twin {
-    pool_shim_t *fast = nullptr, *locked = nullptr;
+    pool_shim_t *striped = nullptr, *locked = nullptr;
     int served = 0; // calls the stripe path served
     explicit Twin(const char *conf)
     {
         char err[512] = "";
-        fast = pool_shim_new(conf, 8 * GiB, err, sizeof err);
+        striped = pool_shim_new(conf, 8 * GiB, err, sizeof err);
         locked = pool_shim_new(conf, 8 * GiB, err, sizeof err);
-        EXPECT_TRUE(fast != nullptr && locked != nullptr) << err;
-        if (fast != nullptr)
-            pool_shim_resume(fast);
+        EXPECT_TRUE(striped != nullptr && locked != nullptr) << err;
+        if (striped != nullptr)
+            pool_shim_resume(striped);
     }
     ~Twin()
     {
-        pool_shim_delete(fast);
+        pool_shim_delete(striped);
         pool_shim_delete(locked);
     }
     void Malloc(size_t n, uintptr_t stream, std::vector<uintptr_t> *live)
     {
         uintptr_t a = 0, b = 0;
         galloc_status_t sa = GALLOC_OK;
-        if (pool_shim_malloc_fast(fast, n, stream, &a)) {
+        if (pool_shim_stripe_malloc(striped, n, stream, &a)) {
             served++;
         } else {
-            pool_shim_quiesce(fast);
-            sa = pool_shim_malloc(fast, n, stream, &a);
-            pool_shim_resume(fast);
+            pool_shim_quiesce(striped);
+            sa = pool_shim_malloc(striped, n, stream, &a);
+            pool_shim_resume(striped);
         }
         galloc_status_t sb = pool_shim_malloc(locked, n, stream, &b);
         ASSERT_EQ(sa, sb) << n << " bytes on stream " << stream;
@@ -216,12 +216,12 @@ struct Twin {
     void Free(uintptr_t a)
     {
         galloc_status_t sa = GALLOC_OK;
-        if (pool_shim_free_fast(fast, a)) {
+        if (pool_shim_stripe_free(striped, a)) {
             served++;
         } else {
-            pool_shim_quiesce(fast);
-            sa = pool_shim_free(fast, a);
-            pool_shim_resume(fast);
+            pool_shim_quiesce(striped);
+            sa = pool_shim_free(striped, a);
+            pool_shim_resume(striped);
         }
         ASSERT_EQ(sa, GALLOC_OK);
         ASSERT_EQ(pool_shim_free(locked, a), GALLOC_OK);
@@ -229,10 +229,10 @@ struct Twin {
     void Compare(int step)
     {
         galloc_stats_t sa, sb;
-        pool_shim_quiesce(fast);
-        pool_shim_stats(fast, &sa);
-        ASSERT_EQ(pool_shim_check(fast), GALLOC_OK) << pool_shim_error(fast);
-        pool_shim_resume(fast);
+        pool_shim_quiesce(striped);
+        pool_shim_stats(striped, &sa);
+        ASSERT_EQ(pool_shim_check(striped), GALLOC_OK) << pool_shim_error(striped);
+        pool_shim_resume(striped);
         pool_shim_stats(locked, &sb);
         ASSERT_EQ(memcmp(&sa, &sb, sizeof sa), 0) << "stats differ after step " << step;
     }
@@ -242,7 +242,7 @@ void RunTwins(const char *conf, uint64_t seed, int steps)
 {
     SCOPED_TRACE(std::string("conf '") + conf + "' seed " + std::to_string(seed));
     Twin t(conf);
-    ASSERT_TRUE(t.fast != nullptr && t.locked != nullptr);
+    ASSERT_TRUE(t.striped != nullptr && t.locked != nullptr);
     std::mt19937_64 rng(seed);
     std::vector<uintptr_t> live;
     for (int i = 0; i < steps && !::testing::Test::HasFatalFailure(); i++) {

@@ -1,14 +1,19 @@
 /*
- * hot.h: the steps of a cache-hit malloc and of a free that the locked path
- * (malloc.c, free.c) and the stripe path (fast.c) share: PyTorch's
- * should_split, the split of a found block, the merge with free neighbours,
- * and the change each makes to inactive_split, worked out before anything
- * changes (the stripe path must know it has the headroom first).
+ * split.h: split and merge, the steps of a cache-hit malloc and of a free
+ * that the locked path (malloc.c, free.c) and the stripe path
+ * (stripe_path.c) share: PyTorch's should_split, the split of a found block,
+ * the merge with free neighbours, and the change each makes to
+ * inactive_split, worked out before anything changes (the stripe path must
+ * know it has the headroom first).
+ *
+ * Locking: a split or a merge stays inside one segment, so inside one
+ * stream: the stripe's lock or the locked path covers it (stripe.h).
  */
-#ifndef GA_POOL_HOT_H
-#define GA_POOL_HOT_H
+#ifndef GA_POOL_SPLIT_H
+#define GA_POOL_SPLIT_H
 
 #include "pool/blockpool.h"
+#include "pool/records.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,26 +29,6 @@ static inline bool ga_pool_should_split(const ga_pool_t *p, const ga_block_t *b,
     if (b->pool->is_small || (p->conf.expandable_segments && (b->pool->owner == NULL || b->seg->expandable)))
         return remaining >= GA_MIN_BLOCK_SIZE;
     return size < p->conf.max_split_size && remaining > GA_SMALL_SIZE;
-}
-
-/* For best fit an expandable block counts as the size it can grow to: itself
- * plus the unmapped range after it. */
-static inline size_t ga_pool_expandable_size(const ga_block_t *b)
-{
-    return b->size + (b->next != NULL && !b->next->mapped ? b->next->size : 0);
-}
-
-/* PyTorch's get_free_block after its lower_bound, for expandable segments: a
- * later block of the stream that can grow less may be the better choice.
- * Walks the stream's own set only. */
-static inline ga_block_t *ga_pool_expandable_best(ga_block_t *b)
-{
-    ga_block_t *next = ga_pool_blockpool_next_in_set(b);
-    while (b->seg->expandable && next != NULL && ga_pool_expandable_size(next) < ga_pool_expandable_size(b)) {
-        b = next;
-        next = ga_pool_blockpool_next_in_set(b);
-    }
-    return b;
 }
 
 /* A change to inactive_split: blocks and bytes. */
@@ -153,4 +138,4 @@ GA_HOT size_t ga_pool_merge(ga_records_t *r, ga_block_t *dst, ga_block_t *src)
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_POOL_HOT_H */
+#endif /* GA_POOL_SPLIT_H */

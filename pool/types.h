@@ -1,6 +1,38 @@
 /*
- * pool_int.h: the pool's private structures. Only the pool sources and tests/pool/ (through
- * their C shim) include this.
+ * types.h: the pool's types and PyTorch's constants. Only the pool's sources
+ * and tests/pool/ (through their C shims) include it, directly or through the
+ * pool's other private headers, one per concern (records.h, blockpool.h,
+ * stripe.h, ...).
+ *
+ * Words (each names one thing, in code, comments and docs):
+ *   block       a run of a segment's bytes, a multiple of 512, allocated (in
+ *               the pointer map) or free (in its stream set); ga_block_t.
+ *   segment     one device allocation (an expandable segment: one reserved
+ *               virtual range), tiled by blocks in address order; it and
+ *               every block in it belong to one stream; ga_segment_t.
+ *   block pool  PyTorch's BlockPool: the small one (requests up to 1 MiB, 2 MiB
+ *               segments) or the large one, of the default pools or of a
+ *               private pool; ga_blockpool_t (blockpool.h).
+ *   stream set  the free blocks of one stream in one block pool, with their
+ *               exact best-fit index (sizeidx.h); ga_stream_set_t. A free
+ *               mapped block is in the set of its segment's stream, no other.
+ *   stripe      one of GA_STRIPES shares of the pool, picked by a hash of the
+ *               stream: a lock, a pointer map, block and segment records and
+ *               an escrow; ga_stripe_t (stripe.h).
+ *   locked path a call under the allocator's lock and, while the stripe path
+ *               may run, every stripe's: everything the pool does.
+ *   stripe path a cache-hit malloc and a plain free under the lock of the
+ *               stream's stripe only (stripe_path.c), falling back to the locked path.
+ *   escrow      a stripe's share of the headroom below each statistic's peak,
+ *               granted by the locked path and spent by the stripe path, so
+ *               that the statistics stay exact; ga_escrow_t (stripe.h).
+ *   tag         a sleep tag: a private pool whose memory sleep unmaps and
+ *               wake maps back; ga_tag_t (sleep_int.h).
+ *   pool id     a private pool's MempoolId_t (id_a, id_b), which the trace
+ *               records with each event; the default pools have none (NULL,
+ *               PyTorch's (0, 0)).
+ *   hot path    a cache-hit malloc and a free, on either path: it allocates
+ *               nothing once the pool has warmed up (GA_HOT).
  *
  * Model (PyTorch's DeviceCachingAllocator, c10/cuda/CUDACachingAllocator.cpp):
  *   - a segment is one device allocation; it is tiled by blocks linked in
@@ -12,13 +44,13 @@
  *
  * Locking: the locked path (api/ holds the allocator's lock, and every
  * stripe's while stripe calls may run: ga_pool_quiesce) covers everything
- * here; a stripe call (fast.c) touches only its stripe and the blocks, sets
+ * here; a stripe call (stripe_path.c) touches only its stripe and the blocks, sets
  * and segments of the stripe's streams, under the stripe's lock (stripe.h).
  * Memory: block and segment records are recycled through free lists; the
  * hot path (cache hit, free) allocates nothing once the pool has warmed up.
  */
-#ifndef GA_POOL_INT_H
-#define GA_POOL_INT_H
+#ifndef GA_POOL_TYPES_H
+#define GA_POOL_TYPES_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,10 +62,10 @@
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/avl.h"
-#include "pool/pool.h"
 #include "pool/sizeidx.h"
 #include "trace/trace.h"
 #include "util/addrmap.h"
+#include "util/err.h"
 #include "util/lock.h"
 #include "util/size.h"
 
@@ -54,6 +86,7 @@ extern "C" {
 #define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
 #define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
 
+typedef struct ga_pool ga_pool_t;
 typedef struct ga_block ga_block_t;
 typedef struct ga_segment ga_segment_t;
 
@@ -137,6 +170,26 @@ struct ga_private_pool {
     ga_private_pool_t *next;      /* all private pools */
 };
 
+/* An allocated block of a sleeping tag, in the tag's `held` map. */
+typedef struct ga_sleep_entry {
+    uintptr_t addr;     /* the block's address: the key */
+    ga_block_t *block;  /* the block (allocated, out of the pointer map) */
+    void *host;         /* pinned host copy of its b->size bytes, NULL when discarded */
+} ga_sleep_entry_t;
+
+/* A sleep tag (galloc_sleep.h; the model is in sleep_int.h). */
+typedef struct ga_tag {
+    char name[GALLOC_TAG_MAX]; /* its name, NUL-terminated */
+    ga_private_pool_t *pool;  /* its private pool */
+    bool own_pool;            /* created by galloc_tag_begin: the tag holds the pool's use */
+    bool asleep;              /* asleep: its units unmapped, its allocated blocks in `held` */
+    bool sel, offload;        /* marks of the tag lists of the call under way */
+    ga_addrmap_t held;        /* asleep: its allocated blocks (ga_sleep_entry_t) */
+    size_t bytes_offloaded;   /* host bytes held now */
+    size_t bytes_asleep;      /* device bytes unmapped by sleep now */
+    struct ga_tag *next;      /* the pool's tags */
+} ga_tag_t;
+
 #define GA_MAX_ROUTES 64
 
 /* An active beginAllocateToPool: which allocations go to which pool. */
@@ -168,7 +221,7 @@ typedef struct ga_records {
     size_t segments_total;       /* segment records ever allocated */
 } ga_records_t;
 
-/* Per-stream locking (issue 19; stripe.h, stripe.c, fast.c). A stream's
+/* Per-stream locking (issue 19; stripe.h, stripe.c, stripe_path.c). A stream's
  * cache hits take only the lock of its stripe, picked by a hash of the
  * stream; everything else takes the allocator's lock and every stripe's.
  * GA_STRIPES is a power of two. */
@@ -191,21 +244,24 @@ enum {
  * events), so each pair shares one slot, granted the headroom of both. */
 enum { GA_SLOT_COUNT, GA_SLOT_BYTES, GA_SLOT_REQUESTED, GA_SLOT_SPLIT, GA_SLOT_SPLIT_BYTES, GA_SLOTS };
 
-/* A stripe's share of the stats (stripe.h), per pool index and slot: the
- * headroom `h` left of the `g` bytes (or blocks) below the peak granted to
- * the stripe, and the increases `alloc` (pool entries only: "all"'s are
- * folded at copy time). Every increase takes from h, every decrease gives
- * back, so the stripe's change to each of the slot's stats is g - h and its
- * decreases alloc - (g - h): one or two words a slot on the path. Slots of
- * one pool index are contiguous, so a call addresses them from two bases. */
+/* A stripe's share of the stats (stripe.h), per pool index and slot. The
+ * locked path grants the stripe `granted` bytes (or blocks) of the headroom
+ * below the peak; `headroom` is what is left of it. Every increase takes
+ * from headroom, every decrease gives back, so the stripe's change to each
+ * of the slot's stats is granted - headroom, its increases `increases`, and
+ * its decreases increases - (granted - headroom): one or two words a slot on
+ * the stripe path. Slots of one pool index are contiguous, so a call
+ * addresses them from two bases. */
 typedef struct ga_escrow {
-    int64_t h[GALLOC_STAT_POOLS][GA_SLOTS];
-    int64_t alloc[GALLOC_STAT_POOLS][GA_SLOTS];
-    int64_t g[GALLOC_STAT_POOLS][GA_SLOTS];
+    int64_t headroom[GALLOC_STAT_POOLS][GA_SLOTS];  /* left of the grant; below 0 only inside a call that lacks it */
+    int64_t increases[GALLOC_STAT_POOLS][GA_SLOTS]; /* since the last fold (pool entries only: "all"'s are
+                                                       folded at copy time) */
+    int64_t granted[GALLOC_STAT_POOLS][GA_SLOTS];   /* the grant (borrowing moves some between stripes); -1
+                                                       while a grant is being worked out */
     /* The stripe's share of current as of the last fold: what its streams'
      * blocks hold (locked-path changes are charged to it too), so the grant
      * can give each stripe the same ceiling. */
-    int64_t c[GALLOC_STAT_POOLS][GA_ESC_ROWS];
+    int64_t held[GALLOC_STAT_POOLS][GA_ESC_ROWS];
 } ga_escrow_t;
 
 typedef struct ga_stripe {
@@ -215,7 +271,7 @@ typedef struct ga_stripe {
     ga_stream_set_t *last[2];        /* the set used last, [is_small] */
     ga_records_t records;            /* the records of its streams' blocks and segments (below) */
     ga_addrmap_t ptrs;               /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
-    ga_escrow_t esc;
+    ga_escrow_t esc;                 /* its share of the stats (above) */
 } __attribute__((aligned(64))) ga_stripe_t;
 
 /* The stripe of a stream: a multiplicative hash, so that streams numbered
@@ -255,23 +311,15 @@ struct ga_pool {
     ga_addrmap_t host_spare;        /* pinned host blocks kept after a wake for the next sleep, by size (tags.c) */
     size_t host_spare_bytes;        /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
     ga_blockpool_t asleep_bp;       /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
-    /* Stripes (stripe.h). `fast` says whether stripe calls may run; it
-     * changes only under the allocator's lock and every stripe's. */
-    atomic_bool fast;
+    /* Stripes (stripe.h). `stripe_path_open` says whether stripe calls may
+     * run; it changes only under the allocator's lock and every stripe's. */
+    atomic_bool stripe_path_open;
     uint32_t touched_mask;          /* stripes used since the last grant */
     uint32_t touched_before;        /* and in the span before it */
     uint32_t grant_mask;            /* stripes given headroom at the last grant */
     atomic_uint map_mask;           /* stripes whose pointer map ever held a block: where free looks */
     ga_stripe_t stripes[GA_STRIPES];
 };
-
-/* The records of a stream's blocks and segments come from its stripe's own
- * chunks, so that threads on their own streams never write the same cache
- * line of records (false sharing halved their throughput). */
-static inline ga_records_t *ga_pool_records_of(ga_pool_t *p, galloc_stream_t stream)
-{
-    return &p->stripes[ga_stripe_of(stream)].records;
-}
 
 /* Request parameters, PyTorch's AllocParams. */
 typedef struct ga_alloc_params {
@@ -283,241 +331,15 @@ typedef struct ga_alloc_params {
     ga_stream_set_t *set;       /* pool's free set for stream (ga_pool_blockpool_prepare) */
     ga_block_t *block;          /* result */
     uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
-    galloc_status_t status;     /* why alloc_block failed: OOM or other */
 } ga_alloc_params_t;
 
-/* round.c */
-size_t ga_round_size(const ga_conf_t *c, size_t size);
-size_t ga_roundup_power2_next_division(size_t size, uint32_t divisions);
-size_t ga_allocation_size(const ga_conf_t *c, size_t rounded);
-/* Whether conf sets no roundup_power2_divisions above 1, so that round_size
- * is plain 512-byte rounding for every size. */
-bool ga_round_is_plain(const ga_conf_t *c);
-
-/* records.c; get, put and the reserve check are inline: every malloc reserves,
- * every split gets a block record and every merge puts one back. */
-void ga_pool_records_init(ga_records_t *r);
-void ga_pool_records_destroy(ga_records_t *r);
-/* Grow the free lists to n block and m segment records (GALLOC_E_NOMEM). */
-galloc_status_t ga_pool_records_grow(ga_records_t *r, size_t n_blocks, size_t n_segments);
-
-/* Ensure at least n block records and m segment records are free: a compare
- * when they are (always, once warm), else a chunk from the host (cold). */
-static inline galloc_status_t ga_pool_records_reserve(ga_records_t *r, size_t n_blocks, size_t n_segments)
-{
-    if (__builtin_expect(r->n_free_blocks >= n_blocks && r->n_free_segments >= n_segments, 1))
-        return GALLOC_OK;
-    return ga_pool_records_grow(r, n_blocks, n_segments);
-}
-
-/* A reserved record (never NULL after a successful reserve). */
-static inline ga_block_t *ga_pool_records_get_block(ga_records_t *r)
-{
-    ga_block_t *b = r->free_blocks;
-    if (b != NULL) {
-        r->free_blocks = b->link;
-        r->n_free_blocks--;
-    }
-    return b;
-}
-
-static inline void ga_pool_records_put_block(ga_records_t *r, ga_block_t *b)
-{
-    b->link = r->free_blocks;
-    r->free_blocks = b;
-    r->n_free_blocks++;
-}
-
-static inline ga_segment_t *ga_pool_records_get_segment(ga_records_t *r)
-{
-    ga_segment_t *s = r->free_segments;
-    if (s != NULL) {
-        r->free_segments = s->next;
-        r->n_free_segments--;
-    }
-    return s;
-}
-
-static inline void ga_pool_records_put_segment(ga_records_t *r, ga_segment_t *s)
-{
-    s->next = r->free_segments;
-    r->free_segments = s;
-    r->n_free_segments++;
-}
-
-
-/* blockpool.c: free sets. The hot operations (prepare, fit, insert, remove)
- * are inline in pool/blockpool.h; walks, the cross-stream lower_bound and the check are in
- * blockpool.c. */
-void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small);
-/* Frees the per-stream sets (the blocks are the records' to free). */
-void ga_pool_blockpool_destroy(ga_blockpool_t *bp);
-/* The set of `stream`, or NULL; changes nothing (a stripe call's lookup). */
-ga_stream_set_t *ga_pool_blockpool_lookup(const ga_blockpool_t *bp, galloc_stream_t stream);
-/* Free mapped blocks in all its sets. */
-size_t ga_pool_blockpool_count(const ga_blockpool_t *bp);
-/* ga_pool_blockpool_prepare when `stream` is not the set used last. */
-ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_stream_t stream);
-/* The set of a stream that must have one (a segment's, at its creation). */
-ga_stream_set_t *ga_pool_blockpool_set_of(ga_blockpool_t *bp, galloc_stream_t stream);
-/* Every bin tree well formed and in its bin, the bitmaps mirroring the bins,
- * the sets sorted by stream, the counts agreeing: for the invariant check. */
-bool ga_pool_blockpool_trees_ok(const ga_blockpool_t *bp);
-/* a orders before b in PyTorch's (stream, size, address) order. */
-bool ga_pool_blockpool_before(const ga_block_t *a, const ga_block_t *b);
-void ga_pool_blockpool_insert_unmapped(ga_blockpool_t *bp, ga_block_t *b);
-void ga_pool_blockpool_remove_unmapped(ga_blockpool_t *bp, ga_block_t *b);
-/* First unmapped block of `stream` (lowest address), and its successor. */
-ga_block_t *ga_pool_blockpool_unmapped_first(ga_blockpool_t *bp, galloc_stream_t stream);
-ga_block_t *ga_pool_blockpool_unmapped_next(ga_block_t *b);
-/* First free block not ordered before (stream, size, address 0), or NULL:
- * the next stream's smallest when `stream` has none that large, as in
- * PyTorch's single set (release_available_cached_blocks walks back from it). */
-ga_block_t *ga_pool_blockpool_lower_bound(ga_blockpool_t *bp, galloc_stream_t stream, size_t size);
-ga_block_t *ga_pool_blockpool_first(ga_blockpool_t *bp);
-ga_block_t *ga_pool_blockpool_last(ga_blockpool_t *bp);
-/* The next free block of b's own set in (size, address) order, or NULL:
- * reads nothing of another stream's (the stripe path may call it). */
-ga_block_t *ga_pool_blockpool_next_in_set(const ga_block_t *b);
-/* Neighbours in (stream, size, address) order across the streams' sets. */
-ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
-ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
-
-#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
-
-/* (size, address) order inside one stream's set, compared inline. */
-static inline bool ga_block_size_addr_before(const ga_block_t *a, const ga_block_t *b)
-{
-    return a->size < b->size || (a->size == b->size && a->addr < b->addr);
-}
-
+/* A block cut from a larger one: a neighbour in its segment, free or not. */
 static inline bool ga_block_is_split(const ga_block_t *b)
 {
     return b->prev != NULL || b->next != NULL;
 }
 
-/* malloc.c */
-galloc_status_t ga_pool_alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_retry);
-
-/* expandable.c: expandable segments (expandable_segments:True). */
-galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t *ap);
-/* Unmap the whole pages inside a free mapped expandable block; releases the
- * segment's VA range when nothing of it stays mapped. */
-void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b);
-/* A device free or unmap refused during a full flush (release_cached_blocks):
- * counted in p->refused_frees, the first one recorded in p->err with the
- * backend's reason. */
-void ga_pool_note_refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes);
-/* Give an expandable segment back whole (destroy): unmap every mapped page, free the VA. */
-void ga_pool_expandable_teardown(ga_pool_t *p, ga_segment_t *seg);
-
-/* streams.c: cross-stream use (record_stream) and deferred frees. */
-galloc_status_t ga_pool_record_stream(ga_pool_t *p, void *ptr, galloc_stream_t stream);
-/* free() of a block with stream uses: record the events; the block stays active. */
-galloc_status_t ga_pool_insert_events(ga_pool_t *p, ga_block_t *b);
-/* Return blocks whose events have all completed (start of every malloc). */
-galloc_status_t ga_pool_process_events(ga_pool_t *p);
-/* Wait for every pending event and return its block (counts num_sync_all_streams
- * once, first). A failed wait returns GALLOC_E_DEVICE: that event and the later
- * ones stay pending, the earlier ones are done. */
-galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p);
-galloc_status_t ga_pool_stream_synchronize(ga_pool_t *p, galloc_stream_t stream);
-void ga_pool_events_destroy(ga_pool_t *p);
-
-/* The trace's mempool id of a block pool ((0, 0) for the default pool). */
-static inline const int64_t *ga_pool_id_of(const ga_blockpool_t *bp, int64_t buf[2])
-{
-    if (bp->owner == NULL)
-        return NULL;
-    buf[0] = (int64_t)bp->owner->id_a;
-    buf[1] = (int64_t)bp->owner->id_b;
-    return buf;
-}
-
-/* private.c: private pools. */
-/* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
-ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
-void ga_pool_release_private_pools(ga_pool_t *p);
-/* Free cached bytes of the private pools that are awake (PyTorch's message adds them to "allocated"). */
-size_t ga_pool_private_free_bytes(const ga_pool_t *p);
-/* tags.c: bytes of allocated blocks in sleeping tags (on no device memory). */
-size_t ga_pool_asleep_allocated_bytes(const ga_pool_t *p);
-void ga_pool_private_destroy(ga_pool_t *p);
-
-/* release.c: giving cached memory back. */
-/* Returns false when the device refuses the free: the segment stays cached,
- * counted as before. The caller decides whether to report it. */
-bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b);
-/* ga_pool_release_block for a full flush: a refusal is noted (ga_pool_note_refused). */
-void ga_pool_release_free_segment(ga_pool_t *p, ga_block_t *b);
-bool ga_pool_release_available_cached_blocks(ga_pool_t *p, const ga_alloc_params_t *ap);
-/* GALLOC_E_DEVICE when waiting for pending events fails (nothing is released
- * then), or when the device refused to free a segment or unmap a page (every
- * other one is released, the refused ones stay cached and counted). */
-galloc_status_t ga_pool_release_cached_blocks(ga_pool_t *p);
-void ga_pool_garbage_collect(ga_pool_t *p);
-
-/* free.c */
-void ga_pool_free_block(ga_pool_t *p, ga_block_t *b);
-/* Absorb src into dst if src is a free neighbour in the same mapped state;
- * returns the bytes absorbed (0 if not merged). */
-size_t ga_pool_try_merge(ga_pool_t *p, ga_block_t *dst, ga_block_t *src);
-/* A new segment's one block (free, covering it whole), linked into the
- * segment list; seg's base, size, stream, pool and kind are set by the caller. */
-void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintptr_t addr, size_t size, bool mapped);
-/* Segment list maintenance. */
-void ga_pool_link_segment(ga_pool_t *p, ga_segment_t *seg);
-void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg);
-
-/* free.c: the part of free after the pointer-map removal (a sleeping block's free, sleep.c). */
-void ga_pool_free_held(ga_pool_t *p, ga_block_t *b);
-/* release.c: every whole free segment of bp back, free expandable pages unmapped (empty_cache's walk). */
-void ga_pool_release_blocks(ga_pool_t *p, ga_blockpool_t *bp);
-
-/* tags.c: the hooks of sleep and wake (pool/sleep_int.h) in the other paths, all cold. */
-/* malloc found no free set for ap->pool: GALLOC_E_ASLEEP naming the tag when
- * the pool is asleep (its sets are hidden then), else out of host memory. */
-galloc_status_t ga_pool_prepare_failed(ga_pool_t *p, const ga_blockpool_t *bp);
-/* free of a pointer not in the pointer map: a sleeping tag's block (freed,
- * its host copy dropped) or GALLOC_E_NOT_OWNED. */
-galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr);
-/* The allocated block of a sleeping tag at addr (out of the pointer map), or NULL. */
-ga_block_t *ga_pool_held_block(const ga_pool_t *p, uintptr_t addr);
-/* A tag pool's plain segment: va_reserve + map of *span bytes (size rounded
- * to the granularity). GALLOC_E_UNSUPPORTED (with a message) without virtual
- * memory; the map's or reservation's failure otherwise. */
-galloc_status_t ga_pool_vmm_alloc(ga_pool_t *p, size_t size, uintptr_t *addr, size_t *span);
-/* Give a plain VMM segment back (unmap + va_release); false when refused. */
-bool ga_pool_vmm_free(ga_pool_t *p, ga_segment_t *seg);
-/* Whether bp belongs to a tag (its segments come through virtual memory). */
-static inline bool ga_pool_is_tagged(const ga_blockpool_t *bp)
-{
-    return bp->owner != NULL && bp->owner->tag != NULL;
-}
-
-/* oom.c */
-galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap);
-
-/* PyTorch's round_size (round.c), inline for the default configuration:
- * requests share 512-byte granularity so allocated_bytes equals PyTorch's. */
-static inline size_t ga_pool_round(const ga_pool_t *p, size_t size)
-{
-    if (__builtin_expect(p->plain_rounding, 1))
-        return size < GA_MIN_BLOCK_SIZE ? GA_MIN_BLOCK_SIZE : (size + GA_MIN_BLOCK_SIZE - 1) & ~(GA_MIN_BLOCK_SIZE - 1);
-    return ga_round_size(&p->conf, size);
-}
-
-/* PyTorch's get_pool: the first active route whose filter accepts the
- * allocation decides (private.c); with none, the default pools by the
- * rounded size. */
-static inline ga_blockpool_t *ga_pool_get_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream)
-{
-    if (__builtin_expect(p->n_routes == 0, 1))
-        return rounded <= GA_SMALL_SIZE ? &p->small : &p->large;
-    return ga_pool_get_routed_pool(p, rounded, stream);
-}
-
 #ifdef __cplusplus
 }
 #endif
-#endif /* GA_POOL_INT_H */
+#endif /* GA_POOL_TYPES_H */

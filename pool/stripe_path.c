@@ -1,18 +1,21 @@
 /*
- * fast.c: the stripe path (stripe.h): a cache-hit malloc and a plain free
- * under the lock of the stream's stripe only, so that threads on their own
- * streams do not wait for each other (issue 19).
+ * stripe_path.c: the stripe path (stripe.h): a cache-hit malloc and a plain
+ * free under the lock of the stream's stripe only, so that threads on their
+ * own streams do not wait for each other (issue 19).
  *
- * Each call first checks that it can finish: the stripe calls are allowed
- * (`fast`: no routes, no pending events, no recording, no GC clock), the block is an ordinary one (default pools, below
+ * Each call first checks that it can finish: the stripe path is open
+ * (`stripe_path_open`: no routes, no pending events, no recording, no GC
+ * clock), the block is an ordinary one (default pools, below
  * max_split_size, no stream uses), a record and a map slot are at hand, and
  * the stripe has the headroom for every stat the call raises. Otherwise it
  * changes nothing and returns false, and the caller takes the locked path
  * (ga_pool_malloc / ga_pool_free), which decides as PyTorch would. When it
  * goes ahead it does exactly what the locked path does on a cache hit, with
- * the same steps (hot.h); only the counters go to the stripe's escrow.
+ * the same steps (split.h); only the counters go to the stripe's escrow.
  */
-#include "pool/hot.h"
+#include "pool/ops.h"
+#include "pool/round.h"
+#include "pool/split.h"
 #include "pool/stripe.h"
 
 /* The thread's last stripe per pool (stripe.h, ga_pool_hint_set). Static:
@@ -33,9 +36,9 @@ unsigned ga_pool_hint_get(const ga_pool_t *p)
     return hint.pool == p ? hint.stripe : GA_STRIPES;
 }
 
-GA_HOT bool fast_on(const ga_pool_t *p)
+GA_HOT bool stripe_path_on(const ga_pool_t *p)
 {
-    return atomic_load_explicit(&p->fast, memory_order_relaxed);
+    return atomic_load_explicit(&p->stripe_path_open, memory_order_relaxed);
 }
 
 /* The stream's set in bp, by the stripe's hint, else by search (the sets
@@ -73,7 +76,7 @@ static __attribute__((noinline, cold)) void malloc_stats_undo(ga_stripe_t *s, ga
 /* Headroom for the increases `need` (per row) moved to stripe s (index i)
  * from the other stripes of the last grant whose locks are free at once
  * (trylock: never a wait while holding s's lock). Each donor keeps its
- * change to current (g - h), so the sum of the headroom, and with it the
+ * change to current (granted - headroom), so the sum of the headroom, and with it the
  * bound below the peak, stays as it was (stripe.h). Returns whether s now
  * has all of it; a donor that is busy is skipped, and the call then takes
  * the locked path. Cold: only when a stripe's share ran short. */
@@ -86,47 +89,49 @@ static __attribute__((noinline, cold)) bool borrow(ga_pool_t *p, unsigned i, gal
         bool lacking = false;
         for (int k = 0; k < 2; k++)
             for (int r = 0; r < GA_SLOTS; r++)
-                lacking |= e->h[js[k]][r] < need[r];
+                lacking |= e->headroom[js[k]][r] < need[r];
         if (!lacking)
             return true;
-        ga_stripe_t *d = &p->stripes[__builtin_ctz(m)];
-        if (!ga_trylock_briefly(&d->lock, GA_STRIPE_TRIES)) /* busy: skipped, never waited for */
+        ga_stripe_t *donor = &p->stripes[__builtin_ctz(m)];
+        if (!ga_trylock_briefly(&donor->lock, GA_STRIPE_TRIES)) /* busy: skipped, never waited for */
             continue;
         for (int k = 0; k < 2; k++) {
-            int64_t *hs = e->h[js[k]], *gs = e->g[js[k]], *hd = d->esc.h[js[k]], *gd = d->esc.g[js[k]];
+            int64_t *headroom = e->headroom[js[k]], *granted = e->granted[js[k]];
+            int64_t *donor_headroom = donor->esc.headroom[js[k]], *donor_granted = donor->esc.granted[js[k]];
             for (int r = 0; r < GA_SLOTS; r++) {
-                int64_t lack = need[r] - hs[r];
-                if (lack <= 0 || hd[r] <= 0)
+                int64_t lack = need[r] - headroom[r];
+                if (lack <= 0 || donor_headroom[r] <= 0)
                     continue;
                 /* the shortfall, and half of what the donor has beyond it: fewer borrows */
-                int64_t t = lack + (hd[r] - lack) / 2;
-                if (t > hd[r])
-                    t = hd[r];
-                hd[r] -= t;
-                gd[r] -= t;
-                hs[r] += t;
-                gs[r] += t;
+                int64_t t = lack + (donor_headroom[r] - lack) / 2;
+                if (t > donor_headroom[r])
+                    t = donor_headroom[r];
+                donor_headroom[r] -= t;
+                donor_granted[r] -= t;
+                headroom[r] += t;
+                granted[r] += t;
             }
         }
-        ga_unlock(&d->lock);
+        ga_unlock(&donor->lock);
     }
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < GA_SLOTS; r++)
-            if (e->h[js[k]][r] < need[r])
+            if (e->headroom[js[k]][r] < need[r])
                 return false;
     return true;
 }
 
-bool ga_pool_malloc_fast(ga_pool_t *p, size_t size, galloc_stream_t stream, void **out)
+bool ga_pool_stripe_malloc(void *impl, size_t size, galloc_stream_t stream, void **out)
 {
+    ga_pool_t *p = impl;
     /* Zero and sizes past PyTorch's 1 EB limit are the locked path's to
      * answer (rounding them would wrap). */
-    if (!fast_on(p) || size == 0 || (uint64_t)size >= GA_ONE_EXABYTE)
+    if (!stripe_path_on(p) || size == 0 || (uint64_t)size >= GA_ONE_EXABYTE)
         return false;
     unsigned i = ga_stripe_of(stream);
     ga_stripe_t *s = &p->stripes[i];
     ga_lock(&s->lock);
-    if (!fast_on(p)) /* turned off before this lock was taken */
+    if (!stripe_path_on(p)) /* turned off before this lock was taken */
         goto miss;
     s->touched = true;
     size_t rounded = ga_pool_round(p, size);
@@ -186,7 +191,7 @@ GA_HOT free_result_t free_in(ga_pool_t *p, unsigned i, uintptr_t addr)
     ga_stripe_t *s = &p->stripes[i];
     ga_lock(&s->lock);
     free_result_t r = LOCKED_PATH;
-    if (!fast_on(p))
+    if (!stripe_path_on(p))
         goto out;
     s->touched = true;
     ga_ptr_entry_t *e = ga_addrmap_find(&s->ptrs, addr);
@@ -224,9 +229,10 @@ out:
     return r;
 }
 
-bool ga_pool_free_fast(ga_pool_t *p, void *ptr)
+bool ga_pool_stripe_free(void *impl, void *ptr)
 {
-    if (!fast_on(p) || ptr == NULL)
+    ga_pool_t *p = impl;
+    if (!stripe_path_on(p) || ptr == NULL)
         return false;
     uintptr_t addr = (uintptr_t)ptr;
     uint32_t rest;
