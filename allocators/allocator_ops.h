@@ -13,7 +13,7 @@
  * Locking: the front end holds the allocator's lock around every member call
  * (create and destroy run before the allocator is shared and after it is
  * retired), so members need no lock of their own, except the optional
- * malloc_fast and free_fast, called without it: an implementation that has
+ * stripe_malloc and stripe_free, called without it: an implementation that has
  * them brings its own locking, and quiesce/resume, called right after the
  * allocator's lock is taken and right before it is released, keep them out
  * of every other member call.
@@ -82,8 +82,8 @@ typedef struct ga_allocator_ops {
      * every locked call. The caching pool's are its stripe path
      * (pool/stripe.h: ga_pool_stripe_malloc, ga_pool_stripe_free) and
      * ga_pool_quiesce / ga_pool_resume (pool/ops.h). */
-    bool (*malloc_fast)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
-    bool (*free_fast)(void *impl, void *ptr);
+    bool (*stripe_malloc)(void *impl, size_t size, galloc_stream_t stream, void **ptr);
+    bool (*stripe_free)(void *impl, void *ptr);
     void (*quiesce)(void *impl);
     void (*resume)(void *impl);
 } ga_allocator_ops_t;

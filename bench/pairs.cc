@@ -9,8 +9,8 @@
 //   own_streams/<sequence>/real_time/threads:{1,2}
 //                                             the same on one allocator, each
 //                                             thread on a stream of its own
-//                                             (issue 19's case: blocks never
-//                                             move between the threads)
+//                                             (per-stream locking's case: blocks
+//                                             never move between threads)
 //   own_allocators/<sequence>/real_time/threads:{1,2}
 //                                             each thread on an allocator of
 //                                             its own: nothing shared, the
@@ -21,7 +21,7 @@
 //                                             live blocks in the same pools
 //   step/training/real_time                   one training step per iteration:
 //                                             50 sizes of 2..512 MiB allocated,
-//                                             then freed (issue 19's "training
+//                                             then freed (the hot-path goals' "training
 //                                             step"; an item is one pair)
 #include <benchmark/benchmark.h>
 

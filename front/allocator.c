@@ -7,7 +7,7 @@
  * allocator's lock, dispatches to the ops and releases the lock; the
  * implementation records failures in a.err through ga_fail. malloc and free
  * first try the implementation's lock-free-of-the-allocator path
- * (malloc_fast/free_fast, the pool's per-stream stripes) where it has one.
+ * (stripe_malloc/stripe_free, the pool's per-stream stripes) where it has one.
  *
  * Configuration sources (lowest precedence first): PyTorch's variable
  * (PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF), then GALLOC_CONF, then the
@@ -255,7 +255,7 @@ void galloc_allocator_destroy(galloc_allocator_t *a)
 }
 
 /* The allocator's lock, and with it the implementation's quiesce: no
- * malloc_fast/free_fast runs until unlock_all (allocator_ops.h). */
+ * stripe_malloc/stripe_free runs until unlock_all (allocator_ops.h). */
 static void lock_all(galloc_allocator_t *a)
 {
     ga_lock(&a->lock);
@@ -285,8 +285,9 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
     GA_LIVE_OR_RETURN(a);
     if (ptr == NULL)
         return GALLOC_E_INVAL;
-    /* A cache hit on the stream's stripe needs no allocator lock (issue 19). */
-    if (a->ops->malloc_fast != NULL && a->ops->malloc_fast(a->impl, size, stream, ptr))
+    /* A cache hit on the stream's stripe needs no allocator lock
+     * (Note: per-stream locking, docs/architecture.md). */
+    if (a->ops->stripe_malloc != NULL && a->ops->stripe_malloc(a->impl, size, stream, ptr))
         return GALLOC_OK;
     galloc_status_t st;
     LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
@@ -296,7 +297,7 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
 galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
 {
     GA_LIVE_OR_RETURN(a);
-    if (a->ops->free_fast != NULL && a->ops->free_fast(a->impl, ptr))
+    if (a->ops->stripe_free != NULL && a->ops->stripe_free(a->impl, ptr))
         return GALLOC_OK;
     galloc_status_t st;
     LOCKED(a, st = a->ops->free(a->impl, ptr));

@@ -4,8 +4,8 @@
  * (allocators/allocator_ops.h) and that implementation's state.
  *
  * Locking: galloc_allocator_t.lock is taken by every public call; ops members
- * run with it held and need no lock of their own, except malloc_fast and
- * free_fast (allocators/allocator_ops.h), tried first without it.
+ * run with it held and need no lock of their own, except stripe_malloc and
+ * stripe_free (allocators/allocator_ops.h), tried first without it.
  */
 #ifndef GA_ALLOCATOR_INT_H
 #define GA_ALLOCATOR_INT_H

@@ -145,6 +145,9 @@ ga_stream_set_t *ga_pool_blockpool_prepare_slow(ga_blockpool_t *bp, galloc_strea
     memmove(&bp->sets[at + 1], &bp->sets[at], (bp->n_sets - at) * sizeof(*bp->sets));
     bp->sets[at] = set;
     bp->n_sets++;
+    /* One set per stream, sorted by stream: find_set's binary search. */
+    GA_ASSERT((at == 0 || bp->sets[at - 1]->stream < stream) &&
+              (at + 1 == bp->n_sets || bp->sets[at + 1]->stream > stream));
     bp->last = set;
     return set;
 }

@@ -13,6 +13,7 @@
 #define GA_POOL_BLOCKPOOL_H
 
 #include "pool/types.h"
+#include "util/assert.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,6 +114,9 @@ GA_HOT ga_block_t *ga_pool_blockpool_fit_rounded(ga_stream_set_t *set, size_t si
 /* Into its segment's set (b->size, b->addr fixed while it is in). */
 GA_HOT void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
 {
+    /* Only a free, mapped, settled block, into the set of its own stream. */
+    GA_ASSERT(!b->allocated && b->mapped && b->event_count == 0 && b->size > 0);
+    GA_ASSERT(b->seg->set != NULL && b->seg->set->stream == b->stream && b->seg->pool == b->pool);
     ga_sizeidx_t *x = &b->seg->set->idx;
     unsigned bin = ga_sizeidx_bin(b->size);
     ga_avl_node_t **root = &x->bins[bin], **link = root, *parent = NULL;
@@ -139,6 +143,7 @@ GA_HOT void ga_pool_blockpool_insert(ga_blockpool_t *bp, ga_block_t *b)
 
 GA_HOT void ga_pool_blockpool_remove(ga_blockpool_t *bp, ga_block_t *b)
 {
+    GA_ASSERT(!b->allocated && b->seg->set->stream == b->stream && b->seg->set->n_free > 0);
     ga_sizeidx_t *x = &b->seg->set->idx;
     unsigned bin = ga_sizeidx_bin(b->size);
     ga_pool_avl_erase(&x->bins[bin], &b->node);

@@ -8,8 +8,8 @@
  * functions behind it are the pool's own (ops.h, pool_ops.c).
  *
  * Locking: allocator_ops.h's contract. Every member runs under the
- * allocator's lock, bracketed by quiesce and resume, except malloc_fast and
- * free_fast, which are the pool's stripe path: they take the lock of the
+ * allocator's lock, bracketed by quiesce and resume, except stripe_malloc and
+ * stripe_free, which are the pool's stripe path: they take the lock of the
  * stream's stripe only (ga_pool_stripe_malloc, ga_pool_stripe_free).
  */
 #ifndef GA_POOL_H

@@ -2,7 +2,7 @@
  * pool_ops.c: the caching pool's allocator ops table, ga_allocator_native,
  * the pool's only external symbol outside its own files. Every member is the
  * pool's function of the same name (ops.h), which takes the ga_pool_t as the
- * member's impl; the optional malloc_fast and free_fast, the members tried
+ * member's impl; the optional stripe_malloc and stripe_free, the members tried
  * without the allocator's lock, are the pool's stripe path. Locking: the
  * front end's lock is held, except around the stripe path.
  */
@@ -42,8 +42,8 @@ const ga_allocator_ops_t ga_allocator_native = {
     .wake = ga_pool_wake,
     .sleep_stats = ga_pool_sleep_stats,
     .tag_asleep = ga_pool_tag_asleep,
-    .malloc_fast = ga_pool_stripe_malloc,
-    .free_fast = ga_pool_stripe_free,
+    .stripe_malloc = ga_pool_stripe_malloc,
+    .stripe_free = ga_pool_stripe_free,
     .quiesce = ga_pool_quiesce,
     .resume = ga_pool_resume,
 };

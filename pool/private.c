@@ -12,6 +12,7 @@
 #include "pool/private.h"
 #include "pool/release.h"
 #include "pool/tags.h"
+#include "util/assert.h"
 
 static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
 {
@@ -136,6 +137,8 @@ void ga_pool_release_private_pools(ga_pool_t *p)
         ga_pool_release_blocks(p, &pp->large);
         if (pp->segments == 0) {
             *link = pp->next;
+            /* A sleeping tag keeps its segments: a pool without any is awake. */
+            GA_ASSERT(pp->tag == NULL || (!pp->tag->asleep && ga_addrmap_count(&pp->tag->held) == 0));
             if (pp->tag != NULL)
                 ga_pool_tag_forget(p, pp->tag);
             ga_pool_blockpool_destroy(&pp->small);

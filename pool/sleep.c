@@ -31,6 +31,7 @@
 #include "pool/stripe.h"
 #include "pool/tags.h"
 #include "stats/stats.h"
+#include "util/assert.h"
 
 static size_t words(const ga_segment_t *s)
 {
@@ -222,6 +223,7 @@ static galloc_status_t sleep_tag(ga_pool_t *p, ga_tag_t *t)
             if (e != NULL)
                 ga_pool_ptr_remove(p, e->addr);
         }
+        GA_ASSERT(t->pool->tag == t && !t->pool->asleep);
         t->asleep = t->pool->asleep = true; /* routes to it now fail (ga_pool_get_routed_pool) */
         size_t total = 0;
         for (const ga_tag_t *u = p->tags; u != NULL; u = u->next)
@@ -401,6 +403,8 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
         wake_undo(p, t);
         return st;
     }
+    /* Every unit sleep unmapped is mapped again. */
+    GA_ASSERT(t->asleep && t->pool->asleep && t->pool->tag == t && t->bytes_asleep == 0);
     drop_sleep_state(p, t, true);
     t->asleep = t->pool->asleep = false;
     p->sleep.bytes_woken += asleep;

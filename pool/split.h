@@ -14,6 +14,7 @@
 
 #include "pool/blockpool.h"
 #include "pool/records.h"
+#include "util/assert.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,8 @@ GA_HOT ga_split_change_t ga_pool_alloc_split_change(const ga_block_t *b, size_t 
  * into bp's free set. */
 GA_HOT ga_block_t *ga_pool_split_front(ga_records_t *r, ga_blockpool_t *bp, ga_block_t *rest, size_t size)
 {
+    GA_ASSERT(!rest->allocated && rest->mapped && rest->event_count == 0);
+    GA_ASSERT(size > 0 && size < rest->size && size % GA_MIN_BLOCK_SIZE == 0);
     ga_block_t *b = ga_pool_records_get_block(r);
     *b = *rest;
     b->size = size;
@@ -73,6 +76,7 @@ GA_HOT ga_block_t *ga_pool_split_front(ga_records_t *r, ga_blockpool_t *bp, ga_b
     rest->prev = b;
     rest->addr += size;
     rest->size -= size;
+    GA_ASSERT(b->addr + b->size == rest->addr && b->seg == rest->seg);
     ga_pool_blockpool_insert(bp, rest);
     return b;
 }
@@ -113,6 +117,10 @@ GA_HOT size_t ga_pool_merge(ga_records_t *r, ga_block_t *dst, ga_block_t *src)
 {
     if (!ga_pool_can_merge(dst, src))
         return 0;
+    /* src is dst's neighbour in one segment, and the two touch. */
+    GA_ASSERT(src->seg == dst->seg && src->stream == dst->stream && !dst->allocated);
+    GA_ASSERT(dst->prev == src ? src->addr + src->size == dst->addr
+                               : dst->next == src && dst->addr + dst->size == src->addr);
     if (dst->prev == src) {
         dst->addr = src->addr;
         dst->prev = src->prev;

@@ -12,6 +12,7 @@
 #include "pool/records.h"
 #include "pool/stripe.h"
 #include "stats/stats.h"
+#include "util/assert.h"
 
 /* Where each escrow row lives in the pool's stats. */
 static const size_t row_offset[GA_ESC_ROWS] = {
@@ -131,6 +132,8 @@ static void fold(ga_pool_t *p, ga_stripe_t *s)
         galloc_stat_t *row = row_of(&p->stats, r);
         int k = slot_of[r];
         for (int j = 0; j < GALLOC_STAT_POOLS; j++) {
+            /* Outside a call a stripe never holds less than no headroom. */
+            GA_ASSERT(e->headroom[j][k] >= 0);
             int64_t change = e->granted[j][k] - e->headroom[j][k]; /* the stripe's change to the row's current */
             row[j].current += change;
             e->held[j][r] += change;
@@ -199,6 +202,13 @@ static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t o
     if (total > room)
         for (uint32_t m = mask; m != 0; m &= m - 1)
             out[__builtin_ctz(m)] = (int64_t)((__int128)out[__builtin_ctz(m)] * room / total);
+#if GA_ASSERT_ON
+    /* The escrow's bound: the shares never pass the room below the peak. */
+    int64_t granted = 0;
+    for (uint32_t m = mask; m != 0; m &= m - 1)
+        granted += out[__builtin_ctz(m)];
+    GA_ASSERT(granted <= room);
+#endif
 }
 
 /* A row's shares in "all" and in both pools, lowered into the row's slot (a
@@ -212,6 +222,7 @@ static void grant_row(ga_pool_t *p, uint32_t mask, int r)
         for (uint32_t m = mask; m != 0; m &= m - 1) {
             int i = __builtin_ctz(m);
             ga_escrow_t *e = &p->stripes[i].esc;
+            GA_ASSERT(share[i] >= 0);
             if (e->granted[j][k] < 0 || share[i] < e->granted[j][k]) /* -1: not yet granted this time */
                 e->granted[j][k] = e->headroom[j][k] = share[i];
         }

@@ -1,5 +1,6 @@
 /*
- * stripe.h: per-stream locking (issue 19), the pool-private part.
+ * stripe.h: per-stream locking, the pool-private part (Note: per-stream
+ * locking, docs/architecture.md).
  *
  * A stream's cache-hit malloc and plain free (stripe_path.c) take only the
  * lock of its stripe, stripes[ga_stripe_of(stream)], and touch only what
@@ -35,6 +36,7 @@
 #define GA_POOL_STRIPE_H
 
 #include "pool/types.h"
+#include "util/assert.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,28 +77,36 @@ static inline unsigned ga_pool_search_first(const ga_pool_t *p, uint32_t *rest)
     return i;
 }
 
+/* n more headroom in slot r of "all" and of pool sp (n < 0: less). */
+static inline void ga_esc_headroom_add(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
+{
+    GA_ASSERT(sp != GALLOC_STAT_ALL);
+    s->esc.headroom[GALLOC_STAT_ALL][r] += n;
+    s->esc.headroom[sp][r] += n;
+}
+
 /* An increase by n >= 0 of escrow slot r in "all" and in pool sp. Returns a
  * negative value when the stripe lacked the headroom: the caller then undoes
  * every increase it made (ga_esc_undo) and takes the locked path. Testing
  * once after all of a call's increases costs one branch, not one a stat. */
 static inline int64_t ga_esc_add(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
+    GA_ASSERT(n >= 0 && sp != GALLOC_STAT_ALL);
     s->esc.increases[sp][r] += n;
     return (s->esc.headroom[GALLOC_STAT_ALL][r] -= n) | (s->esc.headroom[sp][r] -= n);
 }
 
 static inline void ga_esc_undo(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
-    s->esc.headroom[GALLOC_STAT_ALL][r] += n;
-    s->esc.headroom[sp][r] += n;
+    ga_esc_headroom_add(s, r, sp, n);
     s->esc.increases[sp][r] -= n;
 }
 
 /* A decrease by n >= 0 of slot r: its headroom stays with this stripe. */
 static inline void ga_esc_sub(ga_stripe_t *s, int r, galloc_stat_pool_t sp, int64_t n)
 {
-    s->esc.headroom[GALLOC_STAT_ALL][r] += n;
-    s->esc.headroom[sp][r] += n;
+    GA_ASSERT(n >= 0);
+    ga_esc_headroom_add(s, r, sp, n);
 }
 
 /* A signed change (ga_stat_update's rule: zero records nothing); negative
@@ -116,7 +126,7 @@ static inline void ga_esc_update_undo(ga_stripe_t *s, int r, galloc_stat_pool_t 
     if (delta > 0)
         ga_esc_undo(s, r, sp, delta);
     else if (delta < 0)
-        ga_esc_sub(s, r, sp, delta); /* gives back -delta: takes the headroom again */
+        ga_esc_headroom_add(s, r, sp, delta); /* the decrease gave back -delta: taken again */
 }
 
 /* The locked path's change to the escrow rows (malloc.c, free.c): applied to

@@ -1,7 +1,8 @@
 /*
  * stripe_path.c: the stripe path (stripe.h): a cache-hit malloc and a plain
  * free under the lock of the stream's stripe only, so that threads on their
- * own streams do not wait for each other (issue 19).
+ * own streams do not wait for each other (Note: per-stream locking,
+ * docs/architecture.md).
  *
  * Each call first checks that it can finish: the stripe path is open
  * (`stripe_path_open`: no routes, no pending events, no recording, no GC
@@ -110,6 +111,7 @@ static __attribute__((noinline, cold)) bool borrow(ga_pool_t *p, unsigned i, gal
                 donor_granted[r] -= t;
                 headroom[r] += t;
                 granted[r] += t;
+                GA_ASSERT(t > 0 && donor_headroom[r] >= 0); /* a move: the sum of the grants stays */
             }
         }
         ga_unlock(&donor->lock);
@@ -163,9 +165,12 @@ bool ga_pool_stripe_malloc(void *impl, size_t size, galloc_stream_t stream, void
         };
         if (!borrow(p, i, sp, need))
             goto miss;
-        (void)malloc_stats(s, sp, out_bytes, (int64_t)size, c); /* has the room now */
+        int64_t left = malloc_stats(s, sp, out_bytes, (int64_t)size, c); /* has the room now */
+        GA_ASSERT(left >= 0);
+        (void)left;
     }
 
+    GA_ASSERT(b->stream == stream && ga_stripe_of(b->stream) == i);
     ga_pool_blockpool_remove(bp, b);
     if (split)
         b = ga_pool_split_front(&s->records, bp, b, rounded);
@@ -200,6 +205,8 @@ GA_HOT free_result_t free_in(ga_pool_t *p, unsigned i, uintptr_t addr)
         goto out;
     }
     ga_block_t *b = e->block;
+    /* A stripe's map holds only allocated blocks of its own streams. */
+    GA_ASSERT(b->allocated && b->addr == addr && ga_stripe_of(b->stream) == i);
     if (b->uses != NULL || b->pool->owner != NULL || b->size >= p->conf.max_split_size)
         goto out;
     galloc_stat_pool_t sp = b->pool->stat;

@@ -13,6 +13,7 @@
 #include "pool/streams.h"
 #include "pool/tags.h"
 #include "stats/stats.h"
+#include "util/assert.h"
 
 static bool name_char(char c)
 {
@@ -81,6 +82,7 @@ static galloc_status_t bad_name(ga_pool_t *p, const char *who, const char *tag)
 
 static galloc_status_t tag_new(ga_pool_t *p, ga_private_pool_t *pp, const char *name, ga_tag_t **out)
 {
+    GA_ASSERT(pp != NULL && pp->tag == NULL && !pp->asleep); /* one tag a pool, made awake */
     ga_tag_t *t = calloc(1, sizeof(*t));
     if (t == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory creating tag \"%s\"", name);
@@ -222,6 +224,7 @@ galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
             ga_pool_host_keep(p, e->host, b->size);
             t->bytes_offloaded -= b->size;
         }
+        GA_ASSERT(t->asleep && b->allocated && t->bytes_offloaded <= SIZE_MAX / 2);
         ga_addrmap_remove(&t->held, e);
         ga_pool_free_held(p, b);
         return GALLOC_OK;

@@ -221,9 +221,9 @@ typedef struct ga_records {
     size_t segments_total;       /* segment records ever allocated */
 } ga_records_t;
 
-/* Per-stream locking (issue 19; stripe.h, stripe.c, stripe_path.c). A stream's
- * cache hits take only the lock of its stripe, picked by a hash of the
- * stream; everything else takes the allocator's lock and every stripe's.
+/* Note: per-stream locking (docs/architecture.md; stripe.h, stripe.c,
+ * stripe_path.c). A stream's cache hits take only the lock of its stripe,
+ * picked by a hash of the stream; everything else takes the allocator's lock and every stripe's.
  * GA_STRIPES is a power of two. */
 #define GA_STRIPES 16
 

@@ -14,8 +14,8 @@
  * on the mutex type). A contended thread sleeps in the kernel at once instead
  * of spinning: on a 2-core machine shared with other work the holder is often
  * descheduled, and a spinning waiter then burns the core the holder needs
- * (issue 19). Used for the allocator's lock (front/) and the pool's stripe
- * locks (pool/stripe.h). The acquire/release atomics carry the happens-before edges, so
+ * (Note: per-stream locking, docs/architecture.md). Used for the allocator's
+ * lock (front/) and the pool's stripe locks (pool/stripe.h). The acquire/release atomics carry the happens-before edges, so
  * ThreadSanitizer sees the lock's ordering without knowing it is a lock.
  * Elsewhere than Linux it is a default (non-spinning) pthread mutex.
  */

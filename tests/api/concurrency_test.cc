@@ -4,7 +4,7 @@
 // check runs at the end and stats must balance. Tagged "concurrency" so CI
 // also runs it under ThreadSanitizer (--config=tsan).
 //
-// OwnStreams: issue 19's case, two threads on one allocator each on a stream
+// OwnStreams: the case of Note: per-stream locking (docs/architecture.md), two threads on one allocator each on a stream
 // of its own. Whatever locking serves it, the stats must be those of one
 // serial order of the calls: peaks that follow the threads' causal order
 // (a handshake forces the overlap), and counters that move together in every

@@ -1,4 +1,4 @@
-// stripes_test: guards for issue 19's per-stream locking (bench/NOTES.md,
+// stripes_test: guards for per-stream locking (Note: per-stream locking, docs/architecture.md) (bench/NOTES.md,
 // "Per-stream locking": a lock, pointer map and escrowed peak headroom per
 // stripe of streams). Each case passes with the single allocator lock and
 // must keep passing with stripes: exact figures, the stats of one serial

@@ -11,7 +11,7 @@ dir=${1:?artifact directory}
 rm -rf "$dir" && mkdir -p "$dir/bin"
 cp bazel-bin/tests/backend/cuda_gpu_test "$dir/bin/"
 tests/gpu/run_real_torch.sh --prepare "$dir/py" >&2
-# The pairs benchmark (bench/pairs.cc, optimized): issue 19's thread rows on
+# The pairs benchmark (bench/pairs.cc, optimized): the per-stream locking thread rows on
 # a machine whose cores are free; it links Debian's libbenchmark.
 ./bazelw build -c opt --config=opt //bench:galloc_pairs >&2
 mkdir -p "$dir/bench"
