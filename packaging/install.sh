@@ -3,12 +3,12 @@
 #   lib/libgalloc.so, lib/libgalloc.a, include/galloc/*.h,
 #   lib/pkgconfig/galloc.pc, lib/cmake/galloc/gallocConfig{,Version}.cmake
 # Run it through Bazel, which builds what it copies:
-#   ./bazelw run //:install -- PREFIX
+#   ./bazelw run --config=opt //:install -- PREFIX
 # A relative PREFIX is taken from the directory Bazel was started in.
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ -z "$1" ]; then
-    echo "usage: ./bazelw run //:install -- PREFIX" >&2
+    echo "usage: ./bazelw run --config=opt //:install -- PREFIX" >&2
     exit 2
 fi
 prefix="$1"
@@ -22,7 +22,7 @@ here="${RUNFILES_DIR:-$0.runfiles}/galloc"
 [ -d "$here" ] || here="$PWD"
 for f in VERSION libgalloc.so libgalloc.a libgalloc.a.link_flags galloc.pc.in gallocConfig.cmake.in \
     gallocConfigVersion.cmake.in; do
-    [ -f "$here/packaging/$f" ] || { echo "install.sh: missing packaging/$f (run it as ./bazelw run //:install)" >&2; exit 1; }
+    [ -f "$here/packaging/$f" ] || { echo "install.sh: missing packaging/$f (run it as ./bazelw run --config=opt //:install)" >&2; exit 1; }
 done
 src() { printf '%s\n' "$here/$1"; } # src PATH: a runfile, checked above
 

@@ -6,7 +6,7 @@
  * tests/pool/, which calls them without the front end; nothing else outside
  * the pool sees them.
  *
- * Locking: the front end (api/) holds the allocator's lock around every call
+ * Locking: the front end (front/) holds the allocator's lock around every call
  * except the stripe path (ga_pool_stripe_malloc, ga_pool_stripe_free), and
  * brackets each locked call with ga_pool_quiesce and ga_pool_resume, which
  * keep the stripe path out while it runs. A caller that never uses the

@@ -3,7 +3,7 @@
  * table (allocators/allocator_ops.h) of PyTorch's native caching allocator
  * policy (DeviceCachingAllocator in pytorch/pytorch
  * c10/cuda/CUDACachingAllocator.cpp) over one opened device backend. The
- * front end (api/) picks it unless the configuration asks for
+ * front end (front/) picks it unless the configuration asks for
  * backend:cudaMallocAsync, and reaches the pool only through it: the
  * functions behind it are the pool's own (ops.h, pool_ops.c).
  *
@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-/* The caching pool: the table api/ picks unless the config asks for
+/* The caching pool: the table front/ picks unless the config asks for
  * backend:cudaMallocAsync. */
 extern const ga_allocator_ops_t ga_allocator_native;
 

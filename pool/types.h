@@ -42,7 +42,7 @@
  *   - every allocated block sits in the pointer map (address -> block,
  *     util/addrmap.h).
  *
- * Locking: the locked path (api/ holds the allocator's lock, and every
+ * Locking: the locked path (front/ holds the allocator's lock, and every
  * stripe's while stripe calls may run: ga_pool_quiesce) covers everything
  * here; a stripe call (stripe_path.c) touches only its stripe and the blocks, sets
  * and segments of the stripe's streams, under the stripe's lock (stripe.h).

@@ -3,7 +3,7 @@
 It writes the wheel itself with zipfile: the package is pure Python plus three
 prebuilt shared libraries, so setuptools and wheel (which a fresh Debian 12
 venv lacks, and which cannot be fetched offline) are not needed. The
-libraries come from Bazel's output (`./bazelw build //:python_lib`), or from
+libraries come from Bazel's output (`./bazelw build --config=opt //:python_lib`), or from
 the directory GALLOC_LIB_DIR names. The wheel is tagged py3-none-<platform>:
 it holds native code for this machine. The console commands of
 pyproject.toml's [project.scripts] go into entry_points.txt, from which pip
@@ -67,7 +67,7 @@ def _files():
         d = os.environ.get("GALLOC_LIB_DIR") or os.path.join(HERE, os.pardir, "bazel-bin", bazel_dir)
         path = os.path.join(d, lib)
         if not os.path.isfile(path):
-            raise RuntimeError(f"galloc: {os.path.normpath(path)} not found: run `./bazelw build //:python_lib` "
+            raise RuntimeError(f"galloc: {os.path.normpath(path)} not found: run `./bazelw build --config=opt //:python_lib` "
                                "in the repository first (or set GALLOC_LIB_DIR)")
         with open(path, "rb") as f:
             yield f"{NAME}/_lib/{lib}", f.read()

@@ -7,7 +7,7 @@
 #
 # 1. Here, on the build machine, from the repository root:
 #      tests/gpu/run_real_torch.sh --prepare DIR
-#    runs `./bazelw build //:python_lib` and fills DIR with
+#    runs `./bazelw build --config=opt //:python_lib` and fills DIR with
 #      DIR/galloc/               the Python package: python/galloc/*.py and
 #                                _torch_oom.cpp, with its libraries in
 #                                DIR/galloc/_lib/: libgalloc.so
@@ -39,7 +39,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 if [ "${1:-}" = "--prepare" ]; then
     dir=$(abspath "${2:?usage: tests/gpu/run_real_torch.sh --prepare DIR}")
     cd "$repo"
-    ./bazelw build //:python_lib
+    ./bazelw build --config=opt //:python_lib
     rm -rf "$dir/galloc" "$dir/deps"
     mkdir -p "$dir/galloc/_lib" "$dir/deps"
     cp python/galloc/*.py python/galloc/_torch_oom.cpp "$dir/galloc/"

@@ -53,7 +53,7 @@ void pool_shim_fail_from(pool_shim_t *s, uint64_t nth);
 
 /* The stripe path (pool/stripe_path.c): 1 when the call was served there, 0
  * when it must take the locked path (nothing changed). quiesce/resume bracket
- * a locked call as api/ does (pool/ops.h). */
+ * a locked call as front/ does (pool/ops.h). */
 int pool_shim_stripe_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr);
 int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr);
 void pool_shim_quiesce(pool_shim_t *s);

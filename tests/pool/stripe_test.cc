@@ -2,7 +2,7 @@
 // directly: which calls it serves, which it hands to the locked path, and that
 // the escrow keeps every peak exact (a stripe cannot pass a peak, borrows
 // headroom from another stripe, and leaves a new peak to the locked path).
-// Locked calls are bracketed with quiesce/resume as api/ does.
+// Locked calls are bracketed with quiesce/resume as front/ does.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -147,7 +147,7 @@ int ga_replay_column(const ga_job_unit_t *u, const ga_replay_opts_t *o, const ga
     size_t n = make_parts(s, range->high, parts), widest;
     int failed = s->failed;
     free(s);
-    if (failed)
+    if (failed || n == 0) /* n: at least the low probe's part, unless a probe failed */
         return -1;
     g.cap = main_cap(parts, n, &widest);
     g.classify_cap = range->low;

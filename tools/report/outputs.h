@@ -5,7 +5,7 @@
  * `galloc fit --plot`), and their names when one run produces several.
  *
  * Both depend on parts of galloc built in other packages: the snapshot writer
- * (galloc_record_memory_history / galloc_snapshot_write in api/) and the plot
+ * (galloc_record_memory_history / galloc_snapshot_write, front/) and the plot
  * writer (//tools/plot). Each is compiled in only when its macro is defined in
  * tools/report/BUILD (GA_TOOLS_HAVE_SNAPSHOT, GA_TOOLS_HAVE_PLOT); without it the
  * functions fail with "not available yet" and the option exits 2.
