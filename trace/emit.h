@@ -111,6 +111,7 @@ static inline bool ga_trace_emit_ok(const ga_trace_emitter_t *e)
     return e->status == GALLOC_OK;
 }
 
+/* clang-format off: a table of one-line wrappers, one a line */
 static inline void ga_trace_emit_begin_dict(ga_trace_emitter_t *e) { e->ops->begin_dict(e); }
 static inline void ga_trace_emit_end_dict(ga_trace_emitter_t *e) { e->ops->end_dict(e); }
 static inline void ga_trace_emit_begin_list(ga_trace_emitter_t *e) { e->ops->begin_list(e); }
@@ -124,6 +125,7 @@ static inline void ga_trace_emit_f64(ga_trace_emitter_t *e, double v) { e->ops->
 static inline void ga_trace_emit_bool(ga_trace_emitter_t *e, bool v) { e->ops->boolean(e, v); }
 static inline void ga_trace_emit_none(ga_trace_emitter_t *e) { e->ops->none(e); }
 static inline void ga_trace_emit_tuple2(ga_trace_emitter_t *e, int64_t a, int64_t b) { e->ops->tuple2_i64(e, a, b); }
+/* clang-format on */
 
 /* Whether this format can write references to earlier values. */
 static inline bool ga_trace_emit_can_memo(const ga_trace_emitter_t *e)

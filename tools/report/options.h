@@ -43,10 +43,12 @@ typedef struct ga_opt {
 } ga_opt_t;
 
 /* dest of each kind, type-checked. */
+/* clang-format off: a table of one-line wrappers, one a line */
 static inline void *ga_opt_bool(bool *p) { return p; }
 static inline void *ga_opt_str(const char **p) { return p; }
 static inline void *ga_opt_u64(uint64_t *p) { return p; }
 static inline void *ga_opt_format(ga_format_t *p) { return p; }
+/* clang-format on */
 
 /* The rows galloc replay and galloc fit share. */
 #define GA_OPT_DEVICE_MEMORY(p)                                                                    \
