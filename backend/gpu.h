@@ -55,6 +55,8 @@ typedef enum ga_gpu_pool_attr {
 } ga_gpu_pool_attr_t;
 
 /* The primitives, by id, so that a message names the vendor's function. */
+/* A list of macro calls, laid out by hand. */
+/* clang-format off */
 #define GA_GPU_FNS(X)                                                                              \
     X(INIT) X(DEVICE_COUNT) X(DEVICE_GET) X(CTX_RETAIN) X(CTX_RELEASE) X(CTX_GET) X(CTX_SET)       \
     X(MEM_ALLOC) X(MEM_FREE) X(MEM_INFO) X(GRANULARITY) X(VA_RESERVE) X(VA_FREE) X(PHYS_CREATE)    \
@@ -62,6 +64,7 @@ typedef enum ga_gpu_pool_attr {
     X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
     X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
     X(HOST_FREE) X(COPY_D2H) X(COPY_H2D)
+/* clang-format on */
 
 typedef enum ga_gpu_fn {
 #define GA_GPU_FN_ENUM_(id) GA_GPU_FN_##id,
@@ -80,13 +83,13 @@ typedef enum ga_gpu_fn {
  * primitive makes exactly one driver call and never switches contexts itself.
  */
 typedef struct ga_gpu_vendor {
-    const char *name;                        /* backend name and message prefix: "cuda" */
-    const ga_dl_library_t *lib;              /* the library: default path, symbols, state size */
-    const char *fn_name[GA_GPU_FN_COUNT];    /* driver function behind each primitive */
+    const char *name;                     /* backend name and message prefix: "cuda" */
+    const ga_dl_library_t *lib;           /* the library: default path, symbols, state size */
+    const char *fn_name[GA_GPU_FN_COUNT]; /* driver function behind each primitive */
 
     ga_gpu_rc_t (*init)(void *vs);
     ga_gpu_rc_t (*device_count)(void *vs, int *count);
-    ga_gpu_rc_t (*device_get)(void *vs, int ordinal); /* remembers the device for later primitives */
+    ga_gpu_rc_t (*device_get)(void *vs, int ordinal);    /* remembers the device for later primitives */
     ga_gpu_rc_t (*ctx_retain)(void *vs, uintptr_t *ctx); /* the device's primary context */
     ga_gpu_rc_t (*ctx_release)(void *vs);
     ga_gpu_rc_t (*ctx_get)(void *vs, uintptr_t *ctx); /* the calling thread's current context, 0 = none */
@@ -179,17 +182,16 @@ galloc_status_t ga_gpu_copy_d2h(void *state, void *dst, uintptr_t src, size_t by
 galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
 
 /* Every member but open, for a vendor's designated initializer. */
-#define GA_GPU_OPS_MEMBERS                                                                         \
-    .close = ga_gpu_close, .segment_alloc = ga_gpu_segment_alloc, .segment_free = ga_gpu_segment_free, \
-    .mem_info = ga_gpu_mem_info, .granularity = ga_gpu_granularity, .va_reserve = ga_gpu_va_reserve, \
-    .va_release = ga_gpu_va_release, .map = ga_gpu_map, .unmap = ga_gpu_unmap,                     \
-    .event_create = ga_gpu_event_create, .event_destroy = ga_gpu_event_destroy,                    \
-    .event_record = ga_gpu_event_record, .event_query = ga_gpu_event_query,                        \
-    .event_synchronize = ga_gpu_event_synchronize, .error_string = ga_gpu_error_string,            \
-    .stream_synchronize = ga_gpu_stream_synchronize, .malloc_async = ga_gpu_malloc_async,          \
-    .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage, \
-    .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,   \
-    .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,   \
+#define GA_GPU_OPS_MEMBERS                                                                                             \
+    .close = ga_gpu_close, .segment_alloc = ga_gpu_segment_alloc, .segment_free = ga_gpu_segment_free,                 \
+    .mem_info = ga_gpu_mem_info, .granularity = ga_gpu_granularity, .va_reserve = ga_gpu_va_reserve,                   \
+    .va_release = ga_gpu_va_release, .map = ga_gpu_map, .unmap = ga_gpu_unmap, .event_create = ga_gpu_event_create,    \
+    .event_destroy = ga_gpu_event_destroy, .event_record = ga_gpu_event_record, .event_query = ga_gpu_event_query,     \
+    .event_synchronize = ga_gpu_event_synchronize, .error_string = ga_gpu_error_string,                                \
+    .stream_synchronize = ga_gpu_stream_synchronize, .malloc_async = ga_gpu_malloc_async,                              \
+    .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage,                   \
+    .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,                        \
+    .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
     .copy_h2d = ga_gpu_copy_h2d
 
 #ifdef __cplusplus

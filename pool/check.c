@@ -23,9 +23,12 @@ typedef struct recount {
     int64_t v[GALLOC_STAT_POOLS]; /* per pool index, "all" derived */
 } recount_t;
 
+/* A list of macro calls, laid out by hand. */
+/* clang-format off */
 #define RECOUNTS(X)                                                                                \
     X(segment) X(reserved_bytes) X(allocation) X(allocated_bytes) X(active) X(active_bytes)       \
         X(requested_bytes) X(inactive_split) X(inactive_split_bytes)
+/* clang-format on */
 
 typedef struct counts {
 #define FIELD_(name) recount_t name;
@@ -33,7 +36,7 @@ typedef struct counts {
 #undef FIELD_
     int64_t oversize_allocations, oversize_segments;
     size_t free_blocks, allocated_blocks, unmapped_blocks, pending_blocks;
-    size_t held_blocks; /* allocated blocks of sleeping tags (not in the pointer map) */
+    size_t held_blocks;    /* allocated blocks of sleeping tags (not in the pointer map) */
     size_t pending_events; /* sum of event_count over the blocks waiting on events */
 } counts_t;
 
@@ -51,7 +54,8 @@ static galloc_status_t check_allocated(ga_pool_t *p, const ga_segment_t *s, cons
         const ga_sleep_entry_t *e = ga_addrmap_find(&s->pool->owner->tag->held, b->addr);
         if (e == NULL || e->block != b || ga_pool_allocated_block(p, b->addr) != NULL)
             return ga_fail(p->err, GALLOC_E_CORRUPT,
-                           "sleeping block 0x%" PRIxPTR " missing from its tag's map or still in the pointer map", b->addr);
+                           "sleeping block 0x%" PRIxPTR " missing from its tag's map or still in the pointer map",
+                           b->addr);
         c->held_blocks++;
         return GALLOC_OK;
     }
@@ -75,8 +79,9 @@ static galloc_status_t check_segment(ga_pool_t *p, const ga_segment_t *s, counts
     bool split = s->head->next != NULL;
     for (const ga_block_t *b = s->head; b != NULL; b = b->next) {
         if (b->addr != expect || b->size == 0 || b->size % GA_MIN_BLOCK_SIZE != 0)
-            return ga_fail(p->err, GALLOC_E_CORRUPT, "segment 0x%" PRIxPTR ": block at 0x%" PRIxPTR
-                           " (size %zu) does not tile the segment", s->base, b->addr, b->size);
+            return ga_fail(p->err, GALLOC_E_CORRUPT,
+                           "segment 0x%" PRIxPTR ": block at 0x%" PRIxPTR " (size %zu) does not tile the segment",
+                           s->base, b->addr, b->size);
         if (b->seg != s || b->pool != s->pool || b->stream != s->stream)
             return ga_fail(p->err, GALLOC_E_CORRUPT, "block 0x%" PRIxPTR ": wrong segment, pool or stream", b->addr);
         if (b->next != NULL && b->next->prev != b)
@@ -268,8 +273,8 @@ galloc_status_t ga_pool_check(void *impl)
     if (ga_pool_ptr_count(p) != c.allocated_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,
                        ga_pool_ptr_count(p));
-#define COMPARE_(name)                                                                             \
-    if ((st = compare(p, #name, p->stats.name, &c.name)) != GALLOC_OK)                             \
+#define COMPARE_(name)                                                                                                 \
+    if ((st = compare(p, #name, p->stats.name, &c.name)) != GALLOC_OK)                                                 \
         return st;
     RECOUNTS(COMPARE_)
 #undef COMPARE_
@@ -277,8 +282,9 @@ galloc_status_t ga_pool_check(void *impl)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "the stripes' shares of the statistics do not add up to them");
     if (p->stats.oversize_allocations.current != c.oversize_allocations ||
         p->stats.oversize_segments.current != c.oversize_segments)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "oversize stats (%" PRId64 ", %" PRId64 ") differ from a recount (%" PRId64
-                       ", %" PRId64 ")", p->stats.oversize_allocations.current, p->stats.oversize_segments.current,
+        return ga_fail(p->err, GALLOC_E_CORRUPT,
+                       "oversize stats (%" PRId64 ", %" PRId64 ") differ from a recount (%" PRId64 ", %" PRId64 ")",
+                       p->stats.oversize_allocations.current, p->stats.oversize_segments.current,
                        c.oversize_allocations, c.oversize_segments);
     if ((int64_t)p->total_allocated_memory != p->stats.reserved_bytes[GALLOC_STAT_ALL].current)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "total_allocated_memory %zu differs from reserved_bytes %" PRId64,

@@ -17,7 +17,6 @@ extern "C" {
 
 namespace conf_test {
 
-
 inline constexpr uint64_t kMiB = 1ull << 20;
 inline constexpr uint64_t kGiB = 1ull << 30;
 
@@ -61,17 +60,20 @@ inline std::vector<uint32_t> divs(const ga_conf_t &c)
 // Field-by-field equality (strings compared up to their NUL), naming the first difference.
 inline ::testing::AssertionResult Same(const ga_conf_t &a, const ga_conf_t &b)
 {
-#define SAME_FIELD(f)                                                                                              \
-    if (!(a.f == b.f))                                                                                             \
+#define SAME_FIELD(f)                                                                                                  \
+    if (!(a.f == b.f))                                                                                                 \
         return ::testing::AssertionFailure() << #f " differs";
+    // A list of macro calls, laid out by hand.
+    // clang-format off
     SAME_FIELD(backend) SAME_FIELD(max_split_size) SAME_FIELD(max_non_split_rounding_size)
     SAME_FIELD(garbage_collection_threshold) SAME_FIELD(expandable_segments) SAME_FIELD(release_lock_on_cudamalloc)
     SAME_FIELD(pinned_use_cuda_host_register) SAME_FIELD(pinned_num_register_threads)
     SAME_FIELD(pinned_use_background_threads) SAME_FIELD(set) SAME_FIELD(large_segment_size)
     SAME_FIELD(per_process_memory_fraction) SAME_FIELD(retry_pool_after_sync) SAME_FIELD(n_options)
 #undef SAME_FIELD
-    if (divs(a) != divs(b))
-        return ::testing::AssertionFailure() << "roundup_power2_divisions differ";
+        // clang-format on
+        if (divs(a) != divs(b)) return ::testing::AssertionFailure()
+        << "roundup_power2_divisions differ";
     if (strcmp(a.device_backend, b.device_backend) != 0)
         return ::testing::AssertionFailure() << "device_backend differs";
     if (options(a) != options(b)) // as the backend reads them: whitespace aside

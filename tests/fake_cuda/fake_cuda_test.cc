@@ -24,16 +24,40 @@ class Fake : public ::testing::Test {
     void SetUp() override
     {
         ASSERT_TRUE(f_.ok()) << f_.error();
-#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name);
-        BIND_(cuInit) BIND_(cuDeviceGet) BIND_(cuDeviceGetCount) BIND_(cuDevicePrimaryCtxRetain)
-        BIND_(cuDevicePrimaryCtxRelease_v2) BIND_(cuCtxGetCurrent) BIND_(cuCtxSetCurrent) BIND_(cuCtxSynchronize)
-        BIND_(cuMemAlloc_v2) BIND_(cuMemFree_v2) BIND_(cuMemGetInfo_v2) BIND_(cuMemAddressReserve)
-        BIND_(cuMemAddressFree) BIND_(cuMemCreate) BIND_(cuMemRelease) BIND_(cuMemMap) BIND_(cuMemUnmap)
-        BIND_(cuMemSetAccess) BIND_(cuMemGetAllocationGranularity) BIND_(cuEventCreate) BIND_(cuEventDestroy_v2)
-        BIND_(cuEventRecord) BIND_(cuEventQuery) BIND_(cuEventSynchronize) BIND_(cuStreamSynchronize)
-        BIND_(cuGetErrorName) BIND_(cuGetErrorString) BIND_(cuMemAllocAsync) BIND_(cuMemFreeAsync)
-        BIND_(cuDeviceGetDefaultMemPool) BIND_(cuMemPoolSetAttribute) BIND_(cuMemPoolGetAttribute)
-        BIND_(cuMemPoolTrimTo)
+#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name)
+        BIND_(cuInit);
+        BIND_(cuDeviceGet);
+        BIND_(cuDeviceGetCount);
+        BIND_(cuDevicePrimaryCtxRetain);
+        BIND_(cuDevicePrimaryCtxRelease_v2);
+        BIND_(cuCtxGetCurrent);
+        BIND_(cuCtxSetCurrent);
+        BIND_(cuCtxSynchronize);
+        BIND_(cuMemAlloc_v2);
+        BIND_(cuMemFree_v2);
+        BIND_(cuMemGetInfo_v2);
+        BIND_(cuMemAddressReserve);
+        BIND_(cuMemAddressFree);
+        BIND_(cuMemCreate);
+        BIND_(cuMemRelease);
+        BIND_(cuMemMap);
+        BIND_(cuMemUnmap);
+        BIND_(cuMemSetAccess);
+        BIND_(cuMemGetAllocationGranularity);
+        BIND_(cuEventCreate);
+        BIND_(cuEventDestroy_v2);
+        BIND_(cuEventRecord);
+        BIND_(cuEventQuery);
+        BIND_(cuEventSynchronize);
+        BIND_(cuStreamSynchronize);
+        BIND_(cuGetErrorName);
+        BIND_(cuGetErrorString);
+        BIND_(cuMemAllocAsync);
+        BIND_(cuMemFreeAsync);
+        BIND_(cuDeviceGetDefaultMemPool);
+        BIND_(cuMemPoolSetAttribute);
+        BIND_(cuMemPoolGetAttribute);
+        BIND_(cuMemPoolTrimTo);
 #undef BIND_
         ASSERT_TRUE(f_.ok()) << f_.error();
     }
@@ -57,20 +81,47 @@ class Fake : public ::testing::Test {
         p.location.id = d;
         return p;
     }
-    uint64_t Violations() { return f_.Stats().violations; }
+    uint64_t Violations()
+    {
+        return f_.Stats().violations;
+    }
 
     FakeCuda f_;
     ga_cu_context_t ctx_ = nullptr;
-#define FIELD_(name) ga_##name##_fn *name = nullptr;
-    FIELD_(cuInit) FIELD_(cuDeviceGet) FIELD_(cuDeviceGetCount) FIELD_(cuDevicePrimaryCtxRetain)
-    FIELD_(cuDevicePrimaryCtxRelease_v2) FIELD_(cuCtxGetCurrent) FIELD_(cuCtxSetCurrent) FIELD_(cuCtxSynchronize)
-    FIELD_(cuMemAlloc_v2) FIELD_(cuMemFree_v2) FIELD_(cuMemGetInfo_v2) FIELD_(cuMemAddressReserve)
-    FIELD_(cuMemAddressFree) FIELD_(cuMemCreate) FIELD_(cuMemRelease) FIELD_(cuMemMap) FIELD_(cuMemUnmap)
-    FIELD_(cuMemSetAccess) FIELD_(cuMemGetAllocationGranularity) FIELD_(cuEventCreate) FIELD_(cuEventDestroy_v2)
-    FIELD_(cuEventRecord) FIELD_(cuEventQuery) FIELD_(cuEventSynchronize) FIELD_(cuStreamSynchronize)
-    FIELD_(cuGetErrorName) FIELD_(cuGetErrorString) FIELD_(cuMemAllocAsync) FIELD_(cuMemFreeAsync)
-    FIELD_(cuDeviceGetDefaultMemPool) FIELD_(cuMemPoolSetAttribute) FIELD_(cuMemPoolGetAttribute)
-    FIELD_(cuMemPoolTrimTo)
+#define FIELD_(name) ga_##name##_fn *name = nullptr
+    FIELD_(cuInit);
+    FIELD_(cuDeviceGet);
+    FIELD_(cuDeviceGetCount);
+    FIELD_(cuDevicePrimaryCtxRetain);
+    FIELD_(cuDevicePrimaryCtxRelease_v2);
+    FIELD_(cuCtxGetCurrent);
+    FIELD_(cuCtxSetCurrent);
+    FIELD_(cuCtxSynchronize);
+    FIELD_(cuMemAlloc_v2);
+    FIELD_(cuMemFree_v2);
+    FIELD_(cuMemGetInfo_v2);
+    FIELD_(cuMemAddressReserve);
+    FIELD_(cuMemAddressFree);
+    FIELD_(cuMemCreate);
+    FIELD_(cuMemRelease);
+    FIELD_(cuMemMap);
+    FIELD_(cuMemUnmap);
+    FIELD_(cuMemSetAccess);
+    FIELD_(cuMemGetAllocationGranularity);
+    FIELD_(cuEventCreate);
+    FIELD_(cuEventDestroy_v2);
+    FIELD_(cuEventRecord);
+    FIELD_(cuEventQuery);
+    FIELD_(cuEventSynchronize);
+    FIELD_(cuStreamSynchronize);
+    FIELD_(cuGetErrorName);
+    FIELD_(cuGetErrorString);
+    FIELD_(cuMemAllocAsync);
+    FIELD_(cuMemFreeAsync);
+    FIELD_(cuDeviceGetDefaultMemPool);
+    FIELD_(cuMemPoolSetAttribute);
+    FIELD_(cuMemPoolGetAttribute);
+    FIELD_(cuMemPoolTrimTo);
 #undef FIELD_
 };
 

@@ -23,11 +23,24 @@ class FakeHost : public ::testing::Test {
     void SetUp() override
     {
         ASSERT_TRUE(f_.ok()) << f_.error();
-#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name);
-        BIND_(cuInit) BIND_(cuDevicePrimaryCtxRetain) BIND_(cuDevicePrimaryCtxRelease_v2) BIND_(cuCtxSetCurrent)
-        BIND_(cuMemAlloc_v2) BIND_(cuMemFree_v2) BIND_(cuMemAddressReserve) BIND_(cuMemAddressFree)
-        BIND_(cuMemCreate) BIND_(cuMemRelease) BIND_(cuMemMap) BIND_(cuMemUnmap) BIND_(cuMemSetAccess)
-        BIND_(cuMemHostAlloc) BIND_(cuMemFreeHost) BIND_(cuMemcpyDtoH_v2) BIND_(cuMemcpyHtoD_v2)
+#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name)
+        BIND_(cuInit);
+        BIND_(cuDevicePrimaryCtxRetain);
+        BIND_(cuDevicePrimaryCtxRelease_v2);
+        BIND_(cuCtxSetCurrent);
+        BIND_(cuMemAlloc_v2);
+        BIND_(cuMemFree_v2);
+        BIND_(cuMemAddressReserve);
+        BIND_(cuMemAddressFree);
+        BIND_(cuMemCreate);
+        BIND_(cuMemRelease);
+        BIND_(cuMemMap);
+        BIND_(cuMemUnmap);
+        BIND_(cuMemSetAccess);
+        BIND_(cuMemHostAlloc);
+        BIND_(cuMemFreeHost);
+        BIND_(cuMemcpyDtoH_v2);
+        BIND_(cuMemcpyHtoD_v2);
 #undef BIND_
         ASSERT_TRUE(f_.ok()) << f_.error();
         ASSERT_EQ(cuInit(0), GA_CUDA_SUCCESS);
@@ -52,15 +65,31 @@ class FakeHost : public ::testing::Test {
         EXPECT_EQ(cuMemSetAccess(addr, n, &d, 1), GA_CUDA_SUCCESS);
         return h;
     }
-    uint64_t Violations() { return f_.Stats().violations; }
+    uint64_t Violations()
+    {
+        return f_.Stats().violations;
+    }
 
     FakeCuda f_;
     ga_cu_context_t ctx_ = nullptr;
-#define FIELD_(name) ga_##name##_fn *name = nullptr;
-    FIELD_(cuInit) FIELD_(cuDevicePrimaryCtxRetain) FIELD_(cuDevicePrimaryCtxRelease_v2) FIELD_(cuCtxSetCurrent)
-    FIELD_(cuMemAlloc_v2) FIELD_(cuMemFree_v2) FIELD_(cuMemAddressReserve) FIELD_(cuMemAddressFree)
-    FIELD_(cuMemCreate) FIELD_(cuMemRelease) FIELD_(cuMemMap) FIELD_(cuMemUnmap) FIELD_(cuMemSetAccess)
-    FIELD_(cuMemHostAlloc) FIELD_(cuMemFreeHost) FIELD_(cuMemcpyDtoH_v2) FIELD_(cuMemcpyHtoD_v2)
+#define FIELD_(name) ga_##name##_fn *name = nullptr
+    FIELD_(cuInit);
+    FIELD_(cuDevicePrimaryCtxRetain);
+    FIELD_(cuDevicePrimaryCtxRelease_v2);
+    FIELD_(cuCtxSetCurrent);
+    FIELD_(cuMemAlloc_v2);
+    FIELD_(cuMemFree_v2);
+    FIELD_(cuMemAddressReserve);
+    FIELD_(cuMemAddressFree);
+    FIELD_(cuMemCreate);
+    FIELD_(cuMemRelease);
+    FIELD_(cuMemMap);
+    FIELD_(cuMemUnmap);
+    FIELD_(cuMemSetAccess);
+    FIELD_(cuMemHostAlloc);
+    FIELD_(cuMemFreeHost);
+    FIELD_(cuMemcpyDtoH_v2);
+    FIELD_(cuMemcpyHtoD_v2);
 #undef FIELD_
 };
 

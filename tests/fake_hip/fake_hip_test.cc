@@ -24,24 +24,51 @@ class FakeHip : public ::testing::Test {
     void SetUp() override
     {
         ASSERT_TRUE(f_.ok()) << f_.error();
-#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name);
-        BIND_(hipInit) BIND_(hipRuntimeGetVersion) BIND_(hipGetDeviceCount) BIND_(hipGetDevice) BIND_(hipSetDevice)
-        BIND_(hipMalloc) BIND_(hipFree) BIND_(hipGetErrorName) BIND_(hipGetErrorString)
-        BIND_(hipMemGetAllocationGranularity) BIND_(hipMemCreate) BIND_(hipMemRelease)
-        BIND_(hipHostMalloc) BIND_(hipHostFree) BIND_(hipMemcpyDtoH) BIND_(hipMemcpyHtoD)
+#define BIND_(name) name = f_.Sym<ga_##name##_fn *>(#name)
+        BIND_(hipInit);
+        BIND_(hipRuntimeGetVersion);
+        BIND_(hipGetDeviceCount);
+        BIND_(hipGetDevice);
+        BIND_(hipSetDevice);
+        BIND_(hipMalloc);
+        BIND_(hipFree);
+        BIND_(hipGetErrorName);
+        BIND_(hipGetErrorString);
+        BIND_(hipMemGetAllocationGranularity);
+        BIND_(hipMemCreate);
+        BIND_(hipMemRelease);
+        BIND_(hipHostMalloc);
+        BIND_(hipHostFree);
+        BIND_(hipMemcpyDtoH);
+        BIND_(hipMemcpyHtoD);
 #undef BIND_
         set_version_ = f_.Sym<decltype(&::fake_hip_set_version)>("fake_hip_set_version");
         ASSERT_TRUE(f_.ok()) << f_.error();
     }
-    uint64_t Violations() { return f_.Stats().violations; }
+    uint64_t Violations()
+    {
+        return f_.Stats().violations;
+    }
 
     FakeCuda f_{"libfake_hip.so", "hip"};
     decltype(&::fake_hip_set_version) set_version_ = nullptr;
-#define DECL_(name) ga_##name##_fn *name = nullptr;
-    DECL_(hipInit) DECL_(hipRuntimeGetVersion) DECL_(hipGetDeviceCount) DECL_(hipGetDevice) DECL_(hipSetDevice)
-    DECL_(hipMalloc) DECL_(hipFree) DECL_(hipGetErrorName) DECL_(hipGetErrorString)
-    DECL_(hipMemGetAllocationGranularity) DECL_(hipMemCreate) DECL_(hipMemRelease)
-    DECL_(hipHostMalloc) DECL_(hipHostFree) DECL_(hipMemcpyDtoH) DECL_(hipMemcpyHtoD)
+#define DECL_(name) ga_##name##_fn *name = nullptr
+    DECL_(hipInit);
+    DECL_(hipRuntimeGetVersion);
+    DECL_(hipGetDeviceCount);
+    DECL_(hipGetDevice);
+    DECL_(hipSetDevice);
+    DECL_(hipMalloc);
+    DECL_(hipFree);
+    DECL_(hipGetErrorName);
+    DECL_(hipGetErrorString);
+    DECL_(hipMemGetAllocationGranularity);
+    DECL_(hipMemCreate);
+    DECL_(hipMemRelease);
+    DECL_(hipHostMalloc);
+    DECL_(hipHostFree);
+    DECL_(hipMemcpyDtoH);
+    DECL_(hipMemcpyHtoD);
 #undef DECL_
 };
 

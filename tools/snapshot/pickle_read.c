@@ -18,33 +18,33 @@
 #define SLAB_VALUES 1024 /* values per slab: one malloc per thousand opcodes */
 
 typedef struct slab {
-    struct slab *next;                /* older slab */
-    size_t used;                      /* values handed out from v */
-    ga_pk_value_t v[SLAB_VALUES];     /* the values */
+    struct slab *next;            /* older slab */
+    size_t used;                  /* values handed out from v */
+    ga_pk_value_t v[SLAB_VALUES]; /* the values */
 } slab_t;
 
 struct ga_pickle {
-    slab_t *slabs;        /* every value of the document (newest slab first) */
-    ga_pk_value_t *root;  /* what STOP returned */
-    int protocol;         /* from PROTO */
+    slab_t *slabs;       /* every value of the document (newest slab first) */
+    ga_pk_value_t *root; /* what STOP returned */
+    int protocol;        /* from PROTO */
 };
 
 /* Decoder state, alive during ga_pickle_parse only. */
 typedef struct ctx {
-    const uint8_t *buf;        /* input */
-    size_t len;                /* input length */
-    size_t pos;                /* next byte to read */
-    size_t op_at;              /* offset of the opcode being executed (for messages) */
-    size_t used, budget;       /* bytes charged so far, and the limit */
+    const uint8_t *buf;  /* input */
+    size_t len;          /* input length */
+    size_t pos;          /* next byte to read */
+    size_t op_at;        /* offset of the opcode being executed (for messages) */
+    size_t used, budget; /* bytes charged so far, and the limit */
     size_t max_marks, max_memo;
-    ga_pickle_t *doc;          /* the document being built */
-    ga_pk_value_t **stack;     /* value stack */
+    ga_pickle_t *doc;      /* the document being built */
+    ga_pk_value_t **stack; /* value stack */
     size_t sp, stack_cap;
-    size_t *marks;             /* stack depths at each open MARK */
+    size_t *marks; /* stack depths at each open MARK */
     size_t n_marks, marks_cap;
-    ga_pk_value_t **memo;      /* memo table; NULL = unset */
-    size_t memo_n, memo_cap;   /* highest index set + 1, entries allocated */
-    size_t memo_count;         /* entries set: MEMOIZE stores at len(memo), as Python does */
+    ga_pk_value_t **memo;    /* memo table; NULL = unset */
+    size_t memo_n, memo_cap; /* highest index set + 1, entries allocated */
+    size_t memo_count;       /* entries set: MEMOIZE stores at len(memo), as Python does */
     char *err;
     size_t errlen;
 } ctx_t;
@@ -75,8 +75,10 @@ static int fail(ctx_t *c, const char *fmt, ...)
 static int charge(ctx_t *c, size_t n)
 {
     if (n > c->budget - c->used)
-        return fail(c, "decoding needs more than %zu bytes of memory (the limit for this file); "
-                       "the pickle is malformed or hostile", c->budget);
+        return fail(c,
+                    "decoding needs more than %zu bytes of memory (the limit for this file); "
+                    "the pickle is malformed or hostile",
+                    c->budget);
     c->used += n;
     return 0;
 }
@@ -304,27 +306,33 @@ static int push_int(ctx_t *c, int64_t i)
     return push(c, v);
 }
 
-/* Why an opcode outside the plain-data set is refused, by opcode byte. */
+/* Why an opcode outside the plain-data set is refused: each row's opcode
+ * bytes (none is 0), and the reason. */
+static const struct {
+    const char *ops, *why;
+} refusals[] = {
+    {"c", "GLOBAL (a class or function reference)"},
+    {"\x93", "STACK_GLOBAL (a class or function reference)"},
+    {"R", "REDUCE (a call)"},
+    {"b", "BUILD (object state)"},
+    {"\x81", "NEWOBJ (an object)"},
+    {"\x92", "NEWOBJ_EX (an object)"},
+    {"i", "INST (an object)"},
+    {"o", "OBJ (an object)"},
+    {"\x82\x83\x84", "EXT (an extension-registry object)"},
+    {"PQ", "PERSID (a persistent reference)"},
+    {"\x96", "BYTEARRAY8 (a bytearray)"},
+    {"\x97\x98", "an out-of-band buffer"},
+    {"\x8f\x90\x91", "a set or frozenset"},
+    {"ILSTUVFpg", "a text opcode of protocols 0-1"},
+};
+
 static const char *refusal(uint8_t op)
 {
-    switch (op) {
-    case 'c': return "GLOBAL (a class or function reference)";
-    case 0x93: return "STACK_GLOBAL (a class or function reference)";
-    case 'R': return "REDUCE (a call)";
-    case 'b': return "BUILD (object state)";
-    case 0x81: return "NEWOBJ (an object)";
-    case 0x92: return "NEWOBJ_EX (an object)";
-    case 'i': return "INST (an object)";
-    case 'o': return "OBJ (an object)";
-    case 0x82: case 0x83: case 0x84: return "EXT (an extension-registry object)";
-    case 'P': case 'Q': return "PERSID (a persistent reference)";
-    case 0x96: return "BYTEARRAY8 (a bytearray)";
-    case 0x97: case 0x98: return "an out-of-band buffer";
-    case 0x8f: case 0x90: case 0x91: return "a set or frozenset";
-    case 'I': case 'L': case 'S': case 'T': case 'U': case 'V': case 'F': case 'p': case 'g':
-        return "a text opcode of protocols 0-1";
-    default: return NULL;
-    }
+    for (size_t i = 0; op != 0 && i < sizeof(refusals) / sizeof(refusals[0]); i++)
+        if (strchr(refusals[i].ops, op) != NULL)
+            return refusals[i].why;
+    return NULL;
 }
 
 #define NOT_MINE (-2) /* an op_* function does not handle this opcode */
@@ -337,8 +345,7 @@ static int op_control(ctx_t *c, uint8_t op)
     switch (op) {
     case '.': /* STOP */
         if (c->n_marks != 0 || c->sp != 1)
-            return fail(c, "STOP with %zu values and %zu open MARKs (expected exactly one value)", c->sp,
-                        c->n_marks);
+            return fail(c, "STOP with %zu values and %zu open MARKs (expected exactly one value)", c->sp, c->n_marks);
         c->doc->root = c->stack[0];
         return 1;
     case 0x80: /* PROTO: only as the first opcode (see ga_pickle_parse) */
@@ -349,8 +356,7 @@ static int op_control(ctx_t *c, uint8_t op)
         uint64_t n = read_le(c->buf + c->pos, 8);
         c->pos += 8;
         if (n > c->len - c->pos)
-            return fail(c, "truncated FRAME: announces %llu bytes, %zu left", (unsigned long long)n,
-                        c->len - c->pos);
+            return fail(c, "truncated FRAME: announces %llu bytes, %zu left", (unsigned long long)n, c->len - c->pos);
         return 0;
     }
     case '(': /* MARK */
@@ -360,19 +366,15 @@ static int op_control(ctx_t *c, uint8_t op)
             return -1;
         c->marks[c->n_marks++] = c->sp;
         return 0;
-    case '0': /* POP */
-        return pop(c) == NULL ? -1 : 0;
+    case '0': /* POP */ return pop(c) == NULL ? -1 : 0;
     case '1': /* POP_MARK */
         if (pop_mark(c, &base) != 0)
             return -1;
         c->sp = base;
         return 0;
-    case '2': { /* DUP */
-        ga_pk_value_t *v = top(c);
-        return v == NULL ? -1 : push(c, v);
+    case '2': { /* DUP */ ga_pk_value_t *v = top(c); return v == NULL ? -1 : push(c, v);
     }
-    default:
-        return NOT_MINE;
+    default: return NOT_MINE;
     }
 }
 
@@ -428,8 +430,7 @@ static int op_scalar(ctx_t *c, uint8_t op)
     case 'C': return push_str(c, GA_PK_BYTES, 1, "SHORT_BINBYTES");
     case 'B': return push_str(c, GA_PK_BYTES, 4, "BINBYTES");
     case 0x8e: return push_str(c, GA_PK_BYTES, 8, "BINBYTES8");
-    default:
-        return NOT_MINE;
+    default: return NOT_MINE;
     }
 }
 
@@ -456,7 +457,9 @@ static int op_container(ctx_t *c, uint8_t op)
         if (pop_mark(c, &base) != 0)
             return -1;
         return collect(c, GA_PK_TUPLE, base);
-    case 0x85: case 0x86: case 0x87: { /* TUPLE1..3 */
+    case 0x85:
+    case 0x86:
+    case 0x87: { /* TUPLE1..3 */
         size_t k = (size_t)(op - 0x84);
         if (c->sp - frame_base(c) < k)
             return fail(c, "TUPLE%zu with fewer than %zu values on the stack", k, k);
@@ -478,8 +481,7 @@ static int op_container(ctx_t *c, uint8_t op)
         if (pop_mark(c, &base) != 0)
             return -1;
         return append_items(c, base, "APPENDS");
-    default:
-        return NOT_MINE;
+    default: return NOT_MINE;
     }
 }
 
@@ -488,7 +490,7 @@ static int op_memo(ctx_t *c, uint8_t op)
 {
     switch (op) {
     case 0x94: return memo_put(c, c->memo_count); /* MEMOIZE */
-    case 'q': /* BINPUT */
+    case 'q':                                     /* BINPUT */
         if (need(c, 1, "BINPUT") != 0)
             return -1;
         return memo_put(c, c->buf[c->pos++]);
@@ -506,8 +508,7 @@ static int op_memo(ctx_t *c, uint8_t op)
             return -1;
         c->pos += 4;
         return memo_get(c, read_le(c->buf + c->pos - 4, 4));
-    default:
-        return NOT_MINE;
+    default: return NOT_MINE;
     }
 }
 
@@ -551,7 +552,7 @@ int ga_pickle_parse(const uint8_t *buf, size_t len, const ga_pickle_limits_t *li
 {
     ctx_t c = {.buf = buf, .len = len, .err = err, .errlen = errlen};
     *out = NULL;
-    c.budget = limits && limits->max_bytes ? limits->max_bytes
+    c.budget = limits && limits->max_bytes                  ? limits->max_bytes
                : len > (SIZE_MAX - ((size_t)64 << 20)) / 16 ? SIZE_MAX
                                                             : ((size_t)64 << 20) + 16 * len;
     c.max_marks = limits && limits->max_marks ? limits->max_marks : 100000;
