@@ -61,7 +61,8 @@ GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int devi
                                                    galloc_allocator_t **out, char *err, size_t errlen);
 
 /* Flags of galloc_allocator_create_ex. */
-#define GALLOC_CREATE_NO_ENV 0x1u /* read no environment variable: conf alone (over PyTorch's defaults)
+#define GALLOC_CREATE_NO_ENV                                                                                           \
+    0x1u /* read no environment variable: conf alone (over PyTorch's defaults)
                                      configures the allocator, whatever the process's environment */
 
 /*
@@ -73,9 +74,8 @@ GALLOC_API galloc_status_t galloc_allocator_create(const char *backend, int devi
  * shell exports. Returns what galloc_allocator_create returns, and
  * GALLOC_E_INVAL for an unknown flag bit.
  */
-GALLOC_API galloc_status_t galloc_allocator_create_ex(const char *backend, int device, const char *conf,
-                                                      uint32_t flags, galloc_allocator_t **out, char *err,
-                                                      size_t errlen);
+GALLOC_API galloc_status_t galloc_allocator_create_ex(const char *backend, int device, const char *conf, uint32_t flags,
+                                                      galloc_allocator_t **out, char *err, size_t errlen);
 
 /*
  * galloc_allocator_destroy: release every segment back to the device and free
@@ -200,22 +200,22 @@ GALLOC_API galloc_status_t galloc_check(galloc_allocator_t *a);
  * string). Filled by galloc_settings_get; every member is an output, named
  * after the config key that sets it. */
 typedef struct galloc_settings {
-    uint32_t struct_size;                    /* in: sizeof(galloc_settings_t) the caller was compiled with */
-    int backend;                             /* backend: 0 native, 1 cudaMallocAsync (or hipMallocAsync) */
-    uint64_t max_split_size;                 /* max_split_size_mb, in bytes; UINT64_MAX = unlimited */
-    uint64_t max_non_split_rounding_size;    /* max_non_split_rounding_mb, in bytes */
-    uint64_t large_segment_size;             /* large_segment_size_mb, in bytes (kLargeBuffer) */
-    double garbage_collection_threshold;     /* garbage_collection_threshold; 0 = off */
-    double per_process_memory_fraction;      /* per_process_memory_fraction; 1.0 = no cap at start */
-    uint32_t roundup_power2_divisions[16];   /* per interval [2^(20+i), 2^(21+i)) bytes; 0 = off */
-    bool expandable_segments;                /* expandable_segments */
-    bool release_lock_on_cudamalloc;         /* release_lock_on_cudamalloc (or _hipmalloc) */
-    bool pinned_use_cuda_host_register;      /* pinned_use_cuda_host_register (recorded; no pinned pool) */
-    bool pinned_use_background_threads;      /* pinned_use_background_threads (recorded; no pinned pool) */
-    uint32_t pinned_num_register_threads;    /* pinned_num_register_threads */
-    char device_backend[32];                 /* device_backend: the backend the config names ("sim" by
+    uint32_t struct_size;                             /* in: sizeof(galloc_settings_t) the caller was compiled with */
+    int backend;                                      /* backend: 0 native, 1 cudaMallocAsync (or hipMallocAsync) */
+    uint64_t max_split_size;                          /* max_split_size_mb, in bytes; UINT64_MAX = unlimited */
+    uint64_t max_non_split_rounding_size;             /* max_non_split_rounding_mb, in bytes */
+    uint64_t large_segment_size;                      /* large_segment_size_mb, in bytes (kLargeBuffer) */
+    double garbage_collection_threshold;              /* garbage_collection_threshold; 0 = off */
+    double per_process_memory_fraction;               /* per_process_memory_fraction; 1.0 = no cap at start */
+    uint32_t roundup_power2_divisions[16];            /* per interval [2^(20+i), 2^(21+i)) bytes; 0 = off */
+    bool expandable_segments;                         /* expandable_segments */
+    bool release_lock_on_cudamalloc;                  /* release_lock_on_cudamalloc (or _hipmalloc) */
+    bool pinned_use_cuda_host_register;               /* pinned_use_cuda_host_register (recorded; no pinned pool) */
+    bool pinned_use_background_threads;               /* pinned_use_background_threads (recorded; no pinned pool) */
+    uint32_t pinned_num_register_threads;             /* pinned_num_register_threads */
+    char device_backend[32];                          /* device_backend: the backend the config names ("sim" by
                                                 default; galloc_allocator_backend says which one runs) */
-    bool retry_pool_after_sync;              /* galloc's retry_pool_after_sync (off = PyTorch's OOM path) */
+    bool retry_pool_after_sync;                       /* galloc's retry_pool_after_sync (off = PyTorch's OOM path) */
     char backend_options[GALLOC_BACKEND_OPTIONS_MAX]; /* the device backend's options, as it received them
                                                 (galloc_backend_args_t.options) less whitespace, e.g.
                                                 "sim_capacity:1GiB,sim_backed:True"; "" = none */

@@ -47,23 +47,23 @@ typedef enum galloc_stat_pool {
  *   STAT(name):  galloc_stat_t name,    keys name.{allocated,current,freed,peak}
  *   INT(name):   int64_t name,          key  name
  */
-#define GALLOC_STATS_FIELDS(ARRAY, STAT, INT)                                  \
-    ARRAY(active)                                                              \
-    ARRAY(active_bytes)                                                        \
-    ARRAY(allocated_bytes)                                                     \
-    ARRAY(allocation)                                                          \
-    ARRAY(inactive_split)                                                      \
-    ARRAY(inactive_split_bytes)                                                \
-    INT(max_split_size)                                                        \
-    INT(num_alloc_retries)                                                     \
-    INT(num_device_alloc)                                                      \
-    INT(num_device_free)                                                       \
-    INT(num_ooms)                                                              \
-    INT(num_sync_all_streams)                                                  \
-    STAT(oversize_allocations)                                                 \
-    STAT(oversize_segments)                                                    \
-    ARRAY(requested_bytes)                                                     \
-    ARRAY(reserved_bytes)                                                      \
+#define GALLOC_STATS_FIELDS(ARRAY, STAT, INT)                                                                          \
+    ARRAY(active)                                                                                                      \
+    ARRAY(active_bytes)                                                                                                \
+    ARRAY(allocated_bytes)                                                                                             \
+    ARRAY(allocation)                                                                                                  \
+    ARRAY(inactive_split)                                                                                              \
+    ARRAY(inactive_split_bytes)                                                                                        \
+    INT(max_split_size)                                                                                                \
+    INT(num_alloc_retries)                                                                                             \
+    INT(num_device_alloc)                                                                                              \
+    INT(num_device_free)                                                                                               \
+    INT(num_ooms)                                                                                                      \
+    INT(num_sync_all_streams)                                                                                          \
+    STAT(oversize_allocations)                                                                                         \
+    STAT(oversize_segments)                                                                                            \
+    ARRAY(requested_bytes)                                                                                             \
+    ARRAY(reserved_bytes)                                                                                              \
     ARRAY(segment)
 
 /* Number of flattened keys: 9 arrays x 12 + 2 stats x 4 + 6 ints = 122. */
@@ -109,20 +109,20 @@ GALLOC_API galloc_status_t galloc_stats_lookup(const galloc_stats_t *s, const ch
 
 /* Fragmentation of one pool index (all / small / large), beyond PyTorch's stats. */
 typedef struct galloc_pool_fragmentation {
-    int64_t reserved_bytes;       /* device memory held (mapped bytes for expandable segments) */
-    int64_t active_bytes;         /* bytes in active blocks (allocated or waiting on streams) */
-    int64_t free_bytes;           /* cached free bytes: reserved - active */
-    int64_t inactive_split_bytes; /* free bytes in segments (or mapped runs of expandable
+    int64_t reserved_bytes;        /* device memory held (mapped bytes for expandable segments) */
+    int64_t active_bytes;          /* bytes in active blocks (allocated or waiting on streams) */
+    int64_t free_bytes;            /* cached free bytes: reserved - active */
+    int64_t inactive_split_bytes;  /* free bytes in segments (or mapped runs of expandable
                                      segments) that also hold active blocks: memory
                                      empty_cache cannot give back. PyTorch reports none
                                      for expandable segments; galloc counts them too. */
-    int64_t largest_free_block;   /* the biggest single free block */
-    int64_t free_blocks;          /* number of free blocks */
+    int64_t largest_free_block;    /* the biggest single free block */
+    int64_t free_blocks;           /* number of free blocks */
     double external_fragmentation; /* 1 - largest_free_block / free_bytes (0 when nothing is free) */
 } galloc_pool_fragmentation_t;
 
 typedef struct galloc_fragmentation {
-    uint32_t struct_size;                          /* sizeof(galloc_fragmentation_t) */
+    uint32_t struct_size;                                /* sizeof(galloc_fragmentation_t) */
     galloc_pool_fragmentation_t pool[GALLOC_STAT_POOLS]; /* indexed by galloc_stat_pool_t */
 } galloc_fragmentation_t;
 

@@ -20,21 +20,21 @@ extern "C" {
 #endif
 
 /* X(name, text): append only, never reorder (the numeric values are ABI). */
-#define GALLOC_STATUS_MAP(X)                                                   \
-    X(OK, "success")                                                           \
-    X(E_INVAL, "invalid argument")                                             \
-    X(E_OOM, "out of device memory")                                           \
-    X(E_NOT_OWNED, "pointer not from this allocator or already freed")         \
-    X(E_CONFIG, "invalid configuration string")                                \
-    X(E_UNSUPPORTED, "operation not supported by this backend")                \
-    X(E_UNAVAILABLE, "backend library or device not available")                \
-    X(E_DEVICE, "device call failed")                                          \
-    X(E_NOMEM, "out of host memory")                                           \
-    X(E_CORRUPT, "allocator invariant violated")                               \
-    X(E_NOT_READY, "event has not completed yet")                              \
-    X(E_FORMAT, "malformed input")                                             \
-    X(E_IO, "file could not be read or written")                               \
-    X(E_DESTROYED, "allocator was destroyed")                                  \
+#define GALLOC_STATUS_MAP(X)                                                                                           \
+    X(OK, "success")                                                                                                   \
+    X(E_INVAL, "invalid argument")                                                                                     \
+    X(E_OOM, "out of device memory")                                                                                   \
+    X(E_NOT_OWNED, "pointer not from this allocator or already freed")                                                 \
+    X(E_CONFIG, "invalid configuration string")                                                                        \
+    X(E_UNSUPPORTED, "operation not supported by this backend")                                                        \
+    X(E_UNAVAILABLE, "backend library or device not available")                                                        \
+    X(E_DEVICE, "device call failed")                                                                                  \
+    X(E_NOMEM, "out of host memory")                                                                                   \
+    X(E_CORRUPT, "allocator invariant violated")                                                                       \
+    X(E_NOT_READY, "event has not completed yet")                                                                      \
+    X(E_FORMAT, "malformed input")                                                                                     \
+    X(E_IO, "file could not be read or written")                                                                       \
+    X(E_DESTROYED, "allocator was destroyed")                                                                          \
     X(E_ASLEEP, "memory pool is asleep")
 
 typedef enum galloc_status {

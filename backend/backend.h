@@ -234,8 +234,8 @@ static inline galloc_status_t ga_backend_place(ga_backend_t *b, uintptr_t a)
 /* Whether the backend can offload contents (galloc_sleep's offload_tags). */
 static inline int ga_backend_can_offload(const ga_backend_t *b)
 {
-    return GA_BACKEND_HAS(b->ops, host_alloc) && GA_BACKEND_HAS(b->ops, host_free) && GA_BACKEND_HAS(b->ops, copy_d2h) &&
-           GA_BACKEND_HAS(b->ops, copy_h2d);
+    return GA_BACKEND_HAS(b->ops, host_alloc) && GA_BACKEND_HAS(b->ops, host_free) &&
+           GA_BACKEND_HAS(b->ops, copy_d2h) && GA_BACKEND_HAS(b->ops, copy_h2d);
 }
 
 /* ga_backend_error_string: the backend's description of its last failure, or "". */

@@ -42,12 +42,12 @@ typedef enum ga_cu_result {
     GA_CUDA_ERROR_UNKNOWN = 999
 } ga_cu_result_t;
 
-typedef int ga_cu_device_t;                      /* CUdevice */
-typedef unsigned long long ga_cu_deviceptr_t;    /* CUdeviceptr (64-bit builds) */
-typedef unsigned long long ga_cu_mem_handle_t;   /* CUmemGenericAllocationHandle */
-typedef struct ga_cu_ctx_st *ga_cu_context_t;    /* CUcontext */
-typedef struct ga_cu_stream_st *ga_cu_stream_t;  /* CUstream; NULL is the legacy default stream */
-typedef struct ga_cu_event_st *ga_cu_event_t;    /* CUevent */
+typedef int ga_cu_device_t;                       /* CUdevice */
+typedef unsigned long long ga_cu_deviceptr_t;     /* CUdeviceptr (64-bit builds) */
+typedef unsigned long long ga_cu_mem_handle_t;    /* CUmemGenericAllocationHandle */
+typedef struct ga_cu_ctx_st *ga_cu_context_t;     /* CUcontext */
+typedef struct ga_cu_stream_st *ga_cu_stream_t;   /* CUstream; NULL is the legacy default stream */
+typedef struct ga_cu_event_st *ga_cu_event_t;     /* CUevent */
 typedef struct ga_cu_mempool_st *ga_cu_mempool_t; /* CUmemoryPool */
 
 /* CUevent_flags */
@@ -145,19 +145,18 @@ typedef ga_cu_result_t ga_cuMemAlloc_v2_fn(ga_cu_deviceptr_t *dptr, size_t bytes
 typedef ga_cu_result_t ga_cuMemFree_v2_fn(ga_cu_deviceptr_t dptr);
 typedef ga_cu_result_t ga_cuMemGetInfo_v2_fn(size_t *free_bytes, size_t *total_bytes);
 typedef ga_cu_result_t ga_cuMemAddressReserve_fn(ga_cu_deviceptr_t *ptr, size_t size, size_t alignment,
-                                                  ga_cu_deviceptr_t addr, unsigned long long flags);
+                                                 ga_cu_deviceptr_t addr, unsigned long long flags);
 typedef ga_cu_result_t ga_cuMemAddressFree_fn(ga_cu_deviceptr_t ptr, size_t size);
 typedef ga_cu_result_t ga_cuMemCreate_fn(ga_cu_mem_handle_t *handle, size_t size,
-                                          const ga_cu_mem_allocation_prop_t *prop, unsigned long long flags);
+                                         const ga_cu_mem_allocation_prop_t *prop, unsigned long long flags);
 typedef ga_cu_result_t ga_cuMemRelease_fn(ga_cu_mem_handle_t handle);
 typedef ga_cu_result_t ga_cuMemMap_fn(ga_cu_deviceptr_t ptr, size_t size, size_t offset, ga_cu_mem_handle_t handle,
-                                       unsigned long long flags);
+                                      unsigned long long flags);
 typedef ga_cu_result_t ga_cuMemUnmap_fn(ga_cu_deviceptr_t ptr, size_t size);
 typedef ga_cu_result_t ga_cuMemSetAccess_fn(ga_cu_deviceptr_t ptr, size_t size, const ga_cu_mem_access_desc_t *desc,
-                                             size_t count);
-typedef ga_cu_result_t ga_cuMemGetAllocationGranularity_fn(size_t *granularity,
-                                                            const ga_cu_mem_allocation_prop_t *prop,
-                                                            ga_cu_mem_granularity_flags_t option);
+                                            size_t count);
+typedef ga_cu_result_t ga_cuMemGetAllocationGranularity_fn(size_t *granularity, const ga_cu_mem_allocation_prop_t *prop,
+                                                           ga_cu_mem_granularity_flags_t option);
 typedef ga_cu_result_t ga_cuEventCreate_fn(ga_cu_event_t *event, unsigned int flags);
 typedef ga_cu_result_t ga_cuEventDestroy_v2_fn(ga_cu_event_t event);
 typedef ga_cu_result_t ga_cuEventRecord_fn(ga_cu_event_t event, ga_cu_stream_t stream);
@@ -180,43 +179,43 @@ typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
  * the name the driver exports; group is a backend/dl_table.h group without its
  * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST). */
-#define GA_CUDA_SYMBOLS(X)                                                                         \
-    X(REQUIRED, cuInit)                                                                            \
-    X(REQUIRED, cuDeviceGet)                                                                       \
-    X(REQUIRED, cuDeviceGetCount)                                                                  \
-    X(REQUIRED, cuDevicePrimaryCtxRetain)                                                          \
-    X(REQUIRED, cuDevicePrimaryCtxRelease_v2)                                                      \
-    X(REQUIRED, cuCtxGetCurrent)                                                                   \
-    X(REQUIRED, cuCtxSetCurrent)                                                                   \
-    X(REQUIRED, cuCtxSynchronize)                                                                  \
-    X(REQUIRED, cuMemAlloc_v2)                                                                     \
-    X(REQUIRED, cuMemFree_v2)                                                                      \
-    X(REQUIRED, cuMemGetInfo_v2)                                                                   \
-    X(REQUIRED, cuEventCreate)                                                                     \
-    X(REQUIRED, cuEventDestroy_v2)                                                                 \
-    X(REQUIRED, cuEventRecord)                                                                     \
-    X(REQUIRED, cuEventQuery)                                                                      \
-    X(REQUIRED, cuEventSynchronize)                                                                \
-    X(REQUIRED, cuStreamSynchronize)                                                               \
-    X(REQUIRED, cuGetErrorName)                                                                    \
-    X(REQUIRED, cuGetErrorString)                                                                  \
-    X(VMM, cuMemGetAllocationGranularity)                                                          \
-    X(VMM, cuMemAddressReserve)                                                                    \
-    X(VMM, cuMemAddressFree)                                                                       \
-    X(VMM, cuMemCreate)                                                                            \
-    X(VMM, cuMemRelease)                                                                           \
-    X(VMM, cuMemMap)                                                                               \
-    X(VMM, cuMemUnmap)                                                                             \
-    X(VMM, cuMemSetAccess)                                                                         \
-    X(ASYNC, cuMemAllocAsync)                                                                      \
-    X(ASYNC, cuMemFreeAsync)                                                                       \
-    X(ASYNC, cuDeviceGetDefaultMemPool)                                                            \
-    X(ASYNC, cuMemPoolSetAttribute)                                                                \
-    X(ASYNC, cuMemPoolGetAttribute)                                                                \
-    X(ASYNC, cuMemPoolTrimTo)                                                                      \
-    X(HOST, cuMemHostAlloc)                                                                        \
-    X(HOST, cuMemFreeHost)                                                                         \
-    X(HOST, cuMemcpyDtoH_v2)                                                                       \
+#define GA_CUDA_SYMBOLS(X)                                                                                             \
+    X(REQUIRED, cuInit)                                                                                                \
+    X(REQUIRED, cuDeviceGet)                                                                                           \
+    X(REQUIRED, cuDeviceGetCount)                                                                                      \
+    X(REQUIRED, cuDevicePrimaryCtxRetain)                                                                              \
+    X(REQUIRED, cuDevicePrimaryCtxRelease_v2)                                                                          \
+    X(REQUIRED, cuCtxGetCurrent)                                                                                       \
+    X(REQUIRED, cuCtxSetCurrent)                                                                                       \
+    X(REQUIRED, cuCtxSynchronize)                                                                                      \
+    X(REQUIRED, cuMemAlloc_v2)                                                                                         \
+    X(REQUIRED, cuMemFree_v2)                                                                                          \
+    X(REQUIRED, cuMemGetInfo_v2)                                                                                       \
+    X(REQUIRED, cuEventCreate)                                                                                         \
+    X(REQUIRED, cuEventDestroy_v2)                                                                                     \
+    X(REQUIRED, cuEventRecord)                                                                                         \
+    X(REQUIRED, cuEventQuery)                                                                                          \
+    X(REQUIRED, cuEventSynchronize)                                                                                    \
+    X(REQUIRED, cuStreamSynchronize)                                                                                   \
+    X(REQUIRED, cuGetErrorName)                                                                                        \
+    X(REQUIRED, cuGetErrorString)                                                                                      \
+    X(VMM, cuMemGetAllocationGranularity)                                                                              \
+    X(VMM, cuMemAddressReserve)                                                                                        \
+    X(VMM, cuMemAddressFree)                                                                                           \
+    X(VMM, cuMemCreate)                                                                                                \
+    X(VMM, cuMemRelease)                                                                                               \
+    X(VMM, cuMemMap)                                                                                                   \
+    X(VMM, cuMemUnmap)                                                                                                 \
+    X(VMM, cuMemSetAccess)                                                                                             \
+    X(ASYNC, cuMemAllocAsync)                                                                                          \
+    X(ASYNC, cuMemFreeAsync)                                                                                           \
+    X(ASYNC, cuDeviceGetDefaultMemPool)                                                                                \
+    X(ASYNC, cuMemPoolSetAttribute)                                                                                    \
+    X(ASYNC, cuMemPoolGetAttribute)                                                                                    \
+    X(ASYNC, cuMemPoolTrimTo)                                                                                          \
+    X(HOST, cuMemHostAlloc)                                                                                            \
+    X(HOST, cuMemFreeHost)                                                                                             \
+    X(HOST, cuMemcpyDtoH_v2)                                                                                           \
     X(HOST, cuMemcpyHtoD_v2)
 
 /* The library dlopen'd when no path is configured. */

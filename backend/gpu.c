@@ -148,8 +148,8 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     }
     if (args->device >= count) {
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "device %d is not present: the %s driver reports %d device%s", args->device,
-                     v->name, count, count == 1 ? "" : "s");
+            snprintf(err, errlen, "device %d is not present: the %s driver reports %d device%s", args->device, v->name,
+                     count, count == 1 ? "" : "s");
         st = GALLOC_E_UNAVAILABLE;
         goto err_unload;
     }

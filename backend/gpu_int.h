@@ -51,33 +51,33 @@ typedef struct ga_gpu_orphan {
 } ga_gpu_orphan_t;
 
 typedef struct ga_gpu {
-    uint32_t magic;              /* GA_GPU_MAGIC while open */
-    const ga_gpu_vendor_t *v;    /* the vendor's primitives */
-    void *vs;                    /* the vendor's state (library, device, pool) */
-    uint32_t features;           /* GA_GPU_F_* the library provides */
-    int device;                  /* device ordinal */
-    uintptr_t ctx;               /* the device's primary context, retained until close */
-    size_t granularity;          /* VMM page size, 0 until first queried */
-    bool pool_ready;             /* default pool found and its release threshold raised */
-    ga_addrmap_t segs;           /* segment_alloc ranges: address -> bytes (ga_gpu_entry_t) */
-    ga_addrmap_t asyncs;         /* malloc_async ranges: address -> stream (ga_gpu_entry_t) */
-    ga_addrmap_t events;         /* live events: handle -> 0 (ga_gpu_entry_t) */
-    ga_addrmap_t hosts;          /* live host_alloc blocks: address -> bytes (ga_gpu_entry_t) */
-    ga_gpu_resv_t *resv;         /* live reservations, unordered (one per expandable segment) */
+    uint32_t magic;           /* GA_GPU_MAGIC while open */
+    const ga_gpu_vendor_t *v; /* the vendor's primitives */
+    void *vs;                 /* the vendor's state (library, device, pool) */
+    uint32_t features;        /* GA_GPU_F_* the library provides */
+    int device;               /* device ordinal */
+    uintptr_t ctx;            /* the device's primary context, retained until close */
+    size_t granularity;       /* VMM page size, 0 until first queried */
+    bool pool_ready;          /* default pool found and its release threshold raised */
+    ga_addrmap_t segs;        /* segment_alloc ranges: address -> bytes (ga_gpu_entry_t) */
+    ga_addrmap_t asyncs;      /* malloc_async ranges: address -> stream (ga_gpu_entry_t) */
+    ga_addrmap_t events;      /* live events: handle -> 0 (ga_gpu_entry_t) */
+    ga_addrmap_t hosts;       /* live host_alloc blocks: address -> bytes (ga_gpu_entry_t) */
+    ga_gpu_resv_t *resv;      /* live reservations, unordered (one per expandable segment) */
     size_t n_resv, cap_resv;
-    ga_gpu_orphan_t *orphans;    /* resources left by failed error paths */
+    ga_gpu_orphan_t *orphans; /* resources left by failed error paths */
     size_t n_orphans, cap_orphans;
-    char msg[512];               /* the last failure, for error_string */
+    char msg[512]; /* the last failure, for error_string */
 } ga_gpu_t;
 
 /* Record a failure of the state's own (a contract violation: GALLOC_E_INVAL,
  * host memory: GALLOC_E_NOMEM, a missing feature); returns st. */
-__attribute__((format(printf, 3, 4))) galloc_status_t ga_gpu_fail(ga_gpu_t *g, galloc_status_t st,
-                                                                  const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) galloc_status_t ga_gpu_fail(ga_gpu_t *g, galloc_status_t st, const char *fmt,
+                                                                  ...);
 /* Record a driver failure: "<what>: <function> failed: <name>: <text>";
  * returns the vendor's status for rc. */
-__attribute__((format(printf, 4, 5))) galloc_status_t ga_gpu_driver_fail(ga_gpu_t *g, ga_gpu_fn_t fn,
-                                                                         ga_gpu_rc_t rc, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) galloc_status_t ga_gpu_driver_fail(ga_gpu_t *g, ga_gpu_fn_t fn, ga_gpu_rc_t rc,
+                                                                         const char *fmt, ...);
 
 /* Make the state's context current for a sequence of primitives and restore
  * the caller's afterwards (the context is per thread, and galloc may be called

@@ -49,7 +49,7 @@ static galloc_status_t event_call(ga_gpu_t *g, ga_gpu_fn_t fn, const char *op, u
     galloc_status_t st = ga_gpu_enter(g, op, &prev);
     if (st != GALLOC_OK)
         return st;
-    ga_gpu_rc_t rc = fn == GA_GPU_FN_EVENT_DESTROY ? g->v->event_destroy(g->vs, e)
+    ga_gpu_rc_t rc = fn == GA_GPU_FN_EVENT_DESTROY  ? g->v->event_destroy(g->vs, e)
                      : fn == GA_GPU_FN_EVENT_RECORD ? g->v->event_record(g->vs, e, s)
                      : fn == GA_GPU_FN_EVENT_QUERY  ? g->v->event_query(g->vs, e)
                                                     : g->v->event_sync(g->vs, e);

@@ -78,7 +78,8 @@ static galloc_status_t orphans_release(ga_gpu_t *g)
         ga_gpu_rc_t rc;
         if (o->addr != 0) {
             if ((rc = g->v->phys_unmap(g->vs, o->addr, o->bytes)) != 0)
-                return ga_gpu_driver_fail(g, GA_GPU_FN_PHYS_UNMAP, rc, "releasing a mapping left by an earlier failure");
+                return ga_gpu_driver_fail(g, GA_GPU_FN_PHYS_UNMAP, rc,
+                                          "releasing a mapping left by an earlier failure");
             o->addr = 0;
         }
         if ((rc = g->v->phys_release(g->vs, o->handle)) != 0)

@@ -44,10 +44,10 @@ typedef enum ga_hip_error {
     GA_HIP_ERROR_UNKNOWN = 999
 } ga_hip_error_t;
 
-typedef int ga_hip_device_t;                          /* hipDevice_t */
-typedef struct ga_ihip_stream *ga_hip_stream_t;       /* hipStream_t; NULL is the null stream */
-typedef struct ga_ihip_event *ga_hip_event_t;         /* hipEvent_t */
-typedef struct ga_ihip_mempool *ga_hip_mempool_t;     /* hipMemPool_t */
+typedef int ga_hip_device_t;                            /* hipDevice_t */
+typedef struct ga_ihip_stream *ga_hip_stream_t;         /* hipStream_t; NULL is the null stream */
+typedef struct ga_ihip_event *ga_hip_event_t;           /* hipEvent_t */
+typedef struct ga_ihip_mempool *ga_hip_mempool_t;       /* hipMemPool_t */
 typedef struct ga_ihip_mem_handle *ga_hip_mem_handle_t; /* hipMemGenericAllocationHandle_t */
 
 /* hipEventCreateWithFlags flags. */
@@ -168,8 +168,7 @@ typedef ga_hip_error_t ga_hipMemAddressReserve_fn(void **ptr, size_t size, size_
                                                   unsigned long long flags);
 typedef ga_hip_error_t ga_hipMemAddressFree_fn(void *dev_ptr, size_t size);
 typedef ga_hip_error_t ga_hipMemCreate_fn(ga_hip_mem_handle_t *handle, size_t size,
-                                          const ga_hip_mem_allocation_prop_t *prop,
-                                          unsigned long long flags);
+                                          const ga_hip_mem_allocation_prop_t *prop, unsigned long long flags);
 typedef ga_hip_error_t ga_hipMemRelease_fn(ga_hip_mem_handle_t handle);
 typedef ga_hip_error_t ga_hipMemMap_fn(void *ptr, size_t size, size_t offset, ga_hip_mem_handle_t handle,
                                        unsigned long long flags);
@@ -179,10 +178,8 @@ typedef ga_hip_error_t ga_hipMemSetAccess_fn(void *ptr, size_t size, const ga_hi
 typedef ga_hip_error_t ga_hipMallocAsync_fn(void **dev_ptr, size_t size, ga_hip_stream_t stream);
 typedef ga_hip_error_t ga_hipFreeAsync_fn(void *dev_ptr, ga_hip_stream_t stream);
 typedef ga_hip_error_t ga_hipDeviceGetDefaultMemPool_fn(ga_hip_mempool_t *mem_pool, int device);
-typedef ga_hip_error_t ga_hipMemPoolSetAttribute_fn(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr,
-                                                    void *value);
-typedef ga_hip_error_t ga_hipMemPoolGetAttribute_fn(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr,
-                                                    void *value);
+typedef ga_hip_error_t ga_hipMemPoolSetAttribute_fn(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value);
+typedef ga_hip_error_t ga_hipMemPoolGetAttribute_fn(ga_hip_mempool_t mem_pool, ga_hip_mempool_attr_t attr, void *value);
 typedef ga_hip_error_t ga_hipMemPoolTrimTo_fn(ga_hip_mempool_t mem_pool, size_t min_bytes_to_hold);
 typedef ga_hip_error_t ga_hipHostMalloc_fn(void **ptr, size_t size, unsigned int flags);
 typedef ga_hip_error_t ga_hipHostFree_fn(void *ptr);
@@ -196,42 +193,42 @@ typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_byt
  * name the runtime exports; group is a backend/dl_table.h group without its
  * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST: ROCm added the
  * first two in 5.1 and a runtime may still lack them). */
-#define GA_HIP_SYMBOLS(X)                                                                          \
-    X(REQUIRED, hipInit)                                                                           \
-    X(REQUIRED, hipRuntimeGetVersion)                                                              \
-    X(REQUIRED, hipGetDeviceCount)                                                                 \
-    X(REQUIRED, hipDeviceGet)                                                                      \
-    X(REQUIRED, hipGetDevice)                                                                      \
-    X(REQUIRED, hipSetDevice)                                                                      \
-    X(REQUIRED, hipDeviceSynchronize)                                                              \
-    X(REQUIRED, hipMalloc)                                                                         \
-    X(REQUIRED, hipFree)                                                                           \
-    X(REQUIRED, hipMemGetInfo)                                                                     \
-    X(REQUIRED, hipEventCreateWithFlags)                                                           \
-    X(REQUIRED, hipEventDestroy)                                                                   \
-    X(REQUIRED, hipEventRecord)                                                                    \
-    X(REQUIRED, hipEventQuery)                                                                     \
-    X(REQUIRED, hipEventSynchronize)                                                               \
-    X(REQUIRED, hipStreamSynchronize)                                                              \
-    X(REQUIRED, hipGetErrorName)                                                                   \
-    X(REQUIRED, hipGetErrorString)                                                                 \
-    X(VMM, hipMemGetAllocationGranularity)                                                         \
-    X(VMM, hipMemAddressReserve)                                                                   \
-    X(VMM, hipMemAddressFree)                                                                      \
-    X(VMM, hipMemCreate)                                                                           \
-    X(VMM, hipMemRelease)                                                                          \
-    X(VMM, hipMemMap)                                                                              \
-    X(VMM, hipMemUnmap)                                                                            \
-    X(VMM, hipMemSetAccess)                                                                        \
-    X(ASYNC, hipMallocAsync)                                                                       \
-    X(ASYNC, hipFreeAsync)                                                                         \
-    X(ASYNC, hipDeviceGetDefaultMemPool)                                                           \
-    X(ASYNC, hipMemPoolSetAttribute)                                                               \
-    X(ASYNC, hipMemPoolGetAttribute)                                                               \
-    X(ASYNC, hipMemPoolTrimTo)                                                                     \
-    X(HOST, hipHostMalloc)                                                                         \
-    X(HOST, hipHostFree)                                                                           \
-    X(HOST, hipMemcpyDtoH)                                                                         \
+#define GA_HIP_SYMBOLS(X)                                                                                              \
+    X(REQUIRED, hipInit)                                                                                               \
+    X(REQUIRED, hipRuntimeGetVersion)                                                                                  \
+    X(REQUIRED, hipGetDeviceCount)                                                                                     \
+    X(REQUIRED, hipDeviceGet)                                                                                          \
+    X(REQUIRED, hipGetDevice)                                                                                          \
+    X(REQUIRED, hipSetDevice)                                                                                          \
+    X(REQUIRED, hipDeviceSynchronize)                                                                                  \
+    X(REQUIRED, hipMalloc)                                                                                             \
+    X(REQUIRED, hipFree)                                                                                               \
+    X(REQUIRED, hipMemGetInfo)                                                                                         \
+    X(REQUIRED, hipEventCreateWithFlags)                                                                               \
+    X(REQUIRED, hipEventDestroy)                                                                                       \
+    X(REQUIRED, hipEventRecord)                                                                                        \
+    X(REQUIRED, hipEventQuery)                                                                                         \
+    X(REQUIRED, hipEventSynchronize)                                                                                   \
+    X(REQUIRED, hipStreamSynchronize)                                                                                  \
+    X(REQUIRED, hipGetErrorName)                                                                                       \
+    X(REQUIRED, hipGetErrorString)                                                                                     \
+    X(VMM, hipMemGetAllocationGranularity)                                                                             \
+    X(VMM, hipMemAddressReserve)                                                                                       \
+    X(VMM, hipMemAddressFree)                                                                                          \
+    X(VMM, hipMemCreate)                                                                                               \
+    X(VMM, hipMemRelease)                                                                                              \
+    X(VMM, hipMemMap)                                                                                                  \
+    X(VMM, hipMemUnmap)                                                                                                \
+    X(VMM, hipMemSetAccess)                                                                                            \
+    X(ASYNC, hipMallocAsync)                                                                                           \
+    X(ASYNC, hipFreeAsync)                                                                                             \
+    X(ASYNC, hipDeviceGetDefaultMemPool)                                                                               \
+    X(ASYNC, hipMemPoolSetAttribute)                                                                                   \
+    X(ASYNC, hipMemPoolGetAttribute)                                                                                   \
+    X(ASYNC, hipMemPoolTrimTo)                                                                                         \
+    X(HOST, hipHostMalloc)                                                                                             \
+    X(HOST, hipHostFree)                                                                                               \
+    X(HOST, hipMemcpyDtoH)                                                                                             \
     X(HOST, hipMemcpyHtoD)
 
 /* The library dlopen'd when no path is configured (the soname-independent

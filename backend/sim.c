@@ -65,13 +65,13 @@ static galloc_status_t charge(sim_t *sim, const char *what, uint64_t bytes)
         (sim->fail_above != 0 && bytes > sim->fail_above)) {
         sim->faults_injected++;
         return ga_sim_fail(sim, GALLOC_E_OOM, "injected fault on device allocation #%" PRIu64 " (%s of %s)", n, what,
-                    human(h1, sizeof(h1), bytes));
+                           human(h1, sizeof(h1), bytes));
     }
     uint64_t avail = sim->capacity - sim->seg_bytes - sim->mapped_bytes;
     if (bytes > avail)
         return ga_sim_fail(sim, GALLOC_E_OOM, "out of memory: %s requested, %s free (device %d, %s total)",
-                    human(h1, sizeof(h1), bytes), human(h2, sizeof(h2), avail), sim->device,
-                    human(h3, sizeof(h3), sim->capacity));
+                           human(h1, sizeof(h1), bytes), human(h2, sizeof(h2), avail), sim->device,
+                           human(h3, sizeof(h3), sim->capacity));
     return GALLOC_OK;
 }
 
@@ -226,8 +226,8 @@ static const ga_conf_key_t sim_keys[] = {
     {"sim_placement", GA_CONF_PATH, OPT(placement), 0, 0, NULL, 0},
 };
 
-static const char *const placement_names[] = {[PLACE_RISING] = "rising", [PLACE_DESCENDING] = "descending",
-                                              [PLACE_RECORDED] = "recorded"};
+static const char *const placement_names[] = {
+    [PLACE_RISING] = "rising", [PLACE_DESCENDING] = "descending", [PLACE_RECORDED] = "recorded"};
 
 static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
 {
@@ -261,11 +261,20 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
      * the same pointer, or a free on the wrong one would release a block of
      * the other instead of being refused as not owned. */
     uint64_t window = GA_SIM_VA_BASE + (uint64_t)args->device * GA_SIM_DEVICE_STRIDE;
-    *sim = (sim_t){.magic = SIM_MAGIC, .device = args->device, .capacity = o.capacity, .va_next = window,
-                   .va_end = window + GA_SIM_DEVICE_STRIDE, .va_base = window,
-                   .placement = placement, .backed = o.backed, .manual_events = o.manual_events,
-                   .fail_nth = o.fail_nth, .fail_from = o.fail_from, .fail_above = o.fail_above,
-                   .op_fail_nth = o.fail_op_nth, .op_fail_from = o.fail_op_from};
+    *sim = (sim_t){.magic = SIM_MAGIC,
+                   .device = args->device,
+                   .capacity = o.capacity,
+                   .va_next = window,
+                   .va_end = window + GA_SIM_DEVICE_STRIDE,
+                   .va_base = window,
+                   .placement = placement,
+                   .backed = o.backed,
+                   .manual_events = o.manual_events,
+                   .fail_nth = o.fail_nth,
+                   .fail_from = o.fail_from,
+                   .fail_above = o.fail_above,
+                   .op_fail_nth = o.fail_op_nth,
+                   .op_fail_from = o.fail_op_from};
     ga_addrmap_init(&sim->segs, sizeof(seg_t));
     ga_addrmap_init(&sim->host, sizeof(host_t));
     *state = sim;
@@ -300,7 +309,7 @@ static galloc_status_t sim_segment_alloc(void *state, size_t bytes, galloc_strea
     (void)s; /* every stream sees all memory */
     if (addr == NULL || bytes == 0)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_alloc(%zu bytes): %s", bytes,
-                    addr == NULL ? "addr is NULL" : "zero-byte segment");
+                           addr == NULL ? "addr is NULL" : "zero-byte segment");
     galloc_status_t st = ga_sim_op_fault(sim, "segment_alloc", GALLOC_E_OOM);
     if (st == GALLOC_OK)
         st = charge(sim, "segment_alloc", bytes);
@@ -326,8 +335,8 @@ static galloc_status_t sim_segment_free(void *state, uintptr_t addr, size_t byte
     if (seg == NULL)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): not a live segment", addr, bytes);
     if (seg->bytes != bytes)
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): the segment is %zu bytes", addr, bytes,
-                    seg->bytes);
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "segment_free(0x%" PRIxPTR ", %zu): the segment is %zu bytes", addr,
+                           bytes, seg->bytes);
     galloc_status_t st = ga_sim_op_fault(sim, "segment_free", GALLOC_E_DEVICE);
     if (st == GALLOC_OK)
         st = range_put(sim, addr, ROUND_GRAN(bytes));
@@ -375,10 +384,10 @@ static galloc_status_t sim_va_reserve(void *state, size_t bytes, uintptr_t *addr
     char h[32];
     if (addr == NULL || bytes == 0)
         return ga_sim_fail(sim, GALLOC_E_INVAL, "va_reserve(%zu bytes): %s", bytes,
-                    addr == NULL ? "addr is NULL" : "empty range");
+                           addr == NULL ? "addr is NULL" : "empty range");
     if (bytes > GA_SIM_MAX_RESERVATION)
         return ga_sim_fail(sim, GALLOC_E_OOM, "va_reserve: %s exceeds the simulated limit of 128.00 TiB per range",
-                    human(h, sizeof(h), bytes));
+                           human(h, sizeof(h), bytes));
     galloc_status_t st = ga_sim_op_fault(sim, "va_reserve", GALLOC_E_OOM);
     if (st != GALLOC_OK)
         return st;
@@ -407,11 +416,11 @@ static galloc_status_t sim_va_release(void *state, uintptr_t addr, size_t bytes)
     sim_t *sim = state;
     resv_t *r = ga_sim_resv_find(sim, addr);
     if (r == NULL || r->base != addr || bytes == 0 || bytes > r->bytes || ROUND_GRAN(bytes) != r->bytes)
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): not a reserved range of that size", addr,
-                    bytes);
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): not a reserved range of that size",
+                           addr, bytes);
     if (r->mapped_pages != 0)
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): %zu pages are still mapped", addr, bytes,
-                    r->mapped_pages);
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "va_release(0x%" PRIxPTR ", %zu): %zu pages are still mapped", addr,
+                           bytes, r->mapped_pages);
     galloc_status_t st = ga_sim_op_fault(sim, "va_release", GALLOC_E_DEVICE);
     if (st == GALLOC_OK)
         st = range_put(sim, r->base, r->bytes);
@@ -428,17 +437,19 @@ static galloc_status_t sim_va_release(void *state, uintptr_t addr, size_t bytes)
 static galloc_status_t remap(sim_t *sim, const char *op, uintptr_t addr, size_t bytes, bool on)
 {
     if (bytes == 0 || addr % GRAN != 0 || bytes % GRAN != 0)
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): address and size must be non-zero multiples of %s",
-                    op, addr, bytes, "the 2 MiB granularity");
+        return ga_sim_fail(sim, GALLOC_E_INVAL,
+                           "%s(0x%" PRIxPTR ", %zu): address and size must be non-zero multiples of %s", op, addr,
+                           bytes, "the 2 MiB granularity");
     resv_t *r = ga_sim_resv_find(sim, addr);
     if (r == NULL || bytes > r->bytes - (addr - r->base))
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): not inside one reserved range", op, addr, bytes);
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): not inside one reserved range", op, addr,
+                           bytes);
     size_t first = (addr - r->base) / GRAN, n = bytes / GRAN, mapped = 0;
     for (size_t p = first; p < first + n; p++)
         mapped += (size_t)(r->map[p / 64] >> (p % 64)) & 1u;
     if (mapped != (on ? 0 : n))
-        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): %zu of its %zu pages are mapped", op, addr, bytes,
-                    mapped, n);
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu): %zu of its %zu pages are mapped", op, addr,
+                           bytes, mapped, n);
     galloc_status_t st = ga_sim_op_fault(sim, op, on ? GALLOC_E_OOM : GALLOC_E_DEVICE);
     if (st == GALLOC_OK && on)
         st = charge(sim, "map", bytes);
@@ -475,15 +486,32 @@ static void sim_error_string(void *state, char *buf, size_t len)
 }
 
 const galloc_backend_ops_t ga_backend_sim = {
-    .struct_size = sizeof(galloc_backend_ops_t), .version = GALLOC_BACKEND_OPS_V1, .name = "sim",
-    .open = sim_open, .close = sim_close, .segment_alloc = sim_segment_alloc, .segment_free = sim_segment_free,
-    .mem_info = sim_mem_info, .granularity = sim_granularity, .va_reserve = sim_va_reserve,
-    .va_release = sim_va_release, .map = sim_map, .unmap = sim_unmap, .event_create = ga_sim_event_create,
-    .event_destroy = ga_sim_event_destroy, .event_record = ga_sim_event_record, .event_query = ga_sim_event_query,
-    .event_synchronize = ga_sim_event_synchronize, .error_string = sim_error_string,
-    .stream_synchronize = ga_sim_stream_synchronize, .device_synchronize = ga_sim_device_synchronize,
-    .host_alloc = ga_sim_host_alloc, .host_free = ga_sim_host_free, .copy_d2h = ga_sim_copy_d2h,
-    .copy_h2d = ga_sim_copy_h2d, .place = ga_sim_place,
+    .struct_size = sizeof(galloc_backend_ops_t),
+    .version = GALLOC_BACKEND_OPS_V1,
+    .name = "sim",
+    .open = sim_open,
+    .close = sim_close,
+    .segment_alloc = sim_segment_alloc,
+    .segment_free = sim_segment_free,
+    .mem_info = sim_mem_info,
+    .granularity = sim_granularity,
+    .va_reserve = sim_va_reserve,
+    .va_release = sim_va_release,
+    .map = sim_map,
+    .unmap = sim_unmap,
+    .event_create = ga_sim_event_create,
+    .event_destroy = ga_sim_event_destroy,
+    .event_record = ga_sim_event_record,
+    .event_query = ga_sim_event_query,
+    .event_synchronize = ga_sim_event_synchronize,
+    .error_string = sim_error_string,
+    .stream_synchronize = ga_sim_stream_synchronize,
+    .device_synchronize = ga_sim_device_synchronize,
+    .host_alloc = ga_sim_host_alloc,
+    .host_free = ga_sim_host_free,
+    .copy_d2h = ga_sim_copy_d2h,
+    .copy_h2d = ga_sim_copy_h2d,
+    .place = ga_sim_place,
 };
 
 /* ---- Controls for tests and tools (sim.h). ---- */
@@ -514,13 +542,18 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
     sim_t *sim = ga_sim_of(state);
     if (sim == NULL || out == NULL)
         return GALLOC_E_INVAL;
-    *out = (ga_sim_counters_t){.alloc_calls = sim->alloc_calls, .faults_injected = sim->faults_injected,
+    *out = (ga_sim_counters_t){.alloc_calls = sim->alloc_calls,
+                               .faults_injected = sim->faults_injected,
                                .live_segments = ga_addrmap_count(&sim->segs),
                                .live_mapped_bytes = sim->mapped_bytes,
-                               .used_bytes = sim->seg_bytes + sim->mapped_bytes, .violations = sim->violations,
-                               .live_reservations = sim->n_resv, .live_events = sim->live_events,
-                               .sync_calls = sim->sync_calls, .query_calls = sim->query_calls,
-                               .op_calls = sim->op_calls, .live_host_allocs = ga_addrmap_count(&sim->host),
+                               .used_bytes = sim->seg_bytes + sim->mapped_bytes,
+                               .violations = sim->violations,
+                               .live_reservations = sim->n_resv,
+                               .live_events = sim->live_events,
+                               .sync_calls = sim->sync_calls,
+                               .query_calls = sim->query_calls,
+                               .op_calls = sim->op_calls,
+                               .live_host_allocs = ga_addrmap_count(&sim->host),
                                .live_host_bytes = sim->host_bytes};
     return GALLOC_OK;
 }

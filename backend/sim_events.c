@@ -91,8 +91,8 @@ galloc_status_t ga_sim_event_query(void *state, uintptr_t event)
     event_t *e = ev_get(sim, "event_query", event);
     if (e == NULL)
         return GALLOC_E_INVAL;
-    galloc_status_t st = event_fault(sim, "event_query", &sim->query_calls, sim->query_fail_nth,
-                                     sim->query_fail_from, event);
+    galloc_status_t st =
+        event_fault(sim, "event_query", &sim->query_calls, sim->query_fail_nth, sim->query_fail_from, event);
     if (st != GALLOC_OK)
         return st;
     return e->status == EV_PENDING ? GALLOC_E_NOT_READY : GALLOC_OK;
@@ -106,8 +106,8 @@ galloc_status_t ga_sim_event_synchronize(void *state, uintptr_t event)
     event_t *e = ev_get(sim, "event_synchronize", event);
     if (e == NULL)
         return GALLOC_E_INVAL;
-    galloc_status_t st = event_fault(sim, "event_synchronize", &sim->sync_calls, sim->sync_fail_nth,
-                                     sim->sync_fail_from, event);
+    galloc_status_t st =
+        event_fault(sim, "event_synchronize", &sim->sync_calls, sim->sync_fail_nth, sim->sync_fail_from, event);
     if (st != GALLOC_OK)
         return st;
     if (e->status == EV_PENDING)
@@ -166,4 +166,3 @@ galloc_status_t ga_sim_stream_complete(void *state, galloc_stream_t s)
     complete_upto(sim, false, s, UINT64_MAX);
     return GALLOC_OK;
 }
-

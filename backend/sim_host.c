@@ -76,7 +76,8 @@ static galloc_status_t copy(sim_t *sim, const char *op, void *dst, const void *s
 {
     if (host == NULL || !device_range_ok(sim, dev, bytes))
         return ga_sim_fail(sim, GALLOC_E_INVAL, "%s(0x%" PRIxPTR ", %zu bytes): %s", op, dev, bytes,
-                           host == NULL ? "host pointer is NULL" : "device range not in one live segment or mapped range");
+                           host == NULL ? "host pointer is NULL"
+                                        : "device range not in one live segment or mapped range");
     galloc_status_t st = ga_sim_op_fault(sim, op, GALLOC_E_DEVICE);
     if (st != GALLOC_OK)
         return st;

@@ -25,7 +25,7 @@
 _Static_assert(sizeof(size_t) == 8 && sizeof(uintptr_t) == 8, "sim simulates a 64-bit device on a 64-bit host");
 
 #define GRAN GA_SIM_GRANULARITY
-#define SIM_MAGIC 0x53494d31u        /* "SIM1": lets ga_sim_* reject a state that is not ours */
+#define SIM_MAGIC 0x53494d31u /* "SIM1": lets ga_sim_* reject a state that is not ours */
 /* NORESERVE: a large backed device must not be refused by overcommit before it is touched */
 #define MAP_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 /* Callers keep n <= INT64_MAX, so this cannot wrap. */
@@ -95,11 +95,11 @@ typedef struct sim {
                                                  the numbering of the event faults below */
     uint64_t sync_fail_nth, sync_fail_from;   /* event fault injection, 0 = off (ga_sim_set_event_faults) */
     uint64_t query_fail_nth, query_fail_from;
-    uint64_t op_calls;                        /* memory, host, copy and sync calls: the op fault numbering */
-    uint64_t op_fail_nth, op_fail_from;       /* op fault injection, 0 = off (ga_sim_set_op_faults) */
-    ga_addrmap_t host;                        /* live host_alloc blocks by address (host_t) */
-    uint64_t host_bytes;                      /* their bytes */
-    char msg[256];                            /* the last failure, for error_string */
+    uint64_t op_calls;                  /* memory, host, copy and sync calls: the op fault numbering */
+    uint64_t op_fail_nth, op_fail_from; /* op fault injection, 0 = off (ga_sim_set_op_faults) */
+    ga_addrmap_t host;                  /* live host_alloc blocks by address (host_t) */
+    uint64_t host_bytes;                /* their bytes */
+    char msg[256];                      /* the last failure, for error_string */
 } sim_t;
 
 /* A live host_alloc block, an entry of sim_t.host. */
@@ -110,8 +110,7 @@ typedef struct host {
 
 /* Every failure after open goes through ga_sim_fail: one breakpoint sees them
  * all, and a GALLOC_E_INVAL is by definition a caller breaking the contract. */
-__attribute__((format(printf, 3, 4))) galloc_status_t ga_sim_fail(sim_t *sim, galloc_status_t st, const char *fmt,
-                                                                  ...);
+__attribute__((format(printf, 3, 4))) galloc_status_t ga_sim_fail(sim_t *sim, galloc_status_t st, const char *fmt, ...);
 
 static inline sim_t *ga_sim_of(void *state)
 {

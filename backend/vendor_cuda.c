@@ -17,11 +17,11 @@
 
 /* The vendor state: one loaded library and the device it serves. */
 typedef struct cuda_vs {
-    ga_dl_lib_t lib;      /* the loaded library (first: the loader's) */
+    ga_dl_lib_t lib;               /* the loaded library (first: the loader's) */
     GA_CUDA_SYMBOLS(GA_DL_POINTER) /* resolved driver symbols */
-    ga_cu_device_t dev;   /* from cuDeviceGet */
-    int ordinal;          /* device index (CUmemLocation ids are ordinals) */
-    ga_cu_mempool_t pool; /* the device's default pool, once found */
+    ga_cu_device_t dev;            /* from cuDeviceGet */
+    int ordinal;                   /* device index (CUmemLocation ids are ordinals) */
+    ga_cu_mempool_t pool;          /* the device's default pool, once found */
 } cuda_vs_t;
 
 #define CUDA_SYMBOL_(group, sym) GA_DL_SYMBOL(cuda_vs_t, group, sym)
@@ -207,16 +207,11 @@ static ga_gpu_rc_t cuda_device_sync(void *vs)
 static ga_cu_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
 {
     switch (a) {
-    case GA_GPU_POOL_RELEASE_THRESHOLD:
-        return GA_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-    case GA_GPU_POOL_RESERVED_CURRENT:
-        return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
-    case GA_GPU_POOL_RESERVED_HIGH:
-        return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
-    case GA_GPU_POOL_USED_CURRENT:
-        return GA_CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
-    case GA_GPU_POOL_USED_HIGH:
-        break;
+    case GA_GPU_POOL_RELEASE_THRESHOLD: return GA_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case GA_GPU_POOL_RESERVED_CURRENT: return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case GA_GPU_POOL_RESERVED_HIGH: return GA_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case GA_GPU_POOL_USED_CURRENT: return GA_CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case GA_GPU_POOL_USED_HIGH: break;
     }
     return GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH;
 }
@@ -282,16 +277,11 @@ static ga_gpu_rc_t cuda_copy_h2d(void *vs, uintptr_t dst, const void *src, size_
 static galloc_status_t cuda_status(ga_gpu_rc_t rc)
 {
     switch (rc) {
-    case GA_CUDA_SUCCESS:
-        return GALLOC_OK;
-    case GA_CUDA_ERROR_OUT_OF_MEMORY:
-        return GALLOC_E_OOM;
-    case GA_CUDA_ERROR_NOT_READY:
-        return GALLOC_E_NOT_READY;
-    case GA_CUDA_ERROR_NOT_SUPPORTED:
-        return GALLOC_E_UNSUPPORTED;
-    default:
-        return GALLOC_E_DEVICE;
+    case GA_CUDA_SUCCESS: return GALLOC_OK;
+    case GA_CUDA_ERROR_OUT_OF_MEMORY: return GALLOC_E_OOM;
+    case GA_CUDA_ERROR_NOT_READY: return GALLOC_E_NOT_READY;
+    case GA_CUDA_ERROR_NOT_SUPPORTED: return GALLOC_E_UNSUPPORTED;
+    default: return GALLOC_E_DEVICE;
     }
 }
 
@@ -335,24 +325,41 @@ static void cuda_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 static const ga_gpu_vendor_t cuda_vendor = {
     .name = "cuda",
     .lib = &ga_cuda_library,
-    .fn_name = {[GA_GPU_FN_INIT] = "cuInit", [GA_GPU_FN_DEVICE_COUNT] = "cuDeviceGetCount",
-                [GA_GPU_FN_DEVICE_GET] = "cuDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
-                [GA_GPU_FN_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2", [GA_GPU_FN_CTX_GET] = "cuCtxGetCurrent",
-                [GA_GPU_FN_CTX_SET] = "cuCtxSetCurrent", [GA_GPU_FN_MEM_ALLOC] = "cuMemAlloc_v2",
-                [GA_GPU_FN_MEM_FREE] = "cuMemFree_v2", [GA_GPU_FN_MEM_INFO] = "cuMemGetInfo_v2",
+    .fn_name = {[GA_GPU_FN_INIT] = "cuInit",
+                [GA_GPU_FN_DEVICE_COUNT] = "cuDeviceGetCount",
+                [GA_GPU_FN_DEVICE_GET] = "cuDeviceGet",
+                [GA_GPU_FN_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
+                [GA_GPU_FN_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2",
+                [GA_GPU_FN_CTX_GET] = "cuCtxGetCurrent",
+                [GA_GPU_FN_CTX_SET] = "cuCtxSetCurrent",
+                [GA_GPU_FN_MEM_ALLOC] = "cuMemAlloc_v2",
+                [GA_GPU_FN_MEM_FREE] = "cuMemFree_v2",
+                [GA_GPU_FN_MEM_INFO] = "cuMemGetInfo_v2",
                 [GA_GPU_FN_GRANULARITY] = "cuMemGetAllocationGranularity",
-                [GA_GPU_FN_VA_RESERVE] = "cuMemAddressReserve", [GA_GPU_FN_VA_FREE] = "cuMemAddressFree",
-                [GA_GPU_FN_PHYS_CREATE] = "cuMemCreate", [GA_GPU_FN_PHYS_RELEASE] = "cuMemRelease",
-                [GA_GPU_FN_PHYS_MAP] = "cuMemMap", [GA_GPU_FN_PHYS_UNMAP] = "cuMemUnmap",
-                [GA_GPU_FN_SET_ACCESS] = "cuMemSetAccess", [GA_GPU_FN_EVENT_CREATE] = "cuEventCreate",
-                [GA_GPU_FN_EVENT_DESTROY] = "cuEventDestroy_v2", [GA_GPU_FN_EVENT_RECORD] = "cuEventRecord",
-                [GA_GPU_FN_EVENT_QUERY] = "cuEventQuery", [GA_GPU_FN_EVENT_SYNC] = "cuEventSynchronize",
-                [GA_GPU_FN_STREAM_SYNC] = "cuStreamSynchronize", [GA_GPU_FN_DEVICE_SYNC] = "cuCtxSynchronize",
-                [GA_GPU_FN_POOL_GET] = "cuDeviceGetDefaultMemPool", [GA_GPU_FN_POOL_SET_ATTR] = "cuMemPoolSetAttribute",
-                [GA_GPU_FN_POOL_GET_ATTR] = "cuMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "cuMemPoolTrimTo",
-                [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync", [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync",
-                [GA_GPU_FN_HOST_ALLOC] = "cuMemHostAlloc", [GA_GPU_FN_HOST_FREE] = "cuMemFreeHost",
-                [GA_GPU_FN_COPY_D2H] = "cuMemcpyDtoH_v2", [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2"},
+                [GA_GPU_FN_VA_RESERVE] = "cuMemAddressReserve",
+                [GA_GPU_FN_VA_FREE] = "cuMemAddressFree",
+                [GA_GPU_FN_PHYS_CREATE] = "cuMemCreate",
+                [GA_GPU_FN_PHYS_RELEASE] = "cuMemRelease",
+                [GA_GPU_FN_PHYS_MAP] = "cuMemMap",
+                [GA_GPU_FN_PHYS_UNMAP] = "cuMemUnmap",
+                [GA_GPU_FN_SET_ACCESS] = "cuMemSetAccess",
+                [GA_GPU_FN_EVENT_CREATE] = "cuEventCreate",
+                [GA_GPU_FN_EVENT_DESTROY] = "cuEventDestroy_v2",
+                [GA_GPU_FN_EVENT_RECORD] = "cuEventRecord",
+                [GA_GPU_FN_EVENT_QUERY] = "cuEventQuery",
+                [GA_GPU_FN_EVENT_SYNC] = "cuEventSynchronize",
+                [GA_GPU_FN_STREAM_SYNC] = "cuStreamSynchronize",
+                [GA_GPU_FN_DEVICE_SYNC] = "cuCtxSynchronize",
+                [GA_GPU_FN_POOL_GET] = "cuDeviceGetDefaultMemPool",
+                [GA_GPU_FN_POOL_SET_ATTR] = "cuMemPoolSetAttribute",
+                [GA_GPU_FN_POOL_GET_ATTR] = "cuMemPoolGetAttribute",
+                [GA_GPU_FN_POOL_TRIM] = "cuMemPoolTrimTo",
+                [GA_GPU_FN_MALLOC_ASYNC] = "cuMemAllocAsync",
+                [GA_GPU_FN_FREE_ASYNC] = "cuMemFreeAsync",
+                [GA_GPU_FN_HOST_ALLOC] = "cuMemHostAlloc",
+                [GA_GPU_FN_HOST_FREE] = "cuMemFreeHost",
+                [GA_GPU_FN_COPY_D2H] = "cuMemcpyDtoH_v2",
+                [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2"},
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,

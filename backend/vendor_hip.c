@@ -27,11 +27,11 @@
 
 /* The vendor state: one loaded runtime and the device it serves. */
 typedef struct hip_vs {
-    ga_dl_lib_t lib;       /* the loaded runtime (first: the loader's) */
+    ga_dl_lib_t lib;              /* the loaded runtime (first: the loader's) */
     GA_HIP_SYMBOLS(GA_DL_POINTER) /* resolved runtime symbols */
-    int ordinal;           /* device index (hipMemLocation ids are ordinals) */
-    int version;           /* hipRuntimeGetVersion, after init */
-    ga_hip_mempool_t pool; /* the device's default pool, once found */
+    int ordinal;                  /* device index (hipMemLocation ids are ordinals) */
+    int version;                  /* hipRuntimeGetVersion, after init */
+    ga_hip_mempool_t pool;        /* the device's default pool, once found */
 } hip_vs_t;
 
 #define HIP_SYMBOL_(group, sym) GA_DL_SYMBOL(hip_vs_t, group, sym)
@@ -237,16 +237,11 @@ static ga_gpu_rc_t hip_device_sync(void *vs)
 static ga_hip_mempool_attr_t pool_attr(ga_gpu_pool_attr_t a)
 {
     switch (a) {
-    case GA_GPU_POOL_RELEASE_THRESHOLD:
-        return GA_HIP_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-    case GA_GPU_POOL_RESERVED_CURRENT:
-        return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
-    case GA_GPU_POOL_RESERVED_HIGH:
-        return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
-    case GA_GPU_POOL_USED_CURRENT:
-        return GA_HIP_MEMPOOL_ATTR_USED_MEM_CURRENT;
-    case GA_GPU_POOL_USED_HIGH:
-        break;
+    case GA_GPU_POOL_RELEASE_THRESHOLD: return GA_HIP_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case GA_GPU_POOL_RESERVED_CURRENT: return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case GA_GPU_POOL_RESERVED_HIGH: return GA_HIP_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case GA_GPU_POOL_USED_CURRENT: return GA_HIP_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case GA_GPU_POOL_USED_HIGH: break;
     }
     return GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH;
 }
@@ -313,16 +308,11 @@ static ga_gpu_rc_t hip_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t
 static galloc_status_t hip_status(ga_gpu_rc_t rc)
 {
     switch (rc) {
-    case GA_HIP_SUCCESS:
-        return GALLOC_OK;
-    case GA_HIP_ERROR_OUT_OF_MEMORY:
-        return GALLOC_E_OOM;
-    case GA_HIP_ERROR_NOT_READY:
-        return GALLOC_E_NOT_READY;
-    case GA_HIP_ERROR_NOT_SUPPORTED:
-        return GALLOC_E_UNSUPPORTED;
-    default:
-        return GALLOC_E_DEVICE;
+    case GA_HIP_SUCCESS: return GALLOC_OK;
+    case GA_HIP_ERROR_OUT_OF_MEMORY: return GALLOC_E_OOM;
+    case GA_HIP_ERROR_NOT_READY: return GALLOC_E_NOT_READY;
+    case GA_HIP_ERROR_NOT_SUPPORTED: return GALLOC_E_UNSUPPORTED;
+    default: return GALLOC_E_DEVICE;
     }
 }
 
@@ -342,25 +332,41 @@ static void hip_describe(void *vs, ga_gpu_rc_t rc, char *buf, size_t len)
 static const ga_gpu_vendor_t hip_vendor = {
     .name = "hip",
     .lib = &ga_hip_library,
-    .fn_name = {[GA_GPU_FN_INIT] = "hipInit", [GA_GPU_FN_DEVICE_COUNT] = "hipGetDeviceCount",
-                [GA_GPU_FN_DEVICE_GET] = "hipDeviceGet", [GA_GPU_FN_CTX_RETAIN] = "(the runtime's primary context)",
-                [GA_GPU_FN_CTX_RELEASE] = "(the runtime's primary context)", [GA_GPU_FN_CTX_GET] = "hipGetDevice",
-                [GA_GPU_FN_CTX_SET] = "hipSetDevice", [GA_GPU_FN_MEM_ALLOC] = "hipMalloc",
-                [GA_GPU_FN_MEM_FREE] = "hipFree", [GA_GPU_FN_MEM_INFO] = "hipMemGetInfo",
+    .fn_name = {[GA_GPU_FN_INIT] = "hipInit",
+                [GA_GPU_FN_DEVICE_COUNT] = "hipGetDeviceCount",
+                [GA_GPU_FN_DEVICE_GET] = "hipDeviceGet",
+                [GA_GPU_FN_CTX_RETAIN] = "(the runtime's primary context)",
+                [GA_GPU_FN_CTX_RELEASE] = "(the runtime's primary context)",
+                [GA_GPU_FN_CTX_GET] = "hipGetDevice",
+                [GA_GPU_FN_CTX_SET] = "hipSetDevice",
+                [GA_GPU_FN_MEM_ALLOC] = "hipMalloc",
+                [GA_GPU_FN_MEM_FREE] = "hipFree",
+                [GA_GPU_FN_MEM_INFO] = "hipMemGetInfo",
                 [GA_GPU_FN_GRANULARITY] = "hipMemGetAllocationGranularity",
-                [GA_GPU_FN_VA_RESERVE] = "hipMemAddressReserve", [GA_GPU_FN_VA_FREE] = "hipMemAddressFree",
-                [GA_GPU_FN_PHYS_CREATE] = "hipMemCreate", [GA_GPU_FN_PHYS_RELEASE] = "hipMemRelease",
-                [GA_GPU_FN_PHYS_MAP] = "hipMemMap", [GA_GPU_FN_PHYS_UNMAP] = "hipMemUnmap",
-                [GA_GPU_FN_SET_ACCESS] = "hipMemSetAccess", [GA_GPU_FN_EVENT_CREATE] = "hipEventCreateWithFlags",
-                [GA_GPU_FN_EVENT_DESTROY] = "hipEventDestroy", [GA_GPU_FN_EVENT_RECORD] = "hipEventRecord",
-                [GA_GPU_FN_EVENT_QUERY] = "hipEventQuery", [GA_GPU_FN_EVENT_SYNC] = "hipEventSynchronize",
-                [GA_GPU_FN_STREAM_SYNC] = "hipStreamSynchronize", [GA_GPU_FN_DEVICE_SYNC] = "hipDeviceSynchronize",
+                [GA_GPU_FN_VA_RESERVE] = "hipMemAddressReserve",
+                [GA_GPU_FN_VA_FREE] = "hipMemAddressFree",
+                [GA_GPU_FN_PHYS_CREATE] = "hipMemCreate",
+                [GA_GPU_FN_PHYS_RELEASE] = "hipMemRelease",
+                [GA_GPU_FN_PHYS_MAP] = "hipMemMap",
+                [GA_GPU_FN_PHYS_UNMAP] = "hipMemUnmap",
+                [GA_GPU_FN_SET_ACCESS] = "hipMemSetAccess",
+                [GA_GPU_FN_EVENT_CREATE] = "hipEventCreateWithFlags",
+                [GA_GPU_FN_EVENT_DESTROY] = "hipEventDestroy",
+                [GA_GPU_FN_EVENT_RECORD] = "hipEventRecord",
+                [GA_GPU_FN_EVENT_QUERY] = "hipEventQuery",
+                [GA_GPU_FN_EVENT_SYNC] = "hipEventSynchronize",
+                [GA_GPU_FN_STREAM_SYNC] = "hipStreamSynchronize",
+                [GA_GPU_FN_DEVICE_SYNC] = "hipDeviceSynchronize",
                 [GA_GPU_FN_POOL_GET] = "hipDeviceGetDefaultMemPool",
                 [GA_GPU_FN_POOL_SET_ATTR] = "hipMemPoolSetAttribute",
-                [GA_GPU_FN_POOL_GET_ATTR] = "hipMemPoolGetAttribute", [GA_GPU_FN_POOL_TRIM] = "hipMemPoolTrimTo",
-                [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync", [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync",
-                [GA_GPU_FN_HOST_ALLOC] = "hipHostMalloc", [GA_GPU_FN_HOST_FREE] = "hipHostFree",
-                [GA_GPU_FN_COPY_D2H] = "hipMemcpyDtoH", [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD"},
+                [GA_GPU_FN_POOL_GET_ATTR] = "hipMemPoolGetAttribute",
+                [GA_GPU_FN_POOL_TRIM] = "hipMemPoolTrimTo",
+                [GA_GPU_FN_MALLOC_ASYNC] = "hipMallocAsync",
+                [GA_GPU_FN_FREE_ASYNC] = "hipFreeAsync",
+                [GA_GPU_FN_HOST_ALLOC] = "hipHostMalloc",
+                [GA_GPU_FN_HOST_FREE] = "hipHostFree",
+                [GA_GPU_FN_COPY_D2H] = "hipMemcpyDtoH",
+                [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD"},
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,

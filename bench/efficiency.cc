@@ -64,8 +64,7 @@ std::string PolicyConf(const std::string &policy, const Trace &t, double *fracti
     if (policy == "gc_0.8") {
         *fraction = kGcHeadroom * static_cast<double>(t.peak_requested) / kCapacity;
         char buf[96];
-        std::snprintf(buf, sizeof buf, ",garbage_collection_threshold:0.8,per_process_memory_fraction:%.6f",
-                      *fraction);
+        std::snprintf(buf, sizeof buf, ",garbage_collection_threshold:0.8,per_process_memory_fraction:%.6f", *fraction);
         return conf + buf;
     }
     return conf;

@@ -44,21 +44,14 @@ void BM_Recording(benchmark::State &state, Mode mode)
 {
     galloc_allocator_t *alloc = CreateOrDie("sim_capacity:80GiB");
     switch (mode) {
-    case Mode::kNever:
-        break;
+    case Mode::kNever: break;
     case Mode::kOff:
         Record(alloc, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL);
         Record(alloc, GALLOC_HISTORY_NONE, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON);
         break;
-    case Mode::kState:
-        Record(alloc, GALLOC_HISTORY_STATE, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON);
-        break;
-    case Mode::kAll:
-        Record(alloc, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON);
-        break;
-    case Mode::kAllStacks:
-        Record(alloc, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL);
-        break;
+    case Mode::kState: Record(alloc, GALLOC_HISTORY_STATE, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON); break;
+    case Mode::kAll: Record(alloc, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON); break;
+    case Mode::kAllStacks: Record(alloc, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL); break;
     }
     GallocAdaptor a{alloc, 0};
     std::vector<size_t> sizes = MakeSizes(Seq::kFixed4K, 0);

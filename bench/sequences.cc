@@ -35,14 +35,10 @@ uint64_t Rng::LogUniform(uint64_t lo, uint64_t hi, uint64_t align)
 const char *SeqName(Seq s)
 {
     switch (s) {
-    case Seq::kFixed4K:
-        return "fixed_4KiB";
-    case Seq::kSmallMix:
-        return "small_mix";
-    case Seq::kTrainingMix:
-        return "training_mix";
-    case Seq::kChurn:
-        return "churn";
+    case Seq::kFixed4K: return "fixed_4KiB";
+    case Seq::kSmallMix: return "small_mix";
+    case Seq::kTrainingMix: return "training_mix";
+    case Seq::kChurn: return "churn";
     }
     return "?";
 }
@@ -68,18 +64,10 @@ std::vector<size_t> MakeSizes(Seq s, uint64_t seed)
     std::vector<size_t> v(kSeqLen);
     for (size_t &x : v) {
         switch (s) {
-        case Seq::kFixed4K:
-            x = 4096;
-            break;
-        case Seq::kSmallMix:
-            x = SmallMixSize(r);
-            break;
-        case Seq::kTrainingMix:
-            x = r.LogUniform(512, size_t{1} << 30, 512);
-            break;
-        case Seq::kChurn:
-            x = ChurnSize(r);
-            break;
+        case Seq::kFixed4K: x = 4096; break;
+        case Seq::kSmallMix: x = SmallMixSize(r); break;
+        case Seq::kTrainingMix: x = r.LogUniform(512, size_t{1} << 30, 512); break;
+        case Seq::kChurn: x = ChurnSize(r); break;
         }
     }
     return v;

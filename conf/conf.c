@@ -70,8 +70,14 @@ enum {
     K_NAME                   /* device_backend */
 };
 
-#define OWN(n, k, bit) {.name = (n), .kind = (k), .field = GA_CONF_NOT_STORED, .set_bit = (bit)}
-#define BOOL(n, f, bit) {.name = (n), .kind = GA_CONF_BOOL, .field = (f), .set_bit = (bit)}
+#define OWN(n, k, bit)                                                                                                 \
+    {                                                                                                                  \
+        .name = (n), .kind = (k), .field = GA_CONF_NOT_STORED, .set_bit = (bit)                                        \
+    }
+#define BOOL(n, f, bit)                                                                                                \
+    {                                                                                                                  \
+        .name = (n), .kind = GA_CONF_BOOL, .field = (f), .set_bit = (bit)                                              \
+    }
 #define FIELD(f) offsetof(ga_conf_t, f)
 
 /* One row per spelling; the hip spellings are PyTorch's ROCm aliases. A
@@ -101,25 +107,25 @@ static const ga_conf_key_t keys[] = {
 
 /* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
 typedef struct pending {
-    bool given;    /* named in this string */
-    bool cut;      /* bytes after the number were ignored (std::stoull) */
-    size_t off;    /* offset of its value */
-    size_t end;    /* one past its last byte */
-    uint64_t mb;   /* the value as read */
+    bool given;  /* named in this string */
+    bool cut;    /* bytes after the number were ignored (std::stoull) */
+    size_t off;  /* offset of its value */
+    size_t end;  /* one past its last byte */
+    uint64_t mb; /* the value as read */
 } pending_t;
 
 typedef struct parser {
     ga_lex_t lx;
-    ga_tok_t tok;      /* the current token */
+    ga_tok_t tok;              /* the current token */
     const ga_conf_key_t *keys; /* the table the string's keys are looked up in */
     size_t n_keys;             /* its rows */
-    void *out;         /* the struct the generic kinds (options.h) write into */
-    ga_conf_t *c;      /* the copy being filled; NULL when reading a backend's options */
-    char *err;         /* may be NULL */
+    void *out;                 /* the struct the generic kinds (options.h) write into */
+    ga_conf_t *c;              /* the copy being filled; NULL when reading a backend's options */
+    char *err;                 /* may be NULL */
     size_t errlen;
-    bool reset;        /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
+    bool reset;         /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
     const char *source; /* the string's name, for the origins of backend options (NULL: ga_conf_parse's) */
-    bool roundup_seen; /* a second roundup key in one string adds to the first, as in PyTorch */
+    bool roundup_seen;  /* a second roundup key in one string adds to the first, as in PyTorch */
     pending_t split, nonsplit, large;
 } parser_t;
 
@@ -129,8 +135,7 @@ static void next(parser_t *p)
 }
 
 /* Every value error reads "<key>: expected <allowed>, got "<value>" (offset N)". */
-static galloc_status_t say(parser_t *p, const char *key, const char *allowed, const char *value, bool quote,
-                           size_t off)
+static galloc_status_t say(parser_t *p, const char *key, const char *allowed, const char *value, bool quote, size_t off)
 {
     const char *q = quote ? "\"" : "";
     if (p->err != NULL && p->errlen > 0)
@@ -190,9 +195,10 @@ static galloc_status_t apply_divisions(parser_t *p, const char *key, uint64_t *d
     ga_num_t r = ga_conf_read_stoull(&p->tok, d, NULL);
     if (r == GA_NUM_OK && ((allow_zero && *d == 0) || (is_pow2(*d) && *d <= GA_CONF_MAX_DIVISIONS)))
         return GALLOC_OK;
-    return fail(p, key, allow_zero ? "0 or a power of two up to 2147483648 (divisions)"
-                                   : "a power of two from 1 to 2147483648, or a list such as "
-                                     "[256:1,512:2,1024:4,>:8]");
+    return fail(p, key,
+                allow_zero ? "0 or a power of two up to 2147483648 (divisions)"
+                           : "a power of two from 1 to 2147483648, or a list such as "
+                             "[256:1,512:2,1024:4,>:8]");
 }
 
 /* "[b:N, ..., >:N]" with p->tok on '['; leaves p->tok on ']'. */
@@ -302,16 +308,15 @@ static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
         if (field != NULL)
             memcpy(field, &v, sizeof(v));
         return GALLOC_OK;
-    default:
-        return fail(p, k->name, "a key of this table's kinds (galloc bug)");
+    default: return fail(p, k->name, "a key of this table's kinds (galloc bug)");
     }
 }
 
 static galloc_status_t apply_double(parser_t *p, const char *key, double *out, bool closed)
 {
     double v = 0;
-    bool ok = p->tok.kind == GA_TOK_WORD && p->tok.len < GA_CONF_TOK_CAP &&
-              ga_conf_read_stod(p->tok.text, &v) == GA_NUM_OK;
+    bool ok =
+        p->tok.kind == GA_TOK_WORD && p->tok.len < GA_CONF_TOK_CAP && ga_conf_read_stod(p->tok.text, &v) == GA_NUM_OK;
     if (ok)
         ok = closed ? v >= 0.0 && v <= 1.0 : v > 0.0 && v < 1.0;
     if (!ok)
@@ -340,10 +345,8 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         else
             return fail(p, k->name, "native, cudaMallocAsync or hipMallocAsync");
         return GALLOC_OK;
-    case K_SPLIT_MB:
-        return apply_mb(p, k->name, &p->split, &c->max_split_size);
-    case K_NONSPLIT_MB:
-        return apply_mb(p, k->name, &p->nonsplit, &c->max_non_split_rounding_size);
+    case K_SPLIT_MB: return apply_mb(p, k->name, &p->split, &c->max_split_size);
+    case K_NONSPLIT_MB: return apply_mb(p, k->name, &p->nonsplit, &c->max_non_split_rounding_size);
     case K_LARGE_MB:
         r = ga_conf_read_stoull(&p->tok, &v, &cut);
         if (r != GA_NUM_OK || v <= GA_CONF_MIN_LARGE_ALLOC_MB)
@@ -351,12 +354,9 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         p->large = (pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = v};
         c->large_segment_size = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
         return GALLOC_OK;
-    case K_GC:
-        return apply_double(p, k->name, &c->garbage_collection_threshold, false);
-    case K_FRACTION:
-        return apply_double(p, k->name, &c->per_process_memory_fraction, true);
-    case K_ROUNDUP:
-        return apply_roundup(p, k->name);
+    case K_GC: return apply_double(p, k->name, &c->garbage_collection_threshold, false);
+    case K_FRACTION: return apply_double(p, k->name, &c->per_process_memory_fraction, true);
+    case K_ROUNDUP: return apply_roundup(p, k->name);
     case K_THREADS:
         if (ga_conf_read_stoull(&p->tok, &v, NULL) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
             return fail(p, k->name, "a power of two from 1 to 128");
@@ -365,10 +365,8 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
     case K_POSITIVE_MB:
         r = ga_conf_read_stoull(&p->tok, &v, NULL);
         return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
-    case K_NAME:
-        return apply_name(p, k->name);
-    default:
-        return fail(p, k->name, "a key conf.c knows (galloc bug)");
+    case K_NAME: return apply_name(p, k->name);
+    default: return fail(p, k->name, "a key conf.c knows (galloc bug)");
     }
 }
 
@@ -499,8 +497,14 @@ galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, cons
                                    size_t errlen)
 {
     ga_conf_t tmp = *c;
-    parser_t p = {.keys = keys, .n_keys = sizeof(keys) / sizeof(keys[0]), .out = &tmp, .c = &tmp, .err = err,
-                  .errlen = errlen, .reset = reset, .source = source};
+    parser_t p = {.keys = keys,
+                  .n_keys = sizeof(keys) / sizeof(keys[0]),
+                  .out = &tmp,
+                  .c = &tmp,
+                  .err = err,
+                  .errlen = errlen,
+                  .reset = reset,
+                  .source = source};
     if (reset) {
         tmp.max_split_size = UINT64_MAX;
         tmp.garbage_collection_threshold = 0.0;

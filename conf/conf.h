@@ -75,34 +75,34 @@ typedef struct ga_conf_origin {
 /* The effective settings. Defaults are PyTorch's (ga_conf_defaults). */
 typedef struct ga_conf {
     /* PyTorch's keys. */
-    ga_conf_backend_t backend;             /* backend: native | cudaMallocAsync */
-    uint64_t max_split_size;               /* bytes; UINT64_MAX = unlimited (default) */
-    uint64_t max_non_split_rounding_size;  /* bytes; default 20 MiB (kLargeBuffer) */
-    double garbage_collection_threshold;   /* 0 = off (default); else in (0, 1) */
+    ga_conf_backend_t backend;                                     /* backend: native | cudaMallocAsync */
+    uint64_t max_split_size;                                       /* bytes; UINT64_MAX = unlimited (default) */
+    uint64_t max_non_split_rounding_size;                          /* bytes; default 20 MiB (kLargeBuffer) */
+    double garbage_collection_threshold;                           /* 0 = off (default); else in (0, 1) */
     uint32_t roundup_power2_divisions[GA_CONF_DIVISION_INTERVALS]; /* per interval, 0 = off */
-    bool expandable_segments;              /* default false */
-    bool release_lock_on_cudamalloc;       /* default false */
-    bool pinned_use_cuda_host_register;    /* recorded; no pinned pool yet */
-    uint32_t pinned_num_register_threads;  /* default 1 */
-    bool pinned_use_background_threads;    /* recorded; no pinned pool yet */
+    bool expandable_segments;                                      /* default false */
+    bool release_lock_on_cudamalloc;                               /* default false */
+    bool pinned_use_cuda_host_register;                            /* recorded; no pinned pool yet */
+    uint32_t pinned_num_register_threads;                          /* default 1 */
+    bool pinned_use_background_threads;                            /* recorded; no pinned pool yet */
     /* galloc's own keys. */
     char device_backend[GA_CONF_NAME_MAX]; /* device_backend: sim | cuda | hip | registered name; default "sim" */
     uint32_t set;                          /* GA_CONF_SET_* bits of keys given explicitly */
     /* Newest PyTorch main's keys (c10/core/AllocatorConfig.h, c10/cuda/CUDAAllocatorConfig.h). */
-    uint64_t large_segment_size;           /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
+    uint64_t large_segment_size;        /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
                                               segment for requests in (1 MiB, 10 MiB), the minimum of
                                               max_split_size and the default of max_non_split_rounding_size */
-    double per_process_memory_fraction;    /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
-    bool retry_pool_after_sync;            /* retry_pool_after_sync (galloc's): after the OOM path's
+    double per_process_memory_fraction; /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
+    bool retry_pool_after_sync;         /* retry_pool_after_sync (galloc's): after the OOM path's
                                               synchronize-and-flush, search the pool again before the last
                                               device allocation (pytorch/pytorch#189504); default false =
                                               PyTorch's released behaviour */
     /* The device backend's options: the items no key above claims ("sim_capacity:80GiB",
      * "driver_path:/x.so", a registered backend's own keys). */
-    char backend_options[GALLOC_BACKEND_OPTIONS_MAX]; /* each item as written (from its key to the end of
+    char backend_options[GALLOC_BACKEND_OPTIONS_MAX];     /* each item as written (from its key to the end of
                                               its value), joined by ',', in the order given; an item whose
                                               key comes again is dropped, the new one goes last; "" = none */
-    uint32_t n_options;                    /* items in backend_options, <= GA_CONF_OPTION_ITEMS */
+    uint32_t n_options;                                   /* items in backend_options, <= GA_CONF_OPTION_ITEMS */
     ga_conf_origin_t option_origin[GA_CONF_OPTION_ITEMS]; /* where each item was written, in order */
 } ga_conf_t;
 

@@ -55,9 +55,9 @@ typedef struct ga_lex {
 /* Outcome of reading a number. */
 typedef enum ga_num {
     GA_NUM_OK = 0,
-    GA_NUM_SYNTAX,  /* not of the expected form */
-    GA_NUM_RANGE,   /* of the form, but does not fit in 64 bits */
-    GA_NUM_INEXACT  /* a size that is not a whole number of bytes ("1.5B") */
+    GA_NUM_SYNTAX, /* not of the expected form */
+    GA_NUM_RANGE,  /* of the form, but does not fit in 64 bits */
+    GA_NUM_INEXACT /* a size that is not a whole number of bytes ("1.5B") */
 } ga_num_t;
 
 /* Applies string s onto *c (a copy is filled; *c changes only on success). reset: ga_conf_parse's

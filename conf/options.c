@@ -111,8 +111,8 @@ void ga_conf_option_error(const ga_conf_t *c, const char *msg, char *out, size_t
             const ga_conf_origin_t *o = &c->option_origin[i];
             if (n < o->off || n > o->off + o->len) /* the end of an item counts as its own */
                 continue;
-            snprintf(out, len, "%s%s%.*s (offset %zu)", o->source ? o->source : "", o->source ? ": " : "",
-                     (int)at, msg, o->src_off + (n - o->off));
+            snprintf(out, len, "%s%s%.*s (offset %zu)", o->source ? o->source : "", o->source ? ": " : "", (int)at, msg,
+                     o->src_off + (n - o->off));
             return;
         }
     }

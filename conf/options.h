@@ -26,8 +26,8 @@
 extern "C" {
 #endif
 
-#define GA_CONF_PATH_MAX 256          /* a GA_CONF_PATH value: at most 255 bytes and the NUL */
-#define GA_CONF_NOT_STORED SIZE_MAX   /* ga_conf_key_t.field of a key that is checked, not stored */
+#define GA_CONF_PATH_MAX 256        /* a GA_CONF_PATH value: at most 255 bytes and the NUL */
+#define GA_CONF_NOT_STORED SIZE_MAX /* ga_conf_key_t.field of a key that is checked, not stored */
 /* The units a GA_CONF_SIZE value takes, for a row's `allowed` text. */
 #define GA_CONF_SIZE_UNITS "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
 

@@ -174,14 +174,10 @@ ga_num_t ga_conf_read_size(const ga_tok_t *t, uint64_t *bytes)
     if (t->kind != GA_TOK_WORD || t->len >= GA_CONF_TOK_CAP)
         return GA_NUM_SYNTAX;
     switch (ga_size_parse(t->text, t->len, &size_rules, bytes)) {
-    case GA_SIZE_OK:
-        return GA_NUM_OK;
-    case GA_SIZE_RANGE:
-        return GA_NUM_RANGE;
-    case GA_SIZE_INEXACT:
-        return GA_NUM_INEXACT;
-    case GA_SIZE_SYNTAX:
-        break;
+    case GA_SIZE_OK: return GA_NUM_OK;
+    case GA_SIZE_RANGE: return GA_NUM_RANGE;
+    case GA_SIZE_INEXACT: return GA_NUM_INEXACT;
+    case GA_SIZE_SYNTAX: break;
     }
     return GA_NUM_SYNTAX;
 }

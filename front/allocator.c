@@ -53,9 +53,10 @@ galloc_status_t galloc_allocator_create_ex(const char *backend, int device, cons
 {
     char msg[GALLOC_ERROR_MAX];
     if (out == NULL || device < 0 || (flags & ~GALLOC_CREATE_NO_ENV) != 0) {
-        put_err(err, errlen, out == NULL ? "galloc_allocator_create: out is NULL"
-                             : device < 0 ? "device index must be >= 0"
-                                          : "galloc_allocator_create_ex: unknown flag bits");
+        put_err(err, errlen,
+                out == NULL  ? "galloc_allocator_create: out is NULL"
+                : device < 0 ? "device index must be >= 0"
+                             : "galloc_allocator_create_ex: unknown flag bits");
         if (out != NULL)
             *out = NULL;
         return GALLOC_E_INVAL;
@@ -69,9 +70,9 @@ galloc_status_t galloc_allocator_create_ex(const char *backend, int device, cons
     }
     a->device = device;
     ga_conf_defaults(&a->conf);
-    galloc_status_t st = ga_conf_load(&a->conf, conf, env ? getenv("GALLOC_CONF") : NULL,
-                                      env ? getenv("PYTORCH_ALLOC_CONF") : NULL,
-                                      env ? getenv("PYTORCH_CUDA_ALLOC_CONF") : NULL, msg, sizeof(msg));
+    galloc_status_t st =
+        ga_conf_load(&a->conf, conf, env ? getenv("GALLOC_CONF") : NULL, env ? getenv("PYTORCH_ALLOC_CONF") : NULL,
+                     env ? getenv("PYTORCH_CUDA_ALLOC_CONF") : NULL, msg, sizeof(msg));
     if (st != GALLOC_OK)
         goto err_free;
     galloc_backend_args_t args;
@@ -179,8 +180,8 @@ static const galloc_backend_ops_t no_device = {
     .mem_info = nodev_mem_info,
 };
 
-galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user, int device,
-                                             galloc_allocator_t **out, char *err, size_t errlen)
+galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user, int device, galloc_allocator_t **out,
+                                             char *err, size_t errlen)
 {
     if (out != NULL)
         *out = NULL;
@@ -271,11 +272,11 @@ static void unlock_all(galloc_allocator_t *a)
 }
 
 /* Run expr under the lock. */
-#define LOCKED(a, expr)                                                                            \
-    do {                                                                                           \
-        lock_all(a);                                                                               \
-        expr;                                                                                      \
-        unlock_all(a);                                                                             \
+#define LOCKED(a, expr)                                                                                                \
+    do {                                                                                                               \
+        lock_all(a);                                                                                                   \
+        expr;                                                                                                          \
+        unlock_all(a);                                                                                                 \
     } while (0)
 
 galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr)
@@ -408,14 +409,14 @@ galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr)
 }
 
 /* Optional ops members: GALLOC_E_UNSUPPORTED where the implementation has none. */
-#define MEMPOOL_CALL(a, member, ...)                                                               \
-    do {                                                                                           \
-        GA_LIVE_OR_RETURN(a);                                                                      \
-        if ((a)->ops->member == NULL)                                                              \
-            return GALLOC_E_UNSUPPORTED;                                                           \
-        galloc_status_t st_;                                                                       \
-        LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                 \
-        return st_;                                                                                \
+#define MEMPOOL_CALL(a, member, ...)                                                                                   \
+    do {                                                                                                               \
+        GA_LIVE_OR_RETURN(a);                                                                                          \
+        if ((a)->ops->member == NULL)                                                                                  \
+            return GALLOC_E_UNSUPPORTED;                                                                               \
+        galloc_status_t st_;                                                                                           \
+        LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                                     \
+        return st_;                                                                                                    \
     } while (0)
 
 galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t *id)

@@ -26,18 +26,17 @@
 
 /* First statement of every public call: a NULL handle is an invalid argument,
  * a destroyed one says so. */
-#define GA_LIVE_OR_RETURN(a)                                                                       \
-    do {                                                                                           \
-        if ((a) == NULL)                                                                           \
-            return GALLOC_E_INVAL;                                                                 \
-        if ((a)->magic != GA_ALLOCATOR_LIVE)                                                       \
-            return GALLOC_E_DESTROYED;                                                             \
+#define GA_LIVE_OR_RETURN(a)                                                                                           \
+    do {                                                                                                               \
+        if ((a) == NULL)                                                                                               \
+            return GALLOC_E_INVAL;                                                                                     \
+        if ((a)->magic != GA_ALLOCATOR_LIVE)                                                                           \
+            return GALLOC_E_DESTROYED;                                                                                 \
     } while (0)
-
 
 struct galloc_allocator {
     uint32_t magic;                /* GA_ALLOCATOR_LIVE until destroyed */
-    ga_lock_t lock;               /* serializes every call (below) */
+    ga_lock_t lock;                /* serializes every call (below) */
     const ga_allocator_ops_t *ops; /* the implementation */
     void *impl;                    /* its state */
     ga_backend_t backend;          /* the opened device */

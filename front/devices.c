@@ -26,11 +26,11 @@
 #include "conf/conf.h"
 
 static _Atomic(galloc_allocator_t *) slots[GALLOC_DEVICE_MAX]; /* see the invariants above */
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;    /* creation, conf, created, the error */
-static char *conf;                                              /* galloc_device_configure's copy, or NULL */
-static bool created;                                            /* an allocator was created since start/shutdown */
-static galloc_status_t err_status;                              /* last registry failure */
-static char err_msg[GALLOC_ERROR_MAX];                          /* its message */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;   /* creation, conf, created, the error */
+static char *conf;                                             /* galloc_device_configure's copy, or NULL */
+static bool created;                                           /* an allocator was created since start/shutdown */
+static galloc_status_t err_status;                             /* last registry failure */
+static char err_msg[GALLOC_ERROR_MAX];                         /* its message */
 
 /* Record a registry failure; reg_lock held. Returns status. */
 static galloc_status_t fail_locked(galloc_status_t status, const char *fmt, ...)
@@ -135,12 +135,12 @@ bool galloc_device_is_initialized(int device)
 
 /* Resolve device into `a` or return the failure (a declaration plus a check,
  * so each call below stays one line of dispatch). */
-#define GET_OR_RETURN(device, a)                                                                   \
-    galloc_allocator_t *a;                                                                         \
-    do {                                                                                           \
-        galloc_status_t st_ = galloc_device_get((device), &a);                                     \
-        if (st_ != GALLOC_OK)                                                                      \
-            return st_;                                                                            \
+#define GET_OR_RETURN(device, a)                                                                                       \
+    galloc_allocator_t *a;                                                                                             \
+    do {                                                                                                               \
+        galloc_status_t st_ = galloc_device_get((device), &a);                                                         \
+        if (st_ != GALLOC_OK)                                                                                          \
+            return st_;                                                                                                \
     } while (0)
 
 galloc_status_t galloc_device_malloc(int device, size_t size, galloc_stream_t stream, void **ptr)

@@ -124,14 +124,14 @@ class Driver {
         uint8_t cls = in_.U8();
         uint32_t r = in_.U16();
         switch (cls % 8) {
-        case 0: return 1 + r % 512;                  // one small block
-        case 1: return 1 + r * 16 % MiB;             // small pool
+        case 0: return 1 + r % 512;                   // one small block
+        case 1: return 1 + r * 16 % MiB;              // small pool
         case 2: return MiB + 1 + r * 160 % (9 * MiB); // large pool, shares 20 MiB segments
         case 3: return 10 * MiB + r * 1600 % (90 * MiB);
         case 4: return 100 * MiB + r * 3200 % (200 * MiB); // may exceed the device
         case 5: return cls & 8 ? SIZE_MAX - r : (size_t(1) << 60) - 1 + (r & 1);
         case 6: return 0;
-        default: return 512 * (1 + r % 64);          // exact multiples of the granularity
+        default: return 512 * (1 + r % 64); // exact multiples of the granularity
         }
     }
     galloc_stream_t Stream() { return in_.U8() % 4; }
@@ -230,8 +230,7 @@ class Driver {
         long i = Pick();
         galloc_stream_t s = Stream();
         if (i >= 0)
-            Expect(galloc_record_stream(a_, reinterpret_cast<void *>(Live(i)->first), s), GALLOC_OK,
-                   "record_stream");
+            Expect(galloc_record_stream(a_, reinterpret_cast<void *>(Live(i)->first), s), GALLOC_OK, "record_stream");
     }
 
     void Fraction()
@@ -321,8 +320,11 @@ class Driver {
     void Step(uint8_t op)
     {
         switch (op % 15) {
-        case 0: case 1: case 2: Malloc(); break;
-        case 3: case 4: Free(); break;
+        case 0:
+        case 1:
+        case 2: Malloc(); break;
+        case 3:
+        case 4: Free(); break;
         case 5: BogusFree(); break;
         case 6: RecordStream(); break;
         case 7: Expect(galloc_stream_synchronize(a_, Stream()), GALLOC_OK, "stream_synchronize"); break;

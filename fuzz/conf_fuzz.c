@@ -25,12 +25,12 @@
 /* A new field in ga_conf_t must be compared below: this fails until it is. */
 _Static_assert(sizeof(ga_conf_t) == 1960, "ga_conf_t changed: compare its new fields in same_settings()");
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "conf_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-            abort();                                                                               \
-        }                                                                                          \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "conf_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                        \
+            abort();                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 /* The backend options as the backend reads them (whitespace aside); their
@@ -56,8 +56,8 @@ static int same_settings(const ga_conf_t *x, const ga_conf_t *y)
            x->pinned_use_cuda_host_register == y->pinned_use_cuda_host_register &&
            x->pinned_num_register_threads == y->pinned_num_register_threads &&
            x->pinned_use_background_threads == y->pinned_use_background_threads &&
-           strncmp(x->device_backend, y->device_backend, sizeof(x->device_backend)) == 0 &&
-           same_options(x, y) && x->large_segment_size == y->large_segment_size &&
+           strncmp(x->device_backend, y->device_backend, sizeof(x->device_backend)) == 0 && same_options(x, y) &&
+           x->large_segment_size == y->large_segment_size &&
            x->per_process_memory_fraction == y->per_process_memory_fraction &&
            x->retry_pool_after_sync == y->retry_pool_after_sync;
 }

@@ -20,12 +20,12 @@
 
 #include "tools/snapshot/pickle_read.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "pickle_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-            abort();                                                                               \
-        }                                                                                          \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "pickle_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                      \
+            abort();                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 #define MAX_DEPTH 32      /* documents may be cyclic: the walk bounds itself */
@@ -64,8 +64,7 @@ static void visit(walk_t *w, const ga_pk_value_t *v, int depth)
         for (size_t i = 0; i < v->u.seq.n; i++)
             visit(w, v->u.seq.items[i], depth + 1);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -26,17 +26,16 @@
 
 #include "tools/readers/trace_reader.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "trace_reader_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__,    \
-                    #cond);                                                                        \
-            abort();                                                                               \
-        }                                                                                          \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "trace_reader_fuzz: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                \
+            abort();                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
-#define MAX_UNITS 16       /* a snapshot may name up to 1024 devices; a few show the pattern */
-#define MAX_EVENTS 200000  /* per unit: bounds one input's time (prologues can be long) */
+#define MAX_UNITS 16      /* a snapshot may name up to 1024 devices; a few show the pattern */
+#define MAX_EVENTS 200000 /* per unit: bounds one input's time (prologues can be long) */
 
 static char path[64]; /* /proc/self/fd/N of the memfd, set once */
 static int fd = -1;

@@ -63,8 +63,7 @@ void ga_pool_avl_rebalance(ga_avl_node_t **root, ga_avl_node_t *n);
  * that the caller's descent ended on, and rebalance. A node linked into an
  * empty tree, or beside a sibling (its parent's height does not change),
  * touches nothing else. */
-static inline void ga_pool_avl_link(ga_avl_node_t **root, ga_avl_node_t *parent, ga_avl_node_t **link,
-                                    ga_avl_node_t *n)
+static inline void ga_pool_avl_link(ga_avl_node_t **root, ga_avl_node_t *parent, ga_avl_node_t **link, ga_avl_node_t *n)
 {
     n->left = n->right = NULL;
     n->parent = parent;

@@ -53,7 +53,7 @@ ga_block_t *ga_pool_blockpool_next_in_set(const ga_block_t *b);
 ga_block_t *ga_pool_blockpool_next(ga_block_t *b);
 ga_block_t *ga_pool_blockpool_prev(ga_block_t *b);
 
-#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n) - offsetof(ga_block_t, node)))
+#define GA_BLOCK_OF_NODE(n) ((ga_block_t *)((char *)(n)-offsetof(ga_block_t, node)))
 
 /* (size, address) order inside one stream's set, compared inline. */
 static inline bool ga_block_size_addr_before(const ga_block_t *a, const ga_block_t *b)

@@ -104,7 +104,8 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     size_t first = (b->addr - seg->base) / seg->page;
     size_t last = (b->addr + size - seg->base + seg->page - 1) / seg->page;
     size_t mapped = (last - first) * seg->page;
-    if (ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 1, 0) != GALLOC_OK || !map_pages(p, seg, first, last))
+    if (ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 1, 0) != GALLOC_OK ||
+        !map_pages(p, seg, first, last))
         return false;
     ga_pool_blockpool_remove_unmapped(b->pool, b);
     b->mapped = true;
@@ -131,8 +132,7 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     p->stats.num_device_alloc++;
     if (seg->stack_id == 0)
         seg->stack_id = stack_id;
-    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_MAP, seg->base + first * seg->page, mapped, b->stream, NULL,
-                    stack_id);
+    ga_trace_record(&p->trace, GA_TRACE_SEGMENT_MAP, seg->base + first * seg->page, mapped, b->stream, NULL, stack_id);
     return true;
 }
 

@@ -31,8 +31,8 @@ void ga_pool_segment_init(ga_pool_t *p, ga_segment_t *seg, ga_block_t *b, uintpt
     seg->set = ga_pool_blockpool_set_of(seg->pool, seg->stream); /* prepared by malloc */
     seg->stack_id = 0;
     link_segment(p, seg);
-    *b = (ga_block_t){.addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg,
-                      .mapped = mapped};
+    *b = (ga_block_t){
+        .addr = addr, .size = size, .stream = seg->stream, .pool = seg->pool, .seg = seg, .mapped = mapped};
 }
 
 void ga_pool_unlink_segment(ga_pool_t *p, ga_segment_t *seg)
@@ -103,9 +103,9 @@ GA_HOT void free_allocated(ga_pool_t *p, ga_block_t *b)
         ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, b->addr, b->requested, b->stream,
                         ga_pool_id_of(b->pool, pid), free_stack ? free_stack : b->stack_id);
     galloc_stat_pool_t sp = b->pool->stat;
-    ga_pool_change_rows(p, b->stream, sp,
-                        (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = -1,
-                                                     [GA_ESC_ALLOCATED_BYTES] = -(int64_t)b->size});
+    ga_pool_change_rows(
+        p, b->stream, sp,
+        (const int64_t[GA_ESC_ROWS]){[GA_ESC_ALLOCATION] = -1, [GA_ESC_ALLOCATED_BYTES] = -(int64_t)b->size});
     if (b->size >= p->conf.max_split_size)
         ga_stat_decrease(&p->stats.oversize_allocations, 1);
     /* With events pending the block stays active until process_events sees them done. */

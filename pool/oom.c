@@ -15,7 +15,8 @@
 #include "pool/tags.h"
 
 /* The documentation link current PyTorch releases print (2.7 and later). */
-#define OOM_DOC_URL "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+#define OOM_DOC_URL                                                                                                    \
+    "https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
 
 galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
 {
@@ -23,8 +24,7 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     (void)ga_backend_mem_info(p->backend, &device_free, &device_total);
     p->stats.num_ooms++;
     int64_t pid[2];
-    ga_trace_record_oom(&p->trace, ap->size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid),
-                        ap->stack_id);
+    ga_trace_record_oom(&p->trace, ap->size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid), ap->stack_id);
 
     const char *vendor = ga_backend_vendor(p->backend);
     char tried[32], total[32], free_s[32], allowed[64] = "", alloc_s[32], unalloc[32];

@@ -38,8 +38,7 @@ extern "C" {
  * GALLOC_E_NOMEM, or GALLOC_E_UNSUPPORTED for settings the backend or pool
  * cannot honour.
  */
-galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
-                               void **impl);
+galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err, void **impl);
 /* ga_pool_destroy: give every segment back to the backend and free the pool. */
 void ga_pool_destroy(void *impl);
 galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, void **out);
@@ -65,8 +64,7 @@ galloc_status_t ga_pool_set_trace_source(void *impl, const galloc_trace_source_t
 
 /* Private pools (private.c). A thread route is the calling thread's. */
 galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id);
-galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route,
-                                      galloc_stream_t stream);
+galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream);
 galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id);
 

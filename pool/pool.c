@@ -17,8 +17,7 @@
 #include "pool/tags.h"
 #include "stats/stats.h"
 
-galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
-                               void **impl)
+galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err, void **impl)
 {
     *impl = NULL;
     size_t device_free = 0, device_total = 0;

@@ -72,8 +72,7 @@ galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id)
     return GALLOC_OK;
 }
 
-galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route,
-                                      galloc_stream_t stream)
+galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream)
 {
     ga_pool_t *p = impl;
     ga_private_pool_t *pp = find(p, id.a, id.b);

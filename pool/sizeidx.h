@@ -44,9 +44,9 @@
 
 #define GA_SIZEIDX_EXACT_LOG 12u /* 4096 exact bins: up to 2 MiB, the small segment */
 #define GA_SIZEIDX_EXACT (1u << GA_SIZEIDX_EXACT_LOG)
-#define GA_SIZEIDX_SUB_LOG 4u    /* 16 classes per power of two above */
+#define GA_SIZEIDX_SUB_LOG 4u /* 16 classes per power of two above */
 #define GA_SIZEIDX_SUB (1u << GA_SIZEIDX_SUB_LOG)
-#define GA_SIZEIDX_MAX_LOG 54u   /* u < 2^55 for any 64-bit size */
+#define GA_SIZEIDX_MAX_LOG 54u /* u < 2^55 for any 64-bit size */
 #define GA_SIZEIDX_BINS (GA_SIZEIDX_EXACT + (GA_SIZEIDX_MAX_LOG - GA_SIZEIDX_EXACT_LOG + 1u) * GA_SIZEIDX_SUB)
 #define GA_SIZEIDX_WORDS ((GA_SIZEIDX_BINS + 63u) / 64u)
 #define GA_SIZEIDX_TOP ((GA_SIZEIDX_WORDS + 63u) / 64u)

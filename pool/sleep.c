@@ -93,8 +93,8 @@ static bool next_run(const ga_segment_t *s, const ga_block_t **cur, size_t *firs
     return true;
 }
 
-#define FOR_TAG_SEGMENTS(p, t, s)                                                                  \
-    for (ga_segment_t *s = (p)->segments; s != NULL; s = s->next)                                  \
+#define FOR_TAG_SEGMENTS(p, t, s)                                                                                      \
+    for (ga_segment_t *s = (p)->segments; s != NULL; s = s->next)                                                      \
         if (s->pool->owner == (t)->pool)
 
 static galloc_status_t refused(ga_pool_t *p, const char *what, uintptr_t addr, size_t bytes)
@@ -205,8 +205,9 @@ static galloc_status_t sleep_prepare(ga_pool_t *p, ga_tag_t *t)
             char buf[256];
             const char *why = ga_backend_why(p->backend, st, buf, sizeof(buf));
             sleep_undo(p, t);
-            return ga_fail(p->err, GALLOC_E_DEVICE, "sleep: tag \"%s\": copying %zu bytes at %#lx to the host failed: %s",
-                           t->name, b->size, (unsigned long)b->addr, why);
+            return ga_fail(p->err, GALLOC_E_DEVICE,
+                           "sleep: tag \"%s\": copying %zu bytes at %#lx to the host failed: %s", t->name, b->size,
+                           (unsigned long)b->addr, why);
         }
     }
     return GALLOC_OK;
@@ -377,8 +378,8 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
     /* The memory fraction caps reserved memory, as it caps malloc's segments. */
     if (p->set_fraction && p->total_allocated_memory + t->bytes_asleep > p->allowed_memory_maximum)
         return ga_fail(p->err, GALLOC_E_OOM,
-                       "wake: tag \"%s\" needs %zu bytes; the memory fraction allows %zu reserved, %zu are",
-                       t->name, t->bytes_asleep, p->allowed_memory_maximum, p->total_allocated_memory);
+                       "wake: tag \"%s\" needs %zu bytes; the memory fraction allows %zu reserved, %zu are", t->name,
+                       t->bytes_asleep, p->allowed_memory_maximum, p->total_allocated_memory);
     size_t asleep = t->bytes_asleep;
     galloc_status_t st = GALLOC_OK;
     FOR_TAG_SEGMENTS(p, t, s)
@@ -395,8 +396,9 @@ static galloc_status_t wake_tag(ga_pool_t *p, ga_tag_t *t)
         galloc_status_t c = ga_backend_copy_h2d(p->backend, e->addr, e->host, e->block->size);
         if (c != GALLOC_OK) {
             char why[256];
-            st = ga_fail(p->err, GALLOC_E_DEVICE, "wake: tag \"%s\": copying %zu bytes back to %#lx failed: %s",
-                         t->name, e->block->size, (unsigned long)e->addr, ga_backend_why(p->backend, c, why, sizeof(why)));
+            st =
+                ga_fail(p->err, GALLOC_E_DEVICE, "wake: tag \"%s\": copying %zu bytes back to %#lx failed: %s", t->name,
+                        e->block->size, (unsigned long)e->addr, ga_backend_why(p->backend, c, why, sizeof(why)));
         }
     }
     if (st != GALLOC_OK) {
@@ -494,8 +496,8 @@ galloc_status_t ga_pool_check_sleep(ga_pool_t *p)
     (void)ga_pool_sleep_stats(p, &s);
     if (s.bytes_offloaded > s.peak_bytes_offloaded || s.tags_asleep > s.tags || s.bytes_woken > s.bytes_slept)
         return ga_fail(p->err, GALLOC_E_CORRUPT,
-                       "sleep counters disagree: offloaded %" PRIu64 " > peak %" PRIu64 ", or %" PRIu64
-                       " of %" PRIu64 " tags asleep, or %" PRIu64 " bytes woken of %" PRIu64 " slept",
+                       "sleep counters disagree: offloaded %" PRIu64 " > peak %" PRIu64 ", or %" PRIu64 " of %" PRIu64
+                       " tags asleep, or %" PRIu64 " bytes woken of %" PRIu64 " slept",
                        s.bytes_offloaded, s.peak_bytes_offloaded, s.tags_asleep, s.tags, s.bytes_woken, s.bytes_slept);
     return GALLOC_OK;
 }

@@ -46,8 +46,7 @@ static const galloc_stat_t *row_in(const galloc_stats_t *st, int r)
     return (const galloc_stat_t *)((const char *)st + row_offset[r]);
 }
 
-void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
-                         const int64_t delta[GA_ESC_ROWS])
+void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp, const int64_t delta[GA_ESC_ROWS])
 {
     ga_escrow_t *e = &p->stripes[ga_stripe_of(stream)].esc;
     for (int r = 0; r < GA_ESC_ROWS; r++) {
@@ -177,8 +176,8 @@ void ga_pool_quiesce(void *impl)
  * plain free of the default pools, with nothing recorded and no GC clock. */
 static bool stripe_path_possible(const ga_pool_t *p)
 {
-    return p->n_routes == 0 && p->pending_head == NULL &&
-           p->trace.enabled == GALLOC_HISTORY_NONE && !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
+    return p->n_routes == 0 && p->pending_head == NULL && p->trace.enabled == GALLOC_HISTORY_NONE &&
+           !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
 }
 
 /* One stat entry's headroom (peak - current) for the stripes in mask, into
@@ -189,7 +188,7 @@ static void share_row(const ga_pool_t *p, uint32_t mask, int j, int r, int64_t o
 {
     const galloc_stat_t *st = &row_in(&p->stats, r)[j];
     int64_t room = st->peak > st->current ? st->peak - st->current : 0; /* current never passes peak */
-    int64_t held = 0, total = 0; /* what the stripes in mask hold together */
+    int64_t held = 0, total = 0;                                        /* what the stripes in mask hold together */
     for (uint32_t m = mask; m != 0; m &= m - 1)
         held += p->stripes[__builtin_ctz(m)].esc.held[j][r];
     int64_t ceiling = (room + held) / __builtin_popcount(mask);

@@ -133,8 +133,7 @@ static inline void ga_esc_update_undo(ga_stripe_t *s, int r, galloc_stat_pool_t 
  * the pool's stats ("all" and pool sp, ga_stat_update's rules) and charged
  * to the share of the stream's stripe, so that over the stripes the shares
  * add up to current. */
-void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp,
-                         const int64_t delta[GA_ESC_ROWS]);
+void ga_pool_change_rows(ga_pool_t *p, galloc_stream_t stream, galloc_stat_pool_t sp, const int64_t delta[GA_ESC_ROWS]);
 
 /* The allocated block at addr and the stripe whose map holds it, or NULL:
  * the calling thread's last stripe first. The locked path's lookup; stripe

@@ -212,9 +212,9 @@ GA_HOT free_result_t free_in(ga_pool_t *p, unsigned i, uintptr_t addr)
     galloc_stat_pool_t sp = b->pool->stat;
     ga_split_change_t c = ga_pool_free_split_change(b);
     /* Only inactive_split can rise on a free (a split piece returns). */
-    if (__builtin_expect((ga_esc_update(s, GA_SLOT_SPLIT, sp, c.count) |
-                          ga_esc_update(s, GA_SLOT_SPLIT_BYTES, sp, c.bytes)) < 0,
-                         0)) {
+    if (__builtin_expect(
+            (ga_esc_update(s, GA_SLOT_SPLIT, sp, c.count) | ga_esc_update(s, GA_SLOT_SPLIT_BYTES, sp, c.bytes)) < 0,
+            0)) {
         ga_esc_update_undo(s, GA_SLOT_SPLIT, sp, c.count);
         ga_esc_update_undo(s, GA_SLOT_SPLIT_BYTES, sp, c.bytes);
         goto out;

@@ -58,8 +58,9 @@ galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const cha
             size_t len = comma != NULL ? (size_t)(comma - s) : strlen(s);
             ga_tag_t *t = name_ok(s, len) ? ga_tag_find(p, s, len) : NULL;
             if (t == NULL)
-                return ga_fail(p->err, GALLOC_E_INVAL, "%s: '%.*s' in \"%.200s\" is %s", who, (int)(len > 64 ? 64 : len),
-                               s, list, name_ok(s, len) ? "not a tag of this allocator" : "not a valid tag name");
+                return ga_fail(p->err, GALLOC_E_INVAL, "%s: '%.*s' in \"%.200s\" is %s", who,
+                               (int)(len > 64 ? 64 : len), s, list,
+                               name_ok(s, len) ? "not a tag of this allocator" : "not a valid tag name");
             if (pass == 1) {
                 if (which == 0)
                     t->sel = true;
@@ -123,8 +124,8 @@ galloc_status_t ga_pool_tag_begin(void *impl, const char *tag)
         }
         t->own_pool = true;
     }
-    return ga_pool_mempool_begin(p, (galloc_mempool_id_t){.a = t->pool->id_a, .b = t->pool->id_b},
-                                 GALLOC_ROUTE_THREAD, 0);
+    return ga_pool_mempool_begin(p, (galloc_mempool_id_t){.a = t->pool->id_a, .b = t->pool->id_b}, GALLOC_ROUTE_THREAD,
+                                 0);
 }
 
 galloc_status_t ga_pool_tag_end(void *impl, const char *tag)
@@ -146,8 +147,8 @@ galloc_status_t ga_pool_mempool_set_tag(void *impl, galloc_mempool_id_t id, cons
     if (!name_ok(tag, strlen(tag)))
         return bad_name(p, "mempool_set_tag", tag);
     if (pp->tag != NULL || ga_tag_find(p, tag, strlen(tag)) != NULL)
-        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: %s", pp->tag != NULL ? "the pool has a tag already"
-                                                                                      : "the tag name is in use");
+        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: %s",
+                       pp->tag != NULL ? "the pool has a tag already" : "the tag name is in use");
     if (pp->segments != 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: pool (%llu, %llu) holds %zu segments already",
                        (unsigned long long)id.a, (unsigned long long)id.b, pp->segments);
@@ -229,8 +230,9 @@ galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
         ga_pool_free_held(p, b);
         return GALLOC_OK;
     }
-    return ga_fail(p->err, GALLOC_E_NOT_OWNED, "invalid device pointer: %p (not allocated by this allocator, "
-                                               "already freed, or not the start of a block)",
+    return ga_fail(p->err, GALLOC_E_NOT_OWNED,
+                   "invalid device pointer: %p (not allocated by this allocator, "
+                   "already freed, or not the start of a block)",
                    ptr);
 }
 

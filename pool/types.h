@@ -79,12 +79,12 @@ extern "C" {
 #define GA_HOT static inline __attribute__((always_inline))
 
 /* PyTorch's constants (CUDACachingAllocator.cpp / CachingDeviceAllocator.h). */
-#define GA_MIN_BLOCK_SIZE ((size_t)512)           /* kMinBlockSize: rounding unit */
-#define GA_SMALL_SIZE ((size_t)1 << 20)           /* kSmallSize: largest small-pool request */
-#define GA_SMALL_BUFFER ((size_t)2 << 20)         /* kSmallBuffer: small segment size */
-#define GA_LARGE_BUFFER ((size_t)20 << 20)        /* kLargeBuffer: default of large_segment_size_mb */
-#define GA_MIN_LARGE_ALLOC ((size_t)10 << 20)     /* kMinLargeAlloc */
-#define GA_ROUND_LARGE ((size_t)2 << 20)          /* kRoundLarge: large segment rounding */
+#define GA_MIN_BLOCK_SIZE ((size_t)512)       /* kMinBlockSize: rounding unit */
+#define GA_SMALL_SIZE ((size_t)1 << 20)       /* kSmallSize: largest small-pool request */
+#define GA_SMALL_BUFFER ((size_t)2 << 20)     /* kSmallBuffer: small segment size */
+#define GA_LARGE_BUFFER ((size_t)20 << 20)    /* kLargeBuffer: default of large_segment_size_mb */
+#define GA_MIN_LARGE_ALLOC ((size_t)10 << 20) /* kMinLargeAlloc */
+#define GA_ROUND_LARGE ((size_t)2 << 20)      /* kRoundLarge: large segment rounding */
 
 typedef struct ga_pool ga_pool_t;
 typedef struct ga_block ga_block_t;
@@ -94,10 +94,10 @@ typedef struct ga_segment ga_segment_t;
  * EventPool). While reserved by record_stream it names the stream to record on;
  * after the block's free it waits in the pool's pending queue. */
 typedef struct ga_event {
-    uintptr_t handle;         /* backend event (created on the cold path) */
-    galloc_stream_t stream;   /* stream the block was used on */
-    ga_block_t *block;        /* block waiting on this event (pending only) */
-    struct ga_event *next;    /* block's use list / pending queue / free list */
+    uintptr_t handle;       /* backend event (created on the cold path) */
+    galloc_stream_t stream; /* stream the block was used on */
+    ga_block_t *block;      /* block waiting on this event (pending only) */
+    struct ga_event *next;  /* block's use list / pending queue / free list */
 } ga_event_t;
 
 typedef struct ga_private_pool ga_private_pool_t;
@@ -115,8 +115,8 @@ typedef struct ga_stream_set {
  * other streams never lengthen a stream's search (blockpool.c). Walks see
  * the same order as PyTorch's single set. */
 typedef struct ga_blockpool {
-    ga_private_pool_t *owner;           /* the private pool it belongs to, NULL for the default pool */
-    ga_stream_set_t **sets;             /* one per stream seen by malloc, sorted by stream; owned */
+    ga_private_pool_t *owner; /* the private pool it belongs to, NULL for the default pool */
+    ga_stream_set_t **sets;   /* one per stream seen by malloc, sorted by stream; owned */
     size_t n_sets, cap_sets;
     ga_stream_set_t *last;              /* the set the locked path used last (the stripes keep their own) */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
@@ -126,21 +126,21 @@ typedef struct ga_blockpool {
 } ga_blockpool_t;
 
 struct ga_block {
-    uintptr_t addr;            /* device address */
-    size_t size;               /* bytes, a multiple of 512 */
-    size_t requested;          /* caller's unrounded size while allocated */
-    galloc_stream_t stream;    /* the stream the segment was allocated for */
-    ga_blockpool_t *pool;      /* the block pool the segment belongs to */
-    ga_segment_t *seg;         /* owning segment */
-    ga_block_t *prev, *next;   /* address-ordered neighbours within the segment */
-    ga_avl_node_t node;        /* free-set link: size-bin tree (free blocks) or unmapped set */
-    ga_block_t *link;          /* record free list (recycled) / release.c's unmap list (free) */
-    int64_t gc_count_base;     /* pool GC clock when last inserted into the free set */
-    bool allocated;            /* handed out to a caller */
-    bool mapped;               /* backed by memory (always, except unmapped expandable ranges) */
-    uint32_t event_count;      /* events still to complete before a freed block returns to its pool */
-    uint32_t stack_id;         /* trace: stack at allocation (0 = none) */
-    ga_event_t *uses;          /* record_stream: one reserved event per other stream used */
+    uintptr_t addr;          /* device address */
+    size_t size;             /* bytes, a multiple of 512 */
+    size_t requested;        /* caller's unrounded size while allocated */
+    galloc_stream_t stream;  /* the stream the segment was allocated for */
+    ga_blockpool_t *pool;    /* the block pool the segment belongs to */
+    ga_segment_t *seg;       /* owning segment */
+    ga_block_t *prev, *next; /* address-ordered neighbours within the segment */
+    ga_avl_node_t node;      /* free-set link: size-bin tree (free blocks) or unmapped set */
+    ga_block_t *link;        /* record free list (recycled) / release.c's unmap list (free) */
+    int64_t gc_count_base;   /* pool GC clock when last inserted into the free set */
+    bool allocated;          /* handed out to a caller */
+    bool mapped;             /* backed by memory (always, except unmapped expandable ranges) */
+    uint32_t event_count;    /* events still to complete before a freed block returns to its pool */
+    uint32_t stack_id;       /* trace: stack at allocation (0 = none) */
+    ga_event_t *uses;        /* record_stream: one reserved event per other stream used */
 };
 
 struct ga_segment {
@@ -161,33 +161,33 @@ struct ga_segment {
 
 /* PyTorch's PrivatePool: a MemPool's or a graph's small and large pools. */
 struct ga_private_pool {
-    uint64_t id_a, id_b;          /* MempoolId_t */
-    int use_count;                /* users; 0 = freeable */
-    size_t segments;              /* live device segments (PyTorch's cudaMalloc_count) */
-    ga_blockpool_t small, large;  /* its block pools */
-    struct ga_tag *tag;           /* the sleep tag it belongs to, NULL for none (sleep.c) */
-    bool asleep;                  /* its tag is asleep: malloc fails with GALLOC_E_ASLEEP */
-    ga_private_pool_t *next;      /* all private pools */
+    uint64_t id_a, id_b;         /* MempoolId_t */
+    int use_count;               /* users; 0 = freeable */
+    size_t segments;             /* live device segments (PyTorch's cudaMalloc_count) */
+    ga_blockpool_t small, large; /* its block pools */
+    struct ga_tag *tag;          /* the sleep tag it belongs to, NULL for none (sleep.c) */
+    bool asleep;                 /* its tag is asleep: malloc fails with GALLOC_E_ASLEEP */
+    ga_private_pool_t *next;     /* all private pools */
 };
 
 /* An allocated block of a sleeping tag, in the tag's `held` map. */
 typedef struct ga_sleep_entry {
-    uintptr_t addr;     /* the block's address: the key */
-    ga_block_t *block;  /* the block (allocated, out of the pointer map) */
-    void *host;         /* pinned host copy of its b->size bytes, NULL when discarded */
+    uintptr_t addr;    /* the block's address: the key */
+    ga_block_t *block; /* the block (allocated, out of the pointer map) */
+    void *host;        /* pinned host copy of its b->size bytes, NULL when discarded */
 } ga_sleep_entry_t;
 
 /* A sleep tag (galloc_sleep.h; the model is in sleep_int.h). */
 typedef struct ga_tag {
     char name[GALLOC_TAG_MAX]; /* its name, NUL-terminated */
-    ga_private_pool_t *pool;  /* its private pool */
-    bool own_pool;            /* created by galloc_tag_begin: the tag holds the pool's use */
-    bool asleep;              /* asleep: its units unmapped, its allocated blocks in `held` */
-    bool sel, offload;        /* marks of the tag lists of the call under way */
-    ga_addrmap_t held;        /* asleep: its allocated blocks (ga_sleep_entry_t) */
-    size_t bytes_offloaded;   /* host bytes held now */
-    size_t bytes_asleep;      /* device bytes unmapped by sleep now */
-    struct ga_tag *next;      /* the pool's tags */
+    ga_private_pool_t *pool;   /* its private pool */
+    bool own_pool;             /* created by galloc_tag_begin: the tag holds the pool's use */
+    bool asleep;               /* asleep: its units unmapped, its allocated blocks in `held` */
+    bool sel, offload;         /* marks of the tag lists of the call under way */
+    ga_addrmap_t held;         /* asleep: its allocated blocks (ga_sleep_entry_t) */
+    size_t bytes_offloaded;    /* host bytes held now */
+    size_t bytes_asleep;       /* device bytes unmapped by sleep now */
+    struct ga_tag *next;       /* the pool's tags */
 } ga_tag_t;
 
 #define GA_MAX_ROUTES 64
@@ -195,9 +195,9 @@ typedef struct ga_tag {
 /* An active beginAllocateToPool: which allocations go to which pool. */
 typedef struct ga_route {
     ga_private_pool_t *pool;
-    int kind;                /* galloc_route_t */
-    galloc_stream_t stream;  /* GALLOC_ROUTE_STREAM */
-    uintptr_t thread;        /* GALLOC_ROUTE_THREAD: the thread that began it */
+    int kind;               /* galloc_route_t */
+    galloc_stream_t stream; /* GALLOC_ROUTE_STREAM */
+    uintptr_t thread;       /* GALLOC_ROUTE_THREAD: the thread that began it */
 } ga_route_t;
 
 /* An entry of the pointer map (PyTorch's allocated_blocks): an allocated
@@ -265,13 +265,13 @@ typedef struct ga_escrow {
 } ga_escrow_t;
 
 typedef struct ga_stripe {
-    ga_lock_t lock;                  /* taken by its streams' cache hits */
-    bool touched;                    /* a stripe call ran since the last fold: gets headroom next */
-    bool in_mask;                    /* its bit is set in the pool's map_mask */
-    ga_stream_set_t *last[2];        /* the set used last, [is_small] */
-    ga_records_t records;            /* the records of its streams' blocks and segments (below) */
-    ga_addrmap_t ptrs;               /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
-    ga_escrow_t esc;                 /* its share of the stats (above) */
+    ga_lock_t lock;           /* taken by its streams' cache hits */
+    bool touched;             /* a stripe call ran since the last fold: gets headroom next */
+    bool in_mask;             /* its bit is set in the pool's map_mask */
+    ga_stream_set_t *last[2]; /* the set used last, [is_small] */
+    ga_records_t records;     /* the records of its streams' blocks and segments (below) */
+    ga_addrmap_t ptrs;        /* allocated blocks of its streams, by address (ga_ptr_entry_t) */
+    ga_escrow_t esc;          /* its share of the stats (above) */
 } __attribute__((aligned(64))) ga_stripe_t;
 
 /* The stripe of a stream: a multiplicative hash, so that streams numbered
@@ -282,55 +282,55 @@ static inline unsigned ga_stripe_of(galloc_stream_t stream)
 }
 
 struct ga_pool {
-    ga_conf_t conf;                 /* effective settings (copied at create) */
-    ga_backend_t *backend;          /* the device (not owned) */
-    int device;                     /* device index, for messages */
-    ga_err_t *err;                  /* error sink (the front end's) */
-    ga_blockpool_t small, large;    /* PyTorch's small_blocks / large_blocks */
-    ga_segment_t *segments;         /* live segments, most recent first */
-    galloc_stats_t stats;           /* PyTorch's DeviceStats */
-    size_t total_allocated_memory;  /* bytes of live segments (== reserved_bytes.all.current) */
-    size_t device_total;            /* device bytes (sizes expandable VA ranges) */
-    ga_event_t *events_free;        /* pooled event records with live handles */
-    ga_event_t *pending_head;       /* events recorded at frees, oldest first */
+    ga_conf_t conf;                /* effective settings (copied at create) */
+    ga_backend_t *backend;         /* the device (not owned) */
+    int device;                    /* device index, for messages */
+    ga_err_t *err;                 /* error sink (the front end's) */
+    ga_blockpool_t small, large;   /* PyTorch's small_blocks / large_blocks */
+    ga_segment_t *segments;        /* live segments, most recent first */
+    galloc_stats_t stats;          /* PyTorch's DeviceStats */
+    size_t total_allocated_memory; /* bytes of live segments (== reserved_bytes.all.current) */
+    size_t device_total;           /* device bytes (sizes expandable VA ranges) */
+    ga_event_t *events_free;       /* pooled event records with live handles */
+    ga_event_t *pending_head;      /* events recorded at frees, oldest first */
     ga_event_t *pending_tail;
-    size_t pending_blocks;          /* blocks freed but waiting on events */
-    void *event_chunks;             /* allocations holding event records */
-    ga_trace_t trace;               /* history (recording off by default); ga_pool_t never moves */
+    size_t pending_blocks;            /* blocks freed but waiting on events */
+    void *event_chunks;               /* allocations holding event records */
+    ga_trace_t trace;                 /* history (recording off by default); ga_pool_t never moves */
     ga_private_pool_t *private_pools; /* MemPools and graph pools */
-    uint64_t next_pool_id;          /* last id handed out by ga_pool_mempool_create */
+    uint64_t next_pool_id;            /* last id handed out by ga_pool_mempool_create */
     ga_route_t routes[GA_MAX_ROUTES]; /* active routes, in begin order */
     size_t n_routes;
-    bool set_fraction;              /* a memory fraction was set */
-    size_t allowed_memory_maximum;  /* fraction * device total, when set_fraction */
-    size_t refused_frees;           /* device frees/unmaps refused since the last full flush began */
-    bool plain_rounding;            /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
-    struct ga_tag *tags;            /* sleep tags (sleep.h's ga_tag_t), most recent first */
-    galloc_sleep_stats_t sleep;     /* sleep counters (tags, tags_asleep and the bytes now are recounted) */
-    void *host_orphans;             /* host copies whose host_free was refused, retried later (sleep.c) */
-    ga_addrmap_t host_spare;        /* pinned host blocks kept after a wake for the next sleep, by size (tags.c) */
-    size_t host_spare_bytes;        /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
-    ga_blockpool_t asleep_bp;       /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
+    bool set_fraction;             /* a memory fraction was set */
+    size_t allowed_memory_maximum; /* fraction * device total, when set_fraction */
+    size_t refused_frees;          /* device frees/unmaps refused since the last full flush began */
+    bool plain_rounding;           /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
+    struct ga_tag *tags;           /* sleep tags (sleep.h's ga_tag_t), most recent first */
+    galloc_sleep_stats_t sleep;    /* sleep counters (tags, tags_asleep and the bytes now are recounted) */
+    void *host_orphans;            /* host copies whose host_free was refused, retried later (sleep.c) */
+    ga_addrmap_t host_spare;       /* pinned host blocks kept after a wake for the next sleep, by size (tags.c) */
+    size_t host_spare_bytes;       /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
+    ga_blockpool_t asleep_bp;      /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
     /* Stripes (stripe.h). `stripe_path_open` says whether stripe calls may
      * run; it changes only under the allocator's lock and every stripe's. */
     atomic_bool stripe_path_open;
-    uint32_t touched_mask;          /* stripes used since the last grant */
-    uint32_t touched_before;        /* and in the span before it */
-    uint32_t grant_mask;            /* stripes given headroom at the last grant */
-    atomic_uint map_mask;           /* stripes whose pointer map ever held a block: where free looks */
+    uint32_t touched_mask;   /* stripes used since the last grant */
+    uint32_t touched_before; /* and in the span before it */
+    uint32_t grant_mask;     /* stripes given headroom at the last grant */
+    atomic_uint map_mask;    /* stripes whose pointer map ever held a block: where free looks */
     ga_stripe_t stripes[GA_STRIPES];
 };
 
 /* Request parameters, PyTorch's AllocParams. */
 typedef struct ga_alloc_params {
-    size_t orig_size;           /* caller's bytes */
-    size_t size;                /* rounded (round_size) */
-    size_t alloc_size;          /* segment size if a new one is needed */
+    size_t orig_size;  /* caller's bytes */
+    size_t size;       /* rounded (round_size) */
+    size_t alloc_size; /* segment size if a new one is needed */
     galloc_stream_t stream;
     ga_blockpool_t *pool;
-    ga_stream_set_t *set;       /* pool's free set for stream (ga_pool_blockpool_prepare) */
-    ga_block_t *block;          /* result */
-    uint32_t stack_id;          /* trace: the caller's stack (0 = none) */
+    ga_stream_set_t *set; /* pool's free set for stream (ga_pool_blockpool_prepare) */
+    ga_block_t *block;    /* result */
+    uint32_t stack_id;    /* trace: the caller's stack (0 = none) */
 } ga_alloc_params_t;
 
 /* A block cut from a larger one: a neighbour in its segment, free or not. */

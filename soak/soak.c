@@ -35,20 +35,20 @@
 #include <galloc/galloc.h>
 
 #define MIB ((size_t)1 << 20)
-#define REPORT_EVERY 10000000ull     /* operations per epoch and report (at most) */
-#define EMPTY_CACHE_EVERY 1000       /* steps */
-#define RSS_TOLERANCE (8 * MIB)      /* growth allowed after warm-up: page-cache noise, stdio */
+#define REPORT_EVERY 10000000ull /* operations per epoch and report (at most) */
+#define EMPTY_CACHE_EVERY 1000   /* steps */
+#define RSS_TOLERANCE (8 * MIB)  /* growth allowed after warm-up: page-cache noise, stdio */
 #define LAYERS 24
 #define WEIGHTS (LAYERS * 4)
-#define KEPT 3                       /* activations per layer kept for backward */
-#define SIDE_STREAM 1                /* the "communication" stream */
+#define KEPT 3        /* activations per layer kept for backward */
+#define SIDE_STREAM 1 /* the "communication" stream */
 
 typedef struct soak {
     galloc_allocator_t *a;
-    uint64_t ops;      /* API calls made */
-    uint64_t ooms;     /* mallocs refused as out of memory */
-    uint64_t rng;      /* xorshift64* state */
-    int failed;        /* a check failed: exit 1 at the end */
+    uint64_t ops;  /* API calls made */
+    uint64_t ooms; /* mallocs refused as out of memory */
+    uint64_t rng;  /* xorshift64* state */
+    int failed;    /* a check failed: exit 1 at the end */
     void *weights[WEIGHTS];
     size_t weight_size[WEIGHTS];
     void *kept[LAYERS][KEPT];
@@ -183,13 +183,13 @@ typedef struct args {
 
 /* Where the run stands, for the epoch reports and the final checks. */
 typedef struct progress {
-    double t0, t_last;     /* start, last report */
-    uint64_t every;        /* operations per epoch */
-    uint64_t steps;        /* training steps so far */
-    uint64_t ops_last;     /* operations at the last report */
-    uint64_t next_report;  /* operations at which the current epoch ends */
-    size_t rss_base;       /* RSS after warm-up (the first epoch), 0 before */
-    size_t rss_max;        /* largest RSS at a later epoch's end */
+    double t0, t_last;    /* start, last report */
+    uint64_t every;       /* operations per epoch */
+    uint64_t steps;       /* training steps so far */
+    uint64_t ops_last;    /* operations at the last report */
+    uint64_t next_report; /* operations at which the current epoch ends */
+    size_t rss_base;      /* RSS after warm-up (the first epoch), 0 before */
+    size_t rss_max;       /* largest RSS at a later epoch's end */
 } progress_t;
 
 /* 0, or 2 with the usage said. */
@@ -230,8 +230,8 @@ static void check_empty(soak_t *s)
 {
     galloc_stats_t st = stats(s);
     if (st.reserved_bytes[GALLOC_STAT_ALL].current != 0 || st.allocation[GALLOC_STAT_ALL].current != 0) {
-        fprintf(stderr, "soak: after empty_cache with nothing live: reserved %" PRId64 " bytes, %" PRId64
-                        " allocations\n",
+        fprintf(stderr,
+                "soak: after empty_cache with nothing live: reserved %" PRId64 " bytes, %" PRId64 " allocations\n",
                 st.reserved_bytes[GALLOC_STAT_ALL].current, st.allocation[GALLOC_STAT_ALL].current);
         s->failed = 1;
     }
@@ -246,8 +246,8 @@ static void report_epoch(soak_t *s, progress_t *p, const galloc_stats_t *live)
     size_t rss = rss_bytes();
     double t = now();
     printf("%12" PRIu64 " %9" PRIu64 " %14" PRId64 " %14" PRId64 " %10zu %12.0f\n", s->ops, p->steps,
-           live->reserved_bytes[GALLOC_STAT_ALL].current, live->allocated_bytes[GALLOC_STAT_ALL].current,
-           rss / 1024, (double)(s->ops - p->ops_last) / (t - p->t_last));
+           live->reserved_bytes[GALLOC_STAT_ALL].current, live->allocated_bytes[GALLOC_STAT_ALL].current, rss / 1024,
+           (double)(s->ops - p->ops_last) / (t - p->t_last));
     fflush(stdout);
     if (p->rss_base == 0)
         p->rss_base = rss; /* warm-up ends with the first epoch */
@@ -296,9 +296,8 @@ static void summarize(soak_t *s, const progress_t *p)
     printf("soak: %" PRIu64 " operations, %" PRIu64 " steps in %.1f s (%.0f ops/s); peak reserved %" PRId64
            " bytes; %" PRId64 " device allocs, %" PRId64 " device frees, %" PRId64 " retries, %" PRIu64
            " OOMs; RSS after warm-up %zu KiB, max later %zu KiB\n",
-           s->ops, p->steps, secs, (double)s->ops / secs, st.reserved_bytes[GALLOC_STAT_ALL].peak,
-           st.num_device_alloc, st.num_device_free, st.num_alloc_retries, s->ooms, p->rss_base / 1024,
-           p->rss_max / 1024);
+           s->ops, p->steps, secs, (double)s->ops / secs, st.reserved_bytes[GALLOC_STAT_ALL].peak, st.num_device_alloc,
+           st.num_device_free, st.num_alloc_retries, s->ooms, p->rss_base / 1024, p->rss_max / 1024);
     if (p->rss_base != 0 && p->rss_max > p->rss_base + RSS_TOLERANCE) {
         fprintf(stderr, "soak: RSS grew by %zu KiB after warm-up (tolerance %zu KiB)\n",
                 (p->rss_max - p->rss_base) / 1024, RSS_TOLERANCE / 1024);

@@ -17,14 +17,14 @@ typedef struct key_entry {
 
 /* Within an array PyTorch's sort puts pools as all, large_pool, small_pool and
  * fields as allocated, current, freed, peak. */
-#define STAT4_(prefix, member)                                                                     \
-    {prefix ".allocated", offsetof(galloc_stats_t, member.allocated)},                             \
-        {prefix ".current", offsetof(galloc_stats_t, member.current)},                             \
-        {prefix ".freed", offsetof(galloc_stats_t, member.freed)},                                 \
+#define STAT4_(prefix, member)                                                                                         \
+    {prefix ".allocated", offsetof(galloc_stats_t, member.allocated)},                                                 \
+        {prefix ".current", offsetof(galloc_stats_t, member.current)},                                                 \
+        {prefix ".freed", offsetof(galloc_stats_t, member.freed)},                                                     \
         {prefix ".peak", offsetof(galloc_stats_t, member.peak)},
-#define ARRAY_(name)                                                                               \
-    STAT4_(#name ".all", name[GALLOC_STAT_ALL])                                                    \
-    STAT4_(#name ".large_pool", name[GALLOC_STAT_LARGE_POOL])                                      \
+#define ARRAY_(name)                                                                                                   \
+    STAT4_(#name ".all", name[GALLOC_STAT_ALL])                                                                        \
+    STAT4_(#name ".large_pool", name[GALLOC_STAT_LARGE_POOL])                                                          \
     STAT4_(#name ".small_pool", name[GALLOC_STAT_SMALL_POOL])
 #define STAT_(name) STAT4_(#name, name)
 #define INT_(name) {#name, offsetof(galloc_stats_t, name)},
@@ -97,8 +97,8 @@ static void reset_acc_one(galloc_stat_t *st)
 
 void ga_stats_reset_peak(galloc_stats_t *s)
 {
-#define ARRAY_(name)                                                                               \
-    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                    \
+#define ARRAY_(name)                                                                                                   \
+    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                                        \
         reset_peak_one(&s->name[p]);
 #define STAT_(name) reset_peak_one(&s->name);
 #define INT_(name)
@@ -110,8 +110,8 @@ void ga_stats_reset_peak(galloc_stats_t *s)
 
 void ga_stats_reset_accumulated(galloc_stats_t *s)
 {
-#define ARRAY_(name)                                                                               \
-    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                    \
+#define ARRAY_(name)                                                                                                   \
+    for (int p = 0; p < GALLOC_STAT_POOLS; p++)                                                                        \
         reset_acc_one(&s->name[p]);
 #define STAT_(name) reset_acc_one(&s->name);
 #define INT_(name)

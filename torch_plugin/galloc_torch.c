@@ -38,11 +38,11 @@ static atomic_int device_limit = GALLOC_DEVICE_MAX;
  * it (acquire) on the hot path, and set (release) only under it.
  */
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_bool resolved;           /* the registry's configuration names the backend to use */
-static char *user_conf;                /* galloc_torch_configure's string, or NULL */
-static galloc_status_t shim_status;    /* why resolution last failed (GALLOC_OK: it did not) */
+static atomic_bool resolved;            /* the registry's configuration names the backend to use */
+static char *user_conf;                 /* galloc_torch_configure's string, or NULL */
+static galloc_status_t shim_status;     /* why resolution last failed (GALLOC_OK: it did not) */
 static char shim_msg[GALLOC_ERROR_MAX]; /* its message */
-static atomic_bool sim_warned;         /* the sim warning was printed (once per process) */
+static atomic_bool sim_warned;          /* the sim warning was printed (once per process) */
 
 /* The real devices, in the order they are tried when no source names one. */
 static const char *const real_backends[] = {"cuda", "hip"};
@@ -288,18 +288,17 @@ galloc_status_t galloc_torch_memory_stats_json(int device, char *buf, size_t len
 }
 
 /* Resolve device into `a` or return the failure. */
-#define GET_OR_RETURN(device, a)                                                                   \
-    galloc_allocator_t *a;                                                                         \
-    do {                                                                                           \
-        galloc_status_t st_ = resolve_backend();                                                   \
-        if (st_ == GALLOC_OK)                                                                      \
-            st_ = galloc_device_get((device), &a);                                                 \
-        if (st_ != GALLOC_OK)                                                                      \
-            return st_;                                                                            \
+#define GET_OR_RETURN(device, a)                                                                                       \
+    galloc_allocator_t *a;                                                                                             \
+    do {                                                                                                               \
+        galloc_status_t st_ = resolve_backend();                                                                       \
+        if (st_ == GALLOC_OK)                                                                                          \
+            st_ = galloc_device_get((device), &a);                                                                     \
+        if (st_ != GALLOC_OK)                                                                                          \
+            return st_;                                                                                                \
     } while (0)
 
-galloc_status_t galloc_torch_record_memory_history(int device, int enabled, int context, int stacks,
-                                                   size_t max_entries)
+galloc_status_t galloc_torch_record_memory_history(int device, int enabled, int context, int stacks, size_t max_entries)
 {
     GET_OR_RETURN(device, a);
     galloc_history_options_t opt = {

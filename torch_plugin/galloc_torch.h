@@ -150,7 +150,7 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_memory_stats_json(int device, char
  * or a creation status.
  */
 GALLOC_TORCH_API galloc_status_t galloc_torch_record_memory_history(int device, int enabled, int context, int stacks,
-                                                                   size_t max_entries);
+                                                                    size_t max_entries);
 
 /*
  * galloc_torch_snapshot: write device's snapshot (torch.cuda.memory._dump_snapshot's

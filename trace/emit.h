@@ -28,23 +28,23 @@
 extern "C" {
 #endif
 
-#define GA_TRACE_EMIT_MAX_DEPTH 16    /* containers open at once */
-#define GA_TRACE_EMIT_BUF 16384       /* bytes buffered before a write to the FILE * */
-#define GA_TRACE_EMIT_KEY_MEMO 64     /* distinct constant strings a pickle memoizes */
+#define GA_TRACE_EMIT_MAX_DEPTH 16 /* containers open at once */
+#define GA_TRACE_EMIT_BUF 16384    /* bytes buffered before a write to the FILE * */
+#define GA_TRACE_EMIT_KEY_MEMO 64  /* distinct constant strings a pickle memoizes */
 
 typedef struct ga_trace_emitter ga_trace_emitter_t;
 
 /* The format's operations. Use the ga_trace_emit_* wrappers, never these. */
 typedef struct ga_trace_emitter_ops {
-    const char *name;                        /* "pickle" or "json" */
-    void (*begin)(ga_trace_emitter_t *e);    /* stream header */
-    void (*end)(ga_trace_emitter_t *e);      /* stream trailer */
+    const char *name;                     /* "pickle" or "json" */
+    void (*begin)(ga_trace_emitter_t *e); /* stream header */
+    void (*end)(ga_trace_emitter_t *e);   /* stream trailer */
     void (*begin_dict)(ga_trace_emitter_t *e);
     void (*end_dict)(ga_trace_emitter_t *e);
     void (*begin_list)(ga_trace_emitter_t *e);
     void (*end_list)(ga_trace_emitter_t *e);
-    void (*key)(ga_trace_emitter_t *e, const char *k);   /* a dict key; k is a constant (its address is its identity) */
-    void (*atom)(ga_trace_emitter_t *e, const char *s);  /* a constant string value that repeats ("alloc", "inactive") */
+    void (*key)(ga_trace_emitter_t *e, const char *k);  /* a dict key; k is a constant (its address is its identity) */
+    void (*atom)(ga_trace_emitter_t *e, const char *s); /* a constant string value that repeats ("alloc", "inactive") */
     void (*str)(ga_trace_emitter_t *e, const char *s, size_t len);
     void (*i64)(ga_trace_emitter_t *e, int64_t v);
     void (*u64)(ga_trace_emitter_t *e, uint64_t v);
@@ -73,16 +73,16 @@ struct ga_trace_emitter {
     const ga_trace_emitter_ops_t *ops; /* the format */
     FILE *out;                         /* where the bytes go; not owned */
     galloc_status_t status;            /* first error; GALLOC_OK while all is well */
-    int depth;              /* open containers */
-    bool after_key;         /* a key was written; the next value is its value */
+    int depth;                         /* open containers */
+    bool after_key;                    /* a key was written; the next value is its value */
     ga_trace_emit_level_t level[GA_TRACE_EMIT_MAX_DEPTH];
     uint32_t memo_next; /* pickle: next memo index */
     struct {
         const char *s; /* constant string written once and memoized */
         uint32_t memo;
     } key_memo[GA_TRACE_EMIT_KEY_MEMO];
-    size_t used;          /* bytes in buf */
-    uint64_t written;     /* bytes handed to the FILE * */
+    size_t used;      /* bytes in buf */
+    uint64_t written; /* bytes handed to the FILE * */
     unsigned char buf[GA_TRACE_EMIT_BUF];
 };
 
@@ -111,7 +111,8 @@ static inline bool ga_trace_emit_ok(const ga_trace_emitter_t *e)
     return e->status == GALLOC_OK;
 }
 
-/* clang-format off: a table of one-line wrappers, one a line */
+/* One-line wrappers, one a line. */
+/* clang-format off */
 static inline void ga_trace_emit_begin_dict(ga_trace_emitter_t *e) { e->ops->begin_dict(e); }
 static inline void ga_trace_emit_end_dict(ga_trace_emitter_t *e) { e->ops->end_dict(e); }
 static inline void ga_trace_emit_begin_list(ga_trace_emitter_t *e) { e->ops->begin_list(e); }
@@ -134,10 +135,16 @@ static inline bool ga_trace_emit_can_memo(const ga_trace_emitter_t *e)
 }
 
 /* Memoize the value just completed; returns its memo (only if can_memo). */
-static inline uint32_t ga_trace_emit_memo_put(ga_trace_emitter_t *e) { return e->ops->memo_put(e); }
+static inline uint32_t ga_trace_emit_memo_put(ga_trace_emitter_t *e)
+{
+    return e->ops->memo_put(e);
+}
 
 /* Write a reference to a memoized value (only if can_memo). */
-static inline void ga_trace_emit_memo_get(ga_trace_emitter_t *e, uint32_t memo) { e->ops->memo_get(e, memo); }
+static inline void ga_trace_emit_memo_get(ga_trace_emitter_t *e, uint32_t memo)
+{
+    e->ops->memo_get(e, memo);
+}
 
 /* ---- shared by the format implementations (emit.c) ---- */
 

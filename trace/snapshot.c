@@ -104,12 +104,9 @@ galloc_status_t ga_snapshot_settings(ga_snapshot_t *s, const ga_snapshot_setting
 const char *ga_snapshot_state_name(ga_snapshot_block_state_t state)
 {
     switch (state) {
-    case GA_SNAPSHOT_ACTIVE_ALLOCATED:
-        return "active_allocated";
-    case GA_SNAPSHOT_ACTIVE_PENDING_FREE:
-        return "active_pending_free";
-    default:
-        return "inactive";
+    case GA_SNAPSHOT_ACTIVE_ALLOCATED: return "active_allocated";
+    case GA_SNAPSHOT_ACTIVE_PENDING_FREE: return "active_pending_free";
+    default: return "inactive";
     }
 }
 
@@ -123,8 +120,8 @@ static void set_err(char *err, size_t errlen, const char *what, const char *path
         snprintf(err, errlen, "%s '%s'", what, path);
 }
 
-galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format,
-                                       char *err, size_t errlen)
+galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format, char *err,
+                                       size_t errlen)
 {
     if (path == NULL || (format != GALLOC_SNAPSHOT_PICKLE && format != GALLOC_SNAPSHOT_JSON)) {
         set_err(err, errlen, "invalid snapshot path or format for", path != NULL ? path : "(null)", 0);

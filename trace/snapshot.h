@@ -52,9 +52,9 @@ extern "C" {
 
 /* A block's state, PyTorch's strings. */
 typedef enum ga_snapshot_block_state {
-    GA_SNAPSHOT_INACTIVE = 0,            /* "inactive": free, cached */
-    GA_SNAPSHOT_ACTIVE_ALLOCATED = 1,    /* "active_allocated": live */
-    GA_SNAPSHOT_ACTIVE_PENDING_FREE = 2  /* "active_pending_free": freed, waiting on stream events */
+    GA_SNAPSHOT_INACTIVE = 0,           /* "inactive": free, cached */
+    GA_SNAPSHOT_ACTIVE_ALLOCATED = 1,   /* "active_allocated": live */
+    GA_SNAPSHOT_ACTIVE_PENDING_FREE = 2 /* "active_pending_free": freed, waiting on stream events */
 } ga_snapshot_block_state_t;
 
 /* What the caller says about a segment. */
@@ -71,12 +71,12 @@ typedef struct ga_snapshot_segment_info {
 /* A segment as stored: info plus sums over its blocks. */
 typedef struct ga_snapshot_segment {
     ga_snapshot_segment_info_t info; /* as the caller gave it */
-    size_t first_block;      /* index in blocks */
-    size_t nblocks;          /* its blocks, address order */
-    uint64_t total_size;     /* sum of block sizes */
-    uint64_t allocated_size; /* sum of sizes of allocated blocks */
-    uint64_t active_size;    /* sum of sizes of active blocks */
-    uint64_t requested_size; /* sum of requested sizes of active blocks */
+    size_t first_block;              /* index in blocks */
+    size_t nblocks;                  /* its blocks, address order */
+    uint64_t total_size;             /* sum of block sizes */
+    uint64_t allocated_size;         /* sum of sizes of allocated blocks */
+    uint64_t active_size;            /* sum of sizes of active blocks */
+    uint64_t requested_size;         /* sum of requested sizes of active blocks */
 } ga_snapshot_segment_t;
 
 typedef struct ga_snapshot_block {
@@ -91,27 +91,27 @@ typedef struct ga_snapshot_block {
 
 /* "allocator_settings", with memory_snapshot.cpp's keys and value types. */
 typedef struct ga_snapshot_settings {
-    const char *alloc_conf;                    /* "PYTORCH_CUDA_ALLOC_CONF": the settings string in force (copied) */
-    int64_t max_split_size;                    /* "max_split_size": bytes; -1 = unlimited (SIZE_MAX as int64) */
-    double garbage_collection_threshold;       /* "garbage_collection_threshold" (float) */
-    bool expandable_segments;                  /* "expandable_segments" */
-    int64_t pinned_num_register_threads;       /* "pinned_num_register_threads" */
-    bool release_lock_on_cudamalloc;           /* "release_lock_on_cudamalloc" */
-    bool pinned_use_cuda_host_register;        /* "pinned_use_cuda_host_register" */
-    bool graph_capture_record_stream_reuse;    /* "graph_capture_record_stream_reuse" (newest PyTorch) */
-    size_t roundup_count;                      /* entries in roundup_power2_divisions */
+    const char *alloc_conf;                 /* "PYTORCH_CUDA_ALLOC_CONF": the settings string in force (copied) */
+    int64_t max_split_size;                 /* "max_split_size": bytes; -1 = unlimited (SIZE_MAX as int64) */
+    double garbage_collection_threshold;    /* "garbage_collection_threshold" (float) */
+    bool expandable_segments;               /* "expandable_segments" */
+    int64_t pinned_num_register_threads;    /* "pinned_num_register_threads" */
+    bool release_lock_on_cudamalloc;        /* "release_lock_on_cudamalloc" */
+    bool pinned_use_cuda_host_register;     /* "pinned_use_cuda_host_register" */
+    bool graph_capture_record_stream_reuse; /* "graph_capture_record_stream_reuse" (newest PyTorch) */
+    size_t roundup_count;                   /* entries in roundup_power2_divisions */
     int64_t roundup_power2_divisions[GA_SNAPSHOT_ROUNDUP_MAX]; /* written as {"1": d0, "2": d1, "4": d2, ...} */
 } ga_snapshot_settings_t;
 
 typedef struct ga_snapshot {
-    ga_trace_t *trace;           /* frames, trace, annotations; NULL = none of them */
-    int device;                  /* the allocator's device */
-    ga_snapshot_segment_t *segs; /* in the order given; sorted by address when written */
-    size_t nsegs;                /* segments in use */
-    size_t segs_cap;             /* slots of segs */
-    ga_snapshot_block_t *blocks; /* every segment's blocks, segment after segment */
-    size_t nblocks;              /* blocks in use */
-    size_t blocks_cap;           /* slots of blocks */
+    ga_trace_t *trace;               /* frames, trace, annotations; NULL = none of them */
+    int device;                      /* the allocator's device */
+    ga_snapshot_segment_t *segs;     /* in the order given; sorted by address when written */
+    size_t nsegs;                    /* segments in use */
+    size_t segs_cap;                 /* slots of segs */
+    ga_snapshot_block_t *blocks;     /* every segment's blocks, segment after segment */
+    size_t nblocks;                  /* blocks in use */
+    size_t blocks_cap;               /* slots of blocks */
     bool has_settings;               /* ga_snapshot_settings was called */
     ga_snapshot_settings_t settings; /* alloc_conf points at conf_copy */
     char *conf_copy;                 /* owned */
@@ -154,8 +154,8 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
 /* ga_snapshot_write_path: ga_snapshot_write to a new file at path. On
  * failure the partial file is removed and err (if non-NULL, errlen bytes)
  * names the path and the OS error. */
-galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format,
-                                       char *err, size_t errlen);
+galloc_status_t ga_snapshot_write_path(ga_snapshot_t *s, const char *path, galloc_snapshot_format_t format, char *err,
+                                       size_t errlen);
 
 /* ga_snapshot_commit: what every snapshot ends with, whatever the outcome of
  * building it (built: the status of the builder calls). If building failed,

@@ -72,15 +72,15 @@ typedef struct token_memo {
 typedef struct writer {
     ga_trace_emitter_t *e;
     const ga_snapshot_t *s;
-    const ga_trace_stacks_t *stacks;   /* NULL: no frames (or token mode) */
-    const ga_trace_strtab_t *strings;  /* NULL: no frames (or token mode) */
-    const galloc_trace_source_t *src;  /* token mode: every non-zero id's frames; NULL otherwise */
-    uint32_t *stack_memo;              /* per stack id: memo + 1, 0 = not written yet */
-    uint32_t *frame_memo;              /* per frame id: memo + 1, 0 = not written yet */
-    ga_addrmap_t token_memo;           /* token mode: token_memo_t by key, room for every list reserved */
-    bool token_memo_ready;             /* the room could be reserved (else no token mode memo) */
-    uint32_t empty_memo;               /* memo + 1 of the shared empty frames list */
-    bool memo;                         /* the emitter memoizes and the tables exist */
+    const ga_trace_stacks_t *stacks;  /* NULL: no frames (or token mode) */
+    const ga_trace_strtab_t *strings; /* NULL: no frames (or token mode) */
+    const galloc_trace_source_t *src; /* token mode: every non-zero id's frames; NULL otherwise */
+    uint32_t *stack_memo;             /* per stack id: memo + 1, 0 = not written yet */
+    uint32_t *frame_memo;             /* per frame id: memo + 1, 0 = not written yet */
+    ga_addrmap_t token_memo;          /* token mode: token_memo_t by key, room for every list reserved */
+    bool token_memo_ready;            /* the room could be reserved (else no token mode memo) */
+    uint32_t empty_memo;              /* memo + 1 of the shared empty frames list */
+    bool memo;                        /* the emitter memoizes and the tables exist */
 } writer_t;
 
 /* "1", "2", "4", ...: roundup_power2_divisions keys (std::to_string of 1 << i). */
@@ -325,7 +325,10 @@ static const struct setting {
     setting_type_t type;
     size_t offset; /* in ga_snapshot_settings_t */
 } settings[] = {
-#define SETTING_(key, type, member) {key, type, offsetof(ga_snapshot_settings_t, member)}
+#define SETTING_(key, type, member)                                                                                    \
+    {                                                                                                                  \
+        key, type, offsetof(ga_snapshot_settings_t, member)                                                            \
+    }
     SETTING_("PYTORCH_CUDA_ALLOC_CONF", SETTING_STR, alloc_conf),
     SETTING_("max_split_size", SETTING_I64, max_split_size),
     SETTING_("garbage_collection_threshold", SETTING_F64, garbage_collection_threshold),

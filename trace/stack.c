@@ -264,8 +264,8 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
     }
     for (uint32_t i = 0; i < raw->nuser && n < GA_TRACE_MAX_FRAMES; i++, n++) {
         const char *t = raw->text;
-        if (ga_trace_strtab_intern(s->strings, t + raw->user[i].file_off, raw->user[i].file_len,
-                                   &keys[n].filename) != GALLOC_OK ||
+        if (ga_trace_strtab_intern(s->strings, t + raw->user[i].file_off, raw->user[i].file_len, &keys[n].filename) !=
+                GALLOC_OK ||
             ga_trace_strtab_intern(s->strings, t + raw->user[i].name_off, raw->user[i].name_len, &keys[n].name) !=
                 GALLOC_OK) {
             s->failures++;

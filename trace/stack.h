@@ -38,9 +38,9 @@
 extern "C" {
 #endif
 
-#define GA_TRACE_MAX_FRAMES 64    /* frames kept per stack, native and framework together */
-#define GA_TRACE_MAX_SKIP 16      /* innermost native frames a caller may skip */
-#define GA_TRACE_RAW_TEXT 4096    /* bytes of framework frame text kept per capture */
+#define GA_TRACE_MAX_FRAMES 64 /* frames kept per stack, native and framework together */
+#define GA_TRACE_MAX_SKIP 16   /* innermost native frames a caller may skip */
+#define GA_TRACE_RAW_TEXT 4096 /* bytes of framework frame text kept per capture */
 
 /* One frame a framework supplies (the public galloc_frame_t): its strings
  * need only stay valid until the capture that called the callback returns
@@ -66,10 +66,10 @@ typedef struct ga_trace_raw_stack {
 
 /* One distinct frame. */
 typedef struct ga_trace_frame {
-    uintptr_t pc;       /* native return address; 0 for a framework frame */
-    int64_t line;       /* source line; 0 if unknown (native: until symbolized) */
-    uint32_t filename;  /* strtab id (native: until symbolized, 0) */
-    uint32_t name;      /* strtab id (native: until symbolized, 0) */
+    uintptr_t pc;        /* native return address; 0 for a framework frame */
+    int64_t line;        /* source line; 0 if unknown (native: until symbolized) */
+    uint32_t filename;   /* strtab id (native: until symbolized, 0) */
+    uint32_t name;       /* strtab id (native: until symbolized, 0) */
     uint32_t symbolized; /* native frames: filename/name/line are filled */
 } ga_trace_frame_t;
 
@@ -80,19 +80,19 @@ typedef struct ga_trace_stack {
 } ga_trace_stack_t;
 
 typedef struct ga_trace_stacks {
-    ga_trace_strtab_t *strings;  /* text of frames; not owned */
-    ga_trace_frame_t *frames;    /* by frame id; [0] unused */
-    uint32_t nframes;            /* frame ids in use, including 0 */
-    uint32_t frames_cap;         /* slots of frames */
-    ga_addrmap_t frame_index;    /* frame ids 1.. by the hash of (pc) or (filename, name, line) */
-    uint32_t *ids;               /* frame ids of every stack, concatenated */
-    size_t nids;                 /* ids in use */
-    size_t ids_cap;              /* slots of ids */
-    ga_trace_stack_t *stacks;    /* by stack id; [0] unused (the empty stack) */
-    uint32_t nstacks;            /* stack ids in use, including 0 */
-    uint32_t stacks_cap;         /* slots of stacks */
-    ga_addrmap_t stack_index;    /* stack ids 1.. by the hash of their frame sequence */
-    uint64_t failures;           /* interns that gave up for lack of memory (the event got stack 0) */
+    ga_trace_strtab_t *strings; /* text of frames; not owned */
+    ga_trace_frame_t *frames;   /* by frame id; [0] unused */
+    uint32_t nframes;           /* frame ids in use, including 0 */
+    uint32_t frames_cap;        /* slots of frames */
+    ga_addrmap_t frame_index;   /* frame ids 1.. by the hash of (pc) or (filename, name, line) */
+    uint32_t *ids;              /* frame ids of every stack, concatenated */
+    size_t nids;                /* ids in use */
+    size_t ids_cap;             /* slots of ids */
+    ga_trace_stack_t *stacks;   /* by stack id; [0] unused (the empty stack) */
+    uint32_t nstacks;           /* stack ids in use, including 0 */
+    uint32_t stacks_cap;        /* slots of stacks */
+    ga_addrmap_t stack_index;   /* stack ids 1.. by the hash of their frame sequence */
+    uint64_t failures;          /* interns that gave up for lack of memory (the event got stack 0) */
 } ga_trace_stacks_t;
 
 /* ga_trace_stack_capture_raw: capture the native stack (if native) minus its

@@ -50,8 +50,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
         memcpy(&last, s + len - 4, sizeof(last));
         w = (uint64_t)first << 32 | last;
     } else if (len > 0) {
-        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
-            (unsigned char)s[len - 1];
+        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 | (unsigned char)s[len - 1];
     } else {
         w = 0;
     }

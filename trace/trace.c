@@ -175,8 +175,8 @@ uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw)
     return ga_trace_stacks_intern(&t->stacks, raw);
 }
 
-void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free,
-                         const int64_t *mempool_id, uint32_t stack_id)
+void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free, const int64_t *mempool_id,
+                         uint32_t stack_id)
 {
     ga_trace_entry_t *e = ga_trace_push(t, GA_TRACE_OOM, 0, size, stream, mempool_id, stack_id);
     if (e != NULL)

@@ -56,19 +56,19 @@ typedef int64_t (*ga_trace_clock_fn)(void *ctx);
 #define GA_TRACE_ANNOTATION_PREALLOC 256
 
 typedef struct ga_trace {
-    int device;                  /* the allocator's device index: its list in device_traces */
-    galloc_history_t enabled;    /* PyTorch's enabled */
-    galloc_context_t context;    /* PyTorch's context */
-    galloc_stacks_t stacks_mode; /* PyTorch's stacks */
-    size_t max_entries;          /* ring size in force (SIZE_MAX = unbounded) */
-    ga_trace_ring_t events;      /* device trace; started only when enabled == ALL */
-    ga_trace_ring_t annotations; /* GA_TRACE_ANNOTATE entries; started with events */
-    ga_trace_strtab_t strings;   /* frame and annotation text */
-    ga_trace_stacks_t stacks;    /* kept while any block may hold a stack id: until ga_trace_destroy */
+    int device;                   /* the allocator's device index: its list in device_traces */
+    galloc_history_t enabled;     /* PyTorch's enabled */
+    galloc_context_t context;     /* PyTorch's context */
+    galloc_stacks_t stacks_mode;  /* PyTorch's stacks */
+    size_t max_entries;           /* ring size in force (SIZE_MAX = unbounded) */
+    ga_trace_ring_t events;       /* device trace; started only when enabled == ALL */
+    ga_trace_ring_t annotations;  /* GA_TRACE_ANNOTATE entries; started with events */
+    ga_trace_strtab_t strings;    /* frame and annotation text */
+    ga_trace_stacks_t stacks;     /* kept while any block may hold a stack id: until ga_trace_destroy */
     ga_trace_frames_fn frames_fn; /* the framework's frames (NULL = none) */
     void *frames_ctx;             /* frames_fn's argument */
-    ga_trace_clock_fn clock_fn; /* NULL = CLOCK_REALTIME */
-    void *clock_ctx;            /* clock_fn's argument */
+    ga_trace_clock_fn clock_fn;   /* NULL = CLOCK_REALTIME */
+    void *clock_ctx;              /* clock_fn's argument */
     galloc_trace_source_t source; /* token mode while source.token != NULL (see above); zeroed otherwise */
 } ga_trace_t;
 
@@ -173,9 +173,8 @@ uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw);
  * is kept only when context >= ALLOC (PyTorch's record_trace). O(1), no
  * allocation once the ring is at max_entries.
  */
-static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t action, uint64_t addr,
-                                              uint64_t size, uint64_t stream, const int64_t *mempool_id,
-                                              uint32_t stack_id)
+static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t action, uint64_t addr, uint64_t size,
+                                              uint64_t stream, const int64_t *mempool_id, uint32_t stack_id)
 {
     if (t->enabled != GALLOC_HISTORY_ALL)
         return NULL;
@@ -207,8 +206,8 @@ static inline void ga_trace_record(ga_trace_t *t, ga_trace_action_t action, uint
  * request rounded to 512 bytes, as PyTorch records it, not the segment size
  * it then tried to create) and the device had device_free bytes free
  * (PyTorch stores it in addr_). */
-void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free,
-                         const int64_t *mempool_id, uint32_t stack_id);
+void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free, const int64_t *mempool_id,
+                         uint32_t stack_id);
 
 /* ga_trace_annotate: record a user annotation (PyTorch's record_annotation:
  * stage "START"/"END" and a name) at the current time; a no-op unless

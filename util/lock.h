@@ -68,9 +68,8 @@ static __attribute__((noinline, cold, unused)) void ga_lock_wake(ga_lock_t *l)
 static inline void ga_lock(ga_lock_t *l)
 {
     int c = 0;
-    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&l->word, &c, 1, memory_order_acquire,
-                                                                  memory_order_relaxed),
-                         0))
+    if (__builtin_expect(
+            !atomic_compare_exchange_strong_explicit(&l->word, &c, 1, memory_order_acquire, memory_order_relaxed), 0))
         ga_lock_wait(l, c);
 }
 

@@ -62,16 +62,16 @@ static bool push_digit(uint64_t *v, unsigned d)
 
 /* The digits of s[0..n): whole ones, and after a point the fraction. */
 typedef struct digits {
-    size_t end;        /* the first byte after the number */
-    size_t n_whole;    /* digits before the point */
-    size_t n_frac;     /* digits after it */
-    bool point;        /* a '.' follows the whole digits */
-    uint64_t whole;    /* their value (valid when whole_fits) */
+    size_t end;     /* the first byte after the number */
+    size_t n_whole; /* digits before the point */
+    size_t n_frac;  /* digits after it */
+    bool point;     /* a '.' follows the whole digits */
+    uint64_t whole; /* their value (valid when whole_fits) */
     bool whole_fits;
     uint64_t mantissa; /* every digit as one integer (valid when mantissa_fits): strict rules */
     bool mantissa_fits;
-    uint64_t frac;     /* the first frac_digits digits after the point */
-    uint64_t scale;    /* 10 ^ (how many of them) */
+    uint64_t frac;  /* the first frac_digits digits after the point */
+    uint64_t scale; /* 10 ^ (how many of them) */
 } digits_t;
 
 static void scan(const char *s, size_t n, unsigned frac_digits, digits_t *d)

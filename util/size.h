@@ -47,21 +47,21 @@ typedef enum ga_size_round {
 typedef struct ga_size_rules {
     const ga_size_unit_t *units; /* the unit names accepted, n_units of them */
     size_t n_units;
-    ga_size_round_t round;       /* a fraction of the unit's smallest part */
-    unsigned frac_digits;        /* digits after the point that count (at most 18); later ones are
+    ga_size_round_t round;  /* a fraction of the unit's smallest part */
+    unsigned frac_digits;   /* digits after the point that count (at most 18); later ones are
                                     ignored, or refused (GA_SIZE_SYNTAX) when strict */
-    bool strict;                 /* conf's reading: digits on both sides of a point ("5." and ".5"
+    bool strict;            /* conf's reading: digits on both sides of a point ("5." and ".5"
                                     are refused), and all the digits as one integer times the unit
                                     must fit in 64 bits, else GA_SIZE_RANGE, so that a number is
                                     never silently shortened */
-    bool blank_before_unit;      /* spaces may stand between the number and its unit ("512 MiB") */
+    bool blank_before_unit; /* spaces may stand between the number and its unit ("512 MiB") */
 } ga_size_rules_t;
 
 typedef enum ga_size_status {
     GA_SIZE_OK = 0,
-    GA_SIZE_SYNTAX,  /* not digits ['.' digits] and a unit of the rules */
-    GA_SIZE_RANGE,   /* well formed, but the value does not fit in 64 bits */
-    GA_SIZE_INEXACT  /* well formed, but not a whole number under GA_SIZE_EXACT */
+    GA_SIZE_SYNTAX, /* not digits ['.' digits] and a unit of the rules */
+    GA_SIZE_RANGE,  /* well formed, but the value does not fit in 64 bits */
+    GA_SIZE_INEXACT /* well formed, but not a whole number under GA_SIZE_EXACT */
 } ga_size_status_t;
 
 /*

@@ -106,8 +106,7 @@ static bool backend_ok(const ga_backend_t *b, char *msg, size_t len)
     return false;
 }
 
-static galloc_status_t async_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err,
-                                    void **out)
+static galloc_status_t async_create(const ga_conf_t *conf, ga_backend_t *backend, int device, ga_err_t *err, void **out)
 {
     (void)conf; /* the native-only knobs do not apply; PyTorch ignores them too */
     *out = NULL;
@@ -262,8 +261,7 @@ static galloc_status_t async_record_stream(void *impl, void *ptr, galloc_stream_
     async_t *a = impl;
     async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
     if (e == NULL)
-        return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator",
-                       ptr);
+        return ga_fail(a->err, GALLOC_E_NOT_OWNED, "record_stream: %p is not a live allocation of this allocator", ptr);
     if (stream == e->stream) /* PyTorch warns that this has no effect */
         return GALLOC_OK;
     for (async_use_t *u = e->uses; u != NULL; u = u->next)
@@ -387,8 +385,9 @@ static galloc_status_t async_check(void *impl)
                 return ga_fail(a->err, GALLOC_E_CORRUPT, "pointer %#lx: bad stream-use list", (unsigned long)e->addr);
     }
     if (bytes != a->used_bytes)
-        return ga_fail(a->err, GALLOC_E_CORRUPT, "recount: %zu live pointers of %llu bytes, bookkeeping says %llu bytes",
-                       count, (unsigned long long)bytes, (unsigned long long)a->used_bytes);
+        return ga_fail(a->err, GALLOC_E_CORRUPT,
+                       "recount: %zu live pointers of %llu bytes, bookkeeping says %llu bytes", count,
+                       (unsigned long long)bytes, (unsigned long long)a->used_bytes);
     return GALLOC_OK;
 }
 

@@ -104,12 +104,11 @@ static galloc_status_t user_malloc(void *impl, size_t size, galloc_stream_t stre
     if (r == NULL) {
         p->stats.num_ooms++;
         ga_trace_record_oom(&p->trace, size, stream, 0, NULL, stack);
-        return ga_fail(p->err, GALLOC_E_OOM, "user allocator '%s' could not allocate %zu bytes on device %d",
-                       p->name, size, p->device);
+        return ga_fail(p->err, GALLOC_E_OOM, "user allocator '%s' could not allocate %zu bytes on device %d", p->name,
+                       size, p->device);
     }
     if (ga_addrmap_find(&p->live, (uintptr_t)r) != NULL)
-        return ga_fail(p->err, GALLOC_E_CORRUPT, "user allocator '%s' returned %p, which is already live",
-                       p->name, r);
+        return ga_fail(p->err, GALLOC_E_CORRUPT, "user allocator '%s' returned %p, which is already live", p->name, r);
     user_ptr_t *e = ga_addrmap_insert(&p->live, (uintptr_t)r);
     *e = (user_ptr_t){(uintptr_t)r, size, stream, stack};
     account(p, size, +1);
@@ -127,8 +126,8 @@ static galloc_status_t user_free(void *impl, void *ptr)
         return GALLOC_OK;
     user_ptr_t *found = ga_addrmap_find(&p->live, (uintptr_t)ptr);
     if (found == NULL)
-        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "free of %p: not a live allocation of user allocator '%s'",
-                       ptr, p->name);
+        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "free of %p: not a live allocation of user allocator '%s'", ptr,
+                       p->name);
     user_ptr_t e = *found;
     uint32_t stack = ga_trace_wants_stack(&p->trace, true) ? ga_trace_capture(&p->trace, 1) : 0;
     ga_trace_record(&p->trace, GA_TRACE_FREE_REQUESTED, e.addr, e.size, e.stream, NULL, stack);
@@ -154,8 +153,7 @@ static galloc_status_t user_record_stream(void *impl, void *ptr, galloc_stream_t
 {
     user_impl_t *p = impl;
     if (ga_addrmap_find(&p->live, (uintptr_t)ptr) == NULL)
-        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "record_stream of %p: not a live allocation of '%s'", ptr,
-                       p->name);
+        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "record_stream of %p: not a live allocation of '%s'", ptr, p->name);
     /* Without a hook there is nothing to do: PyTorch's pluggable allocator
      * also ignores recordStream when no record_stream_fn is set. */
     if (p->u.record_stream_fn != NULL)
@@ -166,8 +164,8 @@ static galloc_status_t user_record_stream(void *impl, void *ptr, galloc_stream_t
 static galloc_status_t user_stream_synchronize(void *impl, galloc_stream_t stream)
 {
     user_impl_t *p = impl;
-    return ga_fail(p->err, GALLOC_E_UNSUPPORTED, "user allocator '%s' has no device streams (stream %#lx)",
-                   p->name, (unsigned long)stream);
+    return ga_fail(p->err, GALLOC_E_UNSUPPORTED, "user allocator '%s' has no device streams (stream %#lx)", p->name,
+                   (unsigned long)stream);
 }
 
 static galloc_status_t user_set_fraction(void *impl, double fraction)

@@ -38,8 +38,7 @@ void rt_fill(rt_tensor_t *t, float value, float step)
         t->data[i] = value + step * (float)(i % 17);
 }
 
-void rt_linear_relu(const rt_tensor_t *w, size_t rows, size_t cols, const rt_tensor_t *x, size_t batch,
-                    rt_tensor_t *y)
+void rt_linear_relu(const rt_tensor_t *w, size_t rows, size_t cols, const rt_tensor_t *x, size_t batch, rt_tensor_t *y)
 {
     for (size_t b = 0; b < batch; b++)
         for (size_t r = 0; r < rows; r++) {

@@ -78,10 +78,10 @@ rt_allocator_t *rt_host_allocator_create(void);
 
 /* A dense float tensor on one device. */
 typedef struct rt_tensor {
-    float *data;          /* device memory (host-addressable in this demo) */
-    size_t numel;         /* elements */
-    int device;           /* where data lives */
-    rt_stream_t stream;   /* the stream it was allocated on */
+    float *data;           /* device memory (host-addressable in this demo) */
+    size_t numel;          /* elements */
+    int device;            /* where data lives */
+    rt_stream_t stream;    /* the stream it was allocated on */
     rt_allocator_t *alloc; /* who frees it */
 } rt_tensor_t;
 
@@ -94,8 +94,7 @@ rt_status_t rt_tensor_record_stream(rt_tensor_t *t, rt_stream_t stream);
 
 /* The "kernels": y = relu(W x) for a batch (W rows x cols, x batch x cols). */
 void rt_fill(rt_tensor_t *t, float value, float step);
-void rt_linear_relu(const rt_tensor_t *w, size_t rows, size_t cols, const rt_tensor_t *x, size_t batch,
-                    rt_tensor_t *y);
+void rt_linear_relu(const rt_tensor_t *w, size_t rows, size_t cols, const rt_tensor_t *x, size_t batch, rt_tensor_t *y);
 double rt_sum(const rt_tensor_t *t);
 
 #ifdef __cplusplus

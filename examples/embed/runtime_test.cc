@@ -27,7 +27,7 @@ rt_memory_stats_t Stats(rt_allocator_t *a, int device)
 }
 
 class Galloc : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override
     {
         char err[512] = "";

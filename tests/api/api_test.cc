@@ -73,10 +73,8 @@ TEST(Create, BadArgumentsAreReported)
     EXPECT_EQ(galloc_allocator_create("sim", 0, "max_split_size_mb:abc", &a, err, sizeof err), GALLOC_E_CONFIG);
     EXPECT_NE(std::string(err).find("max_split_size_mb"), std::string::npos) << err;
     EXPECT_NE(std::string(err).find("abc"), std::string::npos) << err;
-    EXPECT_EQ(galloc_allocator_create(nullptr, 0, "device_backend:nosuch", &a, err, sizeof err),
-              GALLOC_E_UNAVAILABLE);
-    EXPECT_EQ(galloc_allocator_create("sim", 0, "backend:cudaMallocAsync", &a, err, sizeof err),
-              GALLOC_E_UNAVAILABLE);
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, "device_backend:nosuch", &a, err, sizeof err), GALLOC_E_UNAVAILABLE);
+    EXPECT_EQ(galloc_allocator_create("sim", 0, "backend:cudaMallocAsync", &a, err, sizeof err), GALLOC_E_UNAVAILABLE);
     EXPECT_NE(std::string(err).find("cudaMallocAsync"), std::string::npos) << err;
     // A NULL error buffer is allowed.
     EXPECT_EQ(galloc_allocator_create("nosuch", 0, "", &a, nullptr, 0), GALLOC_E_UNAVAILABLE);

@@ -16,10 +16,10 @@ namespace {
 constexpr int64_t MiB = 1 << 20, GiB = int64_t(1) << 30;
 
 struct Case {
-    const char *conf;               // the only source of settings
-    std::vector<int64_t> sizes;     // malloc'd in order, kept live
-    const char *key;                // one stat key to check after the mallocs
-    int64_t want;                   // its exact value
+    const char *conf;                 // the only source of settings
+    std::vector<int64_t> sizes;       // malloc'd in order, kept live
+    const char *key;                  // one stat key to check after the mallocs
+    int64_t want;                     // its exact value
     galloc_status_t last = GALLOC_OK; // status of the last malloc
 };
 
@@ -69,18 +69,18 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"", {30 * MiB}, "reserved_bytes.all.current", 30 * MiB},
         // roundup_power2_divisions:4 rounds 1200 MiB to 1280 MiB.
         Case{"roundup_power2_divisions:4", {1200 * MiB}, "allocated_bytes.all.current", 1280 * MiB},
-        Case{"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", {1200 * MiB}, "allocated_bytes.all.current",
+        Case{"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+             {1200 * MiB},
+             "allocated_bytes.all.current",
              1280 * MiB},
         // Fraction 0.5 of an 80 GiB device: 41 GiB is refused, one OOM counted.
         Case{"sim_capacity:80GiB,per_process_memory_fraction:0.5", {41 * GiB}, "num_ooms", 1, GALLOC_E_OOM},
-        Case{"sim_capacity:80GiB,per_process_memory_fraction:0.5", {40 * GiB}, "reserved_bytes.all.current",
-             40 * GiB},
+        Case{"sim_capacity:80GiB,per_process_memory_fraction:0.5", {40 * GiB}, "reserved_bytes.all.current", 40 * GiB},
         // max_split_size_mb as the stat reports it; "-1" as PyTorch reads it
         // (stoull wraps, the clamp gives 2^64 - 2^20 bytes, the int64 stat -2^20).
         Case{"max_split_size_mb:512", {MiB}, "max_split_size", 512 * MiB},
         Case{"max_split_size_mb:512MB", {MiB}, "max_split_size", 512 * MiB},
-        Case{"max_split_size_mb:-1", {MiB}, "max_split_size", -MiB},
-        Case{"", {MiB}, "max_split_size", -1},
+        Case{"max_split_size_mb:-1", {MiB}, "max_split_size", -MiB}, Case{"", {MiB}, "max_split_size", -1},
         // Oversize: above max_split_size_mb a block is not split and counts.
         Case{"max_split_size_mb:100", {200 * MiB}, "oversize_allocations.current", 1},
         // Whitespace is dropped, as PyTorch's tokenizer does.

@@ -21,14 +21,14 @@ constexpr int kThreads = 16;
 constexpr int kDevices = 8;
 
 class DeviceThreads : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { galloc_devices_shutdown(); }
     void TearDown() override { galloc_devices_shutdown(); }
 };
 
 // Start every thread's work at once, so that creation really races.
 class StartLine {
-public:
+  public:
     explicit StartLine(int n) : waiting_(n) {}
     void arrive_and_wait()
     {
@@ -37,7 +37,7 @@ public:
             std::this_thread::yield();
     }
 
-private:
+  private:
     std::atomic<int> waiting_;
 };
 
@@ -101,14 +101,9 @@ TEST_F(DeviceThreads, MallocBesideStatsResetsAndEmptyCache)
                 EXPECT_LE(s.allocated_bytes[GALLOC_STAT_ALL].current, s.reserved_bytes[GALLOC_STAT_ALL].current);
                 EXPECT_EQ(galloc_device_max_memory_allocated(d, &v), GALLOC_OK);
                 switch (n % 3) {
-                case 0:
-                    EXPECT_EQ(galloc_device_empty_cache(d), GALLOC_OK);
-                    break;
-                case 1:
-                    EXPECT_EQ(galloc_device_reset_peak_memory_stats(d), GALLOC_OK);
-                    break;
-                default:
-                    EXPECT_EQ(galloc_device_reset_accumulated_memory_stats(d), GALLOC_OK);
+                case 0: EXPECT_EQ(galloc_device_empty_cache(d), GALLOC_OK); break;
+                case 1: EXPECT_EQ(galloc_device_reset_peak_memory_stats(d), GALLOC_OK); break;
+                default: EXPECT_EQ(galloc_device_reset_accumulated_memory_stats(d), GALLOC_OK);
                 }
             }
         });

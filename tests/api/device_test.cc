@@ -26,7 +26,7 @@ std::string registry_error()
 }
 
 class Device : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { galloc_devices_shutdown(); }
     void TearDown() override
     {

@@ -92,8 +92,8 @@ TEST(BackendOptions, AnOptionReachesARegisteredBackend)
     ASSERT_EQ(setenv("GALLOC_CONF", "probe_rank:3,expandable_segments:True", 1), 0);
     galloc_allocator_t *a = nullptr;
     char err[GALLOC_ERROR_MAX] = "";
-    galloc_status_t st = galloc_allocator_create(Probe(), 0, "max_split_size_mb:64, probe_mode : fast,probe_rank:7",
-                                                 &a, err, sizeof err);
+    galloc_status_t st = galloc_allocator_create(Probe(), 0, "max_split_size_mb:64, probe_mode : fast,probe_rank:7", &a,
+                                                 err, sizeof err);
     unsetenv("GALLOC_CONF");
     ASSERT_EQ(st, GALLOC_OK) << err;
     // Only the keys no allocator key claims, as written; the create string's probe_rank replaces GALLOC_CONF's.

@@ -166,7 +166,7 @@ TEST_P(SleepFaults, EveryDeviceCallOfWakeAfterAFreeWhileAsleep)
 // is asleep, and the next sleep of the tag unmaps it.
 TEST_P(SleepFaults, ARefusedUnmapIsCountedAndRetried)
 {
-    void *w = TagAlloc("w", 4 * KiB);  // small: a 2 MiB segment or page
+    void *w = TagAlloc("w", 4 * KiB);    // small: a 2 MiB segment or page
     void *big = TagAlloc("w", 12 * MiB); // large: 12 MiB segment, or a 20 MiB page; newest, unmapped first
     Fill(big, 12 * MiB, 3);
     int64_t unit = Expandable() ? 20 * MiB : 12 * MiB;

@@ -200,7 +200,8 @@ TEST_P(Sleep, EmptyCacheAndReleaseLeaveSleepingSegmentsAlone)
 TEST_P(Sleep, BadListsAndNamesChangeNothing)
 {
     MakeWeights();
-    for (const char *list : {"nope", "w,nope", "w,", ",w", "w,,w", "bad name", "w!", "0123456789012345678901234567890x"}) {
+    for (const char *list :
+         {"nope", "w,nope", "w,", ",w", "w,,w", "bad name", "w!", "0123456789012345678901234567890x"}) {
         EXPECT_EQ(galloc_sleep(a_, list, nullptr), GALLOC_E_INVAL) << list;
         EXPECT_EQ(galloc_sleep(a_, "w", list), GALLOC_E_INVAL) << list;
         EXPECT_EQ(galloc_wake(a_, list), GALLOC_E_INVAL) << list;
@@ -298,7 +299,7 @@ TEST_P(Sleep, WakeWithoutTheMemoryStaysAsleepAndHoldsTheContents)
     EXPECT_EQ(Sim().live_mapped_bytes, (uint64_t)Reserved());
     ASSERT_EQ(galloc_free(a_, rival), GALLOC_OK);
     ASSERT_EQ(galloc_sleep(a_, "rival", nullptr), GALLOC_OK); // its cached memory goes with it
-    void *cached = nullptr; // the default pool's cache: wake flushes it and retries
+    void *cached = nullptr;                                   // the default pool's cache: wake flushes it and retries
     ASSERT_EQ(galloc_malloc(a_, 36 * MiB, 0, &cached), GALLOC_OK) << Err();
     ASSERT_EQ(galloc_free(a_, cached), GALLOC_OK);
     int64_t frees = Stats().num_device_free;
@@ -355,7 +356,8 @@ TEST_P(Sleep, MemorySummaryHasASleepSectionOnlyWithTags)
     EXPECT_EQ(s.size(), n_with);
     EXPECT_NE(s.find("| Tags                  | 1 asleep of 1"), std::string::npos) << s;
     // memory_summary's units: KiB below 768 MiB.
-    std::string asleep = Expandable() ? "22528 KiB (slept 22528 KiB, woken 0 B)" : "14336 KiB (slept 14336 KiB, woken 0 B)";
+    std::string asleep =
+        Expandable() ? "22528 KiB (slept 22528 KiB, woken 0 B)" : "14336 KiB (slept 14336 KiB, woken 0 B)";
     EXPECT_NE(s.find("| Device memory asleep  | " + asleep), std::string::npos) << s;
     EXPECT_NE(s.find("| Offloaded to host     | 13316 KiB (peak 13316 KiB)"), std::string::npos) << s;
     EXPECT_NE(s.find("| Calls                 | 1 sleeps, 0 wakes, 0 failed"), std::string::npos) << s;

@@ -37,8 +37,8 @@ TEST(Snapshot, EveryActionRoundTripsThroughPythonPickleAndJson)
     ASSERT_EQ(galloc_record_annotation(a, "START", "step"), GALLOC_OK);
 
     void *big = nullptr, *small = nullptr, *priv = nullptr, *pending = nullptr, *huge = nullptr;
-    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &big), GALLOC_OK);  // segment_map + alloc
-    ASSERT_EQ(galloc_malloc(a, 1000, 0, &small), GALLOC_OK);   // small-pool page
+    ASSERT_EQ(galloc_malloc(a, 5 * MiB, 0, &big), GALLOC_OK); // segment_map + alloc
+    ASSERT_EQ(galloc_malloc(a, 1000, 0, &small), GALLOC_OK);  // small-pool page
     galloc_mempool_id_t pool;
     ASSERT_EQ(galloc_mempool_create(a, &pool), GALLOC_OK);
     ASSERT_EQ(galloc_mempool_begin_allocate(a, pool, GALLOC_ROUTE_THREAD, 0), GALLOC_OK);
@@ -66,22 +66,21 @@ TEST(Snapshot, EveryActionRoundTripsThroughPythonPickleAndJson)
     // galloc's own string keeps the sim's options; the snapshot records PyTorch's keys only (checked below)
     EXPECT_NE(std::string(settings).find("sim_capacity:1GiB"), std::string::npos) << settings;
 
-    std::string pkl = test_tmp_path("snap.pickle"), js = test_tmp_path("snap.json"),
-                want = test_tmp_path("want.json");
+    std::string pkl = test_tmp_path("snap.pickle"), js = test_tmp_path("snap.json"), want = test_tmp_path("want.json");
     ASSERT_EQ(galloc_snapshot_write(a, pkl.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
     ASSERT_EQ(galloc_snapshot_write(a, js.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK);
     {
         const int ALL = GALLOC_STAT_ALL;
         std::ofstream o(want);
-        o << "{\"reserved\": " << st.reserved_bytes[ALL].current << ", \"allocated\": "
-          << st.allocated_bytes[ALL].current << ", \"active\": " << st.active_bytes[ALL].current
+        o << "{\"reserved\": " << st.reserved_bytes[ALL].current
+          << ", \"allocated\": " << st.allocated_bytes[ALL].current << ", \"active\": " << st.active_bytes[ALL].current
           << ", \"requested\": " << st.requested_bytes[ALL].current
           << ", \"segments\": 2, \"expandable_segments\": 2, \"private_segments\": 0"
           << ", \"states\": {\"active_allocated\": 1, \"active_pending_free\": 1, \"inactive\": 2}"
           << ", \"actions\": [\"alloc\", \"free_completed\", \"free_requested\", \"oom\", \"segment_alloc\", "
              "\"segment_free\", \"segment_map\", \"segment_unmap\", \"snapshot\"]"
-          << ", \"oom_device_free\": " << free_at_oom
-          << ", \"alloc_sizes\": [" << 5 * MiB << ", 1000, " << 3 * MiB << ", 4096]"
+          << ", \"oom_device_free\": " << free_at_oom << ", \"alloc_sizes\": [" << 5 * MiB << ", 1000, " << 3 * MiB
+          << ", 4096]"
           << ", \"expandable\": true, \"max_split_size\": -1, \"conf\": \"expandable_segments:True\""
           << ", \"annotations\": [[\"START\", \"step\"], [\"END\", \"step\"]]}";
     }
@@ -126,8 +125,8 @@ TEST(Snapshot, MemorySummaryPrintsPyTorchsTable)
 TEST(Snapshot, SettingsStringParsesBack)
 {
     galloc_allocator_t *a = nullptr, *b = nullptr;
-    ASSERT_EQ(galloc_allocator_create("sim", 0, "max_split_size_mb:512,roundup_power2_divisions:[256:1,512:2,>:4]",
-                                      &a, nullptr, 0),
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "max_split_size_mb:512,roundup_power2_divisions:[256:1,512:2,>:4]", &a,
+                                      nullptr, 0),
               GALLOC_OK);
     char s1[1024], s2[1024];
     ASSERT_EQ(galloc_settings_string(a, s1, sizeof s1, nullptr), GALLOC_OK);

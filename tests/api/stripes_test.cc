@@ -41,7 +41,10 @@ galloc_stat_t (galloc_stats_t::*const kCounterArrays[])[GALLOC_STAT_POOLS] = {
     &galloc_stats_t::allocation, &galloc_stats_t::allocated_bytes, &galloc_stats_t::active_bytes,
     &galloc_stats_t::requested_bytes};
 
-const galloc_stat_t &StatOf(const galloc_stats_t &st, int c, int pool) { return (st.*kCounterArrays[c])[pool]; }
+const galloc_stat_t &StatOf(const galloc_stats_t &st, int c, int pool)
+{
+    return (st.*kCounterArrays[c])[pool];
+}
 
 galloc_allocator_t *CreateSim()
 {
@@ -66,7 +69,10 @@ std::string Str(const galloc_stat_t &x)
 }
 
 // PyTorch's round_size under the default config: 512-byte multiples.
-size_t Rounded(size_t n) { return n < 512 ? 512 : (n + 511) / 512 * 512; }
+size_t Rounded(size_t n)
+{
+    return n < 512 ? 512 : (n + 511) / 512 * 512;
+}
 
 // The stats of a serial order of mallocs and frees, for requests whose block
 // is exactly Rounded(n): every small request, and large ones whose rounded
@@ -114,7 +120,10 @@ std::string Violation(const galloc_stats_t &st)
 }
 
 // Random request sizes: small mostly, 1 in 8 large (up to 24 MiB).
-size_t RandomSize(std::mt19937_64 &rng) { return rng() % 8 == 0 ? 1 + rng() % (24 << 20) : 1 + rng() % (64 << 10); }
+size_t RandomSize(std::mt19937_64 &rng)
+{
+    return rng() % 8 == 0 ? 1 + rng() % (24 << 20) : 1 + rng() % (64 << 10);
+}
 
 // A thread's own tally of what it allocated, to compare with the totals.
 struct Tally {
@@ -194,8 +203,14 @@ struct Workers {
 };
 
 constexpr int kGrowRounds = 40;
-size_t SmallReq(int r) { return 512 * (size_t)(r + 1) - 7; }        // 512 (r + 1) bytes
-size_t BigReq(int r) { return ((size_t)(10 + 2 * r) << 20) - 3; } // 10 + 2 r MiB
+size_t SmallReq(int r)
+{
+    return 512 * (size_t)(r + 1) - 7;
+} // 512 (r + 1) bytes
+size_t BigReq(int r)
+{
+    return ((size_t)(10 + 2 * r) << 20) - 3;
+} // 10 + 2 r MiB
 constexpr size_t kTransientReq = (size_t{4} << 20) - 5;
 
 // A grower's live blocks, each with its request size.
@@ -284,7 +299,7 @@ TEST(Stripes, EscrowExhaustedInTurn)
     galloc_allocator_destroy(a);
 }
 
-constexpr size_t kPairReq = 3000;                 // B's block: 3,072 bytes, small pool
+constexpr size_t kPairReq = 3000;                  // B's block: 3,072 bytes, small pool
 constexpr size_t kHeldReq = (size_t{5} << 20) - 1; // main's block: 5 MiB, large pool
 
 // One read after a reset: main's block is always live, B's at most once.
@@ -302,8 +317,8 @@ std::string ResetViolation(const galloc_stats_t &st, bool b_holds)
         const galloc_stat_t &small = StatOf(st, c, GALLOC_STAT_SMALL_POOL);
         const galloc_stat_t &large = StatOf(st, c, GALLOC_STAT_LARGE_POOL);
         bool ok = (all.peak == held[c] + pair[c] || (!b_holds && all.peak == held[c])) &&
-                  (small.peak == pair[c] || (!b_holds && small.peak == 0)) &&
-                  (small.current == pair[c] || !b_holds) && large.current == held[c] && large.peak == held[c];
+                  (small.peak == pair[c] || (!b_holds && small.peak == 0)) && (small.current == pair[c] || !b_holds) &&
+                  large.current == held[c] && large.peak == held[c];
         if (!ok)
             return std::string(kCounterNames[c]) + ": peaks all " + std::to_string(all.peak) + " small " +
                    std::to_string(small.peak) + " large " + std::to_string(large.peak);
@@ -314,8 +329,7 @@ std::string ResetViolation(const galloc_stats_t &st, bool b_holds)
 // B's loop: pairs of kPairReq on stream 2 until stop. A block whose malloc
 // began after main set hold to 1 (so after main's reset) is held, hold = 2,
 // until main sets hold to 0. Returns the number of pairs.
-int64_t PairLoop(galloc_allocator_t *a, std::atomic<int> &hold, const std::atomic<bool> &stop,
-                 std::atomic<int> &errors)
+int64_t PairLoop(galloc_allocator_t *a, std::atomic<int> &hold, const std::atomic<bool> &stop, std::atomic<int> &errors)
 {
     int64_t pairs = 0;
     while (!stop.load()) {

@@ -51,7 +51,7 @@ std::string AsanRuntime()
 #endif
 
 class TorchShim : public ::testing::TestWithParam<const char *> {
-protected:
+  protected:
     void SetUp() override
     {
         lib_ = Runfile("torch_plugin/libgalloc_torch.so");
@@ -90,8 +90,8 @@ TEST_P(TorchShim, CtypesCase)
 
 INSTANTIATE_TEST_SUITE_P(Python, TorchShim,
                          ::testing::Values("alloc_free_two_devices", "hooks", "snapshot_and_summary",
-                                           "configure_and_errors", "bad_driver", "probe_picks_cuda",
-                                           "no_driver_no_sim", "sim_only_when_named"),
+                                           "configure_and_errors", "bad_driver", "probe_picks_cuda", "no_driver_no_sim",
+                                           "sim_only_when_named"),
                          [](const ::testing::TestParamInfo<const char *> &info) { return std::string(info.param); });
 
 } // namespace

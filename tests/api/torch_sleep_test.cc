@@ -67,7 +67,7 @@ std::string LastError(int device, galloc_status_t *st)
 }
 
 class TorchSleep : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ASSERT_EQ(galloc_torch_configure(kConf), GALLOC_OK); }
     void TearDown() override { galloc_torch_shutdown(); }
 };

@@ -153,7 +153,7 @@ std::string LastError(galloc_allocator_t *a)
 }
 
 class TraceSource : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override
     {
         char err[GALLOC_ERROR_MAX] = "";

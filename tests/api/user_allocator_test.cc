@@ -31,7 +31,7 @@ struct Host {
     size_t limit = size_t(1) << 30; // larger requests fail (an OOM)
     void *repeat = nullptr;         // when set, malloc_fn returns it (a broken allocator)
     int mallocs = 0, frees = 0, record_streams = 0, empty_caches = 0;
-    std::vector<size_t> freed_sizes;           // sizes free_fn was given
+    std::vector<size_t> freed_sizes;            // sizes free_fn was given
     std::vector<galloc_stream_t> freed_streams; // streams free_fn was given
     galloc_stream_t last_recorded = 0;          // record_stream_fn's stream
     int last_device = -1;                       // device passed to the hooks
@@ -100,7 +100,7 @@ std::string LastError(galloc_allocator_t *a)
 }
 
 class User : public ::testing::Test {
-protected:
+  protected:
     void Make(int device = 0)
     {
         galloc_user_allocator_t u = Table(&host_);

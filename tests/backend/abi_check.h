@@ -20,7 +20,6 @@
 
 namespace ga_abi {
 
-
 template <class T, class = void> struct is_complete : std::false_type {};
 template <class T> struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
 
@@ -50,8 +49,8 @@ template <class A, class B> constexpr bool abi_eq()
 {
     if constexpr (std::is_same_v<A, B>) {
         return true;
-    } else if constexpr ((std::is_integral_v<A> || std::is_enum_v<A>) && (std::is_integral_v<B> || std::is_enum_v<B>)) {
-        return (std::is_enum_v<A> || std::is_enum_v<B>) && sizeof(A) == sizeof(B);
+    } else if constexpr ((std::is_integral_v<A> || std::is_enum_v<A>)&&(std::is_integral_v<B> || std::is_enum_v<B>)) {
+        return (std::is_enum_v<A> || std::is_enum_v<B>)&&sizeof(A) == sizeof(B);
     } else if constexpr (std::is_pointer_v<A> && std::is_pointer_v<B>) {
         return pointee_eq<std::remove_pointer_t<A>, std::remove_pointer_t<B>>();
     } else {
@@ -100,11 +99,11 @@ static_assert(!same_abi<int(opaque_a *), int(int *)>());
 // galloc's the vendor's size and alignment; one member at the vendor's offset
 // with the vendor's size (om and tm may name nested members: a.b).
 #define GA_ABI_VALUE(ours, theirs) static_assert((long long)(ours) == (long long)(theirs), #ours " != " #theirs);
-#define GA_ABI_LAYOUT(ours, theirs)                                                                \
+#define GA_ABI_LAYOUT(ours, theirs)                                                                                    \
     static_assert(sizeof(ours) == sizeof(theirs) && alignof(ours) == alignof(theirs), #ours " size");
-#define GA_ABI_MEMBER(ours, om, theirs, tm)                                                        \
-    static_assert(offsetof(ours, om) == offsetof(theirs, tm) &&                                    \
-                      sizeof(((ours *)nullptr)->om) == sizeof(((theirs *)nullptr)->tm),            \
+#define GA_ABI_MEMBER(ours, om, theirs, tm)                                                                            \
+    static_assert(offsetof(ours, om) == offsetof(theirs, tm) &&                                                        \
+                      sizeof(((ours *)nullptr)->om) == sizeof(((theirs *)nullptr)->tm),                                \
                   #ours "." #om " != " #theirs "." #tm);
 
 #endif // GA_TESTS_BACKEND_ABI_CHECK_H

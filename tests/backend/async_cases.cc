@@ -121,7 +121,8 @@ TEST_P(AsyncPlain, UnavailableWhereTheBackendOrDriverCannot)
     char err[GALLOC_ERROR_MAX] = "";
     const std::string async = v().AsyncBackend(), named = async;
     EXPECT_EQ(galloc_allocator_create("sim", 0, async.c_str(), &a, err, sizeof err), GALLOC_E_UNAVAILABLE);
-    EXPECT_EQ(std::string(err).rfind("backend:cudaMallocAsync is not available on device backend \"sim\"", 0), 0u) << err;
+    EXPECT_EQ(std::string(err).rfind("backend:cudaMallocAsync is not available on device backend \"sim\"", 0), 0u)
+        << err;
     FakeCuda f(v().Fake("_noasync"), v().name);
     ASSERT_NE(f.fake_cuda_reset, nullptr) << f.error();
     EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, async).c_str(), &a, err, sizeof err),

@@ -41,7 +41,7 @@ void check_segments(ga_backend_t *b)
     ASSERT_EQ(ga_backend_segment_alloc(b, 2 * kMiB, 0, &small), GALLOC_OK) << last_error(b);
     ASSERT_EQ(ga_backend_segment_alloc(b, 20 * kMiB, 0, &large), GALLOC_OK) << last_error(b);
     EXPECT_NE(small, 0u);
-    EXPECT_EQ(small % 512, 0u);  // PyTorch's block rounding assumes at least 512-byte alignment
+    EXPECT_EQ(small % 512, 0u); // PyTorch's block rounding assumes at least 512-byte alignment
     EXPECT_EQ(large % 512, 0u);
     EXPECT_TRUE(small + 2 * kMiB <= large || large + 20 * kMiB <= small) << "segments overlap";
 
@@ -167,7 +167,7 @@ void check_host_memory(ga_backend_t *b, bool holds_bytes)
     EXPECT_FALSE(last_error(b).empty());
 }
 
-}  // namespace
+} // namespace
 
 void ga_test_backend_conformance(const char *name, const galloc_backend_args_t &args, bool holds_bytes)
 {

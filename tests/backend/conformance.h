@@ -25,4 +25,4 @@ extern "C" {
 // nothing: the calls and statuses are checked, not the bytes).
 void ga_test_backend_conformance(const char *name, const galloc_backend_args_t &args, bool holds_bytes = true);
 
-#endif  // GA_TESTS_BACKEND_CONFORMANCE_H
+#endif // GA_TESTS_BACKEND_CONFORMANCE_H

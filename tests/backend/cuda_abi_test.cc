@@ -32,7 +32,7 @@ using ga_abi::same_abi;
 #define GA_HAVE_CUDA_H 1
 
 // ---- Functions: every symbol galloc resolves, by its versioned name. ----
-#define GA_ABI_SIG_(group, sym)                                                                    \
+#define GA_ABI_SIG_(group, sym)                                                                                        \
     static_assert(same_abi<ga_##sym##_fn, decltype(::sym)>(), #sym ": galloc's declaration differs from cuda.h");
 GA_CUDA_SYMBOLS(GA_ABI_SIG_)
 #undef GA_ABI_SIG_
@@ -98,9 +98,9 @@ GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, location, CUmemAllocationProp, locati
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, win32_handle_meta_data, CUmemAllocationProp, win32HandleMetaData)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags, CUmemAllocationProp, allocFlags)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.compression_type, CUmemAllocationProp,
-               allocFlags.compressionType)
+              allocFlags.compressionType)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, CUmemAllocationProp,
-               allocFlags.gpuDirectRDMACapable)
+              allocFlags.gpuDirectRDMACapable)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.usage, CUmemAllocationProp, allocFlags.usage)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.reserved, CUmemAllocationProp, allocFlags.reserved)
 GA_ABI_LAYOUT(ga_cu_mem_access_desc_t, CUmemAccessDesc)
@@ -121,8 +121,7 @@ TEST(CudaAbi, DeclarationsMatchCudaH)
     EXPECT_GE(CUDA_VERSION, 11040) << "cuMemAllocAsync and the memory pool API need CUDA 11.4";
     RecordProperty("cuda_version", CUDA_VERSION);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(GA_CU_STREAM_LEGACY), reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY));
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(GA_CU_STREAM_PER_THREAD),
-              reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(GA_CU_STREAM_PER_THREAD), reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD));
 #endif
     // Everything else was checked at compile time; a mismatch would not build.
 }

@@ -63,8 +63,7 @@ inline galloc_stats_t Stats(galloc_allocator_t *a)
 class CudaTest : public ::testing::Test {
   protected:
     explicit CudaTest(const std::string &lib = "libfake_cuda.so", const std::string &vendor = "cuda") : f_(lib, vendor)
-    {
-    }
+    {}
     void SetUp() override { ASSERT_TRUE(f_.ok()) << f_.error(); }
     void TearDown() override
     {
@@ -80,7 +79,8 @@ class CudaTest : public ::testing::Test {
     galloc_status_t Create(const std::string &extra = "", int device = 0)
     {
         char err[GALLOC_ERROR_MAX] = "";
-        galloc_status_t st = galloc_allocator_create(nullptr, device, CudaConf(f_, extra).c_str(), &a_, err, sizeof err);
+        galloc_status_t st =
+            galloc_allocator_create(nullptr, device, CudaConf(f_, extra).c_str(), &a_, err, sizeof err);
         err_ = err;
         return st;
     }
@@ -184,10 +184,10 @@ class Run {
 };
 
 struct SweepResult {
-    uint64_t runs = 0;          // workload runs with a fault injected
-    uint64_t clean_calls = 0;   // driver calls of the run without a fault
-    uint64_t visible = 0;       // public calls that reported a failure
-    uint64_t max_leaks = 0;     // the worst leak count after destroy (must be 0)
+    uint64_t runs = 0;        // workload runs with a fault injected
+    uint64_t clean_calls = 0; // driver calls of the run without a fault
+    uint64_t visible = 0;     // public calls that reported a failure
+    uint64_t max_leaks = 0;   // the worst leak count after destroy (must be 0)
 };
 
 // Runs the workload under every single fault (nth mode) or every fault tail

@@ -33,7 +33,7 @@ inline void NativeWorkload(Run &r, uintptr_t s1)
     r.Free(0);        // records an event on s1
     r.Malloc(3, 100); // polls it
     r.Free(1);
-    r.EmptyCache();   // synchronizes events, frees the whole free segments
+    r.EmptyCache(); // synchronizes events, frees the whole free segments
     r.Malloc(4, 5 * kMiB);
     size_t f = 0, t = 0;
     r.Step("memory_info", [&] { return galloc_memory_info(r.a(), &f, &t); });
@@ -159,8 +159,8 @@ inline void SweepFrom(FakeCuda &f, Layer layer, uint64_t min_runs)
     SweepResult r = LayerSweep(f, layer, kUnknown, true);
     EXPECT_GT(r.runs, min_runs);
     EXPECT_EQ(r.max_leaks, 0u);
-    std::printf("%s %s sweep, every call from the Nth on: %llu runs, 0 leaks\n", f.vendor().c_str(),
-                LayerName(layer), (unsigned long long)r.runs);
+    std::printf("%s %s sweep, every call from the Nth on: %llu runs, 0 leaks\n", f.vendor().c_str(), LayerName(layer),
+                (unsigned long long)r.runs);
 }
 
 } // namespace cuda_test

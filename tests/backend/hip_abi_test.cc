@@ -56,10 +56,10 @@ using hip_c_hipHostMalloc = hipError_t(void **, size_t, unsigned int);
 #define GA_PROBE_(...) GA_SECOND_(__VA_ARGS__, 0, ~)
 #define GA_CAT_(a, b) GA_CAT2_(a, b)
 #define GA_CAT2_(a, b) a##b
-#define GA_ABI_SIG_0(sym)                                                                          \
+#define GA_ABI_SIG_0(sym)                                                                                              \
     static_assert(same_abi<ga_##sym##_fn, decltype(::sym)>(), #sym ": galloc's declaration differs from HIP's");
-#define GA_ABI_SIG_1(sym)                                                                          \
-    static_assert(sizeof(static_cast<hip_c_##sym *>(&::sym)) != 0, #sym ": no C overload of that type");     \
+#define GA_ABI_SIG_1(sym)                                                                                              \
+    static_assert(sizeof(static_cast<hip_c_##sym *>(&::sym)) != 0, #sym ": no C overload of that type");               \
     static_assert(same_abi<ga_##sym##_fn, hip_c_##sym>(), #sym ": galloc's declaration differs from HIP's");
 #define GA_ABI_SIG_(group, sym) GA_CAT_(GA_ABI_SIG_, GA_PROBE_(GA_OVERLOADED_##sym))(sym)
 GA_HIP_SYMBOLS(GA_ABI_SIG_)
@@ -129,9 +129,9 @@ GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, location, hipMemAllocationProp, loca
 GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, win32_handle_meta_data, hipMemAllocationProp, win32HandleMetaData)
 GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags, hipMemAllocationProp, allocFlags)
 GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.compression_type, hipMemAllocationProp,
-               allocFlags.compressionType)
+              allocFlags.compressionType)
 GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, hipMemAllocationProp,
-               allocFlags.gpuDirectRDMACapable)
+              allocFlags.gpuDirectRDMACapable)
 GA_ABI_MEMBER(ga_hip_mem_allocation_prop_t, alloc_flags.usage, hipMemAllocationProp, allocFlags.usage)
 #else
 GA_ABI_LAYOUT(ga_hip_mem_allocation_prop_v5_t, hipMemAllocationProp)

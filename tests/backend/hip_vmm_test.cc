@@ -35,8 +35,7 @@ TEST(HipVmmVersion, AHip5RuntimeGetsHip5sPropLayout)
     set_version(50221153);
     galloc_allocator_t *a = nullptr;
     char err[GALLOC_ERROR_MAX] = "";
-    ASSERT_EQ(galloc_allocator_create(nullptr, 1, CudaConf(f, "expandable_segments:True").c_str(), &a, err,
-                                      sizeof err),
+    ASSERT_EQ(galloc_allocator_create(nullptr, 1, CudaConf(f, "expandable_segments:True").c_str(), &a, err, sizeof err),
               GALLOC_OK)
         << err;
     void *p = nullptr;
@@ -61,8 +60,7 @@ TEST(HipVmmVersion, ARuntimeThatRefusesVmmIsUnsupportedAtCreate)
     ASSERT_EQ(f.fake_cuda_fail("hipMemGetAllocationGranularity", 0, 1, 801), 0); // hipErrorNotSupported
     galloc_allocator_t *a = nullptr;
     char err[GALLOC_ERROR_MAX] = "";
-    EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, "expandable_segments:True").c_str(), &a, err,
-                                      sizeof err),
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, "expandable_segments:True").c_str(), &a, err, sizeof err),
               GALLOC_E_UNSUPPORTED);
     EXPECT_STREQ(err, "expandable_segments:True needs virtual memory management: granularity: querying the page "
                       "granularity: hipMemGetAllocationGranularity failed: hipErrorNotSupported: operation not "

@@ -59,8 +59,8 @@ class Opened {
 std::string DriverWords(const char *fn, int code, const Vendor &v)
 {
     bool oom = code == kOutOfMemory;
-    std::string name = oom ? (std::string(v.name) == "cuda" ? "CUDA_ERROR_OUT_OF_MEMORY" : "hipErrorOutOfMemory")
-                           : v.unknown;
+    std::string name =
+        oom ? (std::string(v.name) == "cuda" ? "CUDA_ERROR_OUT_OF_MEMORY" : "hipErrorOutOfMemory") : v.unknown;
     return std::string(fn) + " failed: " + name + ": " + (oom ? "out of memory" : "unknown error");
 }
 
@@ -137,8 +137,7 @@ TEST_P(Host, ARefusedFreeKeepsTheBlockAndCloseFreesWhatIsLeft)
         EXPECT_EQ(ga_backend_host_free(o.b(), h, 100), GALLOC_E_DEVICE);
         char hp[32];
         snprintf(hp, sizeof hp, "%p", h);
-        EXPECT_EQ(o.Error(), "host_free(" + std::string(hp) + ", 100): " +
-                                 DriverWords(v().host_free, kUnknown, v()));
+        EXPECT_EQ(o.Error(), "host_free(" + std::string(hp) + ", 100): " + DriverWords(v().host_free, kUnknown, v()));
         EXPECT_EQ(f.Stats().live_host_blocks, 2u);
         EXPECT_EQ(ga_backend_host_free(o.b(), h, 100), GALLOC_OK) << "still recorded: the retry frees it";
         // Refused before the driver: a size that is not the block's, a foreign pointer.

@@ -80,9 +80,9 @@ TEST_P(Malloc, DeviceOomFreesTheCacheAndRetriesThenReportsPyTorchsMessage)
                                   0),
               0u)
         << LastError(a_);
-    EXPECT_NE(LastError(a_).find("try setting PYTORCH_" + std::string(v().upper) +
-                                 "_ALLOC_CONF=expandable_segments:True"),
-              std::string::npos)
+    EXPECT_NE(
+        LastError(a_).find("try setting PYTORCH_" + std::string(v().upper) + "_ALLOC_CONF=expandable_segments:True"),
+        std::string::npos)
         << LastError(a_);
     EXPECT_EQ(Stats().num_ooms, 1);
     Free(b);
@@ -143,8 +143,8 @@ TEST_P(MallocLoad, ABadPathCarriesDlerrorsText)
     galloc_allocator_t *a = nullptr;
     char err[GALLOC_ERROR_MAX] = "";
     const std::string name = v().name, path = std::string("/nonexistent/") + v().real_lib;
-    EXPECT_EQ(galloc_allocator_create(nullptr, 0, ("device_backend:" + name + ",driver_path:" + path).c_str(), &a,
-                                      err, sizeof err),
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, ("device_backend:" + name + ",driver_path:" + path).c_str(), &a, err,
+                                      sizeof err),
               GALLOC_E_UNAVAILABLE);
     EXPECT_EQ(err, "device backend \"" + name + "\" could not open device 0: cannot load " + path + ": " + path +
                        ": cannot open shared object file: No such file or directory");
@@ -176,8 +176,7 @@ TEST_P(MallocLoad, AMissingOptionalSymbolDisablesOnlyItsFeature)
     EXPECT_EQ(galloc_malloc(a, 1, 0, &p), GALLOC_OK);
     EXPECT_EQ(galloc_free(a, p), GALLOC_OK);
     galloc_allocator_destroy(a);
-    EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, "expandable_segments:True").c_str(), &a, err,
-                                      sizeof err),
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, CudaConf(f, "expandable_segments:True").c_str(), &a, err, sizeof err),
               GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(err, std::string("expandable_segments:True needs virtual memory management: granularity: virtual "
                                "memory management is unavailable: the ") +

@@ -42,11 +42,10 @@ TEST(Registry, FindRegisterAndOpen)
     EXPECT_EQ(invalid([](galloc_backend_ops_t *o) { o->segment_free = nullptr; }), GALLOC_E_INVAL);
     EXPECT_EQ(invalid([](galloc_backend_ops_t *o) { o->name = ""; }), GALLOC_E_INVAL);
     EXPECT_EQ(invalid([](galloc_backend_ops_t *o) { o->name = nullptr; }), GALLOC_E_INVAL);
-    EXPECT_EQ(invalid([](galloc_backend_ops_t *o) { o->name = "a_name_of_thirty_two_bytes_long_"; }),
-              GALLOC_E_INVAL);
+    EXPECT_EQ(invalid([](galloc_backend_ops_t *o) { o->name = "a_name_of_thirty_two_bytes_long_"; }), GALLOC_E_INVAL);
     EXPECT_EQ(galloc_backend_find("sim_invalid"), nullptr);
 
-    if (galloc_backend_find("sim_user") == nullptr) {  // registration lasts for the process (--gtest_repeat)
+    if (galloc_backend_find("sim_user") == nullptr) { // registration lasts for the process (--gtest_repeat)
         EXPECT_EQ(galloc_backend_register(SimUnderAnotherName()), GALLOC_OK);
     }
     EXPECT_EQ(galloc_backend_register(SimUnderAnotherName()), GALLOC_E_CONFIG);
@@ -69,9 +68,15 @@ TEST(Registry, UnknownNameIsUnavailable)
 }
 
 // Unbacked, the sim's memory holds no bytes: its copies are checked for status only.
-TEST(Conformance, Sim) { ga_test_backend_conformance("sim", Args(), false); }
+TEST(Conformance, Sim)
+{
+    ga_test_backend_conformance("sim", Args(), false);
+}
 
-TEST(Conformance, SimBacked) { ga_test_backend_conformance("sim", Args(256 * kMiB, kBacked)); }
+TEST(Conformance, SimBacked)
+{
+    ga_test_backend_conformance("sim", Args(256 * kMiB, kBacked));
+}
 
 TEST(Conformance, UserRegisteredBackend)
 {
@@ -81,5 +86,5 @@ TEST(Conformance, UserRegisteredBackend)
     ga_test_backend_conformance("sim_user", Args(1 * kGiB), false);
 }
 
-}  // namespace
-}  // namespace sim_test
+} // namespace
+} // namespace sim_test

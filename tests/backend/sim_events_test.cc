@@ -24,7 +24,7 @@ TEST(SimEvents, CompleteAtOnceByDefault)
     EXPECT_EQ(d.counters().live_events, 2u);
     EXPECT_EQ(ga_backend_event_destroy(d.b(), e1), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(d.b(), e1), GALLOC_E_INVAL) << "a destroyed handle";
-    ASSERT_EQ(ga_backend_event_create(d.b(), &e3), GALLOC_OK);  // reuses e1's slot, not its handle
+    ASSERT_EQ(ga_backend_event_create(d.b(), &e3), GALLOC_OK); // reuses e1's slot, not its handle
     EXPECT_NE(e3, e1);
     EXPECT_EQ(ga_backend_event_record(d.b(), e1, 7), GALLOC_E_INVAL);
     EXPECT_EQ(ga_backend_event_destroy(d.b(), e1), GALLOC_E_INVAL);
@@ -47,15 +47,15 @@ TEST(SimEvents, ManualModeWaitsForTheStream)
     EXPECT_EQ(ga_backend_event_record(b, e[2], 1), GALLOC_OK);
     for (int i = 0; i < 3; i++)
         EXPECT_EQ(ga_backend_event_query(b, e[i]), GALLOC_E_NOT_READY) << i;
-    EXPECT_EQ(ga_sim_stream_complete(d.state(), 3), GALLOC_OK);  // another stream: nothing changes
+    EXPECT_EQ(ga_sim_stream_complete(d.state(), 3), GALLOC_OK); // another stream: nothing changes
     EXPECT_EQ(ga_backend_event_query(b, e[0]), GALLOC_E_NOT_READY);
     EXPECT_EQ(ga_sim_stream_complete(d.state(), 1), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[0]), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[2]), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[1]), GALLOC_E_NOT_READY);
-    EXPECT_EQ(ga_backend_event_record(b, e[0], 1), GALLOC_OK);  // recorded again: pending again
+    EXPECT_EQ(ga_backend_event_record(b, e[0], 1), GALLOC_OK); // recorded again: pending again
     EXPECT_EQ(ga_backend_event_query(b, e[0]), GALLOC_E_NOT_READY);
-    EXPECT_EQ(ga_backend_event_synchronize(b, e[1]), GALLOC_OK);  // a wait completes it
+    EXPECT_EQ(ga_backend_event_synchronize(b, e[1]), GALLOC_OK); // a wait completes it
     EXPECT_EQ(ga_backend_event_query(b, e[1]), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[0]), GALLOC_E_NOT_READY);
 
@@ -68,7 +68,7 @@ TEST(SimEvents, ManualModeWaitsForTheStream)
     EXPECT_EQ(ga_backend_event_query(b, e[3]), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[4]), GALLOC_E_NOT_READY);
 
-    EXPECT_EQ(ga_sim_set_manual_events(d.state(), false), GALLOC_OK);  // everything pending completes
+    EXPECT_EQ(ga_sim_set_manual_events(d.state(), false), GALLOC_OK); // everything pending completes
     EXPECT_EQ(ga_backend_event_query(b, e[0]), GALLOC_OK);
     EXPECT_EQ(ga_backend_event_query(b, e[4]), GALLOC_OK);
     EXPECT_EQ(d.counters().violations, 0u) << "NOT_READY is no violation";
@@ -89,14 +89,14 @@ TEST(SimEvents, InjectedWaitAndQueryFaultsLeaveTheEventPending)
 
     // The second wait fails, once: the event stays pending and nothing of its stream completes.
     ASSERT_EQ(ga_sim_set_event_faults(d.state(), 2, 0, 0, 0), GALLOC_OK);
-    EXPECT_EQ(ga_backend_event_query(b, e1), GALLOC_E_NOT_READY);  // queries are numbered apart
-    EXPECT_EQ(ga_backend_event_synchronize(b, e1), GALLOC_OK);     // wait #1
+    EXPECT_EQ(ga_backend_event_query(b, e1), GALLOC_E_NOT_READY);    // queries are numbered apart
+    EXPECT_EQ(ga_backend_event_synchronize(b, e1), GALLOC_OK);       // wait #1
     EXPECT_EQ(ga_backend_event_synchronize(b, e2), GALLOC_E_DEVICE); // wait #2
     char want[96];
     std::snprintf(want, sizeof want, "injected fault on event_synchronize #2 (event 0x%llx)", (unsigned long long)e2);
     EXPECT_EQ(d.error(), want);
     EXPECT_EQ(ga_backend_event_query(b, e2), GALLOC_E_NOT_READY);
-    EXPECT_EQ(ga_backend_event_synchronize(b, e2), GALLOC_OK);     // wait #3: nth is one call only
+    EXPECT_EQ(ga_backend_event_synchronize(b, e2), GALLOC_OK); // wait #3: nth is one call only
     EXPECT_EQ(ga_backend_event_query(b, e2), GALLOC_OK);
 
     // Queries from the 4th on fail; a failed query reports neither done nor pending.
@@ -132,5 +132,5 @@ TEST(SimEvents, InjectedWaitAndQueryFaultsLeaveTheEventPending)
 // Random allocs and frees against a reference model; many live segments make
 // the hash table grow and its deletions shift entries.
 
-}  // namespace
-}  // namespace sim_test
+} // namespace
+} // namespace sim_test

@@ -46,7 +46,7 @@ inline galloc_backend_args_t Args(uint64_t capacity = 0, uint32_t flags = 0, int
         o += std::string(o.empty() ? "" : ",") + "sim_backed:True";
     if (flags & kManualEvents)
         o += std::string(o.empty() ? "" : ",") + "sim_manual_events:True";
-    static std::set<std::string> kept;  // the strings the args point to, for the whole run (a few dozen)
+    static std::set<std::string> kept; // the strings the args point to, for the whole run (a few dozen)
     return OptionArgs(kept.insert(o).first->c_str(), device);
 }
 
@@ -59,7 +59,7 @@ class Dev {
         galloc_status_t st = ga_backend_open(&b_, name, &args, err, sizeof(err));
         if (st != GALLOC_OK) {
             ADD_FAILURE() << "open: " << err;
-            std::abort();  // every test below needs the device
+            std::abort(); // every test below needs the device
         }
     }
     ~Dev() { ga_backend_close(&b_); }
@@ -107,6 +107,6 @@ class Dev {
     ga_backend_t b_ = {};
 };
 
-}  // namespace sim_test
+} // namespace sim_test
 
-#endif  // GA_TESTS_BACKEND_SIM_FIXTURE_H
+#endif // GA_TESTS_BACKEND_SIM_FIXTURE_H

@@ -15,7 +15,7 @@ TEST(SimHost, HostBlocksAreCountedAndCheckedAtFree)
     ASSERT_EQ(ga_backend_host_alloc(d.b(), 5000, &g), GALLOC_OK);
     EXPECT_EQ(d.counters().live_host_allocs, 2u);
     EXPECT_EQ(d.counters().live_host_bytes, 8000u);
-    EXPECT_EQ(d.free_bytes(), 64 * kMiB); // host memory is not the device's
+    EXPECT_EQ(d.free_bytes(), 64 * kMiB);                            // host memory is not the device's
     EXPECT_EQ(ga_backend_host_free(d.b(), h, 2999), GALLOC_E_INVAL); // not its size
     EXPECT_EQ(ga_backend_host_free(d.b(), (char *)h + 8, 3000), GALLOC_E_INVAL);
     EXPECT_EQ(ga_backend_host_alloc(d.b(), 0, &h), GALLOC_E_INVAL);
@@ -67,10 +67,10 @@ TEST(SimHost, UnbackedCopiesAreCheckedAndCopyNothing)
 TEST(SimHost, OpFaultsNumberEveryMemoryCallAndChangeNothing)
 {
     Dev d(OptionArgs("sim_capacity:64MiB,sim_fail_op_nth:3"));
-    uintptr_t r = d.reserve_ok(2 * kPage);                       // op 1
-    ASSERT_EQ(d.map(r, kPage), GALLOC_OK);                        // op 2
-    EXPECT_EQ(d.unmap(r, kPage), GALLOC_E_DEVICE);                // op 3: injected
-    EXPECT_EQ(d.counters().live_mapped_bytes, kPage);             // still mapped
+    uintptr_t r = d.reserve_ok(2 * kPage);            // op 1
+    ASSERT_EQ(d.map(r, kPage), GALLOC_OK);            // op 2
+    EXPECT_EQ(d.unmap(r, kPage), GALLOC_E_DEVICE);    // op 3: injected
+    EXPECT_EQ(d.counters().live_mapped_bytes, kPage); // still mapped
     EXPECT_EQ(d.counters().op_calls, 3u);
     EXPECT_EQ(d.counters().faults_injected, 1u);
     EXPECT_NE(d.error().find("injected fault on device op #3 (unmap)"), std::string::npos) << d.error();
@@ -78,8 +78,12 @@ TEST(SimHost, OpFaultsNumberEveryMemoryCallAndChangeNothing)
     struct {
         const char *what;
         galloc_status_t want;
-    } cases[] = {{"map", GALLOC_E_OOM},        {"unmap", GALLOC_E_DEVICE},    {"va_reserve", GALLOC_E_OOM},
-                 {"segment_alloc", GALLOC_E_OOM}, {"host_alloc", GALLOC_E_NOMEM}, {"copy_d2h", GALLOC_E_DEVICE},
+    } cases[] = {{"map", GALLOC_E_OOM},
+                 {"unmap", GALLOC_E_DEVICE},
+                 {"va_reserve", GALLOC_E_OOM},
+                 {"segment_alloc", GALLOC_E_OOM},
+                 {"host_alloc", GALLOC_E_NOMEM},
+                 {"copy_d2h", GALLOC_E_DEVICE},
                  {"device_synchronize", GALLOC_E_DEVICE}};
     uintptr_t seg = d.alloc_ok(kPage);
     void *h = nullptr;
@@ -139,5 +143,5 @@ TEST(SimHost, DeviceSynchronizeCompletesEveryStream)
     EXPECT_EQ(ga_backend_event_destroy(d.b(), e2), GALLOC_OK);
 }
 
-}  // namespace
-}  // namespace sim_test
+} // namespace
+} // namespace sim_test

@@ -45,16 +45,16 @@ TEST(SimOpen, RejectsBadArguments)
     void *state = nullptr;
     EXPECT_EQ(ga_backend_sim.open(nullptr, &state, err, sizeof(err)), GALLOC_E_INVAL);
     a = Args();
-    a.struct_size = 2;  // does not even cover device
+    a.struct_size = 2; // does not even cover device
     EXPECT_EQ(ga_backend_sim.open(&a, &state, err, sizeof(err)), GALLOC_E_INVAL);
-    EXPECT_EQ(ga_backend_sim.open(&a, &state, nullptr, 0), GALLOC_E_INVAL);  // no message buffer is fine
+    EXPECT_EQ(ga_backend_sim.open(&a, &state, nullptr, 0), GALLOC_E_INVAL); // no message buffer is fine
     EXPECT_EQ(state, nullptr);
 }
 
 TEST(SimOpen, ReadsOnlyTheFieldsStructSizeCovers)
 {
     galloc_backend_args_t a = OptionArgs("sim_capacity:1GiB,sim_fail_nth:1");
-    a.struct_size = offsetof(galloc_backend_args_t, options);  // an older caller's struct: options not read
+    a.struct_size = offsetof(galloc_backend_args_t, options); // an older caller's struct: options not read
     Dev d(a);
     d.release(d.alloc_ok(kPage), kPage);
     EXPECT_EQ(d.counters().faults_injected, 0u);
@@ -66,12 +66,12 @@ TEST(SimOptions, ReadAtOpen)
     Dev d(OptionArgs(" sim_capacity : 1GiB,sim_backed:True,sim_fail_nth:2,sim_manual_events:False"));
     EXPECT_EQ(d.free_bytes(), 1 * kGiB);
     uintptr_t a = d.alloc_ok(kPage), x = 0;
-    std::memset(reinterpret_cast<void *>(a), 0x5a, kPage);  // backed: real memory
-    EXPECT_EQ(d.alloc(kPage, &x), GALLOC_E_OOM);            // the 2nd allocation fails on purpose
+    std::memset(reinterpret_cast<void *>(a), 0x5a, kPage); // backed: real memory
+    EXPECT_EQ(d.alloc(kPage, &x), GALLOC_E_OOM);           // the 2nd allocation fails on purpose
     EXPECT_EQ(d.counters().faults_injected, 1u);
     EXPECT_EQ(d.release(a, kPage), GALLOC_OK);
 
-    Dev last(OptionArgs("sim_capacity:1GiB,sim_capacity:3GiB"));  // a key given twice: its last value
+    Dev last(OptionArgs("sim_capacity:1GiB,sim_capacity:3GiB")); // a key given twice: its last value
     EXPECT_EQ(last.free_bytes(), 3 * kGiB);
     Dev none(OptionArgs(""));
     EXPECT_EQ(none.free_bytes(), 80 * kGiB);
@@ -84,13 +84,20 @@ TEST(SimOptions, CapacitiesAndCounts)
         const char *options;
         uint64_t total;
     } cases[] = {
-        {"sim_capacity:80GiB", 85899345920u},    {"sim_capacity:24576MiB", 25769803776u},
-        {"sim_capacity:1073741824", 1073741824u}, {"sim_capacity:1.5GB", 1500000000u},
-        {"sim_capacity:1.5GiB", 1610612736u},    {"sim_capacity:0.5KiB", 512},
-        {"sim_capacity:1kb", 1000},              {"sim_capacity:2KIB", 2048},
-        {"sim_capacity:3mB", 3000000},           {"sim_capacity:3tb", 3000000000000u},
-        {"sim_capacity:1TiB", 1099511627776u},   {"sim_capacity:7B", 7},
-        {"sim_capacity:1", 1},                   {"sim_capacity:9223372036854775807", 9223372036854775807u},
+        {"sim_capacity:80GiB", 85899345920u},
+        {"sim_capacity:24576MiB", 25769803776u},
+        {"sim_capacity:1073741824", 1073741824u},
+        {"sim_capacity:1.5GB", 1500000000u},
+        {"sim_capacity:1.5GiB", 1610612736u},
+        {"sim_capacity:0.5KiB", 512},
+        {"sim_capacity:1kb", 1000},
+        {"sim_capacity:2KIB", 2048},
+        {"sim_capacity:3mB", 3000000},
+        {"sim_capacity:3tb", 3000000000000u},
+        {"sim_capacity:1TiB", 1099511627776u},
+        {"sim_capacity:7B", 7},
+        {"sim_capacity:1", 1},
+        {"sim_capacity:9223372036854775807", 9223372036854775807u},
         {"sim_backed:False,sim_manual_events:True,sim_manual_events:False", 80 * kGiB},
         {"sim_fail_nth:18446744073709551615,sim_fail_from:0,sim_fail_above:0", 80 * kGiB},
         {"sim_fail_nth:3,sim_fail_from:7,sim_fail_above:2MiB", 80 * kGiB},
@@ -108,7 +115,8 @@ TEST(SimOptions, RefusalsNameKeyValueAndOffset)
 {
     const std::string units = "B, KB, MB, GB, TB, KiB, MiB, GiB or TiB";
     const std::string cap = "sim_capacity: expected a size from 1 to 9223372036854775807 bytes: bytes, or a number "
-                            "with unit " + units;
+                            "with unit " +
+                            units;
     const struct {
         std::string in, msg;
     } cases[] = {
@@ -158,11 +166,11 @@ TEST(SimCapacity, MemInfoFollowsAllocsAndFrees)
 TEST(SimCapacity, OomAtTheExactBoundary)
 {
     Dev d(Args(64 * kMiB + 7));
-    uintptr_t a = d.alloc_ok(32 * kMiB), b = d.alloc_ok(32 * kMiB + 7);  // used + bytes == capacity
+    uintptr_t a = d.alloc_ok(32 * kMiB), b = d.alloc_ok(32 * kMiB + 7); // used + bytes == capacity
     EXPECT_EQ(d.free_bytes(), 0u);
     EXPECT_EQ(d.release(b, 32 * kMiB + 7), GALLOC_OK);
     uintptr_t x = 0;
-    EXPECT_EQ(d.alloc(32 * kMiB + 8, &x), GALLOC_E_OOM);  // one byte more
+    EXPECT_EQ(d.alloc(32 * kMiB + 8, &x), GALLOC_E_OOM); // one byte more
     EXPECT_EQ(x, 0u);
     EXPECT_EQ(d.error(), "out of memory: 32.00 MiB requested, 32.00 MiB free (device 0, 64.00 MiB total)");
     EXPECT_EQ(d.counters().used_bytes, 32 * kMiB);
@@ -182,7 +190,7 @@ std::vector<uintptr_t> AddressSequence()
     for (uint64_t n : {uint64_t{1}, 2 * kMiB, 2 * kMiB + 1, uint64_t{512}, 20 * kMiB})
         v.push_back(d.alloc_ok(n));
     EXPECT_EQ(d.release(v[1], 2 * kMiB), GALLOC_OK);
-    v.push_back(d.alloc_ok(2 * kMiB));  // a fresh address: freed ones are never reused
+    v.push_back(d.alloc_ok(2 * kMiB)); // a fresh address: freed ones are never reused
     v.push_back(d.reserve_ok(3 * kMiB));
     v.push_back(d.alloc_ok(512));
     return v;
@@ -191,10 +199,16 @@ std::vector<uintptr_t> AddressSequence()
 TEST(SimAddress, AlignedDeterministicAndNeverReused)
 {
     const uintptr_t base = GA_SIM_VA_BASE;
-    const std::vector<uintptr_t> want = {base,           base + 2 * kMiB,  base + 4 * kMiB,  base + 8 * kMiB,
-                                         base + 10 * kMiB, base + 30 * kMiB, base + 32 * kMiB, base + 36 * kMiB};
+    const std::vector<uintptr_t> want = {base,
+                                         base + 2 * kMiB,
+                                         base + 4 * kMiB,
+                                         base + 8 * kMiB,
+                                         base + 10 * kMiB,
+                                         base + 30 * kMiB,
+                                         base + 32 * kMiB,
+                                         base + 36 * kMiB};
     EXPECT_EQ(AddressSequence(), want);
-    EXPECT_EQ(AddressSequence(), want);  // a second fresh device: the same addresses
+    EXPECT_EQ(AddressSequence(), want); // a second fresh device: the same addresses
 }
 
 TEST(SimAddress, ExhaustingTheAddressSpaceIsOom)
@@ -204,15 +218,14 @@ TEST(SimAddress, ExhaustingTheAddressSpaceIsOom)
     uintptr_t a = d.alloc_ok(half);
     EXPECT_EQ(a, GA_SIM_VA_BASE);
     EXPECT_EQ(d.release(a, half), GALLOC_OK);
-    EXPECT_EQ(d.alloc(half + 1, &a), GALLOC_E_OOM);  // capacity is free, addresses are not
+    EXPECT_EQ(d.alloc(half + 1, &a), GALLOC_E_OOM); // capacity is free, addresses are not
     EXPECT_EQ(d.error().rfind("simulated address space exhausted", 0), 0u) << d.error();
-    EXPECT_EQ(d.alloc_ok(half), GA_SIM_VA_BASE + half);  // exactly the rest of the window
+    EXPECT_EQ(d.alloc_ok(half), GA_SIM_VA_BASE + half); // exactly the rest of the window
     EXPECT_EQ(d.alloc(kPage, &a), GALLOC_E_OOM);
     uintptr_t r = 0;
     EXPECT_EQ(ga_backend_va_reserve(d.b(), GA_SIM_MAX_RESERVATION + 1, &r), GALLOC_E_OOM);
     EXPECT_EQ(d.counters().violations, 0u);
 }
-
 
 galloc_backend_args_t DeviceArgs(int device, uint64_t capacity = 0, uint32_t flags = 0)
 {
@@ -299,7 +312,7 @@ TEST(SimBacked, SegmentsAndMappingsAreWritable)
     EXPECT_EQ(reinterpret_cast<unsigned char *>(r + kPage)[2 * kPage - 1], 0x5a);
     EXPECT_EQ(d.free_bytes(), 64 * kMiB - n - 512 - 2 * kPage);
     EXPECT_EQ(d.unmap(r + kPage, 2 * kPage), GALLOC_OK) << d.error();
-    ASSERT_EQ(d.map(r + kPage, kPage), GALLOC_OK);  // remapped memory is usable again
+    ASSERT_EQ(d.map(r + kPage, kPage), GALLOC_OK); // remapped memory is usable again
     std::memset(reinterpret_cast<void *>(r + kPage), 0x11, kPage);
     EXPECT_EQ(d.unmap(r + kPage, kPage), GALLOC_OK);
     EXPECT_EQ(ga_backend_va_release(d.b(), r, 8 * kMiB), GALLOC_OK);
@@ -349,16 +362,16 @@ TEST(SimFaults, AboveFailsLargerAllocations)
 TEST(SimFaults, MapIsCountedWithSegmentAllocAndSetAtRunTime)
 {
     Dev d(OptionArgs("sim_fail_nth:2"));
-    d.alloc_ok(kPage);                   // allocation #1
-    uintptr_t r = d.reserve_ok(8 * kMiB);  // not a device allocation
-    EXPECT_EQ(d.map(r, kPage), GALLOC_E_OOM);  // #2
+    d.alloc_ok(kPage);                        // allocation #1
+    uintptr_t r = d.reserve_ok(8 * kMiB);     // not a device allocation
+    EXPECT_EQ(d.map(r, kPage), GALLOC_E_OOM); // #2
     EXPECT_EQ(d.counters().live_mapped_bytes, 0u);
-    EXPECT_EQ(d.map(r, kPage), GALLOC_OK);  // #3: the failed map left the page unmapped
+    EXPECT_EQ(d.map(r, kPage), GALLOC_OK); // #3: the failed map left the page unmapped
 
-    ASSERT_EQ(ga_sim_set_faults(d.state(), 0, 0, kPage), GALLOC_OK);  // above one page
+    ASSERT_EQ(ga_sim_set_faults(d.state(), 0, 0, kPage), GALLOC_OK); // above one page
     EXPECT_EQ(d.map(r + kPage, 2 * kPage), GALLOC_E_OOM);
     EXPECT_EQ(d.map(r + kPage, kPage), GALLOC_OK);
-    ASSERT_EQ(ga_sim_set_faults(d.state(), 0, d.counters().alloc_calls + 1, 0), GALLOC_OK);  // from the next one
+    ASSERT_EQ(ga_sim_set_faults(d.state(), 0, d.counters().alloc_calls + 1, 0), GALLOC_OK); // from the next one
     uintptr_t x = 0;
     EXPECT_EQ(d.map(r + 2 * kPage, kPage), GALLOC_E_OOM);
     EXPECT_EQ(d.alloc(512, &x), GALLOC_E_OOM);
@@ -467,7 +480,7 @@ TEST(SimContract, ViolationsAreRefusedCountedAndChangeNothing)
 TEST(SimVmm, PagesAreChargedAndReservationsAreNot)
 {
     Dev d(Args(1 * kGiB));
-    uintptr_t r = d.reserve_ok(10 * kMiB + 1);  // rounds up to 6 pages
+    uintptr_t r = d.reserve_ok(10 * kMiB + 1); // rounds up to 6 pages
     EXPECT_EQ(d.free_bytes(), 1 * kGiB);
     EXPECT_EQ(d.counters().live_reservations, 1u);
     EXPECT_EQ(d.alloc_ok(512), r + 12 * kMiB) << "one address space for segments and reservations";
@@ -475,18 +488,18 @@ TEST(SimVmm, PagesAreChargedAndReservationsAreNot)
     EXPECT_EQ(d.map(r + 4 * kPage, kPage), GALLOC_OK);
     EXPECT_EQ(d.free_bytes(), 1 * kGiB - 512 - 8 * kMiB);
     EXPECT_EQ(d.counters().live_mapped_bytes, 8 * kMiB);
-    EXPECT_EQ(d.unmap(r + kPage, kPage), GALLOC_OK);  // the middle of one map call
+    EXPECT_EQ(d.unmap(r + kPage, kPage), GALLOC_OK); // the middle of one map call
     EXPECT_EQ(d.counters().live_mapped_bytes, 6 * kMiB);
     EXPECT_EQ(d.map(r + kPage, kPage), GALLOC_OK);
     EXPECT_EQ(d.unmap(r, 3 * kPage), GALLOC_OK);
     EXPECT_EQ(d.map(r + 5 * kPage, kPage), GALLOC_OK);
-    EXPECT_EQ(d.unmap(r + 4 * kPage, 2 * kPage), GALLOC_OK);  // two map calls at once
+    EXPECT_EQ(d.unmap(r + 4 * kPage, 2 * kPage), GALLOC_OK); // two map calls at once
     EXPECT_EQ(d.counters().live_mapped_bytes, 0u);
-    EXPECT_EQ(ga_backend_va_release(d.b(), r, 10 * kMiB + 1), GALLOC_OK);  // the size given to reserve
+    EXPECT_EQ(ga_backend_va_release(d.b(), r, 10 * kMiB + 1), GALLOC_OK); // the size given to reserve
     EXPECT_EQ(d.counters().live_reservations, 0u);
     EXPECT_EQ(d.free_bytes(), 1 * kGiB - 512);
 
-    Dev small(Args(8 * kMiB));  // segments and pages share the capacity
+    Dev small(Args(8 * kMiB)); // segments and pages share the capacity
     uintptr_t s = small.alloc_ok(4 * kMiB), q = small.reserve_ok(16 * kMiB);
     EXPECT_EQ(small.map(q, 2 * kPage), GALLOC_OK);
     EXPECT_EQ(small.map(q + 2 * kPage, kPage), GALLOC_E_OOM);
@@ -503,7 +516,7 @@ TEST(SimSegments, RandomChurnMatchesAModel)
     SCOPED_TRACE("seed " + std::to_string(seed) + " (set GA_TEST_SEED to replay)");
     std::mt19937_64 rng(seed);
     Dev d(Args());
-    std::vector<std::pair<uintptr_t, uint64_t>> live;  // address, size
+    std::vector<std::pair<uintptr_t, uint64_t>> live; // address, size
     uint64_t used = 0, violations = 0;
     uintptr_t last = 0;
     for (int step = 0; step < 30000; step++) {
@@ -557,8 +570,8 @@ TEST(SimClose, LeaksShowInTheCountersAndCloseFreesThem)
         EXPECT_EQ(c.used_bytes, 2 * kPage + 512);
         EXPECT_EQ(c.live_reservations, 1u);
         EXPECT_EQ(c.live_events, 1u);
-    }  // close releases all of it (ASan's leak check confirms)
+    } // close releases all of it (ASan's leak check confirms)
 }
 
-}  // namespace
-}  // namespace sim_test
+} // namespace
+} // namespace sim_test

@@ -155,8 +155,8 @@ void Sleep::RoundTrip(const char *conf)
     EXPECT_EQ(s0.reserved_bytes[ALL].current - s1.reserved_bytes[ALL].current, (int64_t)z.bytes_asleep);
     EXPECT_EQ(f0.device_used[0] - f1.device_used[0], z.bytes_asleep) << "the driver's physical memory went down";
     EXPECT_EQ(s1.allocated_bytes[ALL].current, s0.allocated_bytes[ALL].current) << "the tensors still exist";
-    EXPECT_EQ(s1.num_device_free - s0.num_device_free,
-              (int64_t)(f_.fake_cuda_calls(v().mem_unmap) - unmaps0)) << "one num_device_free per unmap";
+    EXPECT_EQ(s1.num_device_free - s0.num_device_free, (int64_t)(f_.fake_cuda_calls(v().mem_unmap) - unmaps0))
+        << "one num_device_free per unmap";
     EXPECT_GE(z.bytes_offloaded, kWBig + kWSmall);
     EXPECT_EQ(z.peak_bytes_offloaded, z.bytes_offloaded);
     EXPECT_GE(f1.live_host_bytes, z.bytes_offloaded) << "the pinned memory holding them";
@@ -196,9 +196,15 @@ void Sleep::RoundTrip(const char *conf)
     FreeTagged(a_, t);
 }
 
-TEST_P(Sleep, OffloadAndWakeOnPlainSegments) { RoundTrip(""); }
+TEST_P(Sleep, OffloadAndWakeOnPlainSegments)
+{
+    RoundTrip("");
+}
 
-TEST_P(Sleep, OffloadAndWakeOnExpandableSegments) { RoundTrip("expandable_segments:True"); }
+TEST_P(Sleep, OffloadAndWakeOnExpandableSegments)
+{
+    RoundTrip("expandable_segments:True");
+}
 
 // Pinned memory refused: the offloaded tag cannot sleep without losing its
 // bytes, so it stays awake and intact; the retry then succeeds.
@@ -346,8 +352,7 @@ bool SweepRun(FakeCuda &f, const std::string &conf, bool in_wake, uint64_t k, in
     }
     if (Asleep(a, "kv") == 0 && !in_wake) {
         EXPECT_EQ(Mismatch(t.kv, kKv, kKvSeed), -1) << "kv stayed awake: intact";
-    }
-    else if (Asleep(a, "kv") == 1)
+    } else if (Asleep(a, "kv") == 1)
         ExpectRefused(a, "kv");
     EXPECT_EQ(Mismatch(t.plain, kPlain, kPlainSeed), -1);
     // Then the pair completes, and the offloaded bytes survive it exactly.
@@ -377,8 +382,9 @@ uint64_t SweepCalls(FakeCuda &f, const std::string &conf, bool in_wake, int code
 {
     uint64_t k = 1;
     for (; k < 10000; k++) {
-        SCOPED_TRACE(std::string(in_wake ? "wake" : "sleep") + (from ? ": failing every driver call from #" :
-                     ": failing its driver call #") + std::to_string(k) + " with " + std::to_string(code));
+        SCOPED_TRACE(std::string(in_wake ? "wake" : "sleep") +
+                     (from ? ": failing every driver call from #" : ": failing its driver call #") + std::to_string(k) +
+                     " with " + std::to_string(code));
         if (!SweepRun(f, conf, in_wake, k, code, from) || ::testing::Test::HasFailure())
             break;
     }

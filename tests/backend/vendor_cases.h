@@ -22,11 +22,11 @@ namespace cuda_test {
 
 // One vendor's names. Exact strings, so every expected message stays exact.
 struct Vendor {
-    const char *name;      // the backend ("cuda"), the fakes' infix (libfake_cuda.so) and the fake's vendor()
-    const char *upper;     // PyTorch's word in messages: "CUDA out of memory", PYTORCH_CUDA_ALLOC_CONF
-    const char *real_lib;  // the real library's file name, for the bad-path message
-    const char *loader;    // what the loader calls the library when a required symbol is missing
-    const char *unknown;   // the name of result code 999 (kUnknown)
+    const char *name;     // the backend ("cuda"), the fakes' infix (libfake_cuda.so) and the fake's vendor()
+    const char *upper;    // PyTorch's word in messages: "CUDA out of memory", PYTORCH_CUDA_ALLOC_CONF
+    const char *real_lib; // the real library's file name, for the bad-path message
+    const char *loader;   // what the loader calls the library when a required symbol is missing
+    const char *unknown;  // the name of result code 999 (kUnknown)
     // Native pool: segment allocation, cross-stream events, stream sync.
     const char *mem_alloc, *mem_free, *event_create, *event_destroy, *event_record, *event_query, *stream_sync;
     // Virtual memory management (expandable segments).
@@ -43,39 +43,87 @@ struct Vendor {
 
 // The two vendors, field by field as Vendor declares them.
 inline const Vendor kCudaVendor = {
-    "cuda", "CUDA", "libcuda.so", "driver library", "CUDA_ERROR_UNKNOWN",
+    "cuda",
+    "CUDA",
+    "libcuda.so",
+    "driver library",
+    "CUDA_ERROR_UNKNOWN",
     // native pool
-    "cuMemAlloc_v2", "cuMemFree_v2", "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventQuery",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventQuery",
     "cuStreamSynchronize",
     // virtual memory management
-    "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap",
+    "cuMemAddressReserve",
+    "cuMemAddressFree",
+    "cuMemCreate",
+    "cuMemRelease",
+    "cuMemMap",
+    "cuMemUnmap",
     "cuMemSetAccess",
     // stream-ordered allocation: empty_cache synchronizes the context
-    "cuMemAllocAsync", "cuMemFreeAsync", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute", "cuMemPoolTrimTo",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuDeviceGetDefaultMemPool",
+    "cuMemPoolSetAttribute",
+    "cuMemPoolTrimTo",
     "cuCtxSynchronize",
     // pinned host memory and copies
-    "cuMemHostAlloc", "cuMemFreeHost", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemcpyDtoH_v2",
+    "cuMemcpyHtoD_v2",
 };
 inline const Vendor kHipVendor = {
-    "hip", "HIP", "libamdhip64.so", "HIP runtime library", "hipErrorUnknown",
+    "hip",
+    "HIP",
+    "libamdhip64.so",
+    "HIP runtime library",
+    "hipErrorUnknown",
     // native pool
-    "hipMalloc", "hipFree", "hipEventCreateWithFlags", "hipEventDestroy", "hipEventRecord", "hipEventQuery",
+    "hipMalloc",
+    "hipFree",
+    "hipEventCreateWithFlags",
+    "hipEventDestroy",
+    "hipEventRecord",
+    "hipEventQuery",
     "hipStreamSynchronize",
     // virtual memory management
-    "hipMemAddressReserve", "hipMemAddressFree", "hipMemCreate", "hipMemRelease", "hipMemMap", "hipMemUnmap",
+    "hipMemAddressReserve",
+    "hipMemAddressFree",
+    "hipMemCreate",
+    "hipMemRelease",
+    "hipMemMap",
+    "hipMemUnmap",
     "hipMemSetAccess",
     // stream-ordered allocation: HIP has no contexts, empty_cache synchronizes the device
-    "hipMallocAsync", "hipFreeAsync", "hipDeviceGetDefaultMemPool", "hipMemPoolSetAttribute", "hipMemPoolTrimTo",
+    "hipMallocAsync",
+    "hipFreeAsync",
+    "hipDeviceGetDefaultMemPool",
+    "hipMemPoolSetAttribute",
+    "hipMemPoolTrimTo",
     "hipDeviceSynchronize",
     // pinned host memory and copies
-    "hipHostMalloc", "hipHostFree", "hipMemcpyDtoH", "hipMemcpyHtoD",
+    "hipHostMalloc",
+    "hipHostFree",
+    "hipMemcpyDtoH",
+    "hipMemcpyHtoD",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
-inline void PrintTo(const Vendor *v, std::ostream *os) { *os << v->name; }
+inline void PrintTo(const Vendor *v, std::ostream *os)
+{
+    *os << v->name;
+}
 
 // The parameter's name in the test names ("Cuda/Malloc.OneByte.../cuda").
-inline std::string VendorName(const ::testing::TestParamInfo<const Vendor *> &info) { return info.param->name; }
+inline std::string VendorName(const ::testing::TestParamInfo<const Vendor *> &info)
+{
+    return info.param->name;
+}
 
 // The allocator fixture (cuda_fixture.h's CudaTest) on the vendor's fake. The
 // parameter interface comes first: the CudaTest base reads it to pick the

@@ -93,14 +93,21 @@ TEST(ConfKeys, DecimalAndStringValues)
         const char *s;
         double gc, fraction;
     } dec[] = {
-        {"garbage_collection_threshold:0.5", 0.5, 1.0},   {"garbage_collection_threshold:0.8", 0.8, 1.0},
-        {"garbage_collection_threshold:.25", 0.25, 1.0},  {"garbage_collection_threshold:5e-1", 0.5, 1.0},
-        {"garbage_collection_threshold:+0.000001", 1e-6, 1.0}, {"garbage_collection_threshold:0.999999", 0.999999, 1.0},
-        {"per_process_memory_fraction:0", 0.0, 0.0},      {"per_process_memory_fraction:1", 0.0, 1.0},
-        {"per_process_memory_fraction:1.0", 0.0, 1.0},    {"per_process_memory_fraction:0.75", 0.0, 0.75},
+        {"garbage_collection_threshold:0.5", 0.5, 1.0},
+        {"garbage_collection_threshold:0.8", 0.8, 1.0},
+        {"garbage_collection_threshold:.25", 0.25, 1.0},
+        {"garbage_collection_threshold:5e-1", 0.5, 1.0},
+        {"garbage_collection_threshold:+0.000001", 1e-6, 1.0},
+        {"garbage_collection_threshold:0.999999", 0.999999, 1.0},
+        {"per_process_memory_fraction:0", 0.0, 0.0},
+        {"per_process_memory_fraction:1", 0.0, 1.0},
+        {"per_process_memory_fraction:1.0", 0.0, 1.0},
+        {"per_process_memory_fraction:0.75", 0.0, 0.75},
         // As std::stod reads them: the longest decimal prefix.
-        {"garbage_collection_threshold:0.8x", 0.8, 1.0},  {"garbage_collection_threshold:6e-1e", 0.6, 1.0},
-        {"per_process_memory_fraction:0.5GB", 0.0, 0.5},  {"per_process_memory_fraction:1.", 0.0, 1.0},
+        {"garbage_collection_threshold:0.8x", 0.8, 1.0},
+        {"garbage_collection_threshold:6e-1e", 0.6, 1.0},
+        {"per_process_memory_fraction:0.5GB", 0.0, 0.5},
+        {"per_process_memory_fraction:1.", 0.0, 1.0},
     };
     for (const auto &d : dec) {
         SCOPED_TRACE(d.s);
@@ -186,7 +193,8 @@ TEST(ConfOptions, BackendOptionsHaveALimit)
     p = parse((s + "k0:2,one_more:1").c_str()); // k0 replaced, then one too many
     EXPECT_EQ(p.st, GALLOC_E_CONFIG);
     EXPECT_EQ(p.err, "config: expected backend options of at most 1023 bytes and 32 items in all, got "
-                     "\"one_more:1\" (offset " + std::to_string(s.size() + 5) + ")");
+                     "\"one_more:1\" (offset " +
+                         std::to_string(s.size() + 5) + ")");
     p = parse(("long:" + std::string(1020, 'v')).c_str());
     EXPECT_EQ(p.st, GALLOC_E_CONFIG);
     EXPECT_NE(p.err.find("at most 1023 bytes"), std::string::npos) << p.err;
@@ -195,9 +203,9 @@ TEST(ConfOptions, BackendOptionsHaveALimit)
 // Keys PyTorch accepts that galloc checks but does not store.
 TEST(ConfKeys, AcceptedButNotStored)
 {
-    for (const char *s : {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
-                          "graph_capture_record_stream_reuse:True", "pinned_free_catch_all:False",
-                          "throw_on_cudamalloc_oom:True"}) {
+    for (const char *s :
+         {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
+          "graph_capture_record_stream_reuse:True", "pinned_free_catch_all:False", "throw_on_cudamalloc_oom:True"}) {
         SCOPED_TRACE(s);
         Parsed p = parse(s);
         ga_conf_t d;
@@ -225,7 +233,8 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
                                                       "one does not fit in 64 bits), got \"99999999999999999999999\" "
                                                       "(offset 18)"},
         {"max_split_size_mb:" + long_num, "max_split_size_mb: expected a whole number of MiB >= 20 (this one does not "
-                                          "fit in 64 bits), got \"" + std::string(48, '9') + "...\" (offset 18)"},
+                                          "fit in 64 bits), got \"" +
+                                              std::string(48, '9') + "...\" (offset 18)"},
         {"   max_split_size_mb : 5 x",
          "max_split_size_mb: expected a whole number of MiB >= 20, got \"5 x\" (read as 5) (offset 23)"},
         {"max_split_size_mb:\x01\"\\", "max_split_size_mb: expected a whole number of MiB >= 20, got "
@@ -311,7 +320,8 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
         {"device_backend:si-m", "device_backend: expected a backend name of 1 to 31 letters, digits or '_', got "
                                 "\"si-m\" (offset 15)"},
         {"device_backend:" + std::string(32, 'a'), "device_backend: expected a backend name of 1 to 31 letters, "
-                                                   "digits or '_', got \"" + std::string(32, 'a') + "\" (offset 15)"},
+                                                   "digits or '_', got \"" +
+                                                       std::string(32, 'a') + "\" (offset 15)"},
         {"retry_pool_after_sync:true", "retry_pool_after_sync: expected True or False, got \"true\" (offset 22)"},
     };
     for (const auto &k : cases) {
@@ -329,9 +339,9 @@ TEST(ConfErrors, AllOrNothing)
     ga_conf_t before = p.c;
     char err[256];
     // The valid prefix (and the per-parse resets) must not leak into the settings.
-    EXPECT_EQ(ga_conf_parse("expandable_segments:False,device_backend:cuda,max_split_size_mb:abc", &p.c, err,
-                            sizeof(err)),
-              GALLOC_E_CONFIG);
+    EXPECT_EQ(
+        ga_conf_parse("expandable_segments:False,device_backend:cuda,max_split_size_mb:abc", &p.c, err, sizeof(err)),
+        GALLOC_E_CONFIG);
     EXPECT_EQ(memcmp(&before, &p.c, sizeof(before)), 0);
     EXPECT_EQ(ga_conf_load(&p.c, "expandable_segments:False,sim_capacity:0", "max_split_size_mb:0", nullptr, nullptr,
                            err, sizeof(err)),
@@ -399,15 +409,15 @@ TEST(ConfGrammar, PyTorchUsersStrings)
         {"expandable_segments:True", "expandable_segments:True", UINT64_MAX, 0, 0, true, GA_CONF_BACKEND_NATIVE},
         {"max_split_size_mb:512", "max_split_size_mb:512", 512 * kMiB, 0, 0, false, GA_CONF_BACKEND_NATIVE},
         {"max_split_size_mb:512,roundup_power2_divisions:4,garbage_collection_threshold:0.8",
-         "max_split_size_mb:512,garbage_collection_threshold:0.8,roundup_power2_divisions:4", 512 * kMiB, 0.8, 4,
-         false, GA_CONF_BACKEND_NATIVE},
+         "max_split_size_mb:512,garbage_collection_threshold:0.8,roundup_power2_divisions:4", 512 * kMiB, 0.8, 4, false,
+         GA_CONF_BACKEND_NATIVE},
         {"garbage_collection_threshold:0.6,max_split_size_mb:128",
          "max_split_size_mb:128,garbage_collection_threshold:0.6", 128 * kMiB, 0.6, 0, false, GA_CONF_BACKEND_NATIVE},
         {"backend:cudaMallocAsync", "backend:cudaMallocAsync", UINT64_MAX, 0, 0, false, GA_CONF_BACKEND_ASYNC},
         {"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
          UINT64_MAX, 0, 4, false, GA_CONF_BACKEND_NATIVE},
-        {"expandable_segments:True,max_split_size_mb:256", "max_split_size_mb:256,expandable_segments:True",
-         256 * kMiB, 0, 0, true, GA_CONF_BACKEND_NATIVE},
+        {"expandable_segments:True,max_split_size_mb:256", "max_split_size_mb:256,expandable_segments:True", 256 * kMiB,
+         0, 0, true, GA_CONF_BACKEND_NATIVE},
     };
     for (const auto &k : cases) {
         SCOPED_TRACE(k.s);
@@ -469,9 +479,9 @@ TEST(ConfRoundup, IntervalOfASize)
     const struct {
         size_t size;
         uint32_t want;
-    } cases[] = {{0, 100},          {1, 100},         {kMiB, 100},     {2 * kMiB - 1, 100},        {2 * kMiB, 101},
-                 {4 * kMiB, 102},   {kGiB - 1, 109},  {kGiB, 110},     {32 * kGiB - 1, 114},       {32 * kGiB, 115},
-                 {64 * kGiB, 115},  {SIZE_MAX, 115}};
+    } cases[] = {{0, 100},         {1, 100},        {kMiB, 100}, {2 * kMiB - 1, 100},  {2 * kMiB, 101},
+                 {4 * kMiB, 102},  {kGiB - 1, 109}, {kGiB, 110}, {32 * kGiB - 1, 114}, {32 * kGiB, 115},
+                 {64 * kGiB, 115}, {SIZE_MAX, 115}};
     for (const auto &k : cases)
         EXPECT_EQ(ga_conf_roundup_divisions(&c, k.size), k.want) << k.size;
 }
@@ -490,8 +500,7 @@ TEST(ConfParse, PerParseResetsAndLargeSegment)
     EXPECT_EQ(p.c.garbage_collection_threshold, 0.0);
     EXPECT_EQ(divs(p.c), std::vector<uint32_t>(16, 0));
     EXPECT_TRUE(p.c.expandable_segments);
-    EXPECT_EQ(p.c.set,
-              (uint32_t)(GA_CONF_SET_EXPANDABLE | GA_CONF_SET_LARGE_SEGMENT | GA_CONF_SET_PINNED_BACKGROUND));
+    EXPECT_EQ(p.c.set, (uint32_t)(GA_CONF_SET_EXPANDABLE | GA_CONF_SET_LARGE_SEGMENT | GA_CONF_SET_PINNED_BACKGROUND));
     ASSERT_EQ(ga_conf_parse(nullptr, &p.c, err, sizeof(err)), GALLOC_OK);
     EXPECT_TRUE(p.c.pinned_use_background_threads);
     // newest main's allocator_config_test figures
@@ -555,8 +564,7 @@ TEST(ConfLoad, PrecedenceAndNoResetBetweenSources)
          "create string: expandable_segments: expected True or False, got \"1\" (offset 20)"},
         {nullptr, nullptr, "foo:1,max_split_size_mb:x", nullptr,
          "PYTORCH_ALLOC_CONF: max_split_size_mb: expected a whole number of MiB >= 20, got \"x\" (offset 24)"},
-        {nullptr, nullptr, nullptr, ",",
-         "PYTORCH_CUDA_ALLOC_CONF: config: expected a key, got \",\" (offset 0)"},
+        {nullptr, nullptr, nullptr, ",", "PYTORCH_CUDA_ALLOC_CONF: config: expected a key, got \",\" (offset 0)"},
         {nullptr, "large_segment_size_mb:64", "max_split_size_mb:32", nullptr,
          "GALLOC_CONF: large_segment_size_mb: expected a whole number of MiB > 10 and <= max_split_size_mb (32, set "
          "earlier), got \"64\" (offset 22)"},

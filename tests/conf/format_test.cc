@@ -93,33 +93,47 @@ TEST(ConfFormat, RoundTripOverRandomSettings)
     auto num = [&](uint64_t lo, uint64_t hi) { return std::to_string(lo + rng() % (hi - lo + 1)); };
     for (int it = 0; it < 3000; it++) {
         std::vector<std::string> items;
-        if (rng() % 2) items.push_back("backend:" + pick({"native", "cudaMallocAsync", "hipMallocAsync"}));
-        if (rng() % 3 == 0) items.push_back("large_segment_size_mb:" + num(11, 40));
-        if (rng() % 2) items.push_back("max_split_size_mb:" + num(40, 1u << 20));
-        if (rng() % 3 == 0) items.push_back("max_non_split_rounding_mb:" + num(40, 4096));
-        if (rng() % 2) items.push_back("garbage_collection_threshold:0." + num(1, 999999));
+        if (rng() % 2)
+            items.push_back("backend:" + pick({"native", "cudaMallocAsync", "hipMallocAsync"}));
+        if (rng() % 3 == 0)
+            items.push_back("large_segment_size_mb:" + num(11, 40));
+        if (rng() % 2)
+            items.push_back("max_split_size_mb:" + num(40, 1u << 20));
+        if (rng() % 3 == 0)
+            items.push_back("max_non_split_rounding_mb:" + num(40, 4096));
+        if (rng() % 2)
+            items.push_back("garbage_collection_threshold:0." + num(1, 999999));
         if (rng() % 2) {
             std::string l = "[";
             for (int e = 0, n = (int)(rng() % 6); e < n; e++)
-                l += std::to_string(1ull << (rng() % 18)) + ":" +
-                     std::to_string(rng() % 3 ? 1u << (rng() % 6) : 0) + ",";
+                l += std::to_string(1ull << (rng() % 18)) + ":" + std::to_string(rng() % 3 ? 1u << (rng() % 6) : 0) +
+                     ",";
             l += rng() % 2 ? ">:" + std::to_string(1u << (rng() % 5)) + "]" : "]";
             items.push_back("roundup_power2_divisions:" + (rng() % 4 ? l : std::to_string(1u << (rng() % 8))));
         }
         for (const char *b : {"expandable_segments", "release_lock_on_cudamalloc", "release_lock_on_hipmalloc",
                               "pinned_use_cuda_host_register", "pinned_use_background_threads", "sim_backed",
                               "sim_manual_events", "retry_pool_after_sync"})
-            if (rng() % 3 == 0) items.push_back(std::string(b) + ":" + pick({"True", "False"}));
-        if (rng() % 3 == 0) items.push_back("per_process_memory_fraction:" + pick({"0", "1", "0.25", "0.9"}));
-        if (rng() % 3 == 0) items.push_back("pinned_num_register_threads:" + std::to_string(1u << (rng() % 8)));
-        if (rng() % 3 == 0) items.push_back("device_backend:" + pick({"sim", "cuda", "hip", "my_2"}));
-        if (rng() % 3 == 0) items.push_back("sim_capacity:" + num(1, 4096) + pick({"", "B", "KB", "MiB", "GiB"}));
-        if (rng() % 3 == 0) items.push_back(pick({"sim_fail_nth:", "sim_fail_from:"}) + num(0, 9));
-        if (rng() % 4 == 0) items.push_back("sim_fail_above:" + num(0, 64) + pick({"", "MiB"}));
-        if (rng() % 4 == 0) items.push_back("driver_path:/lib/" + pick({"libcuda.so.1", "libamdhip64.so"}));
+            if (rng() % 3 == 0)
+                items.push_back(std::string(b) + ":" + pick({"True", "False"}));
+        if (rng() % 3 == 0)
+            items.push_back("per_process_memory_fraction:" + pick({"0", "1", "0.25", "0.9"}));
+        if (rng() % 3 == 0)
+            items.push_back("pinned_num_register_threads:" + std::to_string(1u << (rng() % 8)));
+        if (rng() % 3 == 0)
+            items.push_back("device_backend:" + pick({"sim", "cuda", "hip", "my_2"}));
+        if (rng() % 3 == 0)
+            items.push_back("sim_capacity:" + num(1, 4096) + pick({"", "B", "KB", "MiB", "GiB"}));
+        if (rng() % 3 == 0)
+            items.push_back(pick({"sim_fail_nth:", "sim_fail_from:"}) + num(0, 9));
+        if (rng() % 4 == 0)
+            items.push_back("sim_fail_above:" + num(0, 64) + pick({"", "MiB"}));
+        if (rng() % 4 == 0)
+            items.push_back("driver_path:/lib/" + pick({"libcuda.so.1", "libamdhip64.so"}));
         std::shuffle(items.begin(), items.end(), rng);
         std::string s;
-        for (const std::string &i : items) s += (s.empty() ? "" : ",") + i;
+        for (const std::string &i : items)
+            s += (s.empty() ? "" : ",") + i;
         Parsed a = parse(s.c_str());
         ASSERT_EQ(a.st, GALLOC_OK) << "seed " << seed << " iteration " << it << ": " << s << ": " << a.err;
         std::string n = format(a.c);
@@ -169,7 +183,8 @@ TEST(ConfFuzz, RandomAndMutatedStrings)
         std::string s = seeds[rng() % seeds.size()];
         if (it % 2) {
             s.resize(rng() % 80);
-            for (char &ch : s) ch = alphabet[rng() % alphabet.size()];
+            for (char &ch : s)
+                ch = alphabet[rng() % alphabet.size()];
         } else {
             for (int m = 0, n = 1 + (int)(rng() % 4); m < n && !s.empty(); m++)
                 s[rng() % s.size()] = alphabet[rng() % alphabet.size()];

@@ -82,9 +82,10 @@ TEST(ConfOptions, RefusalsNameKeyValueAndOffset)
         {"toy_count:1:2", "toy_count: expected ',' or the end of the string after the value, got \":\" (offset 11)"},
         {",toy_count:1", "config: expected a key, got \",\" (offset 0)"},
         {"toy_path:/" + std::string(255, 'p'), "toy_path: expected a path of 1 to 255 bytes without ',', ':', '[', "
-                                               "']' or whitespace, got \"/" + std::string(47, 'p') + "...\" (offset 9)"},
-        {std::string(10000, 'k') + ":1", "Unrecognized key '" + std::string(48, 'k') +
-                                             "...' in CUDA allocator config (offset 0)"},
+                                               "']' or whitespace, got \"/" +
+                                                   std::string(47, 'p') + "...\" (offset 9)"},
+        {std::string(10000, 'k') + ":1",
+         "Unrecognized key '" + std::string(48, 'k') + "...' in CUDA allocator config (offset 0)"},
     };
     for (const auto &k : cases) {
         SCOPED_TRACE(k.in.substr(0, 80));

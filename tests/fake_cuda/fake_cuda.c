@@ -21,11 +21,11 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* Count the call, apply fault rules: an injected failure changes nothing. */
-#define ENTER(fn)                                                                                  \
-    do {                                                                                           \
-        int code_;                                                                                 \
-        if (fg_enter(#fn, &code_))                                                                 \
-            return (ga_cu_result_t)code_;                                                          \
+#define ENTER(fn)                                                                                                      \
+    do {                                                                                                               \
+        int code_;                                                                                                     \
+        if (fg_enter(#fn, &code_))                                                                                     \
+            return (ga_cu_result_t)code_;                                                                              \
     } while (0)
 
 static ga_cu_result_t cu(fg_rc_t rc)
@@ -349,7 +349,8 @@ ga_cu_result_t cuMemSetAccess(ga_cu_deviceptr_t ptr, size_t size, const ga_cu_me
         return cu(fg_violation(FG_INVALID_VALUE, "no access descriptor"));
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != GA_CU_MEM_LOCATION_TYPE_DEVICE)
-            return cu(fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i, (int)desc[i].location.type));
+            return cu(
+                fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i, (int)desc[i].location.type));
         fg_rc_t rc = fg_set_access(ptr, size, desc[i].location.id, (int)desc[i].flags);
         if (rc != FG_OK)
             return cu(rc);

@@ -72,10 +72,22 @@ class FakeCuda {
     FakeCuda(const FakeCuda &) = delete;
     FakeCuda &operator=(const FakeCuda &) = delete;
 
-    bool ok() const { return lib_ != nullptr && error_.empty(); }
-    const std::string &error() const { return error_; }
-    const std::string &path() const { return path_; }
-    const std::string &vendor() const { return vendor_; }
+    bool ok() const
+    {
+        return lib_ != nullptr && error_.empty();
+    }
+    const std::string &error() const
+    {
+        return error_;
+    }
+    const std::string &path() const
+    {
+        return path_;
+    }
+    const std::string &vendor() const
+    {
+        return vendor_;
+    }
 
     // A symbol of the library as function pointer type F (null if missing).
     template <class F> F Sym(const char *name)

@@ -102,19 +102,19 @@ typedef struct fake_gpu_stats {
     uint64_t live_async_bytes;   /* their requested sizes */
     uint64_t live_handles;       /* physical handles not released */
     uint64_t live_handle_bytes;
-    uint64_t live_mappings;      /* map calls not unmapped */
+    uint64_t live_mappings; /* map calls not unmapped */
     uint64_t live_mapped_bytes;
-    uint64_t live_reservations;  /* address ranges not freed */
+    uint64_t live_reservations; /* address ranges not freed */
     uint64_t live_events;
-    uint64_t events_with_timing; /* events ever created without DISABLE_TIMING */
-    uint64_t live_streams;       /* streams created through the control API */
-    uint64_t ctx_refs;           /* primary-context references held, all devices */
+    uint64_t events_with_timing;                /* events ever created without DISABLE_TIMING */
+    uint64_t live_streams;                      /* streams created through the control API */
+    uint64_t ctx_refs;                          /* primary-context references held, all devices */
     uint64_t device_used[FAKE_GPU_MAX_DEVICES]; /* bytes charged against each device's capacity */
-    uint64_t live_host_blocks;   /* pinned host blocks not freed (counted in leaks) */
-    uint64_t live_host_bytes;    /* their requested sizes */
-    uint64_t peak_host_bytes;    /* high-water of live_host_bytes since the reset */
-    uint64_t copied_d2h_bytes;   /* bytes copied device to host since the reset */
-    uint64_t copied_h2d_bytes;   /* bytes copied host to device since the reset */
+    uint64_t live_host_blocks;                  /* pinned host blocks not freed (counted in leaks) */
+    uint64_t live_host_bytes;                   /* their requested sizes */
+    uint64_t peak_host_bytes;                   /* high-water of live_host_bytes since the reset */
+    uint64_t copied_d2h_bytes;                  /* bytes copied device to host since the reset */
+    uint64_t copied_h2d_bytes;                  /* bytes copied host to device since the reset */
 } fake_gpu_stats_t;
 
 /* Neutral results; a vendor layer maps each to its own code. */
@@ -265,35 +265,35 @@ int fg_pool_attr(int device, int attr, uint64_t *value);
  * name ("cuMemAlloc_v2", "hipMemCreate") or "*", and code the vendor's
  * result to return; pool_attr's attr is the vendor's number (1..8).
  */
-#define FAKE_GPU_CONTROLS(R, V, P)                                                                 \
-    R(int, P##_configure, (int devices, uint64_t bytes_per_device, uint64_t granularity),         \
-      fg_configure(devices, bytes_per_device, granularity))                                       \
-    R(int, P##_fail, (const char *fn, uint64_t nth, uint64_t from, int code), fg_fail(fn, nth, from, code)) \
-    V(P##_fail_clear, (void), fg_fail_clear())                                                    \
-    R(uint64_t, P##_calls, (const char *fn), fg_calls(fn))                                        \
-    V(P##_stats, (fake_gpu_stats_t * out), fg_stats(out))                                         \
-    R(size_t, P##_trace, (char *buf, size_t len), fg_trace(buf, len))                             \
-    V(P##_trace_clear, (void), fg_trace_clear())                                                  \
-    R(size_t, P##_last_violation, (char *buf, size_t len), fg_last_violation(buf, len))           \
-    V(P##_set_manual_streams, (int on), fg_set_manual_streams(on != 0))                           \
-    R(int, P##_stream_create, (int device, uintptr_t *stream), fg_stream_create(device, stream))  \
-    R(int, P##_stream_destroy, (uintptr_t stream), fg_stream_destroy(stream))                     \
-    R(int, P##_stream_complete, (int device, uintptr_t stream), fg_stream_complete(device, stream)) \
+#define FAKE_GPU_CONTROLS(R, V, P)                                                                                     \
+    R(int, P##_configure, (int devices, uint64_t bytes_per_device, uint64_t granularity),                              \
+      fg_configure(devices, bytes_per_device, granularity))                                                            \
+    R(int, P##_fail, (const char *fn, uint64_t nth, uint64_t from, int code), fg_fail(fn, nth, from, code))            \
+    V(P##_fail_clear, (void), fg_fail_clear())                                                                         \
+    R(uint64_t, P##_calls, (const char *fn), fg_calls(fn))                                                             \
+    V(P##_stats, (fake_gpu_stats_t * out), fg_stats(out))                                                              \
+    R(size_t, P##_trace, (char *buf, size_t len), fg_trace(buf, len))                                                  \
+    V(P##_trace_clear, (void), fg_trace_clear())                                                                       \
+    R(size_t, P##_last_violation, (char *buf, size_t len), fg_last_violation(buf, len))                                \
+    V(P##_set_manual_streams, (int on), fg_set_manual_streams(on != 0))                                                \
+    R(int, P##_stream_create, (int device, uintptr_t *stream), fg_stream_create(device, stream))                       \
+    R(int, P##_stream_destroy, (uintptr_t stream), fg_stream_destroy(stream))                                          \
+    R(int, P##_stream_complete, (int device, uintptr_t stream), fg_stream_complete(device, stream))                    \
     R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))
 
 #define FAKE_GPU_DECLARE_R_(type, name, params, call) type name params;
 #define FAKE_GPU_DECLARE_V_(name, params, call) void name params;
 #define FAKE_GPU_DECLARE_CONTROLS(P) FAKE_GPU_CONTROLS(FAKE_GPU_DECLARE_R_, FAKE_GPU_DECLARE_V_, P)
 
-#define FAKE_GPU_DEFINE_R_(type, name, params, call)                                              \
-    __attribute__((visibility("default"))) type name params                                       \
-    {                                                                                              \
-        return call;                                                                               \
+#define FAKE_GPU_DEFINE_R_(type, name, params, call)                                                                   \
+    __attribute__((visibility("default"))) type name params                                                            \
+    {                                                                                                                  \
+        return call;                                                                                                   \
     }
-#define FAKE_GPU_DEFINE_V_(name, params, call)                                                     \
-    __attribute__((visibility("default"))) void name params                                       \
-    {                                                                                              \
-        call;                                                                                      \
+#define FAKE_GPU_DEFINE_V_(name, params, call)                                                                         \
+    __attribute__((visibility("default"))) void name params                                                            \
+    {                                                                                                                  \
+        call;                                                                                                          \
     }
 #define FAKE_GPU_DEFINE_CONTROLS(P) FAKE_GPU_CONTROLS(FAKE_GPU_DEFINE_R_, FAKE_GPU_DEFINE_V_, P)
 

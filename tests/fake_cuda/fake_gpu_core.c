@@ -222,9 +222,8 @@ fg_rc_t fg_ctx_release(int device)
     if (rc == FG_OK && fg.dev[device].refs == 0)
         rc = fgi_violation(FG_INVALID_CONTEXT, "device %d's primary context is not retained", device);
     if (rc == FG_OK && --fg.dev[device].refs == 0) {
-        fg.leaked_at_destroy +=
-            fgi_mem_release_all(device) + fgi_vmm_release_all(device) + fgi_sync_release_all(device) +
-            fgi_host_release_all(device);
+        fg.leaked_at_destroy += fgi_mem_release_all(device) + fgi_vmm_release_all(device) +
+                                fgi_sync_release_all(device) + fgi_host_release_all(device);
         fg_device_t *d = &fg.dev[device];
         d->pool = (fg_pool_t){.device = device, .reuse = {1, 1, 1}};
         d->stream0.submitted = d->stream0.completed = 0;
@@ -305,7 +304,7 @@ fg_rc_t fg_rt_set_device(int device)
 fg_rc_t fg_rt_get_device(int *device)
 {
     FG_LOCK();
-    fg_rc_t rc = !fg.initialized ? fgi_violation(FG_NOT_INITIALIZED, "the runtime is not initialized")
+    fg_rc_t rc = !fg.initialized  ? fgi_violation(FG_NOT_INITIALIZED, "the runtime is not initialized")
                  : device == NULL ? fgi_violation(FG_INVALID_VALUE, "deviceId is NULL")
                                   : FG_OK;
     if (rc == FG_OK) {
@@ -415,12 +414,20 @@ uint64_t fg_calls(const char *fn)
 void fg_stats(fake_gpu_stats_t *out)
 {
     FG_LOCK();
-    fake_gpu_stats_t s = {.calls = fg.calls, .faults = fg.faults, .violations = fg.violations,
-                          .leaked_at_destroy = fg.leaked_at_destroy, .events_with_timing = fg.events_with_timing,
-                          .live_mappings = fg.n_maps, .live_reservations = fg.n_resvs, .live_events = fg.n_events,
-                          .live_streams = fg.n_streams, .live_host_blocks = fg.n_hosts,
-                          .live_host_bytes = fg.host_bytes, .peak_host_bytes = fg.peak_host_bytes,
-                          .copied_d2h_bytes = fg.copied_d2h, .copied_h2d_bytes = fg.copied_h2d};
+    fake_gpu_stats_t s = {.calls = fg.calls,
+                          .faults = fg.faults,
+                          .violations = fg.violations,
+                          .leaked_at_destroy = fg.leaked_at_destroy,
+                          .events_with_timing = fg.events_with_timing,
+                          .live_mappings = fg.n_maps,
+                          .live_reservations = fg.n_resvs,
+                          .live_events = fg.n_events,
+                          .live_streams = fg.n_streams,
+                          .live_host_blocks = fg.n_hosts,
+                          .live_host_bytes = fg.host_bytes,
+                          .peak_host_bytes = fg.peak_host_bytes,
+                          .copied_d2h_bytes = fg.copied_d2h,
+                          .copied_h2d_bytes = fg.copied_h2d};
     for (size_t i = 0; i < fg.n_allocs; i++) {
         const fg_alloc_t *a = &fg.allocs[i];
         if (a->kind == FG_SEGMENT) {

@@ -90,8 +90,10 @@ static fg_rc_t device_range(uint64_t addr, size_t n, int device, int prot)
         const fg_alloc_t *a = &fg.allocs[i];
         if (a->kind != FG_ASYNC_FREE && a->addr <= addr && addr - a->addr < a->size && n <= a->size - (addr - a->addr))
             return a->device == device ? FG_OK
-                                       : fgi_violation(FG_INVALID_VALUE, "%#llx belongs to device %d, device %d is "
-                                                       "current", (unsigned long long)addr, a->device, device);
+                                       : fgi_violation(FG_INVALID_VALUE,
+                                                       "%#llx belongs to device %d, device %d is "
+                                                       "current",
+                                                       (unsigned long long)addr, a->device, device);
     }
     for (uint64_t at = addr; at < addr + n;) {
         size_t i = 0;

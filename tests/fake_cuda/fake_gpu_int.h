@@ -48,11 +48,11 @@ typedef struct fg_event {
 } fg_event_t;
 
 typedef struct fg_pool {
-    int device;                    /* the device whose default pool it is */
-    uint64_t threshold;            /* release threshold */
+    int device;         /* the device whose default pool it is */
+    uint64_t threshold; /* release threshold */
     uint64_t reserved, reserved_high;
     uint64_t used, used_high;
-    uint64_t reuse[3];             /* the reuse flags, default 1 */
+    uint64_t reuse[3]; /* the reuse flags, default 1 */
 } fg_pool_t;
 
 typedef struct fg_ctx {
@@ -74,10 +74,10 @@ enum { FG_SEGMENT, FG_ASYNC_LIVE, FG_ASYNC_FREE };
 
 /* A linear allocation or a pool chunk. */
 typedef struct fg_alloc {
-    uint64_t addr;            /* granularity aligned */
-    size_t size;              /* requested bytes */
-    size_t charged;           /* bytes charged to the device (size rounded to the granularity) */
-    void *map_base;           /* the mmap behind it */
+    uint64_t addr;  /* granularity aligned */
+    size_t size;    /* requested bytes */
+    size_t charged; /* bytes charged to the device (size rounded to the granularity) */
+    void *map_base; /* the mmap behind it */
     size_t map_len;
     int device;
     int kind;                 /* FG_SEGMENT, FG_ASYNC_LIVE, FG_ASYNC_FREE */
@@ -94,9 +94,9 @@ typedef struct fg_resv {
 } fg_resv_t;
 
 typedef struct fg_handle {
-    uint64_t id;   /* the handle value, never 0 */
+    uint64_t id; /* the handle value, never 0 */
     size_t size;
-    void *home;    /* shared anonymous mapping holding the memory */
+    void *home; /* shared anonymous mapping holding the memory */
     int device;
     bool released; /* released while mapped: freed with its last mapping */
     int maps;      /* live mappings of it */
@@ -114,7 +114,7 @@ typedef struct fg_host {
     void *ptr;   /* what host_alloc returned (page aligned) */
     size_t size; /* requested bytes */
     size_t map_len;
-    int device;  /* the context it was allocated in */
+    int device; /* the context it was allocated in */
 } fg_host_t;
 
 typedef struct fg_rule {
@@ -129,15 +129,15 @@ typedef struct fg_counter {
     uint64_t n;
 } fg_counter_t;
 
-#define FG_ARRAY(type, name) \
-    type *name;              \
+#define FG_ARRAY(type, name)                                                                                           \
+    type *name;                                                                                                        \
     size_t n_##name, cap_##name
 
 struct fg_state {
-    bool initialized;   /* init called since reset */
-    bool manual;        /* streams complete only when told */
-    int ndev;           /* devices */
-    size_t gran;        /* granularity */
+    bool initialized; /* init called since reset */
+    bool manual;      /* streams complete only when told */
+    int ndev;         /* devices */
+    size_t gran;      /* granularity */
     fg_device_t dev[FAKE_GPU_MAX_DEVICES];
     FG_ARRAY(fg_alloc_t, allocs);
     FG_ARRAY(fg_resv_t, resvs);
@@ -165,17 +165,18 @@ extern _Thread_local const char *fg_current_fn; /* the exported function being s
 #define FG_LOCK() pthread_mutex_lock(&fg_lock)
 #define FG_UNLOCK() pthread_mutex_unlock(&fg_lock)
 /* Run a locked helper and return its result. */
-#define FG_LOCKED(expr)                                                                            \
-    do {                                                                                           \
-        FG_LOCK();                                                                                 \
-        fg_rc_t rc_ = (expr);                                                                      \
-        FG_UNLOCK();                                                                               \
-        return rc_;                                                                                \
+#define FG_LOCKED(expr)                                                                                                \
+    do {                                                                                                               \
+        FG_LOCK();                                                                                                     \
+        fg_rc_t rc_ = (expr);                                                                                          \
+        FG_UNLOCK();                                                                                                   \
+        return rc_;                                                                                                    \
     } while (0)
 
 /* Append to a dynamic array; false when host memory runs out. */
-#define FG_PUSH(arr, value) fgi_grow((void **)&fg.arr, &fg.cap_##arr, fg.n_##arr + 1, sizeof(*fg.arr)) && \
-                            ((fg.arr[fg.n_##arr++] = (value)), true)
+#define FG_PUSH(arr, value)                                                                                            \
+    fgi_grow((void **)&fg.arr, &fg.cap_##arr, fg.n_##arr + 1, sizeof(*fg.arr)) &&                                      \
+        ((fg.arr[fg.n_##arr++] = (value)), true)
 #define FG_REMOVE(arr, i) (fg.arr[i] = fg.arr[--fg.n_##arr]) /* order does not matter */
 
 bool fgi_grow(void **array, size_t *cap, size_t need, size_t elem);

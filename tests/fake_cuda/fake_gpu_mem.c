@@ -135,18 +135,12 @@ static uint64_t *attr_slot(fg_pool_t *p, fg_pool_attr_t attr)
     switch (attr) {
     case FG_POOL_REUSE_FOLLOW_EVENTS:
     case FG_POOL_REUSE_OPPORTUNISTIC:
-    case FG_POOL_REUSE_INTERNAL_DEPS:
-        return &p->reuse[attr - FG_POOL_REUSE_FOLLOW_EVENTS];
-    case FG_POOL_RELEASE_THRESHOLD:
-        return &p->threshold;
-    case FG_POOL_RESERVED_CURRENT:
-        return &p->reserved;
-    case FG_POOL_RESERVED_HIGH:
-        return &p->reserved_high;
-    case FG_POOL_USED_CURRENT:
-        return &p->used;
-    case FG_POOL_USED_HIGH:
-        return &p->used_high;
+    case FG_POOL_REUSE_INTERNAL_DEPS: return &p->reuse[attr - FG_POOL_REUSE_FOLLOW_EVENTS];
+    case FG_POOL_RELEASE_THRESHOLD: return &p->threshold;
+    case FG_POOL_RESERVED_CURRENT: return &p->reserved;
+    case FG_POOL_RESERVED_HIGH: return &p->reserved_high;
+    case FG_POOL_USED_CURRENT: return &p->used;
+    case FG_POOL_USED_HIGH: return &p->used_high;
     }
     return NULL;
 }

@@ -83,7 +83,8 @@ fg_rc_t fg_va_reserve(uint64_t *addr, size_t size, size_t alignment, uint64_t hi
     fg_rc_t rc = fgi_need_ctx(&device);
     if (rc == FG_OK && (addr == NULL || size == 0 || size % fg.gran != 0 || flags != 0 ||
                         (alignment & (alignment - 1)) != 0 || (alignment != 0 && alignment % fg.gran != 0)))
-        rc = fgi_violation(FG_INVALID_VALUE, "size %zu, alignment %zu, flags %llu: size must be a non-zero multiple "
+        rc = fgi_violation(FG_INVALID_VALUE,
+                           "size %zu, alignment %zu, flags %llu: size must be a non-zero multiple "
                            "of the granularity %zu, alignment 0 or a power-of-two multiple of it, flags 0",
                            size, alignment, flags, fg.gran);
     fg_resv_t r = {.size = size, .device = device};
@@ -134,15 +135,17 @@ fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long 
     if (rc == FG_OK)
         rc = fgi_need_device(device);
     if (rc == FG_OK && (handle == NULL || size == 0 || size % fg.gran != 0 || flags != 0))
-        rc = fgi_violation(FG_INVALID_VALUE, "size %zu, flags %llu: size must be a non-zero multiple of the "
-                           "granularity %zu, flags 0", size, flags, fg.gran);
+        rc = fgi_violation(FG_INVALID_VALUE,
+                           "size %zu, flags %llu: size must be a non-zero multiple of the "
+                           "granularity %zu, flags 0",
+                           size, flags, fg.gran);
     fg_device_t *d = &fg.dev[device];
     if (rc == FG_OK && (size > d->capacity - d->used ||
                         !fgi_grow((void **)&fg.handles, &fg.cap_handles, fg.n_handles + 1, sizeof(fg_handle_t))))
         rc = FG_OUT_OF_MEMORY;
     void *home = MAP_FAILED;
-    if (rc == FG_OK && (home = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
-                                    -1, 0)) == MAP_FAILED)
+    if (rc == FG_OK && (home = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                                    0)) == MAP_FAILED)
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK) {
         /* New physical memory is not zeroed: garbage at the start of every
@@ -154,8 +157,8 @@ fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long 
     }
     if (rc == FG_OK) {
         d->used += size;
-        fg.handles[fg.n_handles++] = (fg_handle_t){.id = ++fg.next_handle, .size = size, .home = home,
-                                                   .device = device};
+        fg.handles[fg.n_handles++] =
+            (fg_handle_t){.id = ++fg.next_handle, .size = size, .home = home, .device = device};
         *handle = fg.next_handle;
     }
     FG_UNLOCK();
@@ -190,7 +193,8 @@ fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsig
         rc = fgi_violation(FG_INVALID_HANDLE, "handle %llu is not live", (unsigned long long)handle);
     else if (rc == FG_OK && (size == 0 || addr % fg.gran || size % fg.gran || offset % fg.gran || flags != 0 ||
                              offset > h->size || size > h->size - offset))
-        rc = fgi_violation(FG_INVALID_VALUE, "%#llx + %zu at offset %zu of a %zu-byte handle, flags %llu: must be "
+        rc = fgi_violation(FG_INVALID_VALUE,
+                           "%#llx + %zu at offset %zu of a %zu-byte handle, flags %llu: must be "
                            "granularity multiples inside the handle, flags 0",
                            (unsigned long long)addr, size, offset, h->size, flags);
     else if (rc == FG_OK && resv_holding(addr, size) == NULL)
@@ -200,8 +204,8 @@ fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsig
         rc = fgi_violation(FG_INVALID_VALUE, "%#llx + %zu overlaps a mapping", (unsigned long long)addr, size);
     if (rc == FG_OK && !fgi_grow((void **)&fg.maps, &fg.cap_maps, fg.n_maps + 1, sizeof(fg_mapping_t)))
         rc = FG_OUT_OF_MEMORY;
-    if (rc == FG_OK && mremap((char *)h->home + offset, 0, size, MREMAP_MAYMOVE | MREMAP_FIXED,
-                              (void *)(uintptr_t)addr) == MAP_FAILED)
+    if (rc == FG_OK &&
+        mremap((char *)h->home + offset, 0, size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)addr) == MAP_FAILED)
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK) {
         h->maps++;

@@ -34,12 +34,12 @@ static _Atomic int version = FAKE_HIP_DEFAULT_VERSION;
 
 /* Count the call, apply fault rules (an injected failure changes nothing),
  * then give the thread its device's context as the runtime would. */
-#define ENTER(fn)                                                                                  \
-    do {                                                                                           \
-        int code_;                                                                                 \
-        if (fg_enter(#fn, &code_))                                                                 \
-            return (ga_hip_error_t)code_;                                                          \
-        fg_rt_bind();                                                                              \
+#define ENTER(fn)                                                                                                      \
+    do {                                                                                                               \
+        int code_;                                                                                                     \
+        if (fg_enter(#fn, &code_))                                                                                     \
+            return (ga_hip_error_t)code_;                                                                              \
+        fg_rt_bind();                                                                                                  \
     } while (0)
 
 static ga_hip_error_t hip(fg_rc_t rc)
@@ -337,8 +337,7 @@ ga_hip_error_t hipMemRelease(ga_hip_mem_handle_t handle)
     return hip(fg_phys_release((uintptr_t)handle));
 }
 
-ga_hip_error_t hipMemMap(void *ptr, size_t size, size_t offset, ga_hip_mem_handle_t handle,
-                         unsigned long long flags)
+ga_hip_error_t hipMemMap(void *ptr, size_t size, size_t offset, ga_hip_mem_handle_t handle, unsigned long long flags)
 {
     ENTER(hipMemMap);
     return hip(fg_map((uintptr_t)ptr, size, offset, (uintptr_t)handle, flags));
@@ -357,8 +356,8 @@ ga_hip_error_t hipMemSetAccess(void *ptr, size_t size, const ga_hip_mem_access_d
         return hip(fg_violation(FG_INVALID_VALUE, "no access descriptor"));
     for (size_t i = 0; i < count; i++) {
         if (desc[i].location.type != GA_HIP_MEM_LOCATION_TYPE_DEVICE)
-            return hip(fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i,
-                                    (int)desc[i].location.type));
+            return hip(
+                fg_violation(FG_INVALID_VALUE, "descriptor %zu: location type %d", i, (int)desc[i].location.type));
         fg_rc_t rc = fg_set_access((uintptr_t)ptr, size, desc[i].location.id, (int)desc[i].flags);
         if (rc != FG_OK)
             return hip(rc);

@@ -42,7 +42,8 @@ TEST(AssertDeathTest, BlockPoolInsertTakesOnlyAFreeBlockOfItsSetsStream)
     if (!assert_shim_on())
         GTEST_SKIP() << "GA_ASSERT is off (NDEBUG)";
     EXPECT_DEATH(assert_shim_insert_allocated(), "pool/blockpool\\.h:[0-9]+: assertion failed: !b->allocated");
-    EXPECT_DEATH(assert_shim_insert_other_stream(), "assertion failed: b->seg->set != NULL && b->seg->set->stream == b->stream");
+    EXPECT_DEATH(assert_shim_insert_other_stream(),
+                 "assertion failed: b->seg->set != NULL && b->seg->set->stream == b->stream");
 }
 
 TEST(AssertDeathTest, MergeOnlyOfNeighboursThatTouch)

@@ -77,18 +77,14 @@ void RunRandom(bool small, uint64_t seed, int ops, size_t slots)
 
     // Sizes: a few popular ones (ties), the 2 MiB edge, random exact sizes,
     // and class sizes, some within one class and some equal.
-    std::vector<uint64_t> popular = {512, 4 * KiB, 2 * MiB - 512, 2 * MiB, 2 * MiB + 512, 20 * MiB,
-                                     20 * MiB + 512, 21 * MiB, GiB, GiB + 512};
+    std::vector<uint64_t> popular = {512,      4 * KiB,        2 * MiB - 512, 2 * MiB, 2 * MiB + 512,
+                                     20 * MiB, 20 * MiB + 512, 21 * MiB,      GiB,     GiB + 512};
     auto size_of = [&]() -> uint64_t {
         switch (pick(4)) {
-        case 0:
-            return popular[pick(popular.size())];
-        case 1:
-            return 512 * (1 + pick(4096)); // every exact bin
-        case 2:
-            return 2 * MiB + 512 * (1 + pick(8192)); // the first classes
-        default:
-            return 512 * (1 + pick(uint64_t{1} << (12 + pick(20)))); // any size up to 512 GiB
+        case 0: return popular[pick(popular.size())];
+        case 1: return 512 * (1 + pick(4096));                            // every exact bin
+        case 2: return 2 * MiB + 512 * (1 + pick(8192));                  // the first classes
+        default: return 512 * (1 + pick(uint64_t{1} << (12 + pick(20)))); // any size up to 512 GiB
         }
     };
 
@@ -141,17 +137,10 @@ void RunRandom(bool small, uint64_t seed, int ops, size_t slots)
                 std::advance(it, static_cast<long>(pick(ref.size() < 64 ? ref.size() : 64)));
                 want = std::get<1>(*it);
                 switch (pick(4)) {
-                case 0:
-                    want += 512;
-                    break;
-                case 1:
-                    want -= want > 512 ? 512 : 0;
-                    break;
-                case 2:
-                    want -= 1 + pick(511);
-                    break;
-                default:
-                    break;
+                case 0: want += 512; break;
+                case 1: want -= want > 512 ? 512 : 0; break;
+                case 2: want -= 1 + pick(511); break;
+                default: break;
                 }
             } else {
                 want = pick(3) == 0 ? pick(uint64_t{1} << 63) : size_of() - pick(512);

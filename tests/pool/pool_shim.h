@@ -32,10 +32,10 @@ galloc_status_t pool_shim_check(pool_shim_t *s);
 void pool_shim_stats(pool_shim_t *s, galloc_stats_t *out);
 const char *pool_shim_error(pool_shim_t *s);
 
-size_t pool_shim_block_records(pool_shim_t *s);   /* block records ever allocated */
+size_t pool_shim_block_records(pool_shim_t *s);          /* block records ever allocated */
 size_t pool_shim_free_blocks(pool_shim_t *s, int small); /* members of a free set */
-size_t pool_shim_segments(pool_shim_t *s);        /* live segments */
-size_t pool_shim_round(const char *conf, size_t size); /* ga_round_size under conf */
+size_t pool_shim_segments(pool_shim_t *s);               /* live segments */
+size_t pool_shim_round(const char *conf, size_t size);   /* ga_round_size under conf */
 size_t pool_shim_alloc_size(size_t rounded);
 void pool_shim_format_size(uint64_t bytes, char *buf, size_t len);
 /* A bare AVL tree of keys 0..keys-1 under `ops` random inserts and removes

@@ -325,7 +325,7 @@ TEST_F(Pool, FractionHalfOf80GiBRefuses41GiB)
 TEST_F(Pool, E12_FailedDeviceAllocFreesCacheAndRetries)
 {
     Make("", 40 * MiB);
-    uintptr_t x = Alloc(5 * MiB); // 20 MiB segment
+    uintptr_t x = Alloc(5 * MiB);  // 20 MiB segment
     uintptr_t y = Alloc(16 * MiB); // does not fit x's 15 MiB remainder: a 16 MiB segment
     Free(x);                       // the 20 MiB segment is now whole and cached
     galloc_stats_t st = Stats();
@@ -500,7 +500,7 @@ TEST(PoolConf, PerProcessMemoryFractionCapsFromTheStart)
     pool_shim_t *s = pool_shim_new("per_process_memory_fraction:0.25", 8ull << 30, err, sizeof err);
     ASSERT_NE(s, nullptr) << err;
     uintptr_t a;
-    EXPECT_EQ(pool_shim_malloc(s, 2ull << 30, 0, &a), GALLOC_OK);  // exactly the 2 GiB cap
+    EXPECT_EQ(pool_shim_malloc(s, 2ull << 30, 0, &a), GALLOC_OK); // exactly the 2 GiB cap
     EXPECT_EQ(pool_shim_malloc(s, 2 << 20, 0, &a), GALLOC_E_OOM); // one more segment is over it
     EXPECT_NE(std::string(pool_shim_error(s)).find("2.00 GiB allowed; "), std::string::npos) << pool_shim_error(s);
     pool_shim_delete(s);
@@ -517,8 +517,8 @@ TEST(Avl, StaysBalancedUnderRandomInsertsAndRemoves)
 {
     int depth = 0, caught = 0;
     EXPECT_EQ(pool_shim_avl_exercise(4096, 40000, 7u, &depth, &caught), 0);
-    EXPECT_GE(depth, 10);                  // about half the keys are in: log2(2048) = 11
-    EXPECT_LE(depth, 17);                  // AVL bound: 1.44 log2(n + 2)
+    EXPECT_GE(depth, 10); // about half the keys are in: log2(2048) = 11
+    EXPECT_LE(depth, 17); // AVL bound: 1.44 log2(n + 2)
     EXPECT_EQ(caught, 1);
 }
 

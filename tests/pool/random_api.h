@@ -52,8 +52,8 @@ inline Model run_api(const char *conf, Model m, int steps, uint64_t seed, bool s
     SCOPED_TRACE(std::string("api conf '") + conf + "' seed " + std::to_string(seed));
     galloc_allocator_t *a = nullptr;
     char err[GALLOC_ERROR_MAX] = "";
-    std::string full = std::string(conf) + (conf[0] != '\0' ? "," : "") + "sim_capacity:" +
-                       std::to_string(m.capacity >> 20) + "MiB";
+    std::string full =
+        std::string(conf) + (conf[0] != '\0' ? "," : "") + "sim_capacity:" + std::to_string(m.capacity >> 20) + "MiB";
     EXPECT_EQ(galloc_allocator_create_ex("sim", 0, full.c_str(), GALLOC_CREATE_NO_ENV, &a, err, sizeof err), GALLOC_OK)
         << err;
     if (a == nullptr)

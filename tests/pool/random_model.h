@@ -75,9 +75,9 @@ class ShimTarget : public Target {
 struct MBlock {
     uint64_t addr, size, req;
     bool alloc;
-    bool pending = false;            // freed, waiting on other streams
-    std::set<uintptr_t> uses;        // record_stream while allocated; unfinished streams while pending
-    int64_t gc_base = 0;             // its pool's GC clock when it last entered the free set
+    bool pending = false;     // freed, waiting on other streams
+    std::set<uintptr_t> uses; // record_stream while allocated; unfinished streams while pending
+    int64_t gc_base = 0;      // its pool's GC clock when it last entered the free set
 };
 struct MSeg {
     uint64_t base, size;
@@ -307,9 +307,9 @@ struct Model {
 
 // How a harness runs. The defaults are the single-threaded tests'.
 struct Options {
-    bool streams = false;                    // record_stream and stream syncs as well as malloc / free
-    bool empty_cache = true;                 // 2% of steps call empty_cache
-    bool exact_stats = true;                 // compare every stat with the model after every step
+    bool streams = false;                     // record_stream and stream syncs as well as malloc / free
+    bool empty_cache = true;                  // 2% of steps call empty_cache
+    bool exact_stats = true;                  // compare every stat with the model after every step
     std::array<uintptr_t, 3> ids = {0, 7, 9}; // mallocs use ids[0] (3/4) or ids[1]; syncs and records any
 };
 
@@ -531,8 +531,9 @@ class Harness {
         galloc_stats_t st;
         st.struct_size = sizeof st;
         t_.stats(&st);
-        const galloc_stat_t *arr[9] = {st.segment, st.reserved_bytes, st.allocation, st.allocated_bytes, st.active,
-                                       st.active_bytes, st.requested_bytes, st.inactive_split, st.inactive_split_bytes};
+        const galloc_stat_t *arr[9] = {st.segment,         st.reserved_bytes, st.allocation,
+                                       st.allocated_bytes, st.active,         st.active_bytes,
+                                       st.requested_bytes, st.inactive_split, st.inactive_split_bytes};
         for (int f = 0; f < 9; f++)
             for (int p = 0; p < 3; p++) {
                 ASSERT_EQ(arr[f][p].current, rc.v[f][p]) << "step " << i << " stat " << f << " pool " << p;

@@ -144,8 +144,9 @@ TEST(RandomThreads, SharedAllocatorOwnStreamsMatchesTheSumOfModels)
         galloc_stats_t st;
         st.struct_size = sizeof st;
         target.stats(&st);
-        const galloc_stat_t *arr[9] = {st.segment, st.reserved_bytes, st.allocation, st.allocated_bytes, st.active,
-                                       st.active_bytes, st.requested_bytes, st.inactive_split, st.inactive_split_bytes};
+        const galloc_stat_t *arr[9] = {st.segment,         st.reserved_bytes, st.allocation,
+                                       st.allocated_bytes, st.active,         st.active_bytes,
+                                       st.requested_bytes, st.inactive_split, st.inactive_split_bytes};
         for (int f = 0; f < 9; f++)
             for (int p = 0; p < 3; p++)
                 EXPECT_EQ(arr[f][p].current, sum.v[f][p]) << "round " << round << " stat " << f << " pool " << p;

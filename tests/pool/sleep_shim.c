@@ -35,14 +35,9 @@ static void corrupt(sleep_shim_t *s, bool on)
     ga_segment_t *seg = first_segment(s->pool, t);
     int64_t d = on ? 1 : -1;
     switch (s->what) {
-    case SLEEP_INTACT:
-        break;
-    case SLEEP_OFFLOADED_COUNT:
-        t->bytes_offloaded += (size_t)(d * 512);
-        break;
-    case SLEEP_ASLEEP_COUNT:
-        t->bytes_asleep += (size_t)(d * (int64_t)ga_sleep_unit_bytes(seg));
-        break;
+    case SLEEP_INTACT: break;
+    case SLEEP_OFFLOADED_COUNT: t->bytes_offloaded += (size_t)(d * 512); break;
+    case SLEEP_ASLEEP_COUNT: t->bytes_asleep += (size_t)(d * (int64_t)ga_sleep_unit_bytes(seg)); break;
     case SLEEP_HELD_MISSING:
         if (on) {
             ga_sleep_entry_t *e = ga_addrmap_find(&t->held, seg->head->addr);
@@ -63,9 +58,7 @@ static void corrupt(sleep_shim_t *s, bool on)
     case SLEEP_BIT_FLIPPED:
         seg->slept[0] ^= 1u; /* the first unit: the segment's head is allocated */
         break;
-    case SLEEP_POOL_AWAKE:
-        t->pool->asleep = !on;
-        break;
+    case SLEEP_POOL_AWAKE: t->pool->asleep = !on; break;
     case SLEEP_RESERVED_STAT:
         ga_stat_update(s->pool->stats.reserved_bytes, seg->pool->stat, d * (int64_t)ga_sleep_unit_bytes(seg));
         s->pool->total_allocated_memory += (size_t)(d * (int64_t)ga_sleep_unit_bytes(seg));

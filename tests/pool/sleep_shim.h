@@ -14,14 +14,14 @@ typedef struct sleep_shim sleep_shim_t;
 
 /* What to break after the sleep. */
 typedef enum sleep_corruption {
-    SLEEP_INTACT,            /* nothing: the check passes */
-    SLEEP_OFFLOADED_COUNT,   /* the tag's bytes_offloaded off by 512 */
-    SLEEP_ASLEEP_COUNT,      /* the tag's bytes_asleep off by a page */
-    SLEEP_HELD_MISSING,      /* an allocated block dropped from the held map */
-    SLEEP_BACK_IN_PTRS,      /* a held block also in the pointer map */
-    SLEEP_BIT_FLIPPED,       /* a slept bit cleared without mapping the unit */
-    SLEEP_POOL_AWAKE,        /* the tag's pool not marked asleep */
-    SLEEP_RESERVED_STAT,     /* reserved_bytes as if nothing had slept */
+    SLEEP_INTACT,          /* nothing: the check passes */
+    SLEEP_OFFLOADED_COUNT, /* the tag's bytes_offloaded off by 512 */
+    SLEEP_ASLEEP_COUNT,    /* the tag's bytes_asleep off by a page */
+    SLEEP_HELD_MISSING,    /* an allocated block dropped from the held map */
+    SLEEP_BACK_IN_PTRS,    /* a held block also in the pointer map */
+    SLEEP_BIT_FLIPPED,     /* a slept bit cleared without mapping the unit */
+    SLEEP_POOL_AWAKE,      /* the tag's pool not marked asleep */
+    SLEEP_RESERVED_STAT,   /* reserved_bytes as if nothing had slept */
 } sleep_corruption_t;
 
 /* A pool (expandable or not) with tag "w" holding 3 blocks, put to sleep

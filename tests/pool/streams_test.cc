@@ -28,9 +28,9 @@ TEST_F(Streams, BlockIsNotReusedUntilItsEventCompletes)
     Free(a);
     EXPECT_EQ(pool_shim_pending_blocks(s_), 1u);
     galloc_stats_t st = Stats();
-    EXPECT_EQ(st.allocation[ALL].current, 0);  // dropped at the free
+    EXPECT_EQ(st.allocation[ALL].current, 0); // dropped at the free
     EXPECT_EQ(st.allocated_bytes[ALL].current, 0);
-    EXPECT_EQ(st.active[ALL].current, 1);      // still active until the event completes
+    EXPECT_EQ(st.active[ALL].current, 1); // still active until the event completes
     EXPECT_EQ(st.active_bytes[ALL].current, 4096);
     EXPECT_EQ(st.requested_bytes[ALL].current, 4096);
     uintptr_t b = Alloc(4096); // S1 has not finished: a cannot be reused
@@ -137,9 +137,9 @@ TEST_F(Streams, RetryPoolAfterSyncServesThePendingBlock)
     // retry_pool_after_sync:True searches the pool again after the
     // synchronization (the fix proposed in pytorch/pytorch#191302).
     Make("sim_manual_events:True,retry_pool_after_sync:True", 40 * MiB);
-    uintptr_t keep = Alloc(4 * MiB);       // 20 MiB segment: keep | rest
-    uintptr_t a = Alloc(12 * MiB);         // taken from the same segment
-    uintptr_t big = Alloc(18 * MiB);       // 18 MiB segment: device now has 2 MiB left
+    uintptr_t keep = Alloc(4 * MiB); // 20 MiB segment: keep | rest
+    uintptr_t a = Alloc(12 * MiB);   // taken from the same segment
+    uintptr_t big = Alloc(18 * MiB); // 18 MiB segment: device now has 2 MiB left
     ASSERT_EQ(pool_shim_record_stream(s_, a, S1), GALLOC_OK);
     Free(a);
     uintptr_t b = Alloc(12 * MiB); // no free block, no room: flush + sync, then found

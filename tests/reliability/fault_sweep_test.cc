@@ -114,7 +114,10 @@ class Workload {
         EXPECT_EQ(galloc_memory_stats(a_, &s), GALLOC_OK);
         return s;
     }
-    std::string Where(const char *what) { return name_ + ", call " + std::to_string(out_.statuses.size()) + " " + what; }
+    std::string Where(const char *what)
+    {
+        return name_ + ", call " + std::to_string(out_.statuses.size()) + " " + what;
+    }
 
     // After every call: a permitted status and a consistent allocator.
     void After(const char *what, galloc_status_t st, std::initializer_list<galloc_status_t> allowed)
@@ -178,48 +181,48 @@ class Workload {
     // pool must free its cache and retry.
     void Script()
     {
-        void *tiny = Malloc(1, 0);                  // small pool, 2 MiB segment
-        void *page = Malloc(4096, 0);               // same segment, split
-        void *s1 = Malloc(700 * KiB, 1);            // small pool on stream 1
-        void *l3 = Malloc(3 * MiB, 0);              // large pool: 20 MiB segment, split
-        void *l12 = Malloc(12 * MiB, 0);            // rest of that segment
-        void *l30 = Malloc(30 * MiB, 0);            // a segment of its own
-        RecordStream(l3, 2);                        // used on stream 2 too: its free waits for stream 2
+        void *tiny = Malloc(1, 0);       // small pool, 2 MiB segment
+        void *page = Malloc(4096, 0);    // same segment, split
+        void *s1 = Malloc(700 * KiB, 1); // small pool on stream 1
+        void *l3 = Malloc(3 * MiB, 0);   // large pool: 20 MiB segment, split
+        void *l12 = Malloc(12 * MiB, 0); // rest of that segment
+        void *l30 = Malloc(30 * MiB, 0); // a segment of its own
+        RecordStream(l3, 2);             // used on stream 2 too: its free waits for stream 2
         RecordStream(page, 3);
         Free(l3);
         Free(page);
-        void *l5 = Malloc(5 * MiB, 0);              // cannot take l3's pending block
-        Sync(2);                                    // l3's block becomes reusable at the next malloc
+        void *l5 = Malloc(5 * MiB, 0); // cannot take l3's pending block
+        Sync(2);                       // l3's block becomes reusable at the next malloc
         void *l8 = Malloc(8 * MiB, 0);
         Free(l12);
         Free(tiny);
-        EmptyCache();                               // waits for stream 3, releases whole free segments
+        EmptyCache(); // waits for stream 3, releases whole free segments
 
         galloc_mempool_id_t pool{};
         After("mempool_create", galloc_mempool_create(a_, &pool), {GALLOC_OK});
         After("mempool_begin", galloc_mempool_begin_allocate(a_, pool, GALLOC_ROUTE_THREAD, 0), {GALLOC_OK});
-        void *m2 = Malloc(2 * MiB, 0);              // private pool's own segments
+        void *m2 = Malloc(2 * MiB, 0); // private pool's own segments
         void *m100 = Malloc(100, 0);
         After("mempool_end", galloc_mempool_end_allocate(a_, pool), {GALLOC_OK});
 
-        void *huge = Malloc(300 * MiB, 0);          // more than the device: OOM in every run
+        void *huge = Malloc(300 * MiB, 0); // more than the device: OOM in every run
         EXPECT_EQ(huge, nullptr) << Where("malloc 300 MiB");
-        Fraction(0.5);                              // 128 MiB cap, ~94 MiB reserved; GC applies from now on
-        void *capped = Malloc(80 * MiB, 0);         // over the cap, no whole segment to free: OOM in every run
+        Fraction(0.5);                      // 128 MiB cap, ~94 MiB reserved; GC applies from now on
+        void *capped = Malloc(80 * MiB, 0); // over the cap, no whole segment to free: OOM in every run
         EXPECT_EQ(capped, nullptr) << Where("malloc 80 MiB over the cap");
         void *c20 = Malloc(20 * MiB, 1);
         Free(c20);
-        void *c24 = Malloc(24 * MiB, 1);            // under the cap only once c20's segment is freed (GC or flush)
+        void *c24 = Malloc(24 * MiB, 1); // under the cap only once c20's segment is freed (GC or flush)
         Fraction(1.0);
         Free(l5);
         Free(l8);
-        void *big1 = Malloc(140 * MiB, 0);          // fits only once l5's and l8's segments are freed
+        void *big1 = Malloc(140 * MiB, 0); // fits only once l5's and l8's segments are freed
         Free(m2);
         Free(m100);
         After("mempool_release", galloc_mempool_release(a_, pool), {GALLOC_OK});
-        void *big2 = Malloc(50 * MiB, 3);           // fits only once the released pool's segments are freed
+        void *big2 = Malloc(50 * MiB, 3); // fits only once the released pool's segments are freed
         Free(big1);
-        void *again = Malloc(100 * MiB, 0);         // big1's cached segment, split or (max_split_size_mb) freed
+        void *again = Malloc(100 * MiB, 0); // big1's cached segment, split or (max_split_size_mb) freed
         Free(s1);
         Free(l30);
         Free(c24);
@@ -298,8 +301,8 @@ uint64_t Sweep(const Config &config, Mode mode, uint64_t *runs)
             break;
         }
     }
-    std::printf("fault sweep %-14s %-55s: %3" PRIu64 " device allocations, %5" PRIu64
-                " faults injected, %4" PRIu64 " mallocs retried to success, %4" PRIu64 " clean OOMs\n",
+    std::printf("fault sweep %-14s %-55s: %3" PRIu64 " device allocations, %5" PRIu64 " faults injected, %4" PRIu64
+                " mallocs retried to success, %4" PRIu64 " clean OOMs\n",
                 mode == Mode::kNth ? "sim_fail_nth" : "sim_fail_from", conf[0] ? conf + 1 : "(defaults)",
                 base.alloc_calls, total, retried, ooms);
     return total;
@@ -364,7 +367,7 @@ TEST(EventFaults, PublicCallsReturnTheDeviceErrorAndKeepTheBlock)
     EXPECT_EQ(galloc_empty_cache(a), GALLOC_E_DEVICE);
     galloc_last_error(a, msg, sizeof msg);
     EXPECT_STREQ(msg, "waiting for an event on stream 0x1001 failed: injected fault on event_synchronize #1 "
-                      "(event 0x1)"); // the sim's first event handle
+                      "(event 0x1)");                              // the sim's first event handle
     EXPECT_EQ(galloc_malloc(a, 20 * MiB, 0, &q), GALLOC_E_DEVICE); // the OOM path's wait fails too
     EXPECT_EQ(q, nullptr);
     EXPECT_EQ(galloc_check(a), GALLOC_OK);

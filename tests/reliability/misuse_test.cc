@@ -95,27 +95,32 @@ class Misuse : public ::testing::Test {
     void *sim_ = nullptr;
 };
 
-char *At(void *p, size_t off) { return static_cast<char *>(p) + off; }
+char *At(void *p, size_t off)
+{
+    return static_cast<char *>(p) + off;
+}
 
 TEST_F(Misuse, FreeingWhatIsNotALiveBlockStartIsRefused)
 {
     for (const char *conf : {"", "expandable_segments:True"}) {
         SCOPED_TRACE(conf);
         Make(conf);
-        void *small = Alloc(100);        // small pool: 512 B block, the rest of its 2 MiB free
-        void *large = Alloc(3 * MiB);    // large pool: 3 MiB block, a free remainder right after it
+        void *small = Alloc(100);     // small pool: 512 B block, the rest of its 2 MiB free
+        void *large = Alloc(3 * MiB); // large pool: 3 MiB block, a free remainder right after it
         void *gone = Alloc(4 * MiB);
         ASSERT_EQ(galloc_free(a_, gone), GALLOC_OK); // cached: a free block starts at `gone`
         int local = 0;
         galloc_stats_t before = Stats(a_);
         void *bad[] = {
-            reinterpret_cast<void *>(1),  // never a device address
-            &local,                       // a host address
-            At(small, 1), At(small, 511), // inside the 512 B block
-            At(large, 1), At(large, 3 * MiB - 1),
-            At(large, 3 * MiB),           // where the free remainder starts
-            gone,                         // start of a cached free block
-            At(large, 64 * MiB),          // past every segment
+            reinterpret_cast<void *>(1), // never a device address
+            &local,                      // a host address
+            At(small, 1),
+            At(small, 511), // inside the 512 B block
+            At(large, 1),
+            At(large, 3 * MiB - 1),
+            At(large, 3 * MiB),  // where the free remainder starts
+            gone,                // start of a cached free block
+            At(large, 64 * MiB), // past every segment
         };
         for (void *p : bad) {
             Refused(galloc_free(a_, p), GALLOC_E_NOT_OWNED, before, "free");
@@ -203,8 +208,8 @@ TEST_F(Misuse, HugeRequestsAreCleanOOMs)
 {
     const char *confs[] = {"", "expandable_segments:True", "roundup_power2_divisions:[>:16]",
                            "max_split_size_mb:40,roundup_power2_divisions:4"};
-    const uint64_t sizes[] = {SIZE_MAX, SIZE_MAX - 511, kOneEB, kOneEB + 1, kOneEB - 1, kOneEB / 2 + 1,
-                              uint64_t(1) << 40, 257 * MiB};
+    const uint64_t sizes[] = {SIZE_MAX,       SIZE_MAX - 511,    kOneEB,   kOneEB + 1, kOneEB - 1,
+                              kOneEB / 2 + 1, uint64_t(1) << 40, 257 * MiB};
     for (const char *conf : confs) {
         SCOPED_TRACE(conf);
         Make(conf);
@@ -219,8 +224,7 @@ TEST_F(Misuse, HugeRequestsAreCleanOOMs)
             EXPECT_EQ(galloc_check(a_), GALLOC_OK) << LastError(a_);
             galloc_stats_t after = Stats(a_);
             EXPECT_EQ(after.allocation[GALLOC_STAT_ALL].current, before.allocation[GALLOC_STAT_ALL].current);
-            EXPECT_EQ(after.allocated_bytes[GALLOC_STAT_ALL].current,
-                      before.allocated_bytes[GALLOC_STAT_ALL].current);
+            EXPECT_EQ(after.allocated_bytes[GALLOC_STAT_ALL].current, before.allocated_bytes[GALLOC_STAT_ALL].current);
             std::string msg = LastError(a_);
             if (size >= kOneEB) {
                 EXPECT_EQ(msg, "CUDA out of memory. Tried to allocate more than 1EB memory.");
@@ -237,8 +241,14 @@ TEST_F(Misuse, HugeRequestsAreCleanOOMs)
 TEST_F(Misuse, FractionOutsideZeroToOneKeepsTheCap)
 {
     ASSERT_EQ(galloc_set_memory_fraction(a_, 0.5), GALLOC_OK); // 128 MiB of 256 MiB
-    const double bad[] = {std::nan(""), -std::nan(""), -1.0, -1e-300, std::nextafter(1.0, 2.0), 2.0,
-                          std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+    const double bad[] = {std::nan(""),
+                          -std::nan(""),
+                          -1.0,
+                          -1e-300,
+                          std::nextafter(1.0, 2.0),
+                          2.0,
+                          std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity(),
                           std::numeric_limits<double>::denorm_min() * -1.0};
     galloc_stats_t before = Stats(a_);
     for (double f : bad) {
@@ -255,7 +265,7 @@ TEST_F(Misuse, FractionOutsideZeroToOneKeepsTheCap)
     ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
     EXPECT_EQ(galloc_set_memory_fraction(a_, -0.0), GALLOC_OK);
     EXPECT_EQ(galloc_set_memory_fraction(a_, 0.0), GALLOC_OK);
-    void *cached = Alloc(100 * MiB); // the freed 100 MiB segment
+    void *cached = Alloc(100 * MiB);                      // the freed 100 MiB segment
     EXPECT_EQ(galloc_malloc(a_, 1, 0, &q), GALLOC_E_OOM); // a new 2 MiB segment is over the cap
     EXPECT_EQ(galloc_set_memory_fraction(a_, 1.0), GALLOC_OK);
     void *r = Alloc(1);
@@ -346,7 +356,7 @@ TEST(MisuseCreate, BadStringsAndShortErrorBuffers)
     EXPECT_EQ(std::strlen(err), sizeof err - 1);
     char untouched[4] = {'Z', 'Z', 'Z', 'Z'};
     EXPECT_EQ(galloc_allocator_create("", 0, "", &a, untouched, 0), GALLOC_E_UNAVAILABLE);
-    EXPECT_EQ(untouched[0], 'Z'); // errlen 0: nothing written
+    EXPECT_EQ(untouched[0], 'Z');                                                       // errlen 0: nothing written
     ASSERT_EQ(galloc_allocator_create(nullptr, 0, nullptr, &a, nullptr, 0), GALLOC_OK); // all defaults
     EXPECT_STREQ(galloc_allocator_backend(a), "sim");
     galloc_allocator_destroy(a);

@@ -52,7 +52,7 @@ std::string LoadOrder(int n_big = 15, int big = 530, int small = 270, int n_smal
 // A fit job on path; Run replays one configuration on the job's device, or
 // on another size (the trace loaded again with that --device-memory).
 class Job {
-public:
+  public:
     explicit Job(const std::string &path, uint64_t device_memory = 0) : path_(path), fj_(path, device_memory)
     {
         EXPECT_TRUE(fj_.ok) << fj_.error;
@@ -73,7 +73,7 @@ public:
         return r;
     }
 
-private:
+  private:
     std::string path_;
     FitJob fj_;
 };
@@ -130,9 +130,9 @@ TEST(FitLoadOrder, FitsOnlyWithMaxSplitOrExpandable)
     for (const char *c : {"max_split_size_mb:512", "max_split_size_mb:256", "max_split_size_mb:128",
                           "max_split_size_mb:512,garbage_collection_threshold:0.8", "expandable_segments:True"})
         EXPECT_TRUE(j.Run(c).fits) << c;
-    for (const char *c : {"", "roundup_power2_divisions:4", "garbage_collection_threshold:0.6",
-                          "garbage_collection_threshold:0.8", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
-                          "max_split_size_mb:1024"})
+    for (const char *c :
+         {"", "roundup_power2_divisions:4", "garbage_collection_threshold:0.6", "garbage_collection_threshold:0.8",
+          "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", "max_split_size_mb:1024"})
         EXPECT_FALSE(j.Run(c).fits) << c;
     // Expandable segments map 20 MiB pages: 7,950 MiB of buffers map 7,960
     // MiB, and the freed range is reused in place for the small buffers.
@@ -325,9 +325,9 @@ TEST(FitSearch, RanksFittingFirstSmallestPeakFirst)
         // Fitting: expandable segments or max_split_size_mb, and no roundup
         // (which makes the 530 MiB buffers too big for the device).
         const char *c = oc.results[i].conf;
-        bool expect = (std::strstr(c, "expandable_segments:True") != nullptr ||
-                       std::strstr(c, "max_split_size_mb") != nullptr) &&
-                      std::strstr(c, "roundup_power2_divisions") == nullptr;
+        bool expect =
+            (std::strstr(c, "expandable_segments:True") != nullptr || std::strstr(c, "max_split_size_mb") != nullptr) &&
+            std::strstr(c, "roundup_power2_divisions") == nullptr;
         EXPECT_EQ(oc.results[i].run.fits, expect) << oc.results[i].conf;
     }
     EXPECT_EQ(bisected, 3u);
@@ -479,9 +479,8 @@ ga_fit_result_t Row(const char *conf, bool fits, int64_t peak_mib, bool recorded
 
 ga_fit_answer_t Answer(std::vector<ga_fit_result_t> &rows)
 {
-    std::sort(rows.begin(), rows.end(), [](const ga_fit_result_t &a, const ga_fit_result_t &b) {
-        return ga_fit_better(&a, &b);
-    });
+    std::sort(rows.begin(), rows.end(),
+              [](const ga_fit_result_t &a, const ga_fit_result_t &b) { return ga_fit_better(&a, &b); });
     ga_fit_outcome_t oc = {rows.data(), rows.size(), 0.0, 1};
     ga_fit_job_t job = {};
     ga_fit_answer_t a;

@@ -36,8 +36,7 @@ struct FitJob {
     }
     explicit FitJob(const std::string &path, uint64_t device_memory = 0)
         : FitJob(std::vector<std::string>{path}, device_memory)
-    {
-    }
+    {}
     ~FitJob() { ga_job_free(&loaded); }
     FitJob(const FitJob &) = delete;
     FitJob &operator=(const FitJob &) = delete;

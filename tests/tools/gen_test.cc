@@ -37,11 +37,15 @@ struct Row {
 };
 
 const Row kRows[] = {
-    {"7B ckpt", 7000000000, 32, 4096, 2048, 4, true,
-     {"39.12", "13.04", "52.15", "2.00", "8.00", "106.31", "122.25"}},
-    {"7B", 7000000000, 32, 4096, 2048, 4, false,
-     {"39.12", "13.04", "52.15", "68.00", "8.00", "172.31", "198.15"}},
-    {"175B/8 ckpt", 21875000000, 12, 12288, 2048, 1, true,
+    {"7B ckpt", 7000000000, 32, 4096, 2048, 4, true, {"39.12", "13.04", "52.15", "2.00", "8.00", "106.31", "122.25"}},
+    {"7B", 7000000000, 32, 4096, 2048, 4, false, {"39.12", "13.04", "52.15", "68.00", "8.00", "172.31", "198.15"}},
+    {"175B/8 ckpt",
+     21875000000,
+     12,
+     12288,
+     2048,
+     1,
+     true,
      {"122.24", "40.75", "162.98", "0.56", "2.25", "326.53", "375.50"}},
     {"125M", 125000000, 12, 768, 1024, 8, false, {"0.70", "0.23", "0.93", "4.78", "0.56", "6.64", "7.64"}},
 };
@@ -269,10 +273,29 @@ int Main(int (*fn)(int, char **), std::vector<std::string> args)
 TEST(GenMain, WritesAWellFormedTraceFile)
 {
     std::string path = TmpPath("t.trace"), path2 = TmpPath("t2.trace");
-    std::vector<std::string> args = {"gen", "transformer", "--params", "125M", "--layers", "12", "--d-model",
-                                     "768", "--seq-len", "1024", "--batch", "8", "--mixed-precision",
-                                     "--variable-seq-len", "128:1024", "--seed", "3", "--steps", "4",
-                                     "--device-memory", "80GiB", "-o", path};
+    std::vector<std::string> args = {"gen",
+                                     "transformer",
+                                     "--params",
+                                     "125M",
+                                     "--layers",
+                                     "12",
+                                     "--d-model",
+                                     "768",
+                                     "--seq-len",
+                                     "1024",
+                                     "--batch",
+                                     "8",
+                                     "--mixed-precision",
+                                     "--variable-seq-len",
+                                     "128:1024",
+                                     "--seed",
+                                     "3",
+                                     "--steps",
+                                     "4",
+                                     "--device-memory",
+                                     "80GiB",
+                                     "-o",
+                                     path};
     ASSERT_EQ(Main(ga_gen_main, args), 0);
     args.back() = path2;
     ASSERT_EQ(Main(ga_gen_main, args), 0);
@@ -323,9 +346,29 @@ TEST(GenMain, WritesAWellFormedTraceFile)
 TEST(GenMain, TheHeaderGivesTheModelBack)
 {
     std::string path = TmpPath("h.trace");
-    ASSERT_EQ(Main(ga_gen_main, {"gen", "transformer", "--params", "125M", "--layers", "12", "--d-model", "768",
-                                 "--seq-len", "1024", "--batch", "8", "--mixed-precision", "--variable-seq-len",
-                                 "128:1024", "--seed", "3", "--steps", "2", "--device-memory", "1GiB", "-o", path}),
+    ASSERT_EQ(Main(ga_gen_main, {"gen",
+                                 "transformer",
+                                 "--params",
+                                 "125M",
+                                 "--layers",
+                                 "12",
+                                 "--d-model",
+                                 "768",
+                                 "--seq-len",
+                                 "1024",
+                                 "--batch",
+                                 "8",
+                                 "--mixed-precision",
+                                 "--variable-seq-len",
+                                 "128:1024",
+                                 "--seed",
+                                 "3",
+                                 "--steps",
+                                 "2",
+                                 "--device-memory",
+                                 "1GiB",
+                                 "-o",
+                                 path}),
               0);
     ga_gen_model_t m;
     ga_budget_t b, want;
@@ -338,7 +381,7 @@ TEST(GenMain, TheHeaderGivesTheModelBack)
     ga_budget_analytic(&m, &want);
     EXPECT_EQ(b.total, want.total);
     EXPECT_EQ(Gib2(b.weights), "0.70");
-    EXPECT_EQ(Gib2(b.activations), "4.78");  // 12 x 34 x 1024 x 768 x 8 x 2 bytes
+    EXPECT_EQ(Gib2(b.activations), "4.78"); // 12 x 34 x 1024 x 768 x 8 x 2 bytes
     std::string other = TmpPath("o.trace");
     FILE *f = fopen(other.c_str(), "w");
     ASSERT_NE(f, nullptr);
@@ -415,9 +458,10 @@ TEST(Simulate, RefusedConfigurationIsReportedNotFatal)
 TEST(BudgetMain, JsonReportsTheTableAndEachConfiguration)
 {
     testing::internal::CaptureStdout();
-    int rc = Main(ga_budget_main, {"budget", "--params", "21.875B", "--layers", "12", "--d-model", "12288",
-                                   "--seq-len", "2048", "--batch", "1", "--mixed-precision", "--checkpointing",
-                                   "--steps", "1", "--conf", "", "--conf", "bogus_key:1", "--json"});
+    int rc = Main(ga_budget_main, {"budget",          "--params",  "21.875B", "--layers", "12", "--d-model",
+                                   "12288",           "--seq-len", "2048",    "--batch",  "1",  "--mixed-precision",
+                                   "--checkpointing", "--steps",   "1",       "--conf",   "",   "--conf",
+                                   "bogus_key:1",     "--json"});
     std::string out = testing::internal::GetCapturedStdout();
     EXPECT_EQ(rc, 2) << "a refused configuration is bad input, as replay's bad --conf: " << out;
     // The head galloc replay and galloc fit start with.
@@ -434,10 +478,10 @@ TEST(BudgetMain, JsonReportsTheTableAndEachConfiguration)
 TEST(BudgetMain, ExitCodesAreReplays)
 {
     testing::internal::CaptureStdout();
-    int oom = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len",
-                                    "16", "--batch", "1", "--device-memory", "1MiB"});
-    int fits = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len",
-                                     "16", "--batch", "1"});
+    int oom = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len", "16",
+                                    "--batch", "1", "--device-memory", "1MiB"});
+    int fits = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2", "--d-model", "64", "--seq-len", "16",
+                                     "--batch", "1"});
     int bad = Main(ga_budget_main, {"budget", "--params", "1M", "--layers", "2"});
     testing::internal::GetCapturedStdout();
     EXPECT_EQ(fits, 0);
@@ -452,8 +496,7 @@ TEST(BudgetMain, TextTable)
                                    "1024", "--batch", "8", "--mixed-precision", "--steps", "2"});
     std::string out = testing::internal::GetCapturedStdout();
     EXPECT_EQ(rc, 0) << out;
-    EXPECT_NE(out.find("0.70      0.23      0.93        4.78      0.56      6.64      7.64"), std::string::npos)
-        << out;
+    EXPECT_NE(out.find("0.70      0.23      0.93        4.78      0.56      6.64      7.64"), std::string::npos) << out;
     EXPECT_NE(out.find("PyTorch defaults"), std::string::npos) << out;
     EXPECT_NE(out.find("expandable_segments:True"), std::string::npos) << out;
 }

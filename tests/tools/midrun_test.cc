@@ -44,9 +44,8 @@ std::string MidRun(bool totals)
 {
     const long long M = 1 << 20, R = 256 * M;
     return "{\"traceEvents\": [\n" + Mem(2, 0x20000000, 32 * M, 192 * M, R, totals) + ",\n" +
-           Mem(1, 0x10000000, 64 * M, 160 * M, R, totals) + ",\n" +
-           Mem(3, 0x10000000, -64 * M, 128 * M, R, totals) + ",\n" +
-           Mem(4, 0x20000000, -32 * M, 96 * M, R, totals) + "\n]}\n";
+           Mem(1, 0x10000000, 64 * M, 160 * M, R, totals) + ",\n" + Mem(3, 0x10000000, -64 * M, 128 * M, R, totals) +
+           ",\n" + Mem(4, 0x20000000, -32 * M, 96 * M, R, totals) + "\n]}\n";
 }
 
 struct Events {
@@ -200,8 +199,8 @@ TEST(MidRun, RealHtaTraceMatchesItsOwnTotals)
     ASSERT_TRUE(r.ok);
     const ga_reader_start_t &s = r.job.unit()->notes.start;
     EXPECT_EQ(s.kind, GA_START_SEEDED);
-    EXPECT_EQ(s.live, 4096614400u);       // first Total Allocated 4,121,780,224 - its Bytes 25,165,824
-    EXPECT_EQ(s.reserved, 12782141440u);  // Total Reserved, constant in the window
+    EXPECT_EQ(s.live, 4096614400u);      // first Total Allocated 4,121,780,224 - its Bytes 25,165,824
+    EXPECT_EQ(s.reserved, 12782141440u); // Total Reserved, constant in the window
     EXPECT_EQ(s.peak_allocated, 6629508096u);
     EXPECT_EQ(s.peak_reserved, 12782141440u);
     EXPECT_EQ(r.rp.cols[0].ooms_total, 0u);

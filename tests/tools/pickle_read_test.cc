@@ -76,8 +76,7 @@ struct Doc {
     int rc = -1;
     explicit Doc(const std::string &b, const ga_pickle_limits_t *lim = nullptr) : bytes(b)
     {
-        rc = ga_pickle_parse(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), lim, &pk, err,
-                             sizeof(err));
+        rc = ga_pickle_parse(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), lim, &pk, err, sizeof(err));
     }
     ~Doc() { ga_pickle_free(pk); }
     const ga_pk_value_t *root() const { return ga_pickle_root(pk); }
@@ -172,7 +171,9 @@ TEST(PickleRead, IntegersBeyond64BitsAreKeptAsBigInt)
 TEST(PickleRead, BytesAndLongStrings)
 {
     // [b'abc', 'x' * 300 (BINUNICODE), 'y' * 3 (BINUNICODE8), b'z' * 2 (BINBYTES8)] by hand.
-    std::string b = "\x80\x04]\x94(C\x03" "abc" "X";
+    std::string b = "\x80\x04]\x94(C\x03"
+                    "abc"
+                    "X";
     b += std::string("\x2c\x01\x00\x00", 4) + std::string(300, 'x');
     b += std::string("\x8d\x03\x00\x00\x00\x00\x00\x00\x00", 9) + "yyy";
     b += std::string("\x8e\x02\x00\x00\x00\x00\x00\x00\x00", 9) + "zz";
@@ -217,7 +218,10 @@ TEST(PickleRead, RefusesMalformedStacks)
     ExpectError(std::string("\x80\x04.", 3), "STOP with 0 values");
     ExpectError(std::string("\x80\x04NN.", 5), "STOP with 2 values");
     ExpectError(std::string("\x80\x04(N.", 5), "open MARK");
-    ExpectError(std::string("\x80\x04" "a.", 4), "APPEND");
+    ExpectError(std::string("\x80\x04"
+                            "a.",
+                            4),
+                "APPEND");
     ExpectError(std::string("\x80\x04N(Na.", 7), "APPEND"); // the list must be inside the frame
     ExpectError(std::string("\x80\x04)Na.", 6), "not a list");
     ExpectError(std::string("\x80\x04]NNs.", 7), "not a dict");
@@ -225,7 +229,10 @@ TEST(PickleRead, RefusesMalformedStacks)
     ExpectError(std::string("\x80\x04h\x05.", 5), "never stored");
     ExpectError(std::string("\x80\x04Nr\xff\xff\xff\x7f.", 9), "out of range");
     ExpectError(std::string("\x80\x04\x85.", 4), "TUPLE1");
-    ExpectError(std::string("\x80\x04" "0.", 4), "underflow");
+    ExpectError(std::string("\x80\x04"
+                            "0.",
+                            4),
+                "underflow");
     ExpectError(std::string("\x80\x04\x8b\x00\x00\x00\x80.", 8), "negative");
     ExpectError(std::string("\x80\x04\x95\xff\x00\x00\x00\x00\x00\x00\x00N.", 13), "FRAME");
     ExpectError(std::string("\x80\x04\x80\x04N.", 6), "PROTO");

@@ -66,8 +66,7 @@ struct Sample {
             }
         }
         series[0] = {"defaults", x.size(), x.data(), req[0].data(), alloc[0].data(), res[0].data()};
-        series[1] = {"expandable_segments:True", x.size(), x.data(), req[1].data(), alloc[1].data(),
-                     res[1].data()};
+        series[1] = {"expandable_segments:True", x.size(), x.data(), req[1].data(), alloc[1].data(), res[1].data()};
         oom = {5400.0, 1, "fragmentation"};
         in = {"sample.trace", UINT64_C(80) << 30, 6000, 2, series, 1, &oom};
     }
@@ -121,8 +120,8 @@ std::string XmlRoot(const std::string &xml, std::string *problem)
             }
             std::string tag = xml.substr(i + 1, end - i - 1);
             bool closing = tag[0] == '/', empty = tag.back() == '/';
-            std::string name = tag.substr(closing ? 1 : 0, tag.find_first_of(" \t\n/>", closing ? 1 : 0) -
-                                                                (closing ? 1 : 0));
+            std::string name =
+                tag.substr(closing ? 1 : 0, tag.find_first_of(" \t\n/>", closing ? 1 : 0) - (closing ? 1 : 0));
             if (closing) {
                 if (stack.empty() || stack.back() != name) {
                     *problem = "mismatched </" + name + ">";

@@ -202,8 +202,8 @@ TEST(UmpireReader, BadLinesNameTheLineAndColumn)
     ExpectBad("u2.log", h + "{\"kind\":\"replay\" \"event\":\"x\"}\n", ":2: column 18:", "expected ',' or '}'");
     ExpectBad("u3.log", h + "{\"kind\":\"replay\",\"event\":\"deallocate\",\"payload\":{\"memory_ptr\":\"zz\"}}\n",
               ":2:", "not a hex pointer");
-    ExpectBad("u4.log", h + "{\"kind\":\"replay\",\"event\":\"deallocate\",\"payload\":{}}\n", ":2:",
-              "without payload.memory_ptr");
+    ExpectBad("u4.log", h + "{\"kind\":\"replay\",\"event\":\"deallocate\",\"payload\":{}}\n",
+              ":2:", "without payload.memory_ptr");
     ExpectBad("u5.log",
               h + "{\"kind\":\"replay\",\"event\":\"allocate\",\"payload\":{\"size\":-1},"
                   "\"result\":{\"memory_ptr\":\"0x10\"}}\n",
@@ -255,7 +255,8 @@ std::string Kineto()
            mem("102", 139872812434432, 1048576, 1, 0) + ",\n  " + // [4] earlier than [3]
            mem("99", 1099511627776, 2048, 1, 1) + ",\n  " +       // [5] device 1
            mem("104", 139872812433408, 0, 1, 0) + ",\n  " +       // [6] zero bytes: skipped
-           mem("105", 139872812433408, 256, 1, 0) + "\n  ],\n"     // [7] reuse of the address
+           mem("105", 139872812433408, 256, 1, 0) +
+           "\n  ],\n" // [7] reuse of the address
            "  \"traceName\": \"x.json\", \"displayTimeUnit\": \"ms\"\n}\n";
 }
 
@@ -310,16 +311,16 @@ TEST(KinetoReader, OlderLayoutMatchesFreesBySize)
     };
     std::string t = "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"totalGlobalMem\": 17179869184}, "
                     "{\"id\": 1, \"name\": \"x\", \"totalGlobalMem\": 8589934592}],\n\"traceEvents\": [\n" +
-                    mem("1", 512, 1, 0) + ",\n" +      // a: id 2 (place 1 in time order, + 1)
-                    mem("2", 512, 1, 0) + ",\n" +      // b: id 3
-                    mem("3", 1024, 1, 0) + ",\n" +     // c: id 4
-                    mem("4", -512, 1, 0) + ",\n" +     // frees b, the most recent 512
-                    mem("5", -1024, 1, 0) + ",\n" +    // frees c
-                    mem("6", -2048, 1, 0) + ",\n" +    // no live 2048: skipped
-                    mem("7", -512, 1, 0) + ",\n" +     // frees a
-                    mem("8", -512, 1, 0) + ",\n" +     // none left: skipped
-                    mem("8.5", 64, 0, -1) + ",\n" +    // CPU: skipped
-                    mem("0.5", 4096, 1, 1) + ",\n" +   // device 1: id 1
+                    mem("1", 512, 1, 0) + ",\n" +    // a: id 2 (place 1 in time order, + 1)
+                    mem("2", 512, 1, 0) + ",\n" +    // b: id 3
+                    mem("3", 1024, 1, 0) + ",\n" +   // c: id 4
+                    mem("4", -512, 1, 0) + ",\n" +   // frees b, the most recent 512
+                    mem("5", -1024, 1, 0) + ",\n" +  // frees c
+                    mem("6", -2048, 1, 0) + ",\n" +  // no live 2048: skipped
+                    mem("7", -512, 1, 0) + ",\n" +   // frees a
+                    mem("8", -512, 1, 0) + ",\n" +   // none left: skipped
+                    mem("8.5", 64, 0, -1) + ",\n" +  // CPU: skipped
+                    mem("0.5", 4096, 1, 1) + ",\n" + // device 1: id 1
                     mem("9", -4096, 1, 1) + "\n]}\n";
     std::string p = Write("old.json", t);
     char err[512];
@@ -418,8 +419,9 @@ TEST(KinetoReader, LargeFileStreamsThroughTheBuffer)
     int mem = 0;
     for (int i = 0; i < 40000; i++) {
         if (i % 100 == 0) {
-            s += "{\"name\":\"[memory]\",\"ts\":" + std::to_string(i) + ",\"args\":{\"Addr\":" +
-                 std::to_string(4096 + i) + ",\"Bytes\":8,\"Device Type\":1,\"Device Id\":0}},";
+            s += "{\"name\":\"[memory]\",\"ts\":" + std::to_string(i) +
+                 ",\"args\":{\"Addr\":" + std::to_string(4096 + i) +
+                 ",\"Bytes\":8,\"Device Type\":1,\"Device Id\":0}},";
             mem++;
         }
         s += "{\"name\":\"aten::add_" + std::string(i % 97, 'x') + "\",\"ph\":\"X\",\"ts\":" + std::to_string(i) +
@@ -439,14 +441,17 @@ TEST(KinetoReader, BadFilesNameTheByte)
     const std::string h = "{\"traceEvents\": [";
     ExpectBad("kb1.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\"", ": byte ",
               "truncated");
-    ExpectBad("kb2.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
-                              "\"Device Type\": 1}}]}",
+    ExpectBad("kb2.json",
+              h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
+                  "\"Device Type\": 1}}]}",
               ": byte 17: traceEvents[0]", "Device Id");
-    ExpectBad("kb3.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": \"0x10\", \"Bytes\": 8, "
-                              "\"Device Type\": 1, \"Device Id\": 0}}]}",
+    ExpectBad("kb3.json",
+              h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": \"0x10\", \"Bytes\": 8, "
+                  "\"Device Type\": 1, \"Device Id\": 0}}]}",
               ": byte 17:", "integer args");
-    ExpectBad("kb4.json", h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
-                              "\"Device Type\": 1, \"Device Id\": 5000}}]}",
+    ExpectBad("kb4.json",
+              h + "{\"name\": \"[memory]\", \"ts\": 1, \"args\": {\"Addr\": 1, \"Bytes\": 8, "
+                  "\"Device Type\": 1, \"Device Id\": 5000}}]}",
               ":", "Device Id");
     ExpectBad("kb5.json", h + "1 2]}", ": byte 19:", "expected ',' or ']'");
     ExpectBad("kb6.json", h + "]} x", ": byte 20:", "text after the end");

@@ -54,9 +54,16 @@ TEST(Units, Sizes)
     struct {
         const char *s;
         uint64_t v;
-    } ok[] = {{"80GiB", 80ull << 30}, {"512MiB", 512ull << 20}, {"1.5GB", 3ull << 29}, {"4096", 4096},
-              {"4k", 4096},           {"2 MiB", 2ull << 20},    {"0.5KiB", 512},      {"1TB", 1ull << 40},
-              {"7b", 7},              {"1.25gib", 5ull << 28}};
+    } ok[] = {{"80GiB", 80ull << 30},
+              {"512MiB", 512ull << 20},
+              {"1.5GB", 3ull << 29},
+              {"4096", 4096},
+              {"4k", 4096},
+              {"2 MiB", 2ull << 20},
+              {"0.5KiB", 512},
+              {"1TB", 1ull << 40},
+              {"7b", 7},
+              {"1.25gib", 5ull << 28}};
     for (const auto &c : ok) {
         uint64_t v = 0;
         EXPECT_TRUE(ga_units_parse_size(c.s, strlen(c.s), &v)) << c.s;
@@ -139,8 +146,10 @@ TEST(FormatRegistry, NamesAliasesAndDetection)
         ASSERT_TRUE(ga_reader_format_parse(name, &f)) << name;
         EXPECT_STREQ(ga_reader_format_name(f), name);
     }
-    const std::pair<const char *, ga_format_t> aliases[] = {{"auto", GA_FORMAT_AUTO},     {"pytorch", GA_FORMAT_TORCH},
-                                                            {"snapshot", GA_FORMAT_TORCH}, {"chrome", GA_FORMAT_KINETO},
+    const std::pair<const char *, ga_format_t> aliases[] = {{"auto", GA_FORMAT_AUTO},
+                                                            {"pytorch", GA_FORMAT_TORCH},
+                                                            {"snapshot", GA_FORMAT_TORCH},
+                                                            {"chrome", GA_FORMAT_KINETO},
                                                             {"profiler", GA_FORMAT_KINETO}};
     for (const auto &a : aliases) {
         ASSERT_TRUE(ga_reader_format_parse(a.first, &f)) << a.first;
@@ -195,7 +204,6 @@ TEST(RmmReader, ColumnsByNameAndNoStream)
     EXPECT_EQ(r.ev[1].stream, GA_STREAM_NONE);
 }
 
-
 TEST(RmmReader, BadRowsNameTheLine)
 {
     const std::string h = "Thread,Time,Action,Pointer,Size,Stream\n";
@@ -224,8 +232,7 @@ TEST(RmmReader, EveryTruncationOfTheExample)
         // garbled last row, reported with its line (or no header at all).
         if (r.rc != 0) {
             EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
-        }
-        else
+        } else
             EXPECT_LE(r.ev.size(), whole.ev.size());
     }
 }
@@ -448,8 +455,8 @@ TEST(TorchReader, PairsPendingFreesAndPrologue)
     EXPECT_EQ(r.ev[6].size, 1u << 30);
     EXPECT_EQ(r.notes.skipped, 1u);
 
-    std::string bad = "}(" + Str("device_traces") + "](](" + Entry("alloc", 1, 1) + "}" + Str("action") +
-                      Str("alloc") + "se" + "e" + "u";
+    std::string bad = "}(" + Str("device_traces") + "](](" + Entry("alloc", 1, 1) + "}" + Str("action") + Str("alloc") +
+                      "se" + "e" + "u";
     p = Write("bad_entry.pickle", Pickle(bad));
     Read b(p);
     EXPECT_EQ(b.rc, -1);

@@ -79,7 +79,7 @@ struct Read {
 };
 
 inline void ExpectBad(const std::string &name, const std::string &content, const std::string &where,
-               const std::string &what, ga_format_t fmt = GA_FORMAT_AUTO)
+                      const std::string &what, ga_format_t fmt = GA_FORMAT_AUTO)
 {
     std::string p = Write(name, content);
     Read r(p, fmt);

@@ -37,9 +37,8 @@ constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
 // each allocator with galloc_check before it is destroyed. confs {nullptr}:
 // the unit's own run (its recorded settings, else PyTorch's defaults).
 class Replay {
-public:
-    Replay(const std::string &path, std::vector<const char *> confs, uint64_t device_memory = 0,
-           bool sample = false)
+  public:
+    Replay(const std::string &path, std::vector<const char *> confs, uint64_t device_memory = 0, bool sample = false)
         : job_(path, device_memory)
     {
         EXPECT_TRUE(job_.ok) << job_.error;
@@ -67,7 +66,7 @@ public:
     const ga_replay_t &rp() const { return rp_; }
     const ga_replay_column_t &col(size_t i) const { return rp_.cols[i]; }
 
-private:
+  private:
     LoadedJob job_;
     ga_replay_t rp_ = {};
     bool ran_ = false;
@@ -328,8 +327,8 @@ TEST(Replay, MillionEventTrace)
     EXPECT_EQ(Stat(c, "allocated_bytes.all.current"), 0);
     double replay_rate = static_cast<double>(c.events) / c.seconds;
     double read_rate = static_cast<double>(r.rp().events) / read_seconds;
-    std::printf("1,000,000 events: replay %.3f s (%.2f M events/s), read+parse %.3f s (%.2f M events/s)\n",
-                c.seconds, replay_rate / 1e6, read_seconds, read_rate / 1e6);
+    std::printf("1,000,000 events: replay %.3f s (%.2f M events/s), read+parse %.3f s (%.2f M events/s)\n", c.seconds,
+                replay_rate / 1e6, read_seconds, read_rate / 1e6);
     RecordProperty("replay_events_per_second", static_cast<int>(replay_rate));
     RecordProperty("read_events_per_second", static_cast<int>(read_rate));
 }

@@ -141,7 +141,6 @@ TEST(SeedExpandable, WithoutExpandableSegmentsTheBlocksArePlain)
     galloc_allocator_destroy(a);
 }
 
-
 // A start state built by hand, as seed.c leaves it: a default-pool segment
 // with a live block, a block the user freed that waits on a stream
 // (active_pending_free) and a gap; and a segment of a private pool (a CUDA

@@ -33,8 +33,8 @@ inline std::string SharedTrace(const std::string &name, std::string *why)
         return "";
     }
     std::string repo(real);
-    repo = repo.substr(0, repo.rfind('/'));  // examples/
-    repo = repo.substr(0, repo.rfind('/'));  // the checkout
+    repo = repo.substr(0, repo.rfind('/')); // examples/
+    repo = repo.substr(0, repo.rfind('/')); // the checkout
     std::string p = repo + "/../shared/traces/" + name;
     if (stat(p.c_str(), &st) == 0)
         return p;
@@ -46,12 +46,12 @@ inline std::string SharedTrace(const std::string &name, std::string *why)
 
 // Named by $GALLOC_SHARED_TRACES (as .ci/run does), the traces must be there:
 // a missing one fails the test instead of skipping it.
-#define GA_SHARED_TRACE(var, name)                                                                                   \
-    std::string var##_why;                                                                                           \
-    std::string var = SharedTrace(name, &var##_why);                                                                 \
-    if (var.empty() && std::getenv("GALLOC_SHARED_TRACES") != nullptr)                                               \
-        FAIL() << "real trace " << name << " not found: " << var##_why;                                              \
-    if (var.empty())                                                                                                 \
+#define GA_SHARED_TRACE(var, name)                                                                                     \
+    std::string var##_why;                                                                                             \
+    std::string var = SharedTrace(name, &var##_why);                                                                   \
+    if (var.empty() && std::getenv("GALLOC_SHARED_TRACES") != nullptr)                                                 \
+        FAIL() << "real trace " << name << " not found: " << var##_why;                                                \
+    if (var.empty())                                                                                                   \
     GTEST_SKIP() << "real trace " << name << " not found: " << var##_why
 
 #endif // GA_TESTS_TOOLS_SHARED_TRACES_H

@@ -50,8 +50,8 @@ Outcome Galloc(std::vector<std::string> args)
 TEST(ToolsLib, ReplayJsonIsTheCommands)
 {
     FILE *out = stdout, *err = stderr;
-    Outcome r = Galloc({"replay", "--json", "--conf", "", "--conf", "expandable_segments:True",
-                    Example("fragmentation.trace")});
+    Outcome r = Galloc(
+        {"replay", "--json", "--conf", "", "--conf", "expandable_segments:True", Example("fragmentation.trace")});
     EXPECT_EQ(stdout, out) << "stdout restored";
     EXPECT_EQ(stderr, err) << "stderr restored";
     EXPECT_EQ(r.rc, 1) << r.messages; // README: the defaults OOM
@@ -63,8 +63,8 @@ TEST(ToolsLib, ReplayJsonIsTheCommands)
     ASSERT_FALSE(r.progress.empty());
     EXPECT_LE(r.progress.back().second, 1720u);
     // The command's globals (getopt) start afresh: the same call again agrees.
-    Outcome again = Galloc({"replay", "--json", "--conf", "", "--conf", "expandable_segments:True",
-                        Example("fragmentation.trace")});
+    Outcome again = Galloc(
+        {"replay", "--json", "--conf", "", "--conf", "expandable_segments:True", Example("fragmentation.trace")});
     EXPECT_EQ(again.rc, 1);
     EXPECT_NE(again.out.find("{\"event\": 1601, \"size\": 2147483648"), std::string::npos);
     EXPECT_EQ(again.messages, "");
@@ -87,8 +87,8 @@ TEST(ToolsLib, BadInputIsExitTwoWithTheMessage)
 
 TEST(ToolsLib, FitJson)
 {
-    Outcome r = Galloc({"fit", "--json", "--jobs", "2", "--max-configs", "4", "--bisect", "0",
-                    Example("fragmentation.trace")});
+    Outcome r =
+        Galloc({"fit", "--json", "--jobs", "2", "--max-configs", "4", "--bisect", "0", Example("fragmentation.trace")});
     EXPECT_EQ(r.rc, 0) << r.messages;
     EXPECT_EQ(r.out.rfind("{\"tool\": \"galloc fit\"", 0), 0u) << r.out.substr(0, 200);
     EXPECT_NE(r.out.find("\"events\": 1720"), std::string::npos);
@@ -144,8 +144,7 @@ TEST(ToolsLib, MainIsTheWholeCommandOnTheProcesssStdio)
 TEST(ToolsLib, TraceInfo)
 {
     char *json = nullptr, *messages = nullptr;
-    ASSERT_EQ(galloc_tools_trace_info(Example("fragmentation.trace").c_str(), "auto", &json, &messages), 0)
-        << messages;
+    ASSERT_EQ(galloc_tools_trace_info(Example("fragmentation.trace").c_str(), "auto", &json, &messages), 0) << messages;
     std::string j = json;
     EXPECT_NE(j.find("\"format\": \"galloc\", \"device_memory\": 85899345920"), std::string::npos) << j;
     EXPECT_NE(j.find("\"allocs\": 880, \"frees\": 720, \"ooms\": 0, \"annotations\": 120"), std::string::npos) << j;

@@ -18,8 +18,7 @@ extern "C" {
 namespace {
 
 // Emit through fn into a file and return its bytes and the finish status.
-template <typename Fn>
-std::string emit(const ga_trace_emitter_ops_t *ops, Fn fn, galloc_status_t *status = nullptr)
+template <typename Fn> std::string emit(const ga_trace_emitter_ops_t *ops, Fn fn, galloc_status_t *status = nullptr)
 {
     std::string path = trace_test_tmp(std::string("emit.") + ops->name);
     FILE *f = fopen(path.c_str(), "wb");
@@ -62,7 +61,8 @@ std::string pickle_u64(uint64_t v)
 void python_check(const std::string &path, const std::string &check)
 {
     std::string code = "import pickle, sys\nv = pickle.load(open(sys.argv[1], 'rb'))\n"
-                       "assert " + check + ", repr(v)[:2000]\n";
+                       "assert " +
+                       check + ", repr(v)[:2000]\n";
     std::string out;
     EXPECT_EQ(trace_test_python({"-c", code, path}, &out), 0) << out;
 }
@@ -96,8 +96,18 @@ TEST(Pickle, ValuesRoundTripThroughPython)
         &ga_trace_pickle,
         [](ga_trace_emitter_t *e) {
             ga_trace_emit_begin_list(e);
-            const int64_t ints[] = {0, 255, 256, 65535, 65536, -1, INT32_MAX, INT32_MIN, (int64_t)1 << 31,
-                                    (int64_t)INT32_MIN - 1, INT64_MAX, INT64_MIN};
+            const int64_t ints[] = {0,
+                                    255,
+                                    256,
+                                    65535,
+                                    65536,
+                                    -1,
+                                    INT32_MAX,
+                                    INT32_MIN,
+                                    (int64_t)1 << 31,
+                                    (int64_t)INT32_MIN - 1,
+                                    INT64_MAX,
+                                    INT64_MIN};
             for (int64_t v : ints)
                 ga_trace_emit_i64(e, v);
             ga_trace_emit_u64(e, (uint64_t)1 << 63);
@@ -111,7 +121,10 @@ TEST(Pickle, ValuesRoundTripThroughPython)
             ga_trace_emit_str(e, "caf\xc3\xa9 \xe6\x97\xa5", 9);
             std::string long_str(300, 'x');
             ga_trace_emit_str(e, long_str.data(), long_str.size()); // BINUNICODE
-            ga_trace_emit_str(e, "a\xff" "b\xc3", 4);               // invalid UTF-8
+            ga_trace_emit_str(e,
+                              "a\xff"
+                              "b\xc3",
+                              4); // invalid UTF-8
             ga_trace_emit_str(e, "", 0);
             ga_trace_emit_begin_dict(e);
             ga_trace_emit_end_dict(e);
@@ -221,29 +234,42 @@ TEST(Emit, BadNestingIsInvalid)
 {
     for (const ga_trace_emitter_ops_t *ops : {&ga_trace_pickle, &ga_trace_json}) {
         galloc_status_t rc;
-        emit(ops, [](ga_trace_emitter_t *e) { ga_trace_emit_begin_list(e); }, &rc);
+        emit(
+            ops, [](ga_trace_emitter_t *e) { ga_trace_emit_begin_list(e); }, &rc);
         EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": unclosed list";
-        emit(ops, [](ga_trace_emitter_t *e) {
-            ga_trace_emit_begin_dict(e);
-            ga_trace_emit_i64(e, 1); // a value without its key
-            ga_trace_emit_end_dict(e);
-        }, &rc);
+        emit(
+            ops,
+            [](ga_trace_emitter_t *e) {
+                ga_trace_emit_begin_dict(e);
+                ga_trace_emit_i64(e, 1); // a value without its key
+                ga_trace_emit_end_dict(e);
+            },
+            &rc);
         EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": value without key";
-        emit(ops, [](ga_trace_emitter_t *e) {
-            ga_trace_emit_begin_list(e);
-            ga_trace_emit_end_dict(e);
-        }, &rc);
-        EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": mismatched close";
-        emit(ops, [](ga_trace_emitter_t *e) {
-            for (int i = 0; i < GA_TRACE_EMIT_MAX_DEPTH + 1; i++)
+        emit(
+            ops,
+            [](ga_trace_emitter_t *e) {
                 ga_trace_emit_begin_list(e);
-        }, &rc);
+                ga_trace_emit_end_dict(e);
+            },
+            &rc);
+        EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": mismatched close";
+        emit(
+            ops,
+            [](ga_trace_emitter_t *e) {
+                for (int i = 0; i < GA_TRACE_EMIT_MAX_DEPTH + 1; i++)
+                    ga_trace_emit_begin_list(e);
+            },
+            &rc);
         EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": too deep";
-        emit(ops, [](ga_trace_emitter_t *e) {
-            ga_trace_emit_begin_list(e);
-            ga_trace_emit_key(e, "k"); // a key in a list
-            ga_trace_emit_end_list(e);
-        }, &rc);
+        emit(
+            ops,
+            [](ga_trace_emitter_t *e) {
+                ga_trace_emit_begin_list(e);
+                ga_trace_emit_key(e, "k"); // a key in a list
+                ga_trace_emit_end_list(e);
+            },
+            &rc);
         EXPECT_EQ(rc, GALLOC_E_INVAL) << ops->name << ": key in list";
     }
 }

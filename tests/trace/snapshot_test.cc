@@ -36,12 +36,11 @@ std::string checker()
 void write_both(ga_snapshot_t *s, const std::string &name)
 {
     char err[256] = "";
-    ASSERT_EQ(ga_snapshot_write_path(s, trace_test_tmp(name + ".pickle").c_str(), GALLOC_SNAPSHOT_PICKLE, err,
-                                     sizeof(err)),
-              GALLOC_OK)
+    ASSERT_EQ(
+        ga_snapshot_write_path(s, trace_test_tmp(name + ".pickle").c_str(), GALLOC_SNAPSHOT_PICKLE, err, sizeof(err)),
+        GALLOC_OK)
         << err;
-    ASSERT_EQ(ga_snapshot_write_path(s, trace_test_tmp(name + ".json").c_str(), GALLOC_SNAPSHOT_JSON, err,
-                                     sizeof(err)),
+    ASSERT_EQ(ga_snapshot_write_path(s, trace_test_tmp(name + ".json").c_str(), GALLOC_SNAPSHOT_JSON, err, sizeof(err)),
               GALLOC_OK)
         << err;
 }
@@ -49,8 +48,8 @@ void write_both(ga_snapshot_t *s, const std::string &name)
 void run_checker(const std::string &mode, const std::string &name)
 {
     std::string out;
-    int rc = trace_test_python({checker(), mode, trace_test_tmp(name + ".pickle"), trace_test_tmp(name + ".json")},
-                               &out);
+    int rc =
+        trace_test_python({checker(), mode, trace_test_tmp(name + ".pickle"), trace_test_tmp(name + ".json")}, &out);
     EXPECT_EQ(rc, 0) << out;
     printf("%s", out.c_str());
 }
@@ -84,8 +83,8 @@ TEST_F(Snapshot, ScriptedModelReadsBackInPython)
     configure(GALLOC_STACKS_ALL, 100);
     ga_trace_set_frames_fn(&t_, trace_test_user_frames, nullptr);
     uint32_t native = trace_test_native_site(&t_); // native frames, then the framework's
-    configure(GALLOC_STACKS_PYTHON, 100);           // same max: recording continues
-    uint32_t user = ga_trace_capture(&t_, 0);       // the framework's frames only
+    configure(GALLOC_STACKS_PYTHON, 100);          // same max: recording continues
+    uint32_t user = ga_trace_capture(&t_, 0);      // the framework's frames only
     ASSERT_NE(native, 0u);
     ASSERT_NE(user, 0u);
 
@@ -155,8 +154,8 @@ TEST_F(Snapshot, WrappedTraceKeepsTheNewestOldestFirst)
 {
     configure(GALLOC_STACKS_PYTHON, 3000);
     for (int n = 0; n < 10000; n++)
-        ga_trace_record(&t_, n % 2 == 0 ? GA_TRACE_ALLOC : GA_TRACE_FREE_REQUESTED, 0x10000 + (n / 2) * 512, 512,
-                        0, nullptr, 0);
+        ga_trace_record(&t_, n % 2 == 0 ? GA_TRACE_ALLOC : GA_TRACE_FREE_REQUESTED, 0x10000 + (n / 2) * 512, 512, 0,
+                        nullptr, 0);
     t_.device = 0;
     ga_snapshot_t s;
     ga_snapshot_init(&s, &t_, 0);
@@ -202,8 +201,7 @@ TEST_F(Snapshot, FileErrors)
     std::string missing = trace_test_tmp("no/such/dir/snap.pickle");
     EXPECT_EQ(ga_snapshot_write_path(&s, missing.c_str(), GALLOC_SNAPSHOT_PICKLE, err, sizeof(err)), GALLOC_E_IO);
     EXPECT_NE(std::string(err).find("No such file or directory"), std::string::npos) << err;
-    EXPECT_EQ(ga_snapshot_write_path(&s, trace_test_tmp("x").c_str(), (galloc_snapshot_format_t)9, err,
-                                     sizeof(err)),
+    EXPECT_EQ(ga_snapshot_write_path(&s, trace_test_tmp("x").c_str(), (galloc_snapshot_format_t)9, err, sizeof(err)),
               GALLOC_E_INVAL);
     EXPECT_EQ(ga_snapshot_write(&s, nullptr, GALLOC_SNAPSHOT_PICKLE), GALLOC_E_INVAL);
     ga_snapshot_settings_t bad = {};

@@ -85,8 +85,8 @@ TEST_F(Stack, SymbolizationNamesTheTestsFunction)
     std::string file = ga_trace_strtab_get(&t_.strings, f->filename, nullptr);
     for (uint32_t i = 0; i < n && i < 3; i++) {
         const ga_trace_frame_t *g = ga_trace_stacks_frame(&t_.stacks, ids[i]);
-        printf("frame %u: %s:%lld:%s\n", i, ga_trace_strtab_get(&t_.strings, g->filename, nullptr),
-               (long long)g->line, ga_trace_strtab_get(&t_.strings, g->name, nullptr));
+        printf("frame %u: %s:%lld:%s\n", i, ga_trace_strtab_get(&t_.strings, g->filename, nullptr), (long long)g->line,
+               ga_trace_strtab_get(&t_.strings, g->name, nullptr));
     }
     // test_util.cc is built with -g: the file is the source and the line
     // the capture call's (libdw, from DWARF, at the return address - 1).

@@ -36,7 +36,8 @@ galloc_stats_t known_stats()
     set(s.requested_bytes, {3 * GiB - 1000, 4 * GiB - 7, 123456000000, 120234775540},
         {3 * GiB - 1100, 4 * GiB - 8, 122999300000, 119778000000}, {100, 1000, 699999, 699899});
     set(s.reserved_bytes, {3 * GiB + 20 * MiB, 5 * GiB, 10 * GiB, 7 * GiB - 20 * MiB},
-        {3 * GiB + 18 * MiB, 5 * GiB - 2 * MiB, 10 * GiB - 2 * MiB, 7 * GiB - 20 * MiB}, {2 * MiB, 2 * MiB, 2 * MiB, 0});
+        {3 * GiB + 18 * MiB, 5 * GiB - 2 * MiB, 10 * GiB - 2 * MiB, 7 * GiB - 20 * MiB},
+        {2 * MiB, 2 * MiB, 2 * MiB, 0});
     set(s.inactive_split_bytes, {5 * MiB, 700 * KiB, 767 * KiB, 768 * KiB},
         {5 * MiB + 1536, 700 * KiB, 767 * KiB, 768 * KiB}, {-1536, 0, 0, 0});
     set(s.allocation, {1000, 1001, 1234567, 1233567}, {900, 950, 1000000, 999100}, {100, 101, 234567, 234467});

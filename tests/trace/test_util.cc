@@ -29,8 +29,14 @@ extern "C" size_t trace_test_user_frames(void *ctx, ga_trace_user_frame_t *frame
 {
     static const ga_trace_user_frame_t canned[] = {
         {"/src/mod\xc3\xa8le.py", "forward", 42},
-        {"/src/\xe6\x97\xa5\xe6\x9c\xac.py", "quote\"back\\slash\ttab\nnl\x01" "ctl", 7},
-        {nullptr, "bad\xff" "byte", (int64_t)1 << 40},
+        {"/src/\xe6\x97\xa5\xe6\x9c\xac.py",
+         "quote\"back\\slash\ttab\nnl\x01"
+         "ctl",
+         7},
+        {nullptr,
+         "bad\xff"
+         "byte",
+         (int64_t)1 << 40},
     };
     if (ctx != nullptr)
         ++*static_cast<int *>(ctx);

@@ -127,7 +127,8 @@ TEST_F(Trace, TimeComesFromTheClock)
     EXPECT_LE(ga_trace_ring_at(&t_.events, 0)->time_us, after);
     EXPECT_GT(before, 1600000000000000); // microseconds since the epoch (after 2020)
     static int64_t fake = 42;
-    ga_trace_set_clock(&t_, [](void *ctx) { return *static_cast<int64_t *>(ctx); }, &fake);
+    ga_trace_set_clock(
+        &t_, [](void *ctx) { return *static_cast<int64_t *>(ctx); }, &fake);
     ga_trace_record(&t_, GA_TRACE_ALLOC, 2, 1, 0, nullptr, 0);
     EXPECT_EQ(ga_trace_ring_at(&t_.events, 1)->time_us, 42);
 }

@@ -58,8 +58,8 @@ class AddrMap : public ::testing::Test {
     {
         Entry *e = Find(key);
         EXPECT_NE(e, nullptr) << "key " << key;
-        return e == nullptr ? SIZE_MAX : static_cast<size_t>(reinterpret_cast<unsigned char *>(e) - m_.slots) /
-                                             sizeof(Entry);
+        return e == nullptr ? SIZE_MAX
+                            : static_cast<size_t>(reinterpret_cast<unsigned char *>(e) - m_.slots) / sizeof(Entry);
     }
 
     // The home slot of key in a table of m_.cap slots: where it lands alone.
@@ -349,14 +349,10 @@ TEST_F(AddrMap, RandomOperationsMatchUnorderedMap)
     // ranges so that the same keys come and go and probe runs collide.
     auto draw = [&]() -> uintptr_t {
         switch (rng() % 4) {
-        case 0:
-            return 0x7f0000000000 + (rng() % 64) * (2u << 20) + (rng() % 64) * 512;
-        case 1:
-            return 0x7e0000000000 + (rng() % 512) * (2u << 20);
-        case 2:
-            return 0x555500000000 + (rng() % 2048) * 16;
-        default:
-            return 1 + rng() % 1024;
+        case 0: return 0x7f0000000000 + (rng() % 64) * (2u << 20) + (rng() % 64) * 512;
+        case 1: return 0x7e0000000000 + (rng() % 512) * (2u << 20);
+        case 2: return 0x555500000000 + (rng() % 2048) * 16;
+        default: return 1 + rng() % 1024;
         }
     };
     for (int step = 0; step < 200000; step++) {

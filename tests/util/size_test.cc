@@ -11,9 +11,8 @@
 
 namespace {
 
-const ga_size_unit_t kDecimalAndBinary[] = {{"b", 1},          {"kb", 1000},          {"gb", 1000000000},
-                                            {"kib", 1u << 10}, {"mib", 1u << 20},     {"gib", 1u << 30},
-                                            {"tib", 1ull << 40}};
+const ga_size_unit_t kDecimalAndBinary[] = {{"b", 1},          {"kb", 1000},      {"gb", 1000000000}, {"kib", 1u << 10},
+                                            {"mib", 1u << 20}, {"gib", 1u << 30}, {"tib", 1ull << 40}};
 const ga_size_unit_t kBinary[] = {{"bytes", 1}, {"k", 1u << 10}, {"KiB", 1u << 10}, {"GiB", 1u << 30}};
 const ga_size_unit_t kCount[] = {{"K", 1000}, {"B", 1000000000}};
 
@@ -81,10 +80,10 @@ TEST(Size, LenientRoundsAndTakesBlanks)
     EXPECT_EQ(Value("5.", r), 5u);
     EXPECT_EQ(Value("7 bytes", r), 7u);
     EXPECT_EQ(Value("4 ", r), 4u);
-    EXPECT_EQ(Value("0.1GiB", r), 107374182u);  // 107374182.4
-    EXPECT_EQ(Value("0.3GiB", r), 322122547u);  // 322122547.2
-    EXPECT_EQ(Value("0.7GiB", r), 751619277u);  // 751619276.8
-    EXPECT_EQ(Value("2.5", r), 3u);             // halves round up
+    EXPECT_EQ(Value("0.1GiB", r), 107374182u);     // 107374182.4
+    EXPECT_EQ(Value("0.3GiB", r), 322122547u);     // 322122547.2
+    EXPECT_EQ(Value("0.7GiB", r), 751619277u);     // 751619276.8
+    EXPECT_EQ(Value("2.5", r), 3u);                // halves round up
     EXPECT_EQ(Value("1.0000000000000009", r), 1u); // the 16th fraction digit does not count
     ga_size_rules_t down = Lenient(GA_SIZE_ROUND_DOWN);
     EXPECT_EQ(Value("0.7GiB", down), 751619276u);

@@ -33,9 +33,9 @@ typedef struct infer {
     ga_job_unit_t *u;
     ga_replay_opts_t o;
     ga_replay_spec_t spec;
-    uint64_t first;          /* index of the first capped OOM event */
+    uint64_t first;              /* index of the first capped OOM event */
     int64_t ref_alloc, ref_free; /* device allocations and frees before it, without a binding cap */
-    int64_t ref_peak;        /* reserved peak before it */
+    int64_t ref_peak;            /* reserved peak before it */
 } infer_t;
 
 /* Replay the unit's own run at cap (0: the whole device) up to event last. */
@@ -112,8 +112,7 @@ void ga_replay_infer_cap(ga_job_unit_t *u, const char *backend, bool env)
     cap->why[0] = '\0';
     if (cap->capped_ooms == 0)
         return;
-    infer_t x = {.u = u, .spec = ga_replay_default_spec(u),
-                 .o = {.backend = backend, .env = env, .no_cap = true}};
+    infer_t x = {.u = u, .spec = ga_replay_default_spec(u), .o = {.backend = backend, .env = env, .no_cap = true}};
     bool found = false;
     for (size_t i = 0; i < u->n && !found; i++) {
         ga_event_t e;
@@ -145,9 +144,9 @@ void ga_replay_infer_cap(ga_job_unit_t *u, const char *backend, bool env)
         }
     }
     bool failed = false;
-    uint64_t from = x.ref_peak > 0 ? ((uint64_t)x.ref_peak + GA_ENGINE_CAP_STEP - 1) / GA_ENGINE_CAP_STEP *
-                                         GA_ENGINE_CAP_STEP
-                                   : GA_ENGINE_CAP_STEP;
+    uint64_t from = x.ref_peak > 0
+                        ? ((uint64_t)x.ref_peak + GA_ENGINE_CAP_STEP - 1) / GA_ENGINE_CAP_STEP * GA_ENGINE_CAP_STEP
+                        : GA_ENGINE_CAP_STEP;
     if (from > whole) {
         why(cap, "the job's reserved peak before the capped OOM is larger than the device");
         return;

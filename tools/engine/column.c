@@ -48,8 +48,8 @@ static ga_replay_part_t probe(search_t *s, uint64_t cap)
     o.snapshot_paths = NULL;
     o.progress = NULL;
     ga_engine_out_t out = {.first_oom = UINT64_MAX};
-    ga_engine_cfg_t g = {.o = &o, .spec = s->spec, .capacity = s->capacity, .cap = cap, .classify_cap = s->low,
-                         .out = &out};
+    ga_engine_cfg_t g = {
+        .o = &o, .spec = s->spec, .capacity = s->capacity, .cap = cap, .classify_cap = s->low, .out = &out};
     ga_replay_part_t k = {.from = cap, .to = cap + 1, .first_oom_event = UINT64_MAX};
     if (ga_engine_run(s->u, &g, &c) != 0)
         s->failed = 1;
@@ -125,8 +125,13 @@ int ga_replay_column(const ga_job_unit_t *u, const ga_replay_opts_t *o, const ga
                      const char *snapshot_path, ga_replay_column_t *c)
 {
     ga_engine_out_t out = {.first_oom = UINT64_MAX};
-    ga_engine_cfg_t g = {.o = o, .spec = spec, .capacity = o->device_memory ? o->device_memory : u->memory,
-                         .cap = o->cap, .full = true, .snapshot_path = snapshot_path, .out = &out};
+    ga_engine_cfg_t g = {.o = o,
+                         .spec = spec,
+                         .capacity = o->device_memory ? o->device_memory : u->memory,
+                         .cap = o->cap,
+                         .full = true,
+                         .snapshot_path = snapshot_path,
+                         .out = &out};
     const ga_job_cap_t *range = &u->cap;
     if (o->cap != 0 || o->no_cap || !range->inferred)
         return ga_engine_run(u, &g, c);

@@ -10,13 +10,13 @@
 
 /* The state of one replay besides its column. */
 typedef struct ga_engine_run {
-    size_t min_free;          /* lowest device free memory seen: the reserved peak (watch) */
-    int64_t peak_seen;        /* the reserved figure at_peak was taken at */
-    bool watch;               /* opts.watch_peak */
-    uint64_t first_oom;       /* event index of the first OOM, UINT64_MAX: none */
-    bool first_oom_expected;  /* it is one the traced run had too */
-    const char *annotation;   /* the last annotate text, "" before any */
-    uint64_t events;          /* events replayed */
+    size_t min_free;         /* lowest device free memory seen: the reserved peak (watch) */
+    int64_t peak_seen;       /* the reserved figure at_peak was taken at */
+    bool watch;              /* opts.watch_peak */
+    uint64_t first_oom;      /* event index of the first OOM, UINT64_MAX: none */
+    bool first_oom_expected; /* it is one the traced run had too */
+    const char *annotation;  /* the last annotate text, "" before any */
+    uint64_t events;         /* events replayed */
 } ga_engine_run_t;
 
 /* What one replay's caller learns besides the column. */
@@ -29,11 +29,11 @@ typedef struct ga_engine_out {
 typedef struct ga_engine_cfg {
     const ga_replay_opts_t *o;
     const ga_replay_spec_t *spec;
-    uint64_t capacity;          /* the sim device's size */
-    uint64_t cap;               /* a memory-fraction cap from the first event, bytes (0: none) */
-    uint64_t classify_cap;      /* the cap OOMs are classified under (0: cap) */
-    bool full;                  /* the column's figures: sample, progress (else a probe) */
-    const char *snapshot_path;  /* the snapshot to write, NULL: none */
+    uint64_t capacity;         /* the sim device's size */
+    uint64_t cap;              /* a memory-fraction cap from the first event, bytes (0: none) */
+    uint64_t classify_cap;     /* the cap OOMs are classified under (0: cap) */
+    bool full;                 /* the column's figures: sample, progress (else a probe) */
+    const char *snapshot_path; /* the snapshot to write, NULL: none */
     ga_engine_out_t *out;
 } ga_engine_cfg_t;
 

@@ -70,12 +70,9 @@ galloc_status_t ga_replay_call(galloc_allocator_t *a, ga_event_kind_t kind, uint
     case GA_EV_STREAM_SYNC:
         st = galloc_stream_synchronize(a, (galloc_stream_t)stream);
         return st == GALLOC_E_UNSUPPORTED ? GALLOC_OK : st;
-    case GA_EV_EMPTY_CACHE:
-        return ga_replay_empty_cache(a, size);
-    case GA_EV_SET_FRACTION:
-        return galloc_set_memory_fraction(a, fraction);
-    default:
-        return st;
+    case GA_EV_EMPTY_CACHE: return ga_replay_empty_cache(a, size);
+    case GA_EV_SET_FRACTION: return galloc_set_memory_fraction(a, fraction);
+    default: return st;
     }
 }
 
@@ -95,8 +92,8 @@ static bool known_add(ga_replay_tags_t *k, const char *tag)
     return true;
 }
 
-galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
-                                   const char *offload, ga_replay_tags_t *known)
+galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags, const char *offload,
+                                   ga_replay_tags_t *known)
 {
     const char *list = tags != NULL && strcmp(tags, "*") == 0 ? NULL : tags; /* NULL: every tag */
     galloc_status_t st;
@@ -106,8 +103,7 @@ galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, 
         if (st == GALLOC_OK && !known_add(known, tags))
             known->overflow = true;
         return st;
-    case GA_EV_TAG_END:
-        return galloc_tag_end(a, tags);
+    case GA_EV_TAG_END: return galloc_tag_end(a, tags);
     case GA_EV_SLEEP:
         /* galloc_sleep's offload_tags has no "every tag" (NULL is none):
          * every tag is every tag the trace has begun. */
@@ -117,9 +113,7 @@ galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, 
             offload = known->names;
         }
         return galloc_sleep(a, list, offload);
-    case GA_EV_WAKE:
-        return galloc_wake(a, list);
-    default:
-        return GALLOC_E_INVAL;
+    case GA_EV_WAKE: return galloc_wake(a, list);
+    default: return GALLOC_E_INVAL;
     }
 }

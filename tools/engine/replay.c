@@ -34,8 +34,8 @@ static void note_error(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e,
     if (c->errors++ == 0) {
         char msg[GALLOC_ERROR_MAX - 256]; /* room for the prefix: the whole line fits first_error */
         galloc_last_error(c->a, msg, sizeof(msg));
-        snprintf(c->first_error, sizeof(c->first_error), "event %" PRIu64 " (line/entry %" PRIu64 "): %s: %s%s%s",
-                 idx, e->where, call, galloc_strerror(st), msg[0] ? ": " : "", msg);
+        snprintf(c->first_error, sizeof(c->first_error), "event %" PRIu64 " (line/entry %" PRIu64 "): %s: %s%s%s", idx,
+                 e->where, call, galloc_strerror(st), msg[0] ? ": " : "", msg);
     }
 }
 
@@ -62,11 +62,13 @@ static void start_recording(ga_replay_column_t *c)
                  c->snapshot_path);
         c->snapshot_done = true;
     } else if ((st = ga_engine_history_source(c)) != GALLOC_OK) { /* before recording: setting it clears the trace */
-        snprintf(c->snapshot_error, sizeof(c->snapshot_error), "%s: not written: the recorded stacks cannot be "
-                 "attached: %s", c->snapshot_path, galloc_strerror(st));
+        snprintf(c->snapshot_error, sizeof(c->snapshot_error),
+                 "%s: not written: the recorded stacks cannot be "
+                 "attached: %s",
+                 c->snapshot_path, galloc_strerror(st));
         c->snapshot_done = true;
-    } else if (c->snapshot_ops->record(c->a, c->snapshot_max_entries, c->snapshot_error,
-                                       sizeof(c->snapshot_error)) != 0) {
+    } else if (c->snapshot_ops->record(c->a, c->snapshot_max_entries, c->snapshot_error, sizeof(c->snapshot_error)) !=
+               0) {
         c->snapshot_done = true; /* nothing to write: the error says why */
     } else {
         c->snapshot_recording = true;
@@ -218,16 +220,18 @@ static void do_tag(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, cons
     if (st == GALLOC_E_INVAL && c->tag_anomalies++ == 0) {
         char msg[GALLOC_ERROR_MAX - 256];
         galloc_last_error(c->a, msg, sizeof(msg));
-        snprintf(c->first_tag_anomaly, sizeof(c->first_tag_anomaly), "event %" PRIu64 " (line %" PRIu64 "): %s",
-                 idx, e->where, msg[0] ? msg : galloc_strerror(st));
+        snprintf(c->first_tag_anomaly, sizeof(c->first_tag_anomaly), "event %" PRIu64 " (line %" PRIu64 "): %s", idx,
+                 e->where, msg[0] ? msg : galloc_strerror(st));
     } else if (st == GALLOC_E_OOM && e->kind == GA_EV_WAKE) {
         galloc_sleep_stats_t ss = {0};
         ga_event_t w = *e;
         w.size = galloc_sleep_stats(c->a, &ss) == GALLOC_OK ? ss.bytes_asleep : 0;
         record_oom(c, r, idx, &w);
     } else if (st != GALLOC_E_INVAL) {
-        note_error(c, idx, e, e->kind == GA_EV_SLEEP ? "galloc_sleep" : e->kind == GA_EV_WAKE ? "galloc_wake"
-                                                                                              : "galloc_tag_begin/end",
+        note_error(c, idx, e,
+                   e->kind == GA_EV_SLEEP  ? "galloc_sleep"
+                   : e->kind == GA_EV_WAKE ? "galloc_wake"
+                                           : "galloc_tag_begin/end",
                    st);
     }
 }
@@ -242,13 +246,9 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
             return; /* the seeded state already holds the block */
         do_alloc(c, r, idx, e);
         return;
-    case GA_EV_OOM:
-        do_alloc(c, r, idx, e);
-        return;
+    case GA_EV_OOM: do_alloc(c, r, idx, e); return;
     case GA_EV_FREE:
-    case GA_EV_FREE_PENDING:
-        do_free(c, idx, e);
-        return;
+    case GA_EV_FREE_PENDING: do_free(c, idx, e); return;
     case GA_EV_RECORD_STREAM:
         if (!ga_idmap_get(&c->map, e->id, &v)) {
             c->unmatched++;
@@ -277,9 +277,7 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
     case GA_EV_TAG_BEGIN:
     case GA_EV_TAG_END:
     case GA_EV_SLEEP:
-    case GA_EV_WAKE:
-        do_tag(c, r, idx, e);
-        return;
+    case GA_EV_WAKE: do_tag(c, r, idx, e); return;
     case GA_EV_ANNOTATE:
         r->annotation = e->text;
         if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->annotate != NULL)
@@ -438,8 +436,7 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         return -1;
     if (c->a == NULL)
         return 0;
-    ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "",
-                         .watch = o->watch_peak};
+    ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "", .watch = o->watch_peak};
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
     uint64_t end = o->stop_after && o->stop_after < u->n ? o->stop_after + 1 : u->n;
     double t0 = ga_engine_now();

@@ -38,18 +38,18 @@
 extern "C" {
 #endif
 
-#define GA_REPLAY_CHUNK 4096            /* events read before each configuration replays them */
-#define GA_REPLAY_MAX_OOMS 100          /* OOMs kept in detail per configuration (all are counted) */
+#define GA_REPLAY_CHUNK 4096   /* events read before each configuration replays them */
+#define GA_REPLAY_MAX_OOMS 100 /* OOMs kept in detail per configuration (all are counted) */
 #define GA_REPLAY_DEFAULT_MEMORY GA_JOB_DEFAULT_MEMORY
-#define GA_REPLAY_MAX_PARTS 8          /* outcomes a column tells apart over a cap range */
+#define GA_REPLAY_MAX_PARTS 8 /* outcomes a column tells apart over a cap range */
 /* The stream deferred frees are recorded on: a handle no trace uses. */
 #define GA_REPLAY_SIDE_STREAM ((galloc_stream_t)UINTPTR_MAX - 1)
 
 /* Why an allocation ran out of memory (ga_replay_classify_oom). */
 typedef enum ga_oom_class {
-    GA_OOM_GENUINE = 0,   /* live blocks + the request exceed what the allocator may use (the
+    GA_OOM_GENUINE = 0,  /* live blocks + the request exceed what the allocator may use (the
                              device, or its memory-fraction share): no allocator setting helps */
-    GA_OOM_FRAGMENTATION  /* the request fits in cached free bytes + the free memory the allocator
+    GA_OOM_FRAGMENTATION /* the request fits in cached free bytes + the free memory the allocator
                              may still take, but no single free block or mapping can hold it:
                              settings can help */
 } ga_oom_class_t;
@@ -109,10 +109,10 @@ typedef struct ga_replay_oom {
 
 /* The bounded time series of one configuration (see series.h). */
 typedef struct ga_sampler {
-    size_t n;                 /* points stored */
-    uint64_t stride;          /* events between grid points */
-    uint64_t next;            /* next event index to sample */
-    uint64_t last;            /* event index of the last point (valid when n > 0) */
+    size_t n;                      /* points stored */
+    uint64_t stride;               /* events between grid points */
+    uint64_t next;                 /* next event index to sample */
+    uint64_t last;                 /* event index of the last point (valid when n > 0) */
     double *x, *req, *alloc, *res; /* GA_SERIES_MAX_POINTS + 1 entries each */
 } ga_sampler_t;
 
@@ -163,11 +163,11 @@ typedef struct ga_replay_part {
 
 /* The reserved peak's moment (opts.watch_peak): galloc fit's figures. */
 typedef struct ga_replay_at_peak {
-    int64_t allocated;        /* allocated bytes when reserved reached its peak (a sleeping tag's blocks
+    int64_t allocated;    /* allocated bytes when reserved reached its peak (a sleeping tag's blocks
                                  included: its tensors still exist) */
-    int64_t asleep;           /* bytes asleep then (reserved address space without memory) */
-    int64_t largest_free;     /* largest cached free block then */
-    double external_frag;     /* 1 - largest free block / cached free bytes then */
+    int64_t asleep;       /* bytes asleep then (reserved address space without memory) */
+    int64_t largest_free; /* largest cached free block then */
+    double external_frag; /* 1 - largest free block / cached free bytes then */
 } ga_replay_at_peak_t;
 
 /* One configuration (a column of the comparison). */
@@ -190,61 +190,61 @@ typedef struct ga_replay_column {
     uint64_t expected_avoided;           /* ... of which this configuration could allocate */
     ga_replay_oom_t *ooms;               /* the first GA_REPLAY_MAX_OOMS failures */
     size_t n_ooms;
-    uint64_t unmatched;                  /* frees / record_streams of ids not live in the trace */
-    uint64_t duplicates;                 /* allocs of an id already live (the stale block is freed) */
-    uint64_t errors;                     /* other failed calls (see first_error) */
-    char first_error[GALLOC_ERROR_MAX];  /* the first of those, with its event */
-    uint64_t tag_anomalies;              /* tag events galloc refused with GALLOC_E_INVAL: an unknown
+    uint64_t unmatched;                       /* frees / record_streams of ids not live in the trace */
+    uint64_t duplicates;                      /* allocs of an id already live (the stale block is freed) */
+    uint64_t errors;                          /* other failed calls (see first_error) */
+    char first_error[GALLOC_ERROR_MAX];       /* the first of those, with its event */
+    uint64_t tag_anomalies;                   /* tag events galloc refused with GALLOC_E_INVAL: an unknown
                                             tag, a tag_end without tag_begin (see first_tag_anomaly) */
     char first_tag_anomaly[GALLOC_ERROR_MAX]; /* the first of those, with its event */
-    bool no_sleep;                       /* opts.no_sleep: sleep and wake events are skipped */
-    ga_replay_tags_t tags;               /* the tags begun so far */
-    bool has_sleep_stats;                /* sleep holds galloc_sleep_stats at the end */
-    galloc_sleep_stats_t sleep;          /* ... bytes slept, offloaded, sleeps and wakes */
-    ga_sampler_t sampler;                /* memory over time, if sampling was asked for */
-    double fraction;                     /* the memory fraction in force (1.0: none), for classifying */
+    bool no_sleep;                            /* opts.no_sleep: sleep and wake events are skipped */
+    ga_replay_tags_t tags;                    /* the tags begun so far */
+    bool has_sleep_stats;                     /* sleep holds galloc_sleep_stats at the end */
+    galloc_sleep_stats_t sleep;               /* ... bytes slept, offloaded, sleeps and wakes */
+    ga_sampler_t sampler;                     /* memory over time, if sampling was asked for */
+    double fraction;                          /* the memory fraction in force (1.0: none), for classifying */
     /* The cap (the unit's ga_job_cap_t, or opts.cap): */
-    uint64_t cap;                        /* the cap the figures were replayed under, bytes; 0: none */
-    ga_replay_part_t parts[GA_REPLAY_MAX_PARTS]; /* the outcomes over the unit's cap range, by cap */
-    size_t n_parts;                      /* 0 without a range */
-    size_t main_part;                    /* the widest part: the cap of the figures lies in it */
-    ga_replay_at_peak_t at_peak;         /* opts.watch_peak */
-    const char *snapshot_path;           /* where to write the snapshot, NULL for none */
+    uint64_t cap;                                 /* the cap the figures were replayed under, bytes; 0: none */
+    ga_replay_part_t parts[GA_REPLAY_MAX_PARTS];  /* the outcomes over the unit's cap range, by cap */
+    size_t n_parts;                               /* 0 without a range */
+    size_t main_part;                             /* the widest part: the cap of the figures lies in it */
+    ga_replay_at_peak_t at_peak;                  /* opts.watch_peak */
+    const char *snapshot_path;                    /* where to write the snapshot, NULL for none */
     const ga_replay_snapshot_ops_t *snapshot_ops; /* how (ga_replay_opts_t.snapshot_ops) */
-    uint64_t snapshot_first;             /* recording starts before this event index */
-    uint64_t snapshot_last;              /* ... and the snapshot is written after this one */
-    size_t snapshot_max_entries;         /* trace ring size, 0 = unbounded */
-    bool snapshot_at_end;                /* write at the end (or snapshot_last), never at an OOM */
-    bool snapshot_recording;             /* the history is being recorded */
-    bool seeded;                         /* the unit's seed was applied: prologue events are skipped */
-    bool place;                          /* tell sim each alloc's recorded segment address */
-    const ga_job_unit_t *unit;           /* the unit replayed */
-    const ga_event_t *cur;               /* the event being replayed (NULL between events) ... */
-    uint64_t cur_index;                  /* ... and its index: the token of its calls in the history */
-    galloc_frame_t *hist_frames;         /* history.c's frames of one entry (valid until its next call) */
+    uint64_t snapshot_first;                      /* recording starts before this event index */
+    uint64_t snapshot_last;                       /* ... and the snapshot is written after this one */
+    size_t snapshot_max_entries;                  /* trace ring size, 0 = unbounded */
+    bool snapshot_at_end;                         /* write at the end (or snapshot_last), never at an OOM */
+    bool snapshot_recording;                      /* the history is being recorded */
+    bool seeded;                                  /* the unit's seed was applied: prologue events are skipped */
+    bool place;                                   /* tell sim each alloc's recorded segment address */
+    const ga_job_unit_t *unit;                    /* the unit replayed */
+    const ga_event_t *cur;                        /* the event being replayed (NULL between events) ... */
+    uint64_t cur_index;                           /* ... and its index: the token of its calls in the history */
+    galloc_frame_t *hist_frames;                  /* history.c's frames of one entry (valid until its next call) */
     size_t hist_frames_cap;
-    char *hist_text;                     /* ... and their strings */
+    char *hist_text; /* ... and their strings */
     size_t hist_text_cap;
-    bool snapshot_done;                  /* written (at the first OOM or at the end) */
+    bool snapshot_done;                    /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
 
 typedef struct ga_replay_opts {
-    const char *backend;           /* device backend, NULL = "sim" */
-    uint64_t device_memory;        /* sim capacity; 0 = the unit's (ga_job_unit_t.memory) */
-    bool sample;                   /* collect the time series (--plot) */
-    bool check;                    /* galloc_check each allocator at the end (tests); a violation
+    const char *backend;    /* device backend, NULL = "sim" */
+    uint64_t device_memory; /* sim capacity; 0 = the unit's (ga_job_unit_t.memory) */
+    bool sample;            /* collect the time series (--plot) */
+    bool check;             /* galloc_check each allocator at the end (tests); a violation
                                       counts in errors / first_error */
-    bool watch_peak;               /* fill at_peak (galloc fit) */
-    bool stop_at_oom;              /* stop at the first OOM (a bisection needs only fits or not) */
+    bool watch_peak;        /* fill at_peak (galloc fit) */
+    bool stop_at_oom;       /* stop at the first OOM (a bisection needs only fits or not) */
     /* cap: replay under this cap (bytes) instead of the unit's range: one
      * replay, no parts (cap inference, a bisection over the cap). 0: the
      * unit's range when it has one, else none. */
     uint64_t cap;
-    bool no_cap;                   /* ignore the unit's cap range (its inference) */
-    uint64_t stop_after;           /* replay events up to and including this index (0 = all; cap
+    bool no_cap;                                  /* ignore the unit's cap range (its inference) */
+    uint64_t stop_after;                          /* replay events up to and including this index (0 = all; cap
                                       inference stops at the last capped OOM) */
-    const char *const *snapshot_paths; /* per configuration, or NULL: --snapshot */
+    const char *const *snapshot_paths;            /* per configuration, or NULL: --snapshot */
     const ga_replay_snapshot_ops_t *snapshot_ops; /* how snapshots are recorded and written; needed
                                                      with snapshot_paths (without: a snapshot_error) */
     /* --snapshot-range FIRST:LAST (when snapshot_range): record from event
@@ -252,9 +252,9 @@ typedef struct ga_replay_opts {
      * the range). Without it the whole replay is recorded. */
     bool snapshot_range;
     uint64_t snapshot_first, snapshot_last;
-    size_t snapshot_max_entries;   /* --snapshot-max-entries: keep only the last N trace entries (0 = all) */
-    bool snapshot_at_end;          /* write the final state, not the first OOM's (--verify) */
-    bool no_seed;                  /* do not apply the unit's rebuilt start state (its prologue replays) */
+    size_t snapshot_max_entries; /* --snapshot-max-entries: keep only the last N trace entries (0 = all) */
+    bool snapshot_at_end;        /* write the final state, not the first OOM's (--verify) */
+    bool no_seed;                /* do not apply the unit's rebuilt start state (its prologue replays) */
     /* env: layer the environment's allocator variables (PYTORCH_ALLOC_CONF,
      * else PYTORCH_CUDA_ALLOC_CONF, then GALLOC_CONF) under every
      * configuration, as galloc_allocator_create does, and say so in the
@@ -284,9 +284,9 @@ typedef struct ga_replay {
     const ga_job_unit_t *unit; /* what was replayed */
     ga_replay_column_t *cols;  /* n_cols configurations */
     size_t n_cols;
-    uint64_t device_memory;    /* the capacity used */
-    uint64_t events;           /* the unit's events */
-    bool no_sleep;             /* opts.no_sleep */
+    uint64_t device_memory; /* the capacity used */
+    uint64_t events;        /* the unit's events */
+    bool no_sleep;          /* opts.no_sleep */
 } ga_replay_t;
 
 /*
@@ -411,8 +411,8 @@ static inline bool ga_replay_oom_capped(const ga_event_t *e)
  * scope not begun, a trace anomaly; GALLOC_E_OOM from a wake: the device has
  * not the memory).
  */
-galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags,
-                                   const char *offload, ga_replay_tags_t *known);
+galloc_status_t ga_replay_tag_call(galloc_allocator_t *a, ga_event_kind_t kind, const char *tags, const char *offload,
+                                   ga_replay_tags_t *known);
 
 /* Replays a GA_EV_EMPTY_CACHE. next_segment is 0 for an explicit empty_cache
  * (text, RMM); from a snapshot it is the size of the segment PyTorch

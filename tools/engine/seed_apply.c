@@ -45,8 +45,8 @@ typedef struct late {
     uint64_t req;      /* the request */
     uint64_t id;       /* its trace id */
     uint64_t stream;
-    size_t pool;       /* its segment's pool (pool_of) */
-    bool pending;      /* freed by the user, waiting on a stream */
+    size_t pool;  /* its segment's pool (pool_of) */
+    bool pending; /* freed by the user, waiting on a stream */
 } late_t;
 
 /* A private pool of the snapshot and the galloc MemPool standing for it. */
@@ -77,7 +77,7 @@ typedef struct tiler {
     ptrs_t pending; /* pending blocks: recorded on the side stream and freed last */
     pool_t *pools;  /* the private pools met so far; pool index k > 0 is pools[k - 1] */
     size_t n_pools, pools_cap;
-    bool no_pools;  /* the allocator has no MemPools: everything goes to the default pools */
+    bool no_pools; /* the allocator has no MemPools: everything goes to the default pools */
     char *err;
     size_t errlen;
 } tiler_t;
@@ -132,8 +132,7 @@ static int take(tiler_t *t, size_t pool, uint64_t size, uint64_t stream, void **
 {
     galloc_status_t st;
     if (pool > 0) {
-        st = galloc_mempool_begin_allocate(t->a, t->pools[pool - 1].id, GALLOC_ROUTE_STREAM,
-                                           (galloc_stream_t)stream);
+        st = galloc_mempool_begin_allocate(t->a, t->pools[pool - 1].id, GALLOC_ROUTE_STREAM, (galloc_stream_t)stream);
         if (st != GALLOC_OK)
             return call_failed(t, "galloc_mempool_begin_allocate", st);
     }
@@ -238,8 +237,10 @@ static int split_late(tiler_t *t)
         if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
         if (p != l->placeholder) {
-            snprintf(t->err, t->errlen, "seeding the reconstructed state: the block of trace id 0x%llx did not "
-                     "return to its place", (unsigned long long)l->id);
+            snprintf(t->err, t->errlen,
+                     "seeding the reconstructed state: the block of trace id 0x%llx did not "
+                     "return to its place",
+                     (unsigned long long)l->id);
             return -1;
         }
     }
@@ -313,8 +314,8 @@ static int tile_run(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g, 
         /* small: blocks up to 1 MiB, gaps in 1 MiB pieces; large: above 1 MiB
          * (a smaller gap went with the block or the hole before it) */
         bool fits = g->small ? !pc->live || pc->size <= GA_SEED_SMALL_SIZE : pc->size > GA_SEED_SMALL_SIZE;
-        bool gap_next = !g->small && pc->live && k + 1 < end && !s->pc[k + 1].live &&
-                        s->pc[k + 1].size <= GA_SEED_SMALL_SIZE;
+        bool gap_next =
+            !g->small && pc->live && k + 1 < end && !s->pc[k + 1].live && s->pc[k + 1].size <= GA_SEED_SMALL_SIZE;
         if (!fits)
             return unseedable(t, g, pc);
         if (!pc->live) {
@@ -393,8 +394,9 @@ static size_t note_plain(tiler_t *t, const ga_seed_t *s, size_t i)
         for (size_t k = g->first; k < g->first + g->n; k++) {
             const ga_seed_piece_t *pc = &s->pc[k];
             bool tail;
-            if (pc->live && push_late(t, &t->plain, (late_t){NULL, piece_ask(g, pc, pc->size, false, &tail), pc->addr,
-                                                             g->stream, 0, pc->pending}) != 0)
+            if (pc->live && push_late(t, &t->plain,
+                                      (late_t){NULL, piece_ask(g, pc, pc->size, false, &tail), pc->addr, g->stream, 0,
+                                               pc->pending}) != 0)
                 return SIZE_MAX;
         }
     }

@@ -47,26 +47,26 @@ extern "C" {
 
 /* The job fit searches (read-only during the search). */
 typedef struct ga_fit_job {
-    ga_job_t *job;            /* the traces, one unit per device */
-    const char *backend;      /* NULL = sim */
+    ga_job_t *job;       /* the traces, one unit per device */
+    const char *backend; /* NULL = sim */
     /* env: the environment's allocator variables applied under every
      * configuration (--env), as ga_replay_env_text writes them; "" = none
      * applied: the configurations alone (GALLOC_CREATE_NO_ENV). */
     char env[512];
-    bool no_sleep;            /* --no-sleep: sleep and wake events skipped (tags still begun and ended) */
-    uint64_t reserve;         /* --reserve: memory outside the allocator, added to a smallest device */
+    bool no_sleep;    /* --no-sleep: sleep and wake events skipped (tags still begun and ended) */
+    uint64_t reserve; /* --reserve: memory outside the allocator, added to a smallest device */
     /* Derived from the units by ga_fit_job_init: */
-    uint64_t events;          /* over all units */
-    uint64_t max_alloc;       /* largest allocation over all units */
-    bool sets_fraction;       /* some unit calls set_per_process_memory_fraction: only then does
+    uint64_t events;       /* over all units */
+    uint64_t max_alloc;    /* largest allocation over all units */
+    bool sets_fraction;    /* some unit calls set_per_process_memory_fraction: only then does
                                  garbage_collection_threshold do anything, so only then is it searched */
-    uint64_t sleep_events;    /* sleep and wake events over all units */
-    size_t capped_units;      /* units replayed under an inferred cap range */
+    uint64_t sleep_events; /* sleep and wake events over all units */
+    size_t capped_units;   /* units replayed under an inferred cap range */
     /* ref: the unit a smallest memory is stated for (the others scale with
      * it): the first whose size its own OOM entries tell (the device that ran
      * out of memory), else the first. */
     size_t ref;
-    const char *recorded;     /* the settings the job recorded (the first file that has them), NULL */
+    const char *recorded; /* the settings the job recorded (the first file that has them), NULL */
     const char *recorded_text;
 } ga_fit_job_t;
 
@@ -75,24 +75,24 @@ void ga_fit_job_init(ga_fit_job_t *job);
 
 /* The outcome of one configuration over every unit. */
 typedef struct ga_fit_run {
-    bool fits;                  /* no OOM in any unit, whatever the cap in a capped unit's range */
-    bool depends;               /* some unit fits under part of its cap range only */
-    bool failed;                /* the allocator could not be created or a call failed (see error) */
-    char error[256];            /* why, "" if not failed */
-    size_t fail_unit;           /* the unit of the first OOM (when !fits && !failed) */
-    uint64_t fail_event;        /* its event index in that unit */
-    ga_oom_facts_t oom;         /* its classification */
-    int64_t peak_reserved;      /* reserved_bytes.all.peak, max over units */
-    int64_t peak_allocated;     /* allocated_bytes.all.peak, max over units */
-    int64_t peak_requested;     /* requested_bytes.all.peak, max over units */
-    int64_t allocated_at_peak;  /* of the unit with the largest peak: see ga_replay_at_peak_t */
+    bool fits;                 /* no OOM in any unit, whatever the cap in a capped unit's range */
+    bool depends;              /* some unit fits under part of its cap range only */
+    bool failed;               /* the allocator could not be created or a call failed (see error) */
+    char error[256];           /* why, "" if not failed */
+    size_t fail_unit;          /* the unit of the first OOM (when !fits && !failed) */
+    uint64_t fail_event;       /* its event index in that unit */
+    ga_oom_facts_t oom;        /* its classification */
+    int64_t peak_reserved;     /* reserved_bytes.all.peak, max over units */
+    int64_t peak_allocated;    /* allocated_bytes.all.peak, max over units */
+    int64_t peak_requested;    /* requested_bytes.all.peak, max over units */
+    int64_t allocated_at_peak; /* of the unit with the largest peak: see ga_replay_at_peak_t */
     int64_t asleep_at_peak;
     int64_t largest_free_at_peak;
     double external_frag_at_peak;
-    uint64_t ooms;              /* allocations that failed, over units */
-    uint64_t device_allocs;     /* num_device_alloc, over units */
-    uint64_t device_frees;      /* num_device_free, over units */
-    uint64_t retries;           /* num_alloc_retries, over units */
+    uint64_t ooms;                            /* allocations that failed, over units */
+    uint64_t device_allocs;                   /* num_device_alloc, over units */
+    uint64_t device_frees;                    /* num_device_free, over units */
+    uint64_t retries;                         /* num_alloc_retries, over units */
     uint64_t expected_ooms, expected_avoided; /* the traced OOM points met and avoided, over units */
 } ga_fit_run_t;
 
@@ -133,11 +133,11 @@ uint64_t ga_fit_min_memory(const ga_fit_job_t *job, const char *conf, bool recor
 
 /* The knobs of one configuration (fit_search.c builds the string from them). */
 typedef struct ga_fit_axes {
-    bool es;        /* expandable_segments:True */
-    uint32_t ms;    /* max_split_size_mb, 0 = unset */
-    int rd;         /* roundup_power2_divisions: 0 unset, -1 the per-interval list, else the count */
-    double gc;      /* garbage_collection_threshold, 0 = unset */
-    uint32_t nsr;   /* max_non_split_rounding_mb, 0 = unset */
+    bool es;      /* expandable_segments:True */
+    uint32_t ms;  /* max_split_size_mb, 0 = unset */
+    int rd;       /* roundup_power2_divisions: 0 unset, -1 the per-interval list, else the count */
+    double gc;    /* garbage_collection_threshold, 0 = unset */
+    uint32_t nsr; /* max_non_split_rounding_mb, 0 = unset */
 } ga_fit_axes_t;
 
 /* One configuration of the search, with its results. */
@@ -147,27 +147,27 @@ typedef struct ga_fit_result {
     bool recorded;              /* the job's own run: its recorded settings and segment addresses */
     bool has_axes;              /* axes describe conf (not the recorded row) */
     ga_fit_axes_t axes;
-    ga_fit_run_t run;           /* as the job ran (each unit's own device and cap) */
-    uint64_t min_memory;        /* smallest memory the allocator may use and fit, 0 = not searched or none */
-    bool min_searched;          /* whether ga_fit_min_memory ran */
-    uint32_t replays;           /* replays made for this configuration */
-    double seconds;             /* their time */
+    ga_fit_run_t run;    /* as the job ran (each unit's own device and cap) */
+    uint64_t min_memory; /* smallest memory the allocator may use and fit, 0 = not searched or none */
+    bool min_searched;   /* whether ga_fit_min_memory ran */
+    uint32_t replays;    /* replays made for this configuration */
+    double seconds;      /* their time */
 } ga_fit_result_t;
 
 typedef struct ga_fit_opts {
-    unsigned jobs;            /* worker threads; 0 = the number of online CPUs */
-    size_t bisect;            /* bisect the memory for this many leaders (SIZE_MAX = all) */
-    size_t max_configs;       /* stop after this many configurations (0 = no limit) */
-    bool progress;            /* draw a progress line on stderr */
-    bool no_recorded;         /* do not replay the job's recorded settings first */
+    unsigned jobs;      /* worker threads; 0 = the number of online CPUs */
+    size_t bisect;      /* bisect the memory for this many leaders (SIZE_MAX = all) */
+    size_t max_configs; /* stop after this many configurations (0 = no limit) */
+    bool progress;      /* draw a progress line on stderr */
+    bool no_recorded;   /* do not replay the job's recorded settings first */
 } ga_fit_opts_t;
 
 /* The ranked outcome. */
 typedef struct ga_fit_outcome {
     ga_fit_result_t *results; /* n, best first (see ga_fit_better) */
     size_t n;
-    double seconds;           /* wall time of the search */
-    unsigned jobs;            /* worker threads used */
+    double seconds; /* wall time of the search */
+    unsigned jobs;  /* worker threads used */
 } ga_fit_outcome_t;
 
 /*
@@ -193,15 +193,15 @@ bool ga_fit_better(const ga_fit_result_t *a, const ga_fit_result_t *b);
 
 /* The answer the report gives (fit_advice.c), from the ranked outcome. */
 typedef struct ga_fit_answer {
-    const ga_fit_result_t *pick;      /* the configuration to use (NULL: none fits) */
-    const ga_fit_result_t *recorded;  /* the job's own run, NULL without recorded settings */
-    const ga_fit_result_t *closest;   /* nothing fits: the one that gets furthest */
-    bool keep_recorded;               /* the recorded settings fit and nothing saves GA_FIT_WORTH */
-    double saving;                    /* the lightest's saving over the recorded run, a fraction of its peak */
-    const ga_fit_result_t *best;      /* the top-ranked fitting result */
-    const ga_fit_result_t *lightest;  /* the fitting result with the smallest peak reserved (ties aside) */
-    const ga_fit_result_t *cliff;     /* a neighbour of pick that is much worse, NULL if none */
-    const ga_fit_result_t *smaller;   /* another result that fits a smaller memory than pick, NULL */
+    const ga_fit_result_t *pick;     /* the configuration to use (NULL: none fits) */
+    const ga_fit_result_t *recorded; /* the job's own run, NULL without recorded settings */
+    const ga_fit_result_t *closest;  /* nothing fits: the one that gets furthest */
+    bool keep_recorded;              /* the recorded settings fit and nothing saves GA_FIT_WORTH */
+    double saving;                   /* the lightest's saving over the recorded run, a fraction of its peak */
+    const ga_fit_result_t *best;     /* the top-ranked fitting result */
+    const ga_fit_result_t *lightest; /* the fitting result with the smallest peak reserved (ties aside) */
+    const ga_fit_result_t *cliff;    /* a neighbour of pick that is much worse, NULL if none */
+    const ga_fit_result_t *smaller;  /* another result that fits a smaller memory than pick, NULL */
 } ga_fit_answer_t;
 
 /* ga_fit_answer: the answer for oc (fit_advice.c). */
@@ -209,8 +209,8 @@ void ga_fit_answer(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, ga_fit_a
 
 /* What the report says besides the outcome (from the command line). */
 typedef struct ga_fit_report {
-    size_t top;                /* rows of the text table, 0 = 15 */
-    const char *plot;          /* the --plot file name when the plots were written, else NULL */
+    size_t top;       /* rows of the text table, 0 = 15 */
+    const char *plot; /* the --plot file name when the plots were written, else NULL */
 } ga_fit_report_t;
 
 /* ga_fit_report_text / ga_fit_report_json (fit_report.c): the ranked outcome

@@ -37,8 +37,8 @@ static const ga_fit_result_t *cliff_of(const ga_fit_outcome_t *oc, const ga_fit_
         const ga_fit_result_t *r = &oc->results[i];
         if (r == pick || !r->has_axes || r->run.failed || !one_knob_apart(&r->axes, &pick->axes))
             continue;
-        bool much = !r->run.fits ||
-                    (double)r->run.peak_reserved > (1.0 + GA_FIT_CLIFF) * (double)pick->run.peak_reserved;
+        bool much =
+            !r->run.fits || (double)r->run.peak_reserved > (1.0 + GA_FIT_CLIFF) * (double)pick->run.peak_reserved;
         if (!much)
             continue;
         if (worst == NULL || (worst->run.fits && (!r->run.fits || r->run.peak_reserved > worst->run.peak_reserved)))

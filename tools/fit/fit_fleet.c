@@ -129,14 +129,14 @@ static int worst(int a, int b)
 }
 
 typedef struct task {
-    pid_t pid;    /* the child fitting it; 0 = not started or reaped */
-    int fd;       /* read end of its pipe; -1 = closed */
-    char *text;   /* its report so far (malloc'd) */
-    size_t len;   /* used */
-    size_t cap;   /* allocated */
-    int rc;       /* its exit status once done */
-    bool done;    /* report complete and child reaped */
-    bool failed;  /* out of host memory reading its report */
+    pid_t pid;   /* the child fitting it; 0 = not started or reaped */
+    int fd;      /* read end of its pipe; -1 = closed */
+    char *text;  /* its report so far (malloc'd) */
+    size_t len;  /* used */
+    size_t cap;  /* allocated */
+    int rc;      /* its exit status once done */
+    bool done;   /* report complete and child reaped */
+    bool failed; /* out of host memory reading its report */
 } task_t;
 
 static bool debug_on(void)

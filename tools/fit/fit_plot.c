@@ -31,8 +31,8 @@ static int replay_shown(const ga_fit_job_t *job, const ga_fit_result_t *r, shown
         snprintf(err, errlen, "--plot: out of host memory");
         return -1;
     }
-    ga_replay_opts_t o = {.backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep,
-                          .sample = true};
+    ga_replay_opts_t o = {
+        .backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep, .sample = true};
     ga_replay_spec_t spec = {.conf = r != NULL ? r->conf : "", .recorded = r != NULL && r->recorded};
     for (size_t u = 0; u < n; u++) {
         if (ga_replay_column(&job->job->units[u], &o, &spec, NULL, &s->cols[u]) != 0) {
@@ -64,7 +64,10 @@ int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char 
     /* the job's own run (else PyTorch's defaults) and the answer (else the closest) */
     const ga_fit_result_t *base = a.recorded, *other = a.pick != NULL ? a.pick : a.closest;
     size_t n = other != NULL && other != base && (base != NULL || other->conf[0] != '\0') ? 2 : 1;
-    snprintf(s[0].label, sizeof(s[0].label), "%s", base != NULL ? "recorded" : job->env[0] ? "environment" : "defaults");
+    snprintf(s[0].label, sizeof(s[0].label), "%s",
+             base != NULL  ? "recorded"
+             : job->env[0] ? "environment"
+                           : "defaults");
     if (n == 2)
         snprintf(s[1].label, sizeof(s[1].label), "%s: %s", a.pick != NULL ? "answer" : "closest",
                  other->conf[0] ? other->conf : "defaults");
@@ -81,8 +84,10 @@ int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char 
         }
         ga_plot_run_t runs[2];
         for (size_t i = 0; i < n; i++)
-            runs[i] = (ga_plot_run_t){.label = s[i].label, .sampler = &s[i].cols[u].sampler,
-                                      .ooms = s[i].cols[u].ooms, .n_ooms = s[i].cols[u].n_ooms};
+            runs[i] = (ga_plot_run_t){.label = s[i].label,
+                                      .sampler = &s[i].cols[u].sampler,
+                                      .ooms = s[i].cols[u].ooms,
+                                      .n_ooms = s[i].cols[u].n_ooms};
         const ga_job_unit_t *un = &job->job->units[u];
         rc = ga_outputs_plot_runs(name, un->label, un->memory, un->n, runs, n, err, errlen);
         free(name);

@@ -118,8 +118,9 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
                      "it fits under",
                      un->label, r);
         } else if (un->cap.capped_ooms) {
-            snprintf(c[n++], CAVEAT_LEN, "%s ran under a memory fraction that cannot be placed (%s): replayed without one",
-                     un->label, un->cap.why);
+            snprintf(c[n++], CAVEAT_LEN,
+                     "%s ran under a memory fraction that cannot be placed (%s): replayed without one", un->label,
+                     un->cap.why);
         }
         if (un->notes.start.kind == GA_START_UNKNOWN)
             snprintf(c[n++], CAVEAT_LEN,
@@ -128,8 +129,7 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
                      un->label);
     }
     if (job->reserve)
-        snprintf(c[n++], CAVEAT_LEN,
-                 "a smallest device adds %s (--reserve) for memory outside the allocator",
+        snprintf(c[n++], CAVEAT_LEN, "a smallest device adds %s (--reserve) for memory outside the allocator",
                  fmt_size(job->reserve, x, sizeof(x)));
     else
         snprintf(c[n++], CAVEAT_LEN,
@@ -137,8 +137,7 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
                  "outside it (the CUDA context, library workspaces, NCCL buffers, other processes; 0.7 GiB for "
                  "PyTorch 2.11 on an H200, docs/fit.md); --reserve SIZE adds it");
     if (a->pick == NULL && a->closest != NULL && a->closest->run.depends)
-        snprintf(c[n++], CAVEAT_LEN,
-                 "\"%s\" fits under part of the cap range only: where the cap lay decides it",
+        snprintf(c[n++], CAVEAT_LEN, "\"%s\" fits under part of the cap range only: where the cap lay decides it",
                  conf_name(job, a->closest));
     return n;
 }
@@ -162,7 +161,8 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             if (one_size)
                 fprintf(out, "  #%zu %s\n", u + 1, un->label);
             else if (un->memory_source == GA_JOB_MEM_DEFAULT)
-                fprintf(out, "  #%zu %s (no recorded size: on %s)\n", u + 1, un->label, fmt_size(un->memory, b, sizeof(b)));
+                fprintf(out, "  #%zu %s (no recorded size: on %s)\n", u + 1, un->label,
+                        fmt_size(un->memory, b, sizeof(b)));
             else
                 fprintf(out, "  #%zu %s (on its own size: %s)\n", u + 1, un->label, fmt_size(un->memory, b, sizeof(b)));
         }
@@ -179,13 +179,17 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     if (job->env[0])
         fprintf(out, "Every configuration replayed over the environment (--env): %s\n", job->env);
     if (job->sleep_events && job->no_sleep)
-        fprintf(out, "Sleep and wake skipped (--no-sleep): %" PRIu64 " events; every tag stays awake, so this is "
-                     "the job without sleeping\n", job->sleep_events);
+        fprintf(out,
+                "Sleep and wake skipped (--no-sleep): %" PRIu64 " events; every tag stays awake, so this is "
+                "the job without sleeping\n",
+                job->sleep_events);
     else if (job->sleep_events)
-        fprintf(out, "The job sleeps and wakes (%" PRIu64 " events): every configuration replays them, so a "
-                     "sleeping tag's memory is free for the others and peak reserved counts it only while "
-                     "awake (--no-sleep compares); allocated counts a sleeping tag's blocks too (its tensors "
-                     "still exist), so it may exceed reserved\n", job->sleep_events);
+        fprintf(out,
+                "The job sleeps and wakes (%" PRIu64 " events): every configuration replays them, so a "
+                "sleeping tag's memory is free for the others and peak reserved counts it only while "
+                "awake (--no-sleep compares); allocated counts a sleeping tag's blocks too (its tensors "
+                "still exist), so it may exceed reserved\n",
+                job->sleep_events);
     fprintf(out, "\n");
 }
 
@@ -255,9 +259,10 @@ static void budget_breakdown(FILE *out, const ga_fit_job_t *job)
         if (!ga_budget_of_trace(unit(job, u)->label, &m, &b) || !(b.total_overhead < 1e18))
             continue;
         char w[32], g[32], o[32], a[32], t[32], t15[32];
-        fprintf(out, "What the memory is for (galloc budget of the model flags in %s): weights %s, gradients %s, "
-                     "optimizer state %s, activations %s; total %s, %s with the formula's 15 %% allocator "
-                     "overhead.\n",
+        fprintf(out,
+                "What the memory is for (galloc budget of the model flags in %s): weights %s, gradients %s, "
+                "optimizer state %s, activations %s; total %s, %s with the formula's 15 %% allocator "
+                "overhead.\n",
                 unit(job, u)->label, fmt_size((uint64_t)b.weights, w, sizeof(w)),
                 fmt_size((uint64_t)b.grads, g, sizeof(g)), fmt_size((uint64_t)b.optimizer, o, sizeof(o)),
                 fmt_size((uint64_t)b.activations, a, sizeof(a)), fmt_size((uint64_t)b.total, t, sizeof(t)),
@@ -312,7 +317,8 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
                     conf_name(job, a->cliff), fmt_bytes(a->cliff->run.peak_reserved, x, sizeof(x)),
                     100.0 * ((double)a->cliff->run.peak_reserved / (double)p->run.peak_reserved - 1.0));
         else
-            fprintf(out, "  next to a cliff: \"%s\" does not fit: the setting is sensitive\n", conf_name(job, a->cliff));
+            fprintf(out, "  next to a cliff: \"%s\" does not fit: the setting is sensitive\n",
+                    conf_name(job, a->cliff));
     }
 }
 
@@ -327,11 +333,13 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
             m = &oc->results[i];
     uint64_t d = ga_fit_allowed(job);
     if (job->job->n_units > 1) /* whose size the figures below are: the others scale with it */
-        fprintf(out, "\nSizes below are those of %s (the other traces' sizes scale with it).", unit(job, job->ref)->label);
+        fprintf(out, "\nSizes below are those of %s (the other traces' sizes scale with it).",
+                unit(job, job->ref)->label);
     if (capped0(job)) {
         ga_report_cap_text(&unit(job, job->ref)->cap, r, sizeof(r));
-        fprintf(out, "\nNo configuration fits under any cap the trace allows (its cap lay in %s): genuine, the job "
-                     "needs more memory than the cap gave it whatever the settings.\n",
+        fprintf(out,
+                "\nNo configuration fits under any cap the trace allows (its cap lay in %s): genuine, the job "
+                "needs more memory than the cap gave it whatever the settings.\n",
                 r);
         if (m != NULL) {
             fprintf(out, "The smallest it fits, under \"%s\": ", conf_name(job, m));
@@ -342,9 +350,10 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         fmt_size(d, x, sizeof(x));
         fmt_size(m->min_memory - d, gap, sizeof(gap));
         ga_units_format_count(m->min_memory - d, gapb, sizeof(gapb));
-        fprintf(out, "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
-                     "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) more "
-                     "than %s.\n",
+        fprintf(out,
+                "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
+                "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) more "
+                "than %s.\n",
                 x, fmt_size(m->min_memory + job->reserve, r, sizeof(r)), conf_name(job, m), gap, gapb, x);
         budget_breakdown(out, job);
     } else {
@@ -369,8 +378,9 @@ static void baseline(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t 
         if (!r->recorded)
             continue;
         rec_defaults = r->conf[0] == '\0';
-        fprintf(out, "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
-                     "replayed as \"%s\" at the recorded addresses, rank %zu: ",
+        fprintf(out,
+                "\nRecorded settings (the snapshot's allocator_settings, PYTORCH_CUDA_ALLOC_CONF=\"%s\"): "
+                "replayed as \"%s\" at the recorded addresses, rank %zu: ",
                 job->recorded_text ? job->recorded_text : "", r->conf[0] ? r->conf : "(defaults)", i + 1);
         if (r->run.failed) {
             fprintf(out, "could not be replayed (said on stderr)\n");
@@ -422,18 +432,20 @@ static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
     fprintf(out, "\n  {\"rank\": %zu, \"conf\": ", rank);
     ga_report_json_str(out, r->conf);
     fprintf(out, ", \"recorded\": %s, \"stage\": \"%s\", \"fits\": %s, \"depends_on_cap\": %s, \"error\": ",
-            r->recorded ? "true" : "false", r->stage, r->run.fits ? "true" : "false", r->run.depends ? "true" : "false");
+            r->recorded ? "true" : "false", r->stage, r->run.fits ? "true" : "false",
+            r->run.depends ? "true" : "false");
     if (r->run.failed)
         ga_report_json_str(out, r->run.error);
     else
         fputs("null", out);
-    fprintf(out, ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
-                 ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
-                 ", \"asleep_at_peak_bytes\": %" PRId64 ",\n   \"ooms_total\": %" PRIu64
-                 ", \"num_device_alloc\": %" PRIu64 ", \"num_device_free\": %" PRIu64 ", \"num_alloc_retries\": %" PRIu64
-                 ", \"expected_ooms\": %" PRIu64 ", \"expected_ooms_avoided\": %" PRIu64
-                 ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
-                 ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
+    fprintf(out,
+            ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
+            ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
+            ", \"asleep_at_peak_bytes\": %" PRId64 ",\n   \"ooms_total\": %" PRIu64 ", \"num_device_alloc\": %" PRIu64
+            ", \"num_device_free\": %" PRIu64 ", \"num_alloc_retries\": %" PRIu64 ", \"expected_ooms\": %" PRIu64
+            ", \"expected_ooms_avoided\": %" PRIu64
+            ",\n   \"fragmentation_at_peak\": %.6f, \"external_fragmentation_at_peak\": %.6f"
+            ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
             r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
             r->run.asleep_at_peak, r->run.ooms, r->run.device_allocs, r->run.device_frees, r->run.retries,
             r->run.expected_ooms, r->run.expected_avoided, frag_at_peak(&r->run), r->run.external_frag_at_peak,
@@ -442,7 +454,8 @@ static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
         fprintf(out, "%" PRIu64, r->min_memory);
     else
         fputs("null", out);
-    fprintf(out, ", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n   \"first_oom\": ",
+    fprintf(out,
+            ", \"min_device_memory_searched\": %s, \"replays\": %" PRIu32 ", \"seconds\": %.3f,\n   \"first_oom\": ",
             r->min_searched ? "true" : "false", r->replays, r->seconds);
     if (r->run.fits || r->run.failed) {
         fputs("null}", out);
@@ -466,8 +479,9 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
 {
     ga_fit_answer_t a;
     ga_fit_answer(job, oc, &a);
-    fprintf(out, "{\"tool\": \"galloc fit\", \"version\": 2, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
-                 ", \"reserve\": %" PRIu64 ",\n \"traces\": [",
+    fprintf(out,
+            "{\"tool\": \"galloc fit\", \"version\": 2, \"device_memory\": %" PRIu64 ", \"events\": %" PRIu64
+            ", \"reserve\": %" PRIu64 ",\n \"traces\": [",
             job->job->n_units ? unit(job, job->ref)->memory : 0, job->events, job->reserve);
     for (size_t u = 0; u < job->job->n_units; u++) {
         fprintf(out, "%s\n    {\"label\": ", u ? "," : "");
@@ -476,8 +490,9 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         ga_report_unit_json(out, unit(job, u));
         fputs("}", out);
     }
-    fprintf(out, "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
-                 " \"pytorch_cuda_alloc_conf\": ",
+    fprintf(out,
+            "],\n \"seconds\": %.3f, \"threads\": %u, \"configurations\": %zu, \"fits\": %s,\n"
+            " \"pytorch_cuda_alloc_conf\": ",
             oc->seconds, oc->jobs, oc->n, a.pick ? "true" : "false");
     if (a.pick != NULL)
         ga_report_json_str(out, a.pick->conf);

@@ -42,8 +42,8 @@ void ga_fit_job_init(ga_fit_job_t *job)
 
 static ga_replay_opts_t replay_opts(const ga_fit_job_t *job)
 {
-    return (ga_replay_opts_t){.backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep,
-                              .watch_peak = true};
+    return (ga_replay_opts_t){
+        .backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep, .watch_peak = true};
 }
 
 /* A unit's column into the run's figures. false when it failed. */

@@ -140,11 +140,11 @@ static int cmp_results(const void *pa, const void *pb)
 
 typedef struct pool {
     const ga_fit_job_t *job;
-    ga_fit_result_t *res;   /* the tasks' results */
-    size_t first, n;        /* tasks: res[first .. first + n) */
-    bool bisect;            /* the task is the bisection, not the first replay */
-    atomic_size_t next;     /* the next task to take */
-    pthread_mutex_t lock;   /* guards done and the progress line */
+    ga_fit_result_t *res; /* the tasks' results */
+    size_t first, n;      /* tasks: res[first .. first + n) */
+    bool bisect;          /* the task is the bisection, not the first replay */
+    atomic_size_t next;   /* the next task to take */
+    pthread_mutex_t lock; /* guards done and the progress line */
     size_t done;
     const char *stage;
     bool progress;
@@ -191,11 +191,17 @@ static void *worker(void *arg)
 }
 
 /* Runs tasks res[first .. first + n) on jobs threads (the caller is one). */
-static void run_pool(const ga_fit_job_t *job, const ga_fit_opts_t *o, unsigned jobs, ga_fit_result_t *res,
-                     size_t first, size_t n, bool bisect, const char *stage, double start)
+static void run_pool(const ga_fit_job_t *job, const ga_fit_opts_t *o, unsigned jobs, ga_fit_result_t *res, size_t first,
+                     size_t n, bool bisect, const char *stage, double start)
 {
-    pool_t p = {.job = job, .res = res, .first = first, .n = n, .bisect = bisect, .stage = stage,
-                .progress = o->progress, .start = start};
+    pool_t p = {.job = job,
+                .res = res,
+                .first = first,
+                .n = n,
+                .bisect = bisect,
+                .stage = stage,
+                .progress = o->progress,
+                .start = start};
     atomic_init(&p.next, 0);
     pthread_mutex_init(&p.lock, NULL);
     pthread_t th[256];

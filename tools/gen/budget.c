@@ -118,8 +118,8 @@ static galloc_status_t run(const ga_gen_model_t *m, const char *conf, uint64_t c
     char cfg[2048];
     /* The user's string first, so offsets in a parse error point into what they typed. */
     bool has_conf = conf != NULL && conf[0] != '\0';
-    int n = snprintf(cfg, sizeof(cfg), "%s%ssim_capacity:%" PRIu64, has_conf ? conf : "", has_conf ? "," : "",
-                     capacity);
+    int n =
+        snprintf(cfg, sizeof(cfg), "%s%ssim_capacity:%" PRIu64, has_conf ? conf : "", has_conf ? "," : "", capacity);
     if (n < 0 || (size_t)n >= sizeof(cfg)) {
         snprintf(err, errlen, "configuration string longer than %zu bytes", sizeof(cfg) - 64);
         return GALLOC_E_CONFIG;

@@ -52,7 +52,7 @@ bool ga_budget_of_trace(const char *path, ga_gen_model_t *m, ga_budget_t *out);
 
 /* One configuration's simulated run. */
 typedef struct ga_budget_sim {
-    galloc_status_t status; /* GALLOC_OK, or why the run could not be simulated (allocator creation refused
+    galloc_status_t status;       /* GALLOC_OK, or why the run could not be simulated (allocator creation refused
                                the configuration, a device error); an OOM is not a failure */
     char error[GALLOC_ERROR_MAX]; /* status != OK: the allocator's message */
     bool fits;                    /* the whole trace ran on device_memory without an OOM */

@@ -23,22 +23,20 @@
 
 #define GIB 1073741824.0
 
-static const char usage[] =
-    "Usage: galloc budget --params N --layers L --d-model D --seq-len S --batch B\n"
-    "                     [--mixed-precision] [--checkpointing] [--steps K]\n"
-    "                     [--variable-seq-len MIN:MAX] [--seed X] [--heads H]\n"
-    "                     [--conf CONF]... [--device-memory SIZE] [--json]\n"
-    "The memory budget of a training step in GiB: the analytic formula (weights,\n"
-    "gradients, Adam state, activations; kv cache apart; +15 % allocator overhead) and\n"
-    "the peak reserved memory of the `galloc gen transformer` trace of the same flags\n"
-    "replayed on a simulated device under each allocator configuration.\n\n";
+static const char usage[] = "Usage: galloc budget --params N --layers L --d-model D --seq-len S --batch B\n"
+                            "                     [--mixed-precision] [--checkpointing] [--steps K]\n"
+                            "                     [--variable-seq-len MIN:MAX] [--seed X] [--heads H]\n"
+                            "                     [--conf CONF]... [--device-memory SIZE] [--json]\n"
+                            "The memory budget of a training step in GiB: the analytic formula (weights,\n"
+                            "gradients, Adam state, activations; kv cache apart; +15 % allocator overhead) and\n"
+                            "the peak reserved memory of the `galloc gen transformer` trace of the same flags\n"
+                            "replayed on a simulated device under each allocator configuration.\n\n";
 
-static const char usage_sim[] =
-    "Simulation:\n"
-    "  --conf CONF             a PYTORCH_CUDA_ALLOC_CONF string to simulate (repeatable;\n"
-    "                          default: PyTorch's defaults and expandable_segments:True)\n"
-    "  --device-memory SIZE    the device it must fit on (default 80GiB)\n"
-    "  --json                  machine-readable output\n";
+static const char usage_sim[] = "Simulation:\n"
+                                "  --conf CONF             a PYTORCH_CUDA_ALLOC_CONF string to simulate (repeatable;\n"
+                                "                          default: PyTorch's defaults and expandable_segments:True)\n"
+                                "  --device-memory SIZE    the device it must fit on (default 80GiB)\n"
+                                "  --json                  machine-readable output\n";
 
 static void print_usage(FILE *f)
 {
@@ -72,8 +70,8 @@ static const char *label(const char *conf)
 static void print_text(const ga_cli_t *cli, const ga_budget_t *b, const ga_budget_sim_t *sims)
 {
     const ga_gen_model_t *m = &cli->model;
-    printf("Model: %" PRIu64 " parameters, %" PRIu32 " layers, d_model %" PRIu64 ", %" PRIu32
-           " heads, seq_len %" PRIu64 ", batch %" PRIu64 "%s%s\n",
+    printf("Model: %" PRIu64 " parameters, %" PRIu32 " layers, d_model %" PRIu64 ", %" PRIu32 " heads, seq_len %" PRIu64
+           ", batch %" PRIu64 "%s%s\n",
            m->params, m->layers, m->d_model, ga_gen_heads(m), ga_gen_seq_len(m), m->batch,
            m->mixed_precision ? ", mixed precision" : ", fp32", m->checkpointing ? ", checkpointing" : "");
     printf("\nAnalytic budget (GiB; kv cache reported apart, not in total)\n");
@@ -90,8 +88,8 @@ static void print_text(const ga_cli_t *cli, const ga_budget_t *b, const ga_budge
         if (env_value(i) != NULL)
             printf("  note: %s=%s from the environment applies under every configuration\n", env_names[i],
                    env_value(i));
-    printf("  %-32s %14s %14s %8s %10s  %s\n", "configuration", "peak reserved", "peak allocated", "frag",
-           "vs total", "fits");
+    printf("  %-32s %14s %14s %8s %10s  %s\n", "configuration", "peak reserved", "peak allocated", "frag", "vs total",
+           "fits");
     for (size_t i = 0; i < cli->n_confs; i++) {
         const ga_budget_sim_t *s = &sims[i];
         printf("  %-32s ", label(cli->confs[i]));
@@ -139,9 +137,8 @@ static void json_str(const char *s)
 static void print_json(const ga_cli_t *cli, const ga_budget_t *b, const ga_budget_sim_t *sims)
 {
     const ga_gen_model_t *m = &cli->model;
-    printf("{\"tool\": \"galloc budget\", \"version\": 1,\n \"model\": {\"params\": %" PRIu64
-           ", \"layers\": %" PRIu32 ", \"d_model\": %" PRIu64 ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64
-           ", \"batch\": %" PRIu64
+    printf("{\"tool\": \"galloc budget\", \"version\": 1,\n \"model\": {\"params\": %" PRIu64 ", \"layers\": %" PRIu32
+           ", \"d_model\": %" PRIu64 ", \"heads\": %" PRIu32 ", \"seq_len\": %" PRIu64 ", \"batch\": %" PRIu64
            ", \"mixed_precision\": %s, \"checkpointing\": %s, \"steps\": %" PRIu32,
            m->params, m->layers, m->d_model, ga_gen_heads(m), ga_gen_seq_len(m), m->batch,
            m->mixed_precision ? "true" : "false", m->checkpointing ? "true" : "false", m->steps);
@@ -180,10 +177,9 @@ static void print_json(const ga_cli_t *cli, const ga_budget_t *b, const ga_budge
                s->num_alloc_retries);
         if (!s->fits)
             printf(", \"oom\": {\"step\": %" PRId64 ", \"event\": %" PRIu64 ", \"size\": %" PRIu64 "}",
-                   s->oom_step == GA_GEN_SETUP_STEP ? (int64_t)-1 : (int64_t)s->oom_step, s->oom_event,
-                   s->oom_size);
-        printf(", \"needed_reserved_bytes\": %" PRId64 ", \"needed_allocated_bytes\": %" PRId64 "}",
-               s->needed_reserved, s->needed_allocated);
+                   s->oom_step == GA_GEN_SETUP_STEP ? (int64_t)-1 : (int64_t)s->oom_step, s->oom_event, s->oom_size);
+        printf(", \"needed_reserved_bytes\": %" PRId64 ", \"needed_allocated_bytes\": %" PRId64 "}", s->needed_reserved,
+               s->needed_allocated);
     }
     printf("\n ]}\n");
 }
@@ -220,8 +216,8 @@ int ga_budget_main(int argc, char **argv)
         galloc_status_t st = ga_budget_simulate(&cli.model, cli.confs[i], cli.device_memory, &sims[i]);
         /* The other rows still run; the row shows the refusal, stderr says it once. */
         if (st != GALLOC_OK) {
-            fprintf(stderr, "galloc budget: configuration \"%s\": %s: %s\n", cli.confs[i],
-                    galloc_status_name(st), sims[i].error);
+            fprintf(stderr, "galloc budget: configuration \"%s\": %s: %s\n", cli.confs[i], galloc_status_name(st),
+                    sims[i].error);
             rc = 2;
         } else if (!sims[i].fits && rc == 0) {
             rc = 1;

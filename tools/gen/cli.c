@@ -17,20 +17,29 @@
 static const ga_size_unit_t count_units[] = {
     {"K", 1000}, {"M", 1000000}, {"B", 1000000000}, {"G", 1000000000}, {"T", UINT64_C(1000000000000)}};
 
-static const ga_size_unit_t size_units[] = {
-    {"B", 1},
-    {"K", 1 << 10}, {"KB", 1 << 10}, {"KiB", 1 << 10},
-    {"M", 1 << 20}, {"MB", 1 << 20}, {"MiB", 1 << 20},
-    {"G", 1 << 30}, {"GB", 1 << 30}, {"GiB", 1 << 30},
-    {"T", UINT64_C(1) << 40}, {"TB", UINT64_C(1) << 40}, {"TiB", UINT64_C(1) << 40}};
+static const ga_size_unit_t size_units[] = {{"B", 1},
+                                            {"K", 1 << 10},
+                                            {"KB", 1 << 10},
+                                            {"KiB", 1 << 10},
+                                            {"M", 1 << 20},
+                                            {"MB", 1 << 20},
+                                            {"MiB", 1 << 20},
+                                            {"G", 1 << 30},
+                                            {"GB", 1 << 30},
+                                            {"GiB", 1 << 30},
+                                            {"T", UINT64_C(1) << 40},
+                                            {"TB", UINT64_C(1) << 40},
+                                            {"TiB", UINT64_C(1) << 40}};
 
-static const ga_size_rules_t count_rules = {
-    .units = count_units, .n_units = sizeof(count_units) / sizeof(count_units[0]), .round = GA_SIZE_EXACT,
-    .frac_digits = 18};
+static const ga_size_rules_t count_rules = {.units = count_units,
+                                            .n_units = sizeof(count_units) / sizeof(count_units[0]),
+                                            .round = GA_SIZE_EXACT,
+                                            .frac_digits = 18};
 
-static const ga_size_rules_t size_rules = {
-    .units = size_units, .n_units = sizeof(size_units) / sizeof(size_units[0]), .round = GA_SIZE_ROUND_DOWN,
-    .frac_digits = 18};
+static const ga_size_rules_t size_rules = {.units = size_units,
+                                           .n_units = sizeof(size_units) / sizeof(size_units[0]),
+                                           .round = GA_SIZE_ROUND_DOWN,
+                                           .frac_digits = 18};
 
 int ga_cli_parse_count(const char *s, uint64_t *out)
 {
@@ -62,9 +71,27 @@ static int parse_int(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 #define MAX_RL_DIM (UINT64_C(1) << 24) /* as model.c's dimensions: products stay far from 2^64 */
 
 enum flag_id {
-    F_PARAMS, F_LAYERS, F_D_MODEL, F_SEQ_LEN, F_BATCH, F_HEADS, F_MIXED, F_CKPT, F_STEPS, F_VARSEQ, F_SEED,
-    F_OUTPUT, F_DEVICE_MEMORY, F_CONF, F_JSON, F_HELP,
-    F_SHARDS, F_ROLLOUT_BATCH, F_PROMPT_LEN, F_RESPONSE_LEN, F_DECODE_STEPS /* gen rl's, last (set_rl_flag) */
+    F_PARAMS,
+    F_LAYERS,
+    F_D_MODEL,
+    F_SEQ_LEN,
+    F_BATCH,
+    F_HEADS,
+    F_MIXED,
+    F_CKPT,
+    F_STEPS,
+    F_VARSEQ,
+    F_SEED,
+    F_OUTPUT,
+    F_DEVICE_MEMORY,
+    F_CONF,
+    F_JSON,
+    F_HELP,
+    F_SHARDS,
+    F_ROLLOUT_BATCH,
+    F_PROMPT_LEN,
+    F_RESPONSE_LEN,
+    F_DECODE_STEPS /* gen rl's, last (set_rl_flag) */
 };
 
 #define FOR_GEN (1u << GA_CLI_GEN)
@@ -151,25 +178,24 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         m->layers = (uint32_t)x;
         return 0;
     case F_D_MODEL:
-        return parse_int(v, 1, UINT64_MAX, &m->d_model) == 0 ? 0
-               : ga_errf(err, errlen, "--d-model: '%s' is not a positive integer", v);
+        return parse_int(v, 1, UINT64_MAX, &m->d_model) == 0
+                   ? 0
+                   : ga_errf(err, errlen, "--d-model: '%s' is not a positive integer", v);
     case F_SEQ_LEN:
-        return parse_int(v, 1, UINT64_MAX, &m->seq_len) == 0 ? 0
-               : ga_errf(err, errlen, "--seq-len: '%s' is not a positive integer", v);
+        return parse_int(v, 1, UINT64_MAX, &m->seq_len) == 0
+                   ? 0
+                   : ga_errf(err, errlen, "--seq-len: '%s' is not a positive integer", v);
     case F_BATCH:
-        return parse_int(v, 1, UINT64_MAX, &m->batch) == 0 ? 0
-               : ga_errf(err, errlen, "--batch: '%s' is not a positive integer", v);
+        return parse_int(v, 1, UINT64_MAX, &m->batch) == 0
+                   ? 0
+                   : ga_errf(err, errlen, "--batch: '%s' is not a positive integer", v);
     case F_HEADS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
             return ga_errf(err, errlen, "--heads: '%s' is not a positive integer", v);
         m->heads = (uint32_t)x;
         return 0;
-    case F_MIXED:
-        m->mixed_precision = true;
-        return 0;
-    case F_CKPT:
-        m->checkpointing = true;
-        return 0;
+    case F_MIXED: m->mixed_precision = true; return 0;
+    case F_CKPT: m->checkpointing = true; return 0;
     case F_STEPS:
         if (parse_int(v, 1, UINT32_MAX, &x) != 0)
             return ga_errf(err, errlen, "--steps: '%s' is not a positive integer", v);
@@ -190,11 +216,10 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
         return 0;
     }
     case F_SEED:
-        return parse_int(v, 0, UINT64_MAX, &m->seed) == 0 ? 0
-               : ga_errf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
-    case F_OUTPUT:
-        cli->output = v;
-        return 0;
+        return parse_int(v, 0, UINT64_MAX, &m->seed) == 0
+                   ? 0
+                   : ga_errf(err, errlen, "--seed: '%s' is not a non-negative integer", v);
+    case F_OUTPUT: cli->output = v; return 0;
     case F_DEVICE_MEMORY:
         if (ga_cli_parse_size(v, &cli->device_memory) != 0 || cli->device_memory == 0 ||
             cli->device_memory > (uint64_t)INT64_MAX)
@@ -205,14 +230,9 @@ static int set_flag(const flag_t *f, const char *v, ga_cli_t *cli, char *err, si
             return ga_errf(err, errlen, "--conf: at most %d configurations", GA_CLI_MAX_CONFS);
         cli->confs[cli->n_confs++] = v;
         return 0;
-    case F_JSON:
-        cli->json = true;
-        return 0;
-    case F_HELP:
-        cli->help = true;
-        return 0;
-    default: /* F_SHARDS and after: the RL loop's */
-        return set_rl_flag(f, v, &cli->rl, err, errlen);
+    case F_JSON: cli->json = true; return 0;
+    case F_HELP: cli->help = true; return 0;
+    default: /* F_SHARDS and after: the RL loop's */ return set_rl_flag(f, v, &cli->rl, err, errlen);
     }
 }
 
@@ -266,24 +286,24 @@ const char ga_cli_model_help[] =
     "  --variable-seq-len MIN:MAX  each step draws its sequence length in [MIN, MAX]\n"
     "  --seed X                seed of those draws (default 0): same flags, same trace\n";
 
-const char ga_cli_rl_help[] =
-    "RL loop (galloc gen rl; --steps is the number of iterations):\n"
-    "  --shards N              ranks the training state is sharded over (FSDP; default 1)\n"
-    "  --rollout-batch R       sequences generated per iteration (default --batch)\n"
-    "  --prompt-len P          prompt tokens (default seq_len / 4)\n"
-    "  --response-len T        generated tokens (default seq_len - P)\n"
-    "  --decode-steps D        steps the KV cache grows in (default 8)\n";
+const char ga_cli_rl_help[] = "RL loop (galloc gen rl; --steps is the number of iterations):\n"
+                              "  --shards N              ranks the training state is sharded over (FSDP; default 1)\n"
+                              "  --rollout-batch R       sequences generated per iteration (default --batch)\n"
+                              "  --prompt-len P          prompt tokens (default seq_len / 4)\n"
+                              "  --response-len T        generated tokens (default seq_len - P)\n"
+                              "  --decode-steps D        steps the KV cache grows in (default 8)\n";
 
 void ga_cli_format_model(const ga_gen_model_t *m, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "--params %" PRIu64 " --layers %" PRIu32 " --d-model %" PRIu64 " --seq-len %" PRIu64
-                     " --batch %" PRIu64 " --heads %" PRIu32 "%s%s --steps %" PRIu32,
-                     m->params, m->layers, m->d_model, ga_gen_seq_len(m), m->batch, ga_gen_heads(m),
-                     m->mixed_precision ? " --mixed-precision" : "", m->checkpointing ? " --checkpointing" : "",
-                     m->steps);
+    int n =
+        snprintf(buf, len,
+                 "--params %" PRIu64 " --layers %" PRIu32 " --d-model %" PRIu64 " --seq-len %" PRIu64
+                 " --batch %" PRIu64 " --heads %" PRIu32 "%s%s --steps %" PRIu32,
+                 m->params, m->layers, m->d_model, ga_gen_seq_len(m), m->batch, ga_gen_heads(m),
+                 m->mixed_precision ? " --mixed-precision" : "", m->checkpointing ? " --checkpointing" : "", m->steps);
     if (n >= 0 && (size_t)n < len && m->seq_max != 0)
-        snprintf(buf + n, len - (size_t)n, " --variable-seq-len %" PRIu64 ":%" PRIu64 " --seed %" PRIu64,
-                 m->seq_min, m->seq_max, m->seed);
+        snprintf(buf + n, len - (size_t)n, " --variable-seq-len %" PRIu64 ":%" PRIu64 " --seed %" PRIu64, m->seq_min,
+                 m->seq_max, m->seed);
 }
 
 int ga_cli_parse_header(const char *line, ga_gen_model_t *m)

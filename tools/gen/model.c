@@ -133,10 +133,10 @@ int ga_gen_model_check(const ga_gen_model_t *m, char *err, size_t errlen)
     if (m->seq_max != 0 || m->seq_min != 0) {
         if (m->seq_min == 0 || m->seq_min > m->seq_max)
             return ga_errf(err, errlen, "--variable-seq-len MIN:MAX needs 1 <= MIN <= MAX (MIN %" PRIu64 ")",
-                        m->seq_min);
+                           m->seq_min);
         if (m->seq_max > MAX_DIM)
             return ga_errf(err, errlen, "--variable-seq-len MAX must be at most 16777216 (got %" PRIu64 ")",
-                        m->seq_max);
+                           m->seq_max);
     } else if (m->seq_len == 0) {
         return ga_errf(err, errlen, "--seq-len is required (or --variable-seq-len MIN:MAX)");
     }
@@ -152,10 +152,10 @@ int ga_gen_model_check(const ga_gen_model_t *m, char *err, size_t errlen)
     uint64_t natural = capped_mul(m->layers, block);
     if (natural >= MAX_TENSOR_BYTES || capped_mul(m->params, 16) >= MAX_TENSOR_BYTES)
         return ga_errf(err, errlen, "--params %" PRIu64 " (or the blocks' own size) exceeds 2^56 parameters",
-                    m->params);
+                       m->params);
     /* Every tensor needs an element, the embedding included. */
     if (m->params <= (uint64_t)ga_gen_param_count(m))
         return ga_errf(err, errlen, "--params must exceed the number of parameter tensors (%" PRIu64 " here)",
-                    (uint64_t)ga_gen_param_count(m));
+                       (uint64_t)ga_gen_param_count(m));
     return 0;
 }

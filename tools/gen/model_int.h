@@ -51,25 +51,25 @@ enum slot {
 enum { P_LN1_W, P_LN1_B, P_QKV_W, P_QKV_B, P_PROJ_W, P_PROJ_B, P_LN2_W, P_LN2_B, P_FC1_W, P_FC1_B, P_FC2_W, P_FC2_B };
 
 typedef struct gen {
-    const ga_gen_model_t *m; /* the model */
-    ga_gen_emit_fn emit;     /* the consumer */
-    void *ctx;               /* its argument */
-    int stop;                /* emit's non-zero return: once set nothing more is emitted */
-    uint64_t next_id;        /* next block id (ids are never reused) */
-    uint32_t step;           /* current step, GA_GEN_SETUP_STEP before the first */
-    uint64_t elem;           /* bytes per weight / gradient / activation element */
-    uint64_t unit;           /* bytes of s * batch * d_model elements this step */
-    uint64_t scores;         /* bytes of batch * heads * s * s elements this step */
-    uint64_t stats;          /* bytes of one layer norm's mean + rstd: s * batch * 2 fp32 */
-    size_t n_params;         /* parameter tensors */
-    uint64_t *param_elems;   /* [n_params] element counts, summing to --params */
+    const ga_gen_model_t *m;    /* the model */
+    ga_gen_emit_fn emit;        /* the consumer */
+    void *ctx;                  /* its argument */
+    int stop;                   /* emit's non-zero return: once set nothing more is emitted */
+    uint64_t next_id;           /* next block id (ids are never reused) */
+    uint32_t step;              /* current step, GA_GEN_SETUP_STEP before the first */
+    uint64_t elem;              /* bytes per weight / gradient / activation element */
+    uint64_t unit;              /* bytes of s * batch * d_model elements this step */
+    uint64_t scores;            /* bytes of batch * heads * s * s elements this step */
+    uint64_t stats;             /* bytes of one layer norm's mean + rstd: s * batch * 2 fp32 */
+    size_t n_params;            /* parameter tensors */
+    uint64_t *param_elems;      /* [n_params] element counts, summing to --params */
     uint64_t (*saved)[N_SLOTS]; /* [layers] ids kept for backward, 0 = none */
-    uint32_t shards;         /* the persistent state is sharded over this many ranks (FSDP / ZeRO-3);
+    uint32_t shards;            /* the persistent state is sharded over this many ranks (FSDP / ZeRO-3);
                                 1: a whole model, as galloc gen transformer */
-    bool free_grads;         /* zero_grad(set_to_none=True) after each optimizer step: the gradients
+    bool free_grads;            /* zero_grad(set_to_none=True) after each optimizer step: the gradients
                                 are made by every backward and freed after the step (grads holds them) */
-    uint64_t *grads;         /* [n_params] with free_grads: the live gradient ids, 0 = none */
-    char text[128];          /* the current annotation */
+    uint64_t *grads;            /* [n_params] with free_grads: the live gradient ids, 0 = none */
+    char text[128];             /* the current annotation */
 } gen_t;
 
 /* ga_gen_open: a run of m (checked: -1 with err when invalid or out of host

@@ -21,33 +21,32 @@
 #define DEFAULT_DECODE_STEPS 8
 #define MAX_BYTES (UINT64_C(1) << 60)
 
-static const char LOOP_MODEL[] =
-    "Each iteration (--steps of them), one rank of a colocated RL job, training and\n"
-    "  rollout on the same GPU (verl / OpenRLHF with vLLM's sleep mode):\n"
-    "  tag_begin train: (first iteration) the weights and fp32 masters; then one\n"
-    "    training step of galloc gen transformer's model on --batch sequences of\n"
-    "    --seq-len tokens, with weights, masters, gradients and Adam state\n"
-    "    sharded over --shards ranks (FSDP / ZeRO-3: 1/N of each tensor, rounded\n"
-    "    up; each block's full parameters gathered for its forward, recompute and\n"
-    "    backward, and its full gradient held until reduce-scattered; the\n"
-    "    embedding and final layer norm gathered for the whole step) and the\n"
-    "    gradients freed after the optimizer (zero_grad(set_to_none=True)).\n"
-    "    tag_end train.\n"
-    "  sleep train offload train: weights, masters and Adam state go to pinned\n"
-    "    host memory; the cached activation segments are released.\n"
-    "  (later iterations) wake infer: the inference weights come back.\n"
-    "  tag_begin infer: (first iteration) the inference engine's own full copy\n"
-    "    of the weights (element bytes per parameter, not sharded; refreshed in\n"
-    "    place from the trainer after each step, no allocation); prefill of\n"
-    "    --rollout-batch prompts of --prompt-len tokens: their KV cache (layers\n"
-    "    x 2 x d_model x element bytes per token) and a 4-unit MLP temporary;\n"
-    "    then --decode-steps steps, each adding the KV cache of its share of\n"
-    "    --response-len tokens for every sequence and a small temporary; then\n"
-    "    the sequences are done and their KV cache freed. tag_end infer.\n"
-    "  sleep infer offload infer: the inference weights go to the host and the\n"
-    "    freed KV cache's memory is released, its contents discarded (vLLM's\n"
-    "    sleep level 1).\n"
-    "  wake train: the training state comes back for the next iteration.\n";
+static const char LOOP_MODEL[] = "Each iteration (--steps of them), one rank of a colocated RL job, training and\n"
+                                 "  rollout on the same GPU (verl / OpenRLHF with vLLM's sleep mode):\n"
+                                 "  tag_begin train: (first iteration) the weights and fp32 masters; then one\n"
+                                 "    training step of galloc gen transformer's model on --batch sequences of\n"
+                                 "    --seq-len tokens, with weights, masters, gradients and Adam state\n"
+                                 "    sharded over --shards ranks (FSDP / ZeRO-3: 1/N of each tensor, rounded\n"
+                                 "    up; each block's full parameters gathered for its forward, recompute and\n"
+                                 "    backward, and its full gradient held until reduce-scattered; the\n"
+                                 "    embedding and final layer norm gathered for the whole step) and the\n"
+                                 "    gradients freed after the optimizer (zero_grad(set_to_none=True)).\n"
+                                 "    tag_end train.\n"
+                                 "  sleep train offload train: weights, masters and Adam state go to pinned\n"
+                                 "    host memory; the cached activation segments are released.\n"
+                                 "  (later iterations) wake infer: the inference weights come back.\n"
+                                 "  tag_begin infer: (first iteration) the inference engine's own full copy\n"
+                                 "    of the weights (element bytes per parameter, not sharded; refreshed in\n"
+                                 "    place from the trainer after each step, no allocation); prefill of\n"
+                                 "    --rollout-batch prompts of --prompt-len tokens: their KV cache (layers\n"
+                                 "    x 2 x d_model x element bytes per token) and a 4-unit MLP temporary;\n"
+                                 "    then --decode-steps steps, each adding the KV cache of its share of\n"
+                                 "    --response-len tokens for every sequence and a small temporary; then\n"
+                                 "    the sequences are done and their KV cache freed. tag_end infer.\n"
+                                 "  sleep infer offload infer: the inference weights go to the host and the\n"
+                                 "    freed KV cache's memory is released, its contents discarded (vLLM's\n"
+                                 "    sleep level 1).\n"
+                                 "  wake train: the training state comes back for the next iteration.\n";
 
 const char *ga_gen_rl_model_text(void)
 {
@@ -70,8 +69,8 @@ int ga_gen_rl_resolve(const ga_gen_model_t *m, const ga_gen_rl_t *rl, ga_gen_rl_
     out->decode_steps = rl->decode_steps ? rl->decode_steps : DEFAULT_DECODE_STEPS;
     if (out->decode_steps > out->response_len) {
         if (rl->decode_steps != 0)
-            return ga_errf(err, errlen, "--decode-steps %" PRIu32 " exceeds --response-len %" PRIu64,
-                           out->decode_steps, out->response_len);
+            return ga_errf(err, errlen, "--decode-steps %" PRIu32 " exceeds --response-len %" PRIu64, out->decode_steps,
+                           out->response_len);
         out->decode_steps = (uint32_t)out->response_len; /* a short default response: a token a step */
     }
     uint64_t tokens, kv;

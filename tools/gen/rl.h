@@ -47,8 +47,7 @@ uint64_t ga_gen_rl_kv_token_bytes(const ga_gen_model_t *m);
  * value. At the end the training state is awake and live, the inference
  * weights asleep (offloaded).
  */
-int ga_gen_rl(const ga_gen_model_t *m, const ga_gen_rl_t *rl, ga_gen_emit_fn emit, void *ctx, char *err,
-              size_t errlen);
+int ga_gen_rl(const ga_gen_model_t *m, const ga_gen_rl_t *rl, ga_gen_emit_fn emit, void *ctx, char *err, size_t errlen);
 
 /* ga_gen_rl_model_text: the multi-line description of an iteration, static. */
 const char *ga_gen_rl_model_text(void);

@@ -26,33 +26,32 @@
 
 #include "tools/gen/model_int.h"
 
-static const char STEP_MODEL[] =
-    "Setup: every parameter tensor (embedding, 12 per block, final layer norm) in\n"
-    "  fp16/bf16 (--mixed-precision, 2 bytes) or fp32 (4 bytes); with\n"
-    "  --mixed-precision then an fp32 master copy of each.\n"
-    "Each step, sequence length s (fixed, or drawn per step from --variable-seq-len\n"
-    "  with --seed), one unit = s * batch * d_model elements:\n"
-    "  forward: token ids and labels (int64); embedding output; per block, in\n"
-    "    order, the tensors autograd saves: block input 1 unit, ln1 output 2,\n"
-    "    q 2, k 2, v 2, attention context 1, merged heads 2, dropout mask 1,\n"
-    "    residual 2, ln2 output 2, fc1 output 8, gelu output 8, dropout mask 1\n"
-    "    (34 units, the budget formula's), two small layer-norm statistics;\n"
-    "    temporaries: attention scores and probabilities (batch * heads * s * s\n"
-    "    each), projection and fc2 outputs (1 unit each).\n"
-    "    With --checkpointing only each block's input is kept: the block runs\n"
-    "    without saving, each tensor freed once consumed.\n"
-    "  backward, last block first: (with --checkpointing the block is first\n"
-    "    recomputed, saving its 34 units again), then gradient buffers: 4 units\n"
-    "    through fc2 and GELU (MLP intermediates, 4 * d_model wide), 1 unit per\n"
-    "    residual/layer-norm step, 3 units for q/k/v, recomputed attention\n"
-    "    probabilities and their gradient (batch * heads * s * s each); each saved\n"
-    "    tensor is freed as soon as its gradient is computed. At the first step the\n"
-    "    parameter gradients are created as backward reaches them (2 bytes per\n"
-    "    parameter in mixed precision, else 4) and kept for the whole run.\n"
-    "  optimizer (Adam, fused: no temporaries): at the first step its two fp32\n"
-    "    moments per parameter (8 bytes per parameter), kept for the whole run.\n"
-    "  Every per-step block is freed by the end of its step; weights, masters,\n"
-    "  gradients and optimizer state stay live.\n";
+static const char STEP_MODEL[] = "Setup: every parameter tensor (embedding, 12 per block, final layer norm) in\n"
+                                 "  fp16/bf16 (--mixed-precision, 2 bytes) or fp32 (4 bytes); with\n"
+                                 "  --mixed-precision then an fp32 master copy of each.\n"
+                                 "Each step, sequence length s (fixed, or drawn per step from --variable-seq-len\n"
+                                 "  with --seed), one unit = s * batch * d_model elements:\n"
+                                 "  forward: token ids and labels (int64); embedding output; per block, in\n"
+                                 "    order, the tensors autograd saves: block input 1 unit, ln1 output 2,\n"
+                                 "    q 2, k 2, v 2, attention context 1, merged heads 2, dropout mask 1,\n"
+                                 "    residual 2, ln2 output 2, fc1 output 8, gelu output 8, dropout mask 1\n"
+                                 "    (34 units, the budget formula's), two small layer-norm statistics;\n"
+                                 "    temporaries: attention scores and probabilities (batch * heads * s * s\n"
+                                 "    each), projection and fc2 outputs (1 unit each).\n"
+                                 "    With --checkpointing only each block's input is kept: the block runs\n"
+                                 "    without saving, each tensor freed once consumed.\n"
+                                 "  backward, last block first: (with --checkpointing the block is first\n"
+                                 "    recomputed, saving its 34 units again), then gradient buffers: 4 units\n"
+                                 "    through fc2 and GELU (MLP intermediates, 4 * d_model wide), 1 unit per\n"
+                                 "    residual/layer-norm step, 3 units for q/k/v, recomputed attention\n"
+                                 "    probabilities and their gradient (batch * heads * s * s each); each saved\n"
+                                 "    tensor is freed as soon as its gradient is computed. At the first step the\n"
+                                 "    parameter gradients are created as backward reaches them (2 bytes per\n"
+                                 "    parameter in mixed precision, else 4) and kept for the whole run.\n"
+                                 "  optimizer (Adam, fused: no temporaries): at the first step its two fp32\n"
+                                 "    moments per parameter (8 bytes per parameter), kept for the whole run.\n"
+                                 "  Every per-step block is freed by the end of its step; weights, masters,\n"
+                                 "  gradients and optimizer state stay live.\n";
 
 const char *ga_gen_step_model_text(void)
 {
@@ -350,8 +349,14 @@ int ga_gen_open(gen_t *g, const ga_gen_model_t *m, uint32_t shards, bool free_gr
     }
     if (ga_gen_model_check(m, err, errlen) != 0)
         return -1;
-    *g = (gen_t){.m = m, .emit = fn, .ctx = ctx, .next_id = 1, .step = GA_GEN_SETUP_STEP,
-                 .elem = ga_gen_elem_bytes(m), .n_params = ga_gen_param_count(m), .shards = shards ? shards : 1,
+    *g = (gen_t){.m = m,
+                 .emit = fn,
+                 .ctx = ctx,
+                 .next_id = 1,
+                 .step = GA_GEN_SETUP_STEP,
+                 .elem = ga_gen_elem_bytes(m),
+                 .n_params = ga_gen_param_count(m),
+                 .shards = shards ? shards : 1,
                  .free_grads = free_grads};
     g->param_elems = malloc(g->n_params * sizeof(*g->param_elems));
     g->saved = calloc(m->layers, sizeof(*g->saved));

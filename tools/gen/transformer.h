@@ -52,9 +52,9 @@ void ga_gen_model_init(ga_gen_model_t *m);
 int ga_gen_model_check(const ga_gen_model_t *m, char *err, size_t errlen);
 
 /* Derived figures, for reports and tests (m must pass ga_gen_model_check). */
-uint64_t ga_gen_elem_bytes(const ga_gen_model_t *m);  /* 2 in mixed precision, else 4 */
-uint32_t ga_gen_heads(const ga_gen_model_t *m);       /* the effective head count */
-uint64_t ga_gen_seq_len(const ga_gen_model_t *m);     /* seq_len, or seq_max when it is 0 */
+uint64_t ga_gen_elem_bytes(const ga_gen_model_t *m); /* 2 in mixed precision, else 4 */
+uint32_t ga_gen_heads(const ga_gen_model_t *m);      /* the effective head count */
+uint64_t ga_gen_seq_len(const ga_gen_model_t *m);    /* seq_len, or seq_max when it is 0 */
 /* ga_gen_step_seq_len: the sequence length of step `step` (0-based): seq_len
  * when fixed, else a value in [seq_min, seq_max] drawn from (seed, step) alone,
  * so any step can be asked without generating the ones before it. */
@@ -75,11 +75,11 @@ typedef enum ga_gen_op {
 #define GA_GEN_SETUP_STEP UINT32_MAX
 
 typedef struct ga_gen_event {
-    ga_gen_op_t op;   /* what happens */
-    uint64_t id;      /* ALLOC / FREE: block id, >= 1, never reused */
-    uint64_t size;    /* ALLOC: bytes, >= 1 */
-    uint32_t step;    /* 0-based training step, GA_GEN_SETUP_STEP before the first */
-    const char *text; /* ANNOTATE: the marker; ALLOC: the tensor's name ("layer 3 fc1 output"); the tag
+    ga_gen_op_t op;      /* what happens */
+    uint64_t id;         /* ALLOC / FREE: block id, >= 1, never reused */
+    uint64_t size;       /* ALLOC: bytes, >= 1 */
+    uint32_t step;       /* 0-based training step, GA_GEN_SETUP_STEP before the first */
+    const char *text;    /* ANNOTATE: the marker; ALLOC: the tensor's name ("layer 3 fc1 output"); the tag
                          events: the tag (list); valid during the callback only */
     const char *offload; /* SLEEP: the tags offloaded, NULL for none */
 } ga_gen_event_t;

@@ -54,8 +54,8 @@ static int push_extra(ga_job_unit_t *u, const ga_event_t *e, uint32_t *idx)
     if (nx == NULL)
         return -1;
     u->extras = nx;
-    u->extras[u->n_extras] = (ga_job_extra_t){.place = e->place, .device_free = e->device_free,
-                                              .released = e->released};
+    u->extras[u->n_extras] =
+        (ga_job_extra_t){.place = e->place, .device_free = e->device_free, .released = e->released};
     *idx = (uint32_t)u->n_extras++;
     return 0;
 }
@@ -204,7 +204,8 @@ static void snapshot_unit(ga_job_unit_t *u, const ga_job_opts_t *o)
             u->recorded_source = GA_JOB_MEM_OOM_ENTRIES;
         }
     }
-    u->midrun = u->notes.prologue > 0 || (u->has_view && (u->view.untraced_blocks > 0 || u->view.untraced_segments > 0));
+    u->midrun =
+        u->notes.prologue > 0 || (u->has_view && (u->view.untraced_blocks > 0 || u->view.untraced_segments > 0));
     if (!u->midrun || o->no_seed)
         return;
     if (ga_seed_from_snapshot(snap, u->path, u->device, &u->seed, u->seed_error, sizeof(u->seed_error)) == 0)
@@ -226,8 +227,7 @@ static void unit_free(ga_job_unit_t *u)
 }
 
 /* Read the current unit of r into u. 0, or -1 with err. */
-static int read_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o, uint64_t done, char *err,
-                     size_t errlen)
+static int read_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o, uint64_t done, char *err, size_t errlen)
 {
     ga_event_t e;
     int rc;
@@ -340,8 +340,8 @@ int ga_job_add(ga_job_t *job, const char *path, const ga_job_opts_t *o, char *er
     const ga_torch_snapshot_t *snap = ga_reader_snapshot(f->reader);
     if (snap != NULL) { /* a snapshot's own run: its settings, else (older PyTorch) the defaults it ran under */
         f->has_recorded = true;
-        f->settings_known = ga_torch_recorded_conf(snap, f->recorded, sizeof(f->recorded), f->recorded_text,
-                                                   sizeof(f->recorded_text));
+        f->settings_known =
+            ga_torch_recorded_conf(snap, f->recorded, sizeof(f->recorded), f->recorded_text, sizeof(f->recorded_text));
     }
     if (add_units(job, f, o, err, errlen) != 0) {
         ga_reader_close(f->reader);

@@ -67,14 +67,14 @@ typedef struct ga_job_cap {
 
 /* One event held in memory (40 bytes). */
 typedef struct ga_job_ev {
-    uint64_t id;     /* the trace id; annotate and tag events: offset of the text in the unit's text */
-    uint64_t size;   /* bytes; SET_FRACTION: the double's bits; SLEEP: 1 + offset of the offload list (0: none) */
+    uint64_t id;   /* the trace id; annotate and tag events: offset of the text in the unit's text */
+    uint64_t size; /* bytes; SET_FRACTION: the double's bits; SLEEP: 1 + offset of the offload list (0: none) */
     uint64_t stream;
-    uint64_t where;  /* line or entry index (ga_event_t.where) */
-    uint8_t kind;    /* ga_event_kind_t */
-    uint8_t flags;   /* GA_EVF_* */
+    uint64_t where; /* line or entry index (ga_event_t.where) */
+    uint8_t kind;   /* ga_event_kind_t */
+    uint8_t flags;  /* GA_EVF_* */
     uint16_t pad;
-    uint32_t extra;  /* index into the unit's extras, UINT32_MAX: none */
+    uint32_t extra; /* index into the unit's extras, UINT32_MAX: none */
 } ga_job_ev_t;
 
 /* The rare fields of an event (a recorded segment address, an oom's figures). */
@@ -85,40 +85,40 @@ typedef struct ga_job_extra {
 struct ga_job_file;
 
 typedef struct ga_job_unit {
-    char *label;              /* "FILE" or "FILE device 1" */
-    const char *path;         /* the file, as given */
-    const char *unit_label;   /* "" or "device 1" */
-    size_t unit;              /* its index in the file */
-    int device;               /* the device index it recorded (0 without one) */
+    char *label;            /* "FILE" or "FILE device 1" */
+    const char *path;       /* the file, as given */
+    const char *unit_label; /* "" or "device 1" */
+    size_t unit;            /* its index in the file */
+    int device;             /* the device index it recorded (0 without one) */
     ga_format_t format;
     const struct ga_job_file *file;
 
-    ga_job_ev_t *ev;          /* n events */
+    ga_job_ev_t *ev; /* n events */
     size_t n, cap_ev;
     ga_job_extra_t *extras;
     size_t n_extras, cap_extras;
-    int64_t *time_us;         /* per event, NULL when the trace records no times */
-    char *text;               /* annotations and tag lists, each NUL-terminated */
+    int64_t *time_us; /* per event, NULL when the trace records no times */
+    char *text;       /* annotations and tag lists, each NUL-terminated */
     size_t text_len, text_cap;
 
     uint64_t allocs, frees, ooms, annotations, other; /* events by kind */
-    uint64_t max_alloc;       /* largest request (seeded stand-ins excluded) */
+    uint64_t max_alloc;                               /* largest request (seeded stand-ins excluded) */
     uint64_t tag_events, sleep_events;
-    bool sets_fraction;       /* a set_fraction event (only then does GC run) */
+    bool sets_fraction; /* a set_fraction event (only then does GC run) */
 
-    uint64_t memory;          /* bytes the allocator can use: the sim device's capacity (a device's total
+    uint64_t memory;  /* bytes the allocator can use: the sim device's capacity (a device's total
                                  less the reserve, ga_job_opts_t.reserve, when the size is a total) */
-    uint64_t reserve;         /* the reserve taken off a total (0 when the size is the allocator's own) */
+    uint64_t reserve; /* the reserve taken off a total (0 when the size is the allocator's own) */
     ga_job_memory_source_t memory_source;
     uint64_t recorded_memory; /* what the trace itself says (0: nothing), whatever --device-memory says */
     ga_job_memory_source_t recorded_source;
 
-    ga_reader_notes_t notes;  /* the reader's notes: skipped entries, prologue, start */
-    bool midrun;              /* a snapshot trace that starts mid-run */
-    bool seeded;              /* seed holds the state at the first entry */
+    ga_reader_notes_t notes; /* the reader's notes: skipped entries, prologue, start */
+    bool midrun;             /* a snapshot trace that starts mid-run */
+    bool seeded;             /* seed holds the state at the first entry */
     ga_seed_t seed;
-    char seed_error[512];     /* midrun && !seeded: why ("" under --no-seed) */
-    bool has_view;            /* a snapshot: view is what --verify compares */
+    char seed_error[512]; /* midrun && !seeded: why ("" under --no-seed) */
+    bool has_view;        /* a snapshot: view is what --verify compares */
     ga_snap_view_t view;
 
     ga_job_cap_t cap;
@@ -135,15 +135,15 @@ typedef struct ga_job_file {
 } ga_job_file_t;
 
 typedef struct ga_job_opts {
-    ga_format_t format;       /* --format (AUTO: detect) */
-    uint64_t device_memory;   /* --device-memory: every unit's size; 0 = the trace's own, else 80 GiB */
+    ga_format_t format;     /* --format (AUTO: detect) */
+    uint64_t device_memory; /* --device-memory: every unit's size; 0 = the trace's own, else 80 GiB */
     /* reserve: memory on the device the allocator does not own (the CUDA
      * context, library workspaces, NCCL buffers, other processes: --reserve).
      * Taken off a size that is the device's total (the option, a header,
      * deviceProperties, the default); a snapshot's size from its oom entries
      * is already what the allocator could use. */
     uint64_t reserve;
-    bool no_seed;             /* --no-seed: no rebuilt start state; the reader's prologue replays instead */
+    bool no_seed; /* --no-seed: no rebuilt start state; the reader's prologue replays instead */
     /* progress: called now and then while reading, with the fraction of the
      * current file read (-1 if unknown) and the events so far; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
@@ -151,11 +151,11 @@ typedef struct ga_job_opts {
 } ga_job_opts_t;
 
 typedef struct ga_job {
-    ga_job_file_t **files;    /* each allocated on its own: units point at theirs */
+    ga_job_file_t **files; /* each allocated on its own: units point at theirs */
     size_t n_files;
     ga_job_unit_t *units;
     size_t n_units;
-    uint64_t events;          /* over every unit */
+    uint64_t events; /* over every unit */
 } ga_job_t;
 
 /* ga_job_add: read the trace at path ("-": standard input) into job (zeroed

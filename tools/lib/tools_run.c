@@ -20,7 +20,7 @@
 #include "tools/replay/replay_cli.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the commands' globals: getopt, progress */
-static char program[] = "galloc";                         /* argv[0] for galloc_tools_run's commands */
+static char program[] = "galloc";                        /* argv[0] for galloc_tools_run's commands */
 
 void galloc_tools_free(void *p)
 {
@@ -64,8 +64,7 @@ int galloc_tools_run(int argc, const char *const *argv, galloc_tools_progress_fn
     if (out == NULL || messages == NULL)
         return -1;
     *out = *messages = NULL;
-    if (argc < 1 || argv == NULL || argv[0] == NULL ||
-        (strcmp(argv[0], "replay") != 0 && strcmp(argv[0], "fit") != 0))
+    if (argc < 1 || argv == NULL || argv[0] == NULL || (strcmp(argv[0], "replay") != 0 && strcmp(argv[0], "fit") != 0))
         return -1;
     size_t out_len = 0, msg_len = 0;
     pthread_mutex_lock(&lock);

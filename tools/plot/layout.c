@@ -13,10 +13,10 @@
 
 #define M_LEFT 88.0
 #define M_RIGHT 36.0
-#define CROSS_R 6.5   /* half the side of the box an OOM cross covers */
-#define GAP 8.0       /* between a point and its label */
-#define MAX_STACK 12  /* how far a label is stacked away from its point before it is left out */
-#define SAME_PX 0.75  /* lines closer than this everywhere would be drawn over each other */
+#define CROSS_R 6.5  /* half the side of the box an OOM cross covers */
+#define GAP 8.0      /* between a point and its label */
+#define MAX_STACK 12 /* how far a label is stacked away from its point before it is left out */
+#define SAME_PX 0.75 /* lines closer than this everywhere would be drawn over each other */
 
 const double *ga_plot_series_line(const ga_series_t *s, int kind)
 {
@@ -120,8 +120,8 @@ static void place_device(const ga_plot_input_t *in, ga_plot_layout_t *l)
         u = 0;
     while (u + 1 < sizeof(names) / sizeof(names[0]) && dev >= ldexp(1.0, 10 * (int)(u + 3)))
         u++;
-    snprintf(l->device_text, sizeof(l->device_text), "device %.2f %s%s", dev / ldexp(1.0, 10 * (int)(u + 2)),
-             names[u], l->device_above ? " above" : "");
+    snprintf(l->device_text, sizeof(l->device_text), "device %.2f %s%s", dev / ldexp(1.0, 10 * (int)(u + 2)), names[u],
+             l->device_above ? " above" : "");
     double w = text_w(l->device_text) + (l->device_above ? 14.0 : 0.0), h = text_h();
     ga_plot_rect_t r = {l->x0 + l->w - 6 - w, l->y0 + 4, w, h};
     if (l->device_line) {

@@ -33,14 +33,14 @@
 extern "C" {
 #endif
 
-#define GA_PLOT_WIDTH 1200.0       /* canvas width in pixels (PNG) or points (SVG) */
-#define GA_PLOT_AREA_TOP 60.0      /* the plot area's top edge (the title above it) */
-#define GA_PLOT_AREA_H 470.0       /* the plot area's height */
-#define GA_PLOT_DEVICE_FACTOR 4.0  /* the device line is drawn when device <= factor x data peak */
-#define GA_PLOT_OFFSET_PX 3.0      /* the shift of a line that coincides with an earlier one */
-#define GA_PLOT_LABEL_FONT 11.0    /* OOM and device labels */
-#define GA_PLOT_CHAR_EM 0.66       /* box width per character, in font sizes (wider than sans-serif's) */
-#define GA_PLOT_MAX_LABELS 8       /* OOM markers that get their class written by them */
+#define GA_PLOT_WIDTH 1200.0      /* canvas width in pixels (PNG) or points (SVG) */
+#define GA_PLOT_AREA_TOP 60.0     /* the plot area's top edge (the title above it) */
+#define GA_PLOT_AREA_H 470.0      /* the plot area's height */
+#define GA_PLOT_DEVICE_FACTOR 4.0 /* the device line is drawn when device <= factor x data peak */
+#define GA_PLOT_OFFSET_PX 3.0     /* the shift of a line that coincides with an earlier one */
+#define GA_PLOT_LABEL_FONT 11.0   /* OOM and device labels */
+#define GA_PLOT_CHAR_EM 0.66      /* box width per character, in font sizes (wider than sans-serif's) */
+#define GA_PLOT_MAX_LABELS 8      /* OOM markers that get their class written by them */
 
 /* An axis-aligned box in device units, y down. */
 typedef struct ga_plot_rect {
@@ -58,24 +58,24 @@ typedef struct ga_plot_label {
 enum { GA_PLOT_REQUESTED, GA_PLOT_ALLOCATED, GA_PLOT_RESERVED, GA_PLOT_LINES };
 
 typedef struct ga_plot_layout {
-    double x0, y0, w, h;   /* the plot area (device units) */
-    double xmax;           /* event index at the right edge (0 at the left) */
-    double ymax;           /* bytes at the top edge (0 at the bottom) */
-    double ystep;          /* bytes between y ticks */
-    double unit;           /* bytes per axis unit (1, 2^10, ..., 2^40) */
-    const char *unit_name; /* "bytes", "KiB", "MiB", "GiB", "TiB" */
-    double xstep;          /* events between x ticks */
-    double data_max;       /* the largest value of any line (bytes) */
-    bool device_line;      /* device_memory is within the axis: a dashed ceiling */
-    bool device_above;     /* device_memory is above the axis: an arrow label at the top */
-    bool device_labelled;  /* device_label was placed */
+    double x0, y0, w, h;         /* the plot area (device units) */
+    double xmax;                 /* event index at the right edge (0 at the left) */
+    double ymax;                 /* bytes at the top edge (0 at the bottom) */
+    double ystep;                /* bytes between y ticks */
+    double unit;                 /* bytes per axis unit (1, 2^10, ..., 2^40) */
+    const char *unit_name;       /* "bytes", "KiB", "MiB", "GiB", "TiB" */
+    double xstep;                /* events between x ticks */
+    double data_max;             /* the largest value of any line (bytes) */
+    bool device_line;            /* device_memory is within the axis: a dashed ceiling */
+    bool device_above;           /* device_memory is above the axis: an arrow label at the top */
+    bool device_labelled;        /* device_label was placed */
     ga_plot_rect_t device_label; /* its box (an arrow label includes the arrow at its left) */
-    char device_text[64];  /* "device 80.00 GiB" (", above" for an arrow label) */
-    size_t n_labels;       /* OOM labels placed, labels[0..n_labels) */
+    char device_text[64];        /* "device 80.00 GiB" (", above" for an arrow label) */
+    size_t n_labels;             /* OOM labels placed, labels[0..n_labels) */
     ga_plot_label_t labels[GA_PLOT_MAX_LABELS];
-    size_t n_series;       /* configurations: offset and same_as have n_series x GA_PLOT_LINES entries */
-    double *offset;        /* n_series x GA_PLOT_LINES: pixels each line is drawn higher (0 mostly) */
-    size_t *same_as;       /* n_series x GA_PLOT_LINES: the earlier series a line coincides with, or
+    size_t n_series; /* configurations: offset and same_as have n_series x GA_PLOT_LINES entries */
+    double *offset;  /* n_series x GA_PLOT_LINES: pixels each line is drawn higher (0 mostly) */
+    size_t *same_as; /* n_series x GA_PLOT_LINES: the earlier series a line coincides with, or
                               SIZE_MAX */
 } ga_plot_layout_t;
 

@@ -64,8 +64,7 @@ static int check_input(const ga_plot_input_t *in, char *err, size_t errlen)
         return ga_errf(err, errlen, "%zu OOM markers but no marker array", in->n_ooms);
     for (size_t i = 0; i < in->n_ooms; i++)
         if (in->ooms[i].series >= in->n_series)
-            return ga_errf(err, errlen, "OOM marker %zu names series %zu of %zu", i, in->ooms[i].series,
-                        in->n_series);
+            return ga_errf(err, errlen, "OOM marker %zu names series %zu of %zu", i, in->ooms[i].series, in->n_series);
     return 0;
 }
 
@@ -75,9 +74,8 @@ static int check_input(const ga_plot_input_t *in, char *err, size_t errlen)
 static cairo_status_t render(format_t fmt, const ga_plot_input_t *in, sink_t *sink)
 {
     double w = GA_PLOT_WIDTH, h = ga_plot_height(in);
-    cairo_surface_t *surface = fmt == FMT_PNG
-                                   ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)w, (int)h)
-                                   : cairo_svg_surface_create_for_stream(sink_write, sink, w, h);
+    cairo_surface_t *surface = fmt == FMT_PNG ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)w, (int)h)
+                                              : cairo_svg_surface_create_for_stream(sink_write, sink, w, h);
     cairo_status_t st = cairo_surface_status(surface);
     if (st == CAIRO_STATUS_SUCCESS) {
         cairo_t *cr = cairo_create(surface);

@@ -12,11 +12,11 @@ struct ga_gz {
     z_stream z;
     FILE *f;
     const char *path;
-    unsigned char *in;  /* IN_BUF compressed bytes; z.next_in points into it */
-    bool eof;           /* f has no more bytes */
-    bool done;          /* the last member ended with the file */
-    bool member_end;    /* a member just ended: another may follow */
-    uint64_t base;      /* compressed bytes of the members before this one */
+    unsigned char *in; /* IN_BUF compressed bytes; z.next_in points into it */
+    bool eof;          /* f has no more bytes */
+    bool done;         /* the last member ended with the file */
+    bool member_end;   /* a member just ended: another may follow */
+    uint64_t base;     /* compressed bytes of the members before this one */
 };
 
 bool ga_gz_magic(const void *p, size_t n)
@@ -25,8 +25,7 @@ bool ga_gz_magic(const void *p, size_t n)
     return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
 }
 
-int ga_gz_open(ga_gz_t **out, FILE *f, const void *pre, size_t npre, const char *path, char *err,
-               size_t errlen)
+int ga_gz_open(ga_gz_t **out, FILE *f, const void *pre, size_t npre, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
     ga_gz_t *g = calloc(1, sizeof(*g));

@@ -28,8 +28,7 @@ bool ga_gz_magic(const void *p, size_t n);
 /* ga_gz_open: a decoder reading compressed bytes from f, the first npre of
  * which were already read into pre (copied). path is for messages (not
  * owned, must outlive the decoder). 0 and *out, or -1 with err. */
-int ga_gz_open(ga_gz_t **out, FILE *f, const void *pre, size_t npre, const char *path, char *err,
-               size_t errlen);
+int ga_gz_open(ga_gz_t **out, FILE *f, const void *pre, size_t npre, const char *path, char *err, size_t errlen);
 
 /* ga_gz_read: up to n inflated bytes into dst. Returns the count (> 0), 0 at
  * the end of the last member, -1 with err (corrupt, truncated, read error). */

@@ -21,22 +21,22 @@
 extern "C" {
 #endif
 
-#define GA_INPUT_MAX_LINE 65536          /* longest line accepted, bytes */
+#define GA_INPUT_MAX_LINE 65536              /* longest line accepted, bytes */
 #define GA_INPUT_BUF (GA_INPUT_MAX_LINE * 4) /* the read buffer */
 
 struct ga_gz;
 
 typedef struct ga_input {
-    FILE *f;            /* the open file, or stdin */
-    bool own;           /* whether f is ours to close */
-    const char *path;   /* as given (for messages), not owned */
-    char *buf;          /* GA_INPUT_BUF + 1 bytes (room for a final NUL) */
-    size_t start, end;  /* unread bytes are buf[start..end) */
-    bool eof;           /* f has no more bytes */
-    uint64_t line;      /* number of the last line returned (1-based) */
-    uint64_t consumed;  /* bytes handed out so far (for progress) */
-    uint64_t total;     /* file size, 0 when unknown (a pipe) */
-    struct ga_gz *gz;   /* the decoder when the file is gzip, else NULL */
+    FILE *f;           /* the open file, or stdin */
+    bool own;          /* whether f is ours to close */
+    const char *path;  /* as given (for messages), not owned */
+    char *buf;         /* GA_INPUT_BUF + 1 bytes (room for a final NUL) */
+    size_t start, end; /* unread bytes are buf[start..end) */
+    bool eof;          /* f has no more bytes */
+    uint64_t line;     /* number of the last line returned (1-based) */
+    uint64_t consumed; /* bytes handed out so far (for progress) */
+    uint64_t total;    /* file size, 0 when unknown (a pipe) */
+    struct ga_gz *gz;  /* the decoder when the file is gzip, else NULL */
 } ga_input_t;
 
 /* ga_input_open: open path ("-" = stdin) and fill the buffer. 0 or -1 + err. */

@@ -187,8 +187,8 @@ static ga_json_tok_t scalar(ga_json_t *j, int c)
         return fail(j, c < 0 ? "unexpected end (truncated file?)" : "expected a value");
     /* A number or literal runs to the next delimiter; 64 bytes is more than
      * any int64 or double needs. */
-    while ((c = peek(j)) >= 0 && c != ',' && c != '}' && c != ']' && c != ' ' && c != '\t' && c != '\n' &&
-           c != '\r' && c != ':') {
+    while ((c = peek(j)) >= 0 && c != ',' && c != '}' && c != ']' && c != ' ' && c != '\t' && c != '\n' && c != '\r' &&
+           c != ':') {
         if (j->n >= 64)
             return fail(j, num ? "number too long" : "expected a value");
         j->s[j->n++] = (char)c;
@@ -239,8 +239,7 @@ ga_json_tok_t ga_json_next(ga_json_t *j)
         if (c == -2)
             return fail(j, "read error");
         switch (j->state) {
-        case S_DONE:
-            return c < 0 ? GA_JSON_EOF : fail(j, "text after the end of the JSON value");
+        case S_DONE: return c < 0 ? GA_JSON_EOF : fail(j, "text after the end of the JSON value");
         case S_AFTER:
             if (c == ',') {
                 take(j);
@@ -249,8 +248,9 @@ ga_json_tok_t ga_json_next(ga_json_t *j)
             }
             if (c == (top_is_obj(j) ? '}' : ']'))
                 return close_container(j, top_is_obj(j));
-            return fail(j, c < 0 ? "unexpected end (truncated file?)"
-                                 : top_is_obj(j) ? "expected ',' or '}'" : "expected ',' or ']'");
+            return fail(j, c < 0           ? "unexpected end (truncated file?)"
+                           : top_is_obj(j) ? "expected ',' or '}'"
+                                           : "expected ',' or ']'");
         case S_KEY_OR_CLOSE:
         case S_KEY: {
             if (c == '}' && j->state == S_KEY_OR_CLOSE)
@@ -263,7 +263,7 @@ ga_json_tok_t ga_json_next(ga_json_t *j)
                 return GA_JSON_ERR;
             c = skip_blanks(j);
             if (c != ':')
-                return fail(j, c == -2  ? "read error"
+                return fail(j, c == -2 ? "read error"
                                : c < 0 ? "unexpected end (truncated file?)"
                                        : "expected ':' after a key");
             take(j);

@@ -45,20 +45,20 @@ typedef enum ga_json_tok {
 typedef int (*ga_json_refill_fn)(void *ctx, const char **p, size_t *n);
 
 typedef struct ga_json {
-    const char *p, *end;      /* unread bytes of the current chunk */
-    ga_json_refill_fn refill; /* NULL: the first buffer is all there is */
-    void *ctx;                /* refill's argument */
-    bool eof;                 /* refill said end of input */
-    uint64_t base;            /* input offset of the current chunk's first byte */
-    const char *chunk;        /* the current chunk's first byte */
-    int state;                /* what the grammar expects next (json_scan.c) */
-    unsigned depth;           /* open containers */
-    uint64_t is_obj;          /* bit d: container at depth d+1 is an object */
+    const char *p, *end;         /* unread bytes of the current chunk */
+    ga_json_refill_fn refill;    /* NULL: the first buffer is all there is */
+    void *ctx;                   /* refill's argument */
+    bool eof;                    /* refill said end of input */
+    uint64_t base;               /* input offset of the current chunk's first byte */
+    const char *chunk;           /* the current chunk's first byte */
+    int state;                   /* what the grammar expects next (json_scan.c) */
+    unsigned depth;              /* open containers */
+    uint64_t is_obj;             /* bit d: container at depth d+1 is an object */
     char s[GA_JSON_STR_MAX + 1]; /* text of the last KEY/STR/NUM/LIT, NUL-terminated */
-    size_t n;                 /* its length (<= GA_JSON_STR_MAX) */
-    bool trunc;               /* the string was longer than GA_JSON_STR_MAX */
-    uint64_t at;              /* input offset of the last token, or of the error */
-    char msg[96];             /* the error, when GA_JSON_ERR was returned */
+    size_t n;                    /* its length (<= GA_JSON_STR_MAX) */
+    bool trunc;                  /* the string was longer than GA_JSON_STR_MAX */
+    uint64_t at;                 /* input offset of the last token, or of the error */
+    char msg[96];                /* the error, when GA_JSON_ERR was returned */
 } ga_json_t;
 
 /* ga_json_init: scan buf[0..n) and then, if refill is not NULL, its chunks. */

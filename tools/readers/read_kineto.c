@@ -73,15 +73,14 @@
 #include "tools/readers/kineto_int.h"
 #include "tools/readers/reader_int.h"
 
-#define CUDA_DEVICE_TYPE 1    /* c10::DeviceType::CUDA */
-
+#define CUDA_DEVICE_TYPE 1 /* c10::DeviceType::CUDA */
 
 /* What one device's events say about its totals. */
 typedef struct dev_totals {
-    bool any;            /* a CUDA memory event of this device was kept */
-    bool all_totals;     /* every one had integer Total Allocated and Total Reserved */
-    bool has_first;      /* the fields below are set */
-    double ts;           /* the first event (smallest ts, then file order) */
+    bool any;                                         /* a CUDA memory event of this device was kept */
+    bool all_totals;                                  /* every one had integer Total Allocated and Total Reserved */
+    bool has_first;                                   /* the fields below are set */
+    double ts;                                        /* the first event (smallest ts, then file order) */
     int64_t first_bytes, first_alloc, first_reserved; /* its Bytes and totals */
     int64_t peak_alloc, peak_reserved;                /* the totals' maxima */
 } dev_totals_t;
@@ -89,20 +88,20 @@ typedef struct dev_totals {
 #define MAX_PIECES 64 /* one stand-in block per bit of a 64-bit figure */
 
 typedef struct kineto {
-    ga_kineto_ev_t *ev;         /* the CUDA memory events, sorted by (ts, file order) */
-    size_t n, cap;        /* used and allocated entries */
-    size_t next;          /* next entry to look at in the current unit */
-    size_t unit_total;    /* entries of the current unit */
-    size_t unit_done;     /* of those, handed out */
-    int devices[GA_KINETO_MAX_DEVICES]; /* device of each unit */
-    uint64_t skipped;     /* non-memory and CPU events */
-    char ioerr[256];      /* a read error from the refill */
-    dev_totals_t tot[GA_KINETO_MAX_DEVICES]; /* per Device Id */
-    uint64_t piece[MAX_PIECES + 1]; /* the current unit's prologue: stand-in block sizes ... */
-    size_t n_pieces;      /* ... of which n_pieces, then one GA_EV_RESERVE when reserve > 0 */
-    uint64_t reserve;     /* reserved bytes to reach before the first event, 0: none */
-    size_t pro_next;      /* prologue events handed out */
-    size_t no_addr;       /* kept events without Addr: all of them (older layout) or none */
+    ga_kineto_ev_t *ev;                        /* the CUDA memory events, sorted by (ts, file order) */
+    size_t n, cap;                             /* used and allocated entries */
+    size_t next;                               /* next entry to look at in the current unit */
+    size_t unit_total;                         /* entries of the current unit */
+    size_t unit_done;                          /* of those, handed out */
+    int devices[GA_KINETO_MAX_DEVICES];        /* device of each unit */
+    uint64_t skipped;                          /* non-memory and CPU events */
+    char ioerr[256];                           /* a read error from the refill */
+    dev_totals_t tot[GA_KINETO_MAX_DEVICES];   /* per Device Id */
+    uint64_t piece[MAX_PIECES + 1];            /* the current unit's prologue: stand-in block sizes ... */
+    size_t n_pieces;                           /* ... of which n_pieces, then one GA_EV_RESERVE when reserve > 0 */
+    uint64_t reserve;                          /* reserved bytes to reach before the first event, 0: none */
+    size_t pro_next;                           /* prologue events handed out */
+    size_t no_addr;                            /* kept events without Addr: all of them (older layout) or none */
     uint64_t unmatched[GA_KINETO_MAX_DEVICES]; /* older layout: frees matched to no allocation, per device */
     uint64_t total_mem[GA_KINETO_MAX_DEVICES]; /* deviceProperties totalGlobalMem per id, 0 if not given */
 } kineto_t;
@@ -130,7 +129,7 @@ static int scan_err(ga_reader_t *r, const ga_json_t *j, char *err, size_t errlen
 
 /* The fields of one trace event object (just opened) that matter here. */
 typedef struct fields {
-    bool memory;   /* name is "[memory]" */
+    bool memory; /* name is "[memory]" */
     bool has_ts, has_addr, has_bytes, has_type, has_id, has_ta, has_tr;
     bool bad_addr; /* Addr is there but not an integer (a missing one is the older layout) */
     double ts;
@@ -157,8 +156,7 @@ static int args(ga_json_t *j, fields_t *f)
         if (ga_json_is(j, "Addr")) {
             rc = int_member(j, &f->addr, &f->has_addr);
             f->bad_addr = rc == 1;
-        }
-        else if (ga_json_is(j, "Bytes"))
+        } else if (ga_json_is(j, "Bytes"))
             rc = int_member(j, &f->bytes, &f->has_bytes);
         else if (ga_json_is(j, "Device Type"))
             rc = int_member(j, &f->type, &f->has_type);
@@ -251,8 +249,11 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
         return -1;
     }
     k->ev = ne;
-    k->ev[k->n++] = (ga_kineto_ev_t){.ts = f.ts, .addr = (uint64_t)f.addr, .bytes = f.bytes,
-                               .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX, .dev = (uint16_t)f.id};
+    k->ev[k->n++] = (ga_kineto_ev_t){.ts = f.ts,
+                                     .addr = (uint64_t)f.addr,
+                                     .bytes = f.bytes,
+                                     .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX,
+                                     .dev = (uint16_t)f.id};
     note_totals(&k->tot[f.id], &f);
     return 0;
 }
@@ -369,7 +370,7 @@ static void start_state(ga_reader_t *r, kineto_t *k, int dev)
     k->reserve = 0;
     k->pro_next = 0;
     if (!d->any)
-        return; /* no events: nothing to say */
+        return;                   /* no events: nothing to say */
     st->by_size = k->no_addr > 0; /* whatever the totals say: the frees were guessed */
     st->unmatched_frees = k->unmatched[dev];
     if (!d->all_totals) {

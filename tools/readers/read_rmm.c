@@ -24,7 +24,7 @@
 #define MAX_COLUMNS 32
 
 typedef struct rmm {
-    size_t ncol;    /* columns in the header */
+    size_t ncol;                              /* columns in the header */
     size_t c_action, c_ptr, c_size, c_stream; /* column indices; c_stream = ncol if absent */
 } rmm_t;
 
@@ -72,9 +72,9 @@ static int rmm_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         if (k == 1 && f[0].n == 0)
             continue; /* blank line */
         if (k != m->ncol) {
-            snprintf(err, errlen, "%s:%llu: %zu%s fields, the header has %zu (truncated or garbled row)",
-                     r->in.path, (unsigned long long)r->in.line, k > MAX_COLUMNS ? MAX_COLUMNS : k,
-                     k > MAX_COLUMNS ? "+" : "", m->ncol);
+            snprintf(err, errlen, "%s:%llu: %zu%s fields, the header has %zu (truncated or garbled row)", r->in.path,
+                     (unsigned long long)r->in.line, k > MAX_COLUMNS ? MAX_COLUMNS : k, k > MAX_COLUMNS ? "+" : "",
+                     m->ncol);
             return -1;
         }
         break;

@@ -27,7 +27,7 @@
  * event and next() parses it first. Points into the input buffer, which stays
  * valid until the next ga_input_line. */
 typedef struct text {
-    char *pending;      /* NULL when none */
+    char *pending; /* NULL when none */
     size_t pending_len;
 } text_t;
 
@@ -122,8 +122,8 @@ static bool tag_arg(const ga_field_t *t, bool list)
             name = 0;
             continue;
         }
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                  c == '.' || c == '-';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                  c == '-';
         if (!ok || ++name >= GALLOC_TAG_MAX)
             return false;
     }
@@ -202,10 +202,8 @@ static int verb_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_
     case GA_EV_TAG_BEGIN:
     case GA_EV_TAG_END:
     case GA_EV_SLEEP:
-    case GA_EV_WAKE:
-        return tag_args(r, v, t, k, ev, err, errlen);
-    default:
-        break;
+    case GA_EV_WAKE: return tag_args(r, v, t, k, ev, err, errlen);
+    default: break;
     }
     return 1;
 }
@@ -282,8 +280,7 @@ static int text_open(ga_reader_t *r, char *err, size_t errlen)
     }
     uint64_t version;
     if (!tok_is(&t[0], "galloc-trace") || k < 2)
-        return bad(r, err, errlen, "expected the header \"galloc-trace 1 [device_memory <size>]\", found",
-                   &t[0]);
+        return bad(r, err, errlen, "expected the header \"galloc-trace 1 [device_memory <size>]\", found", &t[0]);
     if (!ga_units_parse_u64(t[1].p, t[1].n, &version) || version != 1)
         return bad(r, err, errlen, "unsupported galloc-trace version (this galloc reads version 1)", &t[1]);
     for (size_t i = 2; i < k; i += 2) {

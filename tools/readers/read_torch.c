@@ -56,12 +56,12 @@ typedef struct torch {
     size_t len;                        /* the file's length */
     ga_torch_snapshot_t snap;          /* its schema walker */
     int devices[GA_TORCH_MAX_DEVICES]; /* device index of each unit */
-    ga_torch_list_t trace;          /* the current unit's entries (n = 0 when it has none) */
+    ga_torch_list_t trace;             /* the current unit's entries (n = 0 when it has none) */
     size_t next;                       /* next entry of trace */
     pro_block_t *pro;                  /* the current unit's prologue */
     size_t n_pro, pro_next, pro_cap;
-    uint64_t place;                    /* the address of a segment_alloc or segment_map not yet given to its alloc */
-    uint64_t released;                 /* bytes of the segment_free/unmap run just before an oom entry */
+    uint64_t place;    /* the address of a segment_alloc or segment_map not yet given to its alloc */
+    uint64_t released; /* bytes of the segment_free/unmap run just before an oom entry */
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -176,8 +176,8 @@ static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, char *
         if ((int64_t)sdev != dev || !g.blocks.present)
             continue;
         if (g.blocks.n > budget) {
-            snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold (shared lists?)",
-                     r->in.path, s);
+            snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold (shared lists?)", r->in.path,
+                     s);
             return -1;
         }
         budget -= g.blocks.n;
@@ -253,8 +253,7 @@ static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
 }
 
 /* An alloc, free_requested, free_completed or oom entry i as its event. */
-static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_event_t *ev, char *err,
-                       size_t errlen)
+static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_event_t *ev, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
     bool oom = e->action == GA_ACT_OOM;
@@ -285,8 +284,7 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
             ga_torch_entry_t n;
             uint64_t naddr;
             ga_torch_entry(&t->trace, t->next, &n);
-            if (n.action == GA_ACT_FREE_COMPLETED && ga_torch_int_get(n.addr, true, 0, &naddr) &&
-                naddr == ev->id) {
+            if (n.action == GA_ACT_FREE_COMPLETED && ga_torch_int_get(n.addr, true, 0, &naddr) && naddr == ev->id) {
                 ev->kind = GA_EV_FREE; /* the common case: no other stream used the block */
                 ev->stream = GA_STREAM_NONE;
                 t->next++;
@@ -341,10 +339,8 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         case GA_ACT_ALLOC:
         case GA_ACT_FREE_REQUESTED:
         case GA_ACT_FREE_COMPLETED:
-        case GA_ACT_OOM:
-            return block_event(r, &e, i, ev, err, errlen);
-        default:
-            break; /* segment_alloc/map and snapshot entries, unknown actions */
+        case GA_ACT_OOM: return block_event(r, &e, i, ev, err, errlen);
+        default: break; /* segment_alloc/map and snapshot entries, unknown actions */
         }
         r->notes.skipped++;
     }
@@ -414,13 +410,17 @@ static int check_shape(ga_reader_t *r, const ga_torch_snapshot_t *s, char *err, 
 {
     const char *path = r->in.path;
     if (!s->is_dict && !s->is_list) {
-        snprintf(err, errlen, "%s: expected a snapshot dict (torch.cuda.memory._dump_snapshot) or a list of "
-                              "segments (torch.cuda.memory_snapshot()); the pickle holds a %s", path, s->root_type);
+        snprintf(err, errlen,
+                 "%s: expected a snapshot dict (torch.cuda.memory._dump_snapshot) or a list of "
+                 "segments (torch.cuda.memory_snapshot()); the pickle holds a %s",
+                 path, s->root_type);
         return -1;
     }
     if (!s->traces.present && !s->segments.present) {
-        snprintf(err, errlen, "%s: expected a snapshot dict with 'device_traces' or 'segments'; the dict has "
-                              "neither: not a memory snapshot", path);
+        snprintf(err, errlen,
+                 "%s: expected a snapshot dict with 'device_traces' or 'segments'; the dict has "
+                 "neither: not a memory snapshot",
+                 path);
         return -1;
     }
     if (s->traces.present && !s->traces.is_list) {
@@ -482,10 +482,11 @@ static int torch_open(ga_reader_t *r, char *err, size_t errlen)
         return -1;
     }
     if (t->snap.is_list && !has_live_block(&t->snap)) {
-        snprintf(err, errlen, "%s: a list of %zu segment%s (torch.cuda.memory_snapshot(), or PyTorch 1.13's "
-                              "_snapshot()) with no allocated block: it holds no trace, so there is nothing to "
-                              "replay (record one with torch.cuda.memory._record_memory_history() and "
-                              "_dump_snapshot())",
+        snprintf(err, errlen,
+                 "%s: a list of %zu segment%s (torch.cuda.memory_snapshot(), or PyTorch 1.13's "
+                 "_snapshot()) with no allocated block: it holds no trace, so there is nothing to "
+                 "replay (record one with torch.cuda.memory._record_memory_history() and "
+                 "_dump_snapshot())",
                  r->in.path, t->snap.segments.n, t->snap.segments.n == 1 ? "" : "s");
         return -1;
     }

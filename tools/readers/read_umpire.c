@@ -61,14 +61,14 @@
 
 /* What one line holds that the replay needs. */
 typedef struct line {
-    bool replay;                /* "kind": "replay" (old layout) */
-    bool op;                    /* "category": "operation" (2022 layout) */
-    int event;                  /* E_*: "event" (old) or "name" (2022) */
+    bool replay; /* "kind": "replay" (old layout) */
+    bool op;     /* "category": "operation" (2022 layout) */
+    int event;   /* E_*: "event" (old) or "name" (2022) */
     bool has_size, has_pptr, has_rptr, has_cur, has_new;
-    uint64_t size;              /* payload.size / numeric_args.size */
-    uint64_t pptr;              /* payload.memory_ptr / string_args.pointer */
-    uint64_t rptr;              /* result.memory_ptr */
-    uint64_t cur, new_ptr;      /* string_args.current_ptr, new_ptr (reallocate) */
+    uint64_t size;         /* payload.size / numeric_args.size */
+    uint64_t pptr;         /* payload.memory_ptr / string_args.pointer */
+    uint64_t rptr;         /* result.memory_ptr */
+    uint64_t cur, new_ptr; /* string_args.current_ptr, new_ptr (reallocate) */
 } line_t;
 
 enum { E_OTHER, E_ALLOCATE, E_DEALLOCATE, E_REALLOCATE };
@@ -89,8 +89,7 @@ static int bad(ga_reader_t *r, char *err, size_t errlen, const ga_json_t *j, con
 }
 
 /* A pointer as Umpire prints a void*: "0x..." (or "0") in a string. */
-static int pointer(ga_reader_t *r, ga_json_t *j, const char *name, uint64_t *out, bool *has, char *err,
-                   size_t errlen)
+static int pointer(ga_reader_t *r, ga_json_t *j, const char *name, uint64_t *out, bool *has, char *err, size_t errlen)
 {
     ga_json_tok_t t = ga_json_next(j);
     if (t == GA_JSON_ERR)
@@ -147,8 +146,8 @@ static int members(ga_reader_t *r, ga_json_t *j, line_t *l, bool is_payload, cha
     int more;
     while ((more = ga_json_member(j)) > 0) {
         if (ga_json_is(j, "memory_ptr")) {
-            if (pointer(r, j, "memory_ptr", is_payload ? &l->pptr : &l->rptr,
-                        is_payload ? &l->has_pptr : &l->has_rptr, err, errlen) != 0)
+            if (pointer(r, j, "memory_ptr", is_payload ? &l->pptr : &l->rptr, is_payload ? &l->has_pptr : &l->has_rptr,
+                        err, errlen) != 0)
                 return -1;
         } else if (is_payload && ga_json_is(j, "size")) {
             if (size_arg(r, j, "payload.size", l, err, errlen) != 0)
@@ -268,8 +267,7 @@ static int operation(ga_reader_t *r, const line_t *l, ga_event_t *ev, char *err,
             u->has_queued = true;
         }
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

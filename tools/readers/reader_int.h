@@ -32,34 +32,34 @@ typedef struct ga_reader_ops {
 } ga_reader_ops_t;
 
 struct ga_reader {
-    const ga_reader_ops_t *ops;  /* the format's functions */
-    ga_format_t format;          /* detected or forced */
-    ga_input_t in;               /* the file */
-    size_t units;                /* >= 1 */
-    size_t unit;                 /* the unit being read */
-    uint64_t device_memory;      /* from the trace, 0 if not given */
-    ga_reader_notes_t notes;     /* skipped entries, prologue events */
-    bool forced;                 /* the format was forced (--format), not detected */
-    uint64_t events;             /* events the current unit has yielded */
-    bool failed;                 /* a next() returned -1: keep returning it */
-    char failmsg[512];           /* the message of that failure */
-    char label[32];              /* ga_reader_unit_label's buffer */
-    void *impl;                  /* the format's own state */
+    const ga_reader_ops_t *ops; /* the format's functions */
+    ga_format_t format;         /* detected or forced */
+    ga_input_t in;              /* the file */
+    size_t units;               /* >= 1 */
+    size_t unit;                /* the unit being read */
+    uint64_t device_memory;     /* from the trace, 0 if not given */
+    ga_reader_notes_t notes;    /* skipped entries, prologue events */
+    bool forced;                /* the format was forced (--format), not detected */
+    uint64_t events;            /* events the current unit has yielded */
+    bool failed;                /* a next() returned -1: keep returning it */
+    char failmsg[512];          /* the message of that failure */
+    char label[32];             /* ga_reader_unit_label's buffer */
+    void *impl;                 /* the format's own state */
 };
 
 /* How sure a probe is, from the first bytes of a file (FFmpeg's
  * AVPROBE_SCORE_*): the highest score wins, the registry's order breaks ties,
  * 0 is "not this format". */
-#define GA_PROBE_MAGIC 100   /* a signature no other format starts with */
-#define GA_PROBE_HEADER 75   /* a header line naming the format's own fields */
-#define GA_PROBE_LINE 50     /* a first record of the format's shape */
-#define GA_PROBE_MENTION 25  /* a key of the format somewhere in the first bytes */
+#define GA_PROBE_MAGIC 100  /* a signature no other format starts with */
+#define GA_PROBE_HEADER 75  /* a header line naming the format's own fields */
+#define GA_PROBE_LINE 50    /* a first record of the format's shape */
+#define GA_PROBE_MENTION 25 /* a key of the format somewhere in the first bytes */
 
 /* One trace format (formats.def lists them). */
 typedef struct ga_format_desc {
-    const char *name;         /* --format NAME, and the "format" reports print */
-    const char *aliases[3];   /* other names --format accepts, NULL-terminated */
-    const char *what;         /* what it is, for the help texts */
+    const char *name;       /* --format NAME, and the "format" reports print */
+    const char *aliases[3]; /* other names --format accepts, NULL-terminated */
+    const char *what;       /* what it is, for the help texts */
     /* probe: how sure the first bytes p[0..n) of a file (n may be 0) are of
      * this format, 0 to GA_PROBE_MAGIC. */
     int (*probe)(const char *p, size_t n);

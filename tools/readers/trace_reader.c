@@ -207,13 +207,15 @@ int ga_reader_open(const char *path, ga_format_t fmt, ga_reader_t **out, char *e
             if (n == 0)
                 snprintf(err, errlen, "%s: empty file, not a trace", path);
             else if (p[0] == '{' || p[0] == '[')
-                snprintf(err, errlen, "%s: JSON that is neither an Umpire replay log (lines with \"kind\":\"replay\" "
-                                      "or \"category\" and \"name\") nor a Chrome trace with \"traceEvents\"; "
-                                      "galloc reads snapshots as pickles (torch.cuda.memory._dump_snapshot)",
+                snprintf(err, errlen,
+                         "%s: JSON that is neither an Umpire replay log (lines with \"kind\":\"replay\" "
+                         "or \"category\" and \"name\") nor a Chrome trace with \"traceEvents\"; "
+                         "galloc reads snapshots as pickles (torch.cuda.memory._dump_snapshot)",
                          path);
             else
-                snprintf(err, errlen, "%s:1: cannot tell the trace format from \"%s\": expected an RMM CSV "
-                                      "header, a \"galloc-trace 1\" line, JSON or a pickle (use --format to force one)",
+                snprintf(err, errlen,
+                         "%s:1: cannot tell the trace format from \"%s\": expected an RMM CSV "
+                         "header, a \"galloc-trace 1\" line, JSON or a pickle (use --format to force one)",
                          path, what);
             ga_reader_close(r);
             return -1;
@@ -291,8 +293,9 @@ int ga_reader_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         /* A forced format that finds nothing was most likely the wrong one:
          * replaying nothing would report that the trace fits. */
         const char *name = ga_reader_format_name(r->format);
-        snprintf(err, errlen, "%s%s%s: no events found reading it as --format %s (%llu entries skipped): "
-                              "not a trace of that format, or one without allocations",
+        snprintf(err, errlen,
+                 "%s%s%s: no events found reading it as --format %s (%llu entries skipped): "
+                 "not a trace of that format, or one without allocations",
                  r->in.path, r->units > 1 ? ": " : "", r->units > 1 ? ga_reader_unit_label(r, r->unit) : "", name,
                  (unsigned long long)r->notes.skipped);
         rc = -1;

@@ -39,7 +39,7 @@ typedef enum ga_format {
 #define GA_FORMAT(id, name) GA_FORMAT_##id,
 #include "tools/readers/formats.def"
 #undef GA_FORMAT
-    GA_FORMAT_END       /* one past the last */
+    GA_FORMAT_END /* one past the last */
 } ga_format_t;
 
 typedef enum ga_event_kind {
@@ -60,11 +60,11 @@ typedef enum ga_event_kind {
     /* Sleep and wake (galloc_sleep.h; the text format only). text: a tag, or
      * a tag list "a,b" or "*" (every tag), not NUL-terminated and valid until
      * the next ga_reader_next, as an annotation's. */
-    GA_EV_TAG_BEGIN,      /* text: one tag: the allocations after it belong to it (galloc_tag_begin) */
-    GA_EV_TAG_END,        /* text: that tag's scope ends (galloc_tag_end) */
-    GA_EV_SLEEP,          /* text: the tags put to sleep; text2: those offloaded to the host (NULL, 0:
+    GA_EV_TAG_BEGIN, /* text: one tag: the allocations after it belong to it (galloc_tag_begin) */
+    GA_EV_TAG_END,   /* text: that tag's scope ends (galloc_tag_end) */
+    GA_EV_SLEEP,     /* text: the tags put to sleep; text2: those offloaded to the host (NULL, 0:
                              none; the contents of the others are discarded) (galloc_sleep) */
-    GA_EV_WAKE            /* text: the tags woken (galloc_wake) */
+    GA_EV_WAKE       /* text: the tags woken (galloc_wake) */
 } ga_event_kind_t;
 
 #define GA_EV_LAST GA_EV_WAKE /* the highest kind, for range checks */
@@ -72,26 +72,27 @@ typedef enum ga_event_kind {
 
 #define GA_STREAM_NONE UINT64_MAX /* "no stream given" in GA_EV_FREE */
 #define GA_EVF_PROLOGUE 0x1u      /* recreates a block that was live before the trace began */
-#define GA_EVF_SEEDED 0x2u        /* with GA_EVF_PROLOGUE: a stand-in block for bytes the trace says were
+#define GA_EVF_SEEDED                                                                                                  \
+    0x2u /* with GA_EVF_PROLOGUE: a stand-in block for bytes the trace says were
                                      live before it began (not a request of the job; never freed) */
 
 typedef struct ga_event {
     ga_event_kind_t kind;
-    uint32_t flags;     /* GA_EVF_* */
-    uint64_t id;        /* the traced pointer (or the text format's id): the key of the pointer map */
-    uint64_t size;      /* bytes requested */
-    uint64_t stream;    /* stream handle as traced; 0 is the default stream */
-    double fraction;    /* GA_EV_SET_FRACTION */
-    uint64_t where;     /* 1-based line (CSV, text, Umpire) or entry index (snapshot,
+    uint32_t flags;   /* GA_EVF_* */
+    uint64_t id;      /* the traced pointer (or the text format's id): the key of the pointer map */
+    uint64_t size;    /* bytes requested */
+    uint64_t stream;  /* stream handle as traced; 0 is the default stream */
+    double fraction;  /* GA_EV_SET_FRACTION */
+    uint64_t where;   /* 1-based line (CSV, text, Umpire) or entry index (snapshot,
                            Chrome traceEvents), for messages */
-    const char *text;   /* GA_EV_ANNOTATE, the tag events: not NUL-terminated, valid until the next
+    const char *text; /* GA_EV_ANNOTATE, the tag events: not NUL-terminated, valid until the next
                            ga_reader_next */
     size_t text_len;
-    const char *text2;  /* GA_EV_SLEEP: the offload list, as text; NULL when none */
+    const char *text2; /* GA_EV_SLEEP: the offload list, as text; NULL when none */
     size_t text2_len;
-    const void *frames; /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
+    const void *frames;   /* a snapshot entry's recorded stack (ga_torch_frame), NULL if none; valid
                            while the reader is open */
-    uint64_t place;     /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
+    uint64_t place;       /* GA_EV_ALLOC: the device address of the segment the traced run allocated for
                            it (a snapshot's segment_alloc or segment_map just before; a new expandable
                            segment's first map is at its reservation's base), 0 if none was recorded */
     uint64_t device_free; /* GA_EV_OOM from a snapshot: the device's free bytes when the traced run failed
@@ -167,19 +168,19 @@ typedef enum ga_start_kind {
 } ga_start_kind_t;
 
 typedef struct ga_reader_start {
-    ga_start_kind_t kind;    /* see above */
-    uint64_t live;           /* GA_START_SEEDED: bytes allocated before the first event */
-    uint64_t reserved;       /* GA_START_SEEDED: bytes reserved at the first event */
-    uint64_t peak_allocated; /* the trace's own maximum of its allocated total, 0 if it has none */
-    uint64_t peak_reserved;  /* ... and of its reserved total */
-    bool by_size;            /* the trace has no addresses (older Kineto layout): each free was matched
+    ga_start_kind_t kind;     /* see above */
+    uint64_t live;            /* GA_START_SEEDED: bytes allocated before the first event */
+    uint64_t reserved;        /* GA_START_SEEDED: bytes reserved at the first event */
+    uint64_t peak_allocated;  /* the trace's own maximum of its allocated total, 0 if it has none */
+    uint64_t peak_reserved;   /* ... and of its reserved total */
+    bool by_size;             /* the trace has no addresses (older Kineto layout): each free was matched
                                 to the most recent live allocation of the same size (LIFO) */
     uint64_t unmatched_frees; /* by_size: frees with no live allocation of their size, skipped */
 } ga_reader_start_t;
 
 typedef struct ga_reader_notes {
-    uint64_t skipped;  /* entries read but not replayed */
-    uint64_t prologue; /* GA_EVF_PROLOGUE events of the current unit */
+    uint64_t skipped;        /* entries read but not replayed */
+    uint64_t prologue;       /* GA_EVF_PROLOGUE events of the current unit */
     ga_reader_start_t start; /* the current unit's state before its first event */
 } ga_reader_notes_t;
 void ga_reader_notes(const ga_reader_t *r, ga_reader_notes_t *out);

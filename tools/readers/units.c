@@ -68,11 +68,11 @@ bool ga_units_parse_uint(const char *s, size_t n, uint64_t *out)
  * a blank may precede the unit, and a fraction of a byte rounds to the
  * nearest (15 fraction digits count: more than any device size needs). */
 static const ga_size_unit_t size_units[] = {
-    {"b", 1},           {"bytes", 1},
-    {"k", 1ull << 10},  {"kb", 1ull << 10},  {"kib", 1ull << 10},
-    {"m", 1ull << 20},  {"mb", 1ull << 20},  {"mib", 1ull << 20},
-    {"g", 1ull << 30},  {"gb", 1ull << 30},  {"gib", 1ull << 30},
-    {"t", 1ull << 40},  {"tb", 1ull << 40},  {"tib", 1ull << 40},
+    {"b", 1},           {"bytes", 1},        {"k", 1ull << 10},
+    {"kb", 1ull << 10}, {"kib", 1ull << 10}, {"m", 1ull << 20},
+    {"mb", 1ull << 20}, {"mib", 1ull << 20}, {"g", 1ull << 30},
+    {"gb", 1ull << 30}, {"gib", 1ull << 30}, {"t", 1ull << 40},
+    {"tb", 1ull << 40}, {"tib", 1ull << 40},
 };
 
 static const ga_size_rules_t size_rules = {

@@ -10,11 +10,11 @@
 #include <stdint.h>
 
 typedef struct ga_progress {
-    bool enabled;       /* stderr is a terminal */
-    bool drawn;         /* something is on the line (to clear at the end) */
-    double start;       /* when the replay began (monotonic seconds) */
-    double last;        /* last redraw */
-    const char *label;  /* shown after the bar (the trace file) */
+    bool enabled;      /* stderr is a terminal */
+    bool drawn;        /* something is on the line (to clear at the end) */
+    double start;      /* when the replay began (monotonic seconds) */
+    double last;       /* last redraw */
+    const char *label; /* shown after the bar (the trace file) */
 } ga_progress_t;
 
 /* ga_progress_start: begin a bar for label (enabled decides whether to draw). */

@@ -21,27 +21,27 @@
 #include "tools/report/report.h"
 
 typedef struct cli {
-    const char *backend;      /* --backend, "sim" by default */
-    uint64_t device_memory;   /* --device-memory, 0 = from the trace or 80 GiB */
-    uint64_t reserve;         /* --reserve: memory outside the allocator, taken off a device total */
-    const char **confs;       /* --conf strings, n_confs of them */
+    const char *backend;    /* --backend, "sim" by default */
+    uint64_t device_memory; /* --device-memory, 0 = from the trace or 80 GiB */
+    uint64_t reserve;       /* --reserve: memory outside the allocator, taken off a device total */
+    const char **confs;     /* --conf strings, n_confs of them */
     size_t n_confs;
-    ga_format_t format;       /* --format */
-    bool json;                /* --json */
-    const char *snapshot;     /* --snapshot FILE */
-    bool snapshot_range;      /* --snapshot-range given */
-    uint64_t snapshot_first;  /* its FIRST event index */
-    uint64_t snapshot_last;   /* its LAST event index (UINT64_MAX: to the end) */
-    size_t snapshot_max;      /* --snapshot-max-entries, 0 = all */
-    bool no_recorded;         /* --no-recorded: PyTorch's defaults, not the snapshot's settings */
-    bool verify;              /* --verify: compare the replay with the snapshot's record */
-    bool no_seed;             /* --no-seed: a mid-run snapshot starts from the reader's prologue */
-    bool env;                 /* --env: apply the environment's allocator variables under every column */
-    bool no_sleep;            /* --no-sleep: the trace's sleep and wake events are skipped */
-    const char *plot;         /* --plot FILE */
-    size_t n_snapshots;       /* snapshot files named so far (numbering) */
-    size_t n_plots;           /* plot files named so far */
-    bool first_json;          /* no trace written into the JSON document yet */
+    ga_format_t format;      /* --format */
+    bool json;               /* --json */
+    const char *snapshot;    /* --snapshot FILE */
+    bool snapshot_range;     /* --snapshot-range given */
+    uint64_t snapshot_first; /* its FIRST event index */
+    uint64_t snapshot_last;  /* its LAST event index (UINT64_MAX: to the end) */
+    size_t snapshot_max;     /* --snapshot-max-entries, 0 = all */
+    bool no_recorded;        /* --no-recorded: PyTorch's defaults, not the snapshot's settings */
+    bool verify;             /* --verify: compare the replay with the snapshot's record */
+    bool no_seed;            /* --no-seed: a mid-run snapshot starts from the reader's prologue */
+    bool env;                /* --env: apply the environment's allocator variables under every column */
+    bool no_sleep;           /* --no-sleep: the trace's sleep and wake events are skipped */
+    const char *plot;        /* --plot FILE */
+    size_t n_snapshots;      /* snapshot files named so far (numbering) */
+    size_t n_plots;          /* plot files named so far */
+    bool first_json;         /* no trace written into the JSON document yet */
 } cli_t;
 
 void ga_replay_usage(FILE *out)
@@ -216,8 +216,10 @@ static int write_plot(const char *path, const char *title, const ga_replay_t *rp
         return -1;
     }
     for (size_t i = 0; i < rp->n_cols; i++)
-        runs[i] = (ga_plot_run_t){.label = rp->cols[i].label, .sampler = &rp->cols[i].sampler,
-                                  .ooms = rp->cols[i].ooms, .n_ooms = rp->cols[i].n_ooms};
+        runs[i] = (ga_plot_run_t){.label = rp->cols[i].label,
+                                  .sampler = &rp->cols[i].sampler,
+                                  .ooms = rp->cols[i].ooms,
+                                  .n_ooms = rp->cols[i].n_ooms};
     int rc = ga_outputs_plot_runs(path, title, rp->device_memory, rp->events, runs, rp->n_cols, err, errlen);
     free(runs);
     return rc;
@@ -241,8 +243,8 @@ static void output_names(cli_t *c, bool single, size_t nc, char ***snaps, char *
 /* A unit that replayed: its plot, and the exit code it asks for (2 for a
  * configuration that could not be made or a file not written, else 1 for an
  * OOM). t gets the results. */
-static int judge(const ga_replay_t *rp, const char *plot_path, const char *title, ga_report_trace_t *t,
-                 char *plot_err, size_t errlen)
+static int judge(const ga_replay_t *rp, const char *plot_path, const char *title, ga_report_trace_t *t, char *plot_err,
+                 size_t errlen)
 {
     int code = GA_EXIT_OK;
     t->rp = rp;
@@ -317,17 +319,27 @@ static int replay_unit(cli_t *c, const ga_job_unit_t *u, bool single_file, size_
     memset(&rp, 0, sizeof(rp));
     ga_progress_t prog;
     ga_progress_start(&prog, u->label, isatty(STDERR_FILENO) == 1);
-    ga_replay_opts_t o = {.backend = c->backend, .sample = c->plot != NULL, .env = c->env, .no_sleep = c->no_sleep,
-                          .snapshot_paths = (const char *const *)snaps, .snapshot_ops = &ga_outputs_snapshot_ops,
+    ga_replay_opts_t o = {.backend = c->backend,
+                          .sample = c->plot != NULL,
+                          .env = c->env,
+                          .no_sleep = c->no_sleep,
+                          .snapshot_paths = (const char *const *)snaps,
+                          .snapshot_ops = &ga_outputs_snapshot_ops,
                           .snapshot_range = c->snapshot_range,
-                          .snapshot_first = c->snapshot_first, .snapshot_last = c->snapshot_last,
-                          .snapshot_max_entries = c->snapshot_max, .no_seed = c->no_seed,
-                          .progress = ga_progress_update, .progress_ctx = &prog};
+                          .snapshot_first = c->snapshot_first,
+                          .snapshot_last = c->snapshot_last,
+                          .snapshot_max_entries = c->snapshot_max,
+                          .no_seed = c->no_seed,
+                          .progress = ga_progress_update,
+                          .progress_ctx = &prog};
     int rc = -1;
     if (specs != NULL && (c->snapshot == NULL || snaps != NULL))
         rc = ga_replay_run(u, &o, specs, make_specs(c, u, specs), &rp);
     ga_progress_done(&prog);
-    ga_report_trace_t t = {.path = u->path, .u = u, .format = u->format, .backend = c->backend ? c->backend : "sim",
+    ga_report_trace_t t = {.path = u->path,
+                           .u = u,
+                           .format = u->format,
+                           .backend = c->backend ? c->backend : "sim",
                            .load_seconds = load_seconds};
     if (rc != 0)
         t.error = "out of host memory replaying the trace";
@@ -380,8 +392,12 @@ static int one_file(cli_t *c, const char *path, bool single_file, const char *ba
     memset(&job, 0, sizeof(job));
     ga_progress_t prog;
     ga_progress_start(&prog, path, isatty(STDERR_FILENO) == 1);
-    ga_job_opts_t jo = {.format = c->format, .device_memory = c->device_memory, .reserve = c->reserve,
-                        .no_seed = c->no_seed, .progress = ga_progress_update, .progress_ctx = &prog};
+    ga_job_opts_t jo = {.format = c->format,
+                        .device_memory = c->device_memory,
+                        .reserve = c->reserve,
+                        .no_seed = c->no_seed,
+                        .progress = ga_progress_update,
+                        .progress_ctx = &prog};
     double t0 = ga_progress_now();
     int rc = ga_job_add(&job, path, &jo, err, sizeof(err));
     ga_replay_infer_caps(&job, c->backend, c->env);

@@ -83,8 +83,8 @@ static void orphan_text(FILE *out, const ga_snap_view_t *v)
         fprintf(out, "1 orphan entry: ");
     else
         fprintf(out, "%zu orphan entries, the first: ", v->orphans);
-    fprintf(out, "device_traces[%d][%zu] %s of 0x%" PRIx64 " %s\n", v->device, e->entry,
-            ga_dev_action_name(e->action), e->addr, orphan_why(e));
+    fprintf(out, "device_traces[%d][%zu] %s of 0x%" PRIx64 " %s\n", v->device, e->entry, ga_dev_action_name(e->action),
+            e->addr, orphan_why(e));
 }
 
 static void report_text(FILE *out, const outcome_t *o)
@@ -92,7 +92,10 @@ static void report_text(FILE *out, const outcome_t *o)
     char mem[32];
     ga_units_format_size(o->device_memory, mem, sizeof(mem));
     fprintf(out, "== %s%s%s: verify (settings: %s; sim device %s)\n", o->path, o->unit[0] ? " " : "", o->unit,
-            o->settings == NULL ? "-" : o->settings[0] ? o->settings : "PyTorch's defaults", mem);
+            o->settings == NULL ? "-"
+            : o->settings[0]    ? o->settings
+                                : "PyTorch's defaults",
+            mem);
     if (o->error != NULL) {
         fprintf(out, "verdict: cannot verify (the reason is on stderr)\n\n");
         return;
@@ -105,8 +108,9 @@ static void report_text(FILE *out, const outcome_t *o)
     }
     if (o->seed != NULL) {
         const ga_seed_t *sd = o->seed;
-        fprintf(out, "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
-                     "final segments (%zu segments, %" PRIu64 " live blocks) and seeded",
+        fprintf(out,
+                "the trace starts mid-run: the state at its first entry was reconstructed backwards from the "
+                "final segments (%zu segments, %" PRIu64 " live blocks) and seeded",
                 sd->n_seg, sd->live_blocks);
         if (sd->pending_blocks > 0)
             fprintf(out, ", %" PRIu64 " of the blocks pending free (waiting on a stream)", sd->pending_blocks);
@@ -116,15 +120,16 @@ static void report_text(FILE *out, const outcome_t *o)
         fputc('\n', out);
     }
     const ga_verify_cmp_t *c = o->c;
-    fprintf(out, "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
-                 "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
-                 "compared)\n",
+    fprintf(out,
+            "device events: %zu of %zu agree (segment_alloc/free/map/unmap and oom: action and size in order, "
+            "re-aligned after a difference, segment_free also by the segment it releases; addresses are not "
+            "compared)\n",
             c->ev_agree, c->ev_total);
     fputs("by kind:", out);
     for (int k = 0, n = 0; k < GA_DEV_N_ACTIONS; k++)
         if (c->kind[k].total > 0)
-            fprintf(out, "%s %s %zu of %zu", n++ ? "," : "", ga_dev_action_name((ga_dev_action_t)k),
-                    c->kind[k].agree, c->kind[k].total);
+            fprintf(out, "%s %s %zu of %zu", n++ ? "," : "", ga_dev_action_name((ga_dev_action_t)k), c->kind[k].agree,
+                    c->kind[k].total);
     fprintf(out, " (each kind in order, re-aligned after a difference within %d events)\n", GA_VERIFY_RESYNC);
     fprintf(out, "final segments: %zu of %zu agree (total size, pool by correspondence, blocks' sizes and states)\n",
             c->seg_agree, c->seg_total);
@@ -188,8 +193,9 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
         return;
     }
     const ga_verify_cmp_t *c = o->c;
-    fprintf(out, "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
-                 "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     ",
+    fprintf(out,
+            "null, \"verdict\": \"%s\",\n     \"device_events\": {\"total\": %zu, \"agree\": %zu}, "
+            "\"segments\": {\"total\": %zu, \"agree\": %zu},\n     ",
             c->diverged || c->seg_first[0] ? "diverges" : "agrees", c->ev_total, c->ev_agree, c->seg_total,
             c->seg_agree);
     fputs("\"by_kind\": {", out);
@@ -198,8 +204,7 @@ static void report_json(FILE *out, const outcome_t *o, bool first)
                 ga_dev_action_name((ga_dev_action_t)k), c->kind[k].total, c->kind[k].agree);
     fputs("},\n     \"first_divergence\": ", out);
     if (c->diverged) {
-        fprintf(out, "{\"device_event\": %zu, \"galloc_device_event\": %zu, \"snapshot\": ", c->first,
-                c->first_rep);
+        fprintf(out, "{\"device_event\": %zu, \"galloc_device_event\": %zu, \"snapshot\": ", c->first, c->first_rep);
         json_event(out, c->first < o->rec->n_ev ? &o->rec->ev[c->first] : NULL);
         fputs(", \"galloc\": ", out);
         json_event(out, c->first_rep < o->rep->n_ev ? &o->rep->ev[c->first_rep] : NULL);
@@ -281,16 +286,18 @@ static const char *nothing_to_verify(const ga_snap_view_t *v, char *buf, size_t 
     if (v->orphans == v->trace_entries)
         snprintf(buf, len, "the trace holds only orphan entries (%zu), which no replay reproduces", v->orphans);
     else
-        snprintf(buf, len, "the trace's %zu entries hold no device event and no block event the replay "
-                 "reproduces, so its final segments are the replay's own starting state", v->trace_entries);
+        snprintf(buf, len,
+                 "the trace's %zu entries hold no device event and no block event the replay "
+                 "reproduces, so its final segments are the replay's own starting state",
+                 v->trace_entries);
     return buf;
 }
 
 int ga_verify_worst(int a, int b)
 {
     /* cannot verify, then diverges, then agrees; nothing to verify only when no unit had anything */
-    static const int rank[] = {[GA_VERIFY_AGREES] = 1, [GA_VERIFY_DIVERGES] = 2, [GA_VERIFY_CANNOT] = 3,
-                               [GA_VERIFY_NOTHING] = 0};
+    static const int rank[] = {
+        [GA_VERIFY_AGREES] = 1, [GA_VERIFY_DIVERGES] = 2, [GA_VERIFY_CANNOT] = 3, [GA_VERIFY_NOTHING] = 0};
     int ra = a >= 0 && a <= GA_VERIFY_NOTHING ? rank[a] : 3, rb = b >= 0 && b <= GA_VERIFY_NOTHING ? rank[b] : 3;
     return ra >= rb ? a : b;
 }
@@ -302,8 +309,13 @@ int ga_verify_unit(const ga_job_unit_t *u, const ga_verify_opts_t *o, bool first
     memset(&rep, 0, sizeof(rep));
     ga_verify_cmp_t c;
     memset(&c, 0, sizeof(c));
-    outcome_t oc = {.path = u->path, .unit = u->unit_label, .rec = &u->view, .rep = &rep, .c = &c,
-                    .device = u->device, .device_memory = u->memory};
+    outcome_t oc = {.path = u->path,
+                    .unit = u->unit_label,
+                    .rec = &u->view,
+                    .rep = &rep,
+                    .c = &c,
+                    .device = u->device,
+                    .device_memory = u->memory};
     char why[256];
     int code = GA_VERIFY_CANNOT, fd = -1;
     if (u->format != GA_FORMAT_TORCH) {

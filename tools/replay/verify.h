@@ -54,17 +54,18 @@ extern "C" {
 
 /* Options of a verification (from galloc replay's command line). */
 typedef struct ga_verify_opts {
-    const char *backend;     /* NULL = sim */
-    const char *conf;        /* --conf, NULL = the snapshot's recorded settings (or the defaults) */
-    bool json;               /* write JSON entries (the caller writes the document's head and end) */
+    const char *backend; /* NULL = sim */
+    const char *conf;    /* --conf, NULL = the snapshot's recorded settings (or the defaults) */
+    bool json;           /* write JSON entries (the caller writes the document's head and end) */
 } ga_verify_opts_t;
 
 /* Exit statuses of a verification (galloc replay --verify, ga_verify_unit). */
 #define GA_VERIFY_AGREES 0   /* every compared figure agrees */
 #define GA_VERIFY_DIVERGES 1 /* some device event or final segment differs */
-#define GA_VERIFY_CANNOT 2   /* cannot verify: bad input or usage, a replay that failed, or a trace
+#define GA_VERIFY_CANNOT                                                                                               \
+    2                       /* cannot verify: bad input or usage, a replay that failed, or a trace
                                 starting mid-run whose state at its first entry cannot be rebuilt */
-#define GA_VERIFY_NOTHING 3  /* nothing to verify: the record holds nothing the replay reproduces */
+#define GA_VERIFY_NOTHING 3 /* nothing to verify: the record holds nothing the replay reproduces */
 
 /*
  * ga_verify_unit: verify the loaded snapshot unit u (on its device's size,

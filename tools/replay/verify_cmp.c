@@ -69,13 +69,13 @@ static bool same_pool(const int64_t *x, const int64_t *y)
 
 /* Whether recorded pool a corresponds to galloc's pool b (pairing them when
  * neither is paired yet); the difference into out (named by name) if not. */
-static void diff_pool(pool_pairs_t *pp, const int64_t *a, const int64_t *b, const char *name, char *out,
-                      size_t len)
+static void diff_pool(pool_pairs_t *pp, const int64_t *a, const int64_t *b, const char *name, char *out, size_t len)
 {
     static const int64_t dflt[2] = {0, 0};
     char ids[128];
-    snprintf(ids, sizeof(ids), "segment_pool_id (%" PRId64 ", %" PRId64 ") in the snapshot, (%" PRId64 ", %" PRId64
-             ") in galloc", a[0], a[1], b[0], b[1]);
+    snprintf(ids, sizeof(ids),
+             "segment_pool_id (%" PRId64 ", %" PRId64 ") in the snapshot, (%" PRId64 ", %" PRId64 ") in galloc", a[0],
+             a[1], b[0], b[1]);
     if (same_pool(a, dflt) || same_pool(b, dflt)) {
         if (!same_pool(a, b))
             snprintf(out, len, "%s: %s", name, ids);
@@ -86,11 +86,13 @@ static void diff_pool(pool_pairs_t *pp, const int64_t *a, const int64_t *b, cons
         if (r && g)
             return;
         if (r)
-            snprintf(out, len, "%s: %s; the snapshot's pool (%" PRId64 ", %" PRId64 ") is galloc's (%" PRId64
-                     ", %" PRId64 ")", name, ids, a[0], a[1], pp->v[k].rep[0], pp->v[k].rep[1]);
+            snprintf(out, len,
+                     "%s: %s; the snapshot's pool (%" PRId64 ", %" PRId64 ") is galloc's (%" PRId64 ", %" PRId64 ")",
+                     name, ids, a[0], a[1], pp->v[k].rep[0], pp->v[k].rep[1]);
         else if (g)
-            snprintf(out, len, "%s: %s; galloc's pool (%" PRId64 ", %" PRId64 ") is the snapshot's (%" PRId64
-                     ", %" PRId64 ")", name, ids, b[0], b[1], pp->v[k].rec[0], pp->v[k].rec[1]);
+            snprintf(out, len,
+                     "%s: %s; galloc's pool (%" PRId64 ", %" PRId64 ") is the snapshot's (%" PRId64 ", %" PRId64 ")",
+                     name, ids, b[0], b[1], pp->v[k].rec[0], pp->v[k].rec[1]);
         if (r || g)
             return;
     }
@@ -144,8 +146,8 @@ static void diff_segment(const ga_snap_view_t *rec, const ga_snap_segment_t *a, 
 
 /* Whether a[i..] and b[j..] agree for GA_VERIFY_RUN events (or to the end of
  * the shorter one, at least one event). */
-static bool run_agrees(const ga_dev_event_t *const *a, size_t na, size_t i, const ga_dev_event_t *const *b,
-                       size_t nb, size_t j)
+static bool run_agrees(const ga_dev_event_t *const *a, size_t na, size_t i, const ga_dev_event_t *const *b, size_t nb,
+                       size_t j)
 {
     size_t k = 0;
     for (; k < GA_VERIFY_RUN && i + k < na && j + k < nb; k++)
@@ -256,8 +258,8 @@ void ga_verify_compare(const ga_snap_view_t *rec, const ga_snap_view_t *rep, ga_
             snprintf(c->seg_first, sizeof(c->seg_first), "%s", d);
     }
     if (c->seg_first[0] == '\0' && rep->n_seg > rec->n_seg)
-        snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu",
-                 rep->n_seg, rec->n_seg);
+        snprintf(c->seg_first, sizeof(c->seg_first), "galloc holds %zu final segments, the snapshot %zu", rep->n_seg,
+                 rec->n_seg);
     free(pp);
 }
 

@@ -27,13 +27,13 @@ typedef struct ga_verify_kind {
 
 /* The outcome of one comparison. */
 typedef struct ga_verify_cmp {
-    size_t ev_total, ev_agree;  /* device events: max of both sides; aligned pairs that agree */
-    bool diverged;              /* some device event differs (or one side has more) */
-    size_t first;               /* the first differing device event of the snapshot (index into ev) */
-    size_t first_rep;           /* ... and galloc's event it was compared with */
+    size_t ev_total, ev_agree;               /* device events: max of both sides; aligned pairs that agree */
+    bool diverged;                           /* some device event differs (or one side has more) */
+    size_t first;                            /* the first differing device event of the snapshot (index into ev) */
+    size_t first_rep;                        /* ... and galloc's event it was compared with */
     ga_verify_kind_t kind[GA_DEV_N_ACTIONS]; /* every kind of event alone, aligned the same way */
-    size_t seg_total, seg_agree; /* final segments: max of both sides; those that agree */
-    char seg_first[512];        /* the first segment difference, "" if none */
+    size_t seg_total, seg_agree;             /* final segments: max of both sides; those that agree */
+    char seg_first[512];                     /* the first segment difference, "" if none */
 } ga_verify_cmp_t;
 
 /* ga_verify_compare: rec (the snapshot's record) against rep (galloc's

@@ -35,12 +35,8 @@ static int take(const char *cmd, const ga_opt_t *o, const char *value)
 {
     uint64_t size;
     switch (o->kind) {
-    case GA_OPT_FLAG:
-        *(bool *)o->dest = true;
-        return 0;
-    case GA_OPT_STRING:
-        *(const char **)o->dest = value;
-        return 0;
+    case GA_OPT_FLAG: *(bool *)o->dest = true; return 0;
+    case GA_OPT_STRING: *(const char **)o->dest = value; return 0;
     case GA_OPT_SIZE:
         if (!ga_units_parse_size(value, strlen(value), &size) || size < o->limit)
             return ga_report_usage_error(cmd, o->refusal, value);
@@ -48,10 +44,8 @@ static int take(const char *cmd, const ga_opt_t *o, const char *value)
         return 0;
     case GA_OPT_COUNT:
         return ga_opts_count(value, o->limit, o->dest) ? 0 : ga_report_usage_error(cmd, o->refusal, value);
-    case GA_OPT_FORMAT:
-        return ga_reader_format_parse(value, o->dest) ? 0 : ga_report_bad_format(cmd, value);
-    case GA_OPT_CALL:
-        return o->call(value, o->dest) == 0 ? 0 : ga_report_usage_error(cmd, o->refusal, value);
+    case GA_OPT_FORMAT: return ga_reader_format_parse(value, o->dest) ? 0 : ga_report_bad_format(cmd, value);
+    case GA_OPT_CALL: return o->call(value, o->dest) == 0 ? 0 : ga_report_usage_error(cmd, o->refusal, value);
     }
     return ga_report_usage_error(cmd, "unknown option %s", o->name);
 }

@@ -34,16 +34,17 @@ typedef enum ga_opt_kind {
 
 /* One row of a command's option table. */
 typedef struct ga_opt {
-    const char *name;    /* the long name, without "--" */
+    const char *name; /* the long name, without "--" */
     ga_opt_kind_t kind;
-    void *dest;          /* where the value goes (by kind) */
-    const char *refusal; /* the usage error for a value refused, with %s for the value */
-    uint64_t limit;      /* SIZE: the smallest value; COUNT: the largest */
+    void *dest;                                 /* where the value goes (by kind) */
+    const char *refusal;                        /* the usage error for a value refused, with %s for the value */
+    uint64_t limit;                             /* SIZE: the smallest value; COUNT: the largest */
     int (*call)(const char *value, void *dest); /* CALL only */
 } ga_opt_t;
 
 /* dest of each kind, type-checked. */
-/* clang-format off: a table of one-line wrappers, one a line */
+/* One-line wrappers, one a line. */
+/* clang-format off */
 static inline void *ga_opt_bool(bool *p) { return p; }
 static inline void *ga_opt_str(const char **p) { return p; }
 static inline void *ga_opt_u64(uint64_t *p) { return p; }
@@ -51,17 +52,39 @@ static inline void *ga_opt_format(ga_format_t *p) { return p; }
 /* clang-format on */
 
 /* The rows galloc replay and galloc fit share. */
-#define GA_OPT_DEVICE_MEMORY(p)                                                                    \
-    {"device-memory", GA_OPT_SIZE, ga_opt_u64(p), "bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", \
-     1, NULL}
-#define GA_OPT_RESERVE(p)                                                                          \
-    {"reserve", GA_OPT_SIZE, ga_opt_u64(p), "bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", 0, NULL}
-#define GA_OPT_TRACE_FORMAT(p) {"format", GA_OPT_FORMAT, ga_opt_format(p), NULL, 0, NULL}
-#define GA_OPT_JSON(p) {"json", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
-#define GA_OPT_ENV(p) {"env", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
-#define GA_OPT_NO_SLEEP(p) {"no-sleep", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
-#define GA_OPT_NO_RECORDED(p) {"no-recorded", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
-#define GA_OPT_PLOT(p) {"plot", GA_OPT_STRING, ga_opt_str(p), NULL, 0, NULL}
+#define GA_OPT_DEVICE_MEMORY(p)                                                                                        \
+    {                                                                                                                  \
+        "device-memory", GA_OPT_SIZE, ga_opt_u64(p),                                                                   \
+            "bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", 1, NULL                                 \
+    }
+#define GA_OPT_RESERVE(p)                                                                                              \
+    {                                                                                                                  \
+        "reserve", GA_OPT_SIZE, ga_opt_u64(p), "bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", 0, NULL            \
+    }
+#define GA_OPT_TRACE_FORMAT(p)                                                                                         \
+    {                                                                                                                  \
+        "format", GA_OPT_FORMAT, ga_opt_format(p), NULL, 0, NULL                                                       \
+    }
+#define GA_OPT_JSON(p)                                                                                                 \
+    {                                                                                                                  \
+        "json", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                             \
+    }
+#define GA_OPT_ENV(p)                                                                                                  \
+    {                                                                                                                  \
+        "env", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                              \
+    }
+#define GA_OPT_NO_SLEEP(p)                                                                                             \
+    {                                                                                                                  \
+        "no-sleep", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                         \
+    }
+#define GA_OPT_NO_RECORDED(p)                                                                                          \
+    {                                                                                                                  \
+        "no-recorded", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                      \
+    }
+#define GA_OPT_PLOT(p)                                                                                                 \
+    {                                                                                                                  \
+        "plot", GA_OPT_STRING, ga_opt_str(p), NULL, 0, NULL                                                            \
+    }
 
 /* The most rows a table may have. */
 #define GA_OPTS_MAX 32

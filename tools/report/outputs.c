@@ -49,8 +49,8 @@ static int record_history(galloc_allocator_t *a, size_t max_entries, char *err, 
     if (st != GALLOC_OK) {
         char msg[GALLOC_ERROR_MAX];
         galloc_last_error(a, msg, sizeof(msg));
-        snprintf(err, errlen, "recording the memory history failed: %s%s%s", galloc_strerror(st),
-                 msg[0] ? ": " : "", msg);
+        snprintf(err, errlen, "recording the memory history failed: %s%s%s", galloc_strerror(st), msg[0] ? ": " : "",
+                 msg);
         return -1;
     }
     return 0;
@@ -72,8 +72,8 @@ static int write_snapshot(galloc_allocator_t *a, const char *path, char *err, si
     if (st != GALLOC_OK) {
         char msg[GALLOC_ERROR_MAX];
         galloc_last_error(a, msg, sizeof(msg));
-        snprintf(err, errlen, "%s: writing the snapshot failed: %s%s%s", path, galloc_strerror(st),
-                 msg[0] ? ": " : "", msg);
+        snprintf(err, errlen, "%s: writing the snapshot failed: %s%s%s", path, galloc_strerror(st), msg[0] ? ": " : "",
+                 msg);
         return -1;
     }
     return 0;
@@ -156,11 +156,15 @@ int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_me
     for (size_t i = 0; i < n; i++) {
         ga_sampler_series(runs[i].sampler, runs[i].label, &s[i]);
         for (size_t j = 0; j < runs[i].n_ooms; j++)
-            m[k++] = (ga_oom_marker_t){(double)runs[i].ooms[j].event, i,
-                                       ga_oom_class_name(runs[i].ooms[j].facts.cls)};
+            m[k++] = (ga_oom_marker_t){(double)runs[i].ooms[j].event, i, ga_oom_class_name(runs[i].ooms[j].facts.cls)};
     }
-    ga_plot_input_t in = {.title = title, .device_memory = device_memory, .events = events, .n_series = n,
-                          .series = s, .n_ooms = k, .ooms = m};
+    ga_plot_input_t in = {.title = title,
+                          .device_memory = device_memory,
+                          .events = events,
+                          .n_series = n,
+                          .series = s,
+                          .n_ooms = k,
+                          .ooms = m};
     rc = ga_outputs_plot(path, &in, err, errlen);
 out:
     free(s);

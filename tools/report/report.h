@@ -20,15 +20,15 @@
 
 /* One replayed trace (one unit of one file), or one that could not be read. */
 typedef struct ga_report_trace {
-    const char *path;          /* as given on the command line */
-    const ga_job_unit_t *u;    /* the loaded unit, NULL when the file could not be read */
-    ga_format_t format;        /* forced or AUTO when the file could not be read */
-    const char *backend;       /* "sim" unless --backend */
-    const ga_replay_t *rp;     /* NULL when the file could not be read */
-    const char *error;         /* load failure, NULL if none */
-    const char *plot_path;     /* plot written there, NULL if none */
-    const char *plot_error;    /* why the plot failed, NULL if it did not */
-    double load_seconds;       /* reading the file */
+    const char *path;       /* as given on the command line */
+    const ga_job_unit_t *u; /* the loaded unit, NULL when the file could not be read */
+    ga_format_t format;     /* forced or AUTO when the file could not be read */
+    const char *backend;    /* "sim" unless --backend */
+    const ga_replay_t *rp;  /* NULL when the file could not be read */
+    const char *error;      /* load failure, NULL if none */
+    const char *plot_path;  /* plot written there, NULL if none */
+    const char *plot_error; /* why the plot failed, NULL if it did not */
+    double load_seconds;    /* reading the file */
 } ga_report_trace_t;
 
 /* Text: a table per trace, a column per configuration, then OOM details.

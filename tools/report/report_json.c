@@ -82,10 +82,10 @@ static int stat_key(void *ctx, const char *key, int64_t value)
 void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f)
 {
     jstr(out, ga_oom_class_name(f->cls));
-    fprintf(out, ", \"live_bytes\": %" PRId64 ", \"cached_free_bytes\": %" PRId64
-                 ", \"largest_free_block\": %" PRId64 ", \"device_free_bytes\": %" PRIu64
-                 ", \"device_total_bytes\": %" PRIu64 ", \"memory_fraction\": %.17g, \"limit_bytes\": %" PRIu64
-                 ", \"usable_free_bytes\": %" PRIu64,
+    fprintf(out,
+            ", \"live_bytes\": %" PRId64 ", \"cached_free_bytes\": %" PRId64 ", \"largest_free_block\": %" PRId64
+            ", \"device_free_bytes\": %" PRIu64 ", \"device_total_bytes\": %" PRIu64
+            ", \"memory_fraction\": %.17g, \"limit_bytes\": %" PRIu64 ", \"usable_free_bytes\": %" PRIu64,
             f->live, f->cached_free, f->largest_free_block, f->device_free, f->device_total, f->fraction, f->limit,
             f->usable_free);
 }
@@ -115,10 +115,10 @@ static void sleep_json(FILE *out, const ga_replay_column_t *c)
         return;
     }
     const galloc_sleep_stats_t *s = &c->sleep;
-    fprintf(out, "{\"tags\": %" PRIu64 ", \"tags_asleep\": %" PRIu64 ", \"num_sleep\": %" PRIu64
-                 ", \"num_wake\": %" PRIu64 ", \"bytes_slept\": %" PRIu64 ", \"bytes_woken\": %" PRIu64
-                 ",\n          \"bytes_asleep\": %" PRIu64 ", \"bytes_offloaded\": %" PRIu64
-                 ", \"peak_bytes_offloaded\": %" PRIu64 ", \"num_failed\": %" PRIu64 "}",
+    fprintf(out,
+            "{\"tags\": %" PRIu64 ", \"tags_asleep\": %" PRIu64 ", \"num_sleep\": %" PRIu64 ", \"num_wake\": %" PRIu64
+            ", \"bytes_slept\": %" PRIu64 ", \"bytes_woken\": %" PRIu64 ",\n          \"bytes_asleep\": %" PRIu64
+            ", \"bytes_offloaded\": %" PRIu64 ", \"peak_bytes_offloaded\": %" PRIu64 ", \"num_failed\": %" PRIu64 "}",
             s->tags, s->tags_asleep, s->num_sleep, s->num_wake, s->bytes_slept, s->bytes_woken, s->bytes_asleep,
             s->bytes_offloaded, s->peak_bytes_offloaded, s->num_failed);
 }
@@ -129,8 +129,9 @@ static void parts_json(FILE *out, const ga_replay_column_t *c)
     fputs("[", out);
     for (size_t i = 0; i < c->n_parts; i++) {
         const ga_replay_part_t *p = &c->parts[i];
-        fprintf(out, "%s{\"cap_from_bytes\": %" PRIu64 ", \"cap_to_bytes\": %" PRIu64 ", \"fits\": %s, \"ooms\": %" PRIu64
-                     ", \"first_oom_event\": ",
+        fprintf(out,
+                "%s{\"cap_from_bytes\": %" PRIu64 ", \"cap_to_bytes\": %" PRIu64 ", \"fits\": %s, \"ooms\": %" PRIu64
+                ", \"first_oom_event\": ",
                 i ? ", " : "", p->from, p->to, p->ooms ? "false" : "true", p->ooms);
         if (p->first_oom_event == UINT64_MAX)
             fputs("null", out);
@@ -167,12 +168,14 @@ static void column_json(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
     char verdict[128];
     jstr(out, ga_report_verdict(c, verdict, sizeof(verdict)));
     bool ok = c->create_status == GALLOC_OK;
-    fprintf(out, ",\n        \"peak_requested_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
-                 ", \"peak_reserved_bytes\": %" PRId64,
+    fprintf(out,
+            ",\n        \"peak_requested_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
+            ", \"peak_reserved_bytes\": %" PRId64,
             ok ? c->stats.requested_bytes[GALLOC_STAT_ALL].peak : 0,
             ok ? c->stats.allocated_bytes[GALLOC_STAT_ALL].peak : 0,
             ok ? c->stats.reserved_bytes[GALLOC_STAT_ALL].peak : 0);
-    fprintf(out, ",\n        \"fits\": %s, \"depends_on_cap\": %s, \"cap_bytes\": ", ga_replay_fits(c) ? "true" : "false",
+    fprintf(out,
+            ",\n        \"fits\": %s, \"depends_on_cap\": %s, \"cap_bytes\": ", ga_replay_fits(c) ? "true" : "false",
             ga_replay_depends(c) ? "true" : "false");
     if (c->cap)
         fprintf(out, "%" PRIu64, c->cap);
@@ -180,13 +183,15 @@ static void column_json(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
         fputs("null", out);
     fputs(", \"cap_parts\": ", out);
     parts_json(out, c);
-    fprintf(out, ",\n        \"ooms_total\": %" PRIu64 ", \"expected_ooms\": %" PRIu64
-                 ", \"expected_ooms_avoided\": %" PRIu64 ", \"ooms\": [",
+    fprintf(out,
+            ",\n        \"ooms_total\": %" PRIu64 ", \"expected_ooms\": %" PRIu64
+            ", \"expected_ooms_avoided\": %" PRIu64 ", \"ooms\": [",
             c->ooms_total, c->expected_ooms, c->expected_avoided);
     for (size_t k = 0; k < c->n_ooms; k++)
         oom_json(out, u, &c->ooms[k], k == 0);
-    fprintf(out, "%s],\n        \"unmatched_frees\": %" PRIu64 ", \"duplicate_allocs\": %" PRIu64
-                 ", \"errors\": %" PRIu64 ", \"first_error\": ",
+    fprintf(out,
+            "%s],\n        \"unmatched_frees\": %" PRIu64 ", \"duplicate_allocs\": %" PRIu64 ", \"errors\": %" PRIu64
+            ", \"first_error\": ",
             c->n_ooms ? "\n        " : "", c->unmatched, c->duplicates, c->errors);
     jstr_or_null(out, c->first_error);
     fprintf(out, ", \"tag_anomalies\": %" PRIu64 ", \"first_tag_anomaly\": ", c->tag_anomalies);

@@ -14,9 +14,9 @@
 #include "tools/readers/units.h"
 #include "tools/report/report.h"
 
-#define LABEL_W 30      /* width of the row-name column */
-#define MAX_HEADER 26   /* longest configuration shown as a column header */
-#define CELL 64         /* bytes per cell */
+#define LABEL_W 30    /* width of the row-name column */
+#define MAX_HEADER 26 /* longest configuration shown as a column header */
+#define CELL 64       /* bytes per cell */
 
 /* The outcome of the figures' run alone. */
 static const char *outcome(const ga_replay_column_t *c)
@@ -90,7 +90,8 @@ static void ratio(const ga_replay_column_t *c, char *b, size_t n)
 static void unalloc_end(const ga_replay_column_t *c, char *b, size_t n)
 {
     int64_t asleep = c->has_sleep_stats ? (int64_t)c->sleep.bytes_asleep : 0;
-    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current + asleep - c->stats.allocated_bytes[GALLOC_STAT_ALL].current,
+    c_bytes(c->stats.reserved_bytes[GALLOC_STAT_ALL].current + asleep -
+                c->stats.allocated_bytes[GALLOC_STAT_ALL].current,
             b, n);
 }
 static void segments(const ga_replay_column_t *c, char *b, size_t n)
@@ -209,8 +210,9 @@ static void frag_advice(const ga_oom_facts_t *f, bool none_fits, char *b, size_t
                  !f->has_expandable && !f->has_max_split ? ", " : "", f->has_max_split ? "" : "max_split_size_mb");
         return;
     }
-    snprintf(b, n, "this configuration already has expandable_segments:True and max_split_size_mb (galloc fit "
-                   "searches the other settings)");
+    snprintf(b, n,
+             "this configuration already has expandable_segments:True and max_split_size_mb (galloc fit "
+             "searches the other settings)");
 }
 
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t *cap, bool none_fits)
@@ -230,29 +232,34 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t 
      * settings for fragmentation (the bytes exist, not in one piece), less
      * memory or more of it for a genuine OOM, where no setting helps. */
     if (f->cls == GA_OOM_FRAGMENTATION && !capped)
-        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
-                     "block is %s; %s\n",
+        fprintf(out,
+                "  fragmentation: %s requested <= %s cached free + %s device free, but the largest free "
+                "block is %s; %s\n",
                 sz, cached, dfree, largest, advice);
     else if (f->cls == GA_OOM_FRAGMENTATION)
-        fprintf(out, "  fragmentation: %s requested <= %s cached free + %s free under the memory fraction "
-                     "(%g of %s = %s), but the largest free block is %s; %s\n",
+        fprintf(out,
+                "  fragmentation: %s requested <= %s cached free + %s free under the memory fraction "
+                "(%g of %s = %s), but the largest free block is %s; %s\n",
                 sz, cached, dfree, f->fraction, dtot, lim, largest, advice);
     else if (!capped)
-        fprintf(out, "  genuine: %s live + %s requested exceed the %s device; no allocator setting helps, even "
-                     "with every cached block released (smaller batch, activation checkpointing, a larger "
-                     "device)\n",
+        fprintf(out,
+                "  genuine: %s live + %s requested exceed the %s device; no allocator setting helps, even "
+                "with every cached block released (smaller batch, activation checkpointing, a larger "
+                "device)\n",
                 live, sz, dtot);
     else if (cap != NULL && cap->inferred) {
         char r[80];
         ga_report_cap_text(cap, r, sizeof(r));
-        fprintf(out, "  genuine: %s live + %s requested exceed the lowest cap the trace allows (%s; it lay in %s); "
-                     "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
-                     "activation checkpointing)\n",
+        fprintf(out,
+                "  genuine: %s live + %s requested exceed the lowest cap the trace allows (%s; it lay in %s); "
+                "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
+                "activation checkpointing)\n",
                 live, sz, lim, r);
     } else
-        fprintf(out, "  genuine: %s live + %s requested exceed the %s the memory fraction allows (%g of %s); "
-                     "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
-                     "activation checkpointing)\n",
+        fprintf(out,
+                "  genuine: %s live + %s requested exceed the %s the memory fraction allows (%g of %s); "
+                "no allocator setting helps (a larger set_per_process_memory_fraction, smaller batch, "
+                "activation checkpointing)\n",
                 live, sz, lim, f->fraction, dtot);
 }
 
@@ -341,8 +348,9 @@ static void parts_text(FILE *out, const ga_replay_column_t *c, const char *tag)
         fprintf(out, "%s the same outcome under every cap in the trace's range; figures at a cap of %s\n", tag, cap);
         return;
     }
-    fprintf(out, "%s the outcome depends on where the cap lay in the trace's range; figures at a cap of %s, in the "
-                 "widest part:\n",
+    fprintf(out,
+            "%s the outcome depends on where the cap lay in the trace's range; figures at a cap of %s, in the "
+            "widest part:\n",
             tag, cap);
     for (size_t i = 0; i < c->n_parts; i++) {
         const ga_replay_part_t *p = &c->parts[i];
@@ -369,11 +377,15 @@ static void column_notes(FILE *out, const ga_report_trace_t *t, const ga_replay_
     if (c->errors)
         fprintf(out, "%s %" PRIu64 " failed calls; first: %s\n", tag, c->errors, c->first_error);
     if (c->unmatched || c->duplicates)
-        fprintf(out, "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
-                     " allocations of a pointer already live\n", tag, c->unmatched, c->duplicates);
+        fprintf(out,
+                "%s trace anomalies: %" PRIu64 " frees/record_streams of unknown pointers, %" PRIu64
+                " allocations of a pointer already live\n",
+                tag, c->unmatched, c->duplicates);
     if (c->tag_anomalies)
-        fprintf(out, "%s trace anomalies: %" PRIu64 " tag events naming an unknown tag or a scope not begun; "
-                     "first: %s\n", tag, c->tag_anomalies, c->first_tag_anomaly);
+        fprintf(out,
+                "%s trace anomalies: %" PRIu64 " tag events naming an unknown tag or a scope not begun; "
+                "first: %s\n",
+                tag, c->tag_anomalies, c->first_tag_anomaly);
     if (c->n_parts > 0)
         parts_text(out, c, tag);
     if (c->snapshot_path != NULL && !c->snapshot_error[0]) /* a failure is said on stderr (replay_cli.c) */
@@ -386,8 +398,9 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
     if (rp->no_sleep && t->u->sleep_events)
-        fprintf(out, "note: --no-sleep: the trace's %" PRIu64 " sleep and wake events were skipped (tags still "
-                     "begun and ended): the peaks are those of the job without sleeping\n",
+        fprintf(out,
+                "note: --no-sleep: the trace's %" PRIu64 " sleep and wake events were skipped (tags still "
+                "begun and ended): the peaks are those of the job without sleeping\n",
                 t->u->sleep_events);
     char rs[32];
     ga_units_format_rate(t->load_seconds > 0 ? (double)rp->events / t->load_seconds : -1, rs, sizeof(rs));

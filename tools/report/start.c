@@ -26,8 +26,9 @@ void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *pre
     char live[32], res[32], cache[32], pa[32], pr[32];
     if (s->by_size) { /* first: every figure rests on it */
         ga_units_format_count(s->unmatched_frees, cache, sizeof(cache));
-        fprintf(out, "%snote: no addresses in the trace (older Kineto layout): %s; %s free%s with no live "
-                     "allocation of %s size skipped%s%s\n",
+        fprintf(out,
+                "%snote: no addresses in the trace (older Kineto layout): %s; %s free%s with no live "
+                "allocation of %s size skipped%s%s\n",
                 prefix, by_size_text, cache, s->unmatched_frees == 1 ? "" : "s",
                 s->unmatched_frees == 1 ? "its" : "their", s->kind == GA_START_UNKNOWN ? "; " : "",
                 s->kind == GA_START_UNKNOWN ? not_included_text : "");
@@ -37,27 +38,29 @@ void ga_report_start_text(FILE *out, const ga_reader_start_t *s, const char *pre
         ga_units_format_bytes((int64_t)s->live, live, sizeof(live));
         ga_units_format_bytes((int64_t)s->reserved, res, sizeof(res));
         ga_units_format_bytes(s->reserved > s->live ? (int64_t)(s->reserved - s->live) : 0, cache, sizeof(cache));
-        fprintf(out, "%snote: the trace starts mid-run: %s allocated and %s reserved before its first event (its "
-                     "totals); replayed from that state: %s pinned (never freed), %s cached free\n",
+        fprintf(out,
+                "%snote: the trace starts mid-run: %s allocated and %s reserved before its first event (its "
+                "totals); replayed from that state: %s pinned (never freed), %s cached free\n",
                 prefix, live, res, live, cache);
         if (s->peak_allocated || s->peak_reserved) {
             ga_units_format_bytes((int64_t)s->peak_allocated, pa, sizeof(pa));
             ga_units_format_bytes((int64_t)s->peak_reserved, pr, sizeof(pr));
-            fprintf(out, "%snote: the trace's own peaks: Total Allocated %s (%" PRIu64 " B), Total Reserved %s "
-                         "(%" PRIu64 " B)\n",
+            fprintf(out,
+                    "%snote: the trace's own peaks: Total Allocated %s (%" PRIu64 " B), Total Reserved %s "
+                    "(%" PRIu64 " B)\n",
                     prefix, pa, s->peak_allocated, pr, s->peak_reserved);
         }
         return;
     case GA_START_UNKNOWN:
         if (s->by_size)
             return; /* said above */
-        fprintf(out, "%snote: the trace has no allocator totals (Total Allocated, Total Reserved): if it starts "
-                     "mid-run, memory allocated or reserved before its first event is not included in these "
-                     "figures, and a device size found here is too small by that much\n",
+        fprintf(out,
+                "%snote: the trace has no allocator totals (Total Allocated, Total Reserved): if it starts "
+                "mid-run, memory allocated or reserved before its first event is not included in these "
+                "figures, and a device size found here is too small by that much\n",
                 prefix);
         return;
-    case GA_START_EVENTS:
-        return;
+    case GA_START_EVENTS: return;
     }
 }
 

@@ -26,37 +26,44 @@ void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
     char a[32], b[32];
     const char *rec = ga_job_recorded(u);
     if (rec != NULL && u->file->settings_known)
-        fprintf(out, "%ssettings from the snapshot: %s (recorded PYTORCH_CUDA_ALLOC_CONF=\"%s\"); the column "
-                     "\"recorded\" replays them at the recorded addresses (--no-recorded: PyTorch's defaults)\n",
+        fprintf(out,
+                "%ssettings from the snapshot: %s (recorded PYTORCH_CUDA_ALLOC_CONF=\"%s\"); the column "
+                "\"recorded\" replays them at the recorded addresses (--no-recorded: PyTorch's defaults)\n",
                 prefix, rec[0] ? rec : "PyTorch's defaults", u->file->recorded_text);
     else if (rec != NULL)
-        fprintf(out, "%ssettings from the snapshot: none recorded (an older PyTorch): the column \"recorded\" replays "
-                     "PyTorch's defaults at the recorded addresses\n",
+        fprintf(out,
+                "%ssettings from the snapshot: none recorded (an older PyTorch): the column \"recorded\" replays "
+                "PyTorch's defaults at the recorded addresses\n",
                 prefix);
     if (u->memory_source == GA_JOB_MEM_OOM_ENTRIES)
-        fprintf(out, "%sdevice size from the snapshot: reserved + device_free at its oom entries (--device-memory "
-                     "overrides): what the allocator could use; the device's total is larger by the memory outside "
-                     "the allocator (CUDA context, other processes), which the snapshot does not record\n",
+        fprintf(out,
+                "%sdevice size from the snapshot: reserved + device_free at its oom entries (--device-memory "
+                "overrides): what the allocator could use; the device's total is larger by the memory outside "
+                "the allocator (CUDA context, other processes), which the snapshot does not record\n",
                 prefix);
     else if (u->memory_source == GA_JOB_MEM_PROPERTIES)
-        fprintf(out, "%sdevice size from the trace: its deviceProperties totalGlobalMem (--device-memory "
-                     "overrides)\n",
+        fprintf(out,
+                "%sdevice size from the trace: its deviceProperties totalGlobalMem (--device-memory "
+                "overrides)\n",
                 prefix);
-    else if (u->memory_source == GA_JOB_MEM_OPTION && u->recorded_memory != 0 && u->recorded_memory != u->memory +
-                                                                                                         u->reserve)
+    else if (u->memory_source == GA_JOB_MEM_OPTION && u->recorded_memory != 0 &&
+             u->recorded_memory != u->memory + u->reserve)
         fprintf(out, "%sdevice size given (--device-memory); the trace says %s (%s)\n", prefix,
                 (ga_units_format_size(u->recorded_memory, a, sizeof(a)), a),
                 ga_job_memory_source_text(u->recorded_source));
     if (u->reserve)
         fprintf(out, "%s%s reserved for memory outside the allocator (--reserve): the allocator may use %s\n", prefix,
-                (ga_units_format_size(u->reserve, a, sizeof(a)), a), (ga_units_format_size(u->memory, b, sizeof(b)), b));
+                (ga_units_format_size(u->reserve, a, sizeof(a)), a),
+                (ga_units_format_size(u->memory, b, sizeof(b)), b));
     if (u->seeded)
-        fprintf(out, "%snote: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
-                     "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
+        fprintf(out,
+                "%snote: the trace starts mid-run: the allocator state at its first entry was rebuilt backwards "
+                "from the final segments (%zu segments, %" PRIu64 " live blocks) and seeded\n",
                 prefix, u->seed.n_seg, u->seed.live_blocks);
     else if (u->midrun && u->seed_error[0])
-        fprintf(out, "%snote: the trace starts mid-run and its state at the first entry cannot be rebuilt (%s): the "
-                     "%" PRIu64 " blocks live before it are allocated first instead\n",
+        fprintf(out,
+                "%snote: the trace starts mid-run and its state at the first entry cannot be rebuilt (%s): the "
+                "%" PRIu64 " blocks live before it are allocated first instead\n",
                 prefix, u->seed_error, u->notes.prologue);
     else if (u->notes.start.kind != GA_START_EVENTS)
         ga_report_start_text(out, &u->notes.start, prefix);
@@ -68,15 +75,17 @@ void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
         ga_report_cap_text(&u->cap, r, sizeof(r));
         ga_units_format_size(u->cap.low, a, sizeof(a));
         ga_units_format_size(u->cap.high, b, sizeof(b));
-        fprintf(out, "%snote: capped: %" PRIu64 " traced OOM%s came with room on the device, so a memory fraction "
-                     "refused %s, and snapshots do not record it. The cap lay in %s: at least %s (the recorded run "
-                     "needed that much before) and below %s (what its failed allocation needed). Every "
-                     "configuration is replayed under that range from the first event\n",
-                prefix, u->cap.capped_ooms, u->cap.capped_ooms == 1 ? "" : "s",
-                u->cap.capped_ooms == 1 ? "it" : "them", r, a, b);
+        fprintf(out,
+                "%snote: capped: %" PRIu64 " traced OOM%s came with room on the device, so a memory fraction "
+                "refused %s, and snapshots do not record it. The cap lay in %s: at least %s (the recorded run "
+                "needed that much before) and below %s (what its failed allocation needed). Every "
+                "configuration is replayed under that range from the first event\n",
+                prefix, u->cap.capped_ooms, u->cap.capped_ooms == 1 ? "" : "s", u->cap.capped_ooms == 1 ? "it" : "them",
+                r, a, b);
     } else if (u->cap.capped_ooms) {
-        fprintf(out, "%snote: capped: %" PRIu64 " traced OOM%s came with room on the device, but the cap cannot be "
-                     "placed (%s): replayed without one\n",
+        fprintf(out,
+                "%snote: capped: %" PRIu64 " traced OOM%s came with room on the device, but the cap cannot be "
+                "placed (%s): replayed without one\n",
                 prefix, u->cap.capped_ooms, u->cap.capped_ooms == 1 ? "" : "s", u->cap.why);
     }
     if (u->notes.skipped)
@@ -108,10 +117,11 @@ void ga_report_unit_json(FILE *out, const ga_job_unit_t *u)
     ga_report_json_str(out, u->unit_label);
     fputs(", \"format\": ", out);
     ga_report_json_str(out, ga_reader_format_name(u->format));
-    fprintf(out, ", \"device\": %d, \"events\": %zu,\n     \"device_memory\": %" PRIu64
-                 ", \"device_memory_source\": \"%s\", \"device_memory_from_snapshot\": %s"
-                 ", \"device_memory_from_trace\": %s, \"recorded_memory\": %" PRIu64 ", \"reserve\": %" PRIu64
-                 ",\n     \"settings_from_snapshot\": ",
+    fprintf(out,
+            ", \"device\": %d, \"events\": %zu,\n     \"device_memory\": %" PRIu64
+            ", \"device_memory_source\": \"%s\", \"device_memory_from_snapshot\": %s"
+            ", \"device_memory_from_trace\": %s, \"recorded_memory\": %" PRIu64 ", \"reserve\": %" PRIu64
+            ",\n     \"settings_from_snapshot\": ",
             u->device, u->n, u->memory, source_name(u->memory_source),
             u->memory_source == GA_JOB_MEM_OOM_ENTRIES ? "true" : "false",
             u->memory_source == GA_JOB_MEM_PROPERTIES || u->memory_source == GA_JOB_MEM_HEADER ? "true" : "false",
@@ -139,8 +149,9 @@ void ga_report_unit_json(FILE *out, const ga_job_unit_t *u)
         jstr_or_null(out, u->cap.capped_ooms ? u->cap.why : NULL);
         fputs("}", out);
     }
-    fprintf(out, ",\n     \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"tag_events\": %" PRIu64
-                 ", \"sleep_events\": %" PRIu64,
+    fprintf(out,
+            ",\n     \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"tag_events\": %" PRIu64
+            ", \"sleep_events\": %" PRIu64,
             u->notes.skipped, u->notes.prologue, u->tag_events, u->sleep_events);
 }
 

@@ -25,7 +25,7 @@ const ga_pk_value_t *ga_pk_dict_get(const ga_pk_value_t *d, const char *key)
 
 const char *ga_pk_type_name(ga_pk_type_t t)
 {
-    static const char *const names[] = {"None", "bool", "int", "int (beyond 64 bits)", "float", "str", "bytes",
+    static const char *const names[] = {"None", "bool",  "int", "int (beyond 64 bits)", "float", "str", "bytes",
                                         "list", "tuple", "dict"};
     return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
 }

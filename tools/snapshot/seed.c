@@ -26,10 +26,10 @@ typedef struct item {
     bool small, valid;
     bool expandable;     /* segments: a mapped run of an expandable reservation */
     uint64_t resv, page; /* ... its reservation's base and page size */
-    bool completing; /* made live by undoing a free_completed whose free_requested is not (yet) seen */
-    size_t freed_at; /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
-    bool pending;    /* blocks: active_pending_free in the final state (until a free_requested is undone) */
-    int64_t pool[2]; /* segments: segment_pool_id */
+    bool completing;     /* made live by undoing a free_completed whose free_requested is not (yet) seen */
+    size_t freed_at;     /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
+    bool pending;        /* blocks: active_pending_free in the final state (until a free_requested is undone) */
+    int64_t pool[2];     /* segments: segment_pool_id */
 } item_t;
 
 /* An alloc entry's address and index: a clue to the real size of blocks
@@ -178,8 +178,14 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
         /* expandable_segments:True splits every remainder of 512 bytes or more */
         uint64_t min_gap = g->small || g->expandable ? MIN_BLOCK : GA_SEED_SMALL_SIZE + 1;
         ga_seed_segment_t *sg = &s->seg[s->n_seg++];
-        *sg = (ga_seed_segment_t){.addr = g->addr, .size = g->size, .stream = g->stream, .small = g->small,
-                                  .expandable = g->expandable, .resv = g->resv, .page = g->page, .first = s->n_pc,
+        *sg = (ga_seed_segment_t){.addr = g->addr,
+                                  .size = g->size,
+                                  .stream = g->stream,
+                                  .small = g->small,
+                                  .expandable = g->expandable,
+                                  .resv = g->resv,
+                                  .page = g->page,
+                                  .first = s->n_pc,
                                   .pool_id = {g->pool[0], g->pool[1]}};
         count_pool(s, s->n_seg - 1);
         while (b < nb && blocks->v[b].addr < g->addr)
@@ -201,8 +207,8 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
                 if (a != 0 && a <= next)
                     size = a - k->addr;
             }
-            ga_seed_piece_t pc = {.addr = k->addr, .size = size, .live = true, .req = k->req <= size ? k->req : 0,
-                                  .pending = k->pending};
+            ga_seed_piece_t pc = {
+                .addr = k->addr, .size = size, .live = true, .req = k->req <= size ? k->req : 0, .pending = k->pending};
             if (push_piece(s, &pcap, pc) != 0)
                 return -1;
             s->live_blocks++;
@@ -246,26 +252,29 @@ static int walk_back(const ga_torch_list_t *trace, set_t *segs, set_t *blocks, c
             clues->v[clues->n++] = (clue_t){addr, i};
             break;
         case GA_ACT_FREE_COMPLETED:
-            rc = set_add(blocks, (item_t){.addr = addr, .size = round_block(size), .stream = stream,
-                                          .req = size, .completing = true, .freed_at = i});
+            rc = set_add(blocks, (item_t){.addr = addr,
+                                          .size = round_block(size),
+                                          .stream = stream,
+                                          .req = size,
+                                          .completing = true,
+                                          .freed_at = i});
             break;
         case GA_ACT_FREE_REQUESTED:
-            rc = request(blocks,
-                         (item_t){.addr = addr, .size = round_block(size), .stream = stream, .req = size, .freed_at = i});
+            rc = request(
+                blocks,
+                (item_t){.addr = addr, .size = round_block(size), .stream = stream, .req = size, .freed_at = i});
             break;
-        case GA_ACT_SEGMENT_ALLOC:
-            set_del(segs, addr);
-            break;
+        case GA_ACT_SEGMENT_ALLOC: set_del(segs, addr); break;
         case GA_ACT_SEGMENT_FREE:
-            rc = set_add(segs, (item_t){.addr = addr, .size = size, .stream = stream, .small = size == SMALL_SEGMENT,
+            rc = set_add(segs, (item_t){.addr = addr,
+                                        .size = size,
+                                        .stream = stream,
+                                        .small = size == SMALL_SEGMENT,
                                         .freed_at = SIZE_MAX});
             break;
         case GA_ACT_SEGMENT_MAP:
-        case GA_ACT_SEGMENT_UNMAP:
-            ga_seed_resv_undo(resv, stream, addr, size, e.action == GA_ACT_SEGMENT_MAP);
-            break;
-        default:
-            break;
+        case GA_ACT_SEGMENT_UNMAP: ga_seed_resv_undo(resv, stream, addr, size, e.action == GA_ACT_SEGMENT_MAP); break;
+        default: break;
         }
         if (rc != 0) {
             snprintf(err, errlen, "out of host memory");
@@ -290,8 +299,11 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
                 snprintf(err, errlen, "%s: segments[%zu]: %s", path, s, rerr);
                 return -1;
             }
-        } else if (set_add(segs, (item_t){.addr = g.address.v, .size = g.total_size.v, .stream = g.stream.v,
-                                          .small = g.small, .freed_at = SIZE_MAX,
+        } else if (set_add(segs, (item_t){.addr = g.address.v,
+                                          .size = g.total_size.v,
+                                          .stream = g.stream.v,
+                                          .small = g.small,
+                                          .freed_at = SIZE_MAX,
                                           .pool = {g.pool_id[0], g.pool_id[1]}}) != 0)
             goto nomem;
         for (size_t b = 0; b < g.blocks.n; b++) {
@@ -300,8 +312,11 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
             if (blk.state == GA_STATE_INACTIVE)
                 continue;
             uint64_t req = blk.requested_size.kind == GA_TORCH_INT ? blk.requested_size.v : 0;
-            if (set_add(blocks, (item_t){.addr = blk.address.v, .size = blk.size.v, .stream = g.stream.v,
-                                         .req = req, .freed_at = SIZE_MAX,
+            if (set_add(blocks, (item_t){.addr = blk.address.v,
+                                         .size = blk.size.v,
+                                         .stream = g.stream.v,
+                                         .req = req,
+                                         .freed_at = SIZE_MAX,
                                          .pending = blk.state == GA_STATE_PENDING_FREE}) != 0)
                 goto nomem;
         }
@@ -339,9 +354,14 @@ static int add_runs(const ga_seed_resvs_t *resv, set_t *segs)
         return -1;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = set_add(segs, (item_t){.addr = runs[i].addr, .size = runs[i].size, .stream = runs[i].stream,
-                                    .small = runs[i].small, .expandable = true, .resv = runs[i].resv,
-                                    .page = runs[i].page, .freed_at = SIZE_MAX});
+        rc = set_add(segs, (item_t){.addr = runs[i].addr,
+                                    .size = runs[i].size,
+                                    .stream = runs[i].stream,
+                                    .small = runs[i].small,
+                                    .expandable = true,
+                                    .resv = runs[i].resv,
+                                    .page = runs[i].page,
+                                    .freed_at = SIZE_MAX});
     free(runs);
     return rc;
 }

@@ -68,32 +68,32 @@ extern "C" {
 
 /* One piece of a segment at the first trace entry: a live block or a gap. */
 typedef struct ga_seed_piece {
-    uint64_t addr;   /* the recorded address (the trace id of a live block) */
-    uint64_t size;   /* bytes */
-    bool live;       /* a block live at the first entry; false: free space */
-    uint64_t req;    /* live: the bytes requested (requested_size, or the size its free recorded),
+    uint64_t addr; /* the recorded address (the trace id of a live block) */
+    uint64_t size; /* bytes */
+    bool live;     /* a block live at the first entry; false: free space */
+    uint64_t req;  /* live: the bytes requested (requested_size, or the size its free recorded),
                         0 if unknown; the seeded block asks for them when they round to size */
-    bool pending;    /* live and freed by the user, waiting on a stream (active_pending_free) */
+    bool pending;  /* live and freed by the user, waiting on a stream (active_pending_free) */
 } ga_seed_piece_t;
 
 typedef struct ga_seed_segment {
-    uint64_t addr;    /* recorded address */
-    uint64_t size;    /* total_size */
-    uint64_t stream;  /* the stream it belongs to */
-    bool small;       /* small pool (2 MiB segments of blocks up to 1 MiB) */
-    bool expandable;  /* a run of mapped pages of an expandable reservation */
-    uint64_t resv;    /* expandable: the reservation's base (runs of one reservation are consecutive) */
-    uint64_t page;    /* expandable: its page (2 MiB small, 20 MiB large) */
+    uint64_t addr;      /* recorded address */
+    uint64_t size;      /* total_size */
+    uint64_t stream;    /* the stream it belongs to */
+    bool small;         /* small pool (2 MiB segments of blocks up to 1 MiB) */
+    bool expandable;    /* a run of mapped pages of an expandable reservation */
+    uint64_t resv;      /* expandable: the reservation's base (runs of one reservation are consecutive) */
+    uint64_t page;      /* expandable: its page (2 MiB small, 20 MiB large) */
     int64_t pool_id[2]; /* segment_pool_id: (0, 0) the default pools, else a private pool */
-    size_t first, n;  /* its pieces: pc[first .. first + n), address order */
+    size_t first, n;    /* its pieces: pc[first .. first + n), address order */
 } ga_seed_segment_t;
 
 typedef struct ga_seed {
     ga_seed_segment_t *seg; /* n_seg segments, address order */
     size_t n_seg;
-    ga_seed_piece_t *pc;    /* n_pc pieces */
+    ga_seed_piece_t *pc; /* n_pc pieces */
     size_t n_pc;
-    uint64_t live_blocks;   /* live pieces */
+    uint64_t live_blocks;    /* live pieces */
     uint64_t pending_blocks; /* ... of which pending (freed, waiting on a stream) */
     size_t private_segments; /* segments of private pools */
     size_t private_pools;    /* ... and their distinct pool ids */

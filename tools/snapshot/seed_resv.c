@@ -61,8 +61,11 @@ int ga_seed_resv_run(ga_seed_resvs_t *r, uint64_t stream, bool small, uint64_t a
             goto nomem;
         r->v = nv;
         v = &r->v[r->n++];
-        *v = (ga_seed_resv_t){.stream = stream, .base = addr, .end = addr,
-                              .page = small ? GA_SEED_SMALL_PAGE : GA_SEED_LARGE_PAGE, .small = small};
+        *v = (ga_seed_resv_t){.stream = stream,
+                              .base = addr,
+                              .end = addr,
+                              .page = small ? GA_SEED_SMALL_PAGE : GA_SEED_LARGE_PAGE,
+                              .small = small};
     }
     if (!aligned(v, addr, size)) {
         snprintf(err, errlen,
@@ -160,8 +163,12 @@ int ga_seed_resv_runs(const ga_seed_resvs_t *r, ga_seed_run_t **out, size_t *n)
                 return -1;
             }
             *out = nv;
-            (*out)[(*n)++] = (ga_seed_run_t){.addr = v->base + p * v->page, .size = (q - p) * v->page,
-                                             .stream = v->stream, .resv = v->base, .page = v->page, .small = v->small};
+            (*out)[(*n)++] = (ga_seed_run_t){.addr = v->base + p * v->page,
+                                             .size = (q - p) * v->page,
+                                             .stream = v->stream,
+                                             .resv = v->base,
+                                             .page = v->page,
+                                             .small = v->small};
             p = q;
         }
     }

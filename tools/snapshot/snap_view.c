@@ -125,8 +125,7 @@ static int block_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, 
         return 0;
     if (grow(&v->bev, v->n_bev, &w->bev_cap, sizeof(*v->bev)) != 0)
         return -1;
-    v->bev[v->n_bev++] = (ga_dev_event_t){.action = k, .size = e->size.v, .addr = e->addr.v, .entry = i,
-                                          .segment = -1};
+    v->bev[v->n_bev++] = (ga_dev_event_t){.action = k, .size = e->size.v, .addr = e->addr.v, .entry = i, .segment = -1};
     if (e->action == GA_ACT_ALLOC)
         return ga_idmap_put(&w->seen, e->addr.v, none, NULL, NULL) != 0 ? -1 : 1;
     ga_idmap_val_t was;
@@ -164,8 +163,7 @@ static void mapped(walk_t *w, uint64_t lo, uint64_t hi)
 }
 
 /* A device event (entry i): appended, with its segment's ordinal. */
-static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, ga_dev_action_t action,
-                        size_t i)
+static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e, ga_dev_action_t action, size_t i)
 {
     if (grow(&v->ev, v->n_ev, &w->ev_cap, sizeof(*v->ev)) != 0)
         return -1;
@@ -186,7 +184,7 @@ static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e,
         if (traced)
             d->segment = (int64_t)ord.stream;
         else if (ga_idmap_get(&w->freed_seg, e->addr.v, NULL))
-            note_orphan(v, d); /* freed twice, no segment_alloc between */
+            note_orphan(v, d);                                     /* freed twice, no segment_alloc between */
         else if (push_range(&w->start, e->addr.v, e->size.v) != 0) /* made before the trace */
             return -1;
         if (!d->orphan && ga_idmap_put(&w->freed_seg, e->addr.v, none, NULL, NULL) != 0)
@@ -207,15 +205,14 @@ static int device_event(ga_snap_view_t *v, walk_t *w, const ga_torch_entry_t *e,
     return 0;
 }
 
-static int trace_events(ga_snap_view_t *v, walk_t *w, const ga_torch_list_t *trace, const char *path,
-                        char *err, size_t errlen)
+static int trace_events(ga_snap_view_t *v, walk_t *w, const ga_torch_list_t *trace, const char *path, char *err,
+                        size_t errlen)
 {
     for (size_t i = 0; i < trace->n; i++) {
         ga_torch_entry_t e;
         ga_torch_entry(trace, i, &e);
         if (e.action == GA_ACT_NONE) {
-            snprintf(err, errlen, "%s: device_traces[%d][%zu]: 'action' is missing or not a str", path, v->device,
-                     i);
+            snprintf(err, errlen, "%s: device_traces[%d][%zu]: 'action' is missing or not a str", path, v->device, i);
             return -1;
         }
         int rc = block_event(v, w, &e, i);
@@ -242,8 +239,7 @@ static int segment_blocks(ga_snap_view_t *v, walk_t *w, const ga_torch_segment_t
         ga_torch_block_t blk;
         ga_torch_block(g, b, &blk);
         if (blk.size.kind != GA_TORCH_INT || blk.state == GA_STATE_NONE) {
-            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'size' (int) and 'state' (str) needed", path, s,
-                     b);
+            snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: 'size' (int) and 'state' (str) needed", path, s, b);
             return -1;
         }
         ga_block_state_t state = blk.state == GA_STATE_ALLOCATED      ? GA_BLOCK_ALLOCATED
@@ -260,8 +256,8 @@ static int segment_blocks(ga_snap_view_t *v, walk_t *w, const ga_torch_segment_t
     return 0;
 }
 
-static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_torch_snapshot_t *snap, const char *path,
-                          char *err, size_t errlen)
+static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_torch_snapshot_t *snap, const char *path, char *err,
+                          size_t errlen)
 {
     /* Shared block lists in a hostile file are bounded by its size (see read_torch.c). */
     size_t budget = GA_SNAPFILE_MAX;
@@ -281,8 +277,11 @@ static int final_segments(ga_snap_view_t *v, walk_t *w, const ga_torch_snapshot_
         }
         ga_snap_segment_t *vs = &v->seg[v->n_seg++];
         ga_idmap_val_t ord;
-        *vs = (ga_snap_segment_t){.addr = g.address.v, .total_size = g.total_size.v, .segment = -1,
-                                  .first_block = v->n_blk, .expandable = g.expandable,
+        *vs = (ga_snap_segment_t){.addr = g.address.v,
+                                  .total_size = g.total_size.v,
+                                  .segment = -1,
+                                  .first_block = v->n_blk,
+                                  .expandable = g.expandable,
                                   .pool_id = {g.pool_id[0], g.pool_id[1]}};
         if (ga_idmap_get(&w->live_seg, g.address.v, &ord))
             vs->segment = (int64_t)ord.stream;

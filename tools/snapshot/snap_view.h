@@ -56,13 +56,13 @@ const char *ga_dev_action_name(ga_dev_action_t a);
 /* One device event of a trace. */
 typedef struct ga_dev_event {
     ga_dev_action_t action;
-    uint64_t size;    /* bytes (segment, mapping or the failed request) */
-    uint64_t addr;    /* as recorded (0 for oom): shown, never compared */
-    uint64_t extra;   /* oom: device_free; else 0 */
-    size_t entry;     /* index of the entry in device_traces[device] */
-    int64_t segment;  /* segment_alloc/free: the ordinal of the segment_alloc that created the
+    uint64_t size;   /* bytes (segment, mapping or the failed request) */
+    uint64_t addr;   /* as recorded (0 for oom): shown, never compared */
+    uint64_t extra;  /* oom: device_free; else 0 */
+    size_t entry;    /* index of the entry in device_traces[device] */
+    int64_t segment; /* segment_alloc/free: the ordinal of the segment_alloc that created the
                          segment in this trace, -1 when it was created before the trace began */
-    bool orphan;      /* an orphan entry (see above): not compared */
+    bool orphan;     /* an orphan entry (see above): not compared */
 } ga_dev_event_t;
 
 /* Block states of a snapshot's segments. */
@@ -75,36 +75,36 @@ typedef struct ga_snap_block {
 
 /* One final segment of the device. */
 typedef struct ga_snap_segment {
-    uint64_t addr;          /* shown only */
+    uint64_t addr; /* shown only */
     uint64_t total_size;
-    bool expandable;        /* is_expandable */
-    int64_t pool_id[2];     /* segment_pool_id: (0, 0) the default pools, else a private pool */
-    int64_t segment;        /* ordinal of the segment_alloc that created it, -1 if not in the trace */
-    size_t first_block;     /* its blocks are blocks[first_block .. first_block + n_blocks) */
+    bool expandable;    /* is_expandable */
+    int64_t pool_id[2]; /* segment_pool_id: (0, 0) the default pools, else a private pool */
+    int64_t segment;    /* ordinal of the segment_alloc that created it, -1 if not in the trace */
+    size_t first_block; /* its blocks are blocks[first_block .. first_block + n_blocks) */
     size_t n_blocks;
 } ga_snap_segment_t;
 
 /* What one device of a snapshot recorded, for the comparison. */
 typedef struct ga_snap_view {
-    int device;                 /* the device index */
-    ga_dev_event_t *ev;         /* n_ev device events in trace order */
+    int device;         /* the device index */
+    ga_dev_event_t *ev; /* n_ev device events in trace order */
     size_t n_ev;
-    ga_dev_event_t *bev;        /* n_bev block events (alloc, free_requested, free_completed: size
+    ga_dev_event_t *bev; /* n_bev block events (alloc, free_requested, free_completed: size
                                    as recorded, segment -1) in trace order */
     size_t n_bev;
-    ga_snap_segment_t *seg;     /* n_seg final segments of the device, in the file's order */
+    ga_snap_segment_t *seg; /* n_seg final segments of the device, in the file's order */
     size_t n_seg;
-    ga_snap_block_t *blk;       /* n_blk blocks of those segments */
+    ga_snap_block_t *blk; /* n_blk blocks of those segments */
     size_t n_blk;
-    size_t trace_entries;       /* entries in the device's trace */
-    uint64_t untraced_blocks;   /* live blocks of the final segments never allocated in the trace,
+    size_t trace_entries;        /* entries in the device's trace */
+    uint64_t untraced_blocks;    /* live blocks of the final segments never allocated in the trace,
                                    plus blocks freed in the trace without an alloc inside a segment
                                    that existed at its first entry: > 0 means the trace starts
                                    mid-run */
-    size_t orphans;             /* orphan entries (see above), in ev and bev marked orphan */
+    size_t orphans;              /* orphan entries (see above), in ev and bev marked orphan */
     ga_dev_event_t first_orphan; /* the first of them (its entry, action and address) */
-    uint64_t untraced_segments; /* final non-expandable segments without a segment_alloc in the trace */
-    uint64_t device_memory;     /* a lower bound of the device size from oom entries (reserved then
+    uint64_t untraced_segments;  /* final non-expandable segments without a segment_alloc in the trace */
+    uint64_t device_memory;      /* a lower bound of the device size from oom entries (reserved then
                                    + device_free), 0 when the trace has no oom entry */
 } ga_snap_view_t;
 
@@ -118,8 +118,8 @@ struct ga_torch_snapshot; /* torch_snapshot.h */
  * trace. Returns 0, or -1 with err set ("PATH: problem"). Release with
  * ga_snap_view_free.
  */
-int ga_snap_view_load(const struct ga_torch_snapshot *s, const char *path, int device, size_t unit,
-                      ga_snap_view_t *out, char *err, size_t errlen);
+int ga_snap_view_load(const struct ga_torch_snapshot *s, const char *path, int device, size_t unit, ga_snap_view_t *out,
+                      char *err, size_t errlen);
 void ga_snap_view_free(ga_snap_view_t *v);
 
 #ifdef __cplusplus

@@ -11,9 +11,9 @@
 #include "tools/readers/gz.h"
 
 struct ga_snapfile {
-    uint8_t *buf;  /* the file: the pickle's strings point into it */
-    size_t len;    /* its length (inflated when gzip) */
-    bool mapped;   /* buf is a read-only mapping of len bytes, else malloc'd */
+    uint8_t *buf; /* the file: the pickle's strings point into it */
+    size_t len;   /* its length (inflated when gzip) */
+    bool mapped;  /* buf is a read-only mapping of len bytes, else malloc'd */
     ga_pickle_t *pk;
     ga_torch_snapshot_t snap;
 };

@@ -71,26 +71,26 @@ static inline bool ga_torch_int_get(ga_torch_int_t f, bool required, uint64_t df
 /* A list the schema names (device_traces, one device's trace, segments, a
  * segment's blocks), described for checks and messages. */
 typedef struct ga_torch_list {
-    bool present;                 /* the key (or index) is there */
-    bool is_list;                 /* ... and holds a list */
-    const char *type;             /* its type name ("list", "dict", ...) when present, for messages */
-    size_t n;                     /* items when a list, else 0 */
-    const struct ga_pk_value *v;  /* the list itself (walker-private) */
+    bool present;                /* the key (or index) is there */
+    bool is_list;                /* ... and holds a list */
+    const char *type;            /* its type name ("list", "dict", ...) when present, for messages */
+    size_t n;                    /* items when a list, else 0 */
+    const struct ga_pk_value *v; /* the list itself (walker-private) */
 } ga_torch_list_t;
 
 /* The document. */
 typedef struct ga_torch_snapshot {
-    bool is_dict;                        /* the root is a dict (PyTorch 1.13 wrote a list of segments) */
-    bool is_list;                        /* the root is a list: taken as the segments, no traces */
-    const char *root_type;               /* the root's type name, for messages */
-    ga_torch_list_t traces;           /* device_traces: item d is device d's trace */
-    ga_torch_list_t segments;         /* segments: the final state, every device */
-    const struct ga_pk_value *settings;  /* allocator_settings (walker-private: ga_torch_settings) */
+    bool is_dict;                       /* the root is a dict (PyTorch 1.13 wrote a list of segments) */
+    bool is_list;                       /* the root is a list: taken as the segments, no traces */
+    const char *root_type;              /* the root's type name, for messages */
+    ga_torch_list_t traces;             /* device_traces: item d is device d's trace */
+    ga_torch_list_t segments;           /* segments: the final state, every device */
+    const struct ga_pk_value *settings; /* allocator_settings (walker-private: ga_torch_settings) */
 } ga_torch_snapshot_t;
 
 /* Trace entry actions (TraceEntry::Action, by the names the pickle holds). */
 typedef enum ga_torch_action {
-    GA_ACT_NONE = 0,        /* 'action' is missing or not a str, or the entry is not a dict */
+    GA_ACT_NONE = 0, /* 'action' is missing or not a str, or the entry is not a dict */
     GA_ACT_ALLOC,
     GA_ACT_FREE_REQUESTED,
     GA_ACT_FREE_COMPLETED,
@@ -101,19 +101,19 @@ typedef enum ga_torch_action {
     GA_ACT_OOM,
     GA_ACT_SNAPSHOT,
     GA_ACT_ANNOTATE,
-    GA_ACT_OTHER            /* a str this walker does not know (a newer PyTorch) */
+    GA_ACT_OTHER /* a str this walker does not know (a newer PyTorch) */
 } ga_torch_action_t;
 
 /* One entry of a device's trace. */
 typedef struct ga_torch_entry {
     bool is_dict;
     ga_torch_action_t action;
-    ga_torch_int_t addr;        /* the block or segment address (absent in oom entries) */
-    ga_torch_int_t size;        /* bytes (the request in alloc and oom entries) */
+    ga_torch_int_t addr; /* the block or segment address (absent in oom entries) */
+    ga_torch_int_t size; /* bytes (the request in alloc and oom entries) */
     ga_torch_int_t stream;
     ga_torch_int_t device_free; /* oom: the device's free memory then */
     ga_torch_int_t time_us;     /* when (2.2+) */
-    const char *text;              /* user_metadata when a str (annotate entries), else NULL; not
+    const char *text;           /* user_metadata when a str (annotate entries), else NULL; not
                                       NUL-terminated, points into the file */
     size_t text_len;
     const struct ga_pk_value *frames; /* 'frames' when a non-empty list, else NULL (ga_torch_frame) */
@@ -135,11 +135,11 @@ void ga_torch_frame(const struct ga_pk_value *frames, size_t i, ga_torch_frame_t
 
 /* A block's 'state'. */
 typedef enum ga_torch_state {
-    GA_STATE_NONE = 0,       /* missing or not a str, or the block is not a dict */
-    GA_STATE_INACTIVE,       /* "inactive" */
-    GA_STATE_ALLOCATED,      /* "active_allocated" */
-    GA_STATE_PENDING_FREE,   /* "active_pending_free" */
-    GA_STATE_OTHER           /* another str */
+    GA_STATE_NONE = 0,     /* missing or not a str, or the block is not a dict */
+    GA_STATE_INACTIVE,     /* "inactive" */
+    GA_STATE_ALLOCATED,    /* "active_allocated" */
+    GA_STATE_PENDING_FREE, /* "active_pending_free" */
+    GA_STATE_OTHER         /* another str */
 } ga_torch_state_t;
 
 typedef struct ga_torch_block {
@@ -155,8 +155,8 @@ typedef struct ga_torch_block {
 typedef struct ga_torch_segment {
     bool is_dict;
     ga_torch_int_t device, address, total_size, stream;
-    bool expandable;           /* is_expandable is True */
-    bool small;                /* segment_type is "small" */
+    bool expandable; /* is_expandable is True */
+    bool small;      /* segment_type is "small" */
     /* segment_pool_id (MempoolId_t, PyTorch 2.1+): (0, 0) for the default
      * pools, also when missing or not a pair of ints (older snapshots have
      * no private pools to tell); anything else a CUDA-graph or MemPool
@@ -172,16 +172,16 @@ typedef struct ga_torch_segment {
 /* allocator_settings (newer releases: AllocatorConfigInfo, the effective
  * configuration) as recorded. */
 typedef struct ga_torch_settings {
-    bool present;               /* allocator_settings is a dict */
-    bool has_fields;            /* it names expandable_segments, max_split_size,
+    bool present;             /* allocator_settings is a dict */
+    bool has_fields;          /* it names expandable_segments, max_split_size,
                                    garbage_collection_threshold or roundup_power2_divisions */
-    bool expandable_segments;   /* expandable_segments is True */
-    bool max_split_size_int;    /* max_split_size is an int: */
-    int64_t max_split_size;     /*   bytes; -1 (or a big int, not kept) when unlimited */
-    double gc_threshold;        /* garbage_collection_threshold when a float, else 0 (off) */
-    bool roundup_dict;          /* roundup_power2_divisions is a dict: */
-    int64_t roundup[16];        /*   divisions per interval starting at 1, 2, 4, ... 32768 MB (0 if not an int) */
-    const char *conf_text;      /* PYTORCH_CUDA_ALLOC_CONF when a str, else NULL (not NUL-terminated) */
+    bool expandable_segments; /* expandable_segments is True */
+    bool max_split_size_int;  /* max_split_size is an int: */
+    int64_t max_split_size;   /*   bytes; -1 (or a big int, not kept) when unlimited */
+    double gc_threshold;      /* garbage_collection_threshold when a float, else 0 (off) */
+    bool roundup_dict;        /* roundup_power2_divisions is a dict: */
+    int64_t roundup[16];      /*   divisions per interval starting at 1, 2, 4, ... 32768 MB (0 if not an int) */
+    const char *conf_text;    /* PYTORCH_CUDA_ALLOC_CONF when a str, else NULL (not NUL-terminated) */
     size_t conf_text_len;
 } ga_torch_settings_t;
 
