@@ -154,7 +154,7 @@ void BM_MultiStream(benchmark::State &state)
     CheckAndDestroy(alloc);
 }
 
-// Issue 19's training step: 50 activation-sized requests (log-uniform 2 MiB
+// The hot-path goals' training step: 50 activation-sized requests (log-uniform 2 MiB
 // .. 512 MiB, multiples of 512 B, seed 42) allocated in order and then freed
 // in order, as a forward pass holds its activations until the backward pass.
 // After the warm-up step every request is a cache hit; items are pairs.

@@ -44,9 +44,9 @@ LIVE_N = [100, 1000, 10000, 100000]
 STREAMS = [0, 1, 4, 16, 64]
 RECORDING = ["never", "off", "state", "all", "all_stacks"]
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-# Issue 19's replay targets, events per second (CPU time).
+# The replay throughput goals, events per second (CPU time).
 REPLAY_TARGET = {"fixed": 20e6, "variable": 15e6}
-# Issue 19's 2-thread targets: aggregate throughput of 2 threads on one
+# The 2-thread goals: aggregate throughput of 2 threads on one
 # allocator, each on its own stream, over 1 thread's: FREE_CORES where two
 # cores are free (judged when the 1-minute load average before bench/run
 # started was below FREE_LOAD: the average as the pairs binary starts counts

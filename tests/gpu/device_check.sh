@@ -31,7 +31,7 @@ ldd "$art"/bin/*_test | grep "not found"
 for t in "$art"/bin/*_test; do
     [ -x "$t" ] && run "$(basename "$t")" "$t" --gtest_brief=0
 done
-# Issue 19's thread rows where the cores are free: one allocator shared by
+# The per-stream locking thread rows where the cores are free: one allocator shared by
 # threads on their own streams, beside an allocator per thread (the ceiling).
 if [ -x "$art/bench/galloc_pairs" ]; then
     run pairs_threads "$art/bench/galloc_pairs" \
