@@ -273,9 +273,9 @@ TEST(OldSnapshots, ErrorsNameTheLayout)
 
 // A 200 MB file with a snapshot's pickle header and garbage after it (sparse:
 // no disk) is refused at the first bad opcode without being read whole: the
-// snapshot cache maps the file, and the decoder touches only what it parses.
-// It used to cost the file's size in memory (a 2 GB file, 2.1 GB) before the
-// refusal. Measured in a child process, whose peak RSS is its own.
+// snapshot cache maps the file, and the decoder touches only what it parses,
+// so the refusal does not cost the file's size in memory. Measured in a child
+// process, whose peak RSS is its own.
 TEST(BoundedMemory, LargeGarbageAfterAPickleHeaderIsRefusedCheaply)
 {
     const off_t size = (off_t)200 << 20;

@@ -67,8 +67,8 @@ static int inflate_file(const char *path, FILE *f, const uint8_t *head, size_t n
  * The file's bytes. A plain file is mapped, not read: the decoder touches
  * only the pages it parses, so a large file that stops being a pickle after
  * its header is refused at that point with the memory of the bytes read so
- * far (a 2 GB file used to cost 2 GB before the refusal). A gzip file is
- * inflated (snapshot pickles compress about tenfold).
+ * far, not the file's size. A gzip file is inflated, up to GA_SNAPFILE_MAX
+ * (snapshot pickles compress about tenfold).
  */
 static int read_file(const char *path, const struct stat *st, uint8_t **out, size_t *len, bool *mapped, char *err,
                      size_t errlen)
