@@ -70,14 +70,11 @@ enum {
     K_NAME                   /* device_backend */
 };
 
-#define OWN(n, k, bit)                                                                                                 \
-    {                                                                                                                  \
-        .name = (n), .kind = (k), .field = GA_CONF_NOT_STORED, .set_bit = (bit)                                        \
-    }
-#define BOOL(n, f, bit)                                                                                                \
-    {                                                                                                                  \
-        .name = (n), .kind = GA_CONF_BOOL, .field = (f), .set_bit = (bit)                                              \
-    }
+/* Brace-initializer macros, one a line (clang-format would open each as a block). */
+/* clang-format off */
+#define OWN(n, k, bit) {.name = (n), .kind = (k), .field = GA_CONF_NOT_STORED, .set_bit = (bit)}
+#define BOOL(n, f, bit) {.name = (n), .kind = GA_CONF_BOOL, .field = (f), .set_bit = (bit)}
+/* clang-format on */
 #define FIELD(f) offsetof(ga_conf_t, f)
 
 /* One row per spelling; the hip spellings are PyTorch's ROCm aliases. A

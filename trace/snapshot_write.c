@@ -325,10 +325,10 @@ static const struct setting {
     setting_type_t type;
     size_t offset; /* in ga_snapshot_settings_t */
 } settings[] = {
-#define SETTING_(key, type, member)                                                                                    \
-    {                                                                                                                  \
-        key, type, offsetof(ga_snapshot_settings_t, member)                                                            \
-    }
+/* One row a line (clang-format would open the macro as a block). */
+/* clang-format off */
+#define SETTING_(key, type, member) {key, type, offsetof(ga_snapshot_settings_t, member)}
+    /* clang-format on */
     SETTING_("PYTORCH_CUDA_ALLOC_CONF", SETTING_STR, alloc_conf),
     SETTING_("max_split_size", SETTING_I64, max_split_size),
     SETTING_("garbage_collection_threshold", SETTING_F64, garbage_collection_threshold),

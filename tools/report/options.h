@@ -52,39 +52,20 @@ static inline void *ga_opt_format(ga_format_t *p) { return p; }
 /* clang-format on */
 
 /* The rows galloc replay and galloc fit share. */
-#define GA_OPT_DEVICE_MEMORY(p)                                                                                        \
-    {                                                                                                                  \
-        "device-memory", GA_OPT_SIZE, ga_opt_u64(p),                                                                   \
-            "bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", 1, NULL                                 \
-    }
-#define GA_OPT_RESERVE(p)                                                                                              \
-    {                                                                                                                  \
-        "reserve", GA_OPT_SIZE, ga_opt_u64(p), "bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", 0, NULL            \
-    }
-#define GA_OPT_TRACE_FORMAT(p)                                                                                         \
-    {                                                                                                                  \
-        "format", GA_OPT_FORMAT, ga_opt_format(p), NULL, 0, NULL                                                       \
-    }
-#define GA_OPT_JSON(p)                                                                                                 \
-    {                                                                                                                  \
-        "json", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                             \
-    }
-#define GA_OPT_ENV(p)                                                                                                  \
-    {                                                                                                                  \
-        "env", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                              \
-    }
-#define GA_OPT_NO_SLEEP(p)                                                                                             \
-    {                                                                                                                  \
-        "no-sleep", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                         \
-    }
-#define GA_OPT_NO_RECORDED(p)                                                                                          \
-    {                                                                                                                  \
-        "no-recorded", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL                                                      \
-    }
-#define GA_OPT_PLOT(p)                                                                                                 \
-    {                                                                                                                  \
-        "plot", GA_OPT_STRING, ga_opt_str(p), NULL, 0, NULL                                                            \
-    }
+/* Brace-initializer macros, one a line (clang-format would open each as a block). */
+/* clang-format off */
+#define GA_OPT_DEVICE_MEMORY(p) \
+    {"device-memory", GA_OPT_SIZE, ga_opt_u64(p), \
+     "bad --device-memory \"%s\" (e.g. 80GiB, 512MiB, 1.5GB or bytes)", 1, NULL}
+#define GA_OPT_RESERVE(p) \
+    {"reserve", GA_OPT_SIZE, ga_opt_u64(p), "bad --reserve \"%s\" (e.g. 1GiB, 512MiB or bytes)", 0, NULL}
+#define GA_OPT_TRACE_FORMAT(p) {"format", GA_OPT_FORMAT, ga_opt_format(p), NULL, 0, NULL}
+#define GA_OPT_JSON(p) {"json", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
+#define GA_OPT_ENV(p) {"env", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
+#define GA_OPT_NO_SLEEP(p) {"no-sleep", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
+#define GA_OPT_NO_RECORDED(p) {"no-recorded", GA_OPT_FLAG, ga_opt_bool(p), NULL, 0, NULL}
+#define GA_OPT_PLOT(p) {"plot", GA_OPT_STRING, ga_opt_str(p), NULL, 0, NULL}
+/* clang-format on */
 
 /* The most rows a table may have. */
 #define GA_OPTS_MAX 32
