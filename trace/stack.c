@@ -46,19 +46,12 @@ typedef struct frame_lookup {
     const frame_key_t *k;
 } frame_lookup_t;
 
-/* One value into a running hash: a bijection of h for each v and of v for
- * each h, so frames differing in one value hash differently; the index's map
- * mixes the final hash itself (util/addrmap.h), so none is needed here. */
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * 0xFF51AFD7ED558CCDull;
-}
-
 static uint64_t frame_hash(const frame_key_t *k)
 {
     if (k->pc != 0)
-        return mix64(1, k->pc);
-    return mix64(mix64(mix64(2, k->filename), k->name), (uint64_t)k->line);
+        return ga_addrmap_hash_combine(1, k->pc);
+    return ga_addrmap_hash_combine(ga_addrmap_hash_combine(ga_addrmap_hash_combine(2, k->filename), k->name),
+                                   (uint64_t)k->line);
 }
 
 static bool frame_matches(const ga_trace_frame_t *f, const frame_key_t *k)
@@ -260,7 +253,7 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
         keys[n].line = 0;
         keys[n].filename = 0;
         keys[n].name = 0;
-        h = mix64(h, keys[n].pc);
+        h = ga_addrmap_hash_combine(h, keys[n].pc);
     }
     for (uint32_t i = 0; i < raw->nuser && n < GA_TRACE_MAX_FRAMES; i++, n++) {
         const char *t = raw->text;
@@ -273,7 +266,8 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
         }
         keys[n].pc = 0;
         keys[n].line = raw->user[i].line;
-        h = mix64(mix64(mix64(h, keys[n].filename), keys[n].name), (uint64_t)keys[n].line);
+        h = ga_addrmap_hash_combine(ga_addrmap_hash_combine(ga_addrmap_hash_combine(h, keys[n].filename), keys[n].name),
+                                    (uint64_t)keys[n].line);
     }
     if (n == 0)
         return 0;

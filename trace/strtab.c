@@ -26,12 +26,6 @@ typedef struct lookup_key {
     uint32_t len;
 } lookup_key_t;
 
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 32);
-}
-
 /* Eight bytes a step, the last one to eight read as two overlapping halves
  * (or first, middle and last byte): every byte counts, and for a given length
  * a string differing in one step's bytes hashes differently. The map mixes
@@ -42,7 +36,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
     uint64_t w;
     for (; len > 8; s += 8, len -= 8) {
         memcpy(&w, s, sizeof(w));
-        h = mix(h, w);
+        h = ga_addrmap_hash_combine(h, w);
     }
     if (len >= 4) {
         uint32_t first, last;
@@ -54,7 +48,7 @@ static uint64_t hash_bytes(const char *s, size_t len)
     } else {
         w = 0;
     }
-    return mix(h, w);
+    return ga_addrmap_hash_combine(h, w);
 }
 
 void ga_trace_strtab_init(ga_trace_strtab_t *t)

@@ -108,6 +108,17 @@ static inline uintptr_t ga_addrmap_hash_key(uint64_t hash)
     return (uintptr_t)hash | 1;
 }
 
+/* ga_addrmap_hash_combine: the word v into the running hash h of a record
+ * made of several words (an index's key, through ga_addrmap_hash_key). A
+ * bijection of v for each h and of h for each v, so records differing in
+ * one word hash differently; the fold carries the product's high bits down,
+ * so the next word's multiply spreads them again. */
+static inline uint64_t ga_addrmap_hash_combine(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * GA_ADDRMAP_PHI;
+    return h ^ (h >> 32);
+}
+
 /* ga_addrmap_find_match: in an index by hash, the first entry of key (non-zero)
  * that match(entry, ctx) accepts, or NULL. Inline, so that a constant match
  * is inlined into the probe loop as a hand-written index's compare would be. */
