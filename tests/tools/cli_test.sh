@@ -248,6 +248,23 @@ while read -r conf size; do
         --device-memory "$((size - 2097152))" "$TMP/lo8.trace"
 done <"$TMP/bisect.txt"
 [ "$(wc -l <"$TMP/bisect.txt")" -eq 3 ] || fail "three bisection cross-checks"
+# --conf: the settings given, no search; each bisected to the same minimum the search found.
+expect_exit 0 "fit --conf" -- "$GALLOC" fit --json --jobs 2 --conf "" --conf expandable_segments:True "$TMP/lo8.trace"
+"$PY" - "$TMP/out" "$TMP/bisect.txt" <<'EOF' || fail "fit --conf document"
+import json, sys
+rs = json.load(open(sys.argv[1]))["results"]
+assert sorted(r["conf"] for r in rs) == ["", "expandable_segments:True"], [r["conf"] for r in rs]
+assert all(r["stage"] == "given" for r in rs), [r["stage"] for r in rs]
+searched = dict(l.split() for l in open(sys.argv[2]))
+for r in rs:
+    assert r["min_device_memory"], r
+    key = r["conf"] or "-"
+    if key in searched:
+        assert r["min_device_memory"] == int(searched[key]), (r["conf"], r["min_device_memory"], searched[key])
+EOF
+expect_exit 2 "fit: a --conf too long" -- "$GALLOC" fit --conf "max_split_size_mb:$(printf '1%.0s' $(seq 200))" "$TMP/lo8.trace"
+expect_in "$TMP/err" "bad --conf" "fit: the long --conf named"
+expect_exit 2 "fit: a bad --conf" -- "$GALLOC" fit --conf bogus_key:1 "$TMP/lo8.trace"
 expect_exit 1 "fit: nothing fits" -- "$GALLOC" fit --bisect 1 "$TMP/oom.trace"
 expect_in "$TMP/out" '^No configuration fits on 1024.00 MiB: genuine, the job needs more memory than the device has whatever the settings.$' "no fit, genuine verdict"
 expect_in "$TMP/out" '^The smallest device it fits: 2.00 GiB, under "(defaults)": 1024.00 MiB (1,073,741,824 bytes) more than 1024.00 MiB.$' "no fit, shortfall in bytes"

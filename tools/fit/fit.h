@@ -143,7 +143,7 @@ typedef struct ga_fit_axes {
 /* One configuration of the search, with its results. */
 typedef struct ga_fit_result {
     char conf[GA_FIT_CONF_MAX]; /* PyTorch keys only: ready for PYTORCH_CUDA_ALLOC_CONF; "" = defaults */
-    const char *stage;          /* "recorded" (the job's own run), "grid" or "refine" */
+    const char *stage;          /* "recorded" (the job's own run), "grid", "refine" or "given" (--conf) */
     bool recorded;              /* the job's own run: its recorded settings and segment addresses */
     bool has_axes;              /* axes describe conf (not the recorded row) */
     ga_fit_axes_t axes;
@@ -160,6 +160,11 @@ typedef struct ga_fit_opts {
     size_t max_configs; /* stop after this many configurations (0 = no limit) */
     bool progress;      /* draw a progress line on stderr */
     bool no_recorded;   /* do not replay the job's recorded settings first */
+    /* --conf: the settings to check instead of the search (no grid, no
+     * refinement; every one bisected): "does my job fit under these, and in
+     * how little memory?". n_confs 0: search. */
+    const char *const *confs;
+    size_t n_confs;
 } ga_fit_opts_t;
 
 /* The ranked outcome. */

@@ -43,6 +43,9 @@ void ga_fit_usage(FILE *out)
           "  --bisect N|all        find the smallest fitting device size (2 MiB steps) for the N\n"
           "                        best configurations (default 10)\n"
           "  --max-configs N       replay at most N configurations (default: the whole search)\n"
+          "  --conf STRING         check these settings instead of searching (repeat for several;\n"
+          "                        \"\" is PyTorch's defaults): each is replayed and its smallest\n"
+          "                        memory bisected, beside the recorded run\n"
           "  --top N               rows of the ranked table (default 15; --json has all)\n",
           out);
     fprintf(out, "  --format FMT          auto (default), %s\n", formats);
@@ -87,6 +90,16 @@ static int take_bisect(const char *value, void *bisect)
     return 0;
 }
 
+/* --conf, repeated: the array has room for every argument (ga_fit_main). */
+static int take_conf(const char *value, void *cli)
+{
+    cli_t *c = cli;
+    if (strlen(value) >= GA_FIT_CONF_MAX)
+        return -1;
+    ((const char **)c->o.confs)[c->o.n_confs++] = value;
+    return 0;
+}
+
 static int parse_args(cli_t *c, int argc, char **argv)
 {
     const ga_opt_t opts[] = {
@@ -102,6 +115,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"bisect", GA_OPT_CALL, &c->o.bisect, "bad --bisect \"%s\" (a count or all)", 0, take_bisect},
         {"max-configs", GA_OPT_COUNT, &c->o.max_configs, "bad --max-configs \"%s\" (a count >= 1)", MAX_COUNT, NULL},
         {"top", GA_OPT_COUNT, &c->top, "bad --top \"%s\" (a count >= 1)", MAX_COUNT, NULL},
+        {"conf", GA_OPT_CALL, c, "bad --conf \"%s\" (at most 159 characters)", 0, take_conf},
     };
     int rc = ga_opts_parse(CMD, opts, sizeof(opts) / sizeof(opts[0]), ga_fit_usage, argc, argv);
     if (rc != 0)
@@ -184,16 +198,29 @@ int ga_fit_traces(const cli_t *c, char *const *paths, size_t n, FILE *out)
     return code;
 }
 
+static int fleet(const cli_t *c, char *const *paths, size_t n)
+{
+    if (c->plot != NULL) /* one plot path would be overwritten by every trace */
+        return ga_report_usage_error(CMD, "%s", "--plot draws one job: not with a folder of traces");
+    return ga_fit_fleet(c, paths, n);
+}
+
 int ga_fit_main(int argc, char **argv)
 {
     cli_t c = {.format = GA_FORMAT_AUTO, .o = {.bisect = 10}};
+    const char **confs = calloc((size_t)argc + 1, sizeof(*confs));
+    if (confs == NULL)
+        return ga_report_usage_error(CMD, "%s", "out of host memory");
+    c.o.confs = confs;
     int rc = parse_args(&c, argc, argv);
-    if (rc != 0)
-        return rc < 0 ? GA_EXIT_OK : rc;
-    if (ga_fit_fleet_wanted(argc - optind, argv + optind)) {
-        if (c.plot != NULL) /* one plot path would be overwritten by every trace */
-            return ga_report_usage_error(CMD, "%s", "--plot draws one job: not with a folder of traces");
-        return ga_fit_fleet(&c, argv + optind, (size_t)(argc - optind));
-    }
-    return ga_fit_traces(&c, argv + optind, (size_t)(argc - optind), stdout);
+    if (rc == 0 && c.o.n_confs > 0)
+        c.o.bisect = SIZE_MAX; /* what was asked about is answered in full */
+    if (rc == 0)
+        rc = ga_fit_fleet_wanted(argc - optind, argv + optind)
+                 ? fleet(&c, argv + optind, (size_t)(argc - optind))
+                 : ga_fit_traces(&c, argv + optind, (size_t)(argc - optind), stdout);
+    else if (rc < 0)
+        rc = GA_EXIT_OK;
+    free(confs);
+    return rc;
 }

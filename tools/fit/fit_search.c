@@ -12,7 +12,8 @@
  * max_non_split_rounding_mb, neighbouring divisions and thresholds); (3)
  * bisection of the smallest device size for the leaders. The recorded
  * settings of a snapshot, if any, come first. per_process_memory_fraction is
- * not searched: a cap can only make a job fit less.
+ * not searched: a cap can only make a job fit less. With --conf the given
+ * settings replace stages (1) and (2) and every one is bisected.
  *
  * Parallelism: a fixed set of worker threads takes tasks from an atomic
  * counter; every task writes only its own result, and each replay owns its
@@ -245,6 +246,22 @@ static bool add(search_t *s, const axes_t *x, const char *stage, size_t max_conf
     return true;
 }
 
+/* A --conf string (the caller checked its length), once: not on the axes, so
+ * not refined around; recorded settings equal to it are still their own row. */
+static void add_given(search_t *s, const char *conf)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->res[i].recorded && strcmp(s->res[i].conf, conf) == 0)
+            return;
+    if (s->n >= s->cap)
+        return;
+    ga_fit_result_t *r = &s->res[s->n];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->conf, sizeof(r->conf), "%s", conf);
+    r->stage = "given";
+    s->ax[s->n++] = (axes_t){0};
+}
+
 /* The leader's neighbours (see the file comment). */
 static void neighbours(search_t *s, const axes_t *b, size_t max_configs)
 {
@@ -326,12 +343,14 @@ int ga_fit_search(const ga_fit_job_t *job, const ga_fit_opts_t *o, ga_fit_outcom
         r->recorded = true;
         s.ax[0] = (axes_t){0};
     }
-    for (size_t i = 0; i < ng; i++)
+    for (size_t i = 0; i < ng && o->n_confs == 0; i++)
         add(&s, &grid[i], "grid", o->max_configs);
     free(grid);
-    run_pool(job, o, jobs, s.res, 0, s.n, false, "grid", start);
+    for (size_t i = 0; i < o->n_confs; i++)
+        add_given(&s, o->confs[i]);
+    run_pool(job, o, jobs, s.res, 0, s.n, false, o->n_confs ? "given" : "grid", start);
 
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 2 && o->n_confs == 0; round++) {
         size_t before = s.n, b = leader(&s);
         axes_t bx = s.ax[b];
         neighbours(&s, &bx, o->max_configs);
