@@ -10,8 +10,8 @@ recorded under B says what it did.
 
     accuracy.py plan DIR --galloc BIN [--out OUT]   OUT/predictions.json, OUT/plan.json (caps to run)
     accuracy.py report DIR [--predictions F] [--markdown F] [--check]
-    accuracy.py sim-record DIR --galloc BIN TRACE...   recordings made on the sim
-    accuracy.py sim-caps DIR --galloc BIN              the capped runs, played by the sim
+    accuracy.py sim-record DIR --galloc BIN [--setting S] TRACE...   recordings made on the sim
+    accuracy.py sim-caps DIR --galloc BIN [--setting S]              the capped runs, played by the sim
 
 plan: for every recording A and every setting B, `galloc fit --conf B` on A's
 trace (the device's total as --device-memory) gives B's predicted peak
@@ -213,12 +213,14 @@ def report(d, predictions, markdown, check):
         sys.exit(1)
 
 
-def sim_record(d, galloc, traces, total):
-    """Each trace replayed on the sim under every setting, written as W__S.pickle + W__S.json."""
+def sim_record(d, galloc, traces, total, only):
+    """Each trace replayed on the sim under every setting (or only one), written as W__S.pickle + W__S.json."""
     os.makedirs(d, exist_ok=True)
     for t in traces:
         w = os.path.basename(t).split(".")[0].replace("__", "_")
         for s, conf in SETTINGS.items():
+            if only and s != only:
+                continue
             base = os.path.join(d, f"{w}__{s}")
             r = subprocess.run([galloc, "replay", "--json", "--device-memory", str(total), "--conf", conf,
                                 "--snapshot", base + ".pickle", t], capture_output=True, text=True)
@@ -229,11 +231,14 @@ def sim_record(d, galloc, traces, total):
                       open(base + ".json", "w"), indent=1, sort_keys=True)
 
 
-def sim_caps(d, galloc):
-    """The plan's capped runs, each the sim's replay of the run recorded under its own setting."""
+def sim_caps(d, galloc, only):
+    """The plan's capped runs (of every setting, or only one), each the sim's replay of the run
+    recorded under its own setting."""
     recs = recordings(d)
     caps = json.load(open(os.path.join(d, "plan.json")))["caps"]
     for s, ws in caps.items():
+        if only and s != only:
+            continue
         runs = []
         for w, fracs in ws.items():
             trace, info = recs[(w, s)]
@@ -255,6 +260,7 @@ def main():
     ap.add_argument("--predictions", help="report: galloc's predictions (default: DIR/predictions.json)")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--device-memory", type=int, default=80 << 30)
+    ap.add_argument("--setting", help="sim-record, sim-caps: this setting only")
     a = ap.parse_intermixed_args()
     if a.what != "report" and not a.galloc:
         ap.error(f"{a.what} needs --galloc")
@@ -263,9 +269,9 @@ def main():
     elif a.what == "report":
         report(a.dir, a.predictions or os.path.join(a.dir, "predictions.json"), a.markdown, a.check)
     elif a.what == "sim-record":
-        sim_record(a.dir, a.galloc, a.traces, a.device_memory)
+        sim_record(a.dir, a.galloc, a.traces, a.device_memory, a.setting)
     else:
-        sim_caps(a.dir, a.galloc)
+        sim_caps(a.dir, a.galloc, a.setting)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,23 @@ assert s["missed"] == [], s
 PYEOF
 [ "$(grep -c '^| ' "$TMP/sim.md")" -eq 81 ] || fail "sim: the markdown table: a header and a row per pair"
 
+# tests/gpu/matrix.sh, the GPU run's driver, end to end with the sim as its GPU:
+# each setting's process gets that setting in PYTORCH_CUDA_ALLOC_CONF.
+cat >"$TMP/fake_capture.sh" <<FAKE
+#!/usr/bin/env bash
+want=\$("$PY" -c "import sys; sys.path.insert(0, '$RUNFILES/tests/gpu'); from accuracy import SETTINGS; print(SETTINGS['\$3'])")
+[ "\$PYTORCH_CUDA_ALLOC_CONF" = "\$want" ] || { echo "\$3: PYTORCH_CUDA_ALLOC_CONF='\$PYTORCH_CUDA_ALLOC_CONF'" >&2; exit 1; }
+case \$1 in
+record) exec "$PY" "$ACC" sim-record "\$2" --setting "\$3" --galloc "$GALLOC" --device-memory 107374182400 "$W"/*.trace ;;
+caps) exec "$PY" "$ACC" sim-caps "\$2" --setting "\$3" --galloc "$GALLOC" ;;
+esac
+exit 2
+FAKE
+chmod +x "$TMP/fake_capture.sh"
+MATRIX_CAPTURE="$TMP/fake_capture.sh" expect_exit 0 "matrix.sh on the sim" -- bash "$RUNFILES/tests/gpu/matrix.sh" "$GALLOC" "$TMP/run"
+expect_in "$TMP/out" "bracket held in 80 of 80 pairs" "matrix.sh: the report"
+cmp -s "$TMP/run/accuracy.md" "$TMP/sim.md" || fail "matrix.sh: the same table as the steps run one by one"
+
 # The check can fail: a real peak 3 % off, then a capped run's outcome flipped.
 cp -r "$M" "$TMP/off"
 "$PY" - "$TMP/off/fixed__expandable.json" <<'PYEOF'
