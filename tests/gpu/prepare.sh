@@ -7,9 +7,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:?artifact directory}
-./bazelw build //tests/backend:cuda_gpu_test >&2
+# Every test tagged gpu (device_check.sh runs each bin/*_test), found by query
+# so that a new gpu-tagged target is carried without editing this script.
+mapfile -t gpu_tests < <(./bazelw query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+[ ${#gpu_tests[@]} -gt 0 ] || { echo "no gpu-tagged test found" >&2; exit 1; }
+./bazelw build "${gpu_tests[@]}" >&2
 rm -rf "$dir" && mkdir -p "$dir/bin"
-cp bazel-bin/tests/backend/cuda_gpu_test "$dir/bin/"
+for t in "${gpu_tests[@]}"; do # //tests/backend:cuda_gpu_test -> bazel-bin/tests/backend/cuda_gpu_test
+    p=${t#//}
+    cp "bazel-bin/${p/://}" "$dir/bin/"
+done
 tests/gpu/run_real_torch.sh --prepare "$dir/py" >&2
 # The pairs benchmark (bench/pairs.cc, optimized): the per-stream locking thread rows on
 # a machine whose cores are free; it links Debian's libbenchmark.
