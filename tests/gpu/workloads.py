@@ -1,8 +1,10 @@
 """The five workloads of the capture matrix (tests/gpu/capture_matrix.py), in
 plain PyTorch, each a few training or decode steps from an empty allocator.
 
-Each is a function (device, scale) -> None that allocates, runs and drops
-everything it made. scale 1 is the GPU size (a second or two on an H200, a
+Each is a function (device, scale) -> summary that allocates, runs and drops
+everything it made; the summary (the losses, or the decoded length) lets the
+smoke test check what ran: checkpointing must not change the losses, and
+the KV cache must hold every position. scale 1 is the GPU size (a second or two on an H200, a
 few GiB at peak); the CPU smoke test (python/tests/test_workloads.py) runs
 scale 0 (tiny shapes) to check the code itself without a GPU. Everything is
 seeded, and no autotuning is on, so one workload allocates the same sequence
@@ -92,6 +94,7 @@ def _train_decoder(device, scale, seqs, checkpoint):
     torch.manual_seed(0)
     model = Decoder(d, h, layers, vocab, checkpoint).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    losses = []
     for seq in seqs:
         ids = torch.randint(0, vocab, (batch, seq + 1), device=device, generator=gen)
         logits = model(ids[:, :-1])
@@ -99,26 +102,28 @@ def _train_decoder(device, scale, seqs, checkpoint):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
         del ids, logits, loss
     del model, opt
+    return losses
 
 
 def gpt_fixed(device, scale):
     """A decoder-only transformer's training steps at one sequence length."""
     seq = _dims(scale)[5]
-    _train_decoder(device, scale, [seq] * 4, checkpoint=False)
+    return _train_decoder(device, scale, [seq] * 4, checkpoint=False)
 
 
 def gpt_varlen(device, scale):
     """The same, with the sequence length changing every step (block sizes vary, the cache is reused)."""
     seq = _dims(scale)[5]
-    _train_decoder(device, scale, [seq * f // 8 for f in (2, 6, 4, 8, 1, 7)], checkpoint=False)
+    return _train_decoder(device, scale, [seq * f // 8 for f in (2, 6, 4, 8, 1, 7)], checkpoint=False)
 
 
 def gpt_ckpt(device, scale):
     """The fixed-length steps with every block's activations checkpointed (recomputed in backward)."""
     seq = _dims(scale)[5]
-    _train_decoder(device, scale, [seq] * 4, checkpoint=True)
+    return _train_decoder(device, scale, [seq] * 4, checkpoint=True)
 
 
 def kv_decode(device, scale):
@@ -134,8 +139,10 @@ def kv_decode(device, scale):
         nxt = model(ids, caches)[:, -1:].argmax(-1)
         for _ in range(seq // 4 if scale else 4):
             nxt = model(nxt, caches)[:, -1:].argmax(-1)
+        positions = caches[0][0].shape[2]
         del caches, ids, nxt
     del model
+    return positions
 
 
 def cnn_bn(device, scale):
@@ -153,6 +160,7 @@ def cnn_bn(device, scale):
                           stage(4 * width, 8 * width, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                           nn.Linear(8 * width, 1000)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
     for _ in range(4):
         x = torch.randn(batch, 3, side, side, device=device, generator=gen)
         y = torch.randint(0, 1000, (batch,), device=device, generator=gen)
@@ -160,8 +168,10 @@ def cnn_bn(device, scale):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
         del x, y, loss
     del model, opt
+    return losses
 
 
 WORKLOADS = {f.__name__: f for f in (gpt_fixed, gpt_varlen, cnn_bn, kv_decode, gpt_ckpt)}
