@@ -533,13 +533,15 @@ def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = ()
 
 def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Optional[int] = None,
         bisect: Union[int, str] = 10, max_configs: Optional[int] = None, format: str = "auto",
-        recorded: bool = True) -> FitResult:
+        recorded: bool = True, confs: Sequence[str] = ()) -> FitResult:
     """galloc fit: search the PYTORCH_CUDA_ALLOC_CONF settings under which the
     job fits (several traces are one job: a setting must fit them all), with
     jobs worker threads (default: every CPU), the smallest fitting device
-    bisected for the bisect best ("all" for every one). No fitting setting is
-    a result (fits False, winner None); bad input raises a GallocError, a bad
-    argument TypeError or InvalidArgumentError naming its keyword."""
+    bisected for the bisect best ("all" for every one). confs: check these
+    settings instead of searching, each bisected (`galloc fit --conf`; stage
+    "given"). No fitting setting is a result (fits False, winner None); bad
+    input raises a GallocError, a bad argument TypeError or
+    InvalidArgumentError naming its keyword."""
     if bisect != "all":
         if isinstance(bisect, str):
             raise _invalid("fit", f'bad bisect={bisect!r} (an int >= 0, or "all")')
@@ -549,6 +551,8 @@ def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Op
         extra += ["--jobs", _count("fit", "jobs", jobs, 1)]
     if max_configs is not None:
         extra += ["--max-configs", _count("fit", "max_configs", max_configs, 1)]
+    for c in _confs("fit", confs):
+        extra += ["--conf", c]
     argv, paths = _argv("fit", paths, device_memory, format, recorded, extra)
     if any(os.path.isdir(p) for p in paths):
         raise error(_native.STATUS_NAMES.index("E_INVAL"),

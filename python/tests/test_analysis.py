@@ -195,6 +195,21 @@ class Fit(unittest.TestCase):
         self.assertEqual([c.stage for c in f.configurations if c.conf == ""], ["grid"])
 
 
+    def test_given_settings_are_checked_as_the_command_checks_them(self):
+        # galloc fit --conf: only these, each bisected; the same smallest device the search found.
+        searched = {c.conf: c for c in galloc.fit(LOAD_ORDER, jobs=2, bisect="all").configurations}
+        f = galloc.fit(LOAD_ORDER, jobs=2, confs=["", "expandable_segments:True"])
+        self.assertEqual(sorted(c.conf for c in f.configurations), ["", "expandable_segments:True"])
+        self.assertEqual({c.stage for c in f.configurations}, {"given"})
+        for c in f.configurations:
+            self.assertEqual((c.min_device_memory, c.peak_reserved_bytes, c.fits),
+                             (searched[c.conf].min_device_memory, searched[c.conf].peak_reserved_bytes,
+                              searched[c.conf].fits), c.conf)
+        self.assertEqual(f.winner, "expandable_segments:True")
+        with self.assertRaises(TypeError):
+            galloc.fit(LOAD_ORDER, confs="expandable_segments:True")
+
+
 @unittest.skipIf(CAPPED is None, "tests/tools/data/h200/: not in a source tree")
 class Capped(unittest.TestCase):
     """A job PyTorch ran under a memory fraction the snapshot does not record:
