@@ -21,6 +21,8 @@ import platform
 import subprocess
 import sys
 
+import gpu_results  # bench/, beside this file
+
 SEQS = ["fixed_4KiB", "small_mix", "training_mix", "churn"]
 # Sequences whose sizes reach the host allocators' mmap thresholds (glibc's
 # starts at 128 KiB and adapts; the others also go to the OS for their largest
@@ -541,6 +543,7 @@ def main():
                "## Machine", "", table(["", ""], m), "", "## Summary", "", summary, ""]
         for sec in s.details:
             doc += [sec, ""]
+        doc += [gpu_results.section(), ""]  # kept from the last GPU run ingested (bench/gpu/)
         with open(args.markdown, "w") as f:
             f.write("\n".join(doc))
         print(f"\nwritten to {args.markdown}", file=sys.stderr)
