@@ -6,9 +6,10 @@
 #   tests/gpu/prepare.sh .gpu                 # here: build and collect the artifacts
 #   bash tests/gpu/device_check.sh .gpu OUT   # there: run them, logs and records into OUT
 #
-# Parts, in this order (PARTS="..." runs some; each has a time limit, and a
-# part that would start after DEADLINE seconds, 540 by default, is skipped
-# and named, so the run ends in time and a rerun of PARTS completes it):
+# Parts, in this order (PARTS="..." runs some; each has a time limit, cut to
+# end by DEADLINE + GRACE seconds (480 + 90); a part that would start after
+# DEADLINE is skipped and named, so the run ends within 10 minutes with the
+# machine's start and a rerun of PARTS completes it):
 #   suites   every gpu-tagged GoogleTest binary (bin/*_test): conformance,
 #            streams and events, a real driver OOM, sleep; the three CUDA layers
 #   matrix   the capture matrix and the accuracy report (matrix.sh):
@@ -28,7 +29,8 @@ mkdir -p "$out"
 out=$(realpath "$out")
 here=$(cd "$(dirname "$0")" && pwd)
 parts=${PARTS:-suites matrix speed sleep threads torch}
-deadline=${DEADLINE:-540}
+deadline=${DEADLINE:-480}          # no part starts after this many seconds
+hard_end=$((deadline + ${GRACE:-90})) # and none runs past this (the run's whole length)
 status=0
 # Debian's libraries, for a GPU image without them: after the system's own.
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/lib/x86_64-linux-gnu:$art/syslib"
@@ -43,7 +45,9 @@ run() { # name limit command...: run it under a time limit, its output into the 
         status=1
         return
     fi
-    echo "== $name: $*" | tee -a "$log"
+    local left=$((hard_end - SECONDS))
+    [ "$left" -lt "$limit" ] && limit=$((left > 1 ? left : 1)) # no part runs past hard_end
+    echo "== $name (at most $limit s): $*" | tee -a "$log"
     local t0=$SECONDS rc=0
     timeout "$limit" "$@" >"$out/.part" 2>&1 || rc=$?
     cat "$out/.part" >>"$log"
