@@ -110,7 +110,6 @@ void ga_pool_host_spare_release(ga_pool_t *p)
     p->host_spare_bytes = 0;
 }
 
-
 /* The blocks a sleep of the marked tags would copy: the allocated blocks of
  * every tag selected, offloaded and awake. */
 #define FOR_PREPARED_BLOCKS(p, t, b)                                                                                   \
@@ -155,7 +154,8 @@ galloc_status_t ga_pool_sleep_prepare(void *impl, const char *tags, const char *
     /* Room for every block to come back under a size of its own, so that
      * keeping them at the end cannot fail. */
     if (n > 0 && ga_addrmap_reserve(&p->host_spare, n) != GALLOC_OK)
-        return ga_fail(p->err, GALLOC_E_NOMEM, "sleep_prepare: out of host memory for the pinned reserve's bookkeeping");
+        return ga_fail(p->err, GALLOC_E_NOMEM,
+                       "sleep_prepare: out of host memory for the pinned reserve's bookkeeping");
     /* Each block takes one of its size from the store, or pins one: a block
      * already waiting there (kept by a wake, or pinned by an earlier
      * prepare) is not pinned twice. Both chains go back to the store at the

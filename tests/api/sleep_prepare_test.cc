@@ -156,7 +156,7 @@ TEST_P(SleepPrepare, EachArgumentHasItsStatusAndChangesNothing)
     nothing(GALLOC_E_INVAL, "w", "w,nope", "sleep_prepare (offload_tags)");
     nothing(GALLOC_E_INVAL, "w,", "w", "not a valid tag name");
     nothing(GALLOC_E_INVAL, "w", "bad name!", "not a valid tag name");
-    nothing(GALLOC_OK, "kv", "w", nullptr); // w is not slept by that call, kv is discarded
+    nothing(GALLOC_OK, "kv", "w", nullptr);       // w is not slept by that call, kv is discarded
     nothing(GALLOC_OK, "w,kv", nullptr, nullptr); // every tag discarded
     nothing(GALLOC_OK, nullptr, "", nullptr);
     // A sleeping tag: its copies are held already.
@@ -206,8 +206,8 @@ TEST_P(SleepPrepare, EveryDeviceCallOfAPrepare)
             Populate();
             ASSERT_EQ(galloc_sleep(a_, "w", "w"), GALLOC_OK) << Err();
             ASSERT_EQ(galloc_wake(a_, "w"), GALLOC_OK) << Err(); // the store: 4 KiB, 1 MiB, 30 MiB
-            void *more = TagAlloc("w", 1 * MiB);                  // a second 1 MiB: one pin
-            void *big = TagAlloc("w", 8 * MiB);                   // a new size: one pin
+            void *more = TagAlloc("w", 1 * MiB);                 // a second 1 MiB: one pin
+            void *big = TagAlloc("w", 8 * MiB);                  // a new size: one pin
             Fill(more, 1 * MiB, 7);
             Fill(big, 8 * MiB, 8);
             ga_sim_counters_t c = Sim();
