@@ -383,7 +383,7 @@ void FirstSleepArgs(benchmark::internal::Benchmark *b)
     for (int large = 0; large < 2; large++)
         for (int mode = 0; mode < 3; mode++)
             b->Args({mode, large});
-    b->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(5);
+    b->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(3);
 }
 
 BENCHMARK(BM_FirstSleep)->Name("first_sleep")->Apply(FirstSleepArgs);
