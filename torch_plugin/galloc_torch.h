@@ -207,7 +207,7 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_sleep(int device, const char *tags
 /*
  * galloc_torch_sleep_prepare: galloc_sleep_prepare(device's allocator, tags,
  * offload_tags): pin now the host memory a later galloc_torch_sleep with the
- * same arguments copies into, so that sleep runs at copy speed. Touches no
+ * same arguments copies into, so that sleep pins nothing. Touches no
  * device memory; may run while kernels use the tags' tensors.
  */
 GALLOC_TORCH_API galloc_status_t galloc_torch_sleep_prepare(int device, const char *tags, const char *offload_tags);

@@ -150,8 +150,8 @@ class Allocator:
 
     def sleep_prepare(self, tags=None, offload=None) -> None:
         """Pin now the host memory that sleep(tags, offload) will copy into,
-        so that the sleep itself pins nothing and runs at copy speed
-        (pinning is most of a first sleep's time on a GPU). Same arguments
+        so that the sleep itself pins nothing and is left with its copies
+        (pinning was most of a first sleep's time on a GPU). Same arguments
         as the sleep it prepares: for each allocated block of every awake
         tag in both tags and offload, a pinned block of its size waits for
         the sleep, unless one waits already (kept by a wake, or pinned by an

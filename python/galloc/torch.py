@@ -319,8 +319,9 @@ def sleep(tags=None, offload=None, device: int | None = None) -> None:
 
 def sleep_prepare(tags=None, offload=None, device: int | None = None) -> None:
     """Pin now the host memory that sleep(tags, offload) on device will copy
-    into, so that the sleep pins nothing and runs at copy speed (the first
-    sleep of a 1 GiB offloaded tag spent 0.46 s pinning on an H200). Same
+    into, so that the sleep pins nothing and is left with its copies (the
+    first sleep of a 1 GiB offloaded tag spent most of its 0.46 s pinning on
+    an H200). Same
     arguments as sleep(); call it after the tagged tensors exist (e.g. once
     the weights are loaded), while the GPU is busy: it touches no device
     memory and does not synchronize. A discarded or sleeping tag gets
