@@ -74,6 +74,7 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*mempool_set_tag)(void *impl, galloc_mempool_id_t id, const char *tag);
     galloc_status_t (*sleep)(void *impl, const char *tags, const char *offload_tags);
     galloc_status_t (*wake)(void *impl, const char *tags);
+    galloc_status_t (*sleep_prepare)(void *impl, const char *tags, const char *offload_tags);
     galloc_status_t (*sleep_stats)(void *impl, galloc_sleep_stats_t *out);
     galloc_status_t (*tag_asleep)(void *impl, const char *tag, int *asleep);
     /* Optional (NULL: every call takes the allocator's lock): a malloc or free

@@ -434,6 +434,30 @@ class Summary:
                                 table(["segments", "kind", "sim", "contents", "sleep ms/GiB", "wake ms/GiB",
                                        "map", "unmap", "VA", "d2h", "h2d", "dev alloc", "dev free"], rows))
 
+    # --- 7b. the first sleep of a tag (pinning) ----------------------------
+    def first_sleep(self):
+        rows = []
+        for large in (0, 1):
+            for mode, what in ((0, "cold (the sleep pins)"), (1, "after galloc_sleep_prepare"),
+                               (2, "plain pinned copy (backend ops)")):
+                e = self.sleep.get(f"first_sleep/mode:{mode}/large_20MiB:{large}/iterations:3/manual_time")
+                if e is None:
+                    continue
+                extra = e.get("prepare_ms", e.get("pin_ms"))
+                rows.append(["52 x 20 MiB" if large else "1,024 x 1 MiB", what,
+                             fmt(t_ns(e, "real_time") / 1e6), fmt(e.get("GiB_per_s")),
+                             fmt(extra) if extra is not None else "",
+                             fmt(e["host_alloc_in_sleep"]) if "host_alloc_in_sleep" in e else ""])
+        if rows:
+            self.details.append("## First sleep of a tag\n\n"
+                                "The first `galloc_sleep` of a 1 GiB offloaded tag on a fresh allocator "
+                                "(bench/sleep.cc's first_sleep): the sleep pinning its copies itself, the sleep "
+                                "after `galloc_sleep_prepare` (prepare timed apart), and the backend's own "
+                                "`host_alloc` of all the bytes (pin ms apart) plus one `copy_d2h` per block. On "
+                                "sim `host_alloc` is `malloc`: the count, not the time, is what it shows.\n\n" +
+                                table(["blocks", "sleep", "ms", "GiB/s", "prepare / pin ms", "host_alloc in sleep"],
+                                      rows))
+
     def fit(self):
         path = os.path.join(self.d, "fit.tsv")
         if not os.path.exists(path):
@@ -524,6 +548,7 @@ class Summary:
         self.efficiency()
         self.recording()
         self.sleep_wake()
+        self.first_sleep()
 
 
 def main():

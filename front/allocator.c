@@ -473,6 +473,11 @@ galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags)
     MEMPOOL_CALL(a, wake, tags);
 }
 
+galloc_status_t galloc_sleep_prepare(galloc_allocator_t *a, const char *tags, const char *offload_tags)
+{
+    MEMPOOL_CALL(a, sleep_prepare, tags, offload_tags);
+}
+
 galloc_status_t galloc_sleep_stats(galloc_allocator_t *a, galloc_sleep_stats_t *out)
 {
     if (out == NULL)

@@ -75,6 +75,8 @@ galloc_status_t ga_pool_tag_end(void *impl, const char *tag);
 galloc_status_t ga_pool_mempool_set_tag(void *impl, galloc_mempool_id_t id, const char *tag);
 galloc_status_t ga_pool_sleep(void *impl, const char *tags, const char *offload_tags);
 galloc_status_t ga_pool_wake(void *impl, const char *tags);
+/* pinned.c: the pinned reserve ahead of a sleep. */
+galloc_status_t ga_pool_sleep_prepare(void *impl, const char *tags, const char *offload_tags);
 /* Always GALLOC_OK. */
 galloc_status_t ga_pool_sleep_stats(void *impl, galloc_sleep_stats_t *out);
 galloc_status_t ga_pool_tag_asleep(void *impl, const char *tag, int *asleep);

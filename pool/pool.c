@@ -8,6 +8,7 @@
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
 #include "pool/ops.h"
+#include "pool/pinned.h"
 #include "pool/private.h"
 #include "pool/release.h"
 #include "pool/round.h"
@@ -91,7 +92,7 @@ void ga_pool_destroy(void *impl)
 galloc_status_t ga_pool_empty_cache(void *impl)
 {
     ga_pool_t *p = impl;
-    ga_pool_host_spare_release(p); /* pinned host blocks kept for the next sleep (tags.c) */
+    ga_pool_host_spare_release(p); /* pinned host blocks kept for, or pinned ahead of, the next sleep (pinned.c) */
     return ga_pool_release_cached_blocks(p);
 }
 

@@ -40,6 +40,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .mempool_set_tag = ga_pool_mempool_set_tag,
     .sleep = ga_pool_sleep,
     .wake = ga_pool_wake,
+    .sleep_prepare = ga_pool_sleep_prepare,
     .sleep_stats = ga_pool_sleep_stats,
     .tag_asleep = ga_pool_tag_asleep,
     .stripe_malloc = ga_pool_stripe_malloc,

@@ -14,7 +14,7 @@
  * unit sleep unmapped, phase 2 copies the host copies back; a failure in
  * either unmaps what this call mapped and the tag stays asleep with every
  * host copy held. Phase 3 (cannot fail) puts the blocks back in the pointer
- * map and keeps the host copies' pinned blocks for the next sleep (tags.c).
+ * map and keeps the host copies' pinned blocks for the next sleep (pinned.c).
  *
  * Counting, as expandable.c: one num_device_free per run of consecutive
  * units unmapped, one num_device_alloc per run mapped; reserved_bytes and
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "pool/ops.h"
+#include "pool/pinned.h"
 #include "pool/release.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"

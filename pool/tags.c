@@ -10,6 +10,7 @@
 
 #include "pool/free.h"
 #include "pool/ops.h"
+#include "pool/pinned.h"
 #include "pool/streams.h"
 #include "pool/tags.h"
 #include "stats/stats.h"
@@ -234,96 +235,6 @@ galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
                    "invalid device pointer: %p (not allocated by this allocator, "
                    "already freed, or not the start of a block)",
                    ptr);
-}
-
-/* A host copy whose free was refused: its first bytes (a block is >= 512)
- * link it to the others, so keeping it needs no allocation. */
-typedef struct orphan {
-    struct orphan *next;
-    size_t bytes;
-} orphan_t;
-
-void ga_pool_host_drop(ga_pool_t *p, void *host, size_t bytes)
-{
-    if (ga_backend_host_free(p->backend, host, bytes) == GALLOC_OK)
-        return;
-    orphan_t *o = host;
-    o->next = p->host_orphans;
-    o->bytes = bytes;
-    p->host_orphans = o;
-}
-
-void ga_pool_host_retry(ga_pool_t *p)
-{
-    orphan_t *o = p->host_orphans;
-    p->host_orphans = NULL;
-    while (o != NULL) {
-        orphan_t *next = o->next;
-        ga_pool_host_drop(p, o, o->bytes);
-        o = next;
-    }
-}
-
-/* Pinned host blocks kept after a wake for the next sleep, as PyTorch's host
- * caching allocator keeps vLLM's pinned backups: pinning is most of a
- * sleep's cost on a GPU (0.4 to 0.5 s per GiB on an H200) and an RL loop
- * sleeps the same tensors every iteration, so the next sleep takes a block
- * of the same size instead. Keyed by size; the blocks of one size are linked
- * through their own first bytes (orphan_t), so keeping one allocates nothing
- * once its size is known. */
-typedef struct spare {
-    uintptr_t bytes; /* the key */
-    orphan_t *head;  /* blocks of that size */
-} spare_t;
-
-void ga_pool_host_spare_init(ga_pool_t *p)
-{
-    ga_addrmap_init(&p->host_spare, sizeof(spare_t));
-    p->host_spare_bytes = 0;
-}
-
-void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes)
-{
-    spare_t *e = ga_addrmap_find(&p->host_spare, bytes);
-    if (e == NULL) {
-        if (ga_addrmap_reserve(&p->host_spare, p->host_spare.count + 1) != GALLOC_OK) {
-            ga_pool_host_drop(p, host, bytes); /* no room to remember it: give it back */
-            return;
-        }
-        e = ga_addrmap_insert(&p->host_spare, bytes);
-        e->head = NULL;
-    }
-    orphan_t *o = host;
-    o->next = e->head;
-    o->bytes = bytes;
-    e->head = o;
-    p->host_spare_bytes += bytes;
-}
-
-void *ga_pool_host_take(ga_pool_t *p, size_t bytes)
-{
-    spare_t *e = ga_addrmap_find(&p->host_spare, bytes);
-    if (e == NULL)
-        return NULL;
-    orphan_t *o = e->head;
-    e->head = o->next;
-    if (e->head == NULL)
-        ga_addrmap_remove(&p->host_spare, e);
-    p->host_spare_bytes -= bytes;
-    return o;
-}
-
-void ga_pool_host_spare_release(ga_pool_t *p)
-{
-    for (size_t i = 0; i < p->host_spare.cap; i++) {
-        spare_t *e = ga_addrmap_slot(&p->host_spare, i);
-        for (orphan_t *o = e != NULL ? e->head : NULL, *next; o != NULL; o = next) {
-            next = o->next;
-            ga_pool_host_drop(p, o, o->bytes);
-        }
-    }
-    ga_addrmap_destroy(&p->host_spare);
-    p->host_spare_bytes = 0;
 }
 
 void ga_pool_tag_forget(ga_pool_t *p, ga_tag_t *t)

@@ -1,8 +1,8 @@
 /*
  * tags.h: sleep tags (tags.c, galloc_sleep.h): names and lists, a tag pool's
- * plain VMM segments, the pinned host blocks kept between sleeps, and the
- * hooks of sleep in malloc's and free's cold branches. Sleep and wake
- * themselves, and the model, are in sleep_int.h.
+ * plain VMM segments, and the hooks of sleep in malloc's and free's cold
+ * branches. The pinned host blocks kept between sleeps are pinned.h's; sleep
+ * and wake themselves, and the model, are in sleep_int.h.
  *
  * Locking: the locked path.
  */
@@ -38,17 +38,6 @@ static inline bool ga_pool_is_tagged(const ga_blockpool_t *bp)
 galloc_status_t ga_pool_vmm_alloc(ga_pool_t *p, size_t size, uintptr_t *addr, size_t *span);
 /* Give a plain VMM segment back (unmap + va_release); false when refused. */
 bool ga_pool_vmm_free(ga_pool_t *p, ga_segment_t *seg);
-
-/* Give a host copy back; a refused free is kept and retried (ga_pool_host_retry). */
-void ga_pool_host_drop(ga_pool_t *p, void *host, size_t bytes);
-void ga_pool_host_retry(ga_pool_t *p);
-/* Pinned host blocks kept for the next sleep: init (pool create), keep one
- * (given back at once when the map cannot grow), take one of exactly
- * `bytes` (NULL if none), give them all back (galloc_empty_cache, destroy). */
-void ga_pool_host_spare_init(ga_pool_t *p);
-void ga_pool_host_keep(ga_pool_t *p, void *host, size_t bytes);
-void *ga_pool_host_take(ga_pool_t *p, size_t bytes);
-void ga_pool_host_spare_release(ga_pool_t *p);
 
 /* The hooks in the other paths, all cold. */
 /* malloc found no free set for ap->pool: GALLOC_E_ASLEEP naming the tag when

@@ -357,6 +357,12 @@ galloc_status_t galloc_torch_sleep(int device, const char *tags, const char *off
     return galloc_sleep(a, tags, offload_tags);
 }
 
+galloc_status_t galloc_torch_sleep_prepare(int device, const char *tags, const char *offload_tags)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_sleep_prepare(a, tags, offload_tags);
+}
+
 galloc_status_t galloc_torch_wake(int device, const char *tags)
 {
     GET_OR_RETURN(device, a);

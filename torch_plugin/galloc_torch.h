@@ -204,6 +204,14 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_tag_end(int device, const char *ta
  */
 GALLOC_TORCH_API galloc_status_t galloc_torch_sleep(int device, const char *tags, const char *offload_tags);
 
+/*
+ * galloc_torch_sleep_prepare: galloc_sleep_prepare(device's allocator, tags,
+ * offload_tags): pin now the host memory a later galloc_torch_sleep with the
+ * same arguments copies into, so that sleep pins nothing. Touches no
+ * device memory; may run while kernels use the tags' tensors.
+ */
+GALLOC_TORCH_API galloc_status_t galloc_torch_sleep_prepare(int device, const char *tags, const char *offload_tags);
+
 /* galloc_torch_wake: galloc_wake(device's allocator, tags). */
 GALLOC_TORCH_API galloc_status_t galloc_torch_wake(int device, const char *tags);
 

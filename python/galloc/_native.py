@@ -58,6 +58,7 @@ _SIGNATURES = {
     "galloc_tag_begin": (_c_int, [_vp, _cp]),
     "galloc_tag_end": (_c_int, [_vp, _cp]),
     "galloc_sleep": (_c_int, [_vp, _cp, _cp]),
+    "galloc_sleep_prepare": (_c_int, [_vp, _cp, _cp]),
     "galloc_wake": (_c_int, [_vp, _cp]),
     "galloc_sleep_stats": (_c_int, [_vp, ctypes.POINTER(SleepStats)]),
     "galloc_tag_asleep": (_c_int, [_vp, _cp, ctypes.POINTER(_c_int)]),

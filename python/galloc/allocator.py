@@ -148,6 +148,21 @@ class Allocator:
         then either fully awake or fully asleep)."""
         self._check(_lib.galloc_sleep(self._a(), _native.tag_list(tags), _native.offload_list(offload)))
 
+    def sleep_prepare(self, tags=None, offload=None) -> None:
+        """Pin now the host memory that sleep(tags, offload) will copy into,
+        so that the sleep itself pins nothing and is left with its copies
+        (pinning was most of a first sleep's time on a GPU). Same arguments
+        as the sleep it prepares: for each allocated block of every awake
+        tag in both tags and offload, a pinned block of its size waits for
+        the sleep, unless one waits already (kept by a wake, or pinned by an
+        earlier sleep_prepare). A discarded or sleeping tag gets nothing;
+        device memory is not touched. empty_cache() gives the reserve back;
+        sleep_stats()["galloc.sleep.bytes_host_cached"] counts it. Raises
+        InvalidArgumentError for an unknown tag, UnsupportedError when the
+        backend cannot offload, HostMemoryError when pinning is refused
+        (what the call pinned is given back); nothing is done then."""
+        self._check(_lib.galloc_sleep_prepare(self._a(), _native.tag_list(tags), _native.offload_list(offload)))
+
     def wake(self, tags=None) -> None:
         """Wake tags (same forms as sleep(); None: every tag): new physical
         memory at the same addresses, offloaded contents copied back. A tag

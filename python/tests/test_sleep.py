@@ -210,6 +210,46 @@ class SleepWake(unittest.TestCase):
         a.free(w)
         a.free(other)
 
+    def test_sleep_prepare_pins_ahead_and_the_sleep_takes_it(self):
+        a = self.a
+        sizes = (3 * MiB, 1000)
+        with a.tag("weights"):
+            ptrs = [a.malloc(n) for n in sizes]
+        with a.tag("kv_cache"):
+            k = a.malloc(2 * MiB)
+        datas = [pattern(n, 7 + i) for i, n in enumerate(sizes)]
+        for p, d in zip(ptrs, datas):
+            fill(p, d)
+        reserved = a.memory_stats()["reserved_bytes.all.current"]
+        a.sleep_prepare(offload="weights")  # every tag to sleep, weights offloaded: kv_cache gets nothing
+        s = a.sleep_stats()
+        self.assertEqual(s["galloc.sleep.bytes_host_cached"], 3 * MiB + 1024)  # 1000 B is a 1024-byte block
+        self.assertEqual((s["galloc.sleep.tags_asleep"], s["galloc.sleep.bytes_offloaded"]), (0, 0))
+        self.assertEqual(a.memory_stats()["reserved_bytes.all.current"], reserved)  # the device untouched
+        a.sleep_prepare(["weights"], offload=["weights"])  # waiting already: nothing more
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 3 * MiB + 1024)
+        a.sleep(offload="weights")
+        s = a.sleep_stats()
+        self.assertEqual((s["galloc.sleep.bytes_host_cached"], s["galloc.sleep.bytes_offloaded"]),
+                         (0, 3 * MiB + 1024))
+        a.sleep_prepare(offload="weights")  # asleep: its copies are held
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 0)
+        a.wake()
+        for p, d in zip(ptrs, datas):
+            self.assertTrue(read(p, len(d)) == d, f"{len(d)} bytes at {p:#x} changed across sleep")
+        a.empty_cache()  # gives back what the wake kept
+        a.sleep_prepare("weights", offload="weights")
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 3 * MiB + 1024)
+        a.empty_cache()  # and the reserve
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 0)
+        with self.assertRaises(galloc.InvalidArgumentError):
+            a.sleep_prepare("no_such_tag", offload="weights")
+        with self.assertRaises(galloc.InvalidArgumentError):
+            a.sleep_prepare(offload="no_such_tag")
+        self.assertEqual(a.sleep_stats()["galloc.sleep.bytes_host_cached"], 0)
+        for p in ptrs + [k]:
+            a.free(p)
+
     def test_bad_tags(self):
         a = self.a
         with a.tag("weights"):

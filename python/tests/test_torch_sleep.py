@@ -67,6 +67,24 @@ class TorchSleep(unittest.TestCase):
         del w, k, other
         self.assertEqual(gt.memory_stats()["allocated_bytes.all.current"], 0)
 
+    def test_sleep_prepare_pins_ahead_without_synchronizing(self):
+        torch, gt = self.torch, self.gt
+        with gt.tagged("weights"):
+            w = torch.empty(5 * MiB)
+        wd = bytes(range(256)) * (5 * MiB // 256)
+        fill(w, wd)
+        n_calls = len(self.state.calls)
+        gt.sleep_prepare(offload="weights")
+        self.assertEqual(self.state.calls[n_calls:], [])  # no device work waited for
+        self.assertEqual(gt.sleep_stats()["galloc.sleep.bytes_host_cached"], 5 * MiB)
+        gt.sleep(offload="weights")
+        self.assertEqual(gt.sleep_stats()["galloc.sleep.bytes_host_cached"], 0)  # the sleep took it
+        gt.wake()
+        self.assertTrue(read(w, len(wd)) == wd)
+        with self.assertRaises(galloc.InvalidArgumentError):
+            gt.sleep_prepare("no_such_tag", offload="weights")
+        del w
+
     def test_a_tensor_in_a_sleeping_tag_is_refused_with_the_tags_name(self):
         torch, gt = self.torch, self.gt
         with gt.tagged("kv_cache"):

@@ -33,7 +33,7 @@ class SleepBase : public ::testing::TestWithParam<bool> {
         if (!extra.empty())
             conf += "," + extra;
         char err[GALLOC_ERROR_MAX] = "";
-        ASSERT_EQ(galloc_allocator_create("simwatch", 0, conf.c_str(), &a_, err, sizeof err), GALLOC_OK) << err;
+        ASSERT_EQ(galloc_allocator_create(backend_.c_str(), 0, conf.c_str(), &a_, err, sizeof err), GALLOC_OK) << err;
         sim_ = simwatch_last_state();
     }
     // Destroy, and the device must hold nothing: segments, mappings,
@@ -121,7 +121,8 @@ class SleepBase : public ::testing::TestWithParam<bool> {
     }
     galloc_allocator_t *a_ = nullptr;
     void *sim_ = nullptr;
-    bool backed_ = true; // sim_backed for the next Make
+    bool backed_ = true;               // sim_backed for the next Make
+    std::string backend_ = "simwatch"; // simwatch or a table wrapping its ops (registered by the test)
 };
 
 #endif // GA_TESTS_API_SLEEP_FIXTURE_H

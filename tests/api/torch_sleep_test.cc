@@ -77,10 +77,12 @@ TEST(TorchSleepLibrary, ExportsTheSleepEntryPointsAndHidesGallocs)
     std::string path = Runfile("torch_plugin/libgalloc_torch.so");
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(h, nullptr) << dlerror();
-    for (const char *name : {"galloc_torch_tag_begin", "galloc_torch_tag_end", "galloc_torch_sleep",
-                             "galloc_torch_wake", "galloc_torch_tag_asleep", "galloc_torch_sleep_stats"})
+    for (const char *name :
+         {"galloc_torch_tag_begin", "galloc_torch_tag_end", "galloc_torch_sleep", "galloc_torch_sleep_prepare",
+          "galloc_torch_wake", "galloc_torch_tag_asleep", "galloc_torch_sleep_stats"})
         EXPECT_NE(dlsym(h, name), nullptr) << name;
-    for (const char *name : {"galloc_sleep", "galloc_wake", "galloc_tag_begin", "galloc_sleep_stats"})
+    for (const char *name :
+         {"galloc_sleep", "galloc_sleep_prepare", "galloc_wake", "galloc_tag_begin", "galloc_sleep_stats"})
         EXPECT_EQ(dlsym(h, name), nullptr) << name << " is exported";
     dlclose(h);
 }
@@ -98,6 +100,11 @@ TEST_F(TorchSleep, OffloadedBytesReturnAtTheSameAddresses)
     memset(k, 0x5a, 1000);
     EXPECT_EQ(Stat(0, "reserved_bytes.all.current"), int64_t(22 * MiB));
 
+    // The reserve: the weights' 3 MiB pinned ahead, then taken by the sleep.
+    galloc_sleep_stats_t s;
+    ASSERT_EQ(galloc_torch_sleep_prepare(0, nullptr, "weights"), GALLOC_OK);
+    ASSERT_EQ(galloc_torch_sleep_stats(0, &s), GALLOC_OK);
+    EXPECT_EQ(s.bytes_host_cached, 3 * MiB);
     ASSERT_EQ(galloc_torch_sleep(0, nullptr, "weights"), GALLOC_OK);
     int asleep = -1;
     ASSERT_EQ(galloc_torch_tag_asleep(0, "weights", &asleep), GALLOC_OK);
@@ -106,8 +113,8 @@ TEST_F(TorchSleep, OffloadedBytesReturnAtTheSameAddresses)
     EXPECT_EQ(asleep, 1);
     EXPECT_EQ(Stat(0, "reserved_bytes.all.current"), 0);
     EXPECT_EQ(Stat(0, "allocated_bytes.all.current"), int64_t(3 * MiB + 1024));
-    galloc_sleep_stats_t s;
     ASSERT_EQ(galloc_torch_sleep_stats(0, &s), GALLOC_OK);
+    EXPECT_EQ(s.bytes_host_cached, 0u);
     EXPECT_EQ(s.tags, 2u);
     EXPECT_EQ(s.tags_asleep, 2u);
     EXPECT_EQ(s.bytes_asleep, 22 * MiB);

@@ -230,6 +230,7 @@ TEST_F(User, HooksAreForwardedAndDeviceCallsRefused)
     EXPECT_EQ(galloc_mempool_set_tag(a_, galloc_mempool_id_t{0, 1}, "w"), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_sleep(a_, nullptr, nullptr), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_wake(a_, nullptr), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_sleep_prepare(a_, nullptr, "w"), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_sleep_stats(a_, &ss), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_tag_asleep(a_, "w", &asleep), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(asleep, -1);

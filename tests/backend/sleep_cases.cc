@@ -432,3 +432,97 @@ TEST_P(SleepPlain, EveryDriverCallFailingFromTheNthOn)
 }
 
 } // namespace cuda_test
+
+namespace cuda_test {
+
+// galloc_sleep_prepare on the driver: it pins what the sleep will copy into
+// (one block per offloaded block, none for the discarded tag), leaves device
+// memory and copies alone, and the sleep after it pins nothing.
+TEST_P(Sleep, APreparedSleepPinsNothing)
+{
+    Make();
+    Tagged t;
+    ASSERT_NO_FATAL_FAILURE(MakeTagged(a_, &t));
+    fake_gpu_stats_t f0 = f_.Stats();
+    uint64_t pins0 = f_.fake_cuda_calls(v().host_alloc);
+    ASSERT_EQ(galloc_sleep_prepare(a_, "weights,kv", "weights"), GALLOC_OK) << LastError(a_);
+    fake_gpu_stats_t f1 = f_.Stats();
+    EXPECT_EQ(f_.fake_cuda_calls(v().host_alloc) - pins0, 2u);
+    EXPECT_EQ(f1.live_host_blocks, 2u);
+    EXPECT_EQ(f1.device_used[0], f0.device_used[0]);
+    EXPECT_EQ(f1.copied_d2h_bytes, f0.copied_d2h_bytes);
+    EXPECT_EQ(SleepStats(a_).bytes_host_cached, f1.live_host_bytes);
+    ASSERT_EQ(galloc_sleep(a_, "weights,kv", "weights"), GALLOC_OK) << LastError(a_);
+    EXPECT_EQ(f_.fake_cuda_calls(v().host_alloc) - pins0, 2u) << "the sleep pinned nothing";
+    EXPECT_EQ(SleepStats(a_).bytes_host_cached, 0u);
+    ASSERT_EQ(galloc_wake(a_, nullptr), GALLOC_OK) << LastError(a_);
+    ExpectWeightsExact(t);
+    FreeTagged(a_, t);
+}
+
+namespace {
+
+// One run of the prepare sweep: the k-th driver call inside
+// galloc_sleep_prepare fails (or every call from the k-th on). The call fails
+// cleanly with nothing pinned left in the store; then a prepare, a sleep that
+// pins nothing and a wake restore the weights; nothing leaks.
+bool PrepareRun(FakeCuda &f, const std::string &conf, uint64_t k, bool from, const char *host_alloc)
+{
+    f.fake_cuda_reset();
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    EXPECT_EQ(galloc_allocator_create(nullptr, 0, conf.c_str(), &a, err, sizeof err), GALLOC_OK) << err;
+    if (a == nullptr)
+        return false;
+    Tagged t;
+    MakeTagged(a, &t);
+    f.fake_cuda_fail("*", from ? 0 : k, from ? k : 0, kUnknown);
+    galloc_status_t st = galloc_sleep_prepare(a, "weights,kv", "weights");
+    bool faulted = f.Stats().faults > 0;
+    f.fake_cuda_fail_clear();
+    if (st != GALLOC_OK) { // a fault galloc tolerates (restoring the context) fails nothing
+        EXPECT_TRUE(st == GALLOC_E_NOMEM || st == GALLOC_E_DEVICE) << galloc_status_name(st);
+        EXPECT_NE(LastError(a).find("sleep_prepare: tag \"weights\""), std::string::npos) << LastError(a);
+        EXPECT_EQ(SleepStats(a).bytes_host_cached, 0u) << "what it pinned was given back";
+    }
+    if (!faulted) {
+        EXPECT_EQ(st, GALLOC_OK) << LastError(a);
+    }
+    EXPECT_EQ(galloc_check(a), GALLOC_OK) << LastError(a);
+    EXPECT_EQ(Asleep(a, "weights"), 0);
+    ExpectWeightsExact(t);
+    EXPECT_EQ(galloc_sleep_prepare(a, "weights,kv", "weights"), GALLOC_OK) << LastError(a);
+    uint64_t pins = f.fake_cuda_calls(host_alloc);
+    EXPECT_EQ(galloc_sleep(a, "weights,kv", "weights"), GALLOC_OK) << LastError(a);
+    EXPECT_EQ(f.fake_cuda_calls(host_alloc), pins);
+    EXPECT_EQ(galloc_wake(a, nullptr), GALLOC_OK) << LastError(a);
+    ExpectWeightsExact(t);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK) << LastError(a);
+    FreeTagged(a, t);
+    galloc_allocator_destroy(a);
+    fake_gpu_stats_t fs = f.Stats();
+    EXPECT_EQ(fs.leaks, 0u);
+    EXPECT_EQ(fs.live_host_blocks, 0u);
+    EXPECT_EQ(fs.violations, 0u) << f.Violation();
+    return faulted;
+}
+
+} // namespace
+
+TEST_P(SleepPlain, EveryDriverCallInsidePrepare)
+{
+    FakeCuda f(v().Fake(), v().name);
+    ASSERT_TRUE(f.ok()) << f.error();
+    for (bool from : {false, true}) {
+        uint64_t k = 1;
+        for (; k < 100; k++) {
+            SCOPED_TRACE(std::string(from ? "failing every driver call from #" : "failing driver call #") +
+                         std::to_string(k) + " of the prepare");
+            if (!PrepareRun(f, CudaConf(f), k, from, v().host_alloc) || ::testing::Test::HasFailure())
+                break;
+        }
+        EXPECT_GE(k - 1, 2u) << "two pins at least";
+    }
+}
+
+} // namespace cuda_test
