@@ -74,7 +74,8 @@ if want speed; then
     run speed_step_galloc 60 python3 "$here/speed.py" step "$out/speed_step_galloc.json" galloc
 fi
 if want sleep && [ -x "$art/bench/galloc_sleep" ]; then
-    run sleep 90 env GALLOC_BENCH_BACKEND=cuda "$art/bench/galloc_sleep" --benchmark_filter='first_sleep|sleep_wake' \
+    run sleep 90 env GALLOC_BENCH_BACKEND=cuda "$art/bench/galloc_sleep" \
+        --benchmark_filter='first_sleep|sleep_wake/.*/backed:1/offload:1' \
         --benchmark_out_format=json --benchmark_out="$out/sleep.json"
 fi
 # The per-stream locking thread rows where the cores are free: one allocator shared by

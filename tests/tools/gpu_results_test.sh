@@ -21,9 +21,11 @@ expect_in "$TMP/out" "| fixed_4KiB | 1 | 400.0 | 50.0 | 8.00x |" "the pairs row"
 expect_in "$TMP/out" "| galloc | 100.50 (+0.50 %) | 4.000 |" "the step row and its difference"
 grep -q "sleep" <(grep "^| " "$TMP/out") && fail "no sleep rows without a sleep run"
 mkdir -p "$TMP/run2"
-echo '{"benchmarks": [{"name": "first_sleep/cold", "real_time": 50.0, "sleep_GiB_per_s": 20.5}]}' >"$TMP/run2/sleep.json"
+echo '{"benchmarks": [{"name": "first_sleep/cold", "real_time": 50.0, "GiB_per_s": 20.5},
+ {"name": "sleep_wake/x", "real_time": 70.0, "sleep_ms_per_GiB": 20.0, "wake_ms_per_GiB": 25.0}]}' >"$TMP/run2/sleep.json"
 expect_exit 0 "ingest a second run" -- "$PY" "$G" ingest "$TMP/run2"
-expect_in "$TMP/out" "| first_sleep/cold | 50 | sleep_GiB_per_s 20.5 |" "the sleep row"
+expect_in "$TMP/out" "| first_sleep/cold | 50 | 20.5 | - |" "the first-sleep row"
+expect_in "$TMP/out" "| sleep_wake/x | 70 | 50 | 40 |" "the sleep and wake rates from ms per GiB"
 grep -q "fixed_4KiB" "$TMP/out" && fail "the first run's figures were kept beside the second's"
 expect_exit 1 "ingest a folder without figures" -- "$PY" "$G" ingest "$TMP"
 finish
