@@ -113,17 +113,17 @@ GALLOC_API galloc_status_t galloc_sleep(galloc_allocator_t *a, const char *tags,
 GALLOC_API galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags);
 
 /*
- * galloc_sleep_prepare: pin ahead of need the host memory that
- * galloc_sleep(a, tags, offload_tags) will copy into, so that the sleep
- * pins nothing and is left with its copies (pinning, cuMemHostAlloc, was
- * most of a first sleep's time on an H200: 0.46 s for 1 GiB, against 0.02 s
- * for a sleep whose blocks were pinned already). Takes the same arguments as the sleep it prepares: for
+ * galloc_sleep_prepare: pin ahead of need the host memory that galloc_sleep(a,
+ * tags, offload_tags) will copy into, so that the sleep pins nothing and is
+ * left with its copies (pinning, cuMemHostAlloc, was most of a first sleep's
+ * time on an H200: 0.46 s for 1 GiB, against 0.02 s for a sleep whose blocks
+ * were pinned already). Takes the same arguments as the sleep it prepares: for
  * every allocated block of each awake tag in `tags` that is also in
  * offload_tags, a pinned host block of the block's size is put in the store
  * that galloc_wake keeps its copies' blocks in, unless one is waiting there
- * already (kept by a wake or pinned by an earlier prepare; one waiting
- * block serves one block of that size). The sleep takes them from the store;
- * blocks allocated after the prepare are pinned by the sleep as before.
+ * already (kept by a wake or pinned by an earlier prepare; one waiting block
+ * serves one block of that size). The sleep takes them from the store; blocks
+ * allocated after the prepare are pinned by the sleep as before.
  *
  * A tag in `tags` but not in offload_tags (discarded) gets nothing: its
  * contents are not copied. A tag asleep already gets nothing: its copies
