@@ -35,8 +35,9 @@ constexpr size_t kSlack = 8 * kMiB;
 TEST_P(Backend, Conformance)
 {
     DriverHandle d(GetParam());
-    if (d.fake())
+    if (d.fake()) {
         ASSERT_TRUE(d.f().ok()) << d.f().error();
+    }
     galloc_backend_args_t args = {};
     args.struct_size = sizeof args;
     args.options = d.options().c_str();
@@ -94,9 +95,7 @@ TEST_P(Device, SegmentSizesAsPyTorch)
         EXPECT_EQ(st.reserved_bytes[LARGE].current, (int64_t)(40 * kMiB));
         EXPECT_EQ(st.num_device_alloc, 2);
         break;
-    case Layer::kAsync:
-        EXPECT_GE(st.reserved_bytes[ALL].current, (int64_t)(35 * kMiB));
-        break;
+    case Layer::kAsync: EXPECT_GE(st.reserved_bytes[ALL].current, (int64_t)(35 * kMiB)); break;
     }
     if (caching()) {
         EXPECT_EQ(st.allocated_bytes[LARGE].current, (int64_t)(35 * kMiB));

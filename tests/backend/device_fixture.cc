@@ -29,12 +29,9 @@ std::vector<Target> DriverPoolLayers(Driver d)
 std::string TargetName(const ::testing::TestParamInfo<Target> &info)
 {
     switch (info.param.layer) {
-    case Layer::kNative:
-        return "native";
-    case Layer::kAsync:
-        return "async";
-    case Layer::kExpandable:
-        return "expandable";
+    case Layer::kNative: return "native";
+    case Layer::kAsync: return "async";
+    case Layer::kExpandable: return "expandable";
     }
     return "unknown";
 }
@@ -47,12 +44,9 @@ std::string DriverName(const ::testing::TestParamInfo<Driver> &info)
 const char *LayerConf(Layer l)
 {
     switch (l) {
-    case Layer::kNative:
-        return "";
-    case Layer::kAsync:
-        return "backend:cudaMallocAsync";
-    case Layer::kExpandable:
-        return "expandable_segments:True";
+    case Layer::kNative: return "";
+    case Layer::kAsync: return "backend:cudaMallocAsync";
+    case Layer::kExpandable: return "expandable_segments:True";
     }
     return "";
 }
