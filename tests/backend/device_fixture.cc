@@ -245,8 +245,9 @@ void DriverHandle::DestroyStreams()
 void Device::SetUp()
 {
     d_.reset(new DriverHandle(GetParam().driver));
-    if (d_->fake())
+    if (d_->fake()) {
         ASSERT_TRUE(d_->f().ok()) << d_->f().error();
+    }
     char err[GALLOC_ERROR_MAX] = "";
     const std::string conf = d_->Conf(layer());
     galloc_status_t st = galloc_allocator_create_ex(fake() ? nullptr : "cuda", 0, conf.c_str(), GALLOC_CREATE_NO_ENV,
