@@ -146,6 +146,10 @@ static int parse(ga_snapfile_t *f, const char *name, ga_snapfile_t **out, char *
         return -1;
     }
     ga_torch_open(f->pk, &f->snap);
+    if (ga_torch_check(&f->snap, f->len, name, err, errlen) != 0) {
+        ga_snapfile_close(f);
+        return -1;
+    }
     *out = f;
     return 0;
 }
