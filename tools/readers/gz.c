@@ -1,6 +1,8 @@
 /* gz.c: see gz.h. zlib's inflate with gzip framing (windowBits 16 + 15). */
 #include "tools/readers/gz.h"
 
+#include "tools/readers/limits.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,43 @@ long long ga_gz_read(ga_gz_t *g, void *dst, size_t n, char *err, size_t errlen)
 uint64_t ga_gz_consumed(const ga_gz_t *g)
 {
     return g->base + g->z.total_in;
+}
+
+int ga_gz_hold_check(const ga_gz_t *g, uint64_t held, const char *what, char *err, size_t errlen)
+{
+    uint64_t in = ga_gz_consumed(g);
+    uint64_t max = in > (UINT64_MAX - GA_HOLD_SLACK) / GA_HOLD_RATIO ? UINT64_MAX : GA_HOLD_SLACK + GA_HOLD_RATIO * in;
+    if (held <= max)
+        return 0;
+    snprintf(err, errlen,
+             "%s: %s exceeds %llu MiB after %llu KiB of gzip: a gzip input may hold at most %llu MiB + %d x its "
+             "compressed size (real traces inflate 16 to 30-fold): a gzip bomb or not a trace; to read it anyway, "
+             "gunzip it and pass the plain file",
+             g->path, what, (unsigned long long)(max >> 20), (unsigned long long)(in >> 10),
+             (unsigned long long)(GA_HOLD_SLACK >> 20), GA_HOLD_RATIO);
+    return -1;
+}
+
+bool ga_gz_other(const void *p, size_t n, const char *path, char *err, size_t errlen)
+{
+    static const struct {
+        const char *name;  /* the tool that decompresses it */
+        const char *magic; /* the frame's first bytes */
+        size_t n;
+    } other[] = {
+        {"zstd", "\x28\xb5\x2f\xfd", 4},
+        {"xz", "\xfd\x37\x7a\x58\x5a\x00", 6},
+    };
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        if (n >= other[i].n && memcmp(p, other[i].magic, other[i].n) == 0) {
+            snprintf(err, errlen,
+                     "%s: a %s-compressed file: galloc reads plain and gzip-compressed files only; decompress it "
+                     "first (%s -d)",
+                     path, other[i].name, other[i].name);
+            return true;
+        }
+    }
+    return false;
 }
 
 void ga_gz_close(ga_gz_t *g)

@@ -88,6 +88,10 @@ int ga_input_open(ga_input_t *in, const char *path, char *err, size_t errlen)
         ga_input_close(in);
         return -1;
     }
+    if (ga_gz_other(in->buf, in->end, path, err, errlen)) {
+        ga_input_close(in);
+        return -1;
+    }
     if (ga_gz_magic(in->buf, in->end)) {
         /* Inflate from here on: the bytes read so far are the decoder's first input. */
         if (ga_gz_open(&in->gz, in->f, in->buf, in->end, path, err, errlen) != 0) {
@@ -204,8 +208,9 @@ int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char 
             b = nb;
             cap = ncap;
         }
-        long long k = get(in, b + n, cap - n, err, errlen);
-        if (k < 0) {
+        /* a buffer's worth at most per read: the bound is checked before a bomb inflates much past it */
+        long long k = get(in, b + n, cap - n < GA_INPUT_BUF ? cap - n : GA_INPUT_BUF, err, errlen);
+        if (k < 0 || ga_input_hold_check(in, n + (size_t)k, "the inflated file", err, errlen) != 0) {
             free(b);
             return -1;
         }
@@ -215,6 +220,11 @@ int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char 
     *out = b;
     *len = n;
     return 0;
+}
+
+int ga_input_hold_check(const ga_input_t *in, uint64_t held, const char *what, char *err, size_t errlen)
+{
+    return in->gz != NULL ? ga_gz_hold_check(in->gz, held, what, err, errlen) : 0;
 }
 
 double ga_input_progress(const ga_input_t *in)

@@ -5,6 +5,11 @@
  * A gzip-compressed file (gzip magic bytes, whatever its name) is inflated as
  * it is read (gz.h): every reader sees the plain bytes.
  *
+ * Memory is the buffer (GA_INPUT_BUF) and the gzip decoder's 300 KiB for
+ * every way of reading but ga_input_slurp, whose buffer is the file: at most
+ * the max it is given, and for a gzip file what ga_input_hold_check allows.
+ * A file compressed with another tool (zstd, xz) is refused by name at open.
+ *
  * Lines are returned NUL-terminated in place, without "\n" or "\r\n". A line
  * longer than GA_INPUT_MAX_LINE or holding a NUL byte is an error: a trace line
  * is short text, and a NUL means a binary or garbled file.
@@ -56,8 +61,15 @@ int ga_input_line(ga_input_t *in, char **line, size_t *len, char *err, size_t er
 int ga_input_chunk(ga_input_t *in, const char **p, size_t *n, char *err, size_t errlen);
 
 /* ga_input_slurp: the whole remaining file in a new malloc'd buffer (caller
- * frees). Fails with err if it is larger than max bytes. */
+ * frees). Fails with err if it is larger than max bytes, or, for a gzip
+ * file, than ga_input_hold_check allows; the buffer grows as bytes come,
+ * never to a size the file claims. */
 int ga_input_slurp(ga_input_t *in, size_t max, uint8_t **out, size_t *len, char *err, size_t errlen);
+
+/* ga_input_hold_check: 0 when a reader may keep `held` bytes (what, for the
+ * message) for what it read so far: always for a plain file, whose length
+ * bounds what it holds; for a gzip file see ga_gz_hold_check. Else -1, err. */
+int ga_input_hold_check(const ga_input_t *in, uint64_t held, const char *what, char *err, size_t errlen);
 
 /* ga_input_compressed: whether the file is gzip (its bytes are inflated). */
 bool ga_input_compressed(const ga_input_t *in);

@@ -21,9 +21,11 @@
  * it), so the memory events are kept and stably sorted by "ts" before the
  * replay; ties keep file order. The JSON is scanned as a stream (json_scan.h)
  * and everything else is dropped as it is read: memory is 32 bytes per CUDA
- * memory event, not the file size, and a pipe works. Errors say
- * "FILE: byte N: problem"; event indices (e.g. in OOM reports) count
- * traceEvents from 0.
+ * memory event, not the file size, and a pipe works. For a gzip input those
+ * events are held to ga_input_hold_check's bound (limits.h), so a bomb of
+ * memory events is refused, as are sizes and totals above
+ * GA_TRACE_BYTES_MAX. Errors say "FILE: byte N: problem"; event indices (e.g.
+ * in OOM reports) count traceEvents from 0.
  *
  * A trace that starts mid-run (the profiler was started after the model was
  * loaded) says so in its totals: "Total Allocated" after the first event
@@ -71,6 +73,7 @@
 #include "util/grow.h"
 #include "tools/readers/json_scan.h"
 #include "tools/readers/kineto_int.h"
+#include "tools/readers/limits.h"
 #include "tools/readers/reader_int.h"
 
 #define CUDA_DEVICE_TYPE 1 /* c10::DeviceType::CUDA */
@@ -243,6 +246,20 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
                  r->in.path, (unsigned long long)at, (unsigned long long)i, GA_KINETO_MAX_DEVICES - 1);
         return -1;
     }
+    uint64_t mag = f.bytes < 0 ? (uint64_t)-f.bytes : (uint64_t)f.bytes;
+    if (mag > GA_TRACE_BYTES_MAX || (f.has_ta && f.ta > (int64_t)GA_TRACE_BYTES_MAX) ||
+        (f.has_tr && f.tr > (int64_t)GA_TRACE_BYTES_MAX)) {
+        snprintf(err, errlen,
+                 "%s: byte %llu: traceEvents[%llu]: Bytes, Total Allocated or Total Reserved is larger than any device "
+                 "(at most %llu TiB): a garbled or hostile trace",
+                 r->in.path, (unsigned long long)at, (unsigned long long)i,
+                 (unsigned long long)(GA_TRACE_BYTES_MAX >> 40));
+        return -1;
+    }
+    /* The events are the one thing kept: bounded for a gzip input (a bomb of memory events). */
+    if (k->n == k->cap && ga_input_hold_check(&r->in, (uint64_t)(k->cap ? 2 * k->cap : 1024) * sizeof(*k->ev),
+                                              "the CUDA [memory] events kept", err, errlen) != 0)
+        return -1;
     ga_kineto_ev_t *ne = ga_grow(k->ev, &k->cap, k->n, sizeof(*ne), 1024);
     if (ne == NULL) {
         snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
@@ -293,7 +310,8 @@ static int device_props(kineto_t *k, ga_json_t *j)
         if (rc < 0)
             return -1;
     }
-    if (more == 0 && has_id && has_mem && id >= 0 && id < GA_KINETO_MAX_DEVICES && mem > 0)
+    if (more == 0 && has_id && has_mem && id >= 0 && id < GA_KINETO_MAX_DEVICES && mem > 0 &&
+        (uint64_t)mem <= GA_TRACE_BYTES_MAX)
         k->total_mem[id] = (uint64_t)mem;
     return more;
 }

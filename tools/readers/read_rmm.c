@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/readers/limits.h"
 #include "tools/readers/reader_int.h"
 #include "tools/readers/units.h"
 
@@ -92,6 +93,12 @@ static int rmm_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return bad(r, err, errlen, "unknown action (expected allocate, free, deallocate, allocate failure)", a);
     if (!ga_units_parse_u64(f[m->c_size].p, f[m->c_size].n, &ev->size))
         return bad(r, err, errlen, "bad size", &f[m->c_size]);
+    if (ev->kind == GA_EV_ALLOC && ev->size > GA_TRACE_BYTES_MAX) { /* a failed request may be any size */
+        char what[128];
+        snprintf(what, sizeof(what), "allocation larger than any device (at most %llu TiB): size",
+                 (unsigned long long)(GA_TRACE_BYTES_MAX >> 40));
+        return bad(r, err, errlen, what, &f[m->c_size]);
+    }
     if (m->c_stream < m->ncol && !parse_stream(&f[m->c_stream], &ev->stream))
         return bad(r, err, errlen, "bad stream", &f[m->c_stream]);
     /* A failed allocation's pointer is meaningless (RMM logs nullptr there). */

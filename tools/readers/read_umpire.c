@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "tools/readers/json_scan.h"
+#include "tools/readers/limits.h"
 #include "tools/readers/reader_int.h"
 #include "tools/readers/units.h"
 
@@ -112,6 +113,12 @@ static int size_arg(ga_reader_t *r, ga_json_t *j, const char *name, line_t *l, c
     if (t != GA_JSON_NUM || !ga_json_int(j, &v) || v < 0) {
         char what[96];
         snprintf(what, sizeof(what), "%s is not a non-negative integer", name);
+        return bad(r, err, errlen, j, what);
+    }
+    if ((uint64_t)v > GA_TRACE_BYTES_MAX) { /* Umpire logs allocations that succeeded only */
+        char what[128];
+        snprintf(what, sizeof(what), "%s of %lld bytes is larger than any device (at most %llu TiB)", name,
+                 (long long)v, (unsigned long long)(GA_TRACE_BYTES_MAX >> 40));
         return bad(r, err, errlen, j, what);
     }
     l->size = (uint64_t)v;

@@ -8,7 +8,9 @@
  * stream the file through a fixed buffer (memory does not grow with the
  * file); the Chrome trace reader streams the JSON but keeps its CUDA memory
  * events (to sort them by time); the snapshot reader holds the decoded
- * pickle. A file may hold several "units" (a snapshot or Chrome trace has one
+ * pickle. Both are bounded for a gzip file, and sizes no device has are
+ * refused (limits.h; docs/trace-format.md, "Memory bounds on any input").
+ * A file may hold several "units" (a snapshot or Chrome trace has one
  * trace per device); each unit is replayed on its own.
  *
  * Errors name the file and the place: "FILE:LINE: problem" for the text

@@ -18,7 +18,10 @@ struct ga_snapfile {
     ga_torch_snapshot_t snap;
 };
 
-/* A gzip file inflated whole into a malloc'd buffer, growing as it comes. */
+/* A gzip file inflated whole into a malloc'd buffer, growing as it comes
+ * (never to a size the file claims): refused after its first two bytes when
+ * they are not a pickle's header, and as soon as it holds more than
+ * ga_gz_hold_check allows for the compressed bytes read (a gzip bomb). */
 static int inflate_file(const char *path, FILE *f, const uint8_t *head, size_t nhead, uint8_t **out, size_t *len,
                         char *err, size_t errlen)
 {
@@ -32,14 +35,20 @@ static int inflate_file(const char *path, FILE *f, const uint8_t *head, size_t n
             snprintf(err, errlen, "%s: out of host memory inflating the file", path);
             break;
         }
-        long long k = ga_gz_read(g, b + n, cap - n, err, errlen);
+        /* 1 MiB at most per read: the bound is checked before a bomb inflates much past it */
+        long long k = ga_gz_read(g, b + n, cap - n < ((size_t)1 << 20) ? cap - n : (size_t)1 << 20, err, errlen);
         if (k < 0)
             break;
         n += (size_t)k;
-        if (n >= 2 && b[0] != 0x80) { /* refuse a non-pickle before inflating the rest */
-            snprintf(err, errlen, "%s: gzip of something that is not a pickle (first byte 0x%02x)", path, b[0]);
+        if (n >= 2 && (b[0] != 0x80 || b[1] < 2 || b[1] > 5)) { /* refuse a non-pickle before inflating the rest */
+            snprintf(err, errlen,
+                     "%s: gzip of something that is not a pickle of protocol 2-5 (it starts 0x%02x 0x%02x, not 0x80 "
+                     "and the protocol)",
+                     path, b[0], b[1]);
             break;
         }
+        if (ga_gz_hold_check(g, n, "the inflated pickle", err, errlen) != 0)
+            break;
         if (k == 0) {
             ga_gz_close(g);
             *out = b;
@@ -68,7 +77,8 @@ static int inflate_file(const char *path, FILE *f, const uint8_t *head, size_t n
  * only the pages it parses, so a large file that stops being a pickle after
  * its header is refused at that point with the memory of the bytes read so
  * far, not the file's size. A gzip file is inflated, up to GA_SNAPFILE_MAX
- * (snapshot pickles compress about tenfold).
+ * and GA_HOLD_SLACK + GA_HOLD_RATIO x its compressed size (limits.h; snapshot
+ * pickles compress about 16-fold). zstd and xz are refused by name.
  */
 static int read_file(const char *path, const struct stat *st, uint8_t **out, size_t *len, bool *mapped, char *err,
                      size_t errlen)
@@ -83,8 +93,12 @@ static int read_file(const char *path, const struct stat *st, uint8_t **out, siz
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    uint8_t head[2];
+    uint8_t head[8];
     size_t nhead = fread(head, 1, sizeof(head), f);
+    if (ga_gz_other(head, nhead, path, err, errlen)) {
+        fclose(f);
+        return -1;
+    }
     if (ga_gz_magic(head, nhead)) {
         int rc = inflate_file(path, f, head, nhead, out, len, err, errlen);
         fclose(f);
@@ -132,6 +146,10 @@ static int parse(ga_snapfile_t *f, const char *name, ga_snapfile_t **out, char *
         return -1;
     }
     ga_torch_open(f->pk, &f->snap);
+    if (ga_torch_check(&f->snap, f->len, name, err, errlen) != 0) {
+        ga_snapfile_close(f);
+        return -1;
+    }
     *out = f;
     return 0;
 }

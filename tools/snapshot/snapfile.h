@@ -5,7 +5,11 @@
  * parsed copy, so a 1 GB snapshot is read once, and nothing reopens it by path.
  *
  * A plain file is mapped, not read (memory grows only with what the decoder
- * touches); a gzip one (magic bytes 1f 8b) is inflated. No global state.
+ * touches); a gzip one (magic bytes 1f 8b) is inflated, at most
+ * GA_HOLD_SLACK + GA_HOLD_RATIO x its size (tools/readers/limits.h). Either
+ * way the decoded tree is at most 64 MiB + 16 x the pickle's length
+ * (pickle_read.h) and the snapshot's sizes are checked against
+ * GA_TRACE_BYTES_MAX once parsed (ga_torch_check). No global state.
  */
 #ifndef GA_TOOLS_SNAPSHOT_SNAPFILE_H
 #define GA_TOOLS_SNAPSHOT_SNAPFILE_H

@@ -188,6 +188,15 @@ typedef struct ga_torch_settings {
 /* ga_torch_open: describe the parsed pickle pk (which must outlive s). */
 void ga_torch_open(const struct ga_pickle *pk, ga_torch_snapshot_t *s);
 
+/* ga_torch_check (snap_check.c): refuse what no real snapshot declares:
+ * more than GA_TORCH_MAX_DEVICES device traces, a negative size, a segment,
+ * block, mapping or allocation larger than GA_TRACE_BYTES_MAX
+ * (tools/readers/limits.h; an oom entry's request may be any size), an
+ * address range past 2^63, more block visits than len (the pickle's length)
+ * could hold. 0, or -1 with err ("PATH: device_traces[D][I]: ..."). Fields
+ * absent or of another type are left to the walkers' callers. */
+int ga_torch_check(const ga_torch_snapshot_t *s, size_t len, const char *path, char *err, size_t errlen);
+
 /* ga_torch_trace: device_traces[device] (present is false past the list's end). */
 ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device);
 
