@@ -71,10 +71,10 @@ std::string Bomb(const std::string &name, const std::string &head, const std::st
 }
 
 struct Child {
-    int status = -1;      // exit status: 0 when the reader refused the file
-    std::string msg;      // the reader's message
-    long peak_kib = 0;    // ru_maxrss
-    uint64_t events = 0;  // read before the refusal
+    int status = -1;     // exit status: 0 when the reader refused the file
+    std::string msg;     // the reader's message
+    long peak_kib = 0;   // ru_maxrss
+    uint64_t events = 0; // read before the refusal
 };
 
 // Read path (every unit, every event) in a child process. A forked child
@@ -213,8 +213,8 @@ TEST(BoundedMemory, TorchAbsurdSizes)
                         S("size") + "\x8a\x08" + U64((uint64_t)1 << 62) + S("stream") + K0 + "uaa" + S("segments") +
                         "]u.";
     p = Write("huge_alloc.pickle", alloc);
-    ExpectRefused(ReadInChild(p), p, ": device_traces[0][0]: 'size' of 4611686018427387904 bytes is larger than any device",
-                  kStreamKiB);
+    ExpectRefused(ReadInChild(p), p,
+                  ": device_traces[0][0]: 'size' of 4611686018427387904 bytes is larger than any device", kStreamKiB);
 
     // A million device traces, all the same empty list (DUP): 1 MB of file.
     std::string many = "\x80\x02}(" + S("device_traces") + "](]" + std::string(999999, '2') + "eu.";
@@ -243,8 +243,8 @@ TEST(BoundedMemory, KinetoAbsurdSizes)
 {
     std::string p = Write("huge.json", "{\"traceEvents\":[{\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Device Type\":1,"
                                        "\"Device Id\":0,\"Bytes\":1152921504606846976,\"Addr\":4096}}]}");
-    ExpectRefused(ReadInChild(p), p, "traceEvents[0]: Bytes, Total Allocated or Total Reserved is larger than any device",
-                  kStreamKiB);
+    ExpectRefused(ReadInChild(p), p,
+                  "traceEvents[0]: Bytes, Total Allocated or Total Reserved is larger than any device", kStreamKiB);
     p = Write("device.json", "{\"traceEvents\":[{\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Device Type\":1,"
                              "\"Device Id\":5000000,\"Bytes\":512,\"Addr\":4096}}]}");
     ExpectRefused(ReadInChild(p), p, "Device Id (0..1023)", kStreamKiB);
@@ -279,7 +279,8 @@ TEST(BoundedMemory, UmpireAbsurdSizes)
 {
     std::string p = Write("huge.replay", "{\"category\":\"operation\",\"name\":\"allocate\",\"numeric_args\":{\"size\":"
                                          "1152921504606846976},\"string_args\":{\"pointer\":\"0x1000\"}}\n");
-    ExpectRefused(ReadInChild(p), p, ":1: column 66: numeric_args.size of 1152921504606846976 bytes is larger than any device",
+    ExpectRefused(ReadInChild(p), p,
+                  ":1: column 66: numeric_args.size of 1152921504606846976 bytes is larger than any device",
                   kStreamKiB);
 }
 
@@ -297,7 +298,8 @@ TEST(BoundedMemory, TextGzipBomb)
 TEST(BoundedMemory, ZstdRefusedByName)
 {
     std::string p = Write("trace.csv.zst", std::string("\x28\xb5\x2f\xfd\x04\x58\x00\x00", 8) + std::string(64, 'x'));
-    ExpectRefused(ReadInChild(p), p, ": a zstd-compressed file: galloc reads plain and gzip-compressed files only", kStreamKiB);
+    ExpectRefused(ReadInChild(p), p, ": a zstd-compressed file: galloc reads plain and gzip-compressed files only",
+                  kStreamKiB);
 }
 
 } // namespace
