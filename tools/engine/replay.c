@@ -438,7 +438,7 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         return 0;
     ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "", .watch = o->watch_peak};
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
-    uint64_t end = o->stop_after && o->stop_after < u->n ? o->stop_after + 1 : u->n;
+    uint64_t end = o->stop_after_events && o->stop_after_events < u->n ? o->stop_after_events : u->n;
     double t0 = ga_engine_now();
     ga_event_t e;
     uint64_t i;
