@@ -450,6 +450,8 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         c->cur_index = i;
         apply_event(c, &r, i, &e);
         c->cur = NULL;
+        if (o->after_event != NULL)
+            o->after_event(o->after_event_ctx, c->a, i);
         if (i == c->sampler.next && c->sampler.x != NULL)
             ga_sampler_add_stats(&c->sampler, i, c->a);
         if (i >= c->snapshot_last && c->snapshot_recording)

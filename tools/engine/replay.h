@@ -273,6 +273,12 @@ typedef struct ga_replay_opts {
      * and their number; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
     void *progress_ctx;
+    /* after_event: called after every event replayed (index i of the unit)
+     * with the allocator, between calls, so a fuzzer or test can check its
+     * invariants event by event (galloc_check); may be NULL. It must leave
+     * the allocator's state as it found it. */
+    void (*after_event)(void *ctx, galloc_allocator_t *a, uint64_t i);
+    void *after_event_ctx;
 } ga_replay_opts_t;
 
 /*
