@@ -23,6 +23,9 @@
 //     the recorded addresses, under the inferred cap when there is one) passes
 //     galloc_check and the device checks after every event;
 //   - an inferred cap is a range of whole steps within the device: low < high.
+// With GALLOC_FUZZ_VERBOSE set, each unit's figures (events, device, whether
+// it starts mid-run and was rebuilt, its start kind, capped OOMs), each
+// seeding's outcome and each inferred cap go to stderr: what a seed reaches.
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
