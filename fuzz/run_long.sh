@@ -3,9 +3,13 @@
 # .bazelrc) and run each for SECONDS over its seed corpus, one after another.
 # CI runs it briefly (a smoke run); run it for hours to search further.
 #
-# Usage: fuzz/run_long.sh [SECONDS [TARGET...]]
+# Usage: fuzz/run_long.sh [SECONDS [TARGET[:SECONDS]...]]
 #   SECONDS  per fuzzer (default 300); TARGET: conf_fuzz, api_fuzz, pickle_fuzz,
-#            trace_reader_fuzz (default: all)
+#            trace_reader_fuzz, seed_fuzz, replay_fuzz, sleep_fuzz,
+#            snapshot_roundtrip_fuzz (default: all); TARGET:SECONDS gives that
+#            one its own time (CI: 45 s for the first four, 20 s for the others)
+# Dictionaries (-dict=): fuzz/TARGET.dict when it exists; seed_fuzz, which
+# reads snapshot pickles, uses fuzz/pickle_fuzz.dict (opcodes and keys).
 # Environment:
 #   FUZZ_WORK    where the growing corpora, logs and crash inputs go (default
 #                /tmp/galloc-fuzz); fuzz/corpus/ is read, never written
@@ -25,27 +29,39 @@ cd "$(dirname "$0")/.."
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(conf_fuzz api_fuzz pickle_fuzz trace_reader_fuzz)
+[ "${#targets[@]}" -gt 0 ] ||
+    targets=(conf_fuzz api_fuzz pickle_fuzz trace_reader_fuzz seed_fuzz replay_fuzz sleep_fuzz snapshot_roundtrip_fuzz)
 work="${FUZZ_WORK:-/tmp/galloc-fuzz}"
 read -r -a bazel <<<"${BAZEL:-./bazelw}"
 read -r -a flags <<<"${BAZEL_FLAGS:-}"
 read -r -a extra <<<"${FUZZ_ARGS:-}"
 
 labels=()
-for t in "${targets[@]}"; do
+declare -A secs=() # per-target seconds, from TARGET:SECONDS
+names=()
+for spec in "${targets[@]}"; do
+    t="${spec%%:*}"
+    secs[$t]="$seconds"
+    if [ "$spec" != "$t" ]; then
+        secs[$t]="${spec#*:}"
+        case "${secs[$t]}" in '' | *[!0-9]*) echo "run_long.sh: bad seconds in $spec" >&2; exit 2 ;; esac
+    fi
     [ -d "fuzz/corpus/$t" ] || { echo "run_long.sh: unknown fuzz target $t" >&2; exit 2; }
+    names+=("$t")
     labels+=("//fuzz:$t")
 done
 "${bazel[@]}" build --config=fuzz "${flags[@]}" "${labels[@]}" || { echo "run_long.sh: build failed" >&2; exit 1; }
 bin="$("${bazel[@]}" info --config=fuzz "${flags[@]}" bazel-bin 2>/dev/null)"
 
 failed=0
-for t in "${targets[@]}"; do
+for t in "${names[@]}"; do
     dir="$work/$t"
     mkdir -p "$dir/corpus" "$dir/crashes"
     log="$dir/log.txt"
     dict=()
-    [ -f "fuzz/$t.dict" ] && dict=("-dict=fuzz/$t.dict")
+    dictfile="fuzz/$t.dict"
+    [ "$t" = seed_fuzz ] && dictfile=fuzz/pickle_fuzz.dict
+    [ -f "$dictfile" ] && dict=("-dict=$dictfile")
     # Memory limits, stated so a run cannot exhaust the machine: RSS over
     # 2 GiB, or one malloc over the limit, is reported as a crash with its
     # input. pickle_fuzz decodes lengths declared by the input itself, and
@@ -57,7 +73,7 @@ for t in "${targets[@]}"; do
     before=$(find "$dir/corpus" -type f | wc -l)
     start=$(date +%s)
     # New inputs go to the first directory only: the seeds stay as committed.
-    "$bin/fuzz/$t" -max_total_time="$seconds" -timeout=30 "${limits[@]}" -print_final_stats=1 \
+    "$bin/fuzz/$t" -max_total_time="${secs[$t]}" -timeout=30 "${limits[@]}" -print_final_stats=1 \
         -artifact_prefix="$dir/crashes/" "${dict[@]}" "${extra[@]}" "$dir/corpus" "fuzz/corpus/$t" >"$log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))

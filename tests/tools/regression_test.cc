@@ -1,8 +1,9 @@
 // regression_test.cc: generated workloads from the "galloc fit" issue with
 // exact expected outcomes, replayed through the replay engine (the same code
 // `galloc replay` runs): a batch growing from N to N+1, and frees still
-// waiting on another stream when the device runs out of memory. The
-// load-order and variable-sequence-length workloads are in fit_test.cc.
+// waiting on another stream when the device runs out of memory; and the
+// cap of a snapshot whose capped OOM comes second. The load-order and
+// variable-sequence-length workloads are in fit_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -153,6 +154,30 @@ TEST(Regression, AFreePendingOnAnotherStreamServesTheRequestAfterTheSync)
     Replayed d(p, "");
     EXPECT_EQ(d.col().ooms_total, 0u);
     EXPECT_EQ(d.st().num_alloc_retries, 0);
+}
+
+// A snapshot whose memory-fraction-capped OOM is the second event replayed
+// (data/make_capped_snapshot.py): a 60 MiB block, then an 8 MiB request
+// refused with 4 GiB free. Cap inference replays the events before that OOM
+// (the first alone) under each cap: the engine's stop index 0 used to mean
+// "all events", so that replay ran into the OOM itself, failed under every
+// cap below the one that avoids it, and the cap was reported as not
+// consistent with the record (found by seed_fuzz). The cap is at least the
+// 60 MiB the first event needs and below the 80 MiB that the request's
+// 20 MiB segment would make.
+TEST(Regression, ACappedOomAsTheSecondEventHasItsCapInferred)
+{
+    const char *srcdir = std::getenv("TEST_SRCDIR");
+    const char *ws = std::getenv("TEST_WORKSPACE");
+    std::string dir = srcdir != nullptr && ws != nullptr ? std::string(srcdir) + "/" + ws + "/" : "";
+    LoadedJob job(dir + "tests/tools/data/capped_second_entry.pickle"); // infers the cap
+    ASSERT_TRUE(job.ok) << job.error;
+    const ga_job_unit_t *u = job.unit();
+    ASSERT_EQ(u->n, 3u); // alloc, oom, free
+    ASSERT_EQ(u->cap.capped_ooms, 1u);
+    EXPECT_TRUE(u->cap.inferred) << u->cap.why;
+    EXPECT_EQ(u->cap.low, (uint64_t)(60 * MiB));
+    EXPECT_EQ(u->cap.high, (uint64_t)(80 * MiB));
 }
 
 } // namespace

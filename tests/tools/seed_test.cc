@@ -6,7 +6,7 @@
 // walking back the window's 39 segment_map and 4 segment_unmap entries leaves
 // 12 small pages (2 MiB) and 61 large ones (20 MiB) mapped at the first entry,
 // each reservation one run from its base. Then pending frees and private
-// pools, on a start state built by hand.
+// pools, on a start state built by hand, and a file whose state is refused.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -25,12 +25,17 @@ namespace {
 
 constexpr uint64_t MiB = uint64_t{1} << 20;
 
-std::string H200(const std::string &name)
+std::string Data(const std::string &name)
 {
     const char *srcdir = std::getenv("TEST_SRCDIR");
     const char *ws = std::getenv("TEST_WORKSPACE");
     std::string dir = srcdir != nullptr && ws != nullptr ? std::string(srcdir) + "/" + ws + "/" : "";
-    return dir + "tests/tools/data/h200/" + name;
+    return dir + "tests/tools/data/" + name;
+}
+
+std::string H200(const std::string &name)
+{
+    return Data("h200/" + name);
 }
 
 struct Seed {
@@ -273,6 +278,25 @@ TEST(SeedPools, PrivateSegmentsServeNoDefaultAllocation)
     EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 3); // a new segment for q
     EXPECT_EQ(galloc_free(g.a, p), GALLOC_OK);
     EXPECT_EQ(galloc_free(g.a, q), GALLOC_OK);
+}
+
+// A final block that is not inactive and has no size (an empty dict among a
+// segment's blocks, data/make_seed_refusals.py) is refused with a message
+// naming it: it used to become a live piece of 0 bytes, which seeding
+// cannot allocate (found by seed_fuzz).
+TEST(SeedRefuses, ALiveBlockWithoutASize)
+{
+    SnapFile f(Data("live_block_no_size.pickle"));
+    ASSERT_NE(f.snap(), nullptr) << f.error;
+    ga_seed_t s = {};
+    char err[512] = "";
+    EXPECT_EQ(ga_seed_from_snapshot(f.snap(), "live_block_no_size", 0, &s, err, sizeof err), -1);
+    EXPECT_NE(std::string(err).find("live_block_no_size: segments[1].blocks[1]: a block that is not inactive has no "
+                                    "size"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(s.n_seg, 0u);
+    EXPECT_EQ(s.n_pc, 0u);
 }
 
 } // namespace

@@ -44,7 +44,7 @@ static int run(infer_t *x, uint64_t cap, uint64_t last, ga_replay_column_t *c)
     memset(c, 0, sizeof(*c));
     ga_engine_out_t out = {.first_oom = UINT64_MAX};
     ga_replay_opts_t o = x->o;
-    o.stop_after = last;
+    o.stop_after_events = last + 1; /* events 0 .. last */
     ga_engine_cfg_t g = {.o = &o, .spec = &x->spec, .capacity = x->u->memory, .cap = cap, .out = &out};
     return ga_engine_run(x->u, &g, c);
 }

@@ -438,7 +438,7 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         return 0;
     ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "", .watch = o->watch_peak};
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
-    uint64_t end = o->stop_after && o->stop_after < u->n ? o->stop_after + 1 : u->n;
+    uint64_t end = o->stop_after_events && o->stop_after_events < u->n ? o->stop_after_events : u->n;
     double t0 = ga_engine_now();
     ga_event_t e;
     uint64_t i;
@@ -450,6 +450,8 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         c->cur_index = i;
         apply_event(c, &r, i, &e);
         c->cur = NULL;
+        if (o->after_event != NULL)
+            o->after_event(o->after_event_ctx, c->a, i);
         if (i == c->sampler.next && c->sampler.x != NULL)
             ga_sampler_add_stats(&c->sampler, i, c->a);
         if (i >= c->snapshot_last && c->snapshot_recording)

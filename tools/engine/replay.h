@@ -241,9 +241,12 @@ typedef struct ga_replay_opts {
      * replay, no parts (cap inference, a bisection over the cap). 0: the
      * unit's range when it has one, else none. */
     uint64_t cap;
-    bool no_cap;                                  /* ignore the unit's cap range (its inference) */
-    uint64_t stop_after;                          /* replay events up to and including this index (0 = all; cap
-                                      inference stops at the last capped OOM) */
+    bool no_cap; /* ignore the unit's cap range (its inference) */
+    /* stop_after_events: replay only the first this many events (0 = all).
+     * A count, not the last index: cap inference replays "everything before
+     * the first capped OOM", which is the first event alone when that OOM is
+     * the second (an index of 0 would have read as "all"). */
+    uint64_t stop_after_events;
     const char *const *snapshot_paths;            /* per configuration, or NULL: --snapshot */
     const ga_replay_snapshot_ops_t *snapshot_ops; /* how snapshots are recorded and written; needed
                                                      with snapshot_paths (without: a snapshot_error) */
@@ -270,6 +273,12 @@ typedef struct ga_replay_opts {
      * and their number; may be NULL. */
     void (*progress)(void *ctx, double fraction, uint64_t events);
     void *progress_ctx;
+    /* after_event: called after every event replayed (index i of the unit)
+     * with the allocator, between calls, so a fuzzer or test can check its
+     * invariants event by event (galloc_check); may be NULL. It must leave
+     * the allocator's state as it found it. */
+    void (*after_event)(void *ctx, galloc_allocator_t *a, uint64_t i);
+    void *after_event_ctx;
 } ga_replay_opts_t;
 
 /*

@@ -311,6 +311,14 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
             ga_torch_block(&g, b, &blk);
             if (blk.state == GA_STATE_INACTIVE)
                 continue;
+            /* A block taken as live must have bytes: one without an int size (an
+             * empty dict in the list, say) would become a live piece of 0 bytes,
+             * which no allocation can stand for. */
+            if (blk.size.kind != GA_TORCH_INT || blk.size.v == 0) {
+                snprintf(err, errlen, "%s: segments[%zu].blocks[%zu]: a block that is not inactive has no size", path,
+                         s, b);
+                return -1;
+            }
             uint64_t req = blk.requested_size.kind == GA_TORCH_INT ? blk.requested_size.v : 0;
             if (set_add(blocks, (item_t){.addr = blk.address.v,
                                          .size = blk.size.v,

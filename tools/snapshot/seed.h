@@ -104,7 +104,8 @@ struct ga_torch_snapshot; /* torch_snapshot.h */
 /*
  * ga_seed_from_snapshot: the state of device `device` of snapshot s (path
  * names it in messages) at its trace's first entry. Returns 0, or -1 with err set (unreadable file,
- * an expandable segment whose reservation cannot be told: map/unmap entries
+ * a final block that is not inactive and has no size, an expandable segment
+ * whose reservation cannot be told: map/unmap entries
  * of a stream with no expandable segment left at the end, runs or entries not
  * in whole pages). Release with ga_seed_free.
  */
