@@ -3,19 +3,23 @@
 // driver's (tests/backend:storm_gpu_test).
 //
 // Workers, one per stream, each with a seeded generator of its own, malloc
-// and free blocks of varied sizes (small pool, large pool, oversize), some
-// inside their own sleepable tag, record_stream some onto another worker's
-// stream, and synchronize streams. Control threads meanwhile call
-// empty_cache, memory_stats (with the per-stat invariants, fragmentation and
-// galloc_check), reset_peak, snapshot writes, history start/stop, sleep and
-// wake of the workers' tags, and set_memory_fraction. Workers count what
-// their successful calls must have done to the stats (the serial recount) and
-// every refusal they must cope with (GALLOC_E_OOM under a low fraction,
-// GALLOC_E_ASLEEP from a sleeping tag).
+// and free blocks of varied sizes (small pool, large pool, up to 64 MiB),
+// some inside their own sleepable tag, record_stream some onto another
+// worker's stream, hand some to another worker to free, and synchronize
+// streams. Control threads meanwhile call empty_cache, memory_stats (each
+// copy checked alone, and against the previous one when no reset_peak ran
+// between), galloc_check and fragmentation, reset_peak, snapshot writes,
+// history start/stop, sleep and wake of the workers' tags, and
+// set_memory_fraction. Storm phases alternate with calm ones (default-pool
+// malloc and free only, no history, no sleep) in which the stripe path of
+// per-stream locking opens. Workers count what their successful calls must
+// have done to the stats (the serial recount) and every refusal they must
+// cope with (GALLOC_E_OOM under a low fraction, GALLOC_E_ASLEEP from a
+// sleeping tag).
 //
-// StormFinish then wakes every tag, frees every block, synchronizes every
-// stream, empties the cache and asserts (GoogleTest) that galloc_check
-// passes and that the stats equal the workers' recount.
+// Finish then frees every block, synchronizes every stream, empties the
+// cache, wakes every tag and asserts (GoogleTest) that galloc_check passes
+// and that the stats equal the workers' recount.
 #ifndef GA_TESTS_RELIABILITY_STORM_H
 #define GA_TESTS_RELIABILITY_STORM_H
 
@@ -60,6 +64,10 @@ enum Op {
     kWake,         // galloc_wake that succeeded
     kWakeOom,      // galloc_wake refused with GALLOC_E_OOM (fraction too low)
     kFraction,     // galloc_set_memory_fraction
+    kCalmMalloc,   // default-pool malloc that succeeded in a calm phase (see Run)
+    kPhase,        // switches between storm and calm phases
+    kHandoff,      // a live block given to another worker to free
+    kFreeHanded,   // free of a block another worker allocated
     kOpCount
 };
 

@@ -3,8 +3,8 @@
 // events exist on sim; with manual events a record_stream'd block stays
 // pending until its streams are synchronized, as on a busy GPU.
 //
-// Tagged "concurrency": CI runs it under ThreadSanitizer for the default 3 s.
-// tests/reliability/storm.sh runs it longer. Environment:
+// Tagged "concurrency": CI runs it under ThreadSanitizer for the default 3 s
+// per configuration. tests/reliability/storm.sh runs it longer. Environment:
 // GALLOC_STORM_SECONDS (default 3), GALLOC_STORM_SEED (default: from the
 // clock, printed), GALLOC_STORM_THREADS (workers, default 8).
 #include <gtest/gtest.h>
@@ -21,12 +21,19 @@ extern "C" {
 
 namespace {
 
-TEST(Storm, SimWorkersAndControlThreadsKeepTheStatsOfOneSerialOrder)
+// The allocator's settings, one storm each: PyTorch's defaults; expandable
+// segments (map and unmap beside sleep's, the stripe path's growable best
+// fit); garbage collection under the moving fraction with a split limit
+// (oversize blocks, the GC clock that closes the stripe path).
+class Storm : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(Storm, SimWorkersAndControlThreadsKeepTheStatsOfOneSerialOrder)
 {
     ASSERT_EQ(simwatch_register(), GALLOC_OK);
     storm::Config c;
     char err[GALLOC_ERROR_MAX] = "";
-    ASSERT_EQ(galloc_allocator_create("simwatch", 0, "sim_capacity:8GiB,sim_manual_events:True", &c.a, err, sizeof err),
+    std::string conf = std::string("sim_capacity:8GiB,sim_manual_events:True") + (*GetParam() ? "," : "") + GetParam();
+    ASSERT_EQ(galloc_allocator_create_ex("simwatch", 0, conf.c_str(), GALLOC_CREATE_NO_ENV, &c.a, err, sizeof err),
               GALLOC_OK)
         << err;
     int workers = storm::ThreadsFromEnv(8);
@@ -55,5 +62,15 @@ TEST(Storm, SimWorkersAndControlThreadsKeepTheStatsOfOneSerialOrder)
     if (HasFailure())
         std::printf("storm failed with GALLOC_STORM_SEED=%llu\n", (unsigned long long)c.seed);
 }
+
+const char *const kConfs[] = {"", "expandable_segments:True", "garbage_collection_threshold:0.6,max_split_size_mb:40"};
+const char *const kConfNames[] = {"Defaults", "Expandable", "GcAndSplitLimit"};
+
+std::string ConfName(const ::testing::TestParamInfo<const char *> &info)
+{
+    return kConfNames[info.index];
+}
+
+INSTANTIATE_TEST_SUITE_P(Confs, Storm, ::testing::ValuesIn(kConfs), ConfName);
 
 } // namespace
