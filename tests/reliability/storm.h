@@ -56,7 +56,7 @@ enum Op {
     kAsleep,       // tag malloc refused with GALLOC_E_ASLEEP
     kEmptyCache,   // galloc_empty_cache
     kStats,        // galloc_memory_stats (invariants checked on the copy)
-    kCheck,        // galloc_check and galloc_fragmentation under the storm
+    kCheck,        // galloc_check, fragmentation, memory_summary, settings_string, last_error
     kResetPeak,    // galloc_stats_reset_peak
     kSnapshot,     // galloc_snapshot_write
     kHistory,      // galloc_record_memory_history start or stop

@@ -112,6 +112,13 @@ void StatsLoop(Shared *sh, std::mt19937_64 &rng, Counts ops)
             f.struct_size = sizeof f;
             if ((st = galloc_fragmentation(a, &f)) != GALLOC_OK)
                 sh->Error("fragmentation", st);
+            char text[4096];
+            size_t needed = 0;
+            if ((st = galloc_memory_summary(a, rng() % 2, text, sizeof text, &needed)) != GALLOC_OK)
+                sh->Error("memory_summary", st);
+            if ((st = galloc_settings_string(a, text, sizeof text, &needed)) != GALLOC_OK)
+                sh->Error("settings_string", st);
+            galloc_last_error(a, text, sizeof text);
             ops[kCheck]++;
         }
         Pause(rng, 1000);
@@ -152,8 +159,17 @@ void HistoryLoop(Shared *sh, std::mt19937_64 &rng, Counts ops)
         galloc_history_options_t h = {};
         h.struct_size = sizeof h;
         h.enabled = sh->calm() ? GALLOC_HISTORY_NONE : (galloc_history_t)(rng() % 3);
-        h.context = (galloc_context_t)(rng() % 3); // not ALL: native stacks of frees would slow TSan runs most
-        h.stacks = GALLOC_STACKS_PYTHON;
+        // Native stacks (stacks ALL) now and then, never under TSan: a thread
+        // that called libunwind's unw_backtrace crashes TSan at exit (its
+        // trace cache's TSD destructor locks a mutex after TSan finished the
+        // thread: google/sanitizers#943), whatever galloc does.
+#if defined(__SANITIZE_THREAD__)
+        bool native = false;
+#else
+        bool native = rng() % 8 == 0;
+#endif
+        h.context = (galloc_context_t)(rng() % 4);
+        h.stacks = native ? GALLOC_STACKS_ALL : GALLOC_STACKS_PYTHON;
         h.max_entries = rng() % 2 ? 4096 : 512;
         galloc_status_t st = galloc_record_memory_history(a, &h);
         if (st != GALLOC_OK)
