@@ -108,8 +108,12 @@ void Finish(const Config &c, Result &r)
     }
     EXPECT_EQ(rc.allocs[GALLOC_STAT_ALL], (int64_t)(r.ops[kMalloc] + r.ops[kCalmMalloc] + r.ops[kTagMalloc]));
     EXPECT_EQ(rc.frees[GALLOC_STAT_ALL], rc.allocs[GALLOC_STAT_ALL]);
-    // Every malloc the workers saw refused for memory counted one OOM.
-    EXPECT_GE(s.num_ooms, (int64_t)r.ops[kOom]);
+    // Every malloc the workers saw refused for memory counted one OOM, and
+    // nothing else did (a wake refused under the fraction is not a malloc).
+    EXPECT_EQ(s.num_ooms, (int64_t)r.ops[kOom]);
+    // Each empty_cache (the control thread's and Drain's two) synchronized
+    // every stream once; OOM flushes add theirs.
+    EXPECT_GE(s.num_sync_all_streams, (int64_t)r.ops[kEmptyCache] + 2);
 
     // The default pools hold nothing after empty_cache; each tag, a private
     // pool in use (PyTorch keeps those at empty_cache), keeps its cached
