@@ -4,6 +4,7 @@
 #include "tests/reliability/storm.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -204,7 +205,7 @@ Result Run(const Config &c)
             sh.Error("creating a tag", st);
     }
     std::vector<WorkerOut> outs(n);
-    uint64_t control_ops[kLoopCount][kOpCount] = {};
+    std::vector<std::array<uint64_t, kOpCount>> control_ops(kLoopCount); // value-initialized: zeros
     std::vector<std::thread> threads;
     auto t0 = std::chrono::steady_clock::now();
     for (size_t t = 0; t < n; t++)
@@ -212,7 +213,7 @@ Result Run(const Config &c)
     for (size_t k = 0; k < kLoopCount; k++)
         threads.emplace_back([&, k] {
             std::mt19937_64 rng(c.seed + 1000 + k);
-            kLoops[k](&sh, rng, control_ops[k]);
+            kLoops[k](&sh, rng, control_ops[k].data());
         });
     // Storm and calm phases of about 150 ms in turn. In a calm one, workers
     // only malloc and free in the default pools and synchronize their own
