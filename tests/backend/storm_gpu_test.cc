@@ -38,18 +38,7 @@ TEST(StormGpu, WorkersAndControlThreadsOnTheRealDriver)
             ASSERT_NE(s, 0u) << "cuStreamCreate for worker " << t;
             c.streams.push_back(s);
         }
-        c.seconds = storm::SecondsFromEnv(10);
-        c.seed = storm::SeedFromEnv();
-        const char *tmp = std::getenv("TEST_TMPDIR");
-        c.snapshot_dir = tmp != nullptr ? tmp : "/tmp";
-        RecordProperty("seed", std::to_string(c.seed));
-
-        storm::Result r = storm::Run(c);
-        storm::Print(c, r);
-        storm::Finish(c, r);
-        EXPECT_GT(r.ops[storm::kMalloc], 0u);
-        if (HasFailure())
-            std::printf("storm failed with GALLOC_STORM_SEED=%llu\n", (unsigned long long)c.seed);
+        storm::RunInTest(c, 10);
         galloc_allocator_destroy(c.a);
         c.a = nullptr;
     }

@@ -3,6 +3,8 @@
 // allocator, threads share only what storm_int.h's Shared holds.
 #include "tests/reliability/storm.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "tests/reliability/storm_int.h"
@@ -256,6 +259,22 @@ void Print(const Config &c, const Result &r)
     std::printf("  %-14s %10" PRIu64 "  (%.0f/s), %zu blocks live at the end\n", "total", total,
                 r.seconds > 0 ? (double)total / r.seconds : 0.0, r.live.size());
     std::fflush(stdout);
+}
+
+Result RunInTest(Config &c, double default_seconds)
+{
+    c.seconds = SecondsFromEnv(default_seconds);
+    c.seed = SeedFromEnv();
+    const char *tmp = std::getenv("TEST_TMPDIR");
+    c.snapshot_dir = tmp != nullptr ? tmp : "/tmp";
+    ::testing::Test::RecordProperty("seed", std::to_string(c.seed));
+    Result r = Run(c);
+    Print(c, r);
+    Finish(c, r);
+    EXPECT_GT(r.ops[kMalloc], 0u);
+    if (::testing::Test::HasFailure())
+        std::printf("storm failed with GALLOC_STORM_SEED=%llu\n", (unsigned long long)c.seed);
+    return r;
 }
 
 double SecondsFromEnv(double def)

@@ -118,6 +118,12 @@ void Print(const Config &c, const Result &r);
 // galloc_check passes, the stats equal the recount, nothing is held.
 void Finish(const Config &c, Result &r);
 
+// The storm as a test runs it: c's duration (GALLOC_STORM_SECONDS, else
+// default_seconds), seed and snapshot folder (TEST_TMPDIR) from the
+// environment, the seed recorded as a test property, then Run, Print and
+// Finish; a failure prints the seed to rerun it with. Returns the result.
+Result RunInTest(Config &c, double default_seconds);
+
 // GALLOC_STORM_SECONDS (default def), GALLOC_STORM_SEED (default: from the
 // clock), GALLOC_STORM_THREADS (default def).
 double SecondsFromEnv(double def);

@@ -40,16 +40,7 @@ TEST_P(Storm, SimWorkersAndControlThreadsKeepTheStatsOfOneSerialOrder)
     ASSERT_GE(workers, 1);
     for (int t = 0; t < workers; t++)
         c.streams.push_back((galloc_stream_t)(t + 1)); // sim streams are any handle; 0 stays the default stream
-    c.seconds = storm::SecondsFromEnv(3);
-    c.seed = storm::SeedFromEnv();
-    const char *tmp = std::getenv("TEST_TMPDIR");
-    c.snapshot_dir = tmp != nullptr ? tmp : "/tmp";
-    RecordProperty("seed", std::to_string(c.seed));
-
-    storm::Result r = storm::Run(c);
-    storm::Print(c, r);
-    storm::Finish(c, r);
-    EXPECT_GT(r.ops[storm::kMalloc], 0u);
+    storm::Result r = storm::RunInTest(c, 3);
     EXPECT_GT(r.ops[storm::kSleep], 0u);
 
     galloc_allocator_destroy(c.a);
