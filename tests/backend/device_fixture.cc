@@ -232,10 +232,11 @@ void DriverHandle::ReleaseAll()
 void DriverHandle::DestroyStreams()
 {
     for (uintptr_t s : streams_) {
-        if (fake())
+        if (fake()) {
             EXPECT_EQ(fake_->fake_cuda_stream_destroy(s), 0);
-        else if (real_ != nullptr)
+        } else if (real_ != nullptr) {
             EXPECT_EQ(real_->cuStreamDestroy_v2(s), 0);
+        }
     }
     streams_.clear();
 }
