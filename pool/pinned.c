@@ -135,18 +135,9 @@ static void chain_release(ga_pool_t *p, orphan_t *o, bool keep)
 galloc_status_t ga_pool_sleep_prepare(void *impl, const char *tags, const char *offload_tags)
 {
     ga_pool_t *p = impl;
-    galloc_status_t st = ga_tag_mark(p, tags, 0, "sleep_prepare");
-    if (st == GALLOC_OK)
-        st = ga_tag_mark(p, offload_tags, 1, "sleep_prepare (offload_tags)");
+    galloc_status_t st = ga_tag_select_sleep(p, tags, offload_tags, "sleep_prepare", NULL);
     if (st != GALLOC_OK)
         return st;
-    bool copies = false;
-    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next)
-        copies |= t->sel && t->offload && !t->asleep;
-    if (copies && !ga_backend_can_offload(p->backend))
-        return ga_fail(p->err, GALLOC_E_UNSUPPORTED,
-                       "sleep_prepare: device backend \"%s\" has no pinned host memory and copies to offload to",
-                       p->backend->ops->name);
     ga_pool_host_retry(p);
     size_t n = 0;
     FOR_PREPARED_BLOCKS(p, t, b)

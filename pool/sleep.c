@@ -261,20 +261,10 @@ static bool failure(galloc_status_t st)
 galloc_status_t ga_pool_sleep(void *impl, const char *tags, const char *offload_tags)
 {
     ga_pool_t *p = impl;
-    galloc_status_t st = ga_tag_mark(p, tags, 0, "sleep");
-    if (st == GALLOC_OK)
-        st = ga_tag_mark(p, offload_tags, 1, "sleep (offload_tags)");
+    bool any;
+    galloc_status_t st = ga_tag_select_sleep(p, tags, offload_tags, "sleep", &any);
     if (st != GALLOC_OK)
         return st;
-    bool copies = false, any = false;
-    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
-        any |= t->sel && !t->asleep;
-        copies |= t->sel && !t->asleep && t->offload;
-    }
-    if (copies && !ga_backend_can_offload(p->backend))
-        return ga_fail(p->err, GALLOC_E_UNSUPPORTED,
-                       "sleep: device backend \"%s\" has no pinned host memory and copies to offload to",
-                       p->backend->ops->name);
     ga_pool_host_retry(p);
     p->refused_frees = 0;
     if (any) {

@@ -5,6 +5,7 @@
  * malloc's and free's cold branches. Sleep and wake themselves are in
  * sleep.c; the model is in sleep_int.h.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,30 @@ galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const cha
             s = comma + 1;
         }
     }
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_tag_select_sleep(ga_pool_t *p, const char *tags, const char *offload_tags, const char *who,
+                                    bool *any)
+{
+    char offload_who[48];
+    snprintf(offload_who, sizeof(offload_who), "%s (offload_tags)", who);
+    galloc_status_t st = ga_tag_mark(p, tags, 0, who);
+    if (st == GALLOC_OK)
+        st = ga_tag_mark(p, offload_tags, 1, offload_who);
+    if (st != GALLOC_OK)
+        return st;
+    bool copies = false, awake = false;
+    for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
+        awake |= t->sel && !t->asleep;
+        copies |= t->sel && !t->asleep && t->offload;
+    }
+    if (any != NULL)
+        *any = awake;
+    if (copies && !ga_backend_can_offload(p->backend))
+        return ga_fail(p->err, GALLOC_E_UNSUPPORTED,
+                       "%s: device backend \"%s\" has no pinned host memory and copies to offload to", who,
+                       p->backend->ops->name);
     return GALLOC_OK;
 }
 

@@ -22,6 +22,13 @@ ga_tag_t *ga_tag_find(const ga_pool_t *p, const char *name, size_t len);
  * "" marks every tag for sel and none for offload. GALLOC_E_INVAL with a
  * message for a bad name, an empty element or an unknown tag. */
 galloc_status_t ga_tag_mark(ga_pool_t *p, const char *list, int which, const char *who);
+/* The tags of a sleep, or of its prepare (who names the call in messages):
+ * tags marked in sel, offload_tags in offload, as ga_tag_mark; then
+ * GALLOC_E_UNSUPPORTED with a message if an awake selected tag is to be
+ * offloaded on a backend without pinned host memory and copies. *any (if
+ * not NULL): whether some selected tag is awake. */
+galloc_status_t ga_tag_select_sleep(ga_pool_t *p, const char *tags, const char *offload_tags, const char *who,
+                                    bool *any);
 /* A private pool is deleted (release_private_pools): forget its tag. */
 void ga_pool_tag_forget(ga_pool_t *p, ga_tag_t *t);
 /* Destroy: host copies and tag records (segments are the caller's). */
