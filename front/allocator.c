@@ -255,30 +255,6 @@ void galloc_allocator_destroy(galloc_allocator_t *a)
     bury(a);
 }
 
-/* The allocator's lock, and with it the implementation's quiesce: no
- * stripe_malloc/stripe_free runs until unlock_all (allocator_ops.h). */
-static void lock_all(galloc_allocator_t *a)
-{
-    ga_lock(&a->lock);
-    if (a->ops->quiesce != NULL)
-        a->ops->quiesce(a->impl);
-}
-
-static void unlock_all(galloc_allocator_t *a)
-{
-    if (a->ops->resume != NULL)
-        a->ops->resume(a->impl);
-    ga_unlock(&a->lock);
-}
-
-/* Run expr under the lock. */
-#define LOCKED(a, expr)                                                                                                \
-    do {                                                                                                               \
-        lock_all(a);                                                                                                   \
-        expr;                                                                                                          \
-        unlock_all(a);                                                                                                 \
-    } while (0)
-
 galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_t stream, void **ptr)
 {
     if (ptr != NULL)
@@ -408,90 +384,6 @@ galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr)
     return st;
 }
 
-/* Optional ops members: GALLOC_E_UNSUPPORTED where the implementation has none. */
-#define MEMPOOL_CALL(a, member, ...)                                                                                   \
-    do {                                                                                                               \
-        GA_LIVE_OR_RETURN(a);                                                                                          \
-        if ((a)->ops->member == NULL)                                                                                  \
-            return GALLOC_E_UNSUPPORTED;                                                                               \
-        galloc_status_t st_;                                                                                           \
-        LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                                     \
-        return st_;                                                                                                    \
-    } while (0)
-
-galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t *id)
-{
-    if (id == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, mempool_create, id);
-}
-
-galloc_status_t galloc_mempool_begin_allocate(galloc_allocator_t *a, galloc_mempool_id_t id, galloc_route_t route,
-                                              galloc_stream_t stream)
-{
-    MEMPOOL_CALL(a, mempool_begin, id, route, stream);
-}
-
-galloc_status_t galloc_mempool_end_allocate(galloc_allocator_t *a, galloc_mempool_id_t id)
-{
-    MEMPOOL_CALL(a, mempool_end, id);
-}
-
-galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_t id)
-{
-    MEMPOOL_CALL(a, mempool_release, id);
-}
-
-galloc_status_t galloc_tag_begin(galloc_allocator_t *a, const char *tag)
-{
-    if (tag == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, tag_begin, tag);
-}
-
-galloc_status_t galloc_tag_end(galloc_allocator_t *a, const char *tag)
-{
-    if (tag == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, tag_end, tag);
-}
-
-galloc_status_t galloc_mempool_set_tag(galloc_allocator_t *a, galloc_mempool_id_t id, const char *tag)
-{
-    if (tag == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, mempool_set_tag, id, tag);
-}
-
-galloc_status_t galloc_sleep(galloc_allocator_t *a, const char *tags, const char *offload_tags)
-{
-    MEMPOOL_CALL(a, sleep, tags, offload_tags);
-}
-
-galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags)
-{
-    MEMPOOL_CALL(a, wake, tags);
-}
-
-galloc_status_t galloc_sleep_prepare(galloc_allocator_t *a, const char *tags, const char *offload_tags)
-{
-    MEMPOOL_CALL(a, sleep_prepare, tags, offload_tags);
-}
-
-galloc_status_t galloc_sleep_stats(galloc_allocator_t *a, galloc_sleep_stats_t *out)
-{
-    if (out == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, sleep_stats, out);
-}
-
-galloc_status_t galloc_tag_asleep(galloc_allocator_t *a, const char *tag, int *asleep)
-{
-    if (tag == NULL || asleep == NULL)
-        return GALLOC_E_INVAL;
-    MEMPOOL_CALL(a, tag_asleep, tag, asleep);
-}
-
 galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt)
 {
     MEMPOOL_CALL(a, record_history, opt);
@@ -533,11 +425,11 @@ galloc_status_t galloc_memory_summary(galloc_allocator_t *a, bool abbreviated, c
     galloc_stats_t st;
     st.struct_size = sizeof(st);
     galloc_sleep_stats_t sl = {0};
-    lock_all(a); /* both read under one hold: the figures agree */
+    ga_front_lock_all(a); /* both read under one hold: the figures agree */
     a->ops->stats(a->impl, &st);
     if (a->ops->sleep_stats != NULL)
         (void)a->ops->sleep_stats(a->impl, &sl);
-    unlock_all(a);
+    ga_front_unlock_all(a);
     size_t n = ga_trace_summary(buf, len, &st, a->device, abbreviated);
     if (sl.tags > 0) /* galloc's sleep section; without tags the summary is PyTorch's */
         n += ga_trace_summary_sleep(n < len ? buf + n : NULL, n < len ? len - n : 0, &sl);

@@ -45,4 +45,40 @@ struct galloc_allocator {
     int device;                    /* device index */
 };
 
+/* The allocator's lock, and with it the implementation's quiesce: no
+ * stripe_malloc/stripe_free runs until ga_front_unlock_all (allocator_ops.h). */
+static inline void ga_front_lock_all(galloc_allocator_t *a)
+{
+    ga_lock(&a->lock);
+    if (a->ops->quiesce != NULL)
+        a->ops->quiesce(a->impl);
+}
+
+static inline void ga_front_unlock_all(galloc_allocator_t *a)
+{
+    if (a->ops->resume != NULL)
+        a->ops->resume(a->impl);
+    ga_unlock(&a->lock);
+}
+
+/* Run expr under the lock. */
+#define LOCKED(a, expr)                                                                                                \
+    do {                                                                                                               \
+        ga_front_lock_all(a);                                                                                          \
+        expr;                                                                                                          \
+        ga_front_unlock_all(a);                                                                                        \
+    } while (0)
+
+/* A call to an optional ops member, under the lock: GALLOC_E_UNSUPPORTED
+ * where the implementation has none. */
+#define MEMPOOL_CALL(a, member, ...)                                                                                   \
+    do {                                                                                                               \
+        GA_LIVE_OR_RETURN(a);                                                                                          \
+        if ((a)->ops->member == NULL)                                                                                  \
+            return GALLOC_E_UNSUPPORTED;                                                                               \
+        galloc_status_t st_;                                                                                           \
+        LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                                     \
+        return st_;                                                                                                    \
+    } while (0)
+
 #endif /* GA_ALLOCATOR_INT_H */
