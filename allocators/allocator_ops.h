@@ -68,6 +68,7 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
     galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);
+    galloc_status_t (*mempool_set_flags)(void *impl, galloc_mempool_id_t id, unsigned flags);
     /* Sleep and wake (galloc_sleep.h); NULL where the implementation has none. */
     galloc_status_t (*tag_begin)(void *impl, const char *tag);
     galloc_status_t (*tag_end)(void *impl, const char *tag);

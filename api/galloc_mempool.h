@@ -57,6 +57,33 @@ GALLOC_API galloc_status_t galloc_mempool_begin_allocate(galloc_allocator_t *a, 
  * is not being routed to. */
 GALLOC_API galloc_status_t galloc_mempool_end_allocate(galloc_allocator_t *a, galloc_mempool_id_t id);
 
+/* Flags of a pool, PyTorch's torch.cuda.MemPool(use_on_oom=..., no_split=...)
+ * (aten/src/ATen/cuda/MemPool.cpp: setUseOnOOM, setNoSplit):
+ *   GALLOC_MEMPOOL_USE_ON_OOM  when a default-pool allocation finds no cached
+ *       block and the device refuses a new segment, a free cached block of
+ *       this pool may serve it, before any cache is freed (PyTorch main's
+ *       try_mempool_fallback): searched as the default pool is (best fit by
+ *       stream and size), never growing the pool; the block, and the rest of
+ *       it when split, stays in this pool, and is counted in the small or
+ *       large pool stats by its size as any block is. Pools are tried newest
+ *       first (PyTorch's order is a hash set's). Not used once released, nor
+ *       while routed to, nor for a sleep tag's pool.
+ *   GALLOC_MEMPOOL_NO_SPLIT    blocks of this pool are never split: each
+ *       allocation takes a whole free block or a whole new segment (2 MiB for
+ *       a small request, 20 MiB for 1-10 MiB), and allocated_bytes counts it
+ *       whole while requested_bytes counts the size asked for. */
+#define GALLOC_MEMPOOL_USE_ON_OOM 1u
+#define GALLOC_MEMPOOL_NO_SPLIT 2u
+
+/*
+ * galloc_mempool_set_flags: set pool id's flags (GALLOC_MEMPOOL_* or'ed; 0
+ * clears them). They apply from the next allocation on; blocks already split
+ * stay split. Returns GALLOC_OK; GALLOC_E_INVAL for an unknown or released
+ * pool, or an unknown flag; GALLOC_E_UNSUPPORTED where the allocator has no
+ * private pools.
+ */
+GALLOC_API galloc_status_t galloc_mempool_set_flags(galloc_allocator_t *a, galloc_mempool_id_t id, unsigned flags);
+
 /*
  * galloc_mempool_release: drop one use of pool id. At zero the pool becomes
  * freeable: its cached segments go back to the device at the next

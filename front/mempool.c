@@ -30,6 +30,11 @@ galloc_status_t galloc_mempool_release(galloc_allocator_t *a, galloc_mempool_id_
     MEMPOOL_CALL(a, mempool_release, id);
 }
 
+galloc_status_t galloc_mempool_set_flags(galloc_allocator_t *a, galloc_mempool_id_t id, unsigned flags)
+{
+    MEMPOOL_CALL(a, mempool_set_flags, id, flags);
+}
+
 galloc_status_t galloc_tag_begin(galloc_allocator_t *a, const char *tag)
 {
     if (tag == NULL)

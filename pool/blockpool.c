@@ -68,6 +68,7 @@ void ga_pool_blockpool_init(ga_blockpool_t *bp, bool is_small)
     bp->last = NULL;
     ga_pool_avl_init(&bp->unmapped, cmp_unmapped);
     bp->is_small = is_small;
+    bp->no_split = false;
     bp->owner = NULL;
     bp->stat = is_small ? GALLOC_STAT_SMALL_POOL : GALLOC_STAT_LARGE_POOL;
     bp->get_free_blocks_call_count = 0;

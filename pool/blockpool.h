@@ -173,6 +173,33 @@ static inline ga_block_t *ga_pool_expandable_best(ga_block_t *b)
     return b;
 }
 
+/* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
+ * Inline into malloc, whose every call makes it; also MemPool use_on_oom's
+ * search (private.c). */
+GA_HOT bool ga_pool_get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    ga_blockpool_t *bp = ap->pool;
+    uint64_t mss = p->conf.max_split_size;
+    if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
+        bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
+    /* Only this stream's set: PyTorch's lower_bound may land on another
+     * stream's block, which it then rejects; the answer is the same. */
+    ga_block_t *b = ga_pool_blockpool_fit_rounded(ap->set, ap->size);
+    if (b == NULL)
+        return false;
+    if (b->seg->expandable)
+        b = ga_pool_expandable_best(b);
+    /* A normal request never takes an oversize cached block. */
+    if (ap->size < mss && b->size >= mss)
+        return false;
+    /* An oversize request takes an oversize block only within the rounding tolerance. */
+    if (ap->size >= mss && b->size >= ap->size + p->conf.max_non_split_rounding_size)
+        return false;
+    ga_pool_blockpool_remove(bp, b);
+    ap->block = b;
+    return true;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,8 @@
  * (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp):
  *   round the size, pick the pool, best-fit search in the pool's free set;
  *   on a miss: garbage-collect (if a fraction and a threshold are set), ask the
- *   device for a new segment, else free oversize cached blocks and retry, else
+ *   device for a new segment, else take a free block of a use_on_oom MemPool
+ *   (private.c), else free oversize cached blocks and retry, else
  *   free every cached segment and retry once more (num_alloc_retries), else OOM;
  *   then split the block if the remainder is worth keeping and hand out the front.
  *
@@ -22,32 +23,6 @@
 #include "pool/stripe.h"
 #include "pool/tags.h"
 #include "stats/stats.h"
-
-/* PyTorch's get_free_block: lower_bound on (stream, size); no further search.
- * Inline into malloc, whose every call makes it. */
-GA_HOT bool get_free_block(ga_pool_t *p, ga_alloc_params_t *ap)
-{
-    ga_blockpool_t *bp = ap->pool;
-    uint64_t mss = p->conf.max_split_size;
-    if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
-        bp->get_free_blocks_call_count++; /* the GC clock ticks per search */
-    /* Only this stream's set: PyTorch's lower_bound may land on another
-     * stream's block, which it then rejects; the answer is the same. */
-    ga_block_t *b = ga_pool_blockpool_fit_rounded(ap->set, ap->size);
-    if (b == NULL)
-        return false;
-    if (b->seg->expandable)
-        b = ga_pool_expandable_best(b);
-    /* A normal request never takes an oversize cached block. */
-    if (ap->size < mss && b->size >= mss)
-        return false;
-    /* An oversize request takes an oversize block only within the rounding tolerance. */
-    if (ap->size >= mss && b->size >= ap->size + p->conf.max_non_split_rounding_size)
-        return false;
-    ga_pool_blockpool_remove(bp, b);
-    ap->block = b;
-    return true;
-}
 
 /* PyTorch's alloc_block: a new segment from the device. Returns GALLOC_OK,
  * GALLOC_E_OOM (the caller may free cache and retry) or a hard failure. */
@@ -183,11 +158,14 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
     ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
-    if (!get_free_block(p, &ap)) {
+    if (!ga_pool_get_free_block(p, &ap)) {
         ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
         galloc_status_t st = alloc_block(p, &ap, false);
+        /* MemPool use_on_oom, before any cache is freed (PyTorch main's order). */
+        if (st == GALLOC_E_OOM && ap.pool->owner == NULL && p->private_pools != NULL && ga_pool_use_on_oom(p, &ap))
+            st = GALLOC_OK;
         if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
             st = alloc_block(p, &ap, false);
         /* No full flush while routing to a private pool (a capture in PyTorch). */
@@ -205,7 +183,7 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
              * not merged). retry_pool_after_sync:True searches the pool again
              * first, counting the retry as PyTorch would; off by default so
              * that galloc's stats and OOMs stay PyTorch's. */
-            if (were_pending && p->conf.retry_pool_after_sync && get_free_block(p, &ap)) {
+            if (were_pending && p->conf.retry_pool_after_sync && ga_pool_get_free_block(p, &ap)) {
                 p->stats.num_alloc_retries++;
                 st = GALLOC_OK;
             } else {

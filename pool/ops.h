@@ -67,6 +67,7 @@ galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id);
 galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream);
 galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id);
+galloc_status_t ga_pool_mempool_set_flags(void *impl, galloc_mempool_id_t id, unsigned flags);
 
 /* Sleep and wake (galloc_sleep.h; tags.c, sleep.c). A tag's scope is the
  * calling thread's, as a thread route. */

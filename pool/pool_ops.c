@@ -35,6 +35,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .mempool_begin = ga_pool_mempool_begin,
     .mempool_end = ga_pool_mempool_end,
     .mempool_release = ga_pool_mempool_release,
+    .mempool_set_flags = ga_pool_mempool_set_flags,
     .tag_begin = ga_pool_tag_begin,
     .tag_end = ga_pool_tag_end,
     .mempool_set_tag = ga_pool_mempool_set_tag,

@@ -120,6 +120,41 @@ galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id)
     return GALLOC_OK;
 }
 
+galloc_status_t ga_pool_mempool_set_flags(void *impl, galloc_mempool_id_t id, unsigned flags)
+{
+    ga_pool_t *p = impl;
+    ga_private_pool_t *pp = find(p, id.a, id.b);
+    if (pp == NULL || pp->use_count == 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "set_flags: no live memory pool (%llu, %llu)", (unsigned long long)id.a,
+                       (unsigned long long)id.b);
+    if ((flags & ~(GALLOC_MEMPOOL_USE_ON_OOM | GALLOC_MEMPOOL_NO_SPLIT)) != 0)
+        return ga_fail(p->err, GALLOC_E_INVAL, "set_flags: unknown flags 0x%x", flags);
+    pp->use_on_oom = (flags & GALLOC_MEMPOOL_USE_ON_OOM) != 0;
+    pp->small.no_split = pp->large.no_split = (flags & GALLOC_MEMPOOL_NO_SPLIT) != 0;
+    return GALLOC_OK;
+}
+
+/* PyTorch main's try_mempool_fallback (MemPool use_on_oom): a default-pool
+ * request the device just refused may take a free cached block of a live
+ * use_on_oom pool, found as the default pool's would be, never growing that
+ * pool. Pools routed to, released, or a sleep tag's are passed over. On
+ * success ap names the block and its pool; else ap is unchanged. */
+bool ga_pool_use_on_oom(ga_pool_t *p, ga_alloc_params_t *ap)
+{
+    ga_alloc_params_t saved = *ap;
+    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next) {
+        if (!pp->use_on_oom || pp->use_count == 0 || pp->tag != NULL || route_of(p, pp) != SIZE_MAX)
+            continue;
+        ap->pool = saved.pool->is_small ? &pp->small : &pp->large;
+        /* Only a set that exists: one made here would outlive a miss. */
+        ap->set = ga_pool_blockpool_lookup(ap->pool, ap->stream);
+        if (ap->set != NULL && ga_pool_get_free_block(p, ap))
+            return true;
+    }
+    *ap = saved;
+    return false;
+}
+
 /* Whole free segments of freeable pools go back; an empty freeable pool is deleted. */
 void ga_pool_release_private_pools(ga_pool_t *p)
 {

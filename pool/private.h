@@ -15,6 +15,10 @@ extern "C" {
 
 /* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
 ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
+/* MemPool use_on_oom: a free block of a use_on_oom pool for a default-pool
+ * request the device refused (private.c). True with ap->block and ap->pool
+ * set; false with ap unchanged. */
+bool ga_pool_use_on_oom(ga_pool_t *p, ga_alloc_params_t *ap);
 /* Whole free segments of freeable pools back; an empty freeable pool is deleted. */
 void ga_pool_release_private_pools(ga_pool_t *p);
 /* Free cached bytes of the private pools that are awake (PyTorch's message adds them to "allocated"). */

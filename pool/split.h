@@ -20,12 +20,14 @@
 extern "C" {
 #endif
 
-/* PyTorch's should_split: small-pool remainders of 512 B are worth keeping;
+/* PyTorch's should_split: a no_split pool's blocks never; small-pool remainders of 512 B are worth keeping;
  * large-pool ones only above 1 MiB and never for an oversize request.
  * Expandable segments: the default pools' under expandable_segments, and a
  * sleep tag's (the only private pool that may have them). */
 static inline bool ga_pool_should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)
 {
+    if (__builtin_expect(b->pool->no_split, 0)) /* a no_split MemPool's, small or large */
+        return false;
     size_t remaining = b->size - size;
     if (b->pool->is_small || (p->conf.expandable_segments && (b->pool->owner == NULL || b->seg->expandable)))
         return remaining >= GA_MIN_BLOCK_SIZE;

@@ -121,6 +121,7 @@ typedef struct ga_blockpool {
     ga_stream_set_t *last;              /* the set the locked path used last (the stripes keep their own) */
     ga_avl_t unmapped;                  /* unmapped expandable ranges by (stream, address) */
     bool is_small;                      /* small pool (<= 1 MiB requests) */
+    bool no_split;                      /* GALLOC_MEMPOOL_NO_SPLIT: its blocks are handed out whole */
     galloc_stat_pool_t stat;            /* GALLOC_STAT_SMALL_POOL or _LARGE_POOL */
     int64_t get_free_blocks_call_count; /* GC clock: searches while GC is on */
 } ga_blockpool_t;
@@ -167,6 +168,7 @@ struct ga_private_pool {
     ga_blockpool_t small, large; /* its block pools */
     struct ga_tag *tag;          /* the sleep tag it belongs to, NULL for none (sleep.c) */
     bool asleep;                 /* its tag is asleep: malloc fails with GALLOC_E_ASLEEP */
+    bool use_on_oom;             /* GALLOC_MEMPOOL_USE_ON_OOM: default-pool mallocs may take its free blocks */
     ga_private_pool_t *next;     /* all private pools */
 };
 

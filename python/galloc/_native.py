@@ -40,6 +40,18 @@ class SleepStats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in SLEEP_STATS_FIELDS]
 
 
+# galloc_mempool.h's flags and routes; the values are ABI, checked against
+# the header by the package's tests.
+MEMPOOL_USE_ON_OOM, MEMPOOL_NO_SPLIT = 1, 2
+ROUTE_THREAD = 1
+
+
+class MempoolId(ctypes.Structure):
+    """galloc_mempool_id_t, PyTorch's MempoolId_t pair."""
+
+    _fields_ = [("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
+
+
 _SIGNATURES = {
     "galloc_status_name": (_cp, [_c_int]),
     "galloc_strerror": (_cp, [_c_int]),
@@ -55,6 +67,11 @@ _SIGNATURES = {
     "galloc_snapshot_write": (_c_int, [_vp, _cp, _c_int]),
     "galloc_last_error": (_c_int, [_vp, _cp, _sz]),
     "galloc_allocator_backend": (_cp, [_vp]),
+    "galloc_mempool_create": (_c_int, [_vp, ctypes.POINTER(MempoolId)]),
+    "galloc_mempool_set_flags": (_c_int, [_vp, MempoolId, ctypes.c_uint]),
+    "galloc_mempool_begin_allocate": (_c_int, [_vp, MempoolId, _c_int, ctypes.c_uint64]),
+    "galloc_mempool_end_allocate": (_c_int, [_vp, MempoolId]),
+    "galloc_mempool_release": (_c_int, [_vp, MempoolId]),
     "galloc_tag_begin": (_c_int, [_vp, _cp]),
     "galloc_tag_end": (_c_int, [_vp, _cp]),
     "galloc_sleep": (_c_int, [_vp, _cp, _cp]),

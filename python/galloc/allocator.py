@@ -1,8 +1,10 @@
 """galloc.Allocator: one caching allocator on one device, over the C API
-(api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h)."""
+(api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h,
+galloc_mempool.h)."""
 import contextlib
 import ctypes
 import re
+import sys
 import threading
 
 from . import _native
@@ -105,6 +107,48 @@ class Allocator:
     def empty_cache(self) -> None:
         """Release every cached segment that holds no live block (torch.cuda.empty_cache)."""
         self._check(_lib.galloc_empty_cache(self._a()))
+
+    # ---- private pools (api/galloc_mempool.h) ----
+
+    def mempool(self, use_on_oom: bool = False, no_split: bool = False) -> tuple:
+        """A new private pool, torch.cuda.MemPool(use_on_oom=, no_split=):
+        its blocks serve only allocations made inside use_mempool(pool).
+        use_on_oom: when an allocation outside any pool finds no cached block
+        and the device has no room for a new segment, a free cached block of
+        this pool may serve it (before any cache is freed; never growing the
+        pool). no_split: the pool's blocks are handed out whole, never split.
+        Returns the pool's id, a pair (0, n). Raises UnsupportedError for an
+        allocator without pools (backend:cudaMallocAsync, user)."""
+        pid = _native.MempoolId()
+        self._check(_lib.galloc_mempool_create(self._a(), ctypes.byref(pid)))
+        flags = (_native.MEMPOOL_USE_ON_OOM if use_on_oom else 0) | (_native.MEMPOOL_NO_SPLIT if no_split else 0)
+        if flags:
+            st = _lib.galloc_mempool_set_flags(self._a(), pid, flags)
+            if st != 0:
+                _lib.galloc_mempool_release(self._a(), pid)
+                self._check(st)
+        return (pid.a, pid.b)
+
+    @contextlib.contextmanager
+    def use_mempool(self, pool: tuple):
+        """Within the `with` block, allocations this thread makes come from
+        pool (torch.cuda.use_mem_pool). InvalidArgumentError for an unknown
+        or released pool, or one already in use."""
+        pid = _native.MempoolId(*pool)
+        self._check(_lib.galloc_mempool_begin_allocate(self._a(), pid, _native.ROUTE_THREAD, 0))
+        try:
+            yield self
+        finally:
+            if self._handle is not None:
+                st = _lib.galloc_mempool_end_allocate(self._handle, pid)
+                if st != 0 and sys.exc_info()[0] is None:
+                    self._check(st)
+
+    def release_mempool(self, pool: tuple) -> None:
+        """Drop the pool (MemPool's destructor): its cached segments go back
+        at the next empty_cache(); blocks still allocated from it stay valid
+        until freed."""
+        self._check(_lib.galloc_mempool_release(self._a(), _native.MempoolId(*pool)))
 
     # ---- sleep and wake (api/galloc_sleep.h) ----
 

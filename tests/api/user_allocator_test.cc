@@ -222,6 +222,7 @@ TEST_F(User, HooksAreForwardedAndDeviceCallsRefused)
     EXPECT_EQ(galloc_fragmentation(a_, &frag), GALLOC_E_UNSUPPORTED);
     galloc_mempool_id_t id;
     EXPECT_EQ(galloc_mempool_create(a_, &id), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(galloc_mempool_set_flags(a_, galloc_mempool_id_t{0, 1}, GALLOC_MEMPOOL_NO_SPLIT), GALLOC_E_UNSUPPORTED);
     // No pool, so no tags to sleep: every sleep call says so.
     galloc_sleep_stats_t ss;
     int asleep = -1;
