@@ -84,4 +84,3 @@ galloc_status_t galloc_tag_asleep(galloc_allocator_t *a, const char *tag, int *a
         return GALLOC_E_INVAL;
     MEMPOOL_CALL(a, tag_asleep, tag, asleep);
 }
-

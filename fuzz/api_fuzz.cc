@@ -5,7 +5,7 @@
 // a GC threshold, roundup divisions, manual events); then each op is an opcode
 // byte and its argument bytes (see Step): malloc, free, free or record_stream
 // of a pointer that is not a live block, record_stream, stream_synchronize,
-// empty_cache, set_memory_fraction, private pools, device faults (ahead, once
+// empty_cache, set_memory_fraction, private pools (with use_on_oom and no_split), device faults (ahead, once
 // or from then on), stats resets, history / summary / snapshot. After EVERY call:
 //   - the status is one the call may return for what the model says it was
 //     given (a live block frees with GALLOC_OK, anything else GALLOC_E_NOT_OWNED;
@@ -249,6 +249,10 @@ class Driver {
                 return;
             Pool p;
             Expect(galloc_mempool_create(a_, &p.id), GALLOC_OK, "mempool_create");
+            // use_on_oom and no_split from the opcode's bits 4 and 5 (0: PyTorch's defaults).
+            unsigned flags = (op >> 4) & (GALLOC_MEMPOOL_USE_ON_OOM | GALLOC_MEMPOOL_NO_SPLIT);
+            if (flags != 0)
+                Expect(galloc_mempool_set_flags(a_, p.id, flags), GALLOC_OK, "mempool_set_flags");
             pools_.push_back(p);
             return;
         }
