@@ -90,6 +90,7 @@ static const char *async_setting(const ga_backend_t *b)
     return strcmp(ga_backend_vendor(b), "HIP") == 0 ? "backend:hipMallocAsync" : "backend:cudaMallocAsync";
 }
 
+/* Whether the backend has the six stream-ordered calls; if not, msg says which are needed. */
 static bool backend_ok(const ga_backend_t *b, char *msg, size_t len)
 {
     const galloc_backend_ops_t *ops = b->ops;
@@ -97,12 +98,11 @@ static bool backend_ok(const ga_backend_t *b, char *msg, size_t len)
         GA_BACKEND_HAS(ops, pool_usage) && GA_BACKEND_HAS(ops, device_synchronize) &&
         GA_BACKEND_HAS(ops, stream_synchronize))
         return true;
-    if (msg != NULL && len > 0)
-        snprintf(msg, len,
-                 "%s is not available on device backend \"%s\" (it needs stream-ordered "
-                 "allocation: malloc_async, free_async, pool_trim, pool_usage, device_synchronize and "
-                 "stream_synchronize)",
-                 async_setting(b), ops->name);
+    snprintf(msg, len,
+             "%s is not available on device backend \"%s\" (it needs stream-ordered "
+             "allocation: malloc_async, free_async, pool_trim, pool_usage, device_synchronize and "
+             "stream_synchronize)",
+             async_setting(b), ops->name);
     return false;
 }
 

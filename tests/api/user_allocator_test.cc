@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -386,6 +387,74 @@ TEST_F(User, HistoryAndSnapshotRoundTripThroughPython)
     EXPECT_NE(LastError(a_).find("/nonexistent/dir/u.pickle"), std::string::npos) << LastError(a_);
     ASSERT_EQ(galloc_free(a_, a), GALLOC_OK);
     ASSERT_EQ(galloc_free(a_, b), GALLOC_OK);
+}
+
+// Annotations and framework frames reach the history; a trace source set
+// while pointers are live drops their old stack ids, which would otherwise be
+// read as the new source's tokens.
+size_t g_frames_calls = 0;
+size_t Frames(void *, galloc_frame_t *frames, size_t max)
+{
+    g_frames_calls++;
+    if (max == 0)
+        return 0;
+    frames[0] = {"train.py", "step", 7};
+    return 1;
+}
+std::vector<uint32_t> g_tokens_asked;
+uint32_t NoToken(void *)
+{
+    return 0;
+}
+size_t SourceFrames(void *, uint32_t token, const char *, const galloc_frame_t **out)
+{
+    g_tokens_asked.push_back(token);
+    *out = nullptr;
+    return 0;
+}
+
+TEST_F(User, AnnotationsFramesAndATraceSourceReachTheHistory)
+{
+    Make();
+    galloc_history_options_t bad = {0, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_PYTHON, 0};
+    EXPECT_EQ(galloc_record_memory_history(a_, &bad), GALLOC_E_INVAL);
+    EXPECT_NE(LastError(a_).find("record_memory_history"), std::string::npos) << LastError(a_);
+    galloc_history_options_t opt = {sizeof opt, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_PYTHON, 0};
+    ASSERT_EQ(galloc_record_memory_history(a_, &opt), GALLOC_OK);
+    ASSERT_EQ(galloc_set_frames_callback(a_, Frames, nullptr), GALLOC_OK);
+    ASSERT_EQ(galloc_record_annotation(a_, "START", "step"), GALLOC_OK);
+    g_frames_calls = 0;
+    void *p = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 4096, 0, &p), GALLOC_OK);
+    EXPECT_EQ(g_frames_calls, 1u); // the allocation's stack: the framework's frames
+    ASSERT_EQ(galloc_set_frames_callback(a_, nullptr, nullptr), GALLOC_OK);
+
+    galloc_trace_source_t src = {};
+    EXPECT_EQ(galloc_set_trace_source(a_, &src), GALLOC_E_INVAL); // struct_size 0
+    EXPECT_NE(LastError(a_).find("set_trace_source"), std::string::npos) << LastError(a_);
+    src.struct_size = sizeof src;
+    src.token = NoToken;
+    src.frames = SourceFrames;
+    ASSERT_EQ(galloc_set_trace_source(a_, &src), GALLOC_OK);
+    g_tokens_asked.clear();
+    std::string pkl = test_tmp_path("user_source.pickle");
+    ASSERT_EQ(galloc_snapshot_write(a_, pkl.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK) << LastError(a_);
+    EXPECT_TRUE(g_tokens_asked.empty()) << "the live block's old stack id was passed as token " << g_tokens_asked[0];
+    ASSERT_EQ(galloc_set_trace_source(a_, nullptr), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+}
+
+TEST_F(User, ABadFractionOrAMissingMallocIsRefused)
+{
+    Make();
+    EXPECT_EQ(galloc_set_memory_fraction(a_, std::nan("")), GALLOC_E_INVAL);
+    galloc_user_allocator_t u = Table(&host_);
+    u.malloc_fn = nullptr;
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX];
+    EXPECT_EQ(galloc_allocator_create_user(&u, 0, &a, err, sizeof err), GALLOC_E_INVAL);
+    EXPECT_NE(std::string(err).find("malloc_fn and free_fn are required"), std::string::npos) << err;
+    EXPECT_EQ(a, nullptr);
 }
 
 } // namespace
