@@ -44,7 +44,10 @@ galloc_status_t FreeAsync(void *, uintptr_t addr, galloc_stream_t)
     g.live.erase(addr);
     return GALLOC_OK;
 }
-galloc_status_t PoolTrim(void *, size_t) { return GALLOC_OK; }
+galloc_status_t PoolTrim(void *, size_t)
+{
+    return GALLOC_OK;
+}
 galloc_status_t PoolUsage(void *, uint64_t *rc, uint64_t *rh, uint64_t *uc, uint64_t *uh)
 {
     for (uint64_t *o : {rc, rh, uc, uh})
@@ -52,14 +55,23 @@ galloc_status_t PoolUsage(void *, uint64_t *rc, uint64_t *rh, uint64_t *uc, uint
             *o = 0;
     return g.usage_st;
 }
-galloc_status_t DeviceSync(void *) { return GALLOC_OK; }
-galloc_status_t StreamSync(void *, galloc_stream_t) { return GALLOC_OK; }
+galloc_status_t DeviceSync(void *)
+{
+    return GALLOC_OK;
+}
+galloc_status_t StreamSync(void *, galloc_stream_t)
+{
+    return GALLOC_OK;
+}
 galloc_status_t MemInfo(void *, size_t *f, size_t *t)
 {
     *f = *t = size_t(1) << 30;
     return g.mem_info_st;
 }
-void ErrorString(void *, char *buf, size_t len) { std::snprintf(buf, len, "%s", g.why.c_str()); }
+void ErrorString(void *, char *buf, size_t len)
+{
+    std::snprintf(buf, len, "%s", g.why.c_str());
+}
 
 // Registers (once per process) sim's table with the test's calls, less the
 // one named by `missing` ("" for none), under the name "async_<missing>".

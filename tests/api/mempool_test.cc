@@ -1,6 +1,15 @@
 // mempool_test: private pools through the public API (PyTorch's MemPool and
 // graph pools): isolation, routing by thread and by stream, release, the
 // capture-like behaviour while routing, and the OOM message's private part.
+// The flags of galloc_mempool_set_flags, PyTorch's torch.cuda.MemPool(
+// use_on_oom=..., no_split=...), with exact stats. PyTorch's documented
+// behaviour: use_on_oom "indicates if this pool can be used as a last resort
+// if a memory allocation outside of the pool fails due to Out Of Memory
+// error"; no_split "indicates if this pool should not split segments". Its
+// sources (c10/cuda/CUDACachingAllocator.cpp, main): the fallback runs right
+// after the first device allocation fails, before any cached block is freed,
+// and only takes a free cached block (get_free_block), never a new segment;
+// setNoSplit makes should_split false for the pool's blocks, small and large.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,6 +56,19 @@ class MemPool : public ::testing::Test {
         st.struct_size = sizeof st;
         galloc_memory_stats(a_, &st);
         return st;
+    }
+    // A pool with flags whose cache holds one free 20 MiB segment (an 8 MiB
+    // request's), made on a device of capacity bytes; returns its address.
+    void *PoolWithCachedSegment(const char *capacity, unsigned flags, galloc_mempool_id_t *id)
+    {
+        Make(capacity);
+        EXPECT_EQ(galloc_mempool_create(a_, id), GALLOC_OK);
+        EXPECT_EQ(galloc_mempool_set_flags(a_, *id, flags), GALLOC_OK) << Err();
+        EXPECT_EQ(galloc_mempool_begin_allocate(a_, *id, GALLOC_ROUTE_THREAD, 0), GALLOC_OK);
+        void *p = Alloc(8 * MiB);
+        EXPECT_EQ(galloc_mempool_end_allocate(a_, *id), GALLOC_OK);
+        EXPECT_EQ(galloc_free(a_, p), GALLOC_OK);
+        return p;
     }
     galloc_allocator_t *a_ = nullptr;
 };
@@ -168,6 +190,173 @@ TEST_F(MemPool, NoFlushWhileRoutingAndThePrivatePartOfTheOomMessage)
               std::string::npos)
         << Err();
     ASSERT_EQ(galloc_mempool_end_allocate(a_, id), GALLOC_OK);
+}
+
+// The device is full (one 20 MiB segment, the pool's): a default-pool 4 MiB
+// request takes the front of the pool's cached block; the rest stays cached
+// in the pool, and the block goes back to the pool when freed.
+TEST_F(MemPool, UseOnOomServesTheDefaultPoolFromThePoolsCache)
+{
+    galloc_mempool_id_t id;
+    void *cached = PoolWithCachedSegment("sim_capacity:20MiB", GALLOC_MEMPOOL_USE_ON_OOM, &id);
+    void *p = Alloc(4 * MiB);
+    EXPECT_EQ(p, cached);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocation[GALLOC_STAT_LARGE_POOL].current, 1);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(4 * MiB));
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(4 * MiB));
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(20 * MiB));
+    EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 1);
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_LARGE_POOL].current, 1);
+    EXPECT_EQ(st.inactive_split_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(16 * MiB));
+    EXPECT_EQ(st.num_device_alloc, 1);
+    EXPECT_EQ(st.num_device_free, 0);
+    EXPECT_EQ(st.num_alloc_retries, 0); // the fallback is not a retry (PyTorch main)
+    EXPECT_EQ(st.num_ooms, 0);
+    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+    // Back in the pool, which empty_cache leaves alone while it is live.
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    st = Stats();
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(20 * MiB));
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(Alloc(4 * MiB), cached); // and serves the next one the same way
+}
+
+TEST_F(MemPool, WithoutUseOnOomTheSameRequestIsAnOom)
+{
+    galloc_mempool_id_t id;
+    PoolWithCachedSegment("sim_capacity:20MiB", 0, &id);
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 4 * MiB, 0, &p), GALLOC_E_OOM);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_ooms, 1);
+    EXPECT_EQ(st.num_alloc_retries, 1); // the flush and retry found nothing freeable
+    EXPECT_EQ(st.allocation[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(20 * MiB));
+}
+
+// The fallback comes before any cache is freed: the default pool's own
+// cached 2 MiB small segment, which cannot serve 4 MiB, stays.
+TEST_F(MemPool, UseOnOomComesBeforeTheCacheFlush)
+{
+    galloc_mempool_id_t id;
+    void *cached = PoolWithCachedSegment("sim_capacity:22MiB", GALLOC_MEMPOOL_USE_ON_OOM, &id);
+    ASSERT_EQ(galloc_free(a_, Alloc(4096)), GALLOC_OK); // a cached small segment of the default pool
+    EXPECT_EQ(Alloc(4 * MiB), cached);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.segment[GALLOC_STAT_SMALL_POOL].current, 1);
+    EXPECT_EQ(st.num_device_free, 0);
+    EXPECT_EQ(st.num_alloc_retries, 0);
+}
+
+// Only cached blocks: a use_on_oom pool is never grown for the default pool.
+TEST_F(MemPool, UseOnOomNeverGrowsThePool)
+{
+    Make("sim_capacity:20MiB");
+    galloc_mempool_id_t id;
+    ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_set_flags(a_, id, GALLOC_MEMPOOL_USE_ON_OOM), GALLOC_OK);
+    void *big = Alloc(20 * MiB); // the whole device, default pool
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 4 * MiB, 0, &p), GALLOC_E_OOM);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.segment[GALLOC_STAT_ALL].current, 1);
+    EXPECT_EQ(st.num_device_alloc, 1);
+    EXPECT_EQ(st.num_ooms, 1);
+    ASSERT_EQ(galloc_free(a_, big), GALLOC_OK);
+}
+
+// A released pool (MemPool's destructor) is no longer a fallback: PyTorch
+// removes it from use_on_oom_pools first. Its cached segment is then freed by
+// the flush, and the retry gets a default-pool segment.
+TEST_F(MemPool, AReleasedPoolIsNoFallback)
+{
+    galloc_mempool_id_t id;
+    void *cached = PoolWithCachedSegment("sim_capacity:20MiB", GALLOC_MEMPOOL_USE_ON_OOM, &id);
+    ASSERT_EQ(galloc_mempool_release(a_, id), GALLOC_OK);
+    void *p = Alloc(4 * MiB);
+    EXPECT_NE(p, nullptr);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_alloc_retries, 1);
+    EXPECT_EQ(st.num_device_free, 1);
+    EXPECT_EQ(st.num_device_alloc, 2);
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(4 * MiB));
+    EXPECT_EQ(galloc_mempool_set_flags(a_, id, 0), GALLOC_E_INVAL); // released
+    (void)cached;
+    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+}
+
+// Clearing the flag (flags 0) turns the fallback off again.
+TEST_F(MemPool, ClearingTheFlagEndsTheFallback)
+{
+    galloc_mempool_id_t id;
+    PoolWithCachedSegment("sim_capacity:20MiB", GALLOC_MEMPOOL_USE_ON_OOM, &id);
+    ASSERT_EQ(galloc_mempool_set_flags(a_, id, 0), GALLOC_OK);
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 4 * MiB, 0, &p), GALLOC_E_OOM);
+}
+
+// no_split: every allocation takes a whole block; allocated_bytes counts it
+// whole, requested_bytes what was asked for, and nothing is inactive_split.
+TEST_F(MemPool, NoSplitHandsOutWholeBlocks)
+{
+    Make("");
+    galloc_mempool_id_t id;
+    ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_set_flags(a_, id, GALLOC_MEMPOOL_NO_SPLIT), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_begin_allocate(a_, id, GALLOC_ROUTE_THREAD, 0), GALLOC_OK);
+    void *large = Alloc(4 * MiB);
+    void *s1 = Alloc(512);
+    void *s2 = Alloc(512);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(20 * MiB));
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(4 * MiB));
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_SMALL_POOL].current, (int64_t)(4 * MiB)); // two whole 2 MiB segments
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_SMALL_POOL].current, 1024);
+    EXPECT_EQ(st.segment[GALLOC_STAT_SMALL_POOL].current, 2);
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].current, 0);
+    EXPECT_EQ(st.inactive_split_bytes[GALLOC_STAT_ALL].current, 0);
+    // A freed whole block serves a smaller request whole.
+    ASSERT_EQ(galloc_free(a_, large), GALLOC_OK);
+    EXPECT_EQ(Alloc(1536 * 1024), large);
+    st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(20 * MiB));
+    EXPECT_EQ(st.segment[GALLOC_STAT_LARGE_POOL].current, 1);
+    ASSERT_EQ(galloc_mempool_end_allocate(a_, id), GALLOC_OK);
+    // The default pool still splits.
+    void *d = Alloc(4 * MiB);
+    st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(24 * MiB));
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_LARGE_POOL].current, 1);
+    EXPECT_EQ(st.inactive_split_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(16 * MiB));
+    ASSERT_EQ(galloc_free(a_, d), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a_, s1), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a_, s2), GALLOC_OK);
+}
+
+// A use_on_oom pool that is also no_split gives its cached block whole.
+TEST_F(MemPool, AFallbackIntoANoSplitPoolTakesTheWholeBlock)
+{
+    galloc_mempool_id_t id;
+    void *cached =
+        PoolWithCachedSegment("sim_capacity:20MiB", GALLOC_MEMPOOL_USE_ON_OOM | GALLOC_MEMPOOL_NO_SPLIT, &id);
+    EXPECT_EQ(Alloc(4 * MiB), cached);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(20 * MiB));
+    EXPECT_EQ(st.requested_bytes[GALLOC_STAT_LARGE_POOL].current, (int64_t)(4 * MiB));
+    EXPECT_EQ(st.inactive_split[GALLOC_STAT_ALL].current, 0);
+}
+
+TEST_F(MemPool, BadCallsAreRefused)
+{
+    Make("");
+    galloc_mempool_id_t id, unknown = {0, 99};
+    ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
+    EXPECT_EQ(galloc_mempool_set_flags(a_, id, 4), GALLOC_E_INVAL);
+    EXPECT_NE(Err().find("unknown flags"), std::string::npos) << Err();
+    EXPECT_EQ(galloc_mempool_set_flags(a_, unknown, 0), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_mempool_set_flags(nullptr, id, 0), GALLOC_E_INVAL);
+    // An allocator without private pools: user_allocator_test (GALLOC_E_UNSUPPORTED).
 }
 
 } // namespace
