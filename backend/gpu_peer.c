@@ -68,8 +68,9 @@ galloc_status_t ga_gpu_enable_peer_access(void *state, int peer)
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_DEVICE_COUNT, rc, "enable_peer_access(%d): counting devices", peer);
     if (peer < 0 || peer >= count)
-        return ga_gpu_fail(g, GALLOC_E_INVAL, "enable_peer_access(%d): no such device: the %s driver reports %d device%s",
-                           peer, g->v->name, count, count == 1 ? "" : "s");
+        return ga_gpu_fail(g, GALLOC_E_INVAL,
+                           "enable_peer_access(%d): no such device: the %s driver reports %d device%s", peer,
+                           g->v->name, count, count == 1 ? "" : "s");
     if (!(g->features & GA_GPU_F_PEER))
         return ga_gpu_fail(g, GALLOC_E_UNSUPPORTED, "enable_peer_access(%d): the %s driver library lacks %s", peer,
                            g->v->name, ga_dl_missing(g->vs, GA_GPU_F_PEER));

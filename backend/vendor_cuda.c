@@ -162,9 +162,8 @@ static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes, const
 {
     ga_cu_mem_access_desc_t desc[CUDA_MAX_ACCESS];
     size_t n = 0;
-    desc[n++] = (ga_cu_mem_access_desc_t){
-        .location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
-        .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    desc[n++] = (ga_cu_mem_access_desc_t){.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
+                                          .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     for (size_t i = 0; i < n_peers && n < CUDA_MAX_ACCESS; i++)
         desc[n++] = (ga_cu_mem_access_desc_t){.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = peers[i]},
                                               .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};

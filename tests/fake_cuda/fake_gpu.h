@@ -128,7 +128,7 @@ typedef enum fg_rc {
     FG_INVALID_HANDLE,
     FG_NOT_READY,
     FG_NOT_SUPPORTED,
-    FG_PEER_UNSUPPORTED,     /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
+    FG_PEER_UNSUPPORTED,    /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
     FG_PEER_ALREADY_ENABLED /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
 } fg_rc_t;
 
@@ -307,7 +307,7 @@ int fg_peer_block(int a, int b, bool blocked);
     R(int, P##_stream_create, (int device, uintptr_t *stream), fg_stream_create(device, stream))                       \
     R(int, P##_stream_destroy, (uintptr_t stream), fg_stream_destroy(stream))                                          \
     R(int, P##_stream_complete, (int device, uintptr_t stream), fg_stream_complete(device, stream))                    \
-    R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))                \
+    R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))                  \
     R(int, P##_access, (uint64_t addr, int device), fg_access(addr, device))                                           \
     R(int, P##_mappings_without, (int device), fg_mappings_without(device))                                            \
     R(int, P##_peer_enabled, (int from, int to), fg_peer_enabled(from, to))                                            \
