@@ -78,6 +78,10 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*sleep_prepare)(void *impl, const char *tags, const char *offload_tags);
     galloc_status_t (*sleep_stats)(void *impl, galloc_sleep_stats_t *out);
     galloc_status_t (*tag_asleep)(void *impl, const char *tag, int *asleep);
+    /* Peer access (galloc_enable_peer_access); NULL where the implementation
+     * has none (the stream-ordered pool would need cuMemPoolSetAccess, the
+     * user allocator's memory is the caller's). */
+    galloc_status_t (*enable_peer_access)(void *impl, int peer);
     /* Optional (NULL: every call takes the allocator's lock): a malloc or free
      * without the allocator's lock, true when done, false when the call must
      * go to malloc/free under the lock (nothing changed); and the brackets of

@@ -172,6 +172,28 @@ GALLOC_API galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_sta
  */
 GALLOC_API galloc_status_t galloc_fragmentation(galloc_allocator_t *a, galloc_fragmentation_t *out);
 
+/*
+ * galloc_enable_peer_access: let device peer_device read and write all of this
+ * allocator's memory, what it holds now and what it maps later, as PyTorch's
+ * enablePeerAccess with expandable segments does. Plain segments (cudaMalloc)
+ * get the driver's peer access: the peer's primary context enables access to
+ * this device's (cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess;
+ * "already enabled", by anyone, counts as done). Expandable segments and
+ * tags' segments (virtual memory) get cuMemSetAccess for the peer on every
+ * page mapped now, and every page mapped later (growth, a wake after
+ * galloc_sleep) is mapped with the peer's access beside the device's own.
+ * Access lasts until the allocator is destroyed; stats do not change.
+ * Returns GALLOC_OK (also when the peer was enabled before: idempotent);
+ * GALLOC_E_INVAL for a NULL allocator, peer_device equal to the allocator's
+ * device or not a device of the driver; GALLOC_E_UNSUPPORTED when the two
+ * devices cannot reach each other (cuDeviceCanAccessPeer says no), the driver
+ * lacks peer access, or the allocator has none (the sim backend, the
+ * stream-ordered and user allocators), each with a message; a driver failure
+ * (GALLOC_E_DEVICE, ...) leaves the peer not enabled, with the allocator
+ * consistent, and a later call completes the steps still missing. Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_enable_peer_access(galloc_allocator_t *a, int peer_device);
+
 /* galloc_stats_reset_peak: every peak = current (PyTorch's reset_peak_memory_stats). */
 GALLOC_API galloc_status_t galloc_stats_reset_peak(galloc_allocator_t *a);
 

@@ -175,6 +175,19 @@ typedef struct galloc_backend_ops {
      * when the backend cannot place in its present mode (sim: any
      * sim_placement but recorded, or backed mode). galloc_sim_place calls it. */
     galloc_status_t (*place)(void *state, uintptr_t addr);
+
+    /* ---- Optional: NULL = not supported (appended for peer access, galloc_enable_peer_access). ---- */
+
+    /* enable_peer_access: let device peer (an ordinal other than the state's,
+     * below the device count) read and write all of this state's memory:
+     * segments from segment_alloc (the driver's peer access, from the peer's
+     * context to this device's), every range mapped now and every range map
+     * backs later (access for the peer beside the own device's). Enabling a
+     * peer again is GALLOC_OK. GALLOC_E_INVAL for a bad peer;
+     * GALLOC_E_UNSUPPORTED when the devices cannot reach each other or the
+     * driver lacks peer access (error_string says which); any other failure
+     * leaves the peer not enabled, and a later call tries again. */
+    galloc_status_t (*enable_peer_access)(void *state, int peer);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

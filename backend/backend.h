@@ -231,6 +231,13 @@ static inline galloc_status_t ga_backend_place(ga_backend_t *b, uintptr_t a)
     return b->ops->place(b->state, a);
 }
 
+static inline galloc_status_t ga_backend_enable_peer_access(ga_backend_t *b, int peer)
+{
+    if (!GA_BACKEND_HAS(b->ops, enable_peer_access))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->enable_peer_access(b->state, peer);
+}
+
 /* Whether the backend can offload contents (galloc_sleep's offload_tags). */
 static inline int ga_backend_can_offload(const ga_backend_t *b)
 {

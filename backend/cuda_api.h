@@ -35,9 +35,11 @@ typedef enum ga_cu_result {
     GA_CUDA_ERROR_NO_DEVICE = 100,
     GA_CUDA_ERROR_INVALID_DEVICE = 101,
     GA_CUDA_ERROR_INVALID_CONTEXT = 201,
+    GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
     GA_CUDA_ERROR_INVALID_HANDLE = 400,
     GA_CUDA_ERROR_NOT_FOUND = 500,
     GA_CUDA_ERROR_NOT_READY = 600,
+    GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     GA_CUDA_ERROR_NOT_SUPPORTED = 801,
     GA_CUDA_ERROR_UNKNOWN = 999
 } ga_cu_result_t;
@@ -175,10 +177,12 @@ typedef ga_cu_result_t ga_cuMemHostAlloc_fn(void **pp, size_t bytesize, unsigned
 typedef ga_cu_result_t ga_cuMemFreeHost_fn(void *p);
 typedef ga_cu_result_t ga_cuMemcpyDtoH_v2_fn(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count);
 typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count);
+typedef ga_cu_result_t ga_cuDeviceCanAccessPeer_fn(int *can_access_peer, ga_cu_device_t dev, ga_cu_device_t peer_dev);
+typedef ga_cu_result_t ga_cuCtxEnablePeerAccess_fn(ga_cu_context_t peer_context, unsigned int flags);
 
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
  * the name the driver exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST). */
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER). */
 #define GA_CUDA_SYMBOLS(X)                                                                                             \
     X(REQUIRED, cuInit)                                                                                                \
     X(REQUIRED, cuDeviceGet)                                                                                           \
@@ -216,7 +220,9 @@ typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const
     X(HOST, cuMemHostAlloc)                                                                                            \
     X(HOST, cuMemFreeHost)                                                                                             \
     X(HOST, cuMemcpyDtoH_v2)                                                                                           \
-    X(HOST, cuMemcpyHtoD_v2)
+    X(HOST, cuMemcpyHtoD_v2)                                                                                           \
+    X(PEER, cuDeviceCanAccessPeer)                                                                                     \
+    X(PEER, cuCtxEnablePeerAccess)
 
 /* The library dlopen'd when no path is configured. */
 #define GA_CUDA_DEFAULT_LIBRARY "libcuda.so.1"

@@ -201,6 +201,7 @@ void ga_gpu_close(void *state)
         segments_close(g);
         ga_gpu_leave(g, prev);
     }
+    ga_gpu_peer_close(g); /* after every mapping naming a peer is gone */
     (void)GA_GPU_TWICE(g->v->ctx_release(g->vs));
     ga_dl_close(g->vs);
     ga_addrmap_destroy(&g->segs);

@@ -41,7 +41,8 @@ typedef int ga_gpu_rc_t;
 enum {
     GA_GPU_F_VMM = 1u << (GA_DL_VMM - 1),     /* address reservation + physical handles: expandable segments */
     GA_GPU_F_ASYNC = 1u << (GA_DL_ASYNC - 1), /* stream-ordered allocation from the default pool */
-    GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1)    /* pinned host memory and synchronous copies: galloc_sleep's offload */
+    GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1),   /* pinned host memory and synchronous copies: galloc_sleep's offload */
+    GA_GPU_F_PEER = 1u << (GA_DL_PEER - 1)    /* peer access between devices: enable_peer_access */
 };
 
 /* The stream-ordered pool's attributes galloc reads or sets (values are
@@ -63,7 +64,8 @@ typedef enum ga_gpu_pool_attr {
     X(PHYS_RELEASE) X(PHYS_MAP) X(PHYS_UNMAP) X(SET_ACCESS) X(EVENT_CREATE) X(EVENT_DESTROY)       \
     X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
     X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
-    X(HOST_FREE) X(COPY_D2H) X(COPY_H2D)
+    X(HOST_FREE) X(COPY_D2H) X(COPY_H2D) X(PEER_CAN_ACCESS) X(PEER_CTX_RETAIN) X(PEER_CTX_RELEASE)  \
+    X(PEER_ENABLE)
 /* clang-format on */
 
 typedef enum ga_gpu_fn {
@@ -107,7 +109,9 @@ typedef struct ga_gpu_vendor {
     ga_gpu_rc_t (*phys_release)(void *vs, uint64_t handle);
     ga_gpu_rc_t (*phys_map)(void *vs, uintptr_t addr, size_t bytes, uint64_t handle);
     ga_gpu_rc_t (*phys_unmap)(void *vs, uintptr_t addr, size_t bytes);
-    ga_gpu_rc_t (*set_access)(void *vs, uintptr_t addr, size_t bytes); /* read-write for the device */
+    /* read-write for the device and for each of the n_peers devices in peers
+     * (ordinals), in one call: every device that may touch the memory. */
+    ga_gpu_rc_t (*set_access)(void *vs, uintptr_t addr, size_t bytes, const int *peers, size_t n_peers);
 
     /* Events (created without timing) and synchronization. */
     ga_gpu_rc_t (*event_create)(void *vs, uintptr_t *event);
@@ -133,6 +137,19 @@ typedef struct ga_gpu_vendor {
     ga_gpu_rc_t (*host_free)(void *vs, void *ptr);
     ga_gpu_rc_t (*copy_d2h)(void *vs, void *dst, uintptr_t src, size_t bytes);
     ga_gpu_rc_t (*copy_h2d)(void *vs, uintptr_t dst, const void *src, size_t bytes);
+
+    /* Peer access (GA_GPU_F_PEER), by device ordinal. peer_can_access: *can
+     * non-zero when device peer can access this device's memory (no context
+     * needed). peer_ctx_retain / peer_ctx_release: device peer's primary
+     * context as a context token (ctx_set takes it). peer_enable: called with
+     * the peer's context current, give it access to the memory of this
+     * device's context ctx; "already enabled" is success (0). The CUDA
+     * primitives first turn the ordinal into a CUdevice (cuDeviceGet), the
+     * one place a primitive makes two driver calls. */
+    ga_gpu_rc_t (*peer_can_access)(void *vs, int peer, int *can);
+    ga_gpu_rc_t (*peer_ctx_retain)(void *vs, int peer, uintptr_t *ctx);
+    ga_gpu_rc_t (*peer_ctx_release)(void *vs, int peer);
+    ga_gpu_rc_t (*peer_enable)(void *vs, uintptr_t ctx);
 
     /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
      * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
@@ -180,6 +197,7 @@ galloc_status_t ga_gpu_host_alloc(void *state, size_t bytes, void **ptr);
 galloc_status_t ga_gpu_host_free(void *state, void *ptr, size_t bytes);
 galloc_status_t ga_gpu_copy_d2h(void *state, void *dst, uintptr_t src, size_t bytes);
 galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
+galloc_status_t ga_gpu_enable_peer_access(void *state, int peer);
 
 /* Every member but open, for a vendor's designated initializer. */
 #define GA_GPU_OPS_MEMBERS                                                                                             \
@@ -192,7 +210,7 @@ galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, siz
     .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage,                   \
     .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,                        \
     .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
-    .copy_h2d = ga_gpu_copy_h2d
+    .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,14 @@ typedef struct ga_gpu_resv {
     size_t n_maps, cap_maps;
 } ga_gpu_resv_t;
 
+/* A device given access to this state's memory (enable_peer_access). */
+typedef struct ga_gpu_peer {
+    int device;    /* its ordinal */
+    uintptr_t ctx; /* its primary context, retained until close (0: not yet) */
+    bool linked;   /* the driver's peer access from its context to ours is on (plain segments) */
+    bool active;   /* every mapping has its access and every later map grants it */
+} ga_gpu_peer_t;
+
 /* A driver resource whose release failed on an error path: the pool believes
  * it gone, so the state releases it later (before the next map, and at close). */
 typedef struct ga_gpu_orphan {
@@ -67,6 +75,10 @@ typedef struct ga_gpu {
     size_t n_resv, cap_resv;
     ga_gpu_orphan_t *orphans; /* resources left by failed error paths */
     size_t n_orphans, cap_orphans;
+    ga_gpu_peer_t *peers; /* devices being or given access, in the order asked */
+    size_t n_peers, cap_peers;
+    int *active_peers; /* ordinals of the active peers, for map's set_access */
+    size_t n_active;
     char msg[512]; /* the last failure, for error_string */
 } ga_gpu_t;
 
@@ -94,6 +106,11 @@ void ga_gpu_vmm_close(ga_gpu_t *g);
 void ga_gpu_stream_close(ga_gpu_t *g);
 /* gpu_host.c: pinned host blocks left at close (context current). */
 void ga_gpu_host_close(ga_gpu_t *g);
+/* gpu_peer.c: release the peers' contexts (at close, after everything else). */
+void ga_gpu_peer_close(ga_gpu_t *g);
+/* gpu_vmm.c: give device peer read-write access to every live mapping (context
+ * current); GALLOC_OK or the first refusal, recorded. */
+galloc_status_t ga_gpu_vmm_grant(ga_gpu_t *g, int peer);
 
 /* Close cannot report failure and whatever it leaves stays allocated for the
  * process's lifetime, so each release there is tried twice: one transient

@@ -3,8 +3,13 @@
  * ExpandableSegment drives the CUDA driver (c10/cuda/CUDACachingAllocator.cpp):
  * reserve an address range once (cuMemAddressReserve), back each page the pool
  * maps with its own physical allocation (cuMemCreate, pinned device memory),
- * map it (cuMemMap) and make it read-write for the device (cuMemSetAccess);
- * unmapping is cuMemUnmap then cuMemRelease of that page's handle.
+ * map it (cuMemMap) and make it read-write for the device and every active
+ * peer in one call (cuMemSetAccess with a descriptor each, as PyTorch's map
+ * does with one call per device); unmapping is cuMemUnmap then cuMemRelease
+ * of that page's handle. A peer enabled later gets access to every live
+ * mapping (ga_gpu_vmm_grant) before it counts as active, so no mapped page
+ * ever lacks an active peer's access; a mapping re-made by a wake is a new
+ * map and is covered the same way.
  *
  * One handle per map call: the pool maps and unmaps one page per call, so an
  * unmap always covers whole map calls. A driver cannot unmap part of a
@@ -209,7 +214,7 @@ galloc_status_t ga_gpu_map(void *state, uintptr_t addr, size_t bytes)
     rc = g->v->phys_map(g->vs, addr, bytes, h);
     if (rc == 0) {
         failed = GA_GPU_FN_SET_ACCESS;
-        rc = g->v->set_access(g->vs, addr, bytes);
+        rc = g->v->set_access(g->vs, addr, bytes, g->active_peers, g->n_active);
         if (rc != 0 && g->v->phys_unmap(g->vs, addr, bytes) != 0) {
             orphan_add(g, addr, bytes, h); /* still mapped: unmap and release later */
             h = 0;
@@ -266,6 +271,25 @@ galloc_status_t ga_gpu_unmap(void *state, uintptr_t addr, size_t bytes)
     if (rc != 0)
         return ga_gpu_driver_fail(g, GA_GPU_FN_PHYS_UNMAP, rc, "unmap(%#lx, %zu): %zu of %zu mappings unmapped",
                                   (unsigned long)addr, bytes, done - first, last - first);
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_gpu_vmm_grant(ga_gpu_t *g, int peer)
+{
+    if (!(g->features & GA_GPU_F_VMM))
+        return GALLOC_OK; /* nothing can be mapped */
+    for (size_t i = 0; i < g->n_resv; i++) {
+        const ga_gpu_resv_t *r = &g->resv[i];
+        for (size_t j = 0; j < r->n_maps; j++) {
+            /* Per mapping, not per run: a run may span mappings the driver
+             * sees as separate allocations, and setting a page twice is harmless. */
+            ga_gpu_rc_t rc = g->v->set_access(g->vs, r->maps[j].addr, r->maps[j].bytes, &peer, 1);
+            if (rc != 0)
+                return ga_gpu_driver_fail(g, GA_GPU_FN_SET_ACCESS, rc,
+                                          "enable_peer_access(%d): granting access to the mapping at %#lx", peer,
+                                          (unsigned long)r->maps[j].addr);
+        }
+    }
     return GALLOC_OK;
 }
 

@@ -37,9 +37,11 @@ typedef enum ga_hip_error {
     GA_HIP_ERROR_NO_DEVICE = 100,
     GA_HIP_ERROR_INVALID_DEVICE = 101,
     GA_HIP_ERROR_INVALID_CONTEXT = 201,
+    GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
     GA_HIP_ERROR_INVALID_HANDLE = 400,
     GA_HIP_ERROR_NOT_FOUND = 500,
     GA_HIP_ERROR_NOT_READY = 600,
+    GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     GA_HIP_ERROR_NOT_SUPPORTED = 801,
     GA_HIP_ERROR_UNKNOWN = 999
 } ga_hip_error_t;
@@ -188,11 +190,13 @@ typedef ga_hip_error_t ga_hipHostFree_fn(void *ptr);
  * only reads it. */
 typedef ga_hip_error_t ga_hipMemcpyDtoH_fn(void *dst, void *src, size_t size_bytes);
 typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_bytes);
+typedef ga_hip_error_t ga_hipDeviceCanAccessPeer_fn(int *can_access_peer, int device_id, int peer_device_id);
+typedef ga_hip_error_t ga_hipDeviceEnablePeerAccess_fn(int peer_device_id, unsigned int flags);
 
 /* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by the
  * name the runtime exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST: ROCm added the
- * first two in 5.1 and a runtime may still lack them). */
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER: ROCm added
+ * the first two in 5.1 and a runtime may still lack them). */
 #define GA_HIP_SYMBOLS(X)                                                                                              \
     X(REQUIRED, hipInit)                                                                                               \
     X(REQUIRED, hipRuntimeGetVersion)                                                                                  \
@@ -229,7 +233,9 @@ typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_byt
     X(HOST, hipHostMalloc)                                                                                             \
     X(HOST, hipHostFree)                                                                                               \
     X(HOST, hipMemcpyDtoH)                                                                                             \
-    X(HOST, hipMemcpyHtoD)
+    X(HOST, hipMemcpyHtoD)                                                                                             \
+    X(PEER, hipDeviceCanAccessPeer)                                                                                    \
+    X(PEER, hipDeviceEnablePeerAccess)
 
 /* The library dlopen'd when no path is configured (the soname-independent
  * link every ROCm install has, 5.x and 6.x alike). */

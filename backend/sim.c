@@ -6,6 +6,11 @@
  * Like a strict driver it checks the contract; a violation returns
  * GALLOC_E_INVAL, changes nothing and is counted.
  *
+ * No peer access: sim is one device alone, so enable_peer_access is left
+ * NULL and galloc_enable_peer_access answers GALLOC_E_UNSUPPORTED with a
+ * message; a model of a second device would test nothing the fake drivers'
+ * two devices do not (tests/backend/peer_cases.cc).
+ *
  * Invariants: seg_bytes + mapped_bytes <= capacity <= INT64_MAX; a
  * reservation's mapped_pages equals the bits set in its page bitmap; every live
  * segment is in the hash table exactly once; in unbacked mode sim->used holds

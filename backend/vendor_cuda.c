@@ -7,8 +7,8 @@
  * Streams are the caller's CUstream values (galloc_stream_t is the CUstream
  * cast to an integer, 0 the legacy default stream) and are passed through.
  * Physical memory is pinned device memory located on this device, with no
- * exportable handle type, and read-write for this device only (PyTorch also
- * grants its peers access; galloc has no peer access yet).
+ * exportable handle type, read-write for this device and for every peer
+ * enable_peer_access added (as PyTorch's ExpandableSegment grants its peers).
  */
 #include <stdio.h>
 
@@ -155,11 +155,19 @@ static ga_gpu_rc_t cuda_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
     return VS(vs)->cuMemUnmap(CUPTR(addr), bytes);
 }
 
-static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes)
+/* Descriptors on the stack: a process has at most this many devices to name. */
+#define CUDA_MAX_ACCESS 64
+
+static ga_gpu_rc_t cuda_set_access(void *vs, uintptr_t addr, size_t bytes, const int *peers, size_t n_peers)
 {
-    ga_cu_mem_access_desc_t desc = {.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
-                                    .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    return VS(vs)->cuMemSetAccess(CUPTR(addr), bytes, &desc, 1);
+    ga_cu_mem_access_desc_t desc[CUDA_MAX_ACCESS];
+    size_t n = 0;
+    desc[n++] = (ga_cu_mem_access_desc_t){.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
+                                          .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    for (size_t i = 0; i < n_peers && n < CUDA_MAX_ACCESS; i++)
+        desc[n++] = (ga_cu_mem_access_desc_t){.location = {.type = GA_CU_MEM_LOCATION_TYPE_DEVICE, .id = peers[i]},
+                                              .flags = GA_CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    return VS(vs)->cuMemSetAccess(CUPTR(addr), bytes, desc, n);
 }
 
 /* ---- Events and synchronization. ---- */
@@ -272,6 +280,41 @@ static ga_gpu_rc_t cuda_copy_h2d(void *vs, uintptr_t dst, const void *src, size_
     return VS(vs)->cuMemcpyHtoD_v2(CUPTR(dst), src, bytes);
 }
 
+/* ---- Peer access. ---- */
+
+static ga_gpu_rc_t cuda_peer_can_access(void *vs, int peer, int *can)
+{
+    ga_cu_device_t d = 0;
+    ga_cu_result_t rc = VS(vs)->cuDeviceGet(&d, peer);
+    return rc != GA_CUDA_SUCCESS ? rc : VS(vs)->cuDeviceCanAccessPeer(can, d, VS(vs)->dev);
+}
+
+static ga_gpu_rc_t cuda_peer_ctx_retain(void *vs, int peer, uintptr_t *ctx)
+{
+    ga_cu_device_t d = 0;
+    ga_cu_context_t c = NULL;
+    ga_cu_result_t rc = VS(vs)->cuDeviceGet(&d, peer);
+    if (rc == GA_CUDA_SUCCESS)
+        rc = VS(vs)->cuDevicePrimaryCtxRetain(&c, d);
+    *ctx = (uintptr_t)c;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_peer_ctx_release(void *vs, int peer)
+{
+    ga_cu_device_t d = 0;
+    ga_cu_result_t rc = VS(vs)->cuDeviceGet(&d, peer);
+    return rc != GA_CUDA_SUCCESS ? rc : VS(vs)->cuDevicePrimaryCtxRelease_v2(d);
+}
+
+/* Another allocator (or the framework) may have enabled the pair already: the
+ * access galloc wants is there either way. */
+static ga_gpu_rc_t cuda_peer_enable(void *vs, uintptr_t ctx)
+{
+    ga_cu_result_t rc = VS(vs)->cuCtxEnablePeerAccess((ga_cu_context_t)ctx, 0);
+    return rc == GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? GA_CUDA_SUCCESS : rc;
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t cuda_status(ga_gpu_rc_t rc)
@@ -281,6 +324,7 @@ static galloc_status_t cuda_status(ga_gpu_rc_t rc)
     case GA_CUDA_ERROR_OUT_OF_MEMORY: return GALLOC_E_OOM;
     case GA_CUDA_ERROR_NOT_READY: return GALLOC_E_NOT_READY;
     case GA_CUDA_ERROR_NOT_SUPPORTED: return GALLOC_E_UNSUPPORTED;
+    case GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: return GALLOC_E_UNSUPPORTED;
     default: return GALLOC_E_DEVICE;
     }
 }
@@ -298,6 +342,8 @@ static const char *known_name(ga_gpu_rc_t rc)
     case GA_CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
     case GA_CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
     case GA_CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+    case GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED: return "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED";
+    case GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: return "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED";
     case GA_CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
     case GA_CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
     case GA_CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
@@ -359,7 +405,11 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_HOST_ALLOC] = "cuMemHostAlloc",
                 [GA_GPU_FN_HOST_FREE] = "cuMemFreeHost",
                 [GA_GPU_FN_COPY_D2H] = "cuMemcpyDtoH_v2",
-                [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2"},
+                [GA_GPU_FN_COPY_H2D] = "cuMemcpyHtoD_v2",
+                [GA_GPU_FN_PEER_CAN_ACCESS] = "cuDeviceCanAccessPeer",
+                [GA_GPU_FN_PEER_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
+                [GA_GPU_FN_PEER_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2",
+                [GA_GPU_FN_PEER_ENABLE] = "cuCtxEnablePeerAccess"},
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,
@@ -395,6 +445,10 @@ static const ga_gpu_vendor_t cuda_vendor = {
     .host_free = cuda_host_free,
     .copy_d2h = cuda_copy_d2h,
     .copy_h2d = cuda_copy_h2d,
+    .peer_can_access = cuda_peer_can_access,
+    .peer_ctx_retain = cuda_peer_ctx_retain,
+    .peer_ctx_release = cuda_peer_ctx_release,
+    .peer_enable = cuda_peer_enable,
     .status = cuda_status,
     .describe = cuda_describe,
 };

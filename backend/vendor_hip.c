@@ -16,7 +16,8 @@
  * Streams are the caller's hipStream_t values (galloc_stream_t is the
  * hipStream_t cast to an integer, 0 the null stream) and are passed through.
  * Physical memory is pinned device memory of this device, with no exportable
- * handle type, read-write for this device only. hipMemAllocationProp changed
+ * handle type, read-write for this device and every peer enable_peer_access
+ * added. hipMemAllocationProp changed
  * layout in ROCm 6.0: init reads hipRuntimeGetVersion and the VMM primitives
  * build whichever layout the loaded runtime expects.
  */
@@ -185,11 +186,19 @@ static ga_gpu_rc_t hip_phys_unmap(void *vs, uintptr_t addr, size_t bytes)
     return VS(vs)->hipMemUnmap(PTR(addr), bytes);
 }
 
-static ga_gpu_rc_t hip_set_access(void *vs, uintptr_t addr, size_t bytes)
+/* Descriptors on the stack: a process has at most this many devices to name. */
+#define HIP_MAX_ACCESS 64
+
+static ga_gpu_rc_t hip_set_access(void *vs, uintptr_t addr, size_t bytes, const int *peers, size_t n_peers)
 {
-    ga_hip_mem_access_desc_t desc = {.location = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
-                                     .flags = GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    return VS(vs)->hipMemSetAccess(PTR(addr), bytes, &desc, 1);
+    ga_hip_mem_access_desc_t desc[HIP_MAX_ACCESS];
+    size_t n = 0;
+    desc[n++] = (ga_hip_mem_access_desc_t){.location = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = VS(vs)->ordinal},
+                                           .flags = GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    for (size_t i = 0; i < n_peers && n < HIP_MAX_ACCESS; i++)
+        desc[n++] = (ga_hip_mem_access_desc_t){.location = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = peers[i]},
+                                               .flags = GA_HIP_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    return VS(vs)->hipMemSetAccess(PTR(addr), bytes, desc, n);
 }
 
 /* ---- Events and synchronization. ---- */
@@ -303,6 +312,38 @@ static ga_gpu_rc_t hip_copy_h2d(void *vs, uintptr_t dst, const void *src, size_t
     return VS(vs)->hipMemcpyHtoD(PTR(dst), (void *)(uintptr_t)src, bytes);
 }
 
+/* ---- Peer access. ---- */
+
+static ga_gpu_rc_t hip_peer_can_access(void *vs, int peer, int *can)
+{
+    return VS(vs)->hipDeviceCanAccessPeer(can, peer, VS(vs)->ordinal);
+}
+
+/* The runtime holds every primary context (see Contexts): the peer's token is
+ * its ordinal + 1, nothing to retain or release. */
+static ga_gpu_rc_t hip_peer_ctx_retain(void *vs, int peer, uintptr_t *ctx)
+{
+    (void)vs;
+    *ctx = (uintptr_t)peer + 1;
+    return GA_HIP_SUCCESS;
+}
+
+static ga_gpu_rc_t hip_peer_ctx_release(void *vs, int peer)
+{
+    (void)vs;
+    (void)peer;
+    return GA_HIP_SUCCESS;
+}
+
+/* The peer's device is current; ctx is this device's token. Already enabled
+ * (by another allocator or the framework) gives the access wanted. */
+static ga_gpu_rc_t hip_peer_enable(void *vs, uintptr_t ctx)
+{
+    (void)ctx;
+    ga_hip_error_t rc = VS(vs)->hipDeviceEnablePeerAccess(VS(vs)->ordinal, 0);
+    return rc == GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED ? GA_HIP_SUCCESS : rc;
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t hip_status(ga_gpu_rc_t rc)
@@ -312,6 +353,7 @@ static galloc_status_t hip_status(ga_gpu_rc_t rc)
     case GA_HIP_ERROR_OUT_OF_MEMORY: return GALLOC_E_OOM;
     case GA_HIP_ERROR_NOT_READY: return GALLOC_E_NOT_READY;
     case GA_HIP_ERROR_NOT_SUPPORTED: return GALLOC_E_UNSUPPORTED;
+    case GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED: return GALLOC_E_UNSUPPORTED;
     default: return GALLOC_E_DEVICE;
     }
 }
@@ -366,7 +408,11 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_HOST_ALLOC] = "hipHostMalloc",
                 [GA_GPU_FN_HOST_FREE] = "hipHostFree",
                 [GA_GPU_FN_COPY_D2H] = "hipMemcpyDtoH",
-                [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD"},
+                [GA_GPU_FN_COPY_H2D] = "hipMemcpyHtoD",
+                [GA_GPU_FN_PEER_CAN_ACCESS] = "hipDeviceCanAccessPeer",
+                [GA_GPU_FN_PEER_CTX_RETAIN] = "(the runtime's primary context)",
+                [GA_GPU_FN_PEER_CTX_RELEASE] = "(the runtime's primary context)",
+                [GA_GPU_FN_PEER_ENABLE] = "hipDeviceEnablePeerAccess"},
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,
@@ -402,6 +448,10 @@ static const ga_gpu_vendor_t hip_vendor = {
     .host_free = hip_host_free,
     .copy_d2h = hip_copy_d2h,
     .copy_h2d = hip_copy_h2d,
+    .peer_can_access = hip_peer_can_access,
+    .peer_ctx_retain = hip_peer_ctx_retain,
+    .peer_ctx_release = hip_peer_ctx_release,
+    .peer_enable = hip_peer_enable,
     .status = hip_status,
     .describe = hip_describe,
 };

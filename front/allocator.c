@@ -384,6 +384,22 @@ galloc_status_t galloc_sim_place(galloc_allocator_t *a, uint64_t addr)
     return st;
 }
 
+/* Written out rather than MEMPOOL_CALL: an implementation without peer
+ * access says so in the last-error message, which Python raises with. */
+galloc_status_t galloc_enable_peer_access(galloc_allocator_t *a, int peer_device)
+{
+    GA_LIVE_OR_RETURN(a);
+    galloc_status_t st;
+    if (a->ops->enable_peer_access == NULL) {
+        LOCKED(a, st = ga_fail(&a->err, GALLOC_E_UNSUPPORTED,
+                               "peer access: the %s allocator has no peer access (device %d, peer %d)", a->ops->name,
+                               a->device, peer_device));
+        return st;
+    }
+    LOCKED(a, st = a->ops->enable_peer_access(a->impl, peer_device));
+    return st;
+}
+
 galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt)
 {
     MEMPOOL_CALL(a, record_history, opt);

@@ -48,6 +48,8 @@ galloc_status_t ga_pool_record_stream(void *impl, void *ptr, galloc_stream_t str
 galloc_status_t ga_pool_stream_synchronize(void *impl, galloc_stream_t stream);
 galloc_status_t ga_pool_set_fraction(void *impl, double fraction);
 galloc_status_t ga_pool_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes);
+/* The backend's enable_peer_access, its failure recorded with the backend's reason. */
+galloc_status_t ga_pool_enable_peer_access(void *impl, int peer);
 void ga_pool_stats(void *impl, galloc_stats_t *out);
 void ga_pool_reset_peak(void *impl);
 void ga_pool_reset_accumulated(void *impl);

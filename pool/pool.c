@@ -1,6 +1,6 @@
 /*
  * pool.c: a pool's life cycle and its cold-path calls (memory fraction, device
- * info, stats copies, empty_cache).
+ * info, peer access, stats copies, empty_cache).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +118,23 @@ galloc_status_t ga_pool_memory_info(void *impl, size_t *free_bytes, size_t *tota
     if (st != GALLOC_OK)
         return ga_fail(p->err, st, "device memory info failed: %s", galloc_strerror(st));
     return GALLOC_OK;
+}
+
+/* The backend keeps the set of peers and grants each page as it maps it, so
+ * the pool only asks and reports: its segments, mapped or not, are the
+ * backend's to make reachable (backend/gpu_peer.c). Stats do not change. */
+galloc_status_t ga_pool_enable_peer_access(void *impl, int peer)
+{
+    ga_pool_t *p = impl;
+    galloc_status_t st = ga_backend_enable_peer_access(p->backend, peer);
+    if (st == GALLOC_OK)
+        return GALLOC_OK;
+    char why[256];
+    if (st == GALLOC_E_UNSUPPORTED && !GA_BACKEND_HAS(p->backend->ops, enable_peer_access))
+        return ga_fail(p->err, st, "peer access: the %s backend has no peer access (device %d, peer %d)",
+                       p->backend->ops->name, p->device, peer);
+    return ga_fail(p->err, st, "peer access from device %d to device %d's memory: %s", peer, p->device,
+                   ga_backend_why(p->backend, st, why, sizeof(why)));
 }
 
 void ga_pool_stats(void *impl, galloc_stats_t *out)

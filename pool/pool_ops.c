@@ -44,6 +44,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .sleep_prepare = ga_pool_sleep_prepare,
     .sleep_stats = ga_pool_sleep_stats,
     .tag_asleep = ga_pool_tag_asleep,
+    .enable_peer_access = ga_pool_enable_peer_access,
     .stripe_malloc = ga_pool_stripe_malloc,
     .stripe_free = ga_pool_stripe_free,
     .quiesce = ga_pool_quiesce,

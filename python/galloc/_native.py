@@ -61,6 +61,7 @@ _SIGNATURES = {
     "galloc_free": (_c_int, [_vp, _vp]),
     "galloc_record_stream": (_c_int, [_vp, _vp, ctypes.c_uint64]),
     "galloc_empty_cache": (_c_int, [_vp]),
+    "galloc_enable_peer_access": (_c_int, [_vp, _c_int]),
     "galloc_memory_stats": (_c_int, [_vp, _vp]),
     "galloc_stats_foreach": (_sz, [_vp, STATS_VISIT, _vp]),
     "galloc_memory_summary": (_c_int, [_vp, ctypes.c_bool, _cp, _sz, ctypes.POINTER(_sz)]),

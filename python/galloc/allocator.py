@@ -108,6 +108,20 @@ class Allocator:
         """Release every cached segment that holds no live block (torch.cuda.empty_cache)."""
         self._check(_lib.galloc_empty_cache(self._a()))
 
+    def enable_peer_access(self, peer: int) -> None:
+        """Let device `peer` read and write this allocator's memory, held now
+        and mapped later (torch.cuda's peer access: cudaDeviceEnablePeerAccess
+        for plain segments, cuMemSetAccess on every page of expandable and
+        tagged segments, wakes included). Idempotent. InvalidArgumentError for
+        this allocator's own device or no such device; UnsupportedError when
+        the devices cannot reach each other or the backend has no peer access
+        (sim, cudaMallocAsync, a user allocator)."""
+        if isinstance(peer, bool) or not isinstance(peer, int):
+            raise TypeError(f"peer: a device index (int), not {type(peer).__name__}")
+        if not -2**31 <= peer < 2**31:
+            raise ValueError(f"peer: {peer} is not a device index")
+        self._check(_lib.galloc_enable_peer_access(self._a(), peer))
+
     # ---- private pools (api/galloc_mempool.h) ----
 
     def mempool(self, use_on_oom: bool = False, no_split: bool = False) -> tuple:

@@ -236,6 +236,9 @@ TEST_F(User, HooksAreForwardedAndDeviceCallsRefused)
     EXPECT_EQ(galloc_sleep_stats(a_, &ss), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_tag_asleep(a_, "w", &asleep), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(asleep, -1);
+    // The caller's memory: galloc cannot make it reachable from a peer.
+    EXPECT_EQ(galloc_enable_peer_access(a_, 0), GALLOC_E_UNSUPPORTED);
+    EXPECT_NE(LastError(a_).find("has no peer access"), std::string::npos) << LastError(a_);
 
     // Foreign and double frees are refused and reach neither the host nor the stats.
     EXPECT_EQ(galloc_free(a_, &local), GALLOC_E_NOT_OWNED);

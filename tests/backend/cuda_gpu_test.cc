@@ -94,6 +94,30 @@ TEST_F(Gpu, ExpandableSegmentsGrowByPages)
     EXPECT_EQ(Stats().reserved_bytes[GALLOC_STAT_ALL].current, 0);
 }
 
+// Peer access on the real driver: with one GPU there is no peer (E_INVAL, the
+// device count in the message); with two or more, device 1 either gets access
+// or the driver says the pair cannot reach each other (E_UNSUPPORTED), and
+// the expandable segment keeps growing either way. Written without a
+// multi-GPU machine to run it on: the fakes' tests are the checked ones.
+TEST_F(Gpu, PeerAccessToDeviceOne)
+{
+    OPEN_OR_SKIP("expandable_segments:True");
+    void *a = nullptr, *b = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 5 * kMiB, 0, &a), GALLOC_OK);
+    char msg[GALLOC_ERROR_MAX] = "";
+    galloc_status_t st = galloc_enable_peer_access(a_, 1);
+    galloc_last_error(a_, msg, sizeof msg);
+    if (st == GALLOC_E_INVAL) {
+        EXPECT_NE(std::strstr(msg, "reports 1 device"), nullptr) << msg;
+    } else {
+        EXPECT_TRUE(st == GALLOC_OK || st == GALLOC_E_UNSUPPORTED) << galloc_status_name(st) << ": " << msg;
+        EXPECT_EQ(galloc_enable_peer_access(a_, 1), st) << "the same answer again";
+    }
+    ASSERT_EQ(galloc_malloc(a_, 30 * kMiB, 0, &b), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a_, a), GALLOC_OK);
+    EXPECT_EQ(galloc_free(a_, b), GALLOC_OK);
+}
+
 TEST_F(Gpu, StreamOrderedAllocation)
 {
     OPEN_OR_SKIP("backend:cudaMallocAsync");

@@ -88,6 +88,8 @@ GA_ABI_VALUE(GA_HIP_ERROR_NOT_FOUND, hipErrorNotFound)
 GA_ABI_VALUE(GA_HIP_ERROR_NOT_READY, hipErrorNotReady)
 GA_ABI_VALUE(GA_HIP_ERROR_NOT_SUPPORTED, hipErrorNotSupported)
 GA_ABI_VALUE(GA_HIP_ERROR_UNKNOWN, hipErrorUnknown)
+GA_ABI_VALUE(GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported)
+GA_ABI_VALUE(GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled)
 GA_ABI_VALUE(GA_HIP_EVENT_DEFAULT, hipEventDefault)
 GA_ABI_VALUE(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
 GA_ABI_VALUE(GA_HIP_HOST_MALLOC_DEFAULT, hipHostMallocDefault)
@@ -163,7 +165,7 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_library.count, 36u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST
+    ASSERT_EQ(ga_hip_library.count, 38u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER
     for (size_t i = 0; i < ga_hip_library.count; i++)
         for (size_t j = i + 1; j < ga_hip_library.count; j++)
             EXPECT_STRNE(ga_hip_library.syms[i].name, ga_hip_library.syms[j].name);

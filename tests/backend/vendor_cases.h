@@ -2,7 +2,7 @@
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
 // written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
-// sleep_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
+// sleep_cases.cc, peer_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
 // the messages; kCudaVendor and kHipVendor below). Each vendor's own test
@@ -35,6 +35,8 @@ struct Vendor {
     const char *alloc_async, *free_async, *default_pool, *pool_set_attr, *pool_trim, *device_sync;
     // Pinned host memory and copies (galloc_sleep's offload).
     const char *host_alloc, *host_free, *copy_d2h, *copy_h2d;
+    // Peer access (galloc_enable_peer_access).
+    const char *can_access_peer, *enable_peer;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -76,6 +78,9 @@ inline const Vendor kCudaVendor = {
     "cuMemFreeHost",
     "cuMemcpyDtoH_v2",
     "cuMemcpyHtoD_v2",
+    // peer access: the peer's context enables access to ours
+    "cuDeviceCanAccessPeer",
+    "cuCtxEnablePeerAccess",
 };
 inline const Vendor kHipVendor = {
     "hip",
@@ -111,6 +116,9 @@ inline const Vendor kHipVendor = {
     "hipHostFree",
     "hipMemcpyDtoH",
     "hipMemcpyHtoD",
+    // peer access: the peer device, current, enables access to ours
+    "hipDeviceCanAccessPeer",
+    "hipDeviceEnablePeerAccess",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
@@ -189,6 +197,11 @@ class Sleep : public VendorTest {
     void RoundTrip(const char *conf); // sleep with offload, wake: the whole contract once
 };
 class SleepPlain : public VendorPlain {}; // the sweeps and the library without host memory
+
+// peer_cases.cc: galloc_enable_peer_access on the fake's two devices, the
+// allocator on device 0, device 1 the peer.
+class Peer : public VendorTest {};
+class PeerPlain : public VendorPlain {}; // the fault sweeps
 
 } // namespace cuda_test
 

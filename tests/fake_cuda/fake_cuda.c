@@ -40,6 +40,8 @@ static ga_cu_result_t cu(fg_rc_t rc)
         [FG_INVALID_HANDLE] = GA_CUDA_ERROR_INVALID_HANDLE,
         [FG_NOT_READY] = GA_CUDA_ERROR_NOT_READY,
         [FG_NOT_SUPPORTED] = GA_CUDA_ERROR_NOT_SUPPORTED,
+        [FG_PEER_UNSUPPORTED] = GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+        [FG_PEER_ALREADY_ENABLED] = GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
     };
     return map[rc];
 }
@@ -241,10 +243,12 @@ static const struct {
     {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
@@ -440,6 +444,25 @@ ga_cu_result_t cuMemcpyHtoD_v2(ga_cu_deviceptr_t dst_device, const void *src_hos
 {
     ENTER(cuMemcpyHtoD_v2);
     return cu(fg_copy_h2d(dst_device, src_host, byte_count));
+}
+
+/* ---- Peer access. ---- */
+
+EXPORT ga_cuDeviceCanAccessPeer_fn cuDeviceCanAccessPeer;
+EXPORT ga_cuCtxEnablePeerAccess_fn cuCtxEnablePeerAccess;
+
+ga_cu_result_t cuDeviceCanAccessPeer(int *can_access_peer, ga_cu_device_t dev, ga_cu_device_t peer_dev)
+{
+    ENTER(cuDeviceCanAccessPeer);
+    return cu(fg_can_access_peer(can_access_peer, dev, peer_dev));
+}
+
+ga_cu_result_t cuCtxEnablePeerAccess(ga_cu_context_t peer_context, unsigned int flags)
+{
+    ENTER(cuCtxEnablePeerAccess);
+    if (flags != 0)
+        return cu(fg_violation(FG_INVALID_VALUE, "flags %u: must be 0", flags));
+    return cu(fg_peer_enable_ctx(peer_context));
 }
 
 /* ---- Test controls (fake_cuda_control.h). ---- */

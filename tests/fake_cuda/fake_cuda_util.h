@@ -58,6 +58,10 @@ class FakeCuda {
         FAKE_CUDA_BIND_(fake_cuda_stream_destroy)
         FAKE_CUDA_BIND_(fake_cuda_stream_complete)
         FAKE_CUDA_BIND_(fake_cuda_pool_attr)
+        FAKE_CUDA_BIND_(fake_cuda_access)
+        FAKE_CUDA_BIND_(fake_cuda_mappings_without)
+        FAKE_CUDA_BIND_(fake_cuda_peer_enabled)
+        FAKE_CUDA_BIND_(fake_cuda_peer_block)
 #undef FAKE_CUDA_BIND_
         if (error_.empty())
             fake_cuda_reset();
@@ -134,6 +138,10 @@ class FakeCuda {
     decltype(&::fake_cuda_stream_destroy) fake_cuda_stream_destroy = nullptr;
     decltype(&::fake_cuda_stream_complete) fake_cuda_stream_complete = nullptr;
     decltype(&::fake_cuda_pool_attr) fake_cuda_pool_attr = nullptr;
+    decltype(&::fake_cuda_access) fake_cuda_access = nullptr;
+    decltype(&::fake_cuda_mappings_without) fake_cuda_mappings_without = nullptr;
+    decltype(&::fake_cuda_peer_enabled) fake_cuda_peer_enabled = nullptr;
+    decltype(&::fake_cuda_peer_block) fake_cuda_peer_block = nullptr;
 
   private:
     // A control's exported name for this vendor: fake_cuda_reset -> fake_hip_reset.

@@ -127,7 +127,9 @@ typedef enum fg_rc {
     FG_INVALID_CONTEXT,
     FG_INVALID_HANDLE,
     FG_NOT_READY,
-    FG_NOT_SUPPORTED
+    FG_NOT_SUPPORTED,
+    FG_PEER_UNSUPPORTED,    /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
+    FG_PEER_ALREADY_ENABLED /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
 } fg_rc_t;
 
 /* Pool attributes (values are 64-bit; the reuse flags 0 or 1). */
@@ -184,8 +186,23 @@ fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long 
 fg_rc_t fg_phys_release(uint64_t handle);
 fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsigned long long flags);
 fg_rc_t fg_unmap(uint64_t addr, size_t size);
-/* prot: 0 none, 1 read, 3 read-write. */
+/* prot: 0 none, 1 read, 3 read-write, for device. Every mapping in the
+ * range records each device's access; the host mapping takes the access of
+ * the device the memory lives on (the handle's). A device that cannot reach
+ * that device (fg_peer_block) is refused (a violation, FG_INVALID_DEVICE). */
 fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot);
+
+/* Peer access (fake_gpu_peer.c). Devices reach each other unless a test
+ * blocked the pair. can_access_peer: whether device may access peer's memory.
+ * peer_enable_ctx: the current context gains access to the memory of
+ * peer_ctx's device (cuCtxEnablePeerAccess); peer_enable_device: the same by
+ * ordinal (hipDeviceEnablePeerAccess, current device). A second enable of a
+ * pair is FG_PEER_ALREADY_ENABLED, a blocked pair FG_PEER_UNSUPPORTED, the
+ * current device itself FG_INVALID_DEVICE. Access lasts until either
+ * context is destroyed. */
+fg_rc_t fg_can_access_peer(int *can, int device, int peer);
+fg_rc_t fg_peer_enable_ctx(void *peer_ctx);
+fg_rc_t fg_peer_enable_device(int peer);
 
 fg_rc_t fg_event_create(void **event, bool timing);
 /* fg_event_create for a vendor's call with flags, which both vendors number
@@ -252,6 +269,17 @@ int fg_stream_complete(int device, uintptr_t stream);
 /* Read a device's default-pool attribute, by the vendor's number (1..8, see
  * fg_pool_set_number), without a context. */
 int fg_pool_attr(int device, int attr, uint64_t *value);
+/* The access device has to the mapped page at addr (0 none, 1 read, 3
+ * read-write), -1 when addr is not mapped. */
+int fg_access(uint64_t addr, int device);
+/* Live mappings whose access for device is not read-write (0: device can
+ * read and write every mapped page). */
+int fg_mappings_without(int device);
+/* Whether from's context has peer access to to's memory (enabled, both alive). */
+int fg_peer_enabled(int from, int to);
+/* Make devices a and b unable (blocked != 0) or able to reach each other,
+ * both ways; -1 for a bad ordinal. Reset unblocks every pair. */
+int fg_peer_block(int a, int b, bool blocked);
 
 /*
  * The controls every fake exports under its prefix (fake_cuda_configure,
@@ -279,7 +307,11 @@ int fg_pool_attr(int device, int attr, uint64_t *value);
     R(int, P##_stream_create, (int device, uintptr_t *stream), fg_stream_create(device, stream))                       \
     R(int, P##_stream_destroy, (uintptr_t stream), fg_stream_destroy(stream))                                          \
     R(int, P##_stream_complete, (int device, uintptr_t stream), fg_stream_complete(device, stream))                    \
-    R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))
+    R(int, P##_pool_attr, (int device, int attr, uint64_t *value), fg_pool_attr(device, attr, value))                  \
+    R(int, P##_access, (uint64_t addr, int device), fg_access(addr, device))                                           \
+    R(int, P##_mappings_without, (int device), fg_mappings_without(device))                                            \
+    R(int, P##_peer_enabled, (int from, int to), fg_peer_enabled(from, to))                                            \
+    R(int, P##_peer_block, (int a, int b, int blocked), fg_peer_block(a, b, blocked != 0))
 
 #define FAKE_GPU_DECLARE_R_(type, name, params, call) type name params;
 #define FAKE_GPU_DECLARE_V_(name, params, call) void name params;

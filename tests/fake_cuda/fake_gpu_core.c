@@ -224,6 +224,7 @@ fg_rc_t fg_ctx_release(int device)
     if (rc == FG_OK && --fg.dev[device].refs == 0) {
         fg.leaked_at_destroy += fgi_mem_release_all(device) + fgi_vmm_release_all(device) +
                                 fgi_sync_release_all(device) + fgi_host_release_all(device);
+        fgi_peer_forget(device);
         fg_device_t *d = &fg.dev[device];
         d->pool = (fg_pool_t){.device = device, .reuse = {1, 1, 1}};
         d->stream0.submitted = d->stream0.completed = 0;

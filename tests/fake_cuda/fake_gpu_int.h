@@ -106,7 +106,8 @@ typedef struct fg_mapping {
     uint64_t addr;
     size_t size;
     uint64_t handle;
-    int prot; /* 0 until set_access */
+    int prot; /* the owning device's (the handle's), which the host mapping has; 0 until set_access */
+    int dev_prot[FAKE_GPU_MAX_DEVICES]; /* each device's access (0, 1 read, 3 read-write), set_access per descriptor */
 } fg_mapping_t;
 
 /* A pinned host block. */
@@ -156,6 +157,9 @@ struct fg_state {
     char trace[FG_TRACE_MAX];
     size_t trace_len;
     char violation[512];
+    bool peer_blocked[FAKE_GPU_MAX_DEVICES]
+                     [FAKE_GPU_MAX_DEVICES];                  /* [a][b]: a cannot reach b's memory (fg_peer_block) */
+    bool peer_on[FAKE_GPU_MAX_DEVICES][FAKE_GPU_MAX_DEVICES]; /* [from][to]: from's context may access to's */
 };
 
 extern struct fg_state fg;
@@ -204,5 +208,7 @@ uint64_t fgi_mem_release_all(int device);
 uint64_t fgi_vmm_release_all(int device);
 uint64_t fgi_sync_release_all(int device);
 uint64_t fgi_host_release_all(int device);
+/* fake_gpu_peer.c: a context destroyed takes its peer access, both ways, with it. */
+void fgi_peer_forget(int device);
 
 #endif /* GA_TESTS_FAKE_GPU_INT_H */

@@ -8,7 +8,9 @@
  * reservation with mremap(old_size = 0), which creates a second mapping of the
  * same pages; set_access changes the alias's protection; unmap puts a fresh
  * PROT_NONE mapping back over the range. Data written through one mapping of a
- * handle is seen through every other, as on a GPU.
+ * handle is seen through every other, as on a GPU. Each mapping also records
+ * every device's access (dev_prot), so a test sees which peers can reach a
+ * page (fg_access).
  */
 #include "tests/fake_cuda/fake_gpu_int.h"
 
@@ -260,12 +262,29 @@ fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot)
         else
             at = fg.maps[i].addr + fg.maps[i].size;
     }
+    /* A peer must be able to reach the device the memory lives on. */
+    for (size_t i = 0; rc == FG_OK && i < fg.n_maps; i++) {
+        const fg_mapping_t *m = &fg.maps[i];
+        const fg_handle_t *h = m->addr < addr + size && addr < m->addr + m->size ? handle_find(m->handle) : NULL;
+        if (h != NULL && h->device != device && fg.peer_blocked[device][h->device])
+            rc = fgi_violation(FG_INVALID_DEVICE, "device %d cannot access device %d's memory at %#llx", device,
+                               h->device, (unsigned long long)m->addr);
+    }
     int p = prot == 3 ? PROT_READ | PROT_WRITE : prot == 1 ? PROT_READ : PROT_NONE;
-    if (rc == FG_OK && mprotect((void *)(uintptr_t)addr, size, p) != 0)
-        rc = FG_OUT_OF_MEMORY;
-    for (size_t i = 0; rc == FG_OK && i < fg.n_maps; i++)
-        if (fg.maps[i].addr < addr + size && addr < fg.maps[i].addr + fg.maps[i].size)
-            fg.maps[i].prot = prot;
+    for (size_t i = 0; rc == FG_OK && i < fg.n_maps; i++) {
+        fg_mapping_t *m = &fg.maps[i];
+        if (!(m->addr < addr + size && addr < m->addr + m->size))
+            continue;
+        m->dev_prot[device] = prot;
+        const fg_handle_t *h = handle_find(m->handle);
+        if (h == NULL || h->device == device) { /* the host mapping stands for the owning device's view */
+            uint64_t lo = m->addr > addr ? m->addr : addr;
+            uint64_t hi = m->addr + m->size < addr + size ? m->addr + m->size : addr + size;
+            if (mprotect((void *)(uintptr_t)lo, hi - lo, p) != 0)
+                rc = FG_OUT_OF_MEMORY;
+            m->prot = prot;
+        }
+    }
     FG_UNLOCK();
     return rc;
 }
@@ -300,4 +319,25 @@ uint64_t fgi_vmm_release_all(int device)
         FG_REMOVE(resvs, i);
     }
     return live;
+}
+
+int fg_access(uint64_t addr, int device)
+{
+    FG_LOCK();
+    int prot = -1;
+    for (size_t i = 0; device >= 0 && device < FAKE_GPU_MAX_DEVICES && i < fg.n_maps; i++)
+        if (fg.maps[i].addr <= addr && addr - fg.maps[i].addr < fg.maps[i].size)
+            prot = fg.maps[i].dev_prot[device];
+    FG_UNLOCK();
+    return prot;
+}
+
+int fg_mappings_without(int device)
+{
+    FG_LOCK();
+    int n = 0;
+    for (size_t i = 0; device >= 0 && device < FAKE_GPU_MAX_DEVICES && i < fg.n_maps; i++)
+        n += fg.maps[i].dev_prot[device] != 3;
+    FG_UNLOCK();
+    return n;
 }

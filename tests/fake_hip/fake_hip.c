@@ -54,6 +54,8 @@ static ga_hip_error_t hip(fg_rc_t rc)
         [FG_INVALID_HANDLE] = GA_HIP_ERROR_INVALID_HANDLE,
         [FG_NOT_READY] = GA_HIP_ERROR_NOT_READY,
         [FG_NOT_SUPPORTED] = GA_HIP_ERROR_NOT_SUPPORTED,
+        [FG_PEER_UNSUPPORTED] = GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED,
+        [FG_PEER_ALREADY_ENABLED] = GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED,
     };
     return map[rc];
 }
@@ -258,9 +260,11 @@ static const struct {
     {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
     {101, "hipErrorInvalidDevice", "invalid device ordinal"},
     {201, "hipErrorInvalidContext", "invalid device context"},
+    {217, "hipErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
     {400, "hipErrorInvalidHandle", "invalid resource handle"},
     {500, "hipErrorNotFound", "named symbol not found"},
     {600, "hipErrorNotReady", "device not ready"},
+    {704, "hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
     {801, "hipErrorNotSupported", "operation not supported"},
     {999, "hipErrorUnknown", "unknown error"},
 };
@@ -448,6 +452,26 @@ ga_hip_error_t hipMemcpyHtoD(void *dst, void *src, size_t size_bytes)
 {
     ENTER(hipMemcpyHtoD);
     return hip(fg_copy_h2d((uintptr_t)dst, src, size_bytes));
+}
+
+/* ---- Peer access. ---- */
+
+EXPORT ga_hipDeviceCanAccessPeer_fn hipDeviceCanAccessPeer;
+EXPORT ga_hipDeviceEnablePeerAccess_fn hipDeviceEnablePeerAccess;
+
+ga_hip_error_t hipDeviceCanAccessPeer(int *can_access_peer, int device_id, int peer_device_id)
+{
+    ENTER(hipDeviceCanAccessPeer);
+    return hip(fg_can_access_peer(can_access_peer, device_id, peer_device_id));
+}
+
+/* The current device gains access to peer_device_id's memory. */
+ga_hip_error_t hipDeviceEnablePeerAccess(int peer_device_id, unsigned int flags)
+{
+    ENTER(hipDeviceEnablePeerAccess);
+    if (flags != 0)
+        return hip(fg_violation(FG_INVALID_VALUE, "flags %u: must be 0", flags));
+    return hip(fg_peer_enable_device(peer_device_id));
 }
 
 /* ---- Test controls (fake_hip_control.h). ---- */
