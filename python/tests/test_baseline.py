@@ -45,10 +45,11 @@ def shared_traces():
 
 
 def command():
-    """The galloc command: the Bazel-built binary when there is one, else the
-    installed package's (python -m galloc)."""
-    exe = os.path.join(REPO, "bazel-bin", "tools", "galloc")
-    return [exe] if os.access(exe, os.X_OK) else [sys.executable, "-m", "galloc"]
+    """The galloc command of the installed package (python -m galloc): built
+    with the library the API under test loads. A bazel-bin/tools/galloc may be
+    another build's, older than the package (Bazel's bazel-bin follows the last
+    configuration built); tests/tools/baseline_test.sh checks that one."""
+    return [sys.executable, "-m", "galloc"]
 
 
 def cli(*args):
