@@ -27,8 +27,9 @@ galloc.torch.
 """
 from ._native import STATUS_NAMES
 from .allocator import Allocator
-from .analysis import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
-                       TraceInfo, TraceResult, TraceUnit, UnitInfo, fit, fit_fleet, fleet_files, load_trace, replay)
+from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
+from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
+                      TraceInfo, TraceResult, TraceUnit, UnitInfo)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
                      GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
