@@ -133,7 +133,7 @@ struct Tally {
 // Random malloc/free on one stream, holding at most max_live blocks, for ops
 // calls; frees what it still holds at the end.
 inline Tally RandomPairs(galloc_allocator_t *a, galloc_stream_t stream, uint64_t seed, int ops, size_t max_live,
-                  std::atomic<int> *errors)
+                         std::atomic<int> *errors)
 {
     std::mt19937_64 rng(seed);
     std::vector<void *> live;
