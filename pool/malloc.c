@@ -164,7 +164,7 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
             ga_pool_garbage_collect(p);
         galloc_status_t st = alloc_block(p, &ap, false);
         /* MemPool use_on_oom, before any cache is freed (PyTorch main's order). */
-        if (st == GALLOC_E_OOM && ap.pool->owner == NULL && p->private_pools != NULL && ga_pool_use_on_oom(p, &ap))
+        if (st == GALLOC_E_OOM && ap.pool->owner == NULL && ga_pool_use_on_oom(p, &ap))
             st = GALLOC_OK;
         if (st == GALLOC_E_OOM && ga_pool_release_available_cached_blocks(p, &ap))
             st = alloc_block(p, &ap, false);

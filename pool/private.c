@@ -14,12 +14,23 @@
 #include "pool/tags.h"
 #include "util/assert.h"
 
-static ga_private_pool_t *find(const ga_pool_t *p, uint64_t a, uint64_t b)
+ga_private_pool_t *ga_pool_private_find(const ga_pool_t *p, galloc_mempool_id_t id)
 {
     for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
-        if (pp->id_a == a && pp->id_b == b)
+        if (pp->id_a == id.a && pp->id_b == id.b)
             return pp;
     return NULL;
+}
+
+ga_private_pool_t *ga_pool_private_find_live(ga_pool_t *p, galloc_mempool_id_t id, const char *call)
+{
+    ga_private_pool_t *pp = ga_pool_private_find(p, id);
+    if (pp == NULL || pp->use_count == 0) {
+        (void)ga_fail(p->err, GALLOC_E_INVAL, "%s: no live memory pool (%llu, %llu)", call, (unsigned long long)id.a,
+                      (unsigned long long)id.b);
+        return NULL;
+    }
+    return pp;
 }
 
 static size_t route_of(const ga_pool_t *p, const ga_private_pool_t *pp)
@@ -75,10 +86,9 @@ galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id)
 galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream)
 {
     ga_pool_t *p = impl;
-    ga_private_pool_t *pp = find(p, id.a, id.b);
-    if (pp == NULL || pp->use_count == 0)
-        return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: no live memory pool (%llu, %llu)",
-                       (unsigned long long)id.a, (unsigned long long)id.b);
+    ga_private_pool_t *pp = ga_pool_private_find_live(p, id, "begin_allocate");
+    if (pp == NULL)
+        return GALLOC_E_INVAL;
     if (route != GALLOC_ROUTE_STREAM && route != GALLOC_ROUTE_THREAD)
         return ga_fail(p->err, GALLOC_E_INVAL, "begin_allocate: unknown route %d", (int)route);
     if (route_of(p, pp) != SIZE_MAX)
@@ -95,7 +105,7 @@ galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc
 galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id)
 {
     ga_pool_t *p = impl;
-    ga_private_pool_t *pp = find(p, id.a, id.b);
+    ga_private_pool_t *pp = ga_pool_private_find(p, id);
     size_t i = pp ? route_of(p, pp) : SIZE_MAX;
     if (i == SIZE_MAX)
         return ga_fail(p->err, GALLOC_E_INVAL, "endAllocatePool: not currently recording to mempool_id (%llu, %llu)",
@@ -109,10 +119,9 @@ galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id)
 galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id)
 {
     ga_pool_t *p = impl;
-    ga_private_pool_t *pp = find(p, id.a, id.b);
-    if (pp == NULL || pp->use_count == 0)
-        return ga_fail(p->err, GALLOC_E_INVAL, "release: no live memory pool (%llu, %llu)", (unsigned long long)id.a,
-                       (unsigned long long)id.b);
+    ga_private_pool_t *pp = ga_pool_private_find_live(p, id, "release");
+    if (pp == NULL)
+        return GALLOC_E_INVAL;
     if (route_of(p, pp) != SIZE_MAX)
         return ga_fail(p->err, GALLOC_E_INVAL, "release: memory pool (%llu, %llu) is still being allocated to",
                        (unsigned long long)id.a, (unsigned long long)id.b);
@@ -123,10 +132,9 @@ galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id)
 galloc_status_t ga_pool_mempool_set_flags(void *impl, galloc_mempool_id_t id, unsigned flags)
 {
     ga_pool_t *p = impl;
-    ga_private_pool_t *pp = find(p, id.a, id.b);
-    if (pp == NULL || pp->use_count == 0)
-        return ga_fail(p->err, GALLOC_E_INVAL, "set_flags: no live memory pool (%llu, %llu)", (unsigned long long)id.a,
-                       (unsigned long long)id.b);
+    ga_private_pool_t *pp = ga_pool_private_find_live(p, id, "set_flags");
+    if (pp == NULL)
+        return GALLOC_E_INVAL;
     if ((flags & ~(GALLOC_MEMPOOL_USE_ON_OOM | GALLOC_MEMPOOL_NO_SPLIT)) != 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "set_flags: unknown flags 0x%x", flags);
     pp->use_on_oom = (flags & GALLOC_MEMPOOL_USE_ON_OOM) != 0;

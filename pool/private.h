@@ -7,12 +7,18 @@
 #ifndef GA_POOL_PRIVATE_H
 #define GA_POOL_PRIVATE_H
 
+#include <galloc/galloc_mempool.h>
 #include "pool/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The private pool with id, or NULL. */
+ga_private_pool_t *ga_pool_private_find(const ga_pool_t *p, galloc_mempool_id_t id);
+/* The live private pool with id (use count above 0), or NULL with
+ * "<call>: no live memory pool (a, b)" recorded as GALLOC_E_INVAL. */
+ga_private_pool_t *ga_pool_private_find_live(ga_pool_t *p, galloc_mempool_id_t id, const char *call);
 /* ga_pool_get_pool while some route is active (a MemPool or graph capture). */
 ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_stream_t stream);
 /* MemPool use_on_oom: a free block of a use_on_oom pool for a default-pool

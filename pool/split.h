@@ -20,8 +20,9 @@
 extern "C" {
 #endif
 
-/* PyTorch's should_split: a no_split pool's blocks never; small-pool remainders of 512 B are worth keeping;
- * large-pool ones only above 1 MiB and never for an oversize request.
+/* PyTorch's should_split: a no_split pool's blocks never; small-pool
+ * remainders of 512 B are worth keeping; large-pool ones only above 1 MiB and
+ * never for an oversize request.
  * Expandable segments: the default pools' under expandable_segments, and a
  * sleep tag's (the only private pool that may have them). */
 static inline bool ga_pool_should_split(const ga_pool_t *p, const ga_block_t *b, size_t size)

@@ -12,6 +12,7 @@
 #include "pool/free.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
+#include "pool/private.h"
 #include "pool/streams.h"
 #include "pool/tags.h"
 #include "stats/stats.h"
@@ -123,14 +124,6 @@ static galloc_status_t tag_new(ga_pool_t *p, ga_private_pool_t *pp, const char *
     return GALLOC_OK;
 }
 
-static ga_private_pool_t *find_pool(const ga_pool_t *p, uint64_t a, uint64_t b)
-{
-    for (ga_private_pool_t *pp = p->private_pools; pp != NULL; pp = pp->next)
-        if (pp->id_a == a && pp->id_b == b)
-            return pp;
-    return NULL;
-}
-
 galloc_status_t ga_pool_tag_begin(void *impl, const char *tag)
 {
     ga_pool_t *p = impl;
@@ -142,7 +135,7 @@ galloc_status_t ga_pool_tag_begin(void *impl, const char *tag)
         galloc_status_t st = ga_pool_mempool_create(p, &id);
         if (st != GALLOC_OK)
             return st;
-        ga_private_pool_t *pp = find_pool(p, id.a, id.b);
+        ga_private_pool_t *pp = ga_pool_private_find(p, id);
         st = tag_new(p, pp, tag, &t);
         if (st != GALLOC_OK) {
             pp->use_count = 0; /* an empty freeable pool: the next release deletes it */
@@ -166,10 +159,9 @@ galloc_status_t ga_pool_tag_end(void *impl, const char *tag)
 galloc_status_t ga_pool_mempool_set_tag(void *impl, galloc_mempool_id_t id, const char *tag)
 {
     ga_pool_t *p = impl;
-    ga_private_pool_t *pp = find_pool(p, id.a, id.b);
-    if (pp == NULL || pp->use_count == 0)
-        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_set_tag: no live memory pool (%llu, %llu)",
-                       (unsigned long long)id.a, (unsigned long long)id.b);
+    ga_private_pool_t *pp = ga_pool_private_find_live(p, id, "mempool_set_tag");
+    if (pp == NULL)
+        return GALLOC_E_INVAL;
     if (!name_ok(tag, strlen(tag)))
         return bad_name(p, "mempool_set_tag", tag);
     if (pp->tag != NULL || ga_tag_find(p, tag, strlen(tag)) != NULL)
