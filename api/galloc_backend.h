@@ -48,6 +48,10 @@ typedef enum galloc_backend_vendor {
  * galloc_settings_t.backend_options), NUL included. */
 #define GALLOC_BACKEND_OPTIONS_MAX 1024
 
+/* The size of a driver's IPC memory handle (CU_IPC_HANDLE_SIZE,
+ * HIP_IPC_HANDLE_SIZE): what ipc_export writes and ipc_open reads. */
+#define GALLOC_BACKEND_IPC_BYTES 64
+
 /* What a backend is opened with, filled by galloc (a backend only reads it).
  * Settings of one backend's own (sim's capacity, a driver's path) are not
  * members: they come as options, which each backend reads itself. */
@@ -188,6 +192,33 @@ typedef struct galloc_backend_ops {
      * driver lacks peer access (error_string says which); any other failure
      * leaves the peer not enabled, and a later call tries again. */
     galloc_status_t (*enable_peer_access)(void *state, int peer);
+
+    /* ---- Optional: NULL = not supported (appended for sharing memory between processes, galloc_ipc.h). ---- */
+
+    /* Plain segments (all three, or none). ipc_export: the driver's IPC handle
+     * of the segment segment_alloc returned at addr (its base), as
+     * GALLOC_BACKEND_IPC_BYTES bytes into handle (cuIpcGetMemHandle /
+     * hipIpcGetMemHandle). ipc_open: map into this process a segment of bytes
+     * bytes that another process exported (handle: that process's ipc_export
+     * bytes), at *addr (cuIpcOpenMemHandle with lazy peer access); a handle of
+     * this process's own is refused by the driver (GALLOC_E_DEVICE or
+     * GALLOC_E_INVAL). ipc_close: undo an ipc_open or an import_pages, by the
+     * address they gave (cuIpcCloseMemHandle; for imports unmap, release and
+     * free the reservation). Whatever is still open at close is closed. */
+    galloc_status_t (*ipc_export)(void *state, uintptr_t addr, void *handle);
+    galloc_status_t (*ipc_open)(void *state, const void *handle, size_t bytes, uintptr_t *addr);
+    galloc_status_t (*ipc_close)(void *state, uintptr_t addr);
+    /* Virtual memory between processes (both, and the five VMM members).
+     * export_page: a new POSIX file descriptor, the caller's to close, for the
+     * physical memory one map call backed at [addr, addr + its bytes)
+     * (cuMemExportToShareableHandle; map creates exportable memory, as PyTorch's
+     * expandable segments do). import_pages: n descriptors from another
+     * process's export_page, each for page bytes, mapped in that order into a
+     * fresh reservation at *addr, read-write for this device and every enabled
+     * peer (cuMemImportFromShareableHandle, cuMemMap, cuMemSetAccess); the
+     * descriptors stay the caller's; a failure leaves nothing behind. */
+    galloc_status_t (*export_page)(void *state, uintptr_t addr, int *fd);
+    galloc_status_t (*import_pages)(void *state, const int *fds, size_t n, size_t page, uintptr_t *addr);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

@@ -238,6 +238,42 @@ static inline galloc_status_t ga_backend_enable_peer_access(ga_backend_t *b, int
     return b->ops->enable_peer_access(b->state, peer);
 }
 
+static inline galloc_status_t ga_backend_ipc_export(ga_backend_t *b, uintptr_t addr, void *handle)
+{
+    if (!GA_BACKEND_HAS(b->ops, ipc_export))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->ipc_export(b->state, addr, handle);
+}
+
+static inline galloc_status_t ga_backend_ipc_open(ga_backend_t *b, const void *handle, size_t bytes, uintptr_t *addr)
+{
+    if (!GA_BACKEND_HAS(b->ops, ipc_open))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->ipc_open(b->state, handle, bytes, addr);
+}
+
+static inline galloc_status_t ga_backend_ipc_close(ga_backend_t *b, uintptr_t addr)
+{
+    if (!GA_BACKEND_HAS(b->ops, ipc_close))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->ipc_close(b->state, addr);
+}
+
+static inline galloc_status_t ga_backend_export_page(ga_backend_t *b, uintptr_t addr, int *fd)
+{
+    if (!GA_BACKEND_HAS(b->ops, export_page))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->export_page(b->state, addr, fd);
+}
+
+static inline galloc_status_t ga_backend_import_pages(ga_backend_t *b, const int *fds, size_t n, size_t page,
+                                                      uintptr_t *addr)
+{
+    if (!GA_BACKEND_HAS(b->ops, import_pages))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->import_pages(b->state, fds, n, page, addr);
+}
+
 /* Whether the backend can offload contents (galloc_sleep's offload_tags). */
 static inline int ga_backend_can_offload(const ga_backend_t *b)
 {
