@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include <galloc/galloc_allocator.h>
+#include <galloc/galloc_ipc.h>
 #include <galloc/galloc_mempool.h>
 #include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
@@ -82,6 +83,17 @@ typedef struct ga_allocator_ops {
      * has none (the stream-ordered pool would need cuMemPoolSetAccess, the
      * user allocator's memory is the caller's). */
     galloc_status_t (*enable_peer_access)(void *impl, int peer);
+    /* Sharing with other processes (galloc_ipc.h); NULL where the
+     * implementation cannot share (PyTorch's cudaMallocAsync and pluggable
+     * allocators cannot either). */
+    galloc_status_t (*ipc_export)(void *impl, const void *ptr, galloc_ipc_handle_t *handle);
+    galloc_status_t (*ipc_send)(void *impl, int sock, const galloc_ipc_handle_t *handle);
+    galloc_status_t (*ipc_recv)(void *impl, int sock, galloc_ipc_handle_t *handle, void **ptr);
+    galloc_status_t (*ipc_open)(void *impl, const galloc_ipc_handle_t *handle, void **ptr);
+    galloc_status_t (*ipc_close)(void *impl, void *ptr);
+    galloc_status_t (*ipc_revoke)(void *impl, const galloc_ipc_handle_t *handle);
+    galloc_status_t (*ipc_collect)(void *impl, size_t *freed);
+    galloc_status_t (*ipc_stats)(void *impl, galloc_ipc_stats_t *out);
     /* Optional (NULL: every call takes the allocator's lock): a malloc or free
      * without the allocator's lock, true when done, false when the call must
      * go to malloc/free under the lock (nothing changed); and the brackets of

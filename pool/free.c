@@ -8,6 +8,7 @@
  * (no peak can move); inactive_split's change is signed (split.h).
  */
 #include "pool/free.h"
+#include "pool/ipc.h"
 #include "pool/split.h"
 #include "pool/ops.h"
 #include "pool/private.h"
@@ -123,6 +124,8 @@ galloc_status_t ga_pool_free(void *impl, void *ptr)
     if (e == NULL) /* or a sleeping tag's block */
         return ga_pool_free_missing(p, ptr);
     ga_block_t *b = e->block;
+    if (__builtin_expect(b->shared, 0)) /* a reader in another process may hold it (ipc.h) */
+        return ga_pool_ipc_free(p, b);
     /* Used on other streams: record their events first (the only step that
      * can fail; it leaves the pointer map, and so e, as they are). */
     if (b->uses != NULL) {

@@ -13,6 +13,7 @@
  */
 #include "pool/expandable.h"
 #include "pool/free.h"
+#include "pool/ipc.h"
 #include "pool/split.h"
 #include "pool/oom.h"
 #include "pool/ops.h"
@@ -158,7 +159,12 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
     ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
-    if (!ga_pool_get_free_block(p, &ap)) {
+    bool found = ga_pool_get_free_block(p, &ap);
+    /* Blocks whose readers in other processes are done, before the device is
+     * asked (PyTorch's "cuda_ipc_collect" free-memory callback). */
+    if (!found && p->ipc != NULL && ga_pool_ipc_reclaim(p) > 0)
+        found = ga_pool_get_free_block(p, &ap);
+    if (!found) {
         ap.alloc_size = ga_allocation_size(&p->conf, ap.size); /* a cache hit needs no segment size */
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);

@@ -7,6 +7,7 @@
 
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
+#include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
 #include "pool/private.h"
@@ -66,6 +67,7 @@ void ga_pool_destroy(void *impl)
     ga_pool_t *p = impl;
     if (p == NULL)
         return;
+    ga_pool_ipc_destroy(p); /* other processes' blocks open here; our readers lose theirs with the segments */
     /* Every segment goes back, live blocks or not: the caller's pointers die with the allocator. */
     for (ga_segment_t *s = p->segments; s != NULL; s = s->next) {
         if (s->expandable) {

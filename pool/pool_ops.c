@@ -7,6 +7,7 @@
  * front end's lock is held, except around the stripe path.
  */
 #include "allocators/allocator_ops.h"
+#include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pool.h"
 
@@ -45,6 +46,14 @@ const ga_allocator_ops_t ga_allocator_native = {
     .sleep_stats = ga_pool_sleep_stats,
     .tag_asleep = ga_pool_tag_asleep,
     .enable_peer_access = ga_pool_enable_peer_access,
+    .ipc_export = ga_pool_ipc_export,
+    .ipc_send = ga_pool_ipc_send,
+    .ipc_recv = ga_pool_ipc_recv,
+    .ipc_open = ga_pool_ipc_open,
+    .ipc_close = ga_pool_ipc_close,
+    .ipc_revoke = ga_pool_ipc_revoke,
+    .ipc_collect = ga_pool_ipc_collect,
+    .ipc_stats = ga_pool_ipc_stats,
     .stripe_malloc = ga_pool_stripe_malloc,
     .stripe_free = ga_pool_stripe_free,
     .quiesce = ga_pool_quiesce,

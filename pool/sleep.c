@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
 #include "pool/release.h"
@@ -265,6 +266,14 @@ galloc_status_t ga_pool_sleep(void *impl, const char *tags, const char *offload_
     galloc_status_t st = ga_tag_select_sleep(p, tags, offload_tags, "sleep", &any);
     if (st != GALLOC_OK)
         return st;
+    /* A reader in another process maps the tag's pages: unmapping them here
+     * would leave the two processes with different memory. */
+    for (ga_tag_t *t = p->tags; t != NULL; t = t->next)
+        if (t->sel && !t->asleep && ga_pool_ipc_pool_shared(p, t->pool))
+            return ga_fail(p->err, GALLOC_E_INVAL,
+                           "sleep: tag \"%s\" holds a block shared with another process (galloc_ipc_export); "
+                           "it sleeps once the export ends",
+                           t->name);
     ga_pool_host_retry(p);
     p->refused_frees = 0;
     if (any) {

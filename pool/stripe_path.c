@@ -207,7 +207,7 @@ GA_HOT free_result_t free_in(ga_pool_t *p, unsigned i, uintptr_t addr)
     ga_block_t *b = e->block;
     /* A stripe's map holds only allocated blocks of its own streams. */
     GA_ASSERT(b->allocated && b->addr == addr && ga_stripe_of(b->stream) == i);
-    if (b->uses != NULL || b->pool->owner != NULL || b->size >= p->conf.max_split_size)
+    if (b->uses != NULL || b->shared || b->pool->owner != NULL || b->size >= p->conf.max_split_size)
         goto out;
     galloc_stat_pool_t sp = b->pool->stat;
     ga_split_change_t c = ga_pool_free_split_change(b);

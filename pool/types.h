@@ -139,6 +139,7 @@ struct ga_block {
     int64_t gc_count_base;   /* pool GC clock when last inserted into the free set */
     bool allocated;          /* handed out to a caller */
     bool mapped;             /* backed by memory (always, except unmapped expandable ranges) */
+    bool shared;             /* exported to another process (ipc.h): its free takes the locked path */
     uint32_t event_count;    /* events still to complete before a freed block returns to its pool */
     uint32_t stack_id;       /* trace: stack at allocation (0 = none) */
     ga_event_t *uses;        /* record_stream: one reserved event per other stream used */
@@ -313,6 +314,7 @@ struct ga_pool {
     ga_addrmap_t host_spare;       /* pinned host blocks for the next sleep, by size: kept by a wake or
                                       pinned ahead by galloc_sleep_prepare (pinned.c) */
     size_t host_spare_bytes;       /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
+    struct ga_ipc *ipc;            /* exports and blocks of other processes open here (ipc.h); NULL until used */
     ga_blockpool_t asleep_bp;      /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
     /* Stripes (stripe.h). `stripe_path_open` says whether stripe calls may
      * run; it changes only under the allocator's lock and every stripe's. */
