@@ -30,6 +30,19 @@
 
 _Static_assert(sizeof(ga_ipc_wire_t) <= GALLOC_IPC_HANDLE_BYTES, "the handle holds the wire");
 
+galloc_status_t ga_ipc_decode(ga_pool_t *p, const galloc_ipc_handle_t *h, ga_ipc_wire_t *w)
+{
+    memcpy(w, h->bytes, sizeof(*w));
+    if (w->magic != GA_IPC_MAGIC || w->version != GA_IPC_VERSION ||
+        (w->kind != GALLOC_IPC_PLAIN && w->kind != GALLOC_IPC_PAGES) || w->size > w->range ||
+        w->offset > w->range - w->size ||
+        (w->kind == GALLOC_IPC_PAGES && (w->page == 0 || w->n_pages == 0 || w->range / w->page != w->n_pages ||
+                                         w->range % w->page != 0)))
+        return ga_fail(p != NULL ? p->err : NULL, GALLOC_E_FORMAT, "not a galloc IPC handle (version %d)",
+                       GA_IPC_VERSION);
+    return GALLOC_OK;
+}
+
 galloc_status_t galloc_ipc_info(const galloc_ipc_handle_t *handle, galloc_ipc_info_t *info)
 {
     ga_ipc_wire_t w;

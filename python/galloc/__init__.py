@@ -27,6 +27,7 @@ galloc.torch.
 """
 from ._native import STATUS_NAMES
 from .allocator import Allocator
+from .ipc import ipc_info
 from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
 from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
                       TraceInfo, TraceResult, TraceUnit, UnitInfo)
@@ -35,7 +36,7 @@ from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, Dev
                      UnavailableError, UnsupportedError)
 
 __all__ = [
-    "Allocator", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
+    "Allocator", "ipc_info", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
     "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
     "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",

@@ -52,7 +52,44 @@ class MempoolId(ctypes.Structure):
     _fields_ = [("a", ctypes.c_uint64), ("b", ctypes.c_uint64)]
 
 
+# galloc_ipc.h: the handle's size and kinds; ABI, checked against the header
+# by the package's tests.
+IPC_HANDLE_BYTES = 160
+IPC_KINDS = {1: "plain", 2: "pages"}
+
+
+class IpcHandle(ctypes.Structure):
+    """galloc_ipc_handle_t: plain bytes."""
+
+    _fields_ = [("bytes", ctypes.c_ubyte * IPC_HANDLE_BYTES)]
+
+
+class IpcInfo(ctypes.Structure):
+    """galloc_ipc_info_t."""
+
+    _fields_ = [("kind", ctypes.c_int), ("device", ctypes.c_int), ("pid", ctypes.c_int), ("size", ctypes.c_size_t),
+                ("offset", ctypes.c_size_t), ("range", ctypes.c_size_t), ("pages", ctypes.c_size_t)]
+
+
+class IpcStats(ctypes.Structure):
+    """galloc_ipc_stats_t."""
+
+    _fields_ = [("exports", ctypes.c_size_t), ("limbo_blocks", ctypes.c_size_t), ("limbo_bytes", ctypes.c_size_t),
+                ("opened", ctypes.c_size_t)]
+
+
+_HP = ctypes.POINTER(IpcHandle)
+
 _SIGNATURES = {
+    "galloc_ipc_export": (_c_int, [_vp, _vp, _HP]),
+    "galloc_ipc_info": (_c_int, [_HP, ctypes.POINTER(IpcInfo)]),
+    "galloc_ipc_send": (_c_int, [_vp, _c_int, _HP]),
+    "galloc_ipc_recv": (_c_int, [_vp, _c_int, _HP, ctypes.POINTER(_vp)]),
+    "galloc_ipc_open": (_c_int, [_vp, _HP, ctypes.POINTER(_vp)]),
+    "galloc_ipc_close": (_c_int, [_vp, _vp]),
+    "galloc_ipc_revoke": (_c_int, [_vp, _HP]),
+    "galloc_ipc_collect": (_c_int, [_vp, ctypes.POINTER(_sz)]),
+    "galloc_ipc_stats": (_c_int, [_vp, ctypes.POINTER(IpcStats)]),
     "galloc_status_name": (_cp, [_c_int]),
     "galloc_strerror": (_cp, [_c_int]),
     "galloc_allocator_create": (_c_int, [_cp, _c_int, _cp, ctypes.POINTER(_vp), _cp, _sz]),

@@ -9,6 +9,7 @@ import threading
 
 from . import _native
 from .errors import error
+from .ipc import IpcMixin
 
 _lib = _native.lib
 
@@ -36,7 +37,7 @@ def _named_backend(conf):
     return named
 
 
-class Allocator:
+class Allocator(IpcMixin):
     """A galloc caching allocator: PyTorch's CUDA caching allocator policy
     and its 122 statistics, on one device.
 
