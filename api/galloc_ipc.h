@@ -119,8 +119,7 @@ GALLOC_API galloc_status_t galloc_ipc_send(galloc_allocator_t *a, int sock, cons
  * socket fails or closes; otherwise as galloc_ipc_open. Descriptors received
  * are closed whatever happens.
  */
-GALLOC_API galloc_status_t galloc_ipc_recv(galloc_allocator_t *a, int sock, galloc_ipc_handle_t *handle,
-                                           void **ptr);
+GALLOC_API galloc_status_t galloc_ipc_recv(galloc_allocator_t *a, int sock, galloc_ipc_handle_t *handle, void **ptr);
 
 /*
  * galloc_ipc_open: open a GALLOC_IPC_PLAIN handle another process exported:

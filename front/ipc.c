@@ -15,7 +15,7 @@
         galloc_status_t st_;                                                                                           \
         if ((a)->ops->member == NULL) {                                                                                \
             LOCKED(a, st_ = ga_fail(&(a)->err, GALLOC_E_UNSUPPORTED,                                                   \
-                                    "%s: the %s allocator cannot share memory between processes", #member,           \
+                                    "%s: the %s allocator cannot share memory between processes", #member,             \
                                     (a)->ops->name));                                                                  \
             return st_;                                                                                                \
         }                                                                                                              \

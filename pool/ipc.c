@@ -36,8 +36,8 @@ galloc_status_t ga_ipc_decode(ga_pool_t *p, const galloc_ipc_handle_t *h, ga_ipc
     if (w->magic != GA_IPC_MAGIC || w->version != GA_IPC_VERSION ||
         (w->kind != GALLOC_IPC_PLAIN && w->kind != GALLOC_IPC_PAGES) || w->size > w->range ||
         w->offset > w->range - w->size ||
-        (w->kind == GALLOC_IPC_PAGES && (w->page == 0 || w->n_pages == 0 || w->range / w->page != w->n_pages ||
-                                         w->range % w->page != 0)))
+        (w->kind == GALLOC_IPC_PAGES &&
+         (w->page == 0 || w->n_pages == 0 || w->range / w->page != w->n_pages || w->range % w->page != 0)))
         return ga_fail(p != NULL ? p->err : NULL, GALLOC_E_FORMAT, "not a galloc IPC handle (version %d)",
                        GA_IPC_VERSION);
     return GALLOC_OK;
@@ -117,10 +117,12 @@ galloc_status_t ga_pool_ipc_export(void *impl, const void *ptr, galloc_ipc_handl
         freed |= s->exports[i].block == b && s->exports[i].freed;
     if (b == NULL || freed)
         return ga_fail(p->err, GALLOC_E_NOT_OWNED,
-                       "ipc_export: %p is not the start of a live block of this allocator (device %d)", ptr,
-                       p->device);
-    ga_ipc_wire_t w = {.magic = GA_IPC_MAGIC, .version = GA_IPC_VERSION, .device = p->device, .pid = (int32_t)getpid(),
-                .size = b->requested};
+                       "ipc_export: %p is not the start of a live block of this allocator (device %d)", ptr, p->device);
+    ga_ipc_wire_t w = {.magic = GA_IPC_MAGIC,
+                       .version = GA_IPC_VERSION,
+                       .device = p->device,
+                       .pid = (int32_t)getpid(),
+                       .size = b->requested};
     share_span(b->seg, b, &w);
     char why[256];
     if (w.kind == GALLOC_IPC_PAGES && !GA_BACKEND_HAS(p->backend->ops, export_page))

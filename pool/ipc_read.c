@@ -33,9 +33,8 @@ static galloc_status_t open_wire(ga_pool_t *p, const ga_ipc_wire_t *w, const cha
     int err = ga_lease_join(lease_path, w->slot, w->cookie, &lease);
     if (err != 0)
         return ga_fail(p->err, GALLOC_E_INVAL,
-                       "ipc_open: the export (process %d, slot %" PRIu32 ") cannot be opened: %s", (int)w->pid,
-                       w->slot,
-                       err == EINVAL ? "opened before, revoked or ended, or not this handle's"
+                       "ipc_open: the export (process %d, slot %" PRIu32 ") cannot be opened: %s", (int)w->pid, w->slot,
+                       err == EINVAL   ? "opened before, revoked or ended, or not this handle's"
                        : err == ENOENT ? "its producer is gone"
                                        : strerror(err));
     uintptr_t base = 0;

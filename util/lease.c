@@ -27,10 +27,8 @@ static slot_t *slot_at(void *base, size_t i)
 /* An F_OFD lock request on slot i's bytes. */
 static struct flock slot_lock(uint32_t i, short type)
 {
-    return (struct flock){.l_type = type,
-                          .l_whence = SEEK_SET,
-                          .l_start = (off_t)(i * sizeof(slot_t)),
-                          .l_len = (off_t)sizeof(slot_t)};
+    return (struct flock){
+        .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)(i * sizeof(slot_t)), .l_len = (off_t)sizeof(slot_t)};
 }
 
 void ga_lease_init(ga_lease_t *l)
@@ -69,8 +67,8 @@ static int grow(ga_lease_t *l)
     if (err != 0) {
         if (l->fd < 0)
             (void)close(fd);
-        else
-            (void)ftruncate(fd, (off_t)(l->slots * sizeof(slot_t))); /* new slots are zero: FREE either way */
+        /* else the file may stay longer than the mapping: its new slots are
+         * zero (FREE) and the next grow maps them */
         return err;
     }
     l->fd = fd;

@@ -49,9 +49,9 @@ typedef struct ga_lease {
 
 /* A reader's hold on one slot of another process's lease file. */
 typedef struct ga_lease_reader {
-    int fd;       /* its own open of the file */
-    void *page;   /* the page that holds the slot, mapped shared */
-    size_t at;    /* the slot's offset in that page */
+    int fd;     /* its own open of the file */
+    void *page; /* the page that holds the slot, mapped shared */
+    size_t at;  /* the slot's offset in that page */
     uint32_t slot;
 } ga_lease_reader_t;
 
