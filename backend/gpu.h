@@ -231,7 +231,7 @@ galloc_status_t ga_gpu_import_pages(void *state, const int *fds, size_t n, size_
     .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,                        \
     .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
     .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access, .ipc_export = ga_gpu_ipc_export,     \
-    .ipc_open = ga_gpu_ipc_open, .ipc_close = ga_gpu_ipc_close, .export_page = ga_gpu_export_page,                      \
+    .ipc_open = ga_gpu_ipc_open, .ipc_close = ga_gpu_ipc_close, .export_page = ga_gpu_export_page,                     \
     .import_pages = ga_gpu_import_pages
 
 #ifdef __cplusplus

@@ -113,9 +113,10 @@ typedef struct ga_hip_ipc_mem_handle {
     char reserved[64]; /* HIP_IPC_HANDLE_SIZE, opaque */
 } ga_hip_ipc_mem_handle_t;
 
-/* hipIpcMemLazyEnablePeerAccess: 0x01 in ROCm 6 (CUDA's value); HIP 5's
- * header defines 0, which its runtime ignores, so 0x01 serves both. */
-enum { GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1 };
+/* hipIpcMemLazyEnablePeerAccess: 0x01 from ROCm 6.0 (CUDA's value), 0 in
+ * HIP 5's header; the runtime refuses any other flags than its own value
+ * (hipErrorInvalidValue), so the backend passes the loaded runtime's. */
+enum { GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1, GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5 = 0x0 };
 
 /* hipMemLocation */
 typedef struct ga_hip_mem_location {

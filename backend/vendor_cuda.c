@@ -348,8 +348,8 @@ static ga_gpu_rc_t cuda_phys_export(void *vs, uint64_t handle, int *fd)
 static ga_gpu_rc_t cuda_phys_import(void *vs, int fd, uint64_t *handle)
 {
     ga_cu_mem_handle_t h = 0;
-    ga_cu_result_t rc = VS(vs)->cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd,
-                                                               GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    ga_cu_result_t rc =
+        VS(vs)->cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     *handle = h;
     return rc;
 }

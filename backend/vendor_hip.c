@@ -359,7 +359,9 @@ static ga_gpu_rc_t hip_ipc_open(void *vs, const void *handle, uintptr_t *addr)
     ga_hip_ipc_mem_handle_t h;
     void *p = NULL;
     memcpy(&h, handle, sizeof(h)); /* by value, from the caller's bytes (no alignment promised) */
-    ga_hip_error_t rc = VS(vs)->hipIpcOpenMemHandle(&p, h, GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    unsigned flags = VS(vs)->version >= GA_HIP_VERSION_6_0 ? GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+                                                           : GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5;
+    ga_hip_error_t rc = VS(vs)->hipIpcOpenMemHandle(&p, h, flags);
     *addr = (uintptr_t)p;
     return rc;
 }

@@ -124,8 +124,10 @@ GA_ABI_LAYOUT(ga_hip_mem_access_desc_t, hipMemAccessDesc)
 GA_ABI_LAYOUT(ga_hip_ipc_mem_handle_t, hipIpcMemHandle_t)
 GA_ABI_MEMBER(ga_hip_ipc_mem_handle_t, reserved, hipIpcMemHandle_t, reserved)
 GA_ABI_VALUE(sizeof(ga_hip_ipc_mem_handle_t), HIP_IPC_HANDLE_SIZE)
-#if HIP_VERSION_MAJOR >= 6 // HIP 5's header defines the flag as 0 (see hip_api.h)
+#if HIP_VERSION_MAJOR >= 6 // the flag's value changed in ROCm 6.0 (see hip_api.h)
 GA_ABI_VALUE(GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, hipIpcMemLazyEnablePeerAccess)
+#else
+GA_ABI_VALUE(GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5, hipIpcMemLazyEnablePeerAccess)
 #endif
 GA_ABI_MEMBER(ga_hip_mem_access_desc_t, location, hipMemAccessDesc, location)
 GA_ABI_MEMBER(ga_hip_mem_access_desc_t, flags, hipMemAccessDesc, flags)

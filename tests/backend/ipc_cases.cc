@@ -328,14 +328,36 @@ TEST_P(Ipc, OpeningOnesOwnHandleIsRefusedByTheDriver)
     ASSERT_EQ(Export(o, e), 0) << o.Error();
     uintptr_t a = 0;
     EXPECT_EQ(ga_backend_ipc_open(o.b(), e.handle, kSeg, &a), GALLOC_E_DEVICE);
-    EXPECT_NE(o.Error().find(std::string("ipc_open(3145728 bytes): ") + v().ipc_open + " failed: "),
-              std::string::npos)
+    EXPECT_NE(o.Error().find(std::string("ipc_open(3145728 bytes): ") + v().ipc_open + " failed: "), std::string::npos)
         << o.Error();
     EXPECT_EQ(f.Stats().live_ipc_opens, 0u);
     EXPECT_EQ(Release(o, e), 0) << o.Error();
     o.Close();
     EXPECT_EQ(f.Stats().leaks, 0u);
     EXPECT_EQ(f.Stats().violations, 0u) << f.Violation();
+}
+
+// HIP's runtime takes only its own header's lazy-peer-access flag, which
+// changed in ROCm 6.0: the backend passes the loaded runtime's (the fake
+// refuses any other as a violation); CUDA has one value.
+TEST_P(Ipc, TheOpenFlagIsTheLoadedRuntimes)
+{
+    for (int version : {50200000, 60200000}) {
+        SCOPED_TRACE(version);
+        FakeCuda f(v().Fake(), v().name);
+        ASSERT_TRUE(f.ok()) << f.error();
+        if (std::string(v().name) == "hip")
+            f.Sym<void (*)(int)>("fake_hip_set_version")(version);
+        Opened o(f, v().name);
+        ASSERT_EQ(o.status(), GALLOC_OK) << o.open_error();
+        uintptr_t seg = 0, a = 0;
+        unsigned char h[GALLOC_BACKEND_IPC_BYTES];
+        ASSERT_EQ(ga_backend_segment_alloc(o.b(), kSeg, 0, &seg), GALLOC_OK) << o.Error();
+        ASSERT_EQ(ga_backend_ipc_export(o.b(), seg, h), GALLOC_OK) << o.Error();
+        EXPECT_EQ(ga_backend_ipc_open(o.b(), h, kSeg, &a), GALLOC_E_DEVICE) << "own handle: refused past the flag";
+        EXPECT_EQ(f.Stats().violations, 0u) << f.Violation();
+        EXPECT_EQ(ga_backend_segment_free(o.b(), seg, kSeg, 0), GALLOC_OK) << o.Error();
+    }
 }
 
 // Addresses that are not what each member takes: GALLOC_E_INVAL with the call

@@ -124,8 +124,8 @@ typedef struct fg_host {
 
 /* An ipc_open mapping of another process's linear allocation. */
 typedef struct fg_ipc {
-    uint64_t addr; /* what ipc_open returned (granularity aligned) */
-    size_t size;   /* the exporter's size */
+    uint64_t addr;  /* what ipc_open returned (granularity aligned) */
+    size_t size;    /* the exporter's size */
     void *map_base; /* the mmap behind it */
     size_t map_len;
     int device;        /* the context it was opened in */

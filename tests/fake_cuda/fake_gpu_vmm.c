@@ -214,8 +214,8 @@ fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsig
         rc = fgi_violation(FG_INVALID_VALUE, "%#llx + %zu overlaps a mapping", (unsigned long long)addr, size);
     if (rc == FG_OK && !fgi_grow((void **)&fg.maps, &fg.cap_maps, fg.n_maps + 1, sizeof(fg_mapping_t)))
         rc = FG_OUT_OF_MEMORY;
-    if (rc == FG_OK && mmap((void *)(uintptr_t)addr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset) ==
-                           MAP_FAILED)
+    if (rc == FG_OK &&
+        mmap((void *)(uintptr_t)addr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset) == MAP_FAILED)
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK) {
         h->maps++;

@@ -253,9 +253,9 @@ TEST_F(FakeIpc, ExportedDescriptorsImportAsHandlesOverTheSamePages)
     ASSERT_GE(fd, 0);
     uint64_t used = f_.Stats().device_used[0];
     ga_cu_mem_handle_t imported = 0;
-    ASSERT_EQ(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd,
-                                             GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-              GA_CUDA_SUCCESS);
+    ASSERT_EQ(
+        cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        GA_CUDA_SUCCESS);
     EXPECT_EQ(close(fd), 0) << "the caller's descriptor stays its own";
     EXPECT_EQ(f_.Stats().live_handles, 3u);
     EXPECT_EQ(f_.Stats().device_used[0], used) << "an import is charged nothing";
@@ -265,9 +265,9 @@ TEST_F(FakeIpc, ExportedDescriptorsImportAsHandlesOverTheSamePages)
     EXPECT_EQ(pc[FAKE_GPU_GARBAGE_RUN], 0x77);
     pc[1] = 0x31;
     EXPECT_EQ(pb[1], 0x31) << "one memory, two handles";
-    EXPECT_EQ(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)-1,
-                                             GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-              GA_CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(
+        cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)-1, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        GA_CUDA_ERROR_INVALID_VALUE);
     Unmap(c, imported);
     Unmap(b, h);
     Unmap(a, plain);
@@ -295,9 +295,9 @@ TEST_F(FakeIpc, FaultsReachEveryIpcCall)
     EXPECT_EQ(cuIpcCloseMemHandle(q), 999);
     EXPECT_EQ(cuMemExportToShareableHandle(&fd, mh, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), 999);
     EXPECT_EQ(fd, -1);
-    EXPECT_EQ(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)0,
-                                             GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
-              999);
+    EXPECT_EQ(
+        cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)0, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+        999);
     EXPECT_EQ(f_.Stats().faults, 5u);
     EXPECT_EQ(f_.Stats().live_handles, 1u);
     Unmap(b, mh);

@@ -497,6 +497,10 @@ EXPORT ga_hipIpcOpenMemHandle_fn hipIpcOpenMemHandle;
 ga_hip_error_t hipIpcOpenMemHandle(void **dev_ptr, ga_hip_ipc_mem_handle_t handle, unsigned int flags)
 {
     ENTER(hipIpcOpenMemHandle);
+    /* The runtime takes exactly its own header's hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 1 from it. */
+    unsigned want = atomic_load(&version) >= GA_HIP_VERSION_6_0 ? 1u : 0u;
+    if (flags != want)
+        return hip(fg_violation(FG_INVALID_VALUE, "flags %u: this runtime takes only %u", flags, want));
     uint64_t a = 0;
     fg_rc_t rc = fg_ipc_open(dev_ptr != NULL ? &a : NULL, handle.reserved, flags);
     if (rc == FG_OK)
@@ -527,8 +531,7 @@ ga_hip_error_t hipMemImportFromShareableHandle(ga_hip_mem_handle_t *handle, void
 {
     ENTER(hipMemImportFromShareableHandle);
     if (sh_handle_type != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-        return hip(
-            fg_violation(FG_INVALID_VALUE, "handle type %d: want a POSIX file descriptor", (int)sh_handle_type));
+        return hip(fg_violation(FG_INVALID_VALUE, "handle type %d: want a POSIX file descriptor", (int)sh_handle_type));
     uint64_t h = 0;
     fg_rc_t rc = fg_import_fd(handle != NULL ? &h : NULL, (int)(uintptr_t)os_handle);
     if (rc == FG_OK)
