@@ -13,7 +13,8 @@
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
  * handle per map call, events, stream-ordered allocations, pinned host
- * blocks) so that close releases whatever is left, the device context around
+ * blocks, other processes' memory opened here) so that close releases
+ * whatever is left, the device context around
  * every call, and the messages (the vendor's function name, error name and
  * text).
  *

@@ -96,8 +96,8 @@ typedef struct fg_resv {
 } fg_resv_t;
 
 typedef struct fg_handle {
-    uint64_t id; /* the handle value, never 0 */
-    size_t size;
+    uint64_t id;     /* the handle value, never 0 */
+    size_t size;     /* bytes */
     size_t charged;  /* bytes charged to device: size, or 0 for an import (the exporter's device pays) */
     int fd;          /* the memfd holding the memory, mapped by map */
     bool exportable; /* created with the POSIX file-descriptor type requested, or imported */

@@ -29,7 +29,7 @@ typedef struct fg_ipc_wire {
     uint64_t size;  /* its requested size */
     uint64_t ino;   /* the memfd's inode and device: the cookie that tells a reused number */
     uint64_t dev;
-    uint8_t unused[FAKE_GPU_IPC_BYTES - 40];
+    uint8_t unused[FAKE_GPU_IPC_BYTES - 40]; /* zero: the rest of the vendor's 64 bytes */
 } fg_ipc_wire_t;
 _Static_assert(sizeof(fg_ipc_wire_t) == FAKE_GPU_IPC_BYTES, "the wire format fills the vendor's handle");
 
