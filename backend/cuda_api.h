@@ -108,6 +108,15 @@ typedef enum ga_cu_mempool_attr {
     GA_CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
 } ga_cu_mempool_attr_t;
 
+/* CUipcMemHandle: the bytes cuIpcGetMemHandle writes and cuIpcOpenMemHandle
+ * takes (by value). */
+typedef struct ga_cu_ipc_mem_handle {
+    char reserved[64]; /* CU_IPC_HANDLE_SIZE, opaque */
+} ga_cu_ipc_mem_handle_t;
+
+/* CUipcMem_flags: peer access enabled on demand when the memory lives on another device. */
+enum { GA_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1 };
+
 /* CUmemLocation */
 typedef struct ga_cu_mem_location {
     ga_cu_mem_location_type_t type; /* GA_CU_MEM_LOCATION_TYPE_DEVICE: id is a device ordinal */
@@ -117,7 +126,7 @@ typedef struct ga_cu_mem_location {
 /* CUmemAllocationProp */
 typedef struct ga_cu_mem_allocation_prop {
     ga_cu_mem_allocation_type_t type;               /* PINNED: device memory that does not migrate */
-    ga_cu_mem_handle_type_t requested_handle_types; /* NONE: galloc exports no handles */
+    ga_cu_mem_handle_type_t requested_handle_types; /* POSIX_FILE_DESCRIPTOR: exportable (export_page) */
     ga_cu_mem_location_t location;                  /* where the memory lives */
     void *win32_handle_meta_data;                   /* Windows only; must be NULL */
     struct {
@@ -179,10 +188,20 @@ typedef ga_cu_result_t ga_cuMemcpyDtoH_v2_fn(void *dst_host, ga_cu_deviceptr_t s
 typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count);
 typedef ga_cu_result_t ga_cuDeviceCanAccessPeer_fn(int *can_access_peer, ga_cu_device_t dev, ga_cu_device_t peer_dev);
 typedef ga_cu_result_t ga_cuCtxEnablePeerAccess_fn(ga_cu_context_t peer_context, unsigned int flags);
+typedef ga_cu_result_t ga_cuIpcGetMemHandle_fn(ga_cu_ipc_mem_handle_t *handle, ga_cu_deviceptr_t dptr);
+typedef ga_cu_result_t ga_cuIpcOpenMemHandle_v2_fn(ga_cu_deviceptr_t *pdptr, ga_cu_ipc_mem_handle_t handle,
+                                                   unsigned int flags);
+typedef ga_cu_result_t ga_cuIpcCloseMemHandle_fn(ga_cu_deviceptr_t dptr);
+typedef ga_cu_result_t ga_cuMemExportToShareableHandle_fn(void *shareable_handle, ga_cu_mem_handle_t handle,
+                                                          ga_cu_mem_handle_type_t handle_type,
+                                                          unsigned long long flags);
+typedef ga_cu_result_t ga_cuMemImportFromShareableHandle_fn(ga_cu_mem_handle_t *handle, void *os_handle,
+                                                            ga_cu_mem_handle_type_t sh_handle_type);
 
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
  * the name the driver exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER). */
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC).
+ * cuda.h maps cuIpcOpenMemHandle to cuIpcOpenMemHandle_v2 by macro. */
 #define GA_CUDA_SYMBOLS(X)                                                                                             \
     X(REQUIRED, cuInit)                                                                                                \
     X(REQUIRED, cuDeviceGet)                                                                                           \
@@ -222,7 +241,12 @@ typedef ga_cu_result_t ga_cuCtxEnablePeerAccess_fn(ga_cu_context_t peer_context,
     X(HOST, cuMemcpyDtoH_v2)                                                                                           \
     X(HOST, cuMemcpyHtoD_v2)                                                                                           \
     X(PEER, cuDeviceCanAccessPeer)                                                                                     \
-    X(PEER, cuCtxEnablePeerAccess)
+    X(PEER, cuCtxEnablePeerAccess)                                                                                     \
+    X(IPC, cuIpcGetMemHandle)                                                                                          \
+    X(IPC, cuIpcOpenMemHandle_v2)                                                                                      \
+    X(IPC, cuIpcCloseMemHandle)                                                                                        \
+    X(IPC, cuMemExportToShareableHandle)                                                                               \
+    X(IPC, cuMemImportFromShareableHandle)
 
 /* The library dlopen'd when no path is configured. */
 #define GA_CUDA_DEFAULT_LIBRARY "libcuda.so.1"

@@ -35,7 +35,8 @@ extern "C" {
 #define GA_DL_ASYNC 2    /* stream-ordered allocation: backend:cudaMallocAsync, backend:hipMallocAsync */
 #define GA_DL_HOST 3     /* pinned host memory and synchronous copies: galloc_sleep's offload */
 #define GA_DL_PEER 4     /* peer access between devices: galloc_enable_peer_access */
-#define GA_DL_MAX_GROUPS 5
+#define GA_DL_IPC 5      /* sharing memory between processes: ipc_export / ipc_open, export_page / import_pages */
+#define GA_DL_MAX_GROUPS 6
 
 /* One entry of a symbol table. */
 typedef struct ga_dl_symbol {

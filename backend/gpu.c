@@ -195,6 +195,7 @@ void ga_gpu_close(void *state)
     uintptr_t prev = 0;
     bool entered = ga_gpu_enter(g, "close", &prev) == GALLOC_OK || ga_gpu_enter(g, "close", &prev) == GALLOC_OK;
     if (entered) {
+        ga_gpu_ipc_close_all(g); /* other processes' memory first: it names no resource of ours */
         ga_gpu_stream_close(g);
         ga_gpu_host_close(g);
         ga_gpu_vmm_close(g);
@@ -212,6 +213,9 @@ void ga_gpu_close(void *state)
         free(g->resv[i].maps);
     free(g->resv);
     free(g->orphans);
+    for (size_t i = 0; i < g->n_imports; i++)
+        free(g->imports[i].handles);
+    free(g->imports);
     g->magic = 0;
     free(g);
 }

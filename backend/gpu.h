@@ -13,7 +13,8 @@
  * What the generic layer owns: argument and contract checks, the bookkeeping
  * of every driver resource it holds (segments, reservations with one physical
  * handle per map call, events, stream-ordered allocations, pinned host
- * blocks) so that close releases whatever is left, the device context around
+ * blocks, other processes' memory opened here) so that close releases
+ * whatever is left, the device context around
  * every call, and the messages (the vendor's function name, error name and
  * text).
  *
@@ -42,7 +43,8 @@ enum {
     GA_GPU_F_VMM = 1u << (GA_DL_VMM - 1),     /* address reservation + physical handles: expandable segments */
     GA_GPU_F_ASYNC = 1u << (GA_DL_ASYNC - 1), /* stream-ordered allocation from the default pool */
     GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1),   /* pinned host memory and synchronous copies: galloc_sleep's offload */
-    GA_GPU_F_PEER = 1u << (GA_DL_PEER - 1)    /* peer access between devices: enable_peer_access */
+    GA_GPU_F_PEER = 1u << (GA_DL_PEER - 1),   /* peer access between devices: enable_peer_access */
+    GA_GPU_F_IPC = 1u << (GA_DL_IPC - 1)      /* sharing memory between processes: ipc_*, export_page, import_pages */
 };
 
 /* The stream-ordered pool's attributes galloc reads or sets (values are
@@ -65,7 +67,7 @@ typedef enum ga_gpu_pool_attr {
     X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
     X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
     X(HOST_FREE) X(COPY_D2H) X(COPY_H2D) X(PEER_CAN_ACCESS) X(PEER_CTX_RETAIN) X(PEER_CTX_RELEASE)  \
-    X(PEER_ENABLE)
+    X(PEER_ENABLE) X(IPC_GET) X(IPC_OPEN) X(IPC_CLOSE) X(PHYS_EXPORT) X(PHYS_IMPORT)
 /* clang-format on */
 
 typedef enum ga_gpu_fn {
@@ -151,6 +153,20 @@ typedef struct ga_gpu_vendor {
     ga_gpu_rc_t (*peer_ctx_release)(void *vs, int peer);
     ga_gpu_rc_t (*peer_enable)(void *vs, uintptr_t ctx);
 
+    /* Sharing between processes (GA_GPU_F_IPC). ipc_get: the IPC handle of
+     * the plain allocation based at addr, GALLOC_BACKEND_IPC_BYTES bytes into
+     * handle. ipc_open: map another process's allocation by its handle (with
+     * lazy peer access), *addr its base. ipc_close: undo an ipc_open.
+     * phys_export: a new POSIX descriptor (the caller's) of a handle
+     * phys_create made (which requests that type). phys_import: a new handle
+     * of this device over a descriptor's memory (the descriptor stays the
+     * caller's). */
+    ga_gpu_rc_t (*ipc_get)(void *vs, uintptr_t addr, void *handle);
+    ga_gpu_rc_t (*ipc_open)(void *vs, const void *handle, uintptr_t *addr);
+    ga_gpu_rc_t (*ipc_close)(void *vs, uintptr_t addr);
+    ga_gpu_rc_t (*phys_export)(void *vs, uint64_t handle, int *fd);
+    ga_gpu_rc_t (*phys_import)(void *vs, int fd, uint64_t *handle);
+
     /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
      * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
     galloc_status_t (*status)(ga_gpu_rc_t rc);
@@ -198,6 +214,11 @@ galloc_status_t ga_gpu_host_free(void *state, void *ptr, size_t bytes);
 galloc_status_t ga_gpu_copy_d2h(void *state, void *dst, uintptr_t src, size_t bytes);
 galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
 galloc_status_t ga_gpu_enable_peer_access(void *state, int peer);
+galloc_status_t ga_gpu_ipc_export(void *state, uintptr_t addr, void *handle);
+galloc_status_t ga_gpu_ipc_open(void *state, const void *handle, size_t bytes, uintptr_t *addr);
+galloc_status_t ga_gpu_ipc_close(void *state, uintptr_t addr);
+galloc_status_t ga_gpu_export_page(void *state, uintptr_t addr, int *fd);
+galloc_status_t ga_gpu_import_pages(void *state, const int *fds, size_t n, size_t page, uintptr_t *addr);
 
 /* Every member but open, for a vendor's designated initializer. */
 #define GA_GPU_OPS_MEMBERS                                                                                             \
@@ -210,7 +231,9 @@ galloc_status_t ga_gpu_enable_peer_access(void *state, int peer);
     .free_async = ga_gpu_free_async, .pool_trim = ga_gpu_pool_trim, .pool_usage = ga_gpu_pool_usage,                   \
     .pool_reset_peak = ga_gpu_pool_reset_peak, .device_synchronize = ga_gpu_device_synchronize,                        \
     .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
-    .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access
+    .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access, .ipc_export = ga_gpu_ipc_export,     \
+    .ipc_open = ga_gpu_ipc_open, .ipc_close = ga_gpu_ipc_close, .export_page = ga_gpu_export_page,                     \
+    .import_pages = ga_gpu_import_pages
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,14 @@
 /*
  * gpu_int.h: the GPU layer's private state, shared by gpu.c (open, close,
- * segments, messages), gpu_vmm.c (virtual memory) and gpu_stream.c (events,
- * synchronization, the stream-ordered pool). Only backend/gpu*.c include it.
+ * segments, messages), gpu_vmm.c (virtual memory), gpu_stream.c (events,
+ * synchronization, the stream-ordered pool), gpu_host.c, gpu_peer.c and
+ * gpu_ipc.c (memory shared between processes). Only backend/gpu*.c include it.
  *
  * Locking: none; the allocator's lock is held for every call into a state.
  * Invariants: every driver resource the state holds is in exactly one of
- * segs, asyncs, events, hosts, resv[].maps or orphans, so close can release it;
+ * segs, asyncs, events, hosts, resv[].maps, orphans or imports (another
+ * process's memory opened here: an ipc_open mapping, or import_pages'
+ * reservation with its handles and mappings), so close can release it;
  * resv[i].maps is sorted by address and its entries never overlap.
  */
 #ifndef GA_BACKEND_GPU_INT_H
@@ -58,6 +61,20 @@ typedef struct ga_gpu_orphan {
     uint64_t handle; /* physical handle still to release */
 } ga_gpu_orphan_t;
 
+/* Another process's memory mapped here (gpu_ipc.c): what ipc_open or
+ * import_pages gave, and how much of it is still held, so that a release
+ * the driver refused halfway is finished by a retry or by close. */
+typedef struct ga_gpu_import {
+    uintptr_t addr;    /* the address returned: the key of ipc_close */
+    size_t bytes;      /* ipc_open: the caller's size; import_pages: n * page, reserved */
+    size_t page;       /* import_pages: bytes per page; 0 for an ipc_open */
+    uint64_t *handles; /* import_pages: page i's imported handle, 0 once released (or never imported) */
+    size_t n;          /* import_pages: pages */
+    size_t n_mapped;   /* import_pages: pages [0, n_mapped) are mapped */
+    bool held;         /* ipc_open: the mapping is open; import_pages: the range is reserved */
+    bool dead;         /* a failed import_pages' leftovers: unknown to callers, close releases them */
+} ga_gpu_import_t;
+
 typedef struct ga_gpu {
     uint32_t magic;           /* GA_GPU_MAGIC while open */
     const ga_gpu_vendor_t *v; /* the vendor's primitives */
@@ -79,6 +96,8 @@ typedef struct ga_gpu {
     size_t n_peers, cap_peers;
     int *active_peers; /* ordinals of the active peers, for map's set_access */
     size_t n_active;
+    ga_gpu_import_t *imports; /* other processes' memory opened here (gpu_ipc.c) */
+    size_t n_imports, cap_imports;
     char msg[512]; /* the last failure, for error_string */
 } ga_gpu_t;
 
@@ -106,6 +125,13 @@ void ga_gpu_vmm_close(ga_gpu_t *g);
 void ga_gpu_stream_close(ga_gpu_t *g);
 /* gpu_host.c: pinned host blocks left at close (context current). */
 void ga_gpu_host_close(ga_gpu_t *g);
+/* gpu_ipc.c: other processes' memory left at close (context current). */
+void ga_gpu_ipc_close_all(ga_gpu_t *g);
+/* gpu_ipc.c: give device peer read-write access to every imported page
+ * (context current); GALLOC_OK or the first refusal, recorded. */
+galloc_status_t ga_gpu_ipc_grant(ga_gpu_t *g, int peer);
+/* gpu_vmm.c: the live mapping starting exactly at addr, or NULL. */
+const ga_gpu_mapping_t *ga_gpu_vmm_mapping_at(ga_gpu_t *g, uintptr_t addr);
 /* gpu_peer.c: release the peers' contexts (at close, after everything else). */
 void ga_gpu_peer_close(ga_gpu_t *g);
 /* gpu_vmm.c: give device peer read-write access to every live mapping (context

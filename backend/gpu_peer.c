@@ -108,6 +108,8 @@ galloc_status_t ga_gpu_enable_peer_access(void *state, int peer)
     if ((st = ga_gpu_enter(g, "enable_peer_access", &prev)) != GALLOC_OK)
         return st;
     st = ga_gpu_vmm_grant(g, peer);
+    if (st == GALLOC_OK)
+        st = ga_gpu_ipc_grant(g, peer); /* pages imported from other processes are mappings too */
     ga_gpu_leave(g, prev);
     if (st != GALLOC_OK)
         return st;

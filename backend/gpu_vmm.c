@@ -274,6 +274,13 @@ galloc_status_t ga_gpu_unmap(void *state, uintptr_t addr, size_t bytes)
     return GALLOC_OK;
 }
 
+const ga_gpu_mapping_t *ga_gpu_vmm_mapping_at(ga_gpu_t *g, uintptr_t addr)
+{
+    ga_gpu_resv_t *r = resv_find(g, addr);
+    size_t i = r != NULL ? map_lower(r, addr) : 0;
+    return r != NULL && i < r->n_maps && r->maps[i].addr == addr ? &r->maps[i] : NULL;
+}
+
 galloc_status_t ga_gpu_vmm_grant(ga_gpu_t *g, int peer)
 {
     if (!(g->features & GA_GPU_F_VMM))

@@ -107,6 +107,17 @@ typedef enum ga_hip_mempool_attr {
     GA_HIP_MEMPOOL_ATTR_USED_MEM_HIGH = 8
 } ga_hip_mempool_attr_t;
 
+/* hipIpcMemHandle_t: the bytes hipIpcGetMemHandle writes and
+ * hipIpcOpenMemHandle takes (by value). */
+typedef struct ga_hip_ipc_mem_handle {
+    char reserved[64]; /* HIP_IPC_HANDLE_SIZE, opaque */
+} ga_hip_ipc_mem_handle_t;
+
+/* hipIpcMemLazyEnablePeerAccess: 0x01 from ROCm 6.0 (CUDA's value), 0 in
+ * HIP 5's header; the runtime refuses any other flags than its own value
+ * (hipErrorInvalidValue), so the backend passes the loaded runtime's. */
+enum { GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1, GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5 = 0x0 };
+
 /* hipMemLocation */
 typedef struct ga_hip_mem_location {
     ga_hip_mem_location_type_t type; /* GA_HIP_MEM_LOCATION_TYPE_DEVICE: id is a device ordinal */
@@ -116,7 +127,7 @@ typedef struct ga_hip_mem_location {
 /* hipMemAllocationProp, ROCm 6.0 and later (CUmemAllocationProp's order). */
 typedef struct ga_hip_mem_allocation_prop {
     ga_hip_mem_allocation_type_t type;               /* PINNED: device memory that does not migrate */
-    ga_hip_mem_handle_type_t requested_handle_types; /* NONE: galloc exports no handles */
+    ga_hip_mem_handle_type_t requested_handle_types; /* POSIX_FILE_DESCRIPTOR: exportable (export_page) */
     ga_hip_mem_location_t location;                  /* where the memory lives */
     void *win32_handle_meta_data;                    /* Windows only; must be NULL */
     struct {
@@ -130,7 +141,7 @@ typedef struct ga_hip_mem_allocation_prop {
 typedef struct ga_hip_mem_allocation_prop_v5 {
     unsigned char compression_type;                 /* 0: none */
     ga_hip_mem_location_t location;                 /* where the memory lives */
-    ga_hip_mem_handle_type_t requested_handle_type; /* NONE */
+    ga_hip_mem_handle_type_t requested_handle_type; /* POSIX_FILE_DESCRIPTOR */
     ga_hip_mem_allocation_type_t type;              /* PINNED */
     unsigned short usage;                           /* 0 */
     void *win32_handle_meta_data;                   /* must be NULL */
@@ -192,11 +203,19 @@ typedef ga_hip_error_t ga_hipMemcpyDtoH_fn(void *dst, void *src, size_t size_byt
 typedef ga_hip_error_t ga_hipMemcpyHtoD_fn(void *dst, void *src, size_t size_bytes);
 typedef ga_hip_error_t ga_hipDeviceCanAccessPeer_fn(int *can_access_peer, int device_id, int peer_device_id);
 typedef ga_hip_error_t ga_hipDeviceEnablePeerAccess_fn(int peer_device_id, unsigned int flags);
+typedef ga_hip_error_t ga_hipIpcGetMemHandle_fn(ga_hip_ipc_mem_handle_t *handle, void *dev_ptr);
+typedef ga_hip_error_t ga_hipIpcOpenMemHandle_fn(void **dev_ptr, ga_hip_ipc_mem_handle_t handle, unsigned int flags);
+typedef ga_hip_error_t ga_hipIpcCloseMemHandle_fn(void *dev_ptr);
+typedef ga_hip_error_t ga_hipMemExportToShareableHandle_fn(void *shareable_handle, ga_hip_mem_handle_t handle,
+                                                           ga_hip_mem_handle_type_t handle_type,
+                                                           unsigned long long flags);
+typedef ga_hip_error_t ga_hipMemImportFromShareableHandle_fn(ga_hip_mem_handle_t *handle, void *os_handle,
+                                                             ga_hip_mem_handle_type_t sh_handle_type);
 
 /* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by the
  * name the runtime exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER: ROCm added
- * the first two in 5.1 and a runtime may still lack them). */
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC: ROCm
+ * added the first two in 5.1 and a runtime may still lack them). */
 #define GA_HIP_SYMBOLS(X)                                                                                              \
     X(REQUIRED, hipInit)                                                                                               \
     X(REQUIRED, hipRuntimeGetVersion)                                                                                  \
@@ -235,7 +254,12 @@ typedef ga_hip_error_t ga_hipDeviceEnablePeerAccess_fn(int peer_device_id, unsig
     X(HOST, hipMemcpyDtoH)                                                                                             \
     X(HOST, hipMemcpyHtoD)                                                                                             \
     X(PEER, hipDeviceCanAccessPeer)                                                                                    \
-    X(PEER, hipDeviceEnablePeerAccess)
+    X(PEER, hipDeviceEnablePeerAccess)                                                                                 \
+    X(IPC, hipIpcGetMemHandle)                                                                                         \
+    X(IPC, hipIpcOpenMemHandle)                                                                                        \
+    X(IPC, hipIpcCloseMemHandle)                                                                                       \
+    X(IPC, hipMemExportToShareableHandle)                                                                              \
+    X(IPC, hipMemImportFromShareableHandle)
 
 /* The library dlopen'd when no path is configured (the soname-independent
  * link every ROCm install has, 5.x and 6.x alike). */

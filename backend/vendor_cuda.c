@@ -6,11 +6,14 @@
  *
  * Streams are the caller's CUstream values (galloc_stream_t is the CUstream
  * cast to an integer, 0 the legacy default stream) and are passed through.
- * Physical memory is pinned device memory located on this device, with no
- * exportable handle type, read-write for this device and for every peer
- * enable_peer_access added (as PyTorch's ExpandableSegment grants its peers).
+ * Physical memory is pinned device memory located on this device, exportable
+ * as a POSIX file descriptor (export_page; PyTorch's expandable segments
+ * request the same type, with no fallback), read-write for this device and for
+ * every peer enable_peer_access added (as PyTorch's ExpandableSegment grants
+ * its peers).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/cuda_api.h"
 #include "backend/gpu.h"
@@ -106,7 +109,7 @@ static ga_cu_mem_allocation_prop_t device_prop(const void *vs)
 {
     ga_cu_mem_allocation_prop_t p = {0};
     p.type = GA_CU_MEM_ALLOCATION_TYPE_PINNED;
-    p.requested_handle_types = GA_CU_MEM_HANDLE_TYPE_NONE;
+    p.requested_handle_types = GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR; /* so export_page can share it */
     p.location.type = GA_CU_MEM_LOCATION_TYPE_DEVICE;
     p.location.id = ((const cuda_vs_t *)vs)->ordinal;
     return p;
@@ -315,6 +318,42 @@ static ga_gpu_rc_t cuda_peer_enable(void *vs, uintptr_t ctx)
     return rc == GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? GA_CUDA_SUCCESS : rc;
 }
 
+/* ---- Sharing between processes. ---- */
+
+static ga_gpu_rc_t cuda_ipc_get(void *vs, uintptr_t addr, void *handle)
+{
+    return VS(vs)->cuIpcGetMemHandle((ga_cu_ipc_mem_handle_t *)handle, CUPTR(addr));
+}
+
+static ga_gpu_rc_t cuda_ipc_open(void *vs, const void *handle, uintptr_t *addr)
+{
+    ga_cu_ipc_mem_handle_t h;
+    ga_cu_deviceptr_t p = 0;
+    memcpy(&h, handle, sizeof(h)); /* by value, from the caller's bytes (no alignment promised) */
+    ga_cu_result_t rc = VS(vs)->cuIpcOpenMemHandle_v2(&p, h, GA_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_ipc_close(void *vs, uintptr_t addr)
+{
+    return VS(vs)->cuIpcCloseMemHandle(CUPTR(addr));
+}
+
+static ga_gpu_rc_t cuda_phys_export(void *vs, uint64_t handle, int *fd)
+{
+    return VS(vs)->cuMemExportToShareableHandle(fd, handle, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+}
+
+static ga_gpu_rc_t cuda_phys_import(void *vs, int fd, uint64_t *handle)
+{
+    ga_cu_mem_handle_t h = 0;
+    ga_cu_result_t rc =
+        VS(vs)->cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd, GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    *handle = h;
+    return rc;
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t cuda_status(ga_gpu_rc_t rc)
@@ -409,7 +448,12 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_PEER_CAN_ACCESS] = "cuDeviceCanAccessPeer",
                 [GA_GPU_FN_PEER_CTX_RETAIN] = "cuDevicePrimaryCtxRetain",
                 [GA_GPU_FN_PEER_CTX_RELEASE] = "cuDevicePrimaryCtxRelease_v2",
-                [GA_GPU_FN_PEER_ENABLE] = "cuCtxEnablePeerAccess"},
+                [GA_GPU_FN_PEER_ENABLE] = "cuCtxEnablePeerAccess",
+                [GA_GPU_FN_IPC_GET] = "cuIpcGetMemHandle",
+                [GA_GPU_FN_IPC_OPEN] = "cuIpcOpenMemHandle_v2",
+                [GA_GPU_FN_IPC_CLOSE] = "cuIpcCloseMemHandle",
+                [GA_GPU_FN_PHYS_EXPORT] = "cuMemExportToShareableHandle",
+                [GA_GPU_FN_PHYS_IMPORT] = "cuMemImportFromShareableHandle"},
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,
@@ -449,6 +493,11 @@ static const ga_gpu_vendor_t cuda_vendor = {
     .peer_ctx_retain = cuda_peer_ctx_retain,
     .peer_ctx_release = cuda_peer_ctx_release,
     .peer_enable = cuda_peer_enable,
+    .ipc_get = cuda_ipc_get,
+    .ipc_open = cuda_ipc_open,
+    .ipc_close = cuda_ipc_close,
+    .phys_export = cuda_phys_export,
+    .phys_import = cuda_phys_import,
     .status = cuda_status,
     .describe = cuda_describe,
 };

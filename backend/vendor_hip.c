@@ -15,13 +15,14 @@
  *
  * Streams are the caller's hipStream_t values (galloc_stream_t is the
  * hipStream_t cast to an integer, 0 the null stream) and are passed through.
- * Physical memory is pinned device memory of this device, with no exportable
- * handle type, read-write for this device and every peer enable_peer_access
- * added. hipMemAllocationProp changed
+ * Physical memory is pinned device memory of this device, exportable as a
+ * POSIX file descriptor (export_page), read-write for this device and every
+ * peer enable_peer_access added. hipMemAllocationProp changed
  * layout in ROCm 6.0: init reads hipRuntimeGetVersion and the VMM primitives
  * build whichever layout the loaded runtime expects.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/gpu.h"
 #include "backend/hip_api.h"
@@ -121,7 +122,9 @@ static ga_gpu_rc_t hip_mem_info(void *vs, size_t *free_bytes, size_t *total_byte
 
 /* ---- Virtual memory. ---- */
 
-/* Pinned memory on this device, in the layout of the loaded runtime. */
+/* Pinned memory on this device, in the layout of the loaded runtime,
+ * exportable as a POSIX file descriptor (export_page; PyTorch's expandable
+ * segments request the same type, with no fallback). */
 typedef union hip_prop {
     ga_hip_mem_allocation_prop_t v6;
     ga_hip_mem_allocation_prop_v5_t v5;
@@ -133,12 +136,12 @@ static const ga_hip_mem_allocation_prop_t *device_prop(const void *vs, hip_prop_
     ga_hip_mem_location_t loc = {.type = GA_HIP_MEM_LOCATION_TYPE_DEVICE, .id = h->ordinal};
     if (h->version >= GA_HIP_VERSION_6_0) {
         p->v6 = (ga_hip_mem_allocation_prop_t){.type = GA_HIP_MEM_ALLOCATION_TYPE_PINNED,
-                                               .requested_handle_types = GA_HIP_MEM_HANDLE_TYPE_NONE,
+                                               .requested_handle_types = GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                                .location = loc};
         return &p->v6;
     }
     p->v5 = (ga_hip_mem_allocation_prop_v5_t){.location = loc,
-                                              .requested_handle_type = GA_HIP_MEM_HANDLE_TYPE_NONE,
+                                              .requested_handle_type = GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                               .type = GA_HIP_MEM_ALLOCATION_TYPE_PINNED};
     return (const ga_hip_mem_allocation_prop_t *)(const void *)&p->v5; /* read by the runtime as v5 */
 }
@@ -344,6 +347,45 @@ static ga_gpu_rc_t hip_peer_enable(void *vs, uintptr_t ctx)
     return rc == GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED ? GA_HIP_SUCCESS : rc;
 }
 
+/* ---- Sharing between processes. ---- */
+
+static ga_gpu_rc_t hip_ipc_get(void *vs, uintptr_t addr, void *handle)
+{
+    return VS(vs)->hipIpcGetMemHandle((ga_hip_ipc_mem_handle_t *)handle, PTR(addr));
+}
+
+static ga_gpu_rc_t hip_ipc_open(void *vs, const void *handle, uintptr_t *addr)
+{
+    ga_hip_ipc_mem_handle_t h;
+    void *p = NULL;
+    memcpy(&h, handle, sizeof(h)); /* by value, from the caller's bytes (no alignment promised) */
+    unsigned flags = VS(vs)->version >= GA_HIP_VERSION_6_0 ? GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+                                                           : GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5;
+    ga_hip_error_t rc = VS(vs)->hipIpcOpenMemHandle(&p, h, flags);
+    *addr = (uintptr_t)p;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_ipc_close(void *vs, uintptr_t addr)
+{
+    return VS(vs)->hipIpcCloseMemHandle(PTR(addr));
+}
+
+static ga_gpu_rc_t hip_phys_export(void *vs, uint64_t handle, int *fd)
+{
+    return VS(vs)->hipMemExportToShareableHandle(fd, (ga_hip_mem_handle_t)(uintptr_t)handle,
+                                                 GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+}
+
+static ga_gpu_rc_t hip_phys_import(void *vs, int fd, uint64_t *handle)
+{
+    ga_hip_mem_handle_t h = NULL;
+    ga_hip_error_t rc = VS(vs)->hipMemImportFromShareableHandle(&h, (void *)(uintptr_t)fd,
+                                                                GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    *handle = (uint64_t)(uintptr_t)h;
+    return rc;
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t hip_status(ga_gpu_rc_t rc)
@@ -412,7 +454,12 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_PEER_CAN_ACCESS] = "hipDeviceCanAccessPeer",
                 [GA_GPU_FN_PEER_CTX_RETAIN] = "(the runtime's primary context)",
                 [GA_GPU_FN_PEER_CTX_RELEASE] = "(the runtime's primary context)",
-                [GA_GPU_FN_PEER_ENABLE] = "hipDeviceEnablePeerAccess"},
+                [GA_GPU_FN_PEER_ENABLE] = "hipDeviceEnablePeerAccess",
+                [GA_GPU_FN_IPC_GET] = "hipIpcGetMemHandle",
+                [GA_GPU_FN_IPC_OPEN] = "hipIpcOpenMemHandle",
+                [GA_GPU_FN_IPC_CLOSE] = "hipIpcCloseMemHandle",
+                [GA_GPU_FN_PHYS_EXPORT] = "hipMemExportToShareableHandle",
+                [GA_GPU_FN_PHYS_IMPORT] = "hipMemImportFromShareableHandle"},
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,
@@ -452,6 +499,11 @@ static const ga_gpu_vendor_t hip_vendor = {
     .peer_ctx_retain = hip_peer_ctx_retain,
     .peer_ctx_release = hip_peer_ctx_release,
     .peer_enable = hip_peer_enable,
+    .ipc_get = hip_ipc_get,
+    .ipc_open = hip_ipc_open,
+    .ipc_close = hip_ipc_close,
+    .phys_export = hip_phys_export,
+    .phys_import = hip_phys_import,
     .status = hip_status,
     .describe = hip_describe,
 };

@@ -7,9 +7,9 @@
 // handles are pointers to its own incomplete structs and its enums its own,
 // so a parameter matches if the types are the same, or both are int-sized
 // enums/integers where one side is an enum, or both are pointers (same
-// constness) to matching types, opaque structs, or structs of equal size
-// (each test asserts those layouts member by member, with the macros at the
-// end of this file).
+// constness) to matching types, opaque structs, or structs of equal size,
+// or structs of equal size passed by value (each test asserts those layouts
+// member by member, with the macros at the end of this file).
 #ifndef GA_TESTS_BACKEND_ABI_CHECK_H
 #define GA_TESTS_BACKEND_ABI_CHECK_H
 
@@ -53,6 +53,8 @@ template <class A, class B> constexpr bool abi_eq()
         return (std::is_enum_v<A> || std::is_enum_v<B>)&&sizeof(A) == sizeof(B);
     } else if constexpr (std::is_pointer_v<A> && std::is_pointer_v<B>) {
         return pointee_eq<std::remove_pointer_t<A>, std::remove_pointer_t<B>>();
+    } else if constexpr (std::is_class_v<A> && std::is_class_v<B>) {
+        return sizeof(A) == sizeof(B) && alignof(A) == alignof(B); // by value (IPC handles): layouts asserted apart
     } else {
         return false;
     }

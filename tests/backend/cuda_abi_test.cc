@@ -106,6 +106,10 @@ GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.gpu_direct_rdma_capable, 
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.usage, CUmemAllocationProp, allocFlags.usage)
 GA_ABI_MEMBER(ga_cu_mem_allocation_prop_t, alloc_flags.reserved, CUmemAllocationProp, allocFlags.reserved)
 GA_ABI_LAYOUT(ga_cu_mem_access_desc_t, CUmemAccessDesc)
+GA_ABI_LAYOUT(ga_cu_ipc_mem_handle_t, CUipcMemHandle)
+GA_ABI_MEMBER(ga_cu_ipc_mem_handle_t, reserved, CUipcMemHandle, reserved)
+GA_ABI_VALUE(GA_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+GA_ABI_VALUE(sizeof(ga_cu_ipc_mem_handle_t), CU_IPC_HANDLE_SIZE)
 GA_ABI_MEMBER(ga_cu_mem_access_desc_t, location, CUmemAccessDesc, location)
 GA_ABI_MEMBER(ga_cu_mem_access_desc_t, flags, CUmemAccessDesc, flags)
 
@@ -130,7 +134,7 @@ TEST(CudaAbi, DeclarationsMatchCudaH)
 
 TEST(CudaAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_cuda_library.count, 39u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER
+    ASSERT_EQ(ga_cuda_library.count, 44u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC
     for (size_t i = 0; i < ga_cuda_library.count; i++)
         for (size_t j = i + 1; j < ga_cuda_library.count; j++)
             EXPECT_STRNE(ga_cuda_library.syms[i].name, ga_cuda_library.syms[j].name);

@@ -121,6 +121,14 @@ GA_ABI_LAYOUT(ga_hip_mem_location_t, hipMemLocation)
 GA_ABI_MEMBER(ga_hip_mem_location_t, type, hipMemLocation, type)
 GA_ABI_MEMBER(ga_hip_mem_location_t, id, hipMemLocation, id)
 GA_ABI_LAYOUT(ga_hip_mem_access_desc_t, hipMemAccessDesc)
+GA_ABI_LAYOUT(ga_hip_ipc_mem_handle_t, hipIpcMemHandle_t)
+GA_ABI_MEMBER(ga_hip_ipc_mem_handle_t, reserved, hipIpcMemHandle_t, reserved)
+GA_ABI_VALUE(sizeof(ga_hip_ipc_mem_handle_t), HIP_IPC_HANDLE_SIZE)
+#if HIP_VERSION_MAJOR >= 6 // the flag's value changed in ROCm 6.0 (see hip_api.h)
+GA_ABI_VALUE(GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, hipIpcMemLazyEnablePeerAccess)
+#else
+GA_ABI_VALUE(GA_HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5, hipIpcMemLazyEnablePeerAccess)
+#endif
 GA_ABI_MEMBER(ga_hip_mem_access_desc_t, location, hipMemAccessDesc, location)
 GA_ABI_MEMBER(ga_hip_mem_access_desc_t, flags, hipMemAccessDesc, flags)
 #if HIP_VERSION_MAJOR >= 6
@@ -165,7 +173,7 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_library.count, 38u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER
+    ASSERT_EQ(ga_hip_library.count, 43u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC
     for (size_t i = 0; i < ga_hip_library.count; i++)
         for (size_t j = i + 1; j < ga_hip_library.count; j++)
             EXPECT_STRNE(ga_hip_library.syms[i].name, ga_hip_library.syms[j].name);

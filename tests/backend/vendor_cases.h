@@ -2,7 +2,7 @@
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
 // written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
-// sleep_cases.cc, peer_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
+// sleep_cases.cc, peer_cases.cc, ipc_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
 // the messages; kCudaVendor and kHipVendor below). Each vendor's own test
@@ -37,6 +37,8 @@ struct Vendor {
     const char *host_alloc, *host_free, *copy_d2h, *copy_h2d;
     // Peer access (galloc_enable_peer_access).
     const char *can_access_peer, *enable_peer;
+    // Sharing between processes (the backend's ipc members): the call the _noipc fake lacks.
+    const char *ipc_open;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -81,6 +83,8 @@ inline const Vendor kCudaVendor = {
     // peer access: the peer's context enables access to ours
     "cuDeviceCanAccessPeer",
     "cuCtxEnablePeerAccess",
+    // sharing between processes
+    "cuIpcOpenMemHandle_v2",
 };
 inline const Vendor kHipVendor = {
     "hip",
@@ -119,6 +123,8 @@ inline const Vendor kHipVendor = {
     // peer access: the peer device, current, enables access to ours
     "hipDeviceCanAccessPeer",
     "hipDeviceEnablePeerAccess",
+    // sharing between processes
+    "hipIpcOpenMemHandle",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
@@ -202,6 +208,11 @@ class SleepPlain : public VendorPlain {}; // the sweeps and the library without 
 // allocator on device 0, device 1 the peer.
 class Peer : public VendorTest {};
 class PeerPlain : public VendorPlain {}; // the fault sweeps
+
+// ipc_cases.cc: the backend's sharing between processes (ipc_export / ipc_open
+// / ipc_close, export_page / import_pages) below the pool, two processes on
+// the fake driver.
+class Ipc : public VendorPlain {};
 
 } // namespace cuda_test
 

@@ -12,6 +12,7 @@
  *   FAKE_CUDA_NO_ASYNC  omit cuMemAllocAsync
  *   FAKE_CUDA_NO_ALLOC  omit cuMemAlloc_v2 (a required symbol)
  *   FAKE_CUDA_NO_HOST   omit cuMemHostAlloc (the HOST group: no offload)
+ *   FAKE_CUDA_NO_IPC    omit cuIpcOpenMemHandle_v2 (the IPC group: no sharing between processes)
  */
 #include <string.h>
 
@@ -54,8 +55,9 @@ static uintptr_t stream_of(ga_cu_stream_t s)
 }
 
 /* The allocation properties galloc may pass: pinned memory on a device, no
- * Windows data, reserved bytes zero. Returns the device or -1 (violation). */
-static int prop_device(const ga_cu_mem_allocation_prop_t *p)
+ * Windows data, reserved bytes zero. Returns the device or -1 (violation);
+ * *exportable (when not NULL): a POSIX file descriptor type was requested. */
+static int prop_device(const ga_cu_mem_allocation_prop_t *p, bool *exportable)
 {
     if (p == NULL) {
         fg_violation(FG_INVALID_VALUE, "prop is NULL");
@@ -70,6 +72,8 @@ static int prop_device(const ga_cu_mem_allocation_prop_t *p)
                      (int)p->type, (int)p->location.type, (int)p->requested_handle_types);
         return -1;
     }
+    if (exportable != NULL)
+        *exportable = p->requested_handle_types == GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     return p->location.id;
 }
 
@@ -285,7 +289,7 @@ ga_cu_result_t cuMemGetAllocationGranularity(size_t *granularity, const ga_cu_me
                                              ga_cu_mem_granularity_flags_t option)
 {
     ENTER(cuMemGetAllocationGranularity);
-    int device = prop_device(prop);
+    int device = prop_device(prop, NULL);
     if (device < 0)
         return GA_CUDA_ERROR_INVALID_VALUE;
     if (option != GA_CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != GA_CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
@@ -316,11 +320,12 @@ ga_cu_result_t cuMemCreate(ga_cu_mem_handle_t *handle, size_t size, const ga_cu_
                            unsigned long long flags)
 {
     ENTER(cuMemCreate);
-    int device = prop_device(prop);
+    bool exportable = false;
+    int device = prop_device(prop, &exportable);
     if (device < 0)
         return GA_CUDA_ERROR_INVALID_VALUE;
     uint64_t h = 0;
-    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags);
+    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags, exportable);
     if (rc == FG_OK)
         *handle = h;
     return cu(rc);
@@ -463,6 +468,62 @@ ga_cu_result_t cuCtxEnablePeerAccess(ga_cu_context_t peer_context, unsigned int 
     if (flags != 0)
         return cu(fg_violation(FG_INVALID_VALUE, "flags %u: must be 0", flags));
     return cu(fg_peer_enable_ctx(peer_context));
+}
+
+/* ---- Sharing between processes. ---- */
+
+EXPORT ga_cuIpcGetMemHandle_fn cuIpcGetMemHandle;
+EXPORT ga_cuIpcCloseMemHandle_fn cuIpcCloseMemHandle;
+EXPORT ga_cuMemExportToShareableHandle_fn cuMemExportToShareableHandle;
+EXPORT ga_cuMemImportFromShareableHandle_fn cuMemImportFromShareableHandle;
+
+ga_cu_result_t cuIpcGetMemHandle(ga_cu_ipc_mem_handle_t *handle, ga_cu_deviceptr_t dptr)
+{
+    ENTER(cuIpcGetMemHandle);
+    return cu(fg_ipc_get(dptr, handle != NULL ? handle->reserved : NULL));
+}
+
+#ifndef FAKE_CUDA_NO_IPC
+EXPORT ga_cuIpcOpenMemHandle_v2_fn cuIpcOpenMemHandle_v2;
+ga_cu_result_t cuIpcOpenMemHandle_v2(ga_cu_deviceptr_t *pdptr, ga_cu_ipc_mem_handle_t handle, unsigned int flags)
+{
+    ENTER(cuIpcOpenMemHandle_v2);
+    uint64_t a = 0;
+    fg_rc_t rc = fg_ipc_open(pdptr != NULL ? &a : NULL, handle.reserved, flags);
+    if (rc == FG_OK)
+        *pdptr = a;
+    return cu(rc);
+}
+#endif
+
+ga_cu_result_t cuIpcCloseMemHandle(ga_cu_deviceptr_t dptr)
+{
+    ENTER(cuIpcCloseMemHandle);
+    return cu(fg_ipc_close(dptr));
+}
+
+/* POSIX file descriptors only: shareable_handle is an int *, os_handle the descriptor cast to a pointer. */
+ga_cu_result_t cuMemExportToShareableHandle(void *shareable_handle, ga_cu_mem_handle_t handle,
+                                            ga_cu_mem_handle_type_t handle_type, unsigned long long flags)
+{
+    ENTER(cuMemExportToShareableHandle);
+    if (handle_type != GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || flags != 0)
+        return cu(fg_violation(FG_INVALID_VALUE, "handle type %d, flags %llu: want a POSIX file descriptor, flags 0",
+                               (int)handle_type, flags));
+    return cu(fg_export_fd(handle, shareable_handle));
+}
+
+ga_cu_result_t cuMemImportFromShareableHandle(ga_cu_mem_handle_t *handle, void *os_handle,
+                                              ga_cu_mem_handle_type_t sh_handle_type)
+{
+    ENTER(cuMemImportFromShareableHandle);
+    if (sh_handle_type != GA_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return cu(fg_violation(FG_INVALID_VALUE, "handle type %d: want a POSIX file descriptor", (int)sh_handle_type));
+    uint64_t h = 0;
+    fg_rc_t rc = fg_import_fd(handle != NULL ? &h : NULL, (int)(uintptr_t)os_handle);
+    if (rc == FG_OK)
+        *handle = h;
+    return cu(rc);
 }
 
 /* ---- Test controls (fake_cuda_control.h). ---- */

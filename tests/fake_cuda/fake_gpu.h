@@ -61,6 +61,30 @@
  * a pinned block, stays inside it. Host memory that is not pinned is allowed
  * (the driver copies pageable memory too).
  *
+ * Between processes (IPC). ipc_get gives the base of a live linear allocation
+ * as 64 bytes (fg_ipc_wire_t: magic, the exporter's pid, the number of the
+ * memfd the exporter keeps open while the allocation lives, the device, the
+ * size, and the memfd's inode and st_dev as the cookie); ipc_open in another
+ * process of the same user opens /proc/<pid>/fd/<n>, checks that the file is
+ * still that inode (a freed allocation's reused fd number is refused) and
+ * maps it at a fresh address of its own, in the current context, charged to
+ * no device's capacity (the exporter's device pays), live until ipc_close
+ * (live_ipc_opens, counted in leaks; a context destroyed with opens leaks
+ * them). Opening a handle of one's own process is FG_INVALID_CONTEXT (not a
+ * violation: CUDA refuses it too, and a caller may try); opening the same
+ * handle twice in a process is a violation (CUDA refcounts it, galloc must
+ * not rely on that). export_fd gives a new descriptor (a dup of the memfd,
+ * the caller's to close) of a live handle created with the POSIX
+ * file-descriptor type requested (phys_create's exportable), else a
+ * violation; import_fd makes a new handle of the current device over that
+ * file's pages, with its contents as they are (no garbage), charged to no
+ * device (the exporter's pays), released by phys_release like any other; the
+ * caller keeps its descriptor. Mapped, both processes see each other's writes.
+ * After fork() the child inherits a copy of the fake's tables and mappings
+ * that still share memfd pages with the parent: it must call the fake's reset
+ * control before using it (as a CUDA process cannot use a context created
+ * before fork); the reset unmaps only the child's copies.
+ *
  * Leaks: when a primary context's last reference goes, everything still
  * allocated on its device (linear and pool allocations not freed, handles,
  * mappings, reservations, events, pinned host blocks allocated in it) is counted as leaked and freed. fg_stats'
@@ -115,7 +139,11 @@ typedef struct fake_gpu_stats {
     uint64_t peak_host_bytes;                   /* high-water of live_host_bytes since the reset */
     uint64_t copied_d2h_bytes;                  /* bytes copied device to host since the reset */
     uint64_t copied_h2d_bytes;                  /* bytes copied host to device since the reset */
+    uint64_t live_ipc_opens;                    /* ipc_open mappings not closed (counted in leaks) */
 } fake_gpu_stats_t;
+
+/* The bytes of an IPC handle (CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE). */
+#define FAKE_GPU_IPC_BYTES 64
 
 /* Neutral results; a vendor layer maps each to its own code. */
 typedef enum fg_rc {
@@ -182,7 +210,9 @@ fg_rc_t fg_mem_info(size_t *free_bytes, size_t *total_bytes);
 fg_rc_t fg_granularity(int device, size_t *bytes);
 fg_rc_t fg_va_reserve(uint64_t *addr, size_t size, size_t alignment, uint64_t hint, unsigned long long flags);
 fg_rc_t fg_va_free(uint64_t addr, size_t size);
-fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long long flags);
+/* exportable: the caller requested the POSIX file-descriptor handle type,
+ * which export_fd needs. */
+fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long long flags, bool exportable);
 fg_rc_t fg_phys_release(uint64_t handle);
 fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsigned long long flags);
 fg_rc_t fg_unmap(uint64_t addr, size_t size);
@@ -203,6 +233,16 @@ fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot);
 fg_rc_t fg_can_access_peer(int *can, int device, int peer);
 fg_rc_t fg_peer_enable_ctx(void *peer_ctx);
 fg_rc_t fg_peer_enable_device(int peer);
+
+/* Between processes (fake_gpu_ipc.c; see IPC above). ipc_get: the handle of
+ * the linear allocation based at addr into FAKE_GPU_IPC_BYTES bytes at out.
+ * ipc_open: flags 0 or 1 (lazy peer access). fd_export: a new descriptor of
+ * handle's memory. fd_import: a new handle over fd's memory. */
+fg_rc_t fg_ipc_get(uint64_t addr, void *out);
+fg_rc_t fg_ipc_open(uint64_t *addr, const void *in, unsigned flags);
+fg_rc_t fg_ipc_close(uint64_t addr);
+fg_rc_t fg_export_fd(uint64_t handle, int *fd);
+fg_rc_t fg_import_fd(uint64_t *handle, int fd);
 
 fg_rc_t fg_event_create(void **event, bool timing);
 /* fg_event_create for a vendor's call with flags, which both vendors number

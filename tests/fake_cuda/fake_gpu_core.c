@@ -223,7 +223,8 @@ fg_rc_t fg_ctx_release(int device)
         rc = fgi_violation(FG_INVALID_CONTEXT, "device %d's primary context is not retained", device);
     if (rc == FG_OK && --fg.dev[device].refs == 0) {
         fg.leaked_at_destroy += fgi_mem_release_all(device) + fgi_vmm_release_all(device) +
-                                fgi_sync_release_all(device) + fgi_host_release_all(device);
+                                fgi_sync_release_all(device) + fgi_host_release_all(device) +
+                                fgi_ipc_release_all(device);
         fgi_peer_forget(device);
         fg_device_t *d = &fg.dev[device];
         d->pool = (fg_pool_t){.device = device, .reuse = {1, 1, 1}};
@@ -339,6 +340,7 @@ void fg_reset(void)
     (void)fgi_vmm_release_all(-1);
     (void)fgi_sync_release_all(-1);
     (void)fgi_host_release_all(-1);
+    (void)fgi_ipc_release_all(-1);
     for (size_t i = 0; i < fg.n_streams; i++) {
         fg.streams[i]->magic = 0;
         free(fg.streams[i]);
@@ -350,6 +352,7 @@ void fg_reset(void)
     free(fg.events);
     free(fg.streams);
     free(fg.hosts);
+    free(fg.ipcs);
     memset(&fg, 0, sizeof(fg));
     ctx_epoch++; /* every thread's current context is forgotten (current()) */
     fg.ndev = DEFAULT_DEVICES;
@@ -428,7 +431,8 @@ void fg_stats(fake_gpu_stats_t *out)
                           .live_host_bytes = fg.host_bytes,
                           .peak_host_bytes = fg.peak_host_bytes,
                           .copied_d2h_bytes = fg.copied_d2h,
-                          .copied_h2d_bytes = fg.copied_h2d};
+                          .copied_h2d_bytes = fg.copied_h2d,
+                          .live_ipc_opens = fg.n_ipcs};
     for (size_t i = 0; i < fg.n_allocs; i++) {
         const fg_alloc_t *a = &fg.allocs[i];
         if (a->kind == FG_SEGMENT) {
@@ -452,7 +456,7 @@ void fg_stats(fake_gpu_stats_t *out)
         s.device_used[i] = fg.dev[i].used;
     }
     s.leaks = s.leaked_at_destroy + s.live_segments + s.live_async + s.live_handles + s.live_mappings +
-              s.live_reservations + s.live_events + s.ctx_refs + s.live_host_blocks;
+              s.live_reservations + s.live_events + s.ctx_refs + s.live_host_blocks + s.live_ipc_opens;
     FG_UNLOCK();
     *out = s;
 }

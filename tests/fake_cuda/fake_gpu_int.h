@@ -3,7 +3,8 @@
  * devices, contexts, counters, faults, leaks, control), fake_gpu_mem.c
  * (linear memory and the stream-ordered pool), fake_gpu_vmm.c (reservations,
  * handles, mappings), fake_gpu_sync.c (streams and events) and
- * fake_gpu_host.c (pinned host memory and copies).
+ * fake_gpu_host.c (pinned host memory and copies) and fake_gpu_ipc.c
+ * (memfds, sharing between processes).
  *
  * Locking: `fg_lock` guards all of `fg`; every fg_* entry point takes it and
  * every fgi_* helper expects it held. The current context is per thread.
@@ -79,6 +80,7 @@ typedef struct fg_alloc {
     size_t charged; /* bytes charged to the device (size rounded to the granularity) */
     void *map_base; /* the mmap behind it */
     size_t map_len;
+    int fd; /* FG_SEGMENT: the memfd holding its pages (ipc_get names it); -1 for pool chunks */
     int device;
     int kind;                 /* FG_SEGMENT, FG_ASYNC_LIVE, FG_ASYNC_FREE */
     fg_stream_t *free_stream; /* FG_ASYNC_FREE: stream the free was queued on */
@@ -94,9 +96,11 @@ typedef struct fg_resv {
 } fg_resv_t;
 
 typedef struct fg_handle {
-    uint64_t id; /* the handle value, never 0 */
-    size_t size;
-    void *home; /* shared anonymous mapping holding the memory */
+    uint64_t id;     /* the handle value, never 0 */
+    size_t size;     /* bytes */
+    size_t charged;  /* bytes charged to device: size, or 0 for an import (the exporter's device pays) */
+    int fd;          /* the memfd holding the memory, mapped by map */
+    bool exportable; /* created with the POSIX file-descriptor type requested, or imported */
     int device;
     bool released; /* released while mapped: freed with its last mapping */
     int maps;      /* live mappings of it */
@@ -117,6 +121,17 @@ typedef struct fg_host {
     size_t map_len;
     int device; /* the context it was allocated in */
 } fg_host_t;
+
+/* An ipc_open mapping of another process's linear allocation. */
+typedef struct fg_ipc {
+    uint64_t addr;  /* what ipc_open returned (granularity aligned) */
+    size_t size;    /* the exporter's size */
+    void *map_base; /* the mmap behind it */
+    size_t map_len;
+    int device;        /* the context it was opened in */
+    int pid;           /* the exporter */
+    uint64_t ino, dev; /* its memfd's identity: one open per handle */
+} fg_ipc_t;
 
 typedef struct fg_rule {
     char fn[64];        /* function name or "*" */
@@ -147,6 +162,7 @@ struct fg_state {
     FG_ARRAY(fg_event_t *, events);
     FG_ARRAY(fg_stream_t *, streams);
     FG_ARRAY(fg_host_t, hosts);
+    FG_ARRAY(fg_ipc_t, ipcs);
     uint64_t host_bytes, peak_host_bytes, copied_d2h, copied_h2d;
     uint64_t next_handle;
     uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
@@ -196,6 +212,16 @@ static inline size_t fgi_round(size_t n, size_t to)
 {
     return (n + to - 1) / to * to;
 }
+
+/* fake_gpu_ipc.c: a new memfd of size bytes (zero) into *fd. */
+bool fgi_memfd(size_t size, int *fd);
+/* fgi_map's reservation with the first size bytes of fd mapped shared over
+ * its aligned start, with prot. */
+bool fgi_map_fd(int fd, size_t size, int prot, void **base, size_t *len, uint64_t *aligned);
+/* fake_gpu_mem.c, fake_gpu_vmm.c: lookups for fake_gpu_ipc.c. */
+fg_alloc_t *fgi_alloc_find(uint64_t addr);
+fg_handle_t *fgi_handle_find(uint64_t id);
+uint64_t fgi_ipc_release_all(int device);
 
 /* fake_gpu_sync.c: resolve a stream handle for the current device (0 = default). */
 fg_stream_t *fgi_stream(uintptr_t stream, int device);

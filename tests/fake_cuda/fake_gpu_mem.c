@@ -1,12 +1,17 @@
 /*
  * fake_gpu_mem.c: the fake driver's linear device memory (cuMemAlloc-style)
  * and its default stream-ordered pools (cuMemAllocAsync-style), see fake_gpu.h.
+ * A linear allocation lives in a memfd of its own, so that another process
+ * can open it (fake_gpu_ipc.c); pool chunks, which no process shares, are
+ * private mappings.
  */
+#include <unistd.h>
+
 #include "tests/fake_cuda/fake_gpu_int.h"
 
 #define USED_ALIGN 512 /* the pool's "used" counts allocations at this alignment */
 
-static fg_alloc_t *alloc_find(uint64_t addr)
+fg_alloc_t *fgi_alloc_find(uint64_t addr)
 {
     for (size_t i = 0; i < fg.n_allocs; i++)
         if (fg.allocs[i].addr == addr)
@@ -18,6 +23,8 @@ static void alloc_drop(fg_alloc_t *a)
 {
     fg.dev[a->device].used -= a->charged;
     munmap(a->map_base, a->map_len);
+    if (a->fd >= 0)
+        close(a->fd);
     FG_REMOVE(allocs, (size_t)(a - fg.allocs));
 }
 
@@ -31,9 +38,17 @@ static fg_rc_t alloc_new(int device, size_t size, int kind, fg_alloc_t **out)
         return FG_OUT_OF_MEMORY;
     if (!fgi_grow((void **)&fg.allocs, &fg.cap_allocs, fg.n_allocs + 1, sizeof(fg_alloc_t)))
         return FG_OUT_OF_MEMORY;
-    fg_alloc_t a = {.size = size, .charged = charged, .device = device, .kind = kind};
-    if (!fgi_map(charged, PROT_READ | PROT_WRITE, false, &a.map_base, &a.map_len, &a.addr))
+    fg_alloc_t a = {.size = size, .charged = charged, .fd = -1, .device = device, .kind = kind};
+    if (kind == FG_SEGMENT) {
+        if (!fgi_memfd(charged, &a.fd))
+            return FG_OUT_OF_MEMORY;
+        if (!fgi_map_fd(a.fd, charged, PROT_READ | PROT_WRITE, &a.map_base, &a.map_len, &a.addr)) {
+            close(a.fd);
+            return FG_OUT_OF_MEMORY;
+        }
+    } else if (!fgi_map(charged, PROT_READ | PROT_WRITE, false, &a.map_base, &a.map_len, &a.addr)) {
         return FG_OUT_OF_MEMORY;
+    }
     d->used += charged;
     fg.allocs[fg.n_allocs] = a;
     *out = &fg.allocs[fg.n_allocs++];
@@ -61,7 +76,7 @@ fg_rc_t fg_mem_free(uint64_t addr)
     FG_LOCK();
     int device = 0;
     fg_rc_t rc = fgi_need_ctx(&device);
-    fg_alloc_t *a = rc == FG_OK ? alloc_find(addr) : NULL;
+    fg_alloc_t *a = rc == FG_OK ? fgi_alloc_find(addr) : NULL;
     if (rc == FG_OK && (a == NULL || a->kind != FG_SEGMENT))
         rc = fgi_violation(FG_INVALID_VALUE, "%#llx is not a live allocation (double free?)", (unsigned long long)addr);
     else if (rc == FG_OK && a->device != device)
@@ -284,7 +299,7 @@ fg_rc_t fg_free_async(uint64_t addr, uintptr_t stream)
     int device = 0;
     fg_stream_t *s = NULL;
     fg_rc_t rc = fgi_need_ctx(&device);
-    fg_alloc_t *a = rc == FG_OK ? alloc_find(addr) : NULL;
+    fg_alloc_t *a = rc == FG_OK ? fgi_alloc_find(addr) : NULL;
     if (rc == FG_OK && (a == NULL || a->kind != FG_ASYNC_LIVE))
         rc = fgi_violation(FG_INVALID_VALUE, "%#llx is not a live stream-ordered allocation (double free?)",
                            (unsigned long long)addr);

@@ -2,16 +2,18 @@
  * fake_gpu_vmm.c: the fake driver's virtual memory management: address
  * reservations, physical handles, mappings and access (see fake_gpu.h).
  *
- * A reservation is a PROT_NONE private mapping. A handle's memory is a shared
- * anonymous mapping (its "home", given its garbage at creation and never
- * accessed after); map aliases it into the
- * reservation with mremap(old_size = 0), which creates a second mapping of the
- * same pages; set_access changes the alias's protection; unmap puts a fresh
- * PROT_NONE mapping back over the range. Data written through one mapping of a
- * handle is seen through every other, as on a GPU. Each mapping also records
+ * A reservation is a PROT_NONE private mapping. A handle's memory is a memfd
+ * (given its garbage at creation, by pwrite); map maps the file shared over
+ * the range (MAP_FIXED), PROT_NONE; set_access changes that mapping's
+ * protection; unmap puts a fresh PROT_NONE private mapping back over the
+ * range. Data written through one mapping of a handle is seen through every
+ * other, in this process or another one that imported it (fake_gpu_ipc.c),
+ * as on a GPU. Each mapping also records
  * every device's access (dev_prot), so a test sees which peers can reach a
  * page (fg_access).
  */
+#include <unistd.h>
+
 #include "tests/fake_cuda/fake_gpu_int.h"
 
 static fg_resv_t *resv_holding(uint64_t addr, size_t size)
@@ -24,7 +26,7 @@ static fg_resv_t *resv_holding(uint64_t addr, size_t size)
     return NULL;
 }
 
-static fg_handle_t *handle_find(uint64_t id)
+fg_handle_t *fgi_handle_find(uint64_t id)
 {
     for (size_t i = 0; i < fg.n_handles; i++)
         if (fg.handles[i].id == id)
@@ -34,8 +36,8 @@ static fg_handle_t *handle_find(uint64_t id)
 
 static void handle_drop(fg_handle_t *h)
 {
-    fg.dev[h->device].used -= h->size;
-    munmap(h->home, h->size);
+    fg.dev[h->device].used -= h->charged;
+    close(h->fd);
     FG_REMOVE(handles, (size_t)(h - fg.handles));
 }
 
@@ -61,7 +63,7 @@ static void map_drop(fg_mapping_t *m)
 {
     mmap((void *)(uintptr_t)m->addr, m->size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
          0);
-    fg_handle_t *h = handle_find(m->handle);
+    fg_handle_t *h = fgi_handle_find(m->handle);
     if (h != NULL && --h->maps == 0 && h->released)
         handle_drop(h);
     FG_REMOVE(maps, (size_t)(m - fg.maps));
@@ -129,7 +131,7 @@ fg_rc_t fg_va_free(uint64_t addr, size_t size)
     return rc;
 }
 
-fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long long flags)
+fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long long flags, bool exportable)
 {
     FG_LOCK();
     int current = 0;
@@ -145,22 +147,28 @@ fg_rc_t fg_phys_create(uint64_t *handle, size_t size, int device, unsigned long 
     if (rc == FG_OK && (size > d->capacity - d->used ||
                         !fgi_grow((void **)&fg.handles, &fg.cap_handles, fg.n_handles + 1, sizeof(fg_handle_t))))
         rc = FG_OUT_OF_MEMORY;
-    void *home = MAP_FAILED;
-    if (rc == FG_OK && (home = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                                    0)) == MAP_FAILED)
+    int fd = -1;
+    if (rc == FG_OK && !fgi_memfd(size, &fd))
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK) {
         /* New physical memory is not zeroed: garbage at the start of every
-         * page (see fake_gpu.h). The home is never accessed after this; its
-         * aliases start PROT_NONE. */
-        for (size_t at = 0; at < size; at += fg.gran)
-            memset((char *)home + at, FAKE_GPU_GARBAGE, FAKE_GPU_GARBAGE_RUN);
-        mprotect(home, size, PROT_NONE);
+         * page (see fake_gpu.h); its mappings start PROT_NONE. */
+        unsigned char garbage[FAKE_GPU_GARBAGE_RUN];
+        memset(garbage, FAKE_GPU_GARBAGE, sizeof(garbage));
+        for (size_t at = 0; rc == FG_OK && at < size; at += fg.gran)
+            if (pwrite(fd, garbage, sizeof(garbage), (off_t)at) != (ssize_t)sizeof(garbage))
+                rc = FG_OUT_OF_MEMORY;
+        if (rc != FG_OK)
+            close(fd);
     }
     if (rc == FG_OK) {
         d->used += size;
-        fg.handles[fg.n_handles++] =
-            (fg_handle_t){.id = ++fg.next_handle, .size = size, .home = home, .device = device};
+        fg.handles[fg.n_handles++] = (fg_handle_t){.id = ++fg.next_handle,
+                                                   .size = size,
+                                                   .charged = size,
+                                                   .fd = fd,
+                                                   .exportable = exportable,
+                                                   .device = device};
         *handle = fg.next_handle;
     }
     FG_UNLOCK();
@@ -172,7 +180,7 @@ fg_rc_t fg_phys_release(uint64_t handle)
     FG_LOCK();
     int device = 0;
     fg_rc_t rc = fgi_need_ctx(&device);
-    fg_handle_t *h = rc == FG_OK ? handle_find(handle) : NULL;
+    fg_handle_t *h = rc == FG_OK ? fgi_handle_find(handle) : NULL;
     if (rc == FG_OK && (h == NULL || h->released))
         rc = fgi_violation(FG_INVALID_VALUE, "handle %llu is not live (released twice?)", (unsigned long long)handle);
     if (rc == FG_OK) {
@@ -190,7 +198,7 @@ fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsig
     FG_LOCK();
     int device = 0;
     fg_rc_t rc = fgi_need_ctx(&device);
-    fg_handle_t *h = rc == FG_OK ? handle_find(handle) : NULL;
+    fg_handle_t *h = rc == FG_OK ? fgi_handle_find(handle) : NULL;
     if (rc == FG_OK && (h == NULL || h->released))
         rc = fgi_violation(FG_INVALID_HANDLE, "handle %llu is not live", (unsigned long long)handle);
     else if (rc == FG_OK && (size == 0 || addr % fg.gran || size % fg.gran || offset % fg.gran || flags != 0 ||
@@ -207,7 +215,7 @@ fg_rc_t fg_map(uint64_t addr, size_t size, size_t offset, uint64_t handle, unsig
     if (rc == FG_OK && !fgi_grow((void **)&fg.maps, &fg.cap_maps, fg.n_maps + 1, sizeof(fg_mapping_t)))
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK &&
-        mremap((char *)h->home + offset, 0, size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)addr) == MAP_FAILED)
+        mmap((void *)(uintptr_t)addr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd, (off_t)offset) == MAP_FAILED)
         rc = FG_OUT_OF_MEMORY;
     if (rc == FG_OK) {
         h->maps++;
@@ -265,7 +273,7 @@ fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot)
     /* A peer must be able to reach the device the memory lives on. */
     for (size_t i = 0; rc == FG_OK && i < fg.n_maps; i++) {
         const fg_mapping_t *m = &fg.maps[i];
-        const fg_handle_t *h = m->addr < addr + size && addr < m->addr + m->size ? handle_find(m->handle) : NULL;
+        const fg_handle_t *h = m->addr < addr + size && addr < m->addr + m->size ? fgi_handle_find(m->handle) : NULL;
         if (h != NULL && h->device != device && fg.peer_blocked[device][h->device])
             rc = fgi_violation(FG_INVALID_DEVICE, "device %d cannot access device %d's memory at %#llx", device,
                                h->device, (unsigned long long)m->addr);
@@ -276,7 +284,7 @@ fg_rc_t fg_set_access(uint64_t addr, size_t size, int device, int prot)
         if (!(m->addr < addr + size && addr < m->addr + m->size))
             continue;
         m->dev_prot[device] = prot;
-        const fg_handle_t *h = handle_find(m->handle);
+        const fg_handle_t *h = fgi_handle_find(m->handle);
         if (h == NULL || h->device == device) { /* the host mapping stands for the owning device's view */
             uint64_t lo = m->addr > addr ? m->addr : addr;
             uint64_t hi = m->addr + m->size < addr + size ? m->addr + m->size : addr + size;

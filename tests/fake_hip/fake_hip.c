@@ -21,6 +21,7 @@
  *   FAKE_HIP_NO_ASYNC  omit hipMallocAsync
  *   FAKE_HIP_NO_ALLOC  omit hipMalloc (a required symbol)
  *   FAKE_HIP_NO_HOST   omit hipHostMalloc (the HOST group: no offload)
+ *   FAKE_HIP_NO_IPC    omit hipIpcOpenMemHandle (the IPC group: no sharing between processes)
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -68,8 +69,9 @@ static uintptr_t stream_of(ga_hip_stream_t s)
 
 /* The allocation properties galloc may pass, in the reported version's
  * layout: pinned memory on a device, no Windows data, no compression or
- * usage flags. Returns the device or -1 (violation). */
-static int prop_device(const ga_hip_mem_allocation_prop_t *p)
+ * usage flags. Returns the device or -1 (violation); *exportable (when not
+ * NULL): a POSIX file descriptor type was requested. */
+static int prop_device(const ga_hip_mem_allocation_prop_t *p, bool *exportable)
 {
     if (p == NULL) {
         fg_violation(FG_INVALID_VALUE, "prop is NULL");
@@ -96,6 +98,8 @@ static int prop_device(const ga_hip_mem_allocation_prop_t *p)
                      atomic_load(&version) / 10000000, type, loc_type, handles);
         return -1;
     }
+    if (exportable != NULL)
+        *exportable = handles == GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     return id;
 }
 
@@ -294,7 +298,7 @@ ga_hip_error_t hipMemGetAllocationGranularity(size_t *granularity, const ga_hip_
                                               ga_hip_mem_granularity_flags_t option)
 {
     ENTER(hipMemGetAllocationGranularity);
-    int device = prop_device(prop);
+    int device = prop_device(prop, NULL);
     if (device < 0)
         return GA_HIP_ERROR_INVALID_VALUE;
     if (option != GA_HIP_MEM_ALLOC_GRANULARITY_MINIMUM && option != GA_HIP_MEM_ALLOC_GRANULARITY_RECOMMENDED)
@@ -324,11 +328,12 @@ ga_hip_error_t hipMemCreate(ga_hip_mem_handle_t *handle, size_t size, const ga_h
                             unsigned long long flags)
 {
     ENTER(hipMemCreate);
-    int device = prop_device(prop);
+    bool exportable = false;
+    int device = prop_device(prop, &exportable);
     if (device < 0)
         return GA_HIP_ERROR_INVALID_VALUE;
     uint64_t h = 0;
-    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags);
+    fg_rc_t rc = fg_phys_create(handle != NULL ? &h : NULL, size, device, flags, exportable);
     if (rc == FG_OK)
         *handle = (ga_hip_mem_handle_t)(uintptr_t)h;
     return hip(rc);
@@ -472,6 +477,66 @@ ga_hip_error_t hipDeviceEnablePeerAccess(int peer_device_id, unsigned int flags)
     if (flags != 0)
         return hip(fg_violation(FG_INVALID_VALUE, "flags %u: must be 0", flags));
     return hip(fg_peer_enable_device(peer_device_id));
+}
+
+/* ---- Sharing between processes. ---- */
+
+EXPORT ga_hipIpcGetMemHandle_fn hipIpcGetMemHandle;
+EXPORT ga_hipIpcCloseMemHandle_fn hipIpcCloseMemHandle;
+EXPORT ga_hipMemExportToShareableHandle_fn hipMemExportToShareableHandle;
+EXPORT ga_hipMemImportFromShareableHandle_fn hipMemImportFromShareableHandle;
+
+ga_hip_error_t hipIpcGetMemHandle(ga_hip_ipc_mem_handle_t *handle, void *dev_ptr)
+{
+    ENTER(hipIpcGetMemHandle);
+    return hip(fg_ipc_get((uintptr_t)dev_ptr, handle != NULL ? handle->reserved : NULL));
+}
+
+#ifndef FAKE_HIP_NO_IPC
+EXPORT ga_hipIpcOpenMemHandle_fn hipIpcOpenMemHandle;
+ga_hip_error_t hipIpcOpenMemHandle(void **dev_ptr, ga_hip_ipc_mem_handle_t handle, unsigned int flags)
+{
+    ENTER(hipIpcOpenMemHandle);
+    /* The runtime takes exactly its own header's hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 1 from it. */
+    unsigned want = atomic_load(&version) >= GA_HIP_VERSION_6_0 ? 1u : 0u;
+    if (flags != want)
+        return hip(fg_violation(FG_INVALID_VALUE, "flags %u: this runtime takes only %u", flags, want));
+    uint64_t a = 0;
+    fg_rc_t rc = fg_ipc_open(dev_ptr != NULL ? &a : NULL, handle.reserved, flags);
+    if (rc == FG_OK)
+        *dev_ptr = (void *)(uintptr_t)a;
+    return hip(rc);
+}
+#endif
+
+ga_hip_error_t hipIpcCloseMemHandle(void *dev_ptr)
+{
+    ENTER(hipIpcCloseMemHandle);
+    return hip(fg_ipc_close((uintptr_t)dev_ptr));
+}
+
+/* POSIX file descriptors only: shareable_handle is an int *, os_handle the descriptor cast to a pointer. */
+ga_hip_error_t hipMemExportToShareableHandle(void *shareable_handle, ga_hip_mem_handle_t handle,
+                                             ga_hip_mem_handle_type_t handle_type, unsigned long long flags)
+{
+    ENTER(hipMemExportToShareableHandle);
+    if (handle_type != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || flags != 0)
+        return hip(fg_violation(FG_INVALID_VALUE, "handle type %d, flags %llu: want a POSIX file descriptor, flags 0",
+                                (int)handle_type, flags));
+    return hip(fg_export_fd((uintptr_t)handle, shareable_handle));
+}
+
+ga_hip_error_t hipMemImportFromShareableHandle(ga_hip_mem_handle_t *handle, void *os_handle,
+                                               ga_hip_mem_handle_type_t sh_handle_type)
+{
+    ENTER(hipMemImportFromShareableHandle);
+    if (sh_handle_type != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return hip(fg_violation(FG_INVALID_VALUE, "handle type %d: want a POSIX file descriptor", (int)sh_handle_type));
+    uint64_t h = 0;
+    fg_rc_t rc = fg_import_fd(handle != NULL ? &h : NULL, (int)(uintptr_t)os_handle);
+    if (rc == FG_OK)
+        *handle = (ga_hip_mem_handle_t)(uintptr_t)h;
+    return hip(rc);
 }
 
 /* ---- Test controls (fake_hip_control.h). ---- */

@@ -1,0 +1,13 @@
+// cuda_ipc_test: the "cuda" backend's sharing of device memory between
+// processes (ipc_export / ipc_open / ipc_close, export_page / import_pages),
+// two processes on the strict fake driver: ipc_cases.cc's scenarios and fault
+// sweeps, instantiated with the CUDA names.
+#include <gtest/gtest.h>
+
+#include "tests/backend/vendor_cases.h"
+
+namespace cuda_test {
+
+INSTANTIATE_TEST_SUITE_P(Cuda, Ipc, ::testing::Values(&kCudaVendor), VendorName);
+
+} // namespace cuda_test

@@ -1,0 +1,197 @@
+// ipc_util.h: what ipc_cases.cc's two-process scenarios share: a backend
+// state opened on a fake library (below the pool), fork and wait with the
+// child's exit status as its report, byte and descriptor transport (a pipe,
+// SCM_RIGHTS over a unix socket), and one process's memory to share (a plain
+// segment and VMM pages, each with its own bytes) with its release.
+#ifndef GA_TESTS_BACKEND_IPC_UTIL_H
+#define GA_TESTS_BACKEND_IPC_UTIL_H
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/backend/vendor_cases.h"
+
+extern "C" {
+#include "backend/backend.h"
+}
+
+namespace cuda_test {
+
+constexpr size_t kPage = 2 * kMiB; // the fake's default granularity
+constexpr size_t kPages = 3;
+
+// One backend state on a fake library, closed by the destructor.
+class Opened {
+  public:
+    Opened(FakeCuda &f, const char *name) : options_("driver_path:" + f.path())
+    {
+        galloc_backend_args_t args = {};
+        args.struct_size = sizeof args;
+        args.options = options_.c_str();
+        char err[512] = "";
+        st_ = ga_backend_open(&b_, name, &args, err, sizeof err);
+        err_ = err;
+    }
+    ~Opened() { Close(); }
+    void Close()
+    {
+        if (st_ == GALLOC_OK)
+            ga_backend_close(&b_);
+        st_ = GALLOC_E_INVAL;
+    }
+    galloc_status_t status() const { return st_; }
+    const std::string &open_error() const { return err_; }
+    ga_backend_t *b() { return &b_; }
+    std::string Error()
+    {
+        char buf[512];
+        ga_backend_error_string(&b_, buf, sizeof buf);
+        return buf;
+    }
+
+  private:
+    std::string options_, err_;
+    ga_backend_t b_ = {};
+    galloc_status_t st_;
+};
+
+// Run body in a child process; its result is the child's exit status.
+inline pid_t Fork(const std::function<int()> &body)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(body());
+    return pid;
+}
+
+// The child's exit status (0: every check passed), 128 + signal if it died.
+inline int Wait(pid_t pid)
+{
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+inline bool WriteAll(int fd, const void *p, size_t n)
+{
+    return write(fd, p, n) == (ssize_t)n;
+}
+
+inline bool ReadAll(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+// n descriptors over a unix socket (SCM_RIGHTS), with one byte of data.
+inline bool SendFds(int sock, const int *fds, size_t n)
+{
+    char byte = 'F';
+    iovec iov = {&byte, 1};
+    std::vector<char> ctl(CMSG_SPACE(n * sizeof(int)));
+    msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.data();
+    m.msg_controllen = ctl.size();
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(n * sizeof(int));
+    std::memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    return sendmsg(sock, &m, 0) == 1;
+}
+
+inline bool RecvFds(int sock, int *fds, size_t n)
+{
+    char byte = 0;
+    iovec iov = {&byte, 1};
+    std::vector<char> ctl(CMSG_SPACE(n * sizeof(int)));
+    msghdr m = {};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.data();
+    m.msg_controllen = ctl.size();
+    if (recvmsg(sock, &m, 0) != 1)
+        return false;
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
+        return false;
+    std::memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+    return true;
+}
+
+inline bool AllBytes(uintptr_t p, size_t n, unsigned char b)
+{
+    const unsigned char *q = reinterpret_cast<const unsigned char *>(p);
+    for (size_t i = 0; i < n; i++)
+        if (q[i] != b)
+            return false;
+    return true;
+}
+
+inline void Fill(uintptr_t p, size_t n, unsigned char b)
+{
+    std::memset(reinterpret_cast<void *>(p), b, n);
+}
+
+// A process's memory to share: one 3 MiB plain segment and kPages VMM pages,
+// each filled with its own byte. Everything released by Release.
+struct Exported {
+    uintptr_t seg = 0, resv = 0;
+    unsigned char handle[GALLOC_BACKEND_IPC_BYTES] = {};
+    int fds[kPages] = {-1, -1, -1};
+};
+
+constexpr size_t kSeg = 3 * kMiB;
+
+// The exporter's side; 0 or the number of the step that failed.
+inline int Export(Opened &o, Exported &e)
+{
+    if (ga_backend_segment_alloc(o.b(), kSeg, 0, &e.seg) != GALLOC_OK)
+        return 10;
+    Fill(e.seg, kSeg, 0x5a);
+    if (ga_backend_ipc_export(o.b(), e.seg, e.handle) != GALLOC_OK)
+        return 11;
+    if (ga_backend_va_reserve(o.b(), kPages * kPage, &e.resv) != GALLOC_OK)
+        return 12;
+    for (size_t i = 0; i < kPages; i++) {
+        uintptr_t at = e.resv + i * kPage;
+        if (ga_backend_map(o.b(), at, kPage) != GALLOC_OK)
+            return 13;
+        Fill(at, kPage, (unsigned char)(0x10 + i));
+        if (ga_backend_export_page(o.b(), at, &e.fds[i]) != GALLOC_OK || e.fds[i] < 0)
+            return 14;
+    }
+    return 0;
+}
+
+inline int Release(Opened &o, Exported &e)
+{
+    for (int &fd : e.fds)
+        if (fd >= 0)
+            close(fd), fd = -1;
+    if (ga_backend_unmap(o.b(), e.resv, kPages * kPage) != GALLOC_OK ||
+        ga_backend_va_release(o.b(), e.resv, kPages * kPage) != GALLOC_OK)
+        return 15;
+    if (ga_backend_segment_free(o.b(), e.seg, kSeg, 0) != GALLOC_OK)
+        return 16;
+    return 0;
+}
+
+} // namespace cuda_test
+
+#endif // GA_TESTS_BACKEND_IPC_UTIL_H
