@@ -59,8 +59,8 @@ struct Driver {
 #undef SYM_
         int dev = 0;
         void *ctx = nullptr;
-        ok = cuInit && cuDeviceGet && cuDevicePrimaryCtxRetain && cuCtxSetCurrent && cuMemsetD8_v2 &&
-             cuMemcpyDtoH_v2 && cuCtxSynchronize && cuInit(0) == 0 && cuDeviceGet(&dev, 0) == 0 &&
+        ok = cuInit && cuDeviceGet && cuDevicePrimaryCtxRetain && cuCtxSetCurrent && cuMemsetD8_v2 && cuMemcpyDtoH_v2 &&
+             cuCtxSynchronize && cuInit(0) == 0 && cuDeviceGet(&dev, 0) == 0 &&
              cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && cuCtxSetCurrent(ctx) == 0;
     }
     void Fill(void *p, size_t n, unsigned char v)
@@ -121,8 +121,7 @@ TEST(GpuIpcChild, Consumer)
         d.Fill(q, n.size, (unsigned char)(n.value + 1));
         t0 = std::chrono::steady_clock::now();
         EXPECT_EQ(galloc_ipc_close(b, q), GALLOC_OK) << Err(b);
-        printf("consumer: %llu bytes: recv+open %.3f ms, close %.3f ms\n", (unsigned long long)n.size, recv_ms,
-               Ms(t0));
+        printf("consumer: %llu bytes: recv+open %.3f ms, close %.3f ms\n", (unsigned long long)n.size, recv_ms, Ms(t0));
         char ack = 1;
         ASSERT_EQ(write(sock, &ack, 1), 1);
     }
@@ -185,8 +184,8 @@ class GpuIpc : public ::testing::Test {
         double send_ms = Ms(t0);
         galloc_ipc_info_t info{};
         ASSERT_EQ(galloc_ipc_info(&h, &info), GALLOC_OK);
-        printf("producer (%s): %zu bytes, kind %d, %zu pages, range %zu: export %.3f ms, send %.3f ms\n",
-               conf_.c_str(), n, (int)info.kind, info.pages, info.range, export_ms, send_ms);
+        printf("producer (%s): %zu bytes, kind %d, %zu pages, range %zu: export %.3f ms, send %.3f ms\n", conf_.c_str(),
+               n, (int)info.kind, info.pages, info.range, export_ms, send_ms);
         galloc_stats_t s0;
         s0.struct_size = sizeof s0;
         ASSERT_EQ(galloc_memory_stats(a_, &s0), GALLOC_OK);
