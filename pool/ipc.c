@@ -78,6 +78,19 @@ static ga_ipc_export_t *find_export(ga_pool_t *p, const ga_ipc_wire_t *w)
     return NULL;
 }
 
+/* The live export of p that handle h names (its wire in *w), or a failure
+ * recorded for call. */
+static galloc_status_t own_export(ga_pool_t *p, const galloc_ipc_handle_t *h, const char *call, ga_ipc_wire_t *w,
+                                  ga_ipc_export_t **e)
+{
+    galloc_status_t st = ga_ipc_decode(p, h, w);
+    if (st != GALLOC_OK)
+        return st;
+    if ((*e = find_export(p, w)) == NULL)
+        return ga_fail(p->err, GALLOC_E_INVAL, "%s: not a live export of this allocator", call);
+    return GALLOC_OK;
+}
+
 static bool block_exported(const ga_ipc_t *s, const ga_block_t *b)
 {
     for (size_t i = 0; i < s->n_exports; i++)
@@ -236,12 +249,10 @@ galloc_status_t ga_pool_ipc_revoke(void *impl, const galloc_ipc_handle_t *h)
 {
     ga_pool_t *p = impl;
     ga_ipc_wire_t w;
-    galloc_status_t st = ga_ipc_decode(p, h, &w);
+    ga_ipc_export_t *e;
+    galloc_status_t st = own_export(p, h, "ipc_revoke", &w, &e);
     if (st != GALLOC_OK)
         return st;
-    ga_ipc_export_t *e = find_export(p, &w);
-    if (e == NULL)
-        return ga_fail(p->err, GALLOC_E_INVAL, "ipc_revoke: not a live export of this allocator");
     if (ga_lease_revoke(&p->ipc->lease, e->slot) != 0)
         return ga_fail(p->err, GALLOC_E_INVAL,
                        "ipc_revoke: a reader has opened it; it ends when the reader closes it or dies");
@@ -276,12 +287,10 @@ galloc_status_t ga_pool_ipc_send(void *impl, int sock, const galloc_ipc_handle_t
 {
     ga_pool_t *p = impl;
     ga_ipc_wire_t w;
-    galloc_status_t st = ga_ipc_decode(p, h, &w);
+    ga_ipc_export_t *e;
+    galloc_status_t st = own_export(p, h, "ipc_send", &w, &e);
     if (st != GALLOC_OK)
         return st;
-    ga_ipc_export_t *e = find_export(p, &w);
-    if (e == NULL)
-        return ga_fail(p->err, GALLOC_E_INVAL, "ipc_send: not a live export of this allocator");
     size_t n = w.kind == GALLOC_IPC_PAGES ? w.n_pages : 0;
     int *fds = malloc((n + 1) * sizeof(int));
     if (fds == NULL)
