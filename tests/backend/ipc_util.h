@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/util/child_exit.h"
 #include "tests/backend/vendor_cases.h"
 
 extern "C" {
@@ -66,7 +67,7 @@ inline pid_t Fork(const std::function<int()> &body)
 {
     pid_t pid = fork();
     if (pid == 0)
-        _exit(body());
+        ga_test_child_exit(body());
     return pid;
 }
 

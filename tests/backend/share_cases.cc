@@ -71,14 +71,15 @@ TEST_P(Share, PlainSegmentBytesBothWays)
     const size_t n = 3 * kMiB;
     char *p = static_cast<char *>(Alloc(n));
     memset(p, 0x5A, n);
-    galloc_ipc_handle_t h;
+    galloc_ipc_handle_t h, left_open;
     ASSERT_EQ(galloc_ipc_export(a_, p, &h), GALLOC_OK) << LastError(a_);
+    ASSERT_EQ(galloc_ipc_export(a_, p, &left_open), GALLOC_OK) << LastError(a_);
     galloc_ipc_info_t info = Info(h);
     EXPECT_EQ(info.kind, GALLOC_IPC_PLAIN);
     EXPECT_EQ(info.size, n);
     EXPECT_EQ(info.pid, (int)getpid());
     EXPECT_EQ(info.pages, 0u);
-    EXPECT_EQ(Ipc().exports, 1u);
+    EXPECT_EQ(Ipc().exports, 2u);
     galloc_stats_t s0 = Stats();
 
     Consumer c;
@@ -98,11 +99,13 @@ TEST_P(Share, PlainSegmentBytesBothWays)
         EXPECT_EQ(galloc_ipc_close(b, q), GALLOC_OK) << LastError(b);
         EXPECT_EQ(galloc_ipc_close(b, q), GALLOC_E_NOT_OWNED);
         EXPECT_EQ(Ipc(b).opened, 0u);
+        void *kept = nullptr; // destroy closes what is still open
+        EXPECT_EQ(galloc_ipc_open(b, &left_open, &kept), GALLOC_OK) << LastError(b);
         galloc_allocator_destroy(b);
     });
     EXPECT_EQ(c.Join(), 0) << "the consumer's expectations (printed above)";
     EXPECT_TRUE(AllBytes(p, n, 0xC3)) << "the consumer's bytes";
-    EXPECT_EQ(Ipc().exports, 0u) << "closed: the export ended";
+    EXPECT_EQ(Ipc().exports, 0u) << "closed, or closed by the reader's destroy: both exports ended";
     galloc_stats_t s1 = Stats();
     EXPECT_EQ(s1.allocated_bytes[ALL].current, s0.allocated_bytes[ALL].current) << "still the producer's block";
     Free(p);
@@ -277,6 +280,25 @@ TEST_P(Share, RefusalsAndRevoke)
     EXPECT_NE(LastError(a_).find("socket"), std::string::npos) << LastError(a_);
     EXPECT_EQ(galloc_ipc_recv(a_, sv[0], nullptr, &q), GALLOC_E_IO);
     close(sv[0]);
+    // A handle's bytes without the descriptors galloc_ipc_send puts beside them.
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ASSERT_EQ(write(sv[0], &h, sizeof h), (ssize_t)sizeof h);
+    EXPECT_EQ(galloc_ipc_recv(a_, sv[1], nullptr, &q), GALLOC_E_IO);
+    EXPECT_NE(LastError(a_).find("descriptors"), std::string::npos) << LastError(a_);
+    close(sv[0]);
+    close(sv[1]);
+    // The same handle from a producer that is gone: the wire's pid (bytes
+    // 12..15 of pool/ipc.h's ga_ipc_wire_t; galloc_ipc_info checks the place).
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+    galloc_ipc_handle_t orphan = h;
+    int32_t dead32 = (int32_t)dead;
+    memcpy(orphan.bytes + 12, &dead32, sizeof dead32);
+    ASSERT_EQ(Info(orphan).pid, (int)dead);
+    EXPECT_EQ(galloc_ipc_open(a_, &orphan, &q), GALLOC_E_INVAL);
+    EXPECT_NE(LastError(a_).find("its producer is gone"), std::string::npos) << LastError(a_);
 
     // Revoke: an export nobody opened ends; its freed block is freed.
     galloc_stats_t s0 = Stats();

@@ -21,15 +21,11 @@
 #include <string>
 
 #include "tests/backend/vendor_cases.h"
+#include "tests/util/child_exit.h"
 
 extern "C" {
 #include <galloc/galloc_ipc.h>
 }
-
-// gcov's flush, present when the tests are built for coverage (.ci/coverage):
-// a child that leaves by _exit writes its counts with it, so the code only
-// the consumer runs (ipc_read.c, the backend's open and import) is counted.
-extern "C" void __gcov_dump(void) __attribute__((weak));
 
 namespace cuda_test {
 
@@ -54,10 +50,7 @@ struct Consumer {
             close(go[1]);
             close(sock[0]);
             fn(*this);
-            fflush(nullptr);
-            if (__gcov_dump != nullptr)
-                __gcov_dump();
-            _exit(::testing::Test::HasFailure() ? 1 : 0);
+            ga_test_child_exit(::testing::Test::HasFailure() ? 1 : 0);
         }
         close(ready[1]);
         close(go[0]);

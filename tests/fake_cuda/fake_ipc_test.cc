@@ -13,6 +13,7 @@
 #include <functional>
 
 extern "C" {
+#include "tests/util/child_exit.h"
 #include "backend/cuda_api.h"
 }
 #include "tests/fake_cuda/fake_cuda_util.h"
@@ -96,8 +97,8 @@ class FakeIpc : public ::testing::Test {
             ga_cu_context_t ctx = nullptr;
             if (cuInit(0) != GA_CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != GA_CUDA_SUCCESS ||
                 cuCtxSetCurrent(ctx) != GA_CUDA_SUCCESS)
-                _exit(100);
-            _exit(body());
+                ga_test_child_exit(100);
+            ga_test_child_exit(body());
         }
         int status = 0;
         if (pid < 0 || waitpid(pid, &status, 0) != pid)

@@ -2,6 +2,8 @@
 // child joins the producer's slot through /proc, the producer sees it read,
 // close or die; descriptors cross a socket in batches.
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -11,13 +13,15 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 extern "C" {
 #include "util/fdpass.h"
 #include "util/lease.h"
 }
-
-// gcov's flush where the test is built for coverage: the children's counts too.
-extern "C" void __gcov_dump(void) __attribute__((weak));
+#include "tests/util/child_exit.h"
 
 namespace {
 
@@ -47,9 +51,7 @@ struct Child {
         ASSERT_GE(pid, 0);
         if (pid == 0) {
             int code = fn(*this);
-            if (__gcov_dump != nullptr)
-                __gcov_dump();
-            _exit(code);
+            ga_test_child_exit(code);
         }
         close(ready[1]);
         close(go[0]);
@@ -230,9 +232,7 @@ TEST(FdPass, AMessageAndSixHundredDescriptorsArriveInOrder)
     if (pid == 0) {
         close(sv[1]);
         int code = ga_fdpass_send(sv[0], msg, sizeof(msg), fds.data(), n) == 0 ? 0 : 1;
-        if (__gcov_dump != nullptr)
-            __gcov_dump();
-        _exit(code);
+        ga_test_child_exit(code);
     }
     close(sv[0]);
     for (int fd : fds)
@@ -263,6 +263,169 @@ TEST(FdPass, AMessageAndSixHundredDescriptorsArriveInOrder)
     // The peer is gone: the next receive says so.
     EXPECT_EQ(ga_fdpass_recv_msg(sv[1], got, sizeof(got), in, &k), ECONNRESET);
     close(sv[1]);
+}
+
+TEST(Lease, BadSlotsAndAWriterLockAreRefused)
+{
+    ga_lease_t l;
+    ga_lease_init(&l);
+    ga_lease_status_t st;
+    EXPECT_EQ(ga_lease_poll(&l, 0, &st), EINVAL) << "no file yet";
+    uint32_t slot;
+    ASSERT_EQ(ga_lease_take(&l, 5, &slot), 0);
+    EXPECT_EQ(ga_lease_poll(&l, 1u << 30, &st), EINVAL);
+    EXPECT_EQ(ga_lease_revoke(&l, 1u << 30), EINVAL);
+    ga_lease_release(&l, 1u << 30); // ignored
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_WAITING);
+    // Someone else holds a write lock on the slot: a reader cannot join.
+    std::string path = LeasePath(l);
+    int other = open(path.c_str(), O_RDWR);
+    ASSERT_GE(other, 0);
+    struct flock fl = {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)(slot * 16);
+    fl.l_len = 16;
+    ASSERT_EQ(fcntl(other, F_OFD_SETLK, &fl), 0);
+    Child c;
+    c.Start([&](Child &) {
+        ga_lease_reader_t r;
+        int err = ga_lease_join(path.c_str(), slot, 5, &r);
+        return err == EAGAIN || err == EACCES ? 0 : 1;
+    });
+    int status = c.Wait();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(other);
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_WAITING) << "the refused join changed nothing";
+    ga_lease_fini(&l);
+}
+
+// A file size limit makes the memfd's growth fail: the take reports it and
+// the lease stays empty.
+TEST(Lease, AFailedGrowthLeavesTheLeaseAsItWas)
+{
+    Child c;
+    c.Start([&](Child &) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {100, 100};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            return 2;
+        ga_lease_t l;
+        ga_lease_init(&l);
+        uint32_t slot;
+        if (ga_lease_take(&l, 1, &slot) != EFBIG)
+            return 1;
+        return l.fd == -1 && l.map == nullptr && l.slots == 0 ? 0 : 3;
+    });
+    int status = c.Wait();
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+void OnSignal(int)
+{}
+
+// A signal interrupting a blocked receive: the receive goes on.
+TEST(FdPass, AnInterruptedReceiveGoesOn)
+{
+    struct sigaction sa = {}, old;
+    sa.sa_handler = OnSignal; // no SA_RESTART: recvmsg fails with EINTR
+    ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct Args {
+        pthread_t target;
+        int sock;
+    } args = {pthread_self(), sv[0]};
+    pthread_t t;
+    ASSERT_EQ(pthread_create(
+                  &t, nullptr,
+                  [](void *p) -> void * {
+                      Args *a = static_cast<Args *>(p);
+                      usleep(50000);
+                      pthread_kill(a->target, SIGUSR1);
+                      usleep(50000);
+                      char msg[8] = "galloc!";
+                      ga_fdpass_send(a->sock, msg, sizeof msg, nullptr, 0);
+                      return nullptr;
+                  },
+                  &args),
+              0);
+    char got[8] = "";
+    int fds[GA_FDPASS_BATCH];
+    size_t n = 9;
+    EXPECT_EQ(ga_fdpass_recv_msg(sv[1], got, sizeof got, fds, &n), 0);
+    EXPECT_STREQ(got, "galloc!");
+    EXPECT_EQ(n, 0u);
+    pthread_join(t, nullptr);
+    sigaction(SIGUSR1, &old, nullptr);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+TEST(FdPass, WhatBreaksTheProtocolIsRefused)
+{
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int fds[GA_FDPASS_BATCH];
+    size_t n = 0;
+    // A batch whose byte is not the protocol's; its descriptor is closed.
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    ASSERT_EQ(ga_fdpass_send(sv[0], "X", 1, &p[0], 1), 0);
+    close(p[0]);
+    EXPECT_EQ(ga_fdpass_recv_fds(sv[1], fds, &n), EPROTO);
+    EXPECT_EQ(n, 0u);
+    char c = 0;
+    void (*was)(int) = signal(SIGPIPE, SIG_IGN);
+    EXPECT_EQ(write(p[1], &c, 1), -1) << "the read end is closed everywhere";
+    EXPECT_EQ(errno, EPIPE);
+    signal(SIGPIPE, was);
+    close(p[1]);
+    // More descriptors in one message than a batch holds (253, the kernel's
+    // most): the control data is cut, the receive refused, nothing kept.
+    std::vector<int> many(253);
+    for (int &fd : many)
+        fd = dup(sv[0]);
+    char cbuf[CMSG_SPACE(sizeof(int) * 253)] = {};
+    char byte = 'F';
+    struct iovec iov = {&byte, 1};
+    struct msghdr mh = {};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof cbuf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * 253);
+    memcpy(CMSG_DATA(cm), many.data(), sizeof(int) * 253);
+    ASSERT_EQ(sendmsg(sv[0], &mh, 0), 1);
+    for (int fd : many)
+        close(fd);
+    EXPECT_EQ(ga_fdpass_recv_fds(sv[1], fds, &n), EPROTO);
+    EXPECT_EQ(n, 0u);
+    // A message in two pieces arrives whole.
+    char msg[32], got[32];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (char)(i * 7);
+    ASSERT_EQ(write(sv[0], msg, 10), 10);
+    std::thread rest([&] {
+        usleep(20000);
+        (void)!write(sv[0], msg + 10, sizeof msg - 10);
+    });
+    EXPECT_EQ(ga_fdpass_recv_msg(sv[1], got, sizeof got, fds, &n), 0);
+    rest.join();
+    EXPECT_EQ(memcmp(got, msg, sizeof msg), 0);
+    close(sv[0]);
+    close(sv[1]);
+    // Not a socket.
+    int q[2];
+    ASSERT_EQ(pipe(q), 0);
+    EXPECT_EQ(ga_fdpass_recv_msg(q[0], got, sizeof got, fds, &n), ENOTSOCK);
+    EXPECT_EQ(ga_fdpass_send(q[1], msg, sizeof msg, nullptr, 0), ENOTSOCK);
+    close(q[0]);
+    close(q[1]);
 }
 
 } // namespace
