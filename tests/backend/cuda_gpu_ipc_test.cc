@@ -189,16 +189,18 @@ class GpuIpc : public ::testing::Test {
         galloc_stats_t s0;
         s0.struct_size = sizeof s0;
         ASSERT_EQ(galloc_memory_stats(a_, &s0), GALLOC_OK);
-        if (free_first)
+        if (free_first) {
             EXPECT_EQ(galloc_free(a_, p), GALLOC_OK) << Err(a_); // kept for the reader
+        }
         char ack = 0;
         ASSERT_EQ(read(sock_, &ack, 1), 1) << "the consumer died (its output is above)";
         EXPECT_TRUE(d_.All(p, n, (unsigned char)(value + 1))) << "the consumer's bytes";
         size_t freed = 0;
         EXPECT_EQ(galloc_ipc_collect(a_, &freed), GALLOC_OK);
         EXPECT_EQ(freed, free_first ? 1u : 0u);
-        if (!free_first)
+        if (!free_first) {
             EXPECT_EQ(galloc_free(a_, p), GALLOC_OK) << Err(a_);
+        }
     }
     int Join()
     {
