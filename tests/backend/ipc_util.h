@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "backend/backend.h"
+#include "util/fdpass.h"
 }
 
 namespace cuda_test {
@@ -97,41 +98,26 @@ inline bool ReadAll(int fd, void *p, size_t n)
     return true;
 }
 
-// n descriptors over a unix socket (SCM_RIGHTS), with one byte of data.
+// n (at most GA_FDPASS_BATCH) descriptors over a unix socket: one batch of
+// util/fdpass.h, the protocol galloc_ipc_send uses.
 inline bool SendFds(int sock, const int *fds, size_t n)
 {
-    char byte = 'F';
-    iovec iov = {&byte, 1};
-    std::vector<char> ctl(CMSG_SPACE(n * sizeof(int)));
-    msghdr m = {};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.data();
-    m.msg_controllen = ctl.size();
-    cmsghdr *c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(n * sizeof(int));
-    std::memcpy(CMSG_DATA(c), fds, n * sizeof(int));
-    return sendmsg(sock, &m, 0) == 1;
+    return ga_fdpass_send(sock, "F", 1, fds, n) == 0;
 }
 
+// Exactly n descriptors, in one batch.
 inline bool RecvFds(int sock, int *fds, size_t n)
 {
-    char byte = 0;
-    iovec iov = {&byte, 1};
-    std::vector<char> ctl(CMSG_SPACE(n * sizeof(int)));
-    msghdr m = {};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl.data();
-    m.msg_controllen = ctl.size();
-    if (recvmsg(sock, &m, 0) != 1)
+    int got[GA_FDPASS_BATCH];
+    size_t k = 0;
+    if (ga_fdpass_recv_fds(sock, got, &k) != 0)
         return false;
-    cmsghdr *c = CMSG_FIRSTHDR(&m);
-    if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
+    if (k != n) {
+        for (size_t i = 0; i < k; i++)
+            close(got[i]);
         return false;
-    std::memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+    }
+    std::memcpy(fds, got, n * sizeof(int));
     return true;
 }
 
