@@ -219,6 +219,24 @@ typedef struct galloc_backend_ops {
      * descriptors stay the caller's; a failure leaves nothing behind. */
     galloc_status_t (*export_page)(void *state, uintptr_t addr, int *fd);
     galloc_status_t (*import_pages)(void *state, const int *fds, size_t n, size_t page, uintptr_t *addr);
+
+    /* ---- Optional: NULL = not supported (appended for graph_capture_record_stream_reuse). ---- */
+
+    /* Stream capture into a graph (both, or none), as PyTorch reads it to
+     * reuse, during a capture, blocks freed with stream uses. capture_info:
+     * whether stream s is being captured: *capture_id (nonzero) names the
+     * capture, and the nodes that work queued next on s would depend on (its
+     * capture frontier: cuStreamGetCaptureInfo_v2's / hipStreamGetCaptureInfo_v2's
+     * dependencies) go into nodes, at most cap of them; *n is their number,
+     * which may exceed cap (call again with more room). A stream that is not
+     * capturing gives *capture_id = 0 and *n = 0. An invalidated capture is a
+     * failure (GALLOC_E_DEVICE). node_deps: the nodes a node of a capture
+     * graph depends on (cuGraphNodeGetDependencies /
+     * hipGraphNodeGetDependencies), with the same cap and *n. Node handles
+     * are the driver's, valid while the capture lasts. */
+    galloc_status_t (*capture_info)(void *state, galloc_stream_t s, uint64_t *capture_id, uintptr_t *nodes, size_t cap,
+                                    size_t *n);
+    galloc_status_t (*node_deps)(void *state, uintptr_t node, uintptr_t *deps, size_t cap, size_t *n);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

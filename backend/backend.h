@@ -274,6 +274,22 @@ static inline galloc_status_t ga_backend_import_pages(ga_backend_t *b, const int
     return b->ops->import_pages(b->state, fds, n, page, addr);
 }
 
+static inline galloc_status_t ga_backend_capture_info(ga_backend_t *b, galloc_stream_t s, uint64_t *capture_id,
+                                                      uintptr_t *nodes, size_t cap, size_t *n)
+{
+    if (!GA_BACKEND_HAS(b->ops, capture_info))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->capture_info(b->state, s, capture_id, nodes, cap, n);
+}
+
+static inline galloc_status_t ga_backend_node_deps(ga_backend_t *b, uintptr_t node, uintptr_t *deps, size_t cap,
+                                                   size_t *n)
+{
+    if (!GA_BACKEND_HAS(b->ops, node_deps))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->node_deps(b->state, node, deps, cap, n);
+}
+
 /* Whether the backend can offload contents (galloc_sleep's offload_tags). */
 static inline int ga_backend_can_offload(const ga_backend_t *b)
 {
