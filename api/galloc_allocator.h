@@ -241,6 +241,7 @@ typedef struct galloc_settings {
     char backend_options[GALLOC_BACKEND_OPTIONS_MAX]; /* the device backend's options, as it received them
                                                 (galloc_backend_args_t.options) less whitespace, e.g.
                                                 "sim_capacity:1GiB,sim_backed:True"; "" = none */
+    bool graph_capture_record_stream_reuse;           /* graph_capture_record_stream_reuse (galloc_mempool.h) */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size

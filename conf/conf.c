@@ -33,10 +33,9 @@
  * callers, so such a string is silently misread there), and hexadecimal
  * numbers, which std::stoull reads as 0, are rejected.
  *
- * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool,
- * no CUDA graphs and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb
- * (whole number > 0), graph_capture_record_stream_reuse, pinned_free_catch_all,
- * throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
+ * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool
+ * and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb (whole
+ * number > 0), pinned_free_catch_all, throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
  * string galloc accepts is one PyTorch accepts.
  *
  * galloc's own allocator keys (device_backend, retry_pool_after_sync) share the
@@ -95,7 +94,7 @@ static const ga_conf_key_t keys[] = {
     OWN("pinned_num_register_threads", K_THREADS, GA_CONF_SET_PINNED_THREADS),
     BOOL("pinned_use_background_threads", FIELD(pinned_use_background_threads), GA_CONF_SET_PINNED_BACKGROUND),
     OWN("pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0),
-    BOOL("graph_capture_record_stream_reuse", GA_CONF_NOT_STORED, 0),
+    BOOL("graph_capture_record_stream_reuse", FIELD(graph_capture_record_stream_reuse), GA_CONF_SET_CAPTURE_REUSE),
     BOOL("pinned_free_catch_all", GA_CONF_NOT_STORED, 0),
     BOOL("throw_on_cudamalloc_oom", GA_CONF_NOT_STORED, 0),
     OWN("device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND),

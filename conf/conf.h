@@ -59,7 +59,8 @@ enum {
     GA_CONF_SET_DEVICE_BACKEND = 1u << 10,
     GA_CONF_SET_LARGE_SEGMENT = 1u << 15,
     GA_CONF_SET_MEMORY_FRACTION = 1u << 16,
-    GA_CONF_SET_RETRY_POOL = 1u << 18
+    GA_CONF_SET_RETRY_POOL = 1u << 18,
+    GA_CONF_SET_CAPTURE_REUSE = 1u << 19
 };
 
 /* Where one item of ga_conf_t.backend_options was written, so that a
@@ -89,11 +90,14 @@ typedef struct ga_conf {
     char device_backend[GA_CONF_NAME_MAX]; /* device_backend: sim | cuda | hip | registered name; default "sim" */
     uint32_t set;                          /* GA_CONF_SET_* bits of keys given explicitly */
     /* Newest PyTorch main's keys (c10/core/AllocatorConfig.h, c10/cuda/CUDAAllocatorConfig.h). */
-    uint64_t large_segment_size;        /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
+    uint64_t large_segment_size;            /* large_segment_size_mb: bytes; default 20 MiB (kLargeBuffer): the
                                               segment for requests in (1 MiB, 10 MiB), the minimum of
                                               max_split_size and the default of max_non_split_rounding_size */
-    double per_process_memory_fraction; /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
-    bool retry_pool_after_sync;         /* retry_pool_after_sync (galloc's): after the OOM path's
+    double per_process_memory_fraction;     /* per_process_memory_fraction: [0, 1]; default 1.0 = no cap */
+    bool graph_capture_record_stream_reuse; /* during a capture, reuse a block freed with stream uses once
+                                              the capture graph orders all its uses before the stream's
+                                              next work (PyTorch 2.9+; pool/capture.c); default false */
+    bool retry_pool_after_sync;             /* retry_pool_after_sync (galloc's): after the OOM path's
                                               synchronize-and-flush, search the pool again before the last
                                               device allocation (pytorch/pytorch#189504); default false =
                                               PyTorch's released behaviour */

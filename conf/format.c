@@ -155,6 +155,8 @@ static size_t format(const ga_conf_t *c, char *buf, size_t len, bool pytorch)
     }
     if ((set & GA_CONF_SET_PINNED_BACKGROUND) || c->pinned_use_background_threads)
         item(&o, "pinned_use_background_threads", tf(c->pinned_use_background_threads));
+    if ((set & GA_CONF_SET_CAPTURE_REUSE) || c->graph_capture_record_stream_reuse)
+        item(&o, "graph_capture_record_stream_reuse", tf(c->graph_capture_record_stream_reuse));
 
     if (pytorch)
         goto out; /* the rest are galloc's own and the device backend's */

@@ -268,7 +268,16 @@ galloc_status_t ga_pool_check(void *impl)
     if (p->pending_blocks != c.pending_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu blocks wait on events but %zu are counted", c.pending_blocks,
                        p->pending_blocks);
-    if ((st = check_pending(p, c.pending_events)) != GALLOC_OK)
+    /* A deferred block's event_count is its deferral, not a queued event. */
+    size_t deferred = 0;
+    for (const ga_block_t *b = p->deferred; b != NULL; b = b->link) {
+        if (++deferred > c.pending_blocks || b->allocated || b->event_count != 1 || b->uses == NULL)
+            return ga_fail(p->err, GALLOC_E_CORRUPT,
+                           "deferred free at 0x%" PRIxPTR " is not a freed block with stream "
+                           "uses waiting on its deferral alone",
+                           b->addr);
+    }
+    if ((st = check_pending(p, c.pending_events - deferred)) != GALLOC_OK)
         return st;
     if (ga_pool_ptr_count(p) != c.allocated_blocks)
         return ga_fail(p->err, GALLOC_E_CORRUPT, "%zu allocated blocks but %zu in the pointer map", c.allocated_blocks,

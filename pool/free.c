@@ -7,6 +7,7 @@
  * Stats: a free only takes away from allocation, active and the byte counts
  * (no peak can move); inactive_split's change is signed (split.h).
  */
+#include "pool/capture.h"
 #include "pool/free.h"
 #include "pool/ipc.h"
 #include "pool/split.h"
@@ -126,10 +127,11 @@ galloc_status_t ga_pool_free(void *impl, void *ptr)
     ga_block_t *b = e->block;
     if (__builtin_expect(b->shared, 0)) /* a reader in another process may hold it (ipc.h) */
         return ga_pool_ipc_free(p, b);
-    /* Used on other streams: record their events first (the only step that
-     * can fail; it leaves the pointer map, and so e, as they are). */
+    /* Used on other streams: record their events (or defer them during a
+     * route) first, the only step that can fail; it leaves the pointer map,
+     * and so e, as they are. */
     if (b->uses != NULL) {
-        galloc_status_t st = ga_pool_insert_events(p, b);
+        galloc_status_t st = ga_pool_free_uses(p, b);
         if (st != GALLOC_OK)
             return st;
     }

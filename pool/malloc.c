@@ -11,6 +11,7 @@
  * Invariant kept for galloc's "a failed call changes nothing" rule: every
  * record and map slot the call may need is reserved before any state changes.
  */
+#include "pool/capture.h"
 #include "pool/expandable.h"
 #include "pool/free.h"
 #include "pool/ipc.h"
@@ -137,11 +138,16 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
                        ga_backend_vendor(p->backend));
 
     /* Blocks freed on other streams whose work has completed come back first
-     * (not while routing to a private pool: PyTorch skips it during captures). */
-    if (p->pending_head != NULL && p->n_routes == 0) {
-        galloc_status_t st = ga_pool_process_events(p);
-        if (st != GALLOC_OK)
-            return st;
+     * (not while routing to a private pool: PyTorch skips it during captures,
+     * and may instead reuse what the capture graph shows is done). */
+    if (p->n_routes == 0) {
+        if (p->pending_head != NULL || p->deferred != NULL) {
+            galloc_status_t st = ga_pool_process_events(p);
+            if (st != GALLOC_OK)
+                return st;
+        }
+    } else if (p->deferred != NULL && p->conf.graph_capture_record_stream_reuse) {
+        ga_pool_capture_reuse(p, stream);
     }
 
     if (reserve(p, stream) != GALLOC_OK)

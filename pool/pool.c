@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/capture.h"
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
 #include "pool/ipc.h"
@@ -82,6 +83,7 @@ void ga_pool_destroy(void *impl)
         free(s->slept);
     }
     ga_pool_tags_destroy(p);
+    ga_pool_capture_destroy(p);
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
     ga_pool_blockpool_destroy(&p->small);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "pool/capture.h"
 #include "pool/blockpool.h"
 #include "pool/ops.h"
 #include "pool/private.h"
@@ -112,7 +113,8 @@ galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id)
                        (unsigned long long)id.a, (unsigned long long)id.b);
     for (; i + 1 < p->n_routes; i++)
         p->routes[i] = p->routes[i + 1];
-    p->n_routes--;
+    if (--p->n_routes == 0)
+        ga_pool_capture_forget(p); /* PyTorch drops a capture's walks at its endAllocateToPool */
     return GALLOC_OK;
 }
 

@@ -19,6 +19,7 @@
  */
 #include <stdlib.h>
 
+#include "pool/capture.h"
 #include "pool/free.h"
 #include "pool/ops.h"
 #include "pool/streams.h"
@@ -95,6 +96,17 @@ galloc_status_t ga_pool_record_stream(void *impl, void *ptr, galloc_stream_t str
     return GALLOC_OK;
 }
 
+void ga_pool_uses_release(ga_pool_t *p, ga_block_t *b)
+{
+    ga_event_t *e = b->uses;
+    b->uses = NULL;
+    while (e != NULL) {
+        ga_event_t *next = e->next;
+        event_put(p, e);
+        e = next;
+    }
+}
+
 galloc_status_t ga_pool_insert_events(ga_pool_t *p, ga_block_t *b)
 {
     /* Record every event first, so that a device failure leaves the block as it was. */
@@ -145,6 +157,11 @@ static galloc_status_t event_fail(ga_pool_t *p, galloc_status_t st, const char *
 
 galloc_status_t ga_pool_process_events(ga_pool_t *p)
 {
+    if (p->deferred != NULL) { /* called with no route active */
+        galloc_status_t st = ga_pool_insert_deferred(p);
+        if (st != GALLOC_OK)
+            return st;
+    }
     /* Work on a stream completes in order: once one of its events is not
      * ready, later ones are not queried (PyTorch stops per stream too). */
     galloc_stream_t blocked[MAX_BLOCKED_STREAMS];
@@ -180,6 +197,12 @@ galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p)
 {
     /* Counted once per call before any wait, failed or not, as PyTorch does. */
     p->stats.num_sync_all_streams++;
+    /* Deferred frees wait for the end of the routes (capture.c). */
+    if (p->deferred != NULL && p->n_routes == 0) {
+        galloc_status_t st = ga_pool_insert_deferred(p);
+        if (st != GALLOC_OK)
+            return st;
+    }
     while (p->pending_head != NULL) {
         ga_event_t *e = p->pending_head;
         /* PyTorch throws on a failed wait (C10_CUDA_CHECK on cudaEventSynchronize):

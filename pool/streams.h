@@ -23,6 +23,9 @@ galloc_status_t ga_pool_process_events(ga_pool_t *p);
  * once, first). A failed wait returns GALLOC_E_DEVICE: that event and the later
  * ones stay pending, the earlier ones are done. */
 galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p);
+/* The events record_stream reserved for b go back unused (the capture graph
+ * orders b's uses: capture.c). */
+void ga_pool_uses_release(ga_pool_t *p, ga_block_t *b);
 /* Destroy: the event records and their backend events. */
 void ga_pool_events_destroy(ga_pool_t *p);
 

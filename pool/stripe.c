@@ -176,8 +176,8 @@ void ga_pool_quiesce(void *impl)
  * plain free of the default pools, with nothing recorded and no GC clock. */
 static bool stripe_path_possible(const ga_pool_t *p)
 {
-    return p->n_routes == 0 && p->pending_head == NULL && p->trace.enabled == GALLOC_HISTORY_NONE &&
-           !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
+    return p->n_routes == 0 && p->pending_head == NULL && p->deferred == NULL &&
+           p->trace.enabled == GALLOC_HISTORY_NONE && !(p->set_fraction && p->conf.garbage_collection_threshold > 0.0);
 }
 
 /* One stat entry's headroom (peak - current) for the stripes in mask, into

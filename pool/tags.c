@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/capture.h"
 #include "pool/free.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
@@ -234,7 +235,7 @@ galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
     if (e != NULL) {
         ga_block_t *b = e->block;
         if (b->uses != NULL) {
-            galloc_status_t st = ga_pool_insert_events(p, b);
+            galloc_status_t st = ga_pool_free_uses(p, b);
             if (st != GALLOC_OK)
                 return st;
         }

@@ -135,14 +135,17 @@ struct ga_block {
     ga_segment_t *seg;       /* owning segment */
     ga_block_t *prev, *next; /* address-ordered neighbours within the segment */
     ga_avl_node_t node;      /* free-set link: size-bin tree (free blocks) or unmapped set */
-    ga_block_t *link;        /* record free list (recycled) / release.c's unmap list (free) */
+    ga_block_t *link;        /* record free list (recycled) / release.c's unmap list (free) / the deferred
+                                list (freed with stream uses during a route: capture.c) */
     int64_t gc_count_base;   /* pool GC clock when last inserted into the free set */
     bool allocated;          /* handed out to a caller */
     bool mapped;             /* backed by memory (always, except unmapped expandable ranges) */
     bool shared;             /* exported to another process (ipc.h): its free takes the locked path */
-    uint32_t event_count;    /* events still to complete before a freed block returns to its pool */
+    uint32_t event_count;    /* events still to complete before a freed block returns to its pool (1 while
+                                deferred: capture.c) */
     uint32_t stack_id;       /* trace: stack at allocation (0 = none) */
     ga_event_t *uses;        /* record_stream: one reserved event per other stream used */
+    uintptr_t *markers;      /* deferred in a capture: [n, node...], its free markers (capture.c); else NULL */
 };
 
 struct ga_segment {
@@ -297,7 +300,9 @@ struct ga_pool {
     ga_event_t *events_free;       /* pooled event records with live handles */
     ga_event_t *pending_head;      /* events recorded at frees, oldest first */
     ga_event_t *pending_tail;
-    size_t pending_blocks;            /* blocks freed but waiting on events */
+    size_t pending_blocks;            /* blocks freed but waiting on events or deferred */
+    ga_block_t *deferred;             /* freed with stream uses during a route, oldest first (capture.c) */
+    struct ga_capture *capture;       /* graph_capture_record_stream_reuse's walks (capture.c); NULL until used */
     void *event_chunks;               /* allocations holding event records */
     ga_trace_t trace;                 /* history (recording off by default); ga_pool_t never moves */
     ga_private_pool_t *private_pools; /* MemPools and graph pools */

@@ -192,6 +192,82 @@ TEST_F(MemPool, NoFlushWhileRoutingAndThePrivatePartOfTheOomMessage)
     ASSERT_EQ(galloc_mempool_end_allocate(a_, id), GALLOC_OK);
 }
 
+// A block freed with stream uses while a route is active records no event:
+// PyTorch defers it (deferred_blocks), since an event queried during a
+// capture invalidates the capture. It stays active pending free through the
+// route, and the first malloc after the route records its events, so work
+// the using stream finished during the route does not count: the block comes
+// back once that stream is synchronized after the route. sim has no capture
+// graph, so graph_capture_record_stream_reuse changes nothing here.
+TEST_F(MemPool, StreamUsesFreedDuringARouteWaitForItsEnd)
+{
+    constexpr int ALL = GALLOC_STAT_ALL;
+    for (const char *conf :
+         {"sim_manual_events:True", "sim_manual_events:True,graph_capture_record_stream_reuse:True"}) {
+        SCOPED_TRACE(conf);
+        Make(conf);
+        const galloc_stream_t S = 0x10, S1 = 0x11;
+        galloc_mempool_id_t id;
+        ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
+        ASSERT_EQ(galloc_mempool_begin_allocate(a_, id, GALLOC_ROUTE_STREAM, S), GALLOC_OK);
+        void *p = Alloc(4 * MiB, S);
+        ASSERT_EQ(galloc_record_stream(a_, p, S1), GALLOC_OK);
+        ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+        galloc_stats_t st = Stats();
+        EXPECT_EQ(st.allocation[ALL].current, 0);
+        EXPECT_EQ(st.allocated_bytes[ALL].current, 0);
+        EXPECT_EQ(st.active[ALL].current, 1);
+        EXPECT_EQ(st.active_bytes[ALL].current, (int64_t)(4 * MiB));
+        ASSERT_EQ(galloc_stream_synchronize(a_, S1), GALLOC_OK); // no event recorded yet: nothing to wait for
+        void *q = Alloc(4 * MiB, S);
+        EXPECT_EQ(q, (char *)p + 4 * MiB); // p is still deferred: the rest of its segment serves
+        ASSERT_EQ(galloc_free(a_, q), GALLOC_OK);
+        EXPECT_EQ(galloc_check(a_), GALLOC_OK) << Err();
+        ASSERT_EQ(galloc_mempool_end_allocate(a_, id), GALLOC_OK);
+
+        void *r = Alloc(512, S); // records p's event now; S1 has not been synchronized since
+        EXPECT_EQ(Stats().active_bytes[ALL].current, (int64_t)(4 * MiB + 512));
+        ASSERT_EQ(galloc_stream_synchronize(a_, S1), GALLOC_OK);
+        void *t = Alloc(512, S); // p's event is done: p returns to the private pool
+        st = Stats();
+        EXPECT_EQ(st.active[ALL].current, 2);
+        EXPECT_EQ(st.active_bytes[ALL].current, 1024);
+        EXPECT_EQ(st.num_sync_all_streams, 0);
+        EXPECT_EQ(galloc_check(a_), GALLOC_OK) << Err();
+        ASSERT_EQ(galloc_free(a_, r), GALLOC_OK);
+        ASSERT_EQ(galloc_free(a_, t), GALLOC_OK);
+        ASSERT_EQ(galloc_mempool_release(a_, id), GALLOC_OK);
+    }
+}
+
+// empty_cache during a route leaves a deferred block deferred; after the
+// route it records the block's event and waits for it (num_sync_all_streams
+// counts the call), and the block's segment is released.
+TEST_F(MemPool, EmptyCacheTakesDeferredFreesOnlyAfterTheRoute)
+{
+    constexpr int ALL = GALLOC_STAT_ALL;
+    Make("sim_manual_events:True");
+    const galloc_stream_t S = 0x10, S1 = 0x11;
+    galloc_mempool_id_t id;
+    ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_begin_allocate(a_, id, GALLOC_ROUTE_STREAM, S), GALLOC_OK);
+    void *p = Alloc(4 * MiB, S);
+    ASSERT_EQ(galloc_record_stream(a_, p, S1), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.active_bytes[ALL].current, (int64_t)(4 * MiB)); // still deferred
+    EXPECT_EQ(st.reserved_bytes[ALL].current, (int64_t)(20 * MiB));
+    ASSERT_EQ(galloc_mempool_end_allocate(a_, id), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_release(a_, id), GALLOC_OK);
+    uint64_t syncs = (uint64_t)st.num_sync_all_streams;
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    st = Stats();
+    EXPECT_EQ((uint64_t)st.num_sync_all_streams, syncs + 1);
+    EXPECT_EQ(st.active_bytes[ALL].current, 0);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, 0);
+}
+
 // The device is full (one 20 MiB segment, the pool's): a default-pool 4 MiB
 // request takes the front of the pool's cached block; the rest stays cached
 // in the pool, and the block goes back to the pool when freed.

@@ -203,9 +203,8 @@ TEST(ConfOptions, BackendOptionsHaveALimit)
 // Keys PyTorch accepts that galloc checks but does not store.
 TEST(ConfKeys, AcceptedButNotStored)
 {
-    for (const char *s :
-         {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
-          "graph_capture_record_stream_reuse:True", "pinned_free_catch_all:False", "throw_on_cudamalloc_oom:True"}) {
+    for (const char *s : {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
+                          "pinned_free_catch_all:False", "throw_on_cudamalloc_oom:True"}) {
         SCOPED_TRACE(s);
         Parsed p = parse(s);
         ga_conf_t d;
@@ -213,6 +212,27 @@ TEST(ConfKeys, AcceptedButNotStored)
         ASSERT_EQ(p.st, GALLOC_OK) << p.err;
         EXPECT_TRUE(Same(p.c, d));
     }
+}
+
+// graph_capture_record_stream_reuse is stored (pool/capture.c honours it), off
+// by default, and written back in PyTorch's allocator_settings form when given.
+TEST(ConfKeys, GraphCaptureRecordStreamReuseIsStored)
+{
+    ga_conf_t d;
+    ga_conf_defaults(&d);
+    EXPECT_FALSE(d.graph_capture_record_stream_reuse);
+    Parsed on = parse("graph_capture_record_stream_reuse:True");
+    ASSERT_EQ(on.st, GALLOC_OK) << on.err;
+    EXPECT_TRUE(on.c.graph_capture_record_stream_reuse);
+    EXPECT_TRUE(on.c.set & GA_CONF_SET_CAPTURE_REUSE);
+    Parsed off = parse("graph_capture_record_stream_reuse:True,graph_capture_record_stream_reuse:False");
+    ASSERT_EQ(off.st, GALLOC_OK) << off.err;
+    EXPECT_FALSE(off.c.graph_capture_record_stream_reuse);
+    EXPECT_EQ(format(on.c), "graph_capture_record_stream_reuse:True");
+    EXPECT_EQ(format(off.c), "graph_capture_record_stream_reuse:False"); // given, so written
+    char buf[256];
+    ga_conf_format_pytorch(&on.c, buf, sizeof(buf));
+    EXPECT_STREQ(buf, "graph_capture_record_stream_reuse:True");
 }
 
 TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
