@@ -15,7 +15,10 @@
  *
  * Only these two parties write a slot, the producer under its allocator's
  * lock and the reader through atomic compare-and-swap, so a cookie must
- * match before a reader changes anything.
+ * match before a reader changes anything. The state and the cookie share one
+ * word that each step swaps whole, so a reader's cookie check and its move
+ * are one atomic step: a handle whose export was revoked never opens the
+ * export that took its slot next (lease.c).
  *
  * Every call returns 0 or an errno value (EINVAL: a bad slot or cookie, or a
  * state that does not allow the step).
@@ -49,10 +52,11 @@ typedef struct ga_lease {
 
 /* A reader's hold on one slot of another process's lease file. */
 typedef struct ga_lease_reader {
-    int fd;     /* its own open of the file */
-    void *page; /* the page that holds the slot, mapped shared */
-    size_t at;  /* the slot's offset in that page */
-    uint32_t slot;
+    int fd;          /* its own open of the file */
+    void *page;      /* the page that holds the slot, mapped shared */
+    size_t at;       /* the slot's offset in that page */
+    uint32_t slot;   /* the slot held */
+    uint64_t cookie; /* the export's, which each later step expects in the slot */
 } ga_lease_reader_t;
 
 /* ga_lease_init: an empty lease (no file until the first take). */
