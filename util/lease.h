@@ -20,6 +20,11 @@
  * are one atomic step: a handle whose export was revoked never opens the
  * export that took its slot next (lease.c).
  *
+ * A reader's open of the file is O_CLOEXEC: an exec'd program does not
+ * inherit it. A fork does: the child shares the open file description and
+ * with it the reader's lock, so the slot reads as held (READING) until the
+ * reader and every child that inherited it have closed it or exited.
+ *
  * Every call returns 0 or an errno value (EINVAL: a bad slot or cookie, or a
  * state that does not allow the step).
  */
@@ -52,7 +57,7 @@ typedef struct ga_lease {
 
 /* A reader's hold on one slot of another process's lease file. */
 typedef struct ga_lease_reader {
-    int fd;          /* its own open of the file */
+    int fd;          /* its own open of the file (O_CLOEXEC; a fork inherits it, and the lock) */
     void *page;      /* the page that holds the slot, mapped shared */
     size_t at;       /* the slot's offset in that page */
     uint32_t slot;   /* the slot held */
