@@ -22,8 +22,10 @@
  *
  * A reader's open of the file is O_CLOEXEC: an exec'd program does not
  * inherit it. A fork does: the child shares the open file description and
- * with it the reader's lock, so the slot reads as held (READING) until the
- * reader and every child that inherited it have closed it or exited.
+ * with it the reader's lock, so a slot whose reader died without leaving
+ * reads as held (READING) until every child that inherited the descriptor
+ * has closed it or exited. The reader's ga_lease_leave ends the slot at once
+ * (CLOSED), whatever its children hold.
  *
  * Every call returns 0 or an errno value (EINVAL: a bad slot or cookie, or a
  * state that does not allow the step).

@@ -228,6 +228,50 @@ TEST(Lease, AJoinRacingARevokeAndANewExportIsRefused)
     ga_lease_fini(&l);
 }
 
+// A reader's descriptor is close-on-exec, but a fork shares it, and its
+// lock: a reader that dies without leaving, after forking, stays READING
+// until the child it forked exits too.
+TEST(Lease, AForkedReadersChildKeepsTheHold)
+{
+    ga_lease_t l;
+    ga_lease_init(&l);
+    uint32_t slot;
+    ASSERT_EQ(ga_lease_take(&l, 42, &slot), 0);
+    std::string path = LeasePath(l);
+    int hold[2];
+    ASSERT_EQ(pipe(hold), 0);
+    Child c;
+    c.Start([&](Child &) {
+        ga_lease_reader_t r;
+        if (ga_lease_join(path.c_str(), slot, 42, &r) != 0)
+            return 1;
+        if ((fcntl(r.fd, F_GETFD) & FD_CLOEXEC) == 0)
+            return 2;
+        pid_t g = fork();
+        if (g == 0) { // the grandchild holds r.fd until the test's byte
+            char b;
+            (void)!read(hold[0], &b, 1);
+            ga_test_child_exit(0);
+        }
+        return g > 0 ? 0 : 3; // dies holding the slot, without leaving
+    });
+    int status = c.Wait();
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_READING) << "the reader is gone, its child holds the lock";
+    char b = 1;
+    ASSERT_EQ(write(hold[1], &b, 1), 1);
+    ga_lease_status_t st = GA_LEASE_READING;
+    for (int i = 0; i < 500 && st != GA_LEASE_ENDED; i++) { // the grandchild is not ours to wait for
+        usleep(10000);
+        ASSERT_EQ(ga_lease_poll(&l, slot, &st), 0);
+    }
+    EXPECT_EQ(st, GA_LEASE_ENDED);
+    close(hold[0]);
+    close(hold[1]);
+    ga_lease_fini(&l);
+}
+
 TEST(Lease, GrowsPastItsFirstPageAndReusesFreedSlots)
 {
     ga_lease_t l;
