@@ -25,7 +25,9 @@ extern "C" {
 #endif
 
 #define GA_IPC_MAGIC 0x50494147u /* "GAIP" */
-#define GA_IPC_VERSION 1
+/* 2: a lease slot holds its state and cookie in one word (util/lease.c); a
+ * version 1 galloc reads the slot otherwise, so its handles are refused. */
+#define GA_IPC_VERSION 2
 
 /* The handle's bytes (native byte order: both ends are on one machine). */
 typedef struct ga_ipc_wire {

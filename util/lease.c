@@ -1,5 +1,14 @@
 /*
  * lease.c: the lease file of shared blocks (lease.h).
+ *
+ * A slot's state and its export's cookie share one 64-bit word (the state in
+ * the low byte, the cookie's upper 56 bits above it), and every change of
+ * state is a compare-and-swap of that word. A reader's move EXPORTED ->
+ * OPENED thus expects its own cookie as well as the state: checking the
+ * cookie and then swapping the state alone would open another export that
+ * took the slot in between (the producer revoking the first export and
+ * exporting anew: an ABA). The full cookie stays beside the word, and a
+ * reader checks it too before its swap.
  */
 #include "util/lease.h"
 
@@ -10,12 +19,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* One slot: its state, changed only by compare-and-swap, and the export's cookie. */
+#include "util/lease_int.h"
+
+/* One slot (16 bytes, the span a reader locks). */
 typedef struct slot {
-    _Atomic uint32_t state;
-    uint32_t pad;
-    uint64_t cookie;
+    _Atomic uint64_t word;   /* state | cookie's upper 56 bits; changed only by compare-and-swap */
+    _Atomic uint64_t cookie; /* the export's whole cookie, written while the slot is FREE */
 } slot_t;
+
+#define STATE_MASK 0xffu /* the word's state byte */
+
+/* The word of a slot in state st holding cookie (a FREE slot's word is 0). */
+static uint64_t word_of(uint64_t cookie, uint32_t st)
+{
+    return (cookie & ~(uint64_t)STATE_MASK) | st;
+}
+
+static uint32_t state_of(uint64_t word)
+{
+    return (uint32_t)(word & STATE_MASK);
+}
 
 #define FIRST_SLOTS 256 /* one 4 KiB page */
 
@@ -82,11 +105,11 @@ int ga_lease_take(ga_lease_t *l, uint64_t cookie, uint32_t *slot)
     for (;;) {
         for (size_t i = 0; i < l->slots; i++) {
             slot_t *s = slot_at(l->map, i);
-            uint32_t want = GA_LEASE_FREE;
-            if (atomic_load(&s->state) != GA_LEASE_FREE)
+            uint64_t want = atomic_load(&s->word);
+            if (state_of(want) != GA_LEASE_FREE)
                 continue;
-            s->cookie = cookie; /* no reader reads a FREE slot's cookie */
-            if (atomic_compare_exchange_strong(&s->state, &want, GA_LEASE_EXPORTED)) {
+            atomic_store(&s->cookie, cookie); /* no reader acts on a FREE slot's cookie */
+            if (atomic_compare_exchange_strong(&s->word, &want, word_of(cookie, GA_LEASE_EXPORTED))) {
                 *slot = (uint32_t)i;
                 return 0;
             }
@@ -101,7 +124,7 @@ int ga_lease_poll(ga_lease_t *l, uint32_t slot, ga_lease_status_t *out)
 {
     if (slot >= l->slots)
         return EINVAL;
-    uint32_t st = atomic_load(&slot_at(l->map, slot)->state);
+    uint32_t st = state_of(atomic_load(&slot_at(l->map, slot)->word));
     if (st == GA_LEASE_EXPORTED) {
         *out = GA_LEASE_WAITING;
         return 0;
@@ -125,19 +148,21 @@ int ga_lease_revoke(ga_lease_t *l, uint32_t slot)
 {
     if (slot >= l->slots)
         return EINVAL;
-    uint32_t want = GA_LEASE_EXPORTED;
-    return atomic_compare_exchange_strong(&slot_at(l->map, slot)->state, &want, GA_LEASE_FREE) ? 0 : EBUSY;
+    slot_t *s = slot_at(l->map, slot);
+    uint64_t want = atomic_load(&s->word);
+    /* The swap fails if a reader opened it since the load. */
+    return state_of(want) == GA_LEASE_EXPORTED && atomic_compare_exchange_strong(&s->word, &want, 0) ? 0 : EBUSY;
 }
 
 void ga_lease_release(ga_lease_t *l, uint32_t slot)
 {
     if (slot < l->slots)
-        atomic_store(&slot_at(l->map, slot)->state, GA_LEASE_FREE);
+        atomic_store(&slot_at(l->map, slot)->word, word_of(0, GA_LEASE_FREE));
 }
 
-int ga_lease_join(const char *path, uint32_t slot, uint64_t cookie, ga_lease_reader_t *r)
+int ga_lease_attach(const char *path, uint32_t slot, ga_lease_reader_t *r)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC); /* not kept across exec; a fork shares it (lease.h) */
     if (fd < 0)
         return errno;
     long pg = sysconf(_SC_PAGESIZE);
@@ -155,13 +180,6 @@ int ga_lease_join(const char *path, uint32_t slot, uint64_t cookie, ga_lease_rea
         if (fcntl(fd, F_OFD_SETLK, &fl) != 0)
             err = errno;
     }
-    slot_t *s = err == 0 ? (slot_t *)((char *)page + (off - page_off)) : NULL;
-    uint32_t want = GA_LEASE_EXPORTED;
-    /* The cookie is read only while the slot is EXPORTED: the CAS below fails if
-     * it was revoked and taken again in between. */
-    if (err == 0 && (atomic_load(&s->state) != GA_LEASE_EXPORTED || s->cookie != cookie ||
-                     !atomic_compare_exchange_strong(&s->state, &want, GA_LEASE_OPENED)))
-        err = EINVAL;
     if (err != 0) {
         if (page != MAP_FAILED)
             (void)munmap(page, (size_t)pg);
@@ -172,14 +190,55 @@ int ga_lease_join(const char *path, uint32_t slot, uint64_t cookie, ga_lease_rea
     return 0;
 }
 
+static slot_t *reader_slot(const ga_lease_reader_t *r)
+{
+    return (slot_t *)((char *)r->page + r->at);
+}
+
+int ga_lease_check(const ga_lease_reader_t *r, uint64_t cookie)
+{
+    slot_t *s = reader_slot(r);
+    if (atomic_load(&s->word) != word_of(cookie, GA_LEASE_EXPORTED) || atomic_load(&s->cookie) != cookie)
+        return EINVAL;
+    return 0;
+}
+
+int ga_lease_commit(ga_lease_reader_t *r, uint64_t cookie)
+{
+    uint64_t want = word_of(cookie, GA_LEASE_EXPORTED);
+    if (!atomic_compare_exchange_strong(&reader_slot(r)->word, &want, word_of(cookie, GA_LEASE_OPENED)))
+        return EINVAL; /* not EXPORTED, or another export's since the check */
+    r->cookie = cookie;
+    return 0;
+}
+
+void ga_lease_detach(ga_lease_reader_t *r)
+{
+    (void)munmap(r->page, (size_t)sysconf(_SC_PAGESIZE));
+    (void)close(r->fd); /* drops the lock, after any change of state */
+    *r = (ga_lease_reader_t){.fd = -1};
+}
+
+int ga_lease_join(const char *path, uint32_t slot, uint64_t cookie, ga_lease_reader_t *r)
+{
+    ga_lease_reader_t got;
+    int err = ga_lease_attach(path, slot, &got);
+    if (err != 0)
+        return err;
+    /* The lock is taken first: a slot this reader opens is never OPENED and unlocked. */
+    if ((err = ga_lease_check(&got, cookie)) != 0 || (err = ga_lease_commit(&got, cookie)) != 0) {
+        ga_lease_detach(&got);
+        return err;
+    }
+    *r = got;
+    return 0;
+}
+
 static void drop(ga_lease_reader_t *r, uint32_t from, uint32_t to)
 {
-    slot_t *s = (slot_t *)((char *)r->page + r->at);
-    uint32_t want = from;
-    (void)atomic_compare_exchange_strong(&s->state, &want, to);
-    (void)munmap(r->page, (size_t)sysconf(_SC_PAGESIZE));
-    (void)close(r->fd); /* drops the lock after the state changed */
-    *r = (ga_lease_reader_t){.fd = -1};
+    uint64_t want = word_of(r->cookie, from);
+    (void)atomic_compare_exchange_strong(&reader_slot(r)->word, &want, word_of(r->cookie, to));
+    ga_lease_detach(r);
 }
 
 void ga_lease_unjoin(ga_lease_reader_t *r)

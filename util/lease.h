@@ -15,7 +15,17 @@
  *
  * Only these two parties write a slot, the producer under its allocator's
  * lock and the reader through atomic compare-and-swap, so a cookie must
- * match before a reader changes anything.
+ * match before a reader changes anything. The state and the cookie share one
+ * word that each step swaps whole, so a reader's cookie check and its move
+ * are one atomic step: a handle whose export was revoked never opens the
+ * export that took its slot next (lease.c).
+ *
+ * A reader's open of the file is O_CLOEXEC: an exec'd program does not
+ * inherit it. A fork does: the child shares the open file description and
+ * with it the reader's lock, so a slot whose reader died without leaving
+ * reads as held (READING) until every child that inherited the descriptor
+ * has closed it or exited. The reader's ga_lease_leave ends the slot at once
+ * (CLOSED), whatever its children hold.
  *
  * Every call returns 0 or an errno value (EINVAL: a bad slot or cookie, or a
  * state that does not allow the step).
@@ -49,10 +59,11 @@ typedef struct ga_lease {
 
 /* A reader's hold on one slot of another process's lease file. */
 typedef struct ga_lease_reader {
-    int fd;     /* its own open of the file */
-    void *page; /* the page that holds the slot, mapped shared */
-    size_t at;  /* the slot's offset in that page */
-    uint32_t slot;
+    int fd;          /* its own open of the file (O_CLOEXEC; a fork inherits it, and the lock) */
+    void *page;      /* the page that holds the slot, mapped shared */
+    size_t at;       /* the slot's offset in that page */
+    uint32_t slot;   /* the slot held */
+    uint64_t cookie; /* the export's, which each later step expects in the slot */
 } ga_lease_reader_t;
 
 /* ga_lease_init: an empty lease (no file until the first take). */

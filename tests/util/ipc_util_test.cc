@@ -20,6 +20,7 @@
 extern "C" {
 #include "util/fdpass.h"
 #include "util/lease.h"
+#include "util/lease_int.h"
 }
 #include "tests/util/child_exit.h"
 
@@ -175,6 +176,99 @@ TEST(Lease, WrongCookieRevokedAndMissingSlotsAreRefused)
     EXPECT_EQ(ga_lease_revoke(&l, b), 0); // never opened
     ga_lease_status_t s;
     EXPECT_EQ(ga_lease_poll(&l, b, &s), EINVAL); // FREE: not an export any more
+    ga_lease_fini(&l);
+}
+
+// The ABA of a join: a reader checks export A's cookie, the producer revokes
+// A and exports B into the same slot, and the reader's swap comes after. It
+// must be refused and leave B's export as it was, B's reader able to open it.
+TEST(Lease, AJoinRacingARevokeAndANewExportIsRefused)
+{
+    const uint64_t a = 0xAAAA0000AAAA0001ull, b = 0xBBBB0000BBBB0002ull;
+    ga_lease_t l;
+    ga_lease_init(&l);
+    uint32_t slot;
+    ASSERT_EQ(ga_lease_take(&l, a, &slot), 0);
+    std::string path = LeasePath(l); // a new open file description: a reader's own lock
+    ga_lease_reader_t r;
+    ASSERT_EQ(ga_lease_attach(path.c_str(), slot, &r), 0);
+    ASSERT_EQ(ga_lease_check(&r, a), 0) << "A is exported: the check passes";
+    // Between the reader's check and its swap, the producer moves on.
+    ASSERT_EQ(ga_lease_revoke(&l, slot), 0);
+    ga_lease_release(&l, slot);
+    uint32_t again;
+    ASSERT_EQ(ga_lease_take(&l, b, &again), 0);
+    ASSERT_EQ(again, slot) << "B took A's slot";
+    EXPECT_EQ(ga_lease_commit(&r, a), EINVAL) << "A's reader opened B's export";
+    ga_lease_detach(&r);
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_WAITING) << "B stays exported, unopened";
+    ASSERT_EQ(ga_lease_attach(path.c_str(), slot, &r), 0);
+    EXPECT_EQ(ga_lease_check(&r, a), EINVAL);
+    EXPECT_EQ(ga_lease_check(&r, b), 0) << "the slot holds B's cookie";
+    ga_lease_detach(&r);
+    // B's reader, in another process, still opens it.
+    Child c;
+    c.Start([&](Child &ch) {
+        ga_lease_reader_t rb;
+        if (ga_lease_join(path.c_str(), slot, a, &rb) != EINVAL)
+            return 1;
+        if (ga_lease_join(path.c_str(), slot, b, &rb) != 0)
+            return 2;
+        ch.Signal();
+        ga_lease_leave(&rb);
+        return 0;
+    });
+    c.WaitReady();
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_READING);
+    c.Go();
+    int status = c.Wait();
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_ENDED);
+    ga_lease_fini(&l);
+}
+
+// A reader's descriptor is close-on-exec, but a fork shares it, and its
+// lock: a reader that dies without leaving, after forking, stays READING
+// until the child it forked exits too.
+TEST(Lease, AForkedReadersChildKeepsTheHold)
+{
+    ga_lease_t l;
+    ga_lease_init(&l);
+    uint32_t slot;
+    ASSERT_EQ(ga_lease_take(&l, 42, &slot), 0);
+    std::string path = LeasePath(l);
+    int hold[2];
+    ASSERT_EQ(pipe(hold), 0);
+    Child c;
+    c.Start([&](Child &) {
+        ga_lease_reader_t r;
+        if (ga_lease_join(path.c_str(), slot, 42, &r) != 0)
+            return 1;
+        if ((fcntl(r.fd, F_GETFD) & FD_CLOEXEC) == 0)
+            return 2;
+        pid_t g = fork();
+        if (g == 0) { // the grandchild holds r.fd until the test's byte
+            char b;
+            (void)!read(hold[0], &b, 1);
+            ga_test_child_exit(0);
+        }
+        return g > 0 ? 0 : 3; // dies holding the slot, without leaving
+    });
+    int status = c.Wait();
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_EQ(Poll(&l, slot), GA_LEASE_READING) << "the reader is gone, its child holds the lock";
+    char b = 1;
+    ASSERT_EQ(write(hold[1], &b, 1), 1);
+    ga_lease_status_t st = GA_LEASE_READING;
+    for (int i = 0; i < 500 && st != GA_LEASE_ENDED; i++) { // the grandchild is not ours to wait for
+        usleep(10000);
+        ASSERT_EQ(ga_lease_poll(&l, slot, &st), 0);
+    }
+    EXPECT_EQ(st, GA_LEASE_ENDED);
+    close(hold[0]);
+    close(hold[1]);
     ga_lease_fini(&l);
 }
 
