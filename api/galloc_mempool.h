@@ -8,9 +8,15 @@
  * galloc_mempool_begin_allocate and galloc_mempool_end_allocate, allocations
  * that match the route (a stream, or the calling thread) come from the pool.
  * While any route is active, galloc behaves as PyTorch does during a capture:
- * pending cross-stream frees are not polled and a failed device allocation
- * is not followed by a cache flush. Snapshots show a segment's pool as
- * segment_pool_id.
+ * pending cross-stream frees are not polled, a block freed with record_stream
+ * uses records no event but waits, active pending free, for the first malloc
+ * or empty_cache after the last route ends (PyTorch's deferred_blocks), and a
+ * failed device allocation is not followed by a cache flush. With
+ * graph_capture_record_stream_reuse:True and a backend with capture_info and
+ * node_deps (galloc_backend.h), a malloc on stream s during a route returns
+ * such a block of s to its pool at once when the capture graph orders every
+ * use of it before s's next work (docs/integration.md, "Graph captures").
+ * Snapshots show a segment's pool as segment_pool_id.
  */
 #ifndef GALLOC_MEMPOOL_H
 #define GALLOC_MEMPOOL_H

@@ -59,6 +59,7 @@ static galloc_status_t add_settings(ga_pool_t *p, ga_snapshot_t *s)
         .pinned_num_register_threads = p->conf.pinned_num_register_threads,
         .release_lock_on_cudamalloc = p->conf.release_lock_on_cudamalloc,
         .pinned_use_cuda_host_register = p->conf.pinned_use_cuda_host_register,
+        .graph_capture_record_stream_reuse = p->conf.graph_capture_record_stream_reuse,
         .roundup_count = GA_CONF_DIVISION_INTERVALS,
     };
     for (size_t i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)

@@ -347,6 +347,8 @@ for i in range(28):
 divs = [int(x) for x in rd.split(",")] if rd else [0] * 16
 settings = {"PYTORCH_CUDA_ALLOC_CONF": text, "max_split_size": ms, "garbage_collection_threshold": gc,
             "expandable_segments": es, "roundup_power2_divisions": {str(1 << i): divs[i] for i in range(16)}}
+if len(sys.argv) > 7:  # a 2.9+ field
+    settings["graph_capture_record_stream_reuse"] = sys.argv[7] == "1"
 pickle.dump({"segments": [], "device_traces": [tr], "allocator_settings": settings}, open(path, "wb"))
 EOF
 "$PY" "$TMP/mksnap.py" "$TMP/s1.pickle" "max_split_size_mb:512" 0 $((512 << 20)) 0.0 "" || fail "mksnap s1"
@@ -404,6 +406,21 @@ t = json.load(open('$TMP/out'))['traces'][0]
 assert t['settings_from_snapshot'] == 'max_split_size_mb:512', t['settings_from_snapshot']
 assert [(r['conf'], r['recorded'], r['label']) for r in t['results']] == [('max_split_size_mb:512', True, 'recorded')], t['results']
 " || fail "settings_from_snapshot in json"
+# A 2.9+ snapshot's graph_capture_record_stream_reuse is replayed as recorded
+# and kept in the snapshot galloc writes.
+"$PY" "$TMP/mksnap.py" "$TMP/s3.pickle" "max_split_size_mb:512,graph_capture_record_stream_reuse:True" 0 $((512 << 20)) \
+    0.0 "" 1 || fail "mksnap s3"
+expect_exit 0 "recorded graph_capture_record_stream_reuse" -- "$GALLOC" replay --json --device-memory 8GiB \
+    --snapshot "$TMP/s3out.pickle" "$TMP/s3.pickle"
+"$PY" -c "
+import json, pickle
+t = json.load(open('$TMP/out'))['traces'][0]
+want = 'max_split_size_mb:512,graph_capture_record_stream_reuse:True'
+assert t['settings_from_snapshot'] == want, t['settings_from_snapshot']
+s = pickle.load(open('$TMP/s3out.pickle', 'rb'))['allocator_settings']
+assert s['graph_capture_record_stream_reuse'] is True, s
+assert s['PYTORCH_CUDA_ALLOC_CONF'] == want, s['PYTORCH_CUDA_ALLOC_CONF']
+" || fail "graph_capture_record_stream_reuse read from and written to snapshots"
 expect_exit 0 "text trace: no recorded settings" -- "$GALLOC" replay --json "$EX/rmm_small.csv"
 "$PY" -c "
 import json

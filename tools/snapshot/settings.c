@@ -8,7 +8,10 @@
  * AllocatorConfigInfo): expandable_segments, max_split_size (bytes; -1 or
  * SIZE_MAX when unlimited), garbage_collection_threshold (0 = off) and
  * roundup_power2_divisions (a dict from each interval's start in MB, "1" to
- * "32768", to its divisions). They are preferred to the recorded
+ * "32768", to its divisions), and in 2.9+ graph_capture_record_stream_reuse
+ * (a replay routes nothing to a capture, so it only carries the setting into
+ * what galloc writes: a block PyTorch reused in a capture is freed when its
+ * recorded free_completed says). They are preferred to the recorded
  * "PYTORCH_CUDA_ALLOC_CONF" text, which is only the last string set and
  * omits keys an earlier one set; the text is used when the fields are absent.
  * Not recorded, so not replayed: max_non_split_rounding_mb and the
@@ -76,6 +79,8 @@ static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
         snprintf(item, sizeof(item), "garbage_collection_threshold:%g", s->gc_threshold);
         append(conf, len, item);
     }
+    if (s->capture_reuse)
+        append(conf, len, "graph_capture_record_stream_reuse:True");
     return true;
 }
 

@@ -275,7 +275,9 @@ void ga_torch_settings(const ga_torch_snapshot_t *s, ga_torch_settings_t *out)
     const ga_pk_value_t *gc = ga_pk_dict_get(d, "garbage_collection_threshold");
     const ga_pk_value_t *rd = ga_pk_dict_get(d, "roundup_power2_divisions");
     const ga_pk_value_t *text = ga_pk_dict_get(d, "PYTORCH_CUDA_ALLOC_CONF");
-    out->has_fields = es != NULL || ms != NULL || gc != NULL || rd != NULL;
+    const ga_pk_value_t *cr = ga_pk_dict_get(d, "graph_capture_record_stream_reuse");
+    out->has_fields = es != NULL || ms != NULL || gc != NULL || rd != NULL || cr != NULL;
+    out->capture_reuse = cr != NULL && cr->type == GA_PK_BOOL && cr->u.b;
     out->expandable_segments = es != NULL && es->type == GA_PK_BOOL && es->u.b;
     out->max_split_size_int = ms != NULL && ms->type == GA_PK_INT;
     out->max_split_size = out->max_split_size_int ? ms->u.i : 0;

@@ -173,14 +173,15 @@ typedef struct ga_torch_segment {
  * configuration) as recorded. */
 typedef struct ga_torch_settings {
     bool present;             /* allocator_settings is a dict */
-    bool has_fields;          /* it names expandable_segments, max_split_size,
-                                   garbage_collection_threshold or roundup_power2_divisions */
+    bool has_fields;          /* it names expandable_segments, max_split_size, garbage_collection_threshold,
+                                   roundup_power2_divisions or graph_capture_record_stream_reuse */
     bool expandable_segments; /* expandable_segments is True */
     bool max_split_size_int;  /* max_split_size is an int: */
     int64_t max_split_size;   /*   bytes; -1 (or a big int, not kept) when unlimited */
     double gc_threshold;      /* garbage_collection_threshold when a float, else 0 (off) */
     bool roundup_dict;        /* roundup_power2_divisions is a dict: */
     int64_t roundup[16];      /*   divisions per interval starting at 1, 2, 4, ... 32768 MB (0 if not an int) */
+    bool capture_reuse;       /* graph_capture_record_stream_reuse is True (2.9+) */
     const char *conf_text;    /* PYTORCH_CUDA_ALLOC_CONF when a str, else NULL (not NUL-terminated) */
     size_t conf_text_len;
 } ga_torch_settings_t;
