@@ -41,7 +41,8 @@ galloc_status_t ga_gpu_capture_info(void *state, galloc_stream_t s, uint64_t *ca
         return st;
     if (capture_id == NULL || n == NULL || (nodes == NULL && cap > 0))
         return ga_gpu_fail(g, GALLOC_E_INVAL, "capture_info(stream %#lx): %s", (unsigned long)s,
-                           nodes == NULL && cap > 0 ? "nodes is NULL with room for entries" : "capture_id or n is NULL");
+                           nodes == NULL && cap > 0 ? "nodes is NULL with room for entries"
+                                                    : "capture_id or n is NULL");
     uintptr_t prev;
     if ((st = ga_gpu_enter(g, "capture_info", &prev)) != GALLOC_OK)
         return st;
@@ -83,7 +84,9 @@ galloc_status_t ga_gpu_node_deps(void *state, uintptr_t node, uintptr_t *deps, s
         return st;
     if (node == 0 || n == NULL || (deps == NULL && cap > 0))
         return ga_gpu_fail(g, GALLOC_E_INVAL, "node_deps(node %#lx): %s", (unsigned long)node,
-                           node == 0 ? "node is 0" : n == NULL ? "n is NULL" : "deps is NULL with room for entries");
+                           node == 0   ? "node is 0"
+                           : n == NULL ? "n is NULL"
+                                       : "deps is NULL with room for entries");
     uintptr_t prev;
     if ((st = ga_gpu_enter(g, "node_deps", &prev)) != GALLOC_OK)
         return st;

@@ -419,6 +419,8 @@ static const char *known_name(ga_gpu_rc_t rc)
     case GA_CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
     case GA_CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
     case GA_CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+    case GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case GA_CUDA_ERROR_CAPTURED_EVENT: return "CUDA_ERROR_CAPTURED_EVENT";
     case GA_CUDA_ERROR_UNKNOWN: return "CUDA_ERROR_UNKNOWN";
     default: return "unknown to galloc";
     }
