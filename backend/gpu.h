@@ -2,7 +2,8 @@
  * gpu.h: the GPU device layer written once for every vendor.
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
- * memory, events, the stream-ordered pool, pinned host memory and copies) in
+ * memory, events, the stream-ordered pool, pinned host memory and copies,
+ * peer access, sharing between processes, stream capture graphs) in
  * terms of a small vendor table of driver primitives: the CUDA driver
  * (backend/vendor_cuda.c) and the HIP runtime (libamdhip64.so: hipMalloc,
  * hipMemCreate, ...; backend/vendor_hip.c), with no logic copied. A vendor

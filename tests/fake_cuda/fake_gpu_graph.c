@@ -204,8 +204,9 @@ fg_rc_t fg_node_deps(void *node, void **deps, size_t *n)
 fg_rc_t fgi_graph_refuse_sync(fg_stream_t *s)
 {
     s->capture->status = FG_CAPTURE_INVALIDATED;
-    return fgi_violation(FG_CAPTURE_UNSUPPORTED, "stream %p is capturing (capture %llu): synchronizing it is not "
-                                                 "permitted and invalidates the capture",
+    return fgi_violation(FG_CAPTURE_UNSUPPORTED,
+                         "stream %p is capturing (capture %llu): synchronizing it is not "
+                         "permitted and invalidates the capture",
                          (void *)s, (unsigned long long)s->capture->id);
 }
 

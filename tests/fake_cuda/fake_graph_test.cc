@@ -292,12 +292,12 @@ TEST_F(FakeGraph, AnUnknownNodeOrAMissingOutputIsAViolation)
     uintptr_t a = Launch(s1_);
     EXPECT_EQ(cuGraphNodeGetDependencies(reinterpret_cast<ga_cu_graph_node_t>(a), nullptr, nullptr),
               GA_CUDA_ERROR_INVALID_VALUE);
-    EXPECT_EQ(cuStreamGetCaptureInfo_v2(reinterpret_cast<ga_cu_stream_t>(s1_), nullptr, nullptr, nullptr, nullptr,
-                                        nullptr),
-              GA_CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(
+        cuStreamGetCaptureInfo_v2(reinterpret_cast<ga_cu_stream_t>(s1_), nullptr, nullptr, nullptr, nullptr, nullptr),
+        GA_CUDA_ERROR_INVALID_VALUE);
     ga_cu_stream_capture_status_t st;
-    EXPECT_EQ(cuStreamGetCaptureInfo_v2(reinterpret_cast<ga_cu_stream_t>(uintptr_t{77}), &st, nullptr, nullptr,
-                                        nullptr, nullptr),
+    EXPECT_EQ(cuStreamGetCaptureInfo_v2(reinterpret_cast<ga_cu_stream_t>(uintptr_t{77}), &st, nullptr, nullptr, nullptr,
+                                        nullptr),
               GA_CUDA_ERROR_INVALID_HANDLE);
     EXPECT_EQ(f_.Stats().violations, 4u);
     // Left capturing on purpose: reset frees the graph (the leak checker sees it).
