@@ -19,6 +19,7 @@
 #define GA_BACKEND_CUDA_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,16 +42,27 @@ typedef enum ga_cu_result {
     GA_CUDA_ERROR_NOT_READY = 600,
     GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     GA_CUDA_ERROR_NOT_SUPPORTED = 801,
+    GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    GA_CUDA_ERROR_CAPTURED_EVENT = 907,
     GA_CUDA_ERROR_UNKNOWN = 999
 } ga_cu_result_t;
 
-typedef int ga_cu_device_t;                       /* CUdevice */
-typedef unsigned long long ga_cu_deviceptr_t;     /* CUdeviceptr (64-bit builds) */
-typedef unsigned long long ga_cu_mem_handle_t;    /* CUmemGenericAllocationHandle */
-typedef struct ga_cu_ctx_st *ga_cu_context_t;     /* CUcontext */
-typedef struct ga_cu_stream_st *ga_cu_stream_t;   /* CUstream; NULL is the legacy default stream */
-typedef struct ga_cu_event_st *ga_cu_event_t;     /* CUevent */
-typedef struct ga_cu_mempool_st *ga_cu_mempool_t; /* CUmemoryPool */
+typedef int ga_cu_device_t;                             /* CUdevice */
+typedef unsigned long long ga_cu_deviceptr_t;           /* CUdeviceptr (64-bit builds) */
+typedef unsigned long long ga_cu_mem_handle_t;          /* CUmemGenericAllocationHandle */
+typedef struct ga_cu_ctx_st *ga_cu_context_t;           /* CUcontext */
+typedef struct ga_cu_stream_st *ga_cu_stream_t;         /* CUstream; NULL is the legacy default stream */
+typedef struct ga_cu_event_st *ga_cu_event_t;           /* CUevent */
+typedef struct ga_cu_mempool_st *ga_cu_mempool_t;       /* CUmemoryPool */
+typedef struct ga_cu_graph_st *ga_cu_graph_t;           /* CUgraph */
+typedef struct ga_cu_graph_node_st *ga_cu_graph_node_t; /* CUgraphNode */
+
+/* CUstreamCaptureStatus */
+typedef enum ga_cu_stream_capture_status {
+    GA_CU_STREAM_CAPTURE_STATUS_NONE = 0,       /* not capturing */
+    GA_CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,     /* capturing */
+    GA_CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2 /* capturing, but an error invalidated the capture */
+} ga_cu_stream_capture_status_t;
 
 /* CUevent_flags */
 enum { GA_CU_EVENT_DEFAULT = 0x0, GA_CU_EVENT_DISABLE_TIMING = 0x2 };
@@ -197,10 +209,23 @@ typedef ga_cu_result_t ga_cuMemExportToShareableHandle_fn(void *shareable_handle
                                                           unsigned long long flags);
 typedef ga_cu_result_t ga_cuMemImportFromShareableHandle_fn(ga_cu_mem_handle_t *handle, void *os_handle,
                                                             ga_cu_mem_handle_type_t sh_handle_type);
+/* The stream capture graph calls by their CUDA 11.3 names, which libcuda
+ * still exports in 13.x: CUDA 12.3's cuda.h maps cuStreamGetCaptureInfo to
+ * _v3 and cuGraphNodeGetDependencies to _v2 (both with edge data), and
+ * CUDA 13's declares the two below only for the driver's own build
+ * (__CUDA_API_VERSION_INTERNAL), so cuda_abi_test.cc checks them against
+ * those prototypes written out. id_out is a cuuint64_t (uint64_t on Linux). */
+typedef ga_cu_result_t ga_cuStreamGetCaptureInfo_v2_fn(ga_cu_stream_t stream,
+                                                       ga_cu_stream_capture_status_t *capture_status_out,
+                                                       uint64_t *id_out, ga_cu_graph_t *graph_out,
+                                                       const ga_cu_graph_node_t **dependencies_out,
+                                                       size_t *num_dependencies_out);
+typedef ga_cu_result_t ga_cuGraphNodeGetDependencies_fn(ga_cu_graph_node_t node, ga_cu_graph_node_t *dependencies,
+                                                        size_t *num_dependencies);
 
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
  * the name the driver exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC).
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH).
  * cuda.h maps cuIpcOpenMemHandle to cuIpcOpenMemHandle_v2 by macro. */
 #define GA_CUDA_SYMBOLS(X)                                                                                             \
     X(REQUIRED, cuInit)                                                                                                \
@@ -246,7 +271,9 @@ typedef ga_cu_result_t ga_cuMemImportFromShareableHandle_fn(ga_cu_mem_handle_t *
     X(IPC, cuIpcOpenMemHandle_v2)                                                                                      \
     X(IPC, cuIpcCloseMemHandle)                                                                                        \
     X(IPC, cuMemExportToShareableHandle)                                                                               \
-    X(IPC, cuMemImportFromShareableHandle)
+    X(IPC, cuMemImportFromShareableHandle)                                                                             \
+    X(GRAPH, cuStreamGetCaptureInfo_v2)                                                                                \
+    X(GRAPH, cuGraphNodeGetDependencies)
 
 /* The library dlopen'd when no path is configured. */
 #define GA_CUDA_DEFAULT_LIBRARY "libcuda.so.1"

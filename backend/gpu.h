@@ -2,7 +2,8 @@
  * gpu.h: the GPU device layer written once for every vendor.
  *
  * backend/gpu*.c implement the galloc_backend_ops_t members (segments, virtual
- * memory, events, the stream-ordered pool, pinned host memory and copies) in
+ * memory, events, the stream-ordered pool, pinned host memory and copies,
+ * peer access, sharing between processes, stream capture graphs) in
  * terms of a small vendor table of driver primitives: the CUDA driver
  * (backend/vendor_cuda.c) and the HIP runtime (libamdhip64.so: hipMalloc,
  * hipMemCreate, ...; backend/vendor_hip.c), with no logic copied. A vendor
@@ -44,8 +45,13 @@ enum {
     GA_GPU_F_ASYNC = 1u << (GA_DL_ASYNC - 1), /* stream-ordered allocation from the default pool */
     GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1),   /* pinned host memory and synchronous copies: galloc_sleep's offload */
     GA_GPU_F_PEER = 1u << (GA_DL_PEER - 1),   /* peer access between devices: enable_peer_access */
-    GA_GPU_F_IPC = 1u << (GA_DL_IPC - 1)      /* sharing memory between processes: ipc_*, export_page, import_pages */
+    GA_GPU_F_IPC = 1u << (GA_DL_IPC - 1),     /* sharing memory between processes: ipc_*, export_page, import_pages */
+    GA_GPU_F_GRAPH = 1u << (GA_DL_GRAPH - 1)  /* stream capture graphs: capture_info, node_deps */
 };
+
+/* A stream's capture status, as both vendors number it (CUstreamCaptureStatus,
+ * hipStreamCaptureStatus). */
+enum { GA_GPU_CAPTURE_NONE = 0, GA_GPU_CAPTURE_ACTIVE = 1, GA_GPU_CAPTURE_INVALIDATED = 2 };
 
 /* The stream-ordered pool's attributes galloc reads or sets (values are
  * 64-bit byte counts; the vendor maps them to its own enum). */
@@ -67,7 +73,8 @@ typedef enum ga_gpu_pool_attr {
     X(EVENT_RECORD) X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_SYNC) X(DEVICE_SYNC) X(POOL_GET)         \
     X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
     X(HOST_FREE) X(COPY_D2H) X(COPY_H2D) X(PEER_CAN_ACCESS) X(PEER_CTX_RETAIN) X(PEER_CTX_RELEASE)  \
-    X(PEER_ENABLE) X(IPC_GET) X(IPC_OPEN) X(IPC_CLOSE) X(PHYS_EXPORT) X(PHYS_IMPORT)
+    X(PEER_ENABLE) X(IPC_GET) X(IPC_OPEN) X(IPC_CLOSE) X(PHYS_EXPORT) X(PHYS_IMPORT)              \
+    X(CAPTURE_INFO) X(NODE_DEPS)
 /* clang-format on */
 
 typedef enum ga_gpu_fn {
@@ -167,6 +174,19 @@ typedef struct ga_gpu_vendor {
     ga_gpu_rc_t (*phys_export)(void *vs, uint64_t handle, int *fd);
     ga_gpu_rc_t (*phys_import)(void *vs, int fd, uint64_t *handle);
 
+    /* Stream capture graphs (GA_GPU_F_GRAPH); node handles are the driver's
+     * CUgraphNode / hipGraphNode_t as integers. capture_info: stream's
+     * capture status (GA_GPU_CAPTURE_*) into *status, and only when it is
+     * ACTIVE its capture id into *id, the first min(cap, frontier) nodes of
+     * its capture frontier (the nodes work queued next would depend on) into
+     * nodes and the frontier's size into *n (0 otherwise). node_deps: the
+     * driver's call as it is: deps NULL puts node's number of dependencies
+     * into *n; otherwise up to *n of them go into deps and *n becomes how
+     * many were filled (CUDA's and HIP's documented semantics). */
+    ga_gpu_rc_t (*capture_info)(void *vs, uintptr_t stream, int *status, uint64_t *id, uintptr_t *nodes, size_t cap,
+                                size_t *n);
+    ga_gpu_rc_t (*node_deps)(void *vs, uintptr_t node, uintptr_t *deps, size_t *n);
+
     /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
      * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
     galloc_status_t (*status)(ga_gpu_rc_t rc);
@@ -219,6 +239,9 @@ galloc_status_t ga_gpu_ipc_open(void *state, const void *handle, size_t bytes, u
 galloc_status_t ga_gpu_ipc_close(void *state, uintptr_t addr);
 galloc_status_t ga_gpu_export_page(void *state, uintptr_t addr, int *fd);
 galloc_status_t ga_gpu_import_pages(void *state, const int *fds, size_t n, size_t page, uintptr_t *addr);
+galloc_status_t ga_gpu_capture_info(void *state, galloc_stream_t s, uint64_t *capture_id, uintptr_t *nodes, size_t cap,
+                                    size_t *n);
+galloc_status_t ga_gpu_node_deps(void *state, uintptr_t node, uintptr_t *deps, size_t cap, size_t *n);
 
 /* Every member but open, for a vendor's designated initializer. */
 #define GA_GPU_OPS_MEMBERS                                                                                             \
@@ -233,7 +256,7 @@ galloc_status_t ga_gpu_import_pages(void *state, const int *fds, size_t n, size_
     .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
     .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access, .ipc_export = ga_gpu_ipc_export,     \
     .ipc_open = ga_gpu_ipc_open, .ipc_close = ga_gpu_ipc_close, .export_page = ga_gpu_export_page,                     \
-    .import_pages = ga_gpu_import_pages
+    .import_pages = ga_gpu_import_pages, .capture_info = ga_gpu_capture_info, .node_deps = ga_gpu_node_deps
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /*
  * gpu_int.h: the GPU layer's private state, shared by gpu.c (open, close,
  * segments, messages), gpu_vmm.c (virtual memory), gpu_stream.c (events,
- * synchronization, the stream-ordered pool), gpu_host.c, gpu_peer.c and
- * gpu_ipc.c (memory shared between processes). Only backend/gpu*.c include it.
+ * synchronization, the stream-ordered pool), gpu_host.c, gpu_peer.c,
+ * gpu_ipc.c (memory shared between processes) and gpu_graph.c (stream capture
+ * graphs, which hold no state here). Only backend/gpu*.c include it.
  *
  * Locking: none; the allocator's lock is held for every call into a state.
  * Invariants: every driver resource the state holds is in exactly one of

@@ -43,6 +43,8 @@ typedef enum ga_hip_error {
     GA_HIP_ERROR_NOT_READY = 600,
     GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
     GA_HIP_ERROR_NOT_SUPPORTED = 801,
+    GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    GA_HIP_ERROR_CAPTURED_EVENT = 907,
     GA_HIP_ERROR_UNKNOWN = 999
 } ga_hip_error_t;
 
@@ -51,6 +53,15 @@ typedef struct ga_ihip_stream *ga_hip_stream_t;         /* hipStream_t; NULL is 
 typedef struct ga_ihip_event *ga_hip_event_t;           /* hipEvent_t */
 typedef struct ga_ihip_mempool *ga_hip_mempool_t;       /* hipMemPool_t */
 typedef struct ga_ihip_mem_handle *ga_hip_mem_handle_t; /* hipMemGenericAllocationHandle_t */
+typedef struct ga_ihip_graph *ga_hip_graph_t;           /* hipGraph_t */
+typedef struct ga_hip_graph_node *ga_hip_graph_node_t;  /* hipGraphNode_t */
+
+/* hipStreamCaptureStatus (CUDA's values) */
+typedef enum ga_hip_stream_capture_status {
+    GA_HIP_STREAM_CAPTURE_STATUS_NONE = 0,       /* not capturing */
+    GA_HIP_STREAM_CAPTURE_STATUS_ACTIVE = 1,     /* capturing */
+    GA_HIP_STREAM_CAPTURE_STATUS_INVALIDATED = 2 /* capturing, but an error invalidated the capture */
+} ga_hip_stream_capture_status_t;
 
 /* hipEventCreateWithFlags flags. */
 enum { GA_HIP_EVENT_DEFAULT = 0x0, GA_HIP_EVENT_DISABLE_TIMING = 0x2 };
@@ -211,10 +222,17 @@ typedef ga_hip_error_t ga_hipMemExportToShareableHandle_fn(void *shareable_handl
                                                            unsigned long long flags);
 typedef ga_hip_error_t ga_hipMemImportFromShareableHandle_fn(ga_hip_mem_handle_t *handle, void *os_handle,
                                                              ga_hip_mem_handle_type_t sh_handle_type);
+typedef ga_hip_error_t ga_hipStreamGetCaptureInfo_v2_fn(ga_hip_stream_t stream,
+                                                        ga_hip_stream_capture_status_t *capture_status_out,
+                                                        unsigned long long *id_out, ga_hip_graph_t *graph_out,
+                                                        const ga_hip_graph_node_t **dependencies_out,
+                                                        size_t *num_dependencies_out);
+typedef ga_hip_error_t ga_hipGraphNodeGetDependencies_fn(ga_hip_graph_node_t node, ga_hip_graph_node_t *dependencies,
+                                                         size_t *num_dependencies);
 
 /* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by the
  * name the runtime exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC: ROCm
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH: ROCm
  * added the first two in 5.1 and a runtime may still lack them). */
 #define GA_HIP_SYMBOLS(X)                                                                                              \
     X(REQUIRED, hipInit)                                                                                               \
@@ -259,7 +277,9 @@ typedef ga_hip_error_t ga_hipMemImportFromShareableHandle_fn(ga_hip_mem_handle_t
     X(IPC, hipIpcOpenMemHandle)                                                                                        \
     X(IPC, hipIpcCloseMemHandle)                                                                                       \
     X(IPC, hipMemExportToShareableHandle)                                                                              \
-    X(IPC, hipMemImportFromShareableHandle)
+    X(IPC, hipMemImportFromShareableHandle)                                                                            \
+    X(GRAPH, hipStreamGetCaptureInfo_v2)                                                                               \
+    X(GRAPH, hipGraphNodeGetDependencies)
 
 /* The library dlopen'd when no path is configured (the soname-independent
  * link every ROCm install has, 5.x and 6.x alike). */

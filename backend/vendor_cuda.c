@@ -354,6 +354,38 @@ static ga_gpu_rc_t cuda_phys_import(void *vs, int fd, uint64_t *handle)
     return rc;
 }
 
+/* ---- Stream capture graphs. ---- */
+
+/* A CUgraphNode travels as a uintptr_t (gpu.h); the driver writes handles
+ * straight into the caller's integers, which needs equal sizes. */
+_Static_assert(sizeof(ga_cu_graph_node_t) == sizeof(uintptr_t), "CUgraphNode is pointer-sized");
+
+/* The driver's frontier array is its own and valid until the next call on the
+ * stream: the nodes are copied out here. */
+static ga_gpu_rc_t cuda_capture_info(void *vs, uintptr_t stream, int *status, uint64_t *id, uintptr_t *nodes,
+                                     size_t cap, size_t *n)
+{
+    ga_cu_stream_capture_status_t st = GA_CU_STREAM_CAPTURE_STATUS_NONE;
+    uint64_t cid = 0;
+    const ga_cu_graph_node_t *deps = NULL;
+    size_t nd = 0;
+    ga_cu_result_t rc = VS(vs)->cuStreamGetCaptureInfo_v2(CUSTREAM(stream), &st, &cid, NULL, &deps, &nd);
+    *status = (int)st;
+    *id = cid;
+    *n = 0;
+    if (rc != GA_CUDA_SUCCESS || st != GA_CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return rc; /* the rest is valid only for an active capture */
+    for (size_t i = 0; i < nd && i < cap; i++)
+        nodes[i] = (uintptr_t)deps[i];
+    *n = nd;
+    return rc;
+}
+
+static ga_gpu_rc_t cuda_node_deps(void *vs, uintptr_t node, uintptr_t *deps, size_t *n)
+{
+    return VS(vs)->cuGraphNodeGetDependencies((ga_cu_graph_node_t)node, (ga_cu_graph_node_t *)deps, n);
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t cuda_status(ga_gpu_rc_t rc)
@@ -387,6 +419,8 @@ static const char *known_name(ga_gpu_rc_t rc)
     case GA_CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
     case GA_CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
     case GA_CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
+    case GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case GA_CUDA_ERROR_CAPTURED_EVENT: return "CUDA_ERROR_CAPTURED_EVENT";
     case GA_CUDA_ERROR_UNKNOWN: return "CUDA_ERROR_UNKNOWN";
     default: return "unknown to galloc";
     }
@@ -453,7 +487,9 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_IPC_OPEN] = "cuIpcOpenMemHandle_v2",
                 [GA_GPU_FN_IPC_CLOSE] = "cuIpcCloseMemHandle",
                 [GA_GPU_FN_PHYS_EXPORT] = "cuMemExportToShareableHandle",
-                [GA_GPU_FN_PHYS_IMPORT] = "cuMemImportFromShareableHandle"},
+                [GA_GPU_FN_PHYS_IMPORT] = "cuMemImportFromShareableHandle",
+                [GA_GPU_FN_CAPTURE_INFO] = "cuStreamGetCaptureInfo_v2",
+                [GA_GPU_FN_NODE_DEPS] = "cuGraphNodeGetDependencies"},
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,
@@ -498,6 +534,8 @@ static const ga_gpu_vendor_t cuda_vendor = {
     .ipc_close = cuda_ipc_close,
     .phys_export = cuda_phys_export,
     .phys_import = cuda_phys_import,
+    .capture_info = cuda_capture_info,
+    .node_deps = cuda_node_deps,
     .status = cuda_status,
     .describe = cuda_describe,
 };

@@ -386,6 +386,37 @@ static ga_gpu_rc_t hip_phys_import(void *vs, int fd, uint64_t *handle)
     return rc;
 }
 
+/* ---- Stream capture graphs. ---- */
+
+/* A hipGraphNode_t travels as a uintptr_t (gpu.h); the runtime writes handles
+ * straight into the caller's integers, which needs equal sizes. */
+_Static_assert(sizeof(ga_hip_graph_node_t) == sizeof(uintptr_t), "hipGraphNode_t is pointer-sized");
+
+/* The runtime's frontier array is its own: the nodes are copied out here. */
+static ga_gpu_rc_t hip_capture_info(void *vs, uintptr_t stream, int *status, uint64_t *id, uintptr_t *nodes, size_t cap,
+                                    size_t *n)
+{
+    ga_hip_stream_capture_status_t st = GA_HIP_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long cid = 0;
+    const ga_hip_graph_node_t *deps = NULL;
+    size_t nd = 0;
+    ga_hip_error_t rc = VS(vs)->hipStreamGetCaptureInfo_v2(STREAM(stream), &st, &cid, NULL, &deps, &nd);
+    *status = (int)st;
+    *id = cid;
+    *n = 0;
+    if (rc != GA_HIP_SUCCESS || st != GA_HIP_STREAM_CAPTURE_STATUS_ACTIVE)
+        return rc; /* the rest is valid only for an active capture */
+    for (size_t i = 0; i < nd && i < cap; i++)
+        nodes[i] = (uintptr_t)deps[i];
+    *n = nd;
+    return rc;
+}
+
+static ga_gpu_rc_t hip_node_deps(void *vs, uintptr_t node, uintptr_t *deps, size_t *n)
+{
+    return VS(vs)->hipGraphNodeGetDependencies((ga_hip_graph_node_t)node, (ga_hip_graph_node_t *)deps, n);
+}
+
 /* ---- Errors. ---- */
 
 static galloc_status_t hip_status(ga_gpu_rc_t rc)
@@ -459,7 +490,9 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_IPC_OPEN] = "hipIpcOpenMemHandle",
                 [GA_GPU_FN_IPC_CLOSE] = "hipIpcCloseMemHandle",
                 [GA_GPU_FN_PHYS_EXPORT] = "hipMemExportToShareableHandle",
-                [GA_GPU_FN_PHYS_IMPORT] = "hipMemImportFromShareableHandle"},
+                [GA_GPU_FN_PHYS_IMPORT] = "hipMemImportFromShareableHandle",
+                [GA_GPU_FN_CAPTURE_INFO] = "hipStreamGetCaptureInfo_v2",
+                [GA_GPU_FN_NODE_DEPS] = "hipGraphNodeGetDependencies"},
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,
@@ -504,6 +537,8 @@ static const ga_gpu_vendor_t hip_vendor = {
     .ipc_close = hip_ipc_close,
     .phys_export = hip_phys_export,
     .phys_import = hip_phys_import,
+    .capture_info = hip_capture_info,
+    .node_deps = hip_node_deps,
     .status = hip_status,
     .describe = hip_describe,
 };

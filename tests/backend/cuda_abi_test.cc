@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -32,10 +33,36 @@ using ga_abi::same_abi;
 #define GA_HAVE_CUDA_H 1
 
 // ---- Functions: every symbol galloc resolves, by its versioned name. ----
-#define GA_ABI_SIG_(group, sym)                                                                                        \
+// The GRAPH group's names are declared by CUDA 13's cuda.h only for the
+// driver's own build (__CUDA_API_VERSION_INTERNAL; the public names map to
+// the edge-data versions): their prototypes there, written out in cuda.h's
+// types, stand in for decltype. cuda.h's macro would rename the symbol in
+// the list below (to _v2, the edge-data call): this test calls neither.
+#undef cuGraphNodeGetDependencies
+using cu_internal_cuStreamGetCaptureInfo_v2 = CUresult(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                                                       const CUgraphNode **, size_t *);
+using cu_internal_cuGraphNodeGetDependencies = CUresult(CUgraphNode, CUgraphNode *, size_t *);
+#define GA_ABI_SIG_PUBLIC_(sym)                                                                                        \
     static_assert(same_abi<ga_##sym##_fn, decltype(::sym)>(), #sym ": galloc's declaration differs from cuda.h");
+#define GA_ABI_SIG_REQUIRED GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_VMM GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_ASYNC GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_HOST GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_PEER GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_IPC GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_GRAPH(sym)                                                                                          \
+    static_assert(same_abi<ga_##sym##_fn, cu_internal_##sym>(), #sym ": galloc's declaration differs from cuda.h");
+#define GA_ABI_SIG_(group, sym) GA_ABI_SIG_##group(sym)
 GA_CUDA_SYMBOLS(GA_ABI_SIG_)
 #undef GA_ABI_SIG_
+#undef GA_ABI_SIG_PUBLIC_
+#undef GA_ABI_SIG_REQUIRED
+#undef GA_ABI_SIG_VMM
+#undef GA_ABI_SIG_ASYNC
+#undef GA_ABI_SIG_HOST
+#undef GA_ABI_SIG_PEER
+#undef GA_ABI_SIG_IPC
+#undef GA_ABI_SIG_GRAPH
 
 // ---- Types. ----
 static_assert(std::is_same_v<ga_cu_device_t, CUdevice>);
@@ -44,6 +71,8 @@ static_assert(std::is_same_v<ga_cu_mem_handle_t, CUmemGenericAllocationHandle>);
 static_assert(sizeof(ga_cu_result_t) == sizeof(CUresult) && alignof(ga_cu_result_t) == alignof(CUresult));
 static_assert(sizeof(ga_cu_context_t) == sizeof(CUcontext) && sizeof(ga_cu_stream_t) == sizeof(CUstream));
 static_assert(sizeof(ga_cu_event_t) == sizeof(CUevent) && sizeof(ga_cu_mempool_t) == sizeof(CUmemoryPool));
+static_assert(sizeof(ga_cu_graph_t) == sizeof(CUgraph) && sizeof(ga_cu_graph_node_t) == sizeof(CUgraphNode));
+static_assert(std::is_same_v<uint64_t, cuuint64_t>);
 
 // ---- Values. ----
 GA_ABI_VALUE(GA_CUDA_SUCCESS, CUDA_SUCCESS)
@@ -59,10 +88,17 @@ GA_ABI_VALUE(GA_CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_HANDLE)
 GA_ABI_VALUE(GA_CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND)
 GA_ABI_VALUE(GA_CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY)
 GA_ABI_VALUE(GA_CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NOT_SUPPORTED)
+GA_ABI_VALUE(GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+GA_ABI_VALUE(GA_CUDA_ERROR_CAPTURED_EVENT, CUDA_ERROR_CAPTURED_EVENT)
 GA_ABI_VALUE(GA_CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN)
 GA_ABI_VALUE(GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
 GA_ABI_VALUE(GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
 GA_ABI_VALUE(GA_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT)
+GA_ABI_VALUE(GA_CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE)
+GA_ABI_VALUE(GA_CU_STREAM_CAPTURE_STATUS_ACTIVE, CU_STREAM_CAPTURE_STATUS_ACTIVE)
+GA_ABI_VALUE(GA_CU_STREAM_CAPTURE_STATUS_INVALIDATED, CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+GA_ABI_VALUE(GA_GPU_CAPTURE_ACTIVE, CU_STREAM_CAPTURE_STATUS_ACTIVE)
+GA_ABI_VALUE(GA_GPU_CAPTURE_INVALIDATED, CU_STREAM_CAPTURE_STATUS_INVALIDATED)
 GA_ABI_VALUE(GA_CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING)
 GA_ABI_VALUE(GA_CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_PORTABLE)
 // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are casts of integers to
@@ -134,7 +170,7 @@ TEST(CudaAbi, DeclarationsMatchCudaH)
 
 TEST(CudaAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_cuda_library.count, 44u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC
+    ASSERT_EQ(ga_cuda_library.count, 46u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH
     for (size_t i = 0; i < ga_cuda_library.count; i++)
         for (size_t j = i + 1; j < ga_cuda_library.count; j++)
             EXPECT_STRNE(ga_cuda_library.syms[i].name, ga_cuda_library.syms[j].name);

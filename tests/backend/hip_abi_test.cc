@@ -87,10 +87,17 @@ GA_ABI_VALUE(GA_HIP_ERROR_INVALID_HANDLE, hipErrorInvalidHandle)
 GA_ABI_VALUE(GA_HIP_ERROR_NOT_FOUND, hipErrorNotFound)
 GA_ABI_VALUE(GA_HIP_ERROR_NOT_READY, hipErrorNotReady)
 GA_ABI_VALUE(GA_HIP_ERROR_NOT_SUPPORTED, hipErrorNotSupported)
+GA_ABI_VALUE(GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED, hipErrorStreamCaptureUnsupported)
+GA_ABI_VALUE(GA_HIP_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent)
 GA_ABI_VALUE(GA_HIP_ERROR_UNKNOWN, hipErrorUnknown)
 GA_ABI_VALUE(GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported)
 GA_ABI_VALUE(GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled)
 GA_ABI_VALUE(GA_HIP_EVENT_DEFAULT, hipEventDefault)
+GA_ABI_VALUE(GA_HIP_STREAM_CAPTURE_STATUS_NONE, hipStreamCaptureStatusNone)
+GA_ABI_VALUE(GA_HIP_STREAM_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive)
+GA_ABI_VALUE(GA_HIP_STREAM_CAPTURE_STATUS_INVALIDATED, hipStreamCaptureStatusInvalidated)
+GA_ABI_VALUE(GA_GPU_CAPTURE_ACTIVE, hipStreamCaptureStatusActive)
+GA_ABI_VALUE(GA_GPU_CAPTURE_INVALIDATED, hipStreamCaptureStatusInvalidated)
 GA_ABI_VALUE(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
 GA_ABI_VALUE(GA_HIP_HOST_MALLOC_DEFAULT, hipHostMallocDefault)
 GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_INVALID, hipMemAllocationTypeInvalid)
@@ -173,7 +180,7 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_library.count, 43u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC
+    ASSERT_EQ(ga_hip_library.count, 45u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH
     for (size_t i = 0; i < ga_hip_library.count; i++)
         for (size_t j = i + 1; j < ga_hip_library.count; j++)
             EXPECT_STRNE(ga_hip_library.syms[i].name, ga_hip_library.syms[j].name);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "tests/backend/backend_opened.h"
 #include "tests/backend/vendor_cases.h"
 
 extern "C" {
@@ -21,48 +22,10 @@ namespace cuda_test {
 
 namespace {
 
-// One backend state on a fake library, closed by the destructor.
-class Opened {
-  public:
-    Opened(FakeCuda &f, const char *name) : options_("driver_path:" + f.path())
-    {
-        galloc_backend_args_t args = {};
-        args.struct_size = sizeof args;
-        args.options = options_.c_str();
-        char err[512] = "";
-        st_ = ga_backend_open(&b_, name, &args, err, sizeof err);
-        err_ = err;
-    }
-    ~Opened() { ga_backend_close(&b_); }
-    galloc_status_t status() const { return st_; }
-    const std::string &open_error() const { return err_; }
-    ga_backend_t *b() { return &b_; }
-    std::string Error()
-    {
-        char buf[512];
-        ga_backend_error_string(&b_, buf, sizeof buf);
-        return buf;
-    }
-
-  private:
-    std::string options_, err_;
-    ga_backend_t b_ = {};
-    galloc_status_t st_;
-};
-
 #define OPEN(f, o)                                                                                                     \
     ASSERT_TRUE((f).ok()) << (f).error();                                                                              \
     Opened o(f, v().name);                                                                                             \
     ASSERT_EQ(o.status(), GALLOC_OK) << o.open_error()
-
-// "<prefix><function> failed: <name>: <text>" with the vendor's words.
-std::string DriverWords(const char *fn, int code, const Vendor &v)
-{
-    bool oom = code == kOutOfMemory;
-    std::string name =
-        oom ? (std::string(v.name) == "cuda" ? "CUDA_ERROR_OUT_OF_MEMORY" : "hipErrorOutOfMemory") : v.unknown;
-    return std::string(fn) + " failed: " + name + ": " + (oom ? "out of memory" : "unknown error");
-}
 
 } // namespace
 

@@ -1,5 +1,5 @@
 // ipc_util.h: what ipc_cases.cc's two-process scenarios share: a backend
-// state opened on a fake library (below the pool), fork and wait with the
+// state opened on a fake library (below the pool: backend_opened.h), fork and wait with the
 // child's exit status as its report, byte and descriptor transport (a pipe,
 // SCM_RIGHTS over a unix socket), and one process's memory to share (a plain
 // segment and VMM pages, each with its own bytes) with its release.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/util/child_exit.h"
+#include "tests/backend/backend_opened.h"
 #include "tests/backend/vendor_cases.h"
 
 extern "C" {
@@ -27,41 +28,6 @@ namespace cuda_test {
 
 constexpr size_t kPage = 2 * kMiB; // the fake's default granularity
 constexpr size_t kPages = 3;
-
-// One backend state on a fake library, closed by the destructor.
-class Opened {
-  public:
-    Opened(FakeCuda &f, const char *name) : options_("driver_path:" + f.path())
-    {
-        galloc_backend_args_t args = {};
-        args.struct_size = sizeof args;
-        args.options = options_.c_str();
-        char err[512] = "";
-        st_ = ga_backend_open(&b_, name, &args, err, sizeof err);
-        err_ = err;
-    }
-    ~Opened() { Close(); }
-    void Close()
-    {
-        if (st_ == GALLOC_OK)
-            ga_backend_close(&b_);
-        st_ = GALLOC_E_INVAL;
-    }
-    galloc_status_t status() const { return st_; }
-    const std::string &open_error() const { return err_; }
-    ga_backend_t *b() { return &b_; }
-    std::string Error()
-    {
-        char buf[512];
-        ga_backend_error_string(&b_, buf, sizeof buf);
-        return buf;
-    }
-
-  private:
-    std::string options_, err_;
-    ga_backend_t b_ = {};
-    galloc_status_t st_;
-};
 
 // Run body in a child process; its result is the child's exit status.
 inline pid_t Fork(const std::function<int()> &body)

@@ -2,7 +2,7 @@
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
 // written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
-// sleep_cases.cc, peer_cases.cc, ipc_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
+// sleep_cases.cc, peer_cases.cc, ipc_cases.cc, graph_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
 // the messages; kCudaVendor and kHipVendor below). Each vendor's own test
@@ -39,6 +39,8 @@ struct Vendor {
     const char *can_access_peer, *enable_peer;
     // Sharing between processes (the backend's ipc members): the call the _noipc fake lacks.
     const char *ipc_open;
+    // Stream capture graphs (the backend's capture_info, node_deps); the _nograph fake lacks the first.
+    const char *capture_info, *node_deps;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -85,6 +87,9 @@ inline const Vendor kCudaVendor = {
     "cuCtxEnablePeerAccess",
     // sharing between processes
     "cuIpcOpenMemHandle_v2",
+    // stream capture graphs
+    "cuStreamGetCaptureInfo_v2",
+    "cuGraphNodeGetDependencies",
 };
 inline const Vendor kHipVendor = {
     "hip",
@@ -125,6 +130,9 @@ inline const Vendor kHipVendor = {
     "hipDeviceEnablePeerAccess",
     // sharing between processes
     "hipIpcOpenMemHandle",
+    // stream capture graphs
+    "hipStreamGetCaptureInfo_v2",
+    "hipGraphNodeGetDependencies",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
@@ -213,6 +221,10 @@ class PeerPlain : public VendorPlain {}; // the fault sweeps
 // / ipc_close, export_page / import_pages) below the pool, two processes on
 // the fake driver.
 class Ipc : public VendorPlain {};
+
+// graph_cases.cc: the backend's capture_info and node_deps below the pool,
+// on the fake's capture model.
+class Graph : public VendorPlain {};
 
 } // namespace cuda_test
 

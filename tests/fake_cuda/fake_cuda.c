@@ -13,6 +13,7 @@
  *   FAKE_CUDA_NO_ALLOC  omit cuMemAlloc_v2 (a required symbol)
  *   FAKE_CUDA_NO_HOST   omit cuMemHostAlloc (the HOST group: no offload)
  *   FAKE_CUDA_NO_IPC    omit cuIpcOpenMemHandle_v2 (the IPC group: no sharing between processes)
+ *   FAKE_CUDA_NO_GRAPH  omit cuStreamGetCaptureInfo_v2 (the GRAPH group: no capture graphs)
  */
 #include <string.h>
 
@@ -43,6 +44,8 @@ static ga_cu_result_t cu(fg_rc_t rc)
         [FG_NOT_SUPPORTED] = GA_CUDA_ERROR_NOT_SUPPORTED,
         [FG_PEER_UNSUPPORTED] = GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
         [FG_PEER_ALREADY_ENABLED] = GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+        [FG_CAPTURE_UNSUPPORTED] = GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+        [FG_CAPTURED_EVENT] = GA_CUDA_ERROR_CAPTURED_EVENT,
     };
     return map[rc];
 }
@@ -524,6 +527,41 @@ ga_cu_result_t cuMemImportFromShareableHandle(ga_cu_mem_handle_t *handle, void *
     if (rc == FG_OK)
         *handle = h;
     return cu(rc);
+}
+
+/* ---- Stream capture graphs (the core's Capture model). ---- */
+
+#ifndef FAKE_CUDA_NO_GRAPH
+EXPORT ga_cuStreamGetCaptureInfo_v2_fn cuStreamGetCaptureInfo_v2;
+/* The optional outputs may be NULL; the frontier array is the core's. */
+ga_cu_result_t cuStreamGetCaptureInfo_v2(ga_cu_stream_t stream, ga_cu_stream_capture_status_t *capture_status_out,
+                                         uint64_t *id_out, ga_cu_graph_t *graph_out,
+                                         const ga_cu_graph_node_t **dependencies_out, size_t *num_dependencies_out)
+{
+    ENTER(cuStreamGetCaptureInfo_v2);
+    int st = 0;
+    void *graph = NULL;
+    void *const *deps = NULL;
+    fg_rc_t rc = fg_capture_info(stream_of(stream), capture_status_out != NULL ? &st : NULL, id_out,
+                                 graph_out != NULL ? &graph : NULL, dependencies_out != NULL ? &deps : NULL,
+                                 num_dependencies_out);
+    if (rc == FG_OK) {
+        *capture_status_out = (ga_cu_stream_capture_status_t)st;
+        if (graph_out != NULL)
+            *graph_out = graph;
+        if (dependencies_out != NULL)
+            *dependencies_out = (const ga_cu_graph_node_t *)deps;
+    }
+    return cu(rc);
+}
+#endif
+
+EXPORT ga_cuGraphNodeGetDependencies_fn cuGraphNodeGetDependencies;
+ga_cu_result_t cuGraphNodeGetDependencies(ga_cu_graph_node_t node, ga_cu_graph_node_t *dependencies,
+                                          size_t *num_dependencies)
+{
+    ENTER(cuGraphNodeGetDependencies);
+    return cu(fg_node_deps(node, (void **)dependencies, num_dependencies));
 }
 
 /* ---- Test controls (fake_cuda_control.h). ---- */

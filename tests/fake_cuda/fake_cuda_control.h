@@ -31,7 +31,8 @@ extern "C" {
 void fake_cuda_reset(void);
 /* configure, fail, fail_clear, calls, stats, trace, trace_clear, last_violation,
  * set_manual_streams, stream_create, stream_destroy, stream_complete, pool_attr,
- * access, mappings_without, peer_enabled, peer_block
+ * access, mappings_without, peer_enabled, peer_block, capture_begin,
+ * capture_launch, capture_join, capture_end, capture_invalidate
  * (tests/fake_cuda/fake_gpu.h, FAKE_GPU_CONTROLS). */
 FAKE_GPU_DECLARE_CONTROLS(fake_cuda)
 

@@ -62,6 +62,11 @@ class FakeCuda {
         FAKE_CUDA_BIND_(fake_cuda_mappings_without)
         FAKE_CUDA_BIND_(fake_cuda_peer_enabled)
         FAKE_CUDA_BIND_(fake_cuda_peer_block)
+        FAKE_CUDA_BIND_(fake_cuda_capture_begin)
+        FAKE_CUDA_BIND_(fake_cuda_capture_launch)
+        FAKE_CUDA_BIND_(fake_cuda_capture_join)
+        FAKE_CUDA_BIND_(fake_cuda_capture_end)
+        FAKE_CUDA_BIND_(fake_cuda_capture_invalidate)
 #undef FAKE_CUDA_BIND_
         if (error_.empty())
             fake_cuda_reset();
@@ -142,6 +147,11 @@ class FakeCuda {
     decltype(&::fake_cuda_mappings_without) fake_cuda_mappings_without = nullptr;
     decltype(&::fake_cuda_peer_enabled) fake_cuda_peer_enabled = nullptr;
     decltype(&::fake_cuda_peer_block) fake_cuda_peer_block = nullptr;
+    decltype(&::fake_cuda_capture_begin) fake_cuda_capture_begin = nullptr;
+    decltype(&::fake_cuda_capture_launch) fake_cuda_capture_launch = nullptr;
+    decltype(&::fake_cuda_capture_join) fake_cuda_capture_join = nullptr;
+    decltype(&::fake_cuda_capture_end) fake_cuda_capture_end = nullptr;
+    decltype(&::fake_cuda_capture_invalidate) fake_cuda_capture_invalidate = nullptr;
 
   private:
     // A control's exported name for this vendor: fake_cuda_reset -> fake_hip_reset.

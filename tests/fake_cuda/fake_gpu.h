@@ -85,6 +85,25 @@
  * control before using it (as a CUDA process cannot use a context created
  * before fork); the reset unmaps only the child's copies.
  *
+ * Capture (fake_gpu_graph.c): a model of stream capture into a graph, driven
+ * by the test (no kernel exists to launch): capture_begin starts a capture on
+ * a test-owned stream (new nonzero id, new graph, empty frontier);
+ * capture_launch adds a kernel node depending on the stream's frontier,
+ * which becomes that node; capture_join is cudaEventRecord(e, from) +
+ * cudaStreamWaitEvent(to, e): to's frontier becomes the union of both (a
+ * stream that was not capturing joins from's capture with from's frontier);
+ * capture_end, on the stream that began the capture, ends it for every
+ * stream in it (real CUDA also requires each joined stream to have been
+ * joined back into the origin, CUDA_ERROR_STREAM_CAPTURE_UNJOINED: the fake
+ * does not check that); capture_invalidate marks it invalidated, as a
+ * refused operation would. The graph and its nodes stay valid (node_deps)
+ * until reset, as a graph outlives its capture. The driver's side reads it:
+ * capture_info, node_deps. Refused as the real drivers refuse them, each a
+ * violation: synchronizing a capturing stream (FG_CAPTURE_UNSUPPORTED, and
+ * the capture is invalidated), querying or waiting for an event last recorded
+ * on a capturing stream (FG_CAPTURED_EVENT; recording it again outside a
+ * capture clears that). The legacy stream (0) never captures.
+ *
  * Leaks: when a primary context's last reference goes, everything still
  * allocated on its device (linear and pool allocations not freed, handles,
  * mappings, reservations, events, pinned host blocks allocated in it) is counted as leaked and freed. fg_stats'
@@ -156,9 +175,14 @@ typedef enum fg_rc {
     FG_INVALID_HANDLE,
     FG_NOT_READY,
     FG_NOT_SUPPORTED,
-    FG_PEER_UNSUPPORTED,    /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
-    FG_PEER_ALREADY_ENABLED /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
+    FG_PEER_UNSUPPORTED,     /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
+    FG_PEER_ALREADY_ENABLED, /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
+    FG_CAPTURE_UNSUPPORTED,  /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, hipErrorStreamCaptureUnsupported */
+    FG_CAPTURED_EVENT        /* CUDA_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent */
 } fg_rc_t;
+
+/* A stream's capture status, as both vendors number it. */
+enum { FG_CAPTURE_NONE = 0, FG_CAPTURE_ACTIVE = 1, FG_CAPTURE_INVALIDATED = 2 };
 
 /* Pool attributes (values are 64-bit; the reuse flags 0 or 1). */
 typedef enum fg_pool_attr {
@@ -255,6 +279,17 @@ fg_rc_t fg_event_query(void *event);
 fg_rc_t fg_event_synchronize(void *event);
 fg_rc_t fg_stream_synchronize(uintptr_t stream);
 
+/* Stream capture (fake_gpu_graph.c; see Capture above). capture_info:
+ * stream's status (FG_CAPTURE_*) into *status (required); when ACTIVE, the
+ * capture's id, its graph and the stream's frontier (the core's array, valid
+ * until the next call on the stream) into those that are not NULL, else 0 /
+ * NULL. node_deps: deps NULL: node's dependency count into *n; otherwise
+ * min(*n, count) of them into deps, the rest of the *n entries NULL, and *n
+ * the number filled (CUDA's documented semantics). An unknown node is a
+ * violation (FG_INVALID_HANDLE). */
+fg_rc_t fg_capture_info(uintptr_t stream, int *status, uint64_t *id, void **graph, void *const **deps, size_t *n);
+fg_rc_t fg_node_deps(void *node, void **deps, size_t *n);
+
 fg_rc_t fg_pool_default(void **pool, int device);
 fg_rc_t fg_pool_set(void *pool, fg_pool_attr_t attr, uint64_t value);
 fg_rc_t fg_pool_get(void *pool, fg_pool_attr_t attr, uint64_t *value);
@@ -320,6 +355,19 @@ int fg_peer_enabled(int from, int to);
 /* Make devices a and b unable (blocked != 0) or able to reach each other,
  * both ways; -1 for a bad ordinal. Reset unblocks every pair. */
 int fg_peer_block(int a, int b, bool blocked);
+/* Stream capture (see Capture; no driver call is counted). Streams are
+ * test-owned streams (fg_stream_create). capture_begin: -1 if the stream is
+ * not one or already captures. capture_launch: the new node's handle into
+ * *node; -1 unless the stream's capture is active. capture_join: -1 unless
+ * from's capture is active, or if to takes part in another capture.
+ * capture_end: -1 unless stream began a capture not yet ended (an
+ * invalidated one ends too). capture_invalidate: -1 if stream is not
+ * capturing. */
+int fg_capture_begin(uintptr_t stream);
+int fg_capture_launch(uintptr_t stream, uintptr_t *node);
+int fg_capture_join(uintptr_t from, uintptr_t to);
+int fg_capture_end(uintptr_t stream);
+int fg_capture_invalidate(uintptr_t stream);
 
 /*
  * The controls every fake exports under its prefix (fake_cuda_configure,
@@ -351,7 +399,12 @@ int fg_peer_block(int a, int b, bool blocked);
     R(int, P##_access, (uint64_t addr, int device), fg_access(addr, device))                                           \
     R(int, P##_mappings_without, (int device), fg_mappings_without(device))                                            \
     R(int, P##_peer_enabled, (int from, int to), fg_peer_enabled(from, to))                                            \
-    R(int, P##_peer_block, (int a, int b, int blocked), fg_peer_block(a, b, blocked != 0))
+    R(int, P##_peer_block, (int a, int b, int blocked), fg_peer_block(a, b, blocked != 0))                             \
+    R(int, P##_capture_begin, (uintptr_t stream), fg_capture_begin(stream))                                            \
+    R(int, P##_capture_launch, (uintptr_t stream, uintptr_t * node), fg_capture_launch(stream, node))                  \
+    R(int, P##_capture_join, (uintptr_t from, uintptr_t to), fg_capture_join(from, to))                                \
+    R(int, P##_capture_end, (uintptr_t stream), fg_capture_end(stream))                                                \
+    R(int, P##_capture_invalidate, (uintptr_t stream), fg_capture_invalidate(stream))
 
 #define FAKE_GPU_DECLARE_R_(type, name, params, call) type name params;
 #define FAKE_GPU_DECLARE_V_(name, params, call) void name params;

@@ -341,6 +341,7 @@ void fg_reset(void)
     (void)fgi_sync_release_all(-1);
     (void)fgi_host_release_all(-1);
     (void)fgi_ipc_release_all(-1);
+    fgi_graph_release_all(); /* frees the streams' frontiers too */
     for (size_t i = 0; i < fg.n_streams; i++) {
         fg.streams[i]->magic = 0;
         free(fg.streams[i]);

@@ -3,8 +3,9 @@
  * devices, contexts, counters, faults, leaks, control), fake_gpu_mem.c
  * (linear memory and the stream-ordered pool), fake_gpu_vmm.c (reservations,
  * handles, mappings), fake_gpu_sync.c (streams and events) and
- * fake_gpu_host.c (pinned host memory and copies) and fake_gpu_ipc.c
- * (memfds, sharing between processes).
+ * fake_gpu_host.c (pinned host memory and copies), fake_gpu_ipc.c
+ * (memfds, sharing between processes) and fake_gpu_graph.c (stream capture
+ * into graphs).
  *
  * Locking: `fg_lock` guards all of `fg`; every fg_* entry point takes it and
  * every fgi_* helper expects it held. The current context is per thread.
@@ -29,15 +30,38 @@
 #define FG_MAGIC_CTX 0x43545846u    /* "FXTC" */
 #define FG_MAGIC_STREAM 0x4d525453u /* "STRM" */
 #define FG_MAGIC_EVENT 0x544e5645u  /* "EVNT" */
+#define FG_MAGIC_NODE 0x45444f4eu   /* "NODE" */
 #define FG_MAX_RULES 16
 #define FG_MAX_COUNTERS 96
 #define FG_TRACE_MAX 65536
 
+/* A stream capture and the graph it builds (fake_gpu_graph.c): alive, with
+ * its nodes, until reset, as a graph outlives its capture. */
+typedef struct fg_capture {
+    uint64_t id;              /* nonzero, unique since the reset */
+    int status;               /* FG_CAPTURE_ACTIVE, FG_CAPTURE_INVALIDATED, or FGI_CAPTURE_ENDED */
+    struct fg_stream *origin; /* the stream that began it (NULL once ended) */
+} fg_capture_t;
+
+/* The capture is over: no stream takes part in it any more (internal status). */
+#define FGI_CAPTURE_ENDED 3
+
+/* A node of a capture graph: a kernel launched during the capture. */
+typedef struct fg_node {
+    uint32_t magic;        /* FG_MAGIC_NODE */
+    fg_capture_t *graph;   /* the capture whose graph holds it */
+    struct fg_node **deps; /* the nodes it depends on (the frontier at its launch) */
+    size_t n_deps;
+} fg_node_t;
+
 typedef struct fg_stream {
-    uint32_t magic;     /* FG_MAGIC_STREAM while live */
-    int device;         /* owning device */
-    uint64_t submitted; /* work items queued (events recorded, frees) */
-    uint64_t completed; /* of those, finished */
+    uint32_t magic;        /* FG_MAGIC_STREAM while live */
+    int device;            /* owning device */
+    uint64_t submitted;    /* work items queued (events recorded, frees) */
+    uint64_t completed;    /* of those, finished */
+    fg_capture_t *capture; /* the capture it takes part in (origin or joined), NULL if none */
+    fg_node_t **frontier;  /* while capturing: what its next node would depend on */
+    size_t n_frontier, cap_frontier;
 } fg_stream_t;
 
 typedef struct fg_event {
@@ -46,6 +70,7 @@ typedef struct fg_event {
     bool timing;         /* created without DISABLE_TIMING */
     fg_stream_t *stream; /* last record's stream, NULL if never recorded (complete) */
     uint64_t seq;        /* its position on that stream */
+    bool captured;       /* last recorded on a capturing stream: query and synchronize are refused */
 } fg_event_t;
 
 typedef struct fg_pool {
@@ -163,6 +188,9 @@ struct fg_state {
     FG_ARRAY(fg_stream_t *, streams);
     FG_ARRAY(fg_host_t, hosts);
     FG_ARRAY(fg_ipc_t, ipcs);
+    FG_ARRAY(fg_capture_t *, captures); /* every capture since the reset, ended ones too */
+    FG_ARRAY(fg_node_t *, nodes);       /* every node of their graphs */
+    uint64_t next_capture_id;
     uint64_t host_bytes, peak_host_bytes, copied_d2h, copied_h2d;
     uint64_t next_handle;
     uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
@@ -234,6 +262,15 @@ uint64_t fgi_mem_release_all(int device);
 uint64_t fgi_vmm_release_all(int device);
 uint64_t fgi_sync_release_all(int device);
 uint64_t fgi_host_release_all(int device);
+/* fake_gpu_graph.c: a stream destroyed leaves its capture (ending it if it
+ * began it) and frees its frontier; release_all frees every capture graph
+ * (at reset, before the streams). */
+void fgi_graph_forget_stream(fg_stream_t *s);
+void fgi_graph_release_all(void);
+/* fake_gpu_graph.c: a synchronization on a capturing stream, which a real
+ * driver refuses and which invalidates the capture: a violation. */
+fg_rc_t fgi_graph_refuse_sync(fg_stream_t *s);
+
 /* fake_gpu_peer.c: a context destroyed takes its peer access, both ways, with it. */
 void fgi_peer_forget(int device);
 

@@ -41,6 +41,13 @@ static size_t event_index(void *e)
     return i;
 }
 
+/* An event last recorded on a capturing stream: refused (a violation) for a
+ * query or a wait, as the real drivers refuse it (CUDA_ERROR_CAPTURED_EVENT). */
+static fg_rc_t refuse_captured(const fg_event_t *e)
+{
+    return fgi_violation(FG_CAPTURED_EVENT, "event %p was last recorded on a capturing stream", (const void *)e);
+}
+
 /* A live event of the current device, or NULL with a violation counted. */
 static fg_event_t *event_get(void *e, int device, fg_rc_t *rc)
 {
@@ -109,9 +116,13 @@ fg_rc_t fg_event_record(void *event, uintptr_t stream)
     fg_stream_t *s = e != NULL ? fgi_stream(stream, device) : NULL;
     if (e != NULL && s == NULL)
         rc = FG_INVALID_HANDLE;
-    if (s != NULL) {
+    if (s != NULL && s->capture != NULL) {
+        e->stream = NULL; /* a node of the capture graph: nothing runs now */
+        e->captured = true;
+    } else if (s != NULL) {
         e->stream = s;
         e->seq = ++s->submitted;
+        e->captured = false;
         if (!fg.manual)
             s->completed = s->submitted;
     }
@@ -125,7 +136,9 @@ fg_rc_t fg_event_query(void *event)
     int device = 0;
     fg_rc_t rc = fgi_need_ctx(&device);
     fg_event_t *e = rc == FG_OK ? event_get(event, device, &rc) : NULL;
-    if (e != NULL && e->stream != NULL && e->stream->completed < e->seq)
+    if (e != NULL && e->captured)
+        rc = refuse_captured(e);
+    else if (e != NULL && e->stream != NULL && e->stream->completed < e->seq)
         rc = FG_NOT_READY; /* an answer, not a violation */
     FG_UNLOCK();
     return rc;
@@ -138,7 +151,9 @@ fg_rc_t fg_event_synchronize(void *event)
     int device = 0;
     fg_rc_t rc = fgi_need_ctx(&device);
     fg_event_t *e = rc == FG_OK ? event_get(event, device, &rc) : NULL;
-    if (e != NULL && e->stream != NULL) {
+    if (e != NULL && e->captured) {
+        rc = refuse_captured(e);
+    } else if (e != NULL && e->stream != NULL) {
         fgi_complete(e->stream, e->seq);
         fgi_pool_settle(device);
     }
@@ -154,7 +169,9 @@ fg_rc_t fg_stream_synchronize(uintptr_t stream)
     fg_stream_t *s = rc == FG_OK ? fgi_stream(stream, device) : NULL;
     if (rc == FG_OK && s == NULL)
         rc = FG_INVALID_HANDLE;
-    if (s != NULL) {
+    if (s != NULL && s->capture != NULL) {
+        rc = fgi_graph_refuse_sync(s);
+    } else if (s != NULL) {
         fgi_complete(s, UINT64_MAX);
         fgi_pool_settle(device);
     }
@@ -215,6 +232,7 @@ int fg_stream_destroy(uintptr_t stream)
                 fg.allocs[j].free_stream = &fg.dev[s->device].stream0;
                 fg.allocs[j].free_seq = 0;
             }
+        fgi_graph_forget_stream(s);
         FG_REMOVE(streams, i);
         s->magic = 0;
         free(s);

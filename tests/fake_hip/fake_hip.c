@@ -22,6 +22,7 @@
  *   FAKE_HIP_NO_ALLOC  omit hipMalloc (a required symbol)
  *   FAKE_HIP_NO_HOST   omit hipHostMalloc (the HOST group: no offload)
  *   FAKE_HIP_NO_IPC    omit hipIpcOpenMemHandle (the IPC group: no sharing between processes)
+ *   FAKE_HIP_NO_GRAPH  omit hipStreamGetCaptureInfo_v2 (the GRAPH group: no capture graphs)
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -57,6 +58,8 @@ static ga_hip_error_t hip(fg_rc_t rc)
         [FG_NOT_SUPPORTED] = GA_HIP_ERROR_NOT_SUPPORTED,
         [FG_PEER_UNSUPPORTED] = GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED,
         [FG_PEER_ALREADY_ENABLED] = GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+        [FG_CAPTURE_UNSUPPORTED] = GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+        [FG_CAPTURED_EVENT] = GA_HIP_ERROR_CAPTURED_EVENT,
     };
     return map[rc];
 }
@@ -537,6 +540,44 @@ ga_hip_error_t hipMemImportFromShareableHandle(ga_hip_mem_handle_t *handle, void
     if (rc == FG_OK)
         *handle = (ga_hip_mem_handle_t)(uintptr_t)h;
     return hip(rc);
+}
+
+/* ---- Stream capture graphs (the core's Capture model). ---- */
+
+#ifndef FAKE_HIP_NO_GRAPH
+EXPORT ga_hipStreamGetCaptureInfo_v2_fn hipStreamGetCaptureInfo_v2;
+/* The optional outputs may be NULL; the frontier array is the core's. */
+ga_hip_error_t hipStreamGetCaptureInfo_v2(ga_hip_stream_t stream, ga_hip_stream_capture_status_t *capture_status_out,
+                                          unsigned long long *id_out, ga_hip_graph_t *graph_out,
+                                          const ga_hip_graph_node_t **dependencies_out, size_t *num_dependencies_out)
+{
+    ENTER(hipStreamGetCaptureInfo_v2);
+    int st = 0;
+    uint64_t id = 0;
+    void *graph = NULL;
+    void *const *deps = NULL;
+    fg_rc_t rc = fg_capture_info(stream_of(stream), capture_status_out != NULL ? &st : NULL, &id,
+                                 graph_out != NULL ? &graph : NULL, dependencies_out != NULL ? &deps : NULL,
+                                 num_dependencies_out);
+    if (rc == FG_OK) {
+        *capture_status_out = (ga_hip_stream_capture_status_t)st;
+        if (id_out != NULL)
+            *id_out = id;
+        if (graph_out != NULL)
+            *graph_out = graph;
+        if (dependencies_out != NULL)
+            *dependencies_out = (const ga_hip_graph_node_t *)deps;
+    }
+    return hip(rc);
+}
+#endif
+
+EXPORT ga_hipGraphNodeGetDependencies_fn hipGraphNodeGetDependencies;
+ga_hip_error_t hipGraphNodeGetDependencies(ga_hip_graph_node_t node, ga_hip_graph_node_t *dependencies,
+                                           size_t *num_dependencies)
+{
+    ENTER(hipGraphNodeGetDependencies);
+    return hip(fg_node_deps(node, (void **)dependencies, num_dependencies));
 }
 
 /* ---- Test controls (fake_hip_control.h). ---- */

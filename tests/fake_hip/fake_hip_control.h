@@ -26,7 +26,8 @@ extern "C" {
 void fake_hip_reset(void);
 /* configure, fail, fail_clear, calls, stats, trace, trace_clear, last_violation,
  * set_manual_streams, stream_create, stream_destroy, stream_complete, pool_attr,
- * access, mappings_without, peer_enabled, peer_block (tests/fake_cuda/fake_gpu.h, FAKE_GPU_CONTROLS). */
+ * access, mappings_without, peer_enabled, peer_block, capture_begin, capture_launch,
+ * capture_join, capture_end, capture_invalidate (tests/fake_cuda/fake_gpu.h, FAKE_GPU_CONTROLS). */
 FAKE_GPU_DECLARE_CONTROLS(fake_hip)
 
 /* The version hipRuntimeGetVersion reports (HIP_VERSION's encoding); below

@@ -194,3 +194,55 @@ TEST_F(FakeHip, PinnedHostMemoryAndCopies)
 }
 
 } // namespace
+
+namespace {
+
+// The capture model is the core's (tests/fake_cuda/fake_graph_test.cc): here
+// its HIP symbols, HIP's result codes for what a capture refuses, and the
+// controls under the fake_hip_ prefix.
+TEST_F(FakeHip, TheCaptureCallsAndRefusalsSpeakHip)
+{
+    auto info = f_.Sym<ga_hipStreamGetCaptureInfo_v2_fn *>("hipStreamGetCaptureInfo_v2");
+    auto node_deps = f_.Sym<ga_hipGraphNodeGetDependencies_fn *>("hipGraphNodeGetDependencies");
+    auto sync = f_.Sym<ga_hipStreamSynchronize_fn *>("hipStreamSynchronize");
+    auto ev_create = f_.Sym<ga_hipEventCreateWithFlags_fn *>("hipEventCreateWithFlags");
+    auto ev_record = f_.Sym<ga_hipEventRecord_fn *>("hipEventRecord");
+    auto ev_query = f_.Sym<ga_hipEventQuery_fn *>("hipEventQuery");
+    auto ev_destroy = f_.Sym<ga_hipEventDestroy_fn *>("hipEventDestroy");
+    ASSERT_TRUE(f_.ok()) << f_.error();
+    ASSERT_EQ(hipInit(0), GA_HIP_SUCCESS);
+    uintptr_t s = 0, a = 0, b = 0;
+    ASSERT_EQ(f_.fake_cuda_stream_create(0, &s), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_begin(s), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s, &a), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s, &b), 0);
+    auto hs = reinterpret_cast<ga_hip_stream_t>(s);
+    ga_hip_stream_capture_status_t st = GA_HIP_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    const ga_hip_graph_node_t *deps = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(info(hs, &st, &id, nullptr, &deps, &n), GA_HIP_SUCCESS);
+    EXPECT_EQ(st, GA_HIP_STREAM_CAPTURE_STATUS_ACTIVE);
+    EXPECT_NE(id, 0u);
+    ASSERT_EQ(n, 1u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(deps[0]), b);
+    ga_hip_graph_node_t d = nullptr;
+    n = 1;
+    ASSERT_EQ(node_deps(reinterpret_cast<ga_hip_graph_node_t>(b), &d, &n), GA_HIP_SUCCESS);
+    EXPECT_EQ(n, 1u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(d), a);
+    ga_hip_event_t e = nullptr;
+    ASSERT_EQ(ev_create(&e, GA_HIP_EVENT_DISABLE_TIMING), GA_HIP_SUCCESS);
+    ASSERT_EQ(ev_record(e, hs), GA_HIP_SUCCESS);
+    EXPECT_EQ(ev_query(e), GA_HIP_ERROR_CAPTURED_EVENT);
+    EXPECT_EQ(sync(hs), GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT_EQ(Violations(), 2u);
+    ASSERT_EQ(info(hs, &st, &id, nullptr, &deps, &n), GA_HIP_SUCCESS);
+    EXPECT_EQ(st, GA_HIP_STREAM_CAPTURE_STATUS_INVALIDATED);
+    EXPECT_EQ(f_.fake_cuda_capture_end(s), 0);
+    EXPECT_EQ(ev_destroy(e), GA_HIP_SUCCESS);
+    EXPECT_EQ(f_.fake_cuda_calls("hipStreamGetCaptureInfo_v2"), 2u);
+    EXPECT_EQ(f_.Stats().leaks, 0u);
+}
+
+} // namespace
