@@ -226,6 +226,18 @@ class Ipc : public VendorPlain {};
 // on the fake's capture model.
 class Graph : public VendorPlain {};
 
+// capture_cases.cc: graph_capture_record_stream_reuse through the public API:
+// a capture on s_ routed to pool_, side streams s1_ and s2_ (test-owned).
+class Capture : public VendorTest {
+  protected:
+    void Begin(const std::string &conf);
+    void End();
+    void *FreeUsedOnS1(uintptr_t *use);
+    galloc_stream_t S() const { return (galloc_stream_t)s_; }
+    uintptr_t s_ = 0, s1_ = 0, s2_ = 0;
+    galloc_mempool_id_t pool_ = {0, 0};
+};
+
 } // namespace cuda_test
 
 #endif // GA_TESTS_BACKEND_VENDOR_CASES_H
