@@ -50,6 +50,17 @@ class MemPool : public ::testing::Test {
         EXPECT_EQ(galloc_malloc(a_, n, s, &p), GALLOC_OK) << Err();
         return p;
     }
+    // A route of stream S to a new pool *id, in which 4 MiB at *p, used on S1
+    // too (record_stream), is freed.
+    static constexpr galloc_stream_t S = 0x10, S1 = 0x11;
+    void FreeUsedOnS1DuringARoute(galloc_mempool_id_t *id, void **p)
+    {
+        ASSERT_EQ(galloc_mempool_create(a_, id), GALLOC_OK);
+        ASSERT_EQ(galloc_mempool_begin_allocate(a_, *id, GALLOC_ROUTE_STREAM, S), GALLOC_OK);
+        *p = Alloc(4 * MiB, S);
+        ASSERT_EQ(galloc_record_stream(a_, *p, S1), GALLOC_OK);
+        ASSERT_EQ(galloc_free(a_, *p), GALLOC_OK);
+    }
     galloc_stats_t Stats()
     {
         galloc_stats_t st;
@@ -206,13 +217,9 @@ TEST_F(MemPool, StreamUsesFreedDuringARouteWaitForItsEnd)
          {"sim_manual_events:True", "sim_manual_events:True,graph_capture_record_stream_reuse:True"}) {
         SCOPED_TRACE(conf);
         Make(conf);
-        const galloc_stream_t S = 0x10, S1 = 0x11;
         galloc_mempool_id_t id;
-        ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
-        ASSERT_EQ(galloc_mempool_begin_allocate(a_, id, GALLOC_ROUTE_STREAM, S), GALLOC_OK);
-        void *p = Alloc(4 * MiB, S);
-        ASSERT_EQ(galloc_record_stream(a_, p, S1), GALLOC_OK);
-        ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+        void *p = nullptr;
+        ASSERT_NO_FATAL_FAILURE(FreeUsedOnS1DuringARoute(&id, &p));
         galloc_stats_t st = Stats();
         EXPECT_EQ(st.allocation[ALL].current, 0);
         EXPECT_EQ(st.allocated_bytes[ALL].current, 0);
@@ -247,13 +254,9 @@ TEST_F(MemPool, EmptyCacheTakesDeferredFreesOnlyAfterTheRoute)
 {
     constexpr int ALL = GALLOC_STAT_ALL;
     Make("sim_manual_events:True");
-    const galloc_stream_t S = 0x10, S1 = 0x11;
     galloc_mempool_id_t id;
-    ASSERT_EQ(galloc_mempool_create(a_, &id), GALLOC_OK);
-    ASSERT_EQ(galloc_mempool_begin_allocate(a_, id, GALLOC_ROUTE_STREAM, S), GALLOC_OK);
-    void *p = Alloc(4 * MiB, S);
-    ASSERT_EQ(galloc_record_stream(a_, p, S1), GALLOC_OK);
-    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+    void *p = nullptr;
+    ASSERT_NO_FATAL_FAILURE(FreeUsedOnS1DuringARoute(&id, &p));
     ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
     galloc_stats_t st = Stats();
     EXPECT_EQ(st.active_bytes[ALL].current, (int64_t)(4 * MiB)); // still deferred
