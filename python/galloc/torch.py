@@ -159,6 +159,11 @@ def use(conf: str = "", *, device_backend: str | None = None, oom: str = "raise"
     the torch.cuda.memory.CUDAPluggableAllocator. A torch older than 2.0
     (no pluggable allocators) raises galloc.UnsupportedError naming its
     version, before anything is configured, opened or compiled.
+    torch.multiprocessing cannot then send or receive CUDA tensors: PyTorch's
+    pluggable allocator raises RuntimeError ("CUDAPluggableAllocator does not
+    yet support shareIPcHandle") in Queue.put and in the receiver; share
+    blocks with galloc.Allocator.ipc_export / ipc_send / ipc_recv instead
+    (docs/integration.md, "Sharing blocks between processes").
     """
     import torch
 
