@@ -195,4 +195,137 @@ TEST_P(Capture, AnInvalidatedCaptureReusesNothing)
     Free(g);
 }
 
+// A frontier with nothing on it (the capture has no work yet on S or S1)
+// gives no markers: the block waits for the end, as PyTorch's empty vector.
+TEST_P(Capture, AnEmptyFrontierWaitsForTheEnd)
+{
+    Begin("graph_capture_record_stream_reuse:True");
+    void *a = Alloc(4 * kMiB, S());
+    ASSERT_EQ(galloc_record_stream(a_, a, (galloc_stream_t)s1_), GALLOC_OK);
+    ASSERT_EQ(f_.fake_cuda_capture_join(s_, s1_), 0); // S1 joins with S's empty frontier
+    Free(a);
+    uintptr_t n = 0;
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s_, &n), 0);
+    void *d = Alloc(4 * kMiB, S());
+    EXPECT_NE(d, a);
+    EXPECT_EQ(f_.fake_cuda_calls(v().node_deps), 0u) << "no markers: no walk";
+    Free(d);
+    End();
+}
+
+// Seventy side streams: S's frontier, and the dependencies of the node
+// launched after they join back, pass the walk's first 64 entries.
+TEST_P(Capture, WideFrontiersAreReadWhole)
+{
+    Begin("graph_capture_record_stream_reuse:True");
+    constexpr int kSides = 70;
+    uintptr_t side[kSides], n = 0;
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s_, &n), 0);
+    void *a = Alloc(4 * kMiB, S());
+    for (uintptr_t &s : side) {
+        ASSERT_EQ(f_.fake_cuda_stream_create(0, &s), 0);
+        ASSERT_EQ(galloc_record_stream(a_, a, (galloc_stream_t)s), GALLOC_OK);
+        ASSERT_EQ(f_.fake_cuda_capture_join(s_, s), 0);
+        ASSERT_EQ(f_.fake_cuda_capture_launch(s, &n), 0); // each reads a
+        ASSERT_EQ(f_.fake_cuda_capture_join(s, s1_), 0);  // S1's frontier gathers them
+    }
+    Free(a); // markers: S's node and the 70 side nodes (S1's frontier repeats them)
+    ASSERT_EQ(f_.fake_cuda_capture_join(s1_, s_), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s_, &n), 0); // depends on 71 nodes
+    void *d = Alloc(4 * kMiB, S());
+    EXPECT_EQ(d, a);
+    Free(d);
+    End();
+}
+
+// Each stream walks its own frontier: a default-pool block of S1 used on S,
+// and the pool's block of S used on S1, come back to their own streams' mallocs.
+TEST_P(Capture, EachStreamWalksItsOwnFrontier)
+{
+    Begin("graph_capture_record_stream_reuse:True");
+    uintptr_t use = 0, n = 0;
+    void *a = FreeUsedOnS1(&use);
+    void *b = Alloc(8 * kMiB, (galloc_stream_t)s1_); // not routed: the default pool
+    ASSERT_EQ(galloc_record_stream(a_, b, S()), GALLOC_OK);
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s_, &n), 0);
+    Free(b);
+    ASSERT_EQ(f_.fake_cuda_capture_join(s_, s1_), 0); // S1 waits for S: b's uses are behind S1
+    void *b2 = Alloc(8 * kMiB, (galloc_stream_t)s1_);
+    EXPECT_EQ(b2, b);
+    ASSERT_EQ(f_.fake_cuda_capture_join(s1_, s_), 0);
+    void *d = Alloc(4 * kMiB, S());
+    EXPECT_EQ(d, a);
+    Free(d);
+    Free(b2);
+    End();
+}
+
+// A new capture on S while the route lasts: the old graph's nodes are not
+// behind the new frontier, so the block freed in the old capture waits for
+// the end of the route.
+TEST_P(Capture, ANewCaptureOnTheStreamStartsAFreshWalk)
+{
+    Begin("graph_capture_record_stream_reuse:True");
+    uintptr_t use = 0, n = 0;
+    void *a = FreeUsedOnS1(&use);
+    ASSERT_EQ(f_.fake_cuda_capture_join(s1_, s_), 0);
+    void *d = Alloc(4 * kMiB, S()); // walks the first capture: a comes back
+    EXPECT_EQ(d, a);
+    Free(d);
+    void *b = FreeUsedOnS1(&use); // S1's use of b is never joined back in this capture
+    ASSERT_EQ(f_.fake_cuda_capture_end(s_), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_begin(s_), 0);
+    ASSERT_EQ(f_.fake_cuda_capture_launch(s_, &n), 0);
+    void *c = FreeUsedOnS1(&use); // freed in the second capture
+    ASSERT_EQ(f_.fake_cuda_capture_join(s1_, s_), 0);
+    void *e = Alloc(4 * kMiB, S()); // c comes back; b, whose markers are the first graph's, does not
+    EXPECT_EQ(e, c);
+    EXPECT_NE(e, b);
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.active[ALL].current, 2) << "e and b";
+    Free(e);
+    End();
+}
+
+// After the capture, recording a deferred block's event fails: that malloc
+// fails with the driver's error and the block stays deferred; the next
+// malloc records it.
+TEST_P(Capture, AFailedEventRecordAfterTheCaptureKeepsTheBlockDeferred)
+{
+    Begin("");
+    uintptr_t use = 0;
+    (void)FreeUsedOnS1(&use);
+    End();
+    ASSERT_EQ(f_.fake_cuda_fail(v().event_record, 1, 0, kUnknownCode), 0);
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 512, 0, &p), GALLOC_E_DEVICE);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(galloc_check(a_), GALLOC_OK) << LastError(a_);
+    EXPECT_EQ(Stats().active[ALL].current, 1) << "still deferred";
+    f_.fake_cuda_fail_clear();
+    void *e = Alloc(512);
+    EXPECT_EQ(Stats().active[ALL].current, 1) << "recorded and done: only e is active";
+    Free(e);
+}
+
+// Destroying the allocator in the middle of a capture frees what the
+// deferred blocks hold (ASan's leak check), and the driver's books balance.
+TEST_P(Capture, DestroyedMidCaptureLeavesNothing)
+{
+    Begin("graph_capture_record_stream_reuse:True");
+    uintptr_t use = 0;
+    (void)FreeUsedOnS1(&use);
+    ASSERT_EQ(galloc_mempool_end_allocate(a_, pool_), GALLOC_OK);
+    ASSERT_EQ(f_.fake_cuda_capture_end(s_), 0);
+    ASSERT_EQ(galloc_mempool_begin_allocate(a_, pool_, GALLOC_ROUTE_STREAM, S()), GALLOC_OK);
+    ASSERT_EQ(f_.fake_cuda_capture_begin(s_), 0);
+    (void)FreeUsedOnS1(&use); // deferred with markers, the route still active
+    galloc_allocator_destroy(a_);
+    a_ = nullptr;
+    ASSERT_EQ(f_.fake_cuda_capture_end(s_), 0);
+    fake_gpu_stats_t s = f_.Stats();
+    EXPECT_EQ(s.leaks, 0u);
+    EXPECT_EQ(s.violations, 0u) << f_.Violation();
+}
+
 } // namespace cuda_test
