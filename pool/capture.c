@@ -77,23 +77,32 @@ static bool buf_room(ga_capture_t *c, size_t n)
     return true;
 }
 
-/* Stream s's capture and its frontier, appended to the scratch at *len.
- * false on any failure; *id 0 when s is not capturing. */
-static bool read_frontier(ga_pool_t *p, ga_capture_t *c, galloc_stream_t s, uint64_t *id, size_t *len)
+/* A list the backend gives, appended to the scratch at *len: with node 0,
+ * stream s's capture (*id, 0 when s is not capturing, with nothing appended)
+ * and its frontier; else node's dependencies. The backend says how many there
+ * are, so a list that did not fit is read again into a larger scratch.
+ * false on any failure. */
+static bool read_list(ga_pool_t *p, ga_capture_t *c, galloc_stream_t s, uintptr_t node, uint64_t *id, size_t *len)
 {
     for (;;) {
-        size_t n = 0;
-        if (ga_backend_capture_info(p->backend, s, id, c->buf + *len, c->cap_buf - *len, &n) != GALLOC_OK)
+        size_t n = 0, room = c->cap_buf - *len;
+        galloc_status_t st = node == 0 ? ga_backend_capture_info(p->backend, s, id, c->buf + *len, room, &n)
+                                       : ga_backend_node_deps(p->backend, node, c->buf + *len, room, &n);
+        if (st != GALLOC_OK)
             return false;
-        if (*id == 0)
-            return true;
-        if (n <= c->cap_buf - *len) {
+        if (n <= room) {
             *len += n;
             return true;
         }
         if (!buf_room(c, *len + n))
             return false;
     }
+}
+
+/* Stream s's capture and its frontier, appended to the scratch at *len. */
+static bool read_frontier(ga_pool_t *p, ga_capture_t *c, galloc_stream_t s, uint64_t *id, size_t *len)
+{
+    return read_list(p, c, s, 0, id, len);
 }
 
 /* The block's free markers: [count, node...], or NULL to wait for the end of
@@ -136,21 +145,22 @@ galloc_status_t ga_pool_free_uses(ga_pool_t *p, ga_block_t *b)
     return GALLOC_OK;
 }
 
-/* Unlink *link's block from the deferred list; it waits on nothing now. */
-static ga_block_t *undefer(ga_pool_t *p, ga_block_t **link)
+/* Unlink *link's block from the deferred list, its markers gone; its counts
+ * are the caller's to change. */
+static ga_block_t *unlink_deferred(ga_block_t **link)
 {
     ga_block_t *b = *link;
     *link = b->link;
     b->link = NULL;
     free(b->markers);
     b->markers = NULL;
-    b->event_count = 0;
-    p->pending_blocks--;
     return b;
 }
 
 galloc_status_t ga_pool_insert_deferred(ga_pool_t *p)
 {
+    if (p->n_routes > 0)
+        return GALLOC_OK; /* they wait for the end of the routes */
     while (p->deferred != NULL) {
         ga_block_t *b = p->deferred;
         /* insert_events counts the block and its events afresh, and changes
@@ -164,10 +174,7 @@ galloc_status_t ga_pool_insert_deferred(ga_pool_t *p)
             p->pending_blocks++;
             return st;
         }
-        p->deferred = b->link;
-        b->link = NULL;
-        free(b->markers);
-        b->markers = NULL;
+        (void)unlink_deferred(&p->deferred);
     }
     return GALLOC_OK;
 }
@@ -217,17 +224,8 @@ static bool walk_back(ga_pool_t *p, ga_capture_t *c, walk_t *w, size_t len)
         if (ga_addrmap_reserve(&w->seen, 1) != GALLOC_OK)
             return false;
         (void)ga_addrmap_insert(&w->seen, v);
-        for (;;) {
-            size_t n = 0;
-            if (ga_backend_node_deps(p->backend, v, c->buf + len, c->cap_buf - len, &n) != GALLOC_OK)
-                return false;
-            if (n <= c->cap_buf - len) {
-                len += n;
-                break;
-            }
-            if (!buf_room(c, len + n))
-                return false;
-        }
+        if (!read_list(p, c, 0, v, NULL, &len))
+            return false;
     }
     return true;
 }
@@ -266,7 +264,9 @@ void ga_pool_capture_reuse(ga_pool_t *p, galloc_stream_t stream)
             link = &b->link;
             continue;
         }
-        undefer(p, link);
+        (void)unlink_deferred(link);
+        b->event_count = 0; /* the deferral is over */
+        p->pending_blocks--;
         ga_pool_uses_release(p, b); /* the graph orders them: no event needed */
         ga_pool_free_block(p, b);
     }

@@ -18,9 +18,10 @@ extern "C" {
  * active, defer them (the block waits on the deferred list, active pending
  * free). Fails only when recording an event fails (nothing changed then). */
 galloc_status_t ga_pool_free_uses(ga_pool_t *p, ga_block_t *b);
-/* No route active: record the events of every deferred block, oldest first
- * (PyTorch's insert_events_deferred_until_no_capture). A failed record stops
- * there: that block and the later ones stay deferred. */
+/* Once no route is active, record the events of every deferred block, oldest
+ * first (PyTorch's insert_events_deferred_until_no_capture); while one is,
+ * nothing. A failed record stops there: that block and the later ones stay
+ * deferred. */
 galloc_status_t ga_pool_insert_deferred(ga_pool_t *p);
 /* malloc on stream during a route, with graph_capture_record_stream_reuse:
  * return to their pools the deferred blocks of stream whose uses all precede

@@ -157,11 +157,9 @@ static galloc_status_t event_fail(ga_pool_t *p, galloc_status_t st, const char *
 
 galloc_status_t ga_pool_process_events(ga_pool_t *p)
 {
-    if (p->deferred != NULL) { /* called with no route active */
-        galloc_status_t st = ga_pool_insert_deferred(p);
-        if (st != GALLOC_OK)
-            return st;
-    }
+    galloc_status_t deferred = ga_pool_insert_deferred(p);
+    if (deferred != GALLOC_OK)
+        return deferred;
     /* Work on a stream completes in order: once one of its events is not
      * ready, later ones are not queried (PyTorch stops per stream too). */
     galloc_stream_t blocked[MAX_BLOCKED_STREAMS];
@@ -197,12 +195,9 @@ galloc_status_t ga_pool_synchronize_and_free_events(ga_pool_t *p)
 {
     /* Counted once per call before any wait, failed or not, as PyTorch does. */
     p->stats.num_sync_all_streams++;
-    /* Deferred frees wait for the end of the routes (capture.c). */
-    if (p->deferred != NULL && p->n_routes == 0) {
-        galloc_status_t st = ga_pool_insert_deferred(p);
-        if (st != GALLOC_OK)
-            return st;
-    }
+    galloc_status_t deferred = ga_pool_insert_deferred(p); /* none while a route is active */
+    if (deferred != GALLOC_OK)
+        return deferred;
     while (p->pending_head != NULL) {
         ga_event_t *e = p->pending_head;
         /* PyTorch throws on a failed wait (C10_CUDA_CHECK on cudaEventSynchronize):
