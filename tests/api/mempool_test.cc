@@ -12,6 +12,7 @@
 // setNoSplit makes should_split false for the pool's blocks, small and large.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -217,6 +218,10 @@ TEST_F(MemPool, StreamUsesFreedDuringARouteWaitForItsEnd)
          {"sim_manual_events:True", "sim_manual_events:True,graph_capture_record_stream_reuse:True"}) {
         SCOPED_TRACE(conf);
         Make(conf);
+        galloc_settings_t set = {};
+        set.struct_size = sizeof set;
+        ASSERT_EQ(galloc_settings_get(a_, &set), GALLOC_OK);
+        EXPECT_EQ(set.graph_capture_record_stream_reuse, strstr(conf, "graph_capture") != nullptr);
         galloc_mempool_id_t id;
         void *p = nullptr;
         ASSERT_NO_FATAL_FAILURE(FreeUsedOnS1DuringARoute(&id, &p));
