@@ -77,6 +77,51 @@ typedef enum ga_event_kind {
 #define GA_EVF_SEEDED                                                                                                  \
     0x2u /* with GA_EVF_PROLOGUE: a stand-in block for bytes the trace says were
                                      live before it began (not a request of the job; never freed) */
+/* Set by tools/job, never by a reader: a GA_EV_ALLOC the trace never frees (live at its end:
+ * weights, optimizer state), as opposed to a transient one. */
+#define GA_EVF_KEPT 0x4u
+
+/* One frame of what a record says made an allocation, whatever the format.
+ * Strings are not NUL-terminated and belong to the reader (valid until its
+ * next ga_reader_next); NULL with length 0 when the record has none. */
+typedef struct ga_frame {
+    const char *file; /* a source file ("train.py", "??" for an unknown C++ one), NULL if none */
+    size_t file_len;
+    const char *name; /* a function, op, range or label ("step", "at::_ops::mm::call(...)", "aten::mm") */
+    size_t name_len;
+    int64_t line; /* 0 when unknown */
+} ga_frame_t;
+
+/* What a record carries about the code behind an allocation (tools/owners
+ * classifies it into a site and a phase: docs/owners.md). */
+typedef enum ga_stack_kind {
+    GA_STACK_NONE = 0,   /* nothing recorded for this event */
+    GA_STACK_FRAMES,     /* a call stack, innermost first: Python frames (file, line, function) and, with
+                            stacks="all", C++ frames (file "??", "" or a .cpp, line 0); a snapshot adds the
+                            record_function annotations in force (external_annotations), outermost, as
+                            frames with a name only */
+    GA_STACK_RANGES,     /* the profiler's ranges that enclose the event on its thread, innermost first:
+                            ops ("aten::mm"), autograd nodes ("autograd::engine::evaluate_function:
+                            MmBackward0"), Python functions (name "train.py(35): step"), annotations
+                            ("ProfilerStep#3", "Optimizer.step#AdamW.step"): a Kineto trace */
+    GA_STACK_ANNOTATION, /* one frame, name = the annotation in force (galloc text: the last annotate) */
+    GA_STACK_ALLOCATOR,  /* one frame, name = the allocator that served it (an Umpire log); a second,
+                            outer frame may name the allocation (named_allocate) */
+    GA_STACK_THREAD      /* one frame, name = the thread that made it ("thread 140213"; an RMM log) */
+} ga_stack_kind_t;
+
+/* A recorded stack: n frames read through frame(data, i, out). key(data, i),
+ * when not NULL, is an identity of frame i: frames with equal keys are equal
+ * (a snapshot's shared frame objects), so a stack can be recognized without
+ * reading its strings; 0 means "no identity". All of it is the reader's and
+ * valid until its next ga_reader_next. */
+typedef struct ga_stack {
+    ga_stack_kind_t kind;
+    size_t n;
+    const void *data;
+    void (*frame)(const void *data, size_t i, ga_frame_t *out);
+    uintptr_t (*key)(const void *data, size_t i);
+} ga_stack_t;
 
 typedef struct ga_event {
     ga_event_kind_t kind;
@@ -102,6 +147,9 @@ typedef struct ga_event {
     uint64_t released;    /* GA_EV_OOM from a snapshot: bytes the traced run's OOM path released just before
                              it (the segment_free / segment_unmap entries it follows) */
     int64_t time_us;      /* when the traced run made the call (microseconds since the epoch), 0 if unknown */
+    ga_stack_t stack;     /* GA_EV_ALLOC, GA_EV_OOM: what made the request (kind NONE when the record has
+                             nothing; always NONE for GA_EVF_PROLOGUE events); valid until the next
+                             ga_reader_next */
 } ga_event_t;
 
 typedef struct ga_reader ga_reader_t;
