@@ -45,6 +45,7 @@ static ga_replay_part_t probe(search_t *s, uint64_t cap)
     ga_replay_opts_t o = *s->o;
     o.sample = false;
     o.watch_peak = false;
+    o.owners = false;
     o.snapshot_paths = NULL;
     o.progress = NULL;
     ga_engine_out_t out = {.first_oom = UINT64_MAX};

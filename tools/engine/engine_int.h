@@ -6,7 +6,69 @@
 #ifndef GA_TOOLS_ENGINE_ENGINE_INT_H
 #define GA_TOOLS_ENGINE_ENGINE_INT_H
 
+#include "tools/engine/owners.h"
 #include "tools/engine/replay.h"
+
+/* A live block as the owners tracker keeps it (owners_track.c), keyed by
+ * the address galloc handed out. */
+typedef struct ga_owner_rec {
+    uintptr_t key;      /* the block's address */
+    uint64_t bytes;     /* its size (galloc_usable_size) */
+    uint64_t req;       /* the bytes requested */
+    int64_t ev;         /* its allocation's event index; -1: live before the trace */
+    int64_t us;         /* its allocation's time after the unit's t0; INT64_MIN: none */
+    uint16_t cls;       /* its owner class */
+    bool kept;          /* the trace never frees it */
+} ga_owner_rec_t;
+
+/* One logged change to the cells since the allocated peak. */
+typedef struct ga_owner_logent {
+    ga_owner_rec_t rec;
+    int8_t sign; /* 1: the block became live; -1: it was freed */
+} ga_owner_logent_t;
+
+/* A column's owners while it replays (owners.h, owners_track.c). */
+typedef struct ga_owners_track {
+    ga_owners_t *out;          /* the result, handed to the column by ga_owners_track_take */
+    const ga_job_unit_t *u;
+    galloc_allocator_t *a;
+    ga_addrmap_t live;         /* address -> ga_owner_rec_t */
+    ga_owner_cell_t *cells;    /* per class: the live blocks now */
+    uint64_t *pin_bytes;       /* per class, scratch for a segment's holders (zero between uses) */
+    uint32_t *touched;         /* ... the classes a segment touched */
+    int64_t total;             /* the live blocks' bytes: allocated_bytes.all.current */
+    int64_t peak_total;        /* the highest total so far (-1: none yet) */
+    uint64_t peak_event;       /* where it was first reached */
+    int64_t peak_time;
+    int64_t peak_reserved_then; /* reserved bytes then */
+    bool logging;              /* the log undoes the cells to the allocated peak */
+    bool peak_folded;          /* peak_allocated holds the current peak's moment */
+    ga_owner_logent_t *log;
+    size_t n_log, cap_log, log_max;
+    int64_t reserved_now;      /* reserved bytes after the last call that may change them */
+    int64_t peak_reserved;     /* the highest of those (-1: none yet) */
+    uint64_t cur_event;        /* the event being attributed */
+    int64_t cur_time;
+} ga_owners_track_t;
+
+/* ga_owners_track_init: a tracker for a column of u replayed on a. 0, or -1
+ * (host memory). ga_owners_track_destroy frees it and what it has not handed out. */
+int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_allocator_t *a);
+void ga_owners_track_destroy(ga_owners_track_t *t);
+/* ga_owners_track_seeded: the blocks of u's seeded state, as ga_seed_apply mapped them. */
+void ga_owners_track_seeded(ga_owners_track_t *t, const ga_idmap_t *map);
+/* ga_owners_track_alloc: event idx (e) allocated ptr (NULL: nothing to track). */
+void ga_owners_track_alloc(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, void *ptr);
+/* ga_owners_track_dealloc: the block at ptr is freed (before galloc_free). */
+void ga_owners_track_dealloc(ga_owners_track_t *t, void *ptr);
+/* ga_owners_track_reserved: reserved bytes after event idx; a new high is the reserved peak's moment. */
+void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved);
+/* ga_owners_track_oom: event idx's allocation failed: its moment (the first GA_OWNERS_MAX_OOMS). */
+void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e);
+/* ga_owners_track_finish: the end of the replay: the allocated peak's moment. */
+void ga_owners_track_finish(ga_owners_track_t *t);
+/* ga_owners_track_take: the result (the caller frees it with ga_owners_release). */
+ga_owners_t *ga_owners_track_take(ga_owners_track_t *t);
 
 /* The state of one replay besides its column. */
 typedef struct ga_engine_run {
@@ -17,6 +79,7 @@ typedef struct ga_engine_run {
     bool first_oom_expected; /* it is one the traced run had too */
     const char *annotation;  /* the last annotate text, "" before any */
     uint64_t events;         /* events replayed */
+    ga_owners_track_t *own;  /* the owners tracker (opts.owners), NULL when not asked for */
 } ga_engine_run_t;
 
 /* What one replay's caller learns besides the column. */

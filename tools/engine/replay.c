@@ -101,11 +101,16 @@ static void on_peak(ga_replay_column_t *c, ga_engine_run_t *r)
 }
 
 /* A new low of the device's free memory is a new reserved peak (O(1) per
- * call; the peak's figures only then). */
-static void watch_peak(ga_replay_column_t *c, ga_engine_run_t *r)
+ * call; the peak's figures only then). With owners, every call that may
+ * change reserved memory reports it to the tracker (idx, e: the event). */
+static void watch_peak(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     size_t fr, tot;
-    if (r->watch && galloc_memory_info(c->a, &fr, &tot) == GALLOC_OK && fr < r->min_free) {
+    if ((!r->watch && r->own == NULL) || galloc_memory_info(c->a, &fr, &tot) != GALLOC_OK)
+        return;
+    if (r->own != NULL)
+        ga_owners_track_reserved(r->own, idx, e, (int64_t)(tot - fr));
+    if (r->watch && fr < r->min_free) {
         r->min_free = fr;
         on_peak(c, r);
     }
@@ -136,6 +141,8 @@ static void record_oom(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, 
         }
         ga_replay_classify_oom(c->a, e->size, c->fraction, &o->facts);
     }
+    if (r->own != NULL)
+        ga_owners_track_oom(r->own, idx, e);
     if (c->snapshot_recording && !c->snapshot_at_end)
         write_snapshot(c); /* the first OOM's state is what a user wants to see */
 }
@@ -148,8 +155,10 @@ static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, co
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, 0); /* not taken: this replay needed no segment there */
-    if (st == GALLOC_OK)
-        watch_peak(c, r);
+    if (st == GALLOC_OK && r->own != NULL && e->kind == GA_EV_ALLOC)
+        ga_owners_track_alloc(r->own, idx, e, p); /* before the reserved check: a peak's moment holds it */
+    if (st == GALLOC_OK || r->own != NULL)
+        watch_peak(c, r, idx, e); /* a failed malloc's OOM path may have released segments */
     if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
@@ -180,12 +189,15 @@ static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, co
     }
     if (replaced) { /* the trace lost a free: release the stale block */
         c->duplicates++;
-        if (old.ptr != NULL)
+        if (old.ptr != NULL) {
+            if (r->own != NULL)
+                ga_owners_track_dealloc(r->own, old.ptr);
             galloc_free(c->a, old.ptr);
+        }
     }
 }
 
-static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
+static void do_free(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     ga_idmap_val_t v;
     if (!ga_idmap_remove(&c->map, e->id, &v)) {
@@ -194,6 +206,8 @@ static void do_free(ga_replay_column_t *c, uint64_t idx, const ga_event_t *e)
     }
     if (v.stream == GA_STREAM_NONE)
         return; /* its allocation failed in this configuration */
+    if (r->own != NULL)
+        ga_owners_track_dealloc(r->own, v.ptr);
     galloc_stream_t other;
     if (ga_replay_free_stream(e->kind, e->stream, v.stream, &other)) {
         galloc_status_t st = galloc_record_stream(c->a, v.ptr, other);
@@ -213,8 +227,8 @@ static void do_tag(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, cons
         return;
     galloc_status_t st = ga_replay_tag_call(c->a, e->kind, e->text, e->text2, &c->tags);
     if (st == GALLOC_OK) {
-        if (e->kind == GA_EV_WAKE)
-            watch_peak(c, r); /* the woken memory is reserved again */
+        if (e->kind == GA_EV_WAKE || (e->kind == GA_EV_SLEEP && r->own != NULL))
+            watch_peak(c, r, idx, e); /* the woken memory is reserved again (a sleep gives it back) */
         return;
     }
     if (st == GALLOC_E_INVAL && c->tag_anomalies++ == 0) {
@@ -248,7 +262,7 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
         return;
     case GA_EV_OOM: do_alloc(c, r, idx, e); return;
     case GA_EV_FREE:
-    case GA_EV_FREE_PENDING: do_free(c, idx, e); return;
+    case GA_EV_FREE_PENDING: do_free(c, r, idx, e); return;
     case GA_EV_RECORD_STREAM:
         if (!ga_idmap_get(&c->map, e->id, &v)) {
             c->unmatched++;
@@ -266,13 +280,15 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
         st = ga_replay_call(c->a, e->kind, e->stream, e->size, e->fraction);
         if (st == GALLOC_OK && e->kind == GA_EV_SET_FRACTION)
             c->fraction = e->fraction;
+        if (r->own != NULL && e->kind == GA_EV_EMPTY_CACHE)
+            watch_peak(c, r, idx, e); /* segments given back */
         break;
     case GA_EV_RESERVE:
         if (c->seeded)
             return; /* a seeded snapshot state holds its own segments */
         st = ga_replay_reserve(c->a, e->size, e->stream);
         if (st == GALLOC_OK)
-            watch_peak(c, r); /* the cached memory is the reserved figure from here */
+            watch_peak(c, r, idx, e); /* the cached memory is the reserved figure from here */
         break;
     case GA_EV_TAG_BEGIN:
     case GA_EV_TAG_END:
@@ -437,6 +453,16 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
     if (c->a == NULL)
         return 0;
     ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "", .watch = o->watch_peak};
+    ga_owners_track_t own;
+    if (o->owners && g->full) {
+        if (ga_owners_track_init(&own, u, c->a) != 0)
+            return -1;
+        r.own = &own;
+        if (c->seeded && !o->no_seed)
+            ga_owners_track_seeded(&own, &c->map);
+        ga_event_t none = {.where = 0};
+        watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none); /* the seeded state's reserved memory */
+    }
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
     uint64_t end = o->stop_after_events && o->stop_after_events < u->n ? o->stop_after_events : u->n;
     double t0 = ga_engine_now();
@@ -468,6 +494,11 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
     if (g->full && o->progress != NULL)
         o->progress(o->progress_ctx, u->n ? (double)i / (double)u->n : 1.0, i);
     r.events = i;
+    if (r.own != NULL) { /* before the allocator goes: the last fold reads no allocator, the checks do */
+        ga_owners_track_finish(r.own);
+        c->owners = ga_owners_track_take(r.own);
+        ga_owners_track_destroy(r.own);
+    }
     ga_engine_finish(c, &r, o->check);
     g->out->first_oom = r.first_oom;
     g->out->first_oom_expected = r.first_oom_expected;
@@ -505,5 +536,6 @@ void ga_replay_column_release(ga_replay_column_t *c)
     free(c->label);
     free(c->conf);
     free(c->ooms);
+    ga_owners_release(c->owners);
     memset(c, 0, sizeof(*c));
 }

@@ -225,6 +225,8 @@ typedef struct ga_replay_column {
     size_t hist_frames_cap;
     char *hist_text; /* ... and their strings */
     size_t hist_text_cap;
+    struct ga_owners *owners;              /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
+                                              NULL when not asked for */
     bool snapshot_done;                    /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
@@ -236,6 +238,8 @@ typedef struct ga_replay_opts {
     bool check;             /* galloc_check each allocator at the end (tests); a violation
                                       counts in errors / first_error */
     bool watch_peak;        /* fill at_peak (galloc fit) */
+    bool owners;            /* attribute live memory to its owners at the peaks and OOMs (column.owners,
+                               owners.h): costs a galloc_usable_size and a hash operation per allocation */
     bool stop_at_oom;       /* stop at the first OOM (a bisection needs only fits or not) */
     /* cap: replay under this cap (bytes) instead of the unit's range: one
      * replay, no parts (cap inference, a bisection over the cap). 0: the

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "tools/idmap.h"
+#include "tools/snapshot/pickle_read.h"
 #include "tools/snapshot/torch_snapshot.h"
 
 const char *ga_job_memory_source_text(ga_job_memory_source_t s)
@@ -131,6 +133,8 @@ static int push_event(ga_job_unit_t *u, const ga_event_t *e)
     }
     if (push_extra(u, e, &f->extra) != 0 || (u->format != GA_FORMAT_TORCH && push_time(u, u->n, e->time_us) != 0))
         return -1;
+    if ((e->kind == GA_EV_ALLOC || e->kind == GA_EV_OOM) && ga_owners_index_event(&u->owners, e, &f->owner) != 0)
+        return -1;
     count(u, e);
     u->n++;
     return 0;
@@ -212,8 +216,84 @@ static void snapshot_unit(ga_job_unit_t *u, const ga_job_opts_t *o)
         u->seeded = true;
 }
 
+/* A seeded piece's recorded stack: a snapshot block's frames. */
+static void piece_frame(const void *data, size_t i, ga_frame_t *out)
+{
+    ga_torch_frame_t f;
+    ga_torch_frame(data, i, &f);
+    *out = (ga_frame_t){f.filename, f.filename_len, f.name, f.name_len, f.line};
+}
+
+static uintptr_t piece_key(const void *data, size_t i)
+{
+    return (uintptr_t)((const ga_pk_value_t *)data)->u.seq.items[i];
+}
+
+/* The owner classes of the seeded state's live blocks (its segment's stream
+ * and pool; the final block's stack, or "allocated before the trace"). */
+static int seed_owners(ga_job_unit_t *u)
+{
+    for (size_t s = 0; s < u->seed.n_seg; s++) {
+        const ga_seed_segment_t *g = &u->seed.seg[s];
+        for (size_t k = g->first; k < g->first + g->n; k++) {
+            ga_seed_piece_t *p = &u->seed.pc[k];
+            if (!p->live)
+                continue;
+            ga_stack_t st = {0};
+            if (p->frames != NULL)
+                st = (ga_stack_t){.kind = GA_STACK_FRAMES,
+                                  .n = ga_torch_frames_count(p->frames),
+                                  .data = p->frames,
+                                  .frame = piece_frame,
+                                  .key = piece_key};
+            if (ga_owners_index_block(&u->owners, &st, g->stream, g->pool_id, &p->owner) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* GA_EVF_KEPT on each allocation the trace never frees (and kept on such
+ * seeded blocks): what is live at the end, by trace id. An id allocated
+ * again while live lost its free: the earlier block was freed, not kept. */
+static int mark_kept(ga_job_unit_t *u)
+{
+    ga_idmap_t live;
+    ga_idmap_init(&live);
+    int rc = 0;
+    /* seeded pieces first: stream = their index, ptr = a marker that they are pieces */
+    for (size_t k = 0; u->seeded && k < u->seed.n_pc && rc == 0; k++)
+        if (u->seed.pc[k].live && !u->seed.pc[k].pending)
+            rc = ga_idmap_put(&live, u->seed.pc[k].addr, (ga_idmap_val_t){&live, k}, NULL, NULL);
+    for (size_t i = 0; i < u->n && rc == 0; i++) {
+        const ga_job_ev_t *f = &u->ev[i];
+        if (f->kind == GA_EV_ALLOC && !(u->seeded && (f->flags & GA_EVF_PROLOGUE)))
+            rc = ga_idmap_put(&live, f->id, (ga_idmap_val_t){NULL, i}, NULL, NULL);
+        else if (f->kind == GA_EV_FREE || f->kind == GA_EV_FREE_PENDING)
+            ga_idmap_remove(&live, f->id, NULL);
+    }
+    for (size_t i = 0; i < live.map.cap && rc == 0; i++) {
+        const ga_idmap_slot_t *sl = ga_addrmap_slot(&live.map, i);
+        if (sl == NULL)
+            continue;
+        if (sl->val.ptr != NULL)
+            u->seed.pc[sl->val.stream].kept = true;
+        else
+            u->ev[sl->val.stream].flags |= GA_EVF_KEPT;
+    }
+    if (rc == 0 && live.has_zero) {
+        if (live.zero_val.ptr != NULL)
+            u->seed.pc[live.zero_val.stream].kept = true;
+        else
+            u->ev[live.zero_val.stream].flags |= GA_EVF_KEPT;
+    }
+    ga_idmap_free(&live);
+    return rc;
+}
+
 static void unit_free(ga_job_unit_t *u)
 {
+    ga_owners_index_free(&u->owners);
     free(u->label);
     free(u->ev);
     free(u->extras);
@@ -282,6 +362,7 @@ static int add_units(ga_job_t *job, ga_job_file_t *file, const ga_job_opts_t *o,
     size_t first = job->n_units;
     for (size_t k = 0; k < nu; k++) {
         ga_job_unit_t *u = &units[first + k];
+        ga_owners_index_init(&u->owners);
         u->path = file->path;
         u->file = file;
         u->unit = k;
@@ -306,6 +387,11 @@ static int add_units(ga_job_t *job, ga_job_file_t *file, const ga_job_opts_t *o,
         ga_job_unit_t *u = &units[first + k];
         snapshot_unit(u, o);
         size_unit(u, r, o);
+        if ((u->seeded && seed_owners(u) != 0) || mark_kept(u) != 0) {
+            snprintf(err, errlen, "%s: out of host memory indexing the trace's owners", file->path);
+            goto fail;
+        }
+        ga_owners_index_done(&u->owners);
     }
     job->n_units += nu;
     for (size_t k = 0; k < nu; k++)

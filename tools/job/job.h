@@ -8,7 +8,9 @@
  * A job holds one or more files; each file one or more units (a snapshot or a
  * profiler trace has one per device), replayed one at a time. Per unit:
  *   - its events, in memory (ga_job_event rebuilds each as the readers made
- *     it, with its recorded stack and time where the trace has them);
+ *     it, with its recorded stack and time where the trace has them), each
+ *     allocation with its owner class (who made it: tools/owners/index.h)
+ *     and whether the trace ever frees it (GA_EVF_KEPT);
  *   - its device: the memory the allocator could use, and where that figure
  *     comes from; the device's total when the trace records it;
  *   - what it says about the state before its first entry: the reader's
@@ -30,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/owners/index.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/snapshot/seed.h"
 #include "tools/snapshot/snap_view.h"
@@ -72,8 +75,8 @@ typedef struct ga_job_ev {
     uint64_t stream;
     uint64_t where; /* line or entry index (ga_event_t.where) */
     uint8_t kind;   /* ga_event_kind_t */
-    uint8_t flags;  /* GA_EVF_* */
-    uint16_t pad;
+    uint8_t flags;  /* GA_EVF_* (GA_EVF_KEPT set once the unit is read) */
+    uint16_t owner; /* GA_EV_ALLOC, GA_EV_OOM: its owner class in the unit's owners index */
     uint32_t extra; /* index into the unit's extras, UINT32_MAX: none */
 } ga_job_ev_t;
 
@@ -122,6 +125,8 @@ typedef struct ga_job_unit {
     ga_snap_view_t view;
 
     ga_job_cap_t cap;
+    ga_owners_index_t owners; /* who made each allocation (tools/owners/index.h): its classes are the
+                                 events' owner fields and the seed's pieces' */
 } ga_job_unit_t;
 
 typedef struct ga_job_file {

@@ -49,7 +49,28 @@
 
 typedef struct pro_block {
     uint64_t addr, size, stream;
+    const ga_pk_value_t *frames; /* a block live at the end: its allocation's stack; NULL if unknown */
 } pro_block_t;
+
+/* A record_function range's start or end (external_annotations), in time order. */
+typedef struct annot {
+    int64_t time_us;
+    size_t idx; /* its place in external_annotations: ties keep the file's order */
+    bool start;
+    const char *name;
+    size_t len;
+} annot_t;
+
+#define MAX_OPEN 16 /* ranges in force at once that an event's stack names (deeper: the outermost kept) */
+
+/* What an event's ga_stack_t reads: the entry's frames, then the ranges in
+ * force, innermost (latest started) first. */
+typedef struct stack_data {
+    const ga_pk_value_t *frames;
+    size_t n_frames;
+    size_t n_open;
+    const annot_t *open[MAX_OPEN];
+} stack_data_t;
 
 typedef struct torch {
     ga_snapfile_t *file;               /* the parsed file (read whole from stdin) */
@@ -62,6 +83,11 @@ typedef struct torch {
     size_t n_pro, pro_next, pro_cap;
     uint64_t place;    /* the address of a segment_alloc or segment_map not yet given to its alloc */
     uint64_t released; /* bytes of the segment_free/unmap run just before an oom entry */
+    annot_t *an;       /* the current unit's device's external_annotations, by time */
+    size_t n_an, an_next;
+    const annot_t *open[MAX_OPEN]; /* the ranges started and not ended before the last event read */
+    size_t n_open;
+    stack_data_t sd; /* the last event's stack */
 } torch_t;
 
 static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
@@ -103,7 +129,7 @@ static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *see
         }
         if (ga_idmap_remove(live, addr, NULL) || ga_idmap_get(seen, addr, NULL))
             continue;
-        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 || push_pro(t, (pro_block_t){addr, size, stream}) != 0)
+        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 || push_pro(t, (pro_block_t){addr, size, stream, NULL}) != 0)
             return entry_err(r, err, errlen, i, "out of host memory");
     }
     return 0;
@@ -147,7 +173,7 @@ static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t 
             return block_err(r, g, s, b, &blk, err, errlen);
         if (ga_idmap_get(seen, addr, NULL))
             continue;
-        if (push_pro(t, (pro_block_t){addr, req, stream}) != 0) {
+        if (push_pro(t, (pro_block_t){addr, req, stream, blk.frames}) != 0) {
             snprintf(err, errlen, "%s: out of host memory", r->in.path);
             return -1;
         }
@@ -187,12 +213,121 @@ static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, char *
     return 0;
 }
 
+static int by_time(const void *a, const void *b)
+{
+    const annot_t *x = a, *y = b;
+    if (x->time_us != y->time_us)
+        return x->time_us < y->time_us ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The device's record_function ranges (external_annotations), by time. A
+ * START or END without an int time or a str name is left out; one without a
+ * device applies to every device. */
+static int load_annotations(ga_reader_t *r, char *err, size_t errlen)
+{
+    torch_t *t = r->impl;
+    free(t->an);
+    t->an = NULL;
+    t->n_an = t->an_next = t->n_open = 0;
+    if (!t->snap.annotations.is_list || t->snap.annotations.n == 0)
+        return 0;
+    t->an = malloc(t->snap.annotations.n * sizeof(*t->an));
+    if (t->an == NULL) {
+        snprintf(err, errlen, "%s: out of host memory", r->in.path);
+        return -1;
+    }
+    for (size_t i = 0; i < t->snap.annotations.n; i++) {
+        ga_torch_annotation_t a;
+        ga_torch_annotation(&t->snap, i, &a);
+        if (a.stage == GA_STAGE_OTHER || a.name == NULL || a.time_us.kind != GA_TORCH_INT ||
+            (a.device.kind == GA_TORCH_INT && (int64_t)a.device.v != t->devices[r->unit]))
+            continue;
+        t->an[t->n_an++] = (annot_t){(int64_t)a.time_us.v, i, a.stage == GA_STAGE_START, a.name, a.name_len};
+    }
+    if (t->n_an > 0)
+        qsort(t->an, t->n_an, sizeof(*t->an), by_time);
+    return 0;
+}
+
+/* Bring the ranges in force up to time us: a range started at or before it
+ * and not ended at or before it. An END closes the latest open range of its
+ * name (ranges of one thread nest; an unmatched END is ignored). */
+static void advance_annotations(torch_t *t, int64_t us)
+{
+    while (t->an_next < t->n_an && t->an[t->an_next].time_us <= us) {
+        const annot_t *a = &t->an[t->an_next++];
+        if (a->start) {
+            if (t->n_open == MAX_OPEN) { /* deeper than kept: drop the outermost */
+                memmove(t->open, t->open + 1, (MAX_OPEN - 1) * sizeof(t->open[0]));
+                t->n_open--;
+            }
+            t->open[t->n_open++] = a;
+            continue;
+        }
+        for (size_t k = t->n_open; k-- > 0;)
+            if (t->open[k]->len == a->len && memcmp(t->open[k]->name, a->name, a->len) == 0) {
+                memmove(t->open + k, t->open + k + 1, (t->n_open - k - 1) * sizeof(t->open[0]));
+                t->n_open--;
+                break;
+            }
+    }
+}
+
+static void stack_frame(const void *data, size_t i, ga_frame_t *out)
+{
+    const stack_data_t *d = data;
+    memset(out, 0, sizeof(*out));
+    if (i < d->n_frames) {
+        ga_torch_frame_t f;
+        ga_torch_frame(d->frames, i, &f);
+        *out = (ga_frame_t){f.filename, f.filename_len, f.name, f.name_len, f.line};
+        return;
+    }
+    const annot_t *a = d->open[d->n_open - 1 - (i - d->n_frames)]; /* innermost: the latest started */
+    out->name = a->name;
+    out->name_len = a->len;
+}
+
+/* Frames are shared dicts in PyTorch's pickles (the memo), and a range's
+ * name is its own object: pointers tell equal frames apart cheaply. */
+static uintptr_t stack_key(const void *data, size_t i)
+{
+    const stack_data_t *d = data;
+    if (i < d->n_frames)
+        return (uintptr_t)d->frames->u.seq.items[i];
+    return (uintptr_t)d->open[d->n_open - 1 - (i - d->n_frames)]->name;
+}
+
+/* ev's stack: frames (NULL: none) and, at its time, the ranges in force. */
+static void set_stack(torch_t *t, ga_event_t *ev, const ga_pk_value_t *frames, bool timed)
+{
+    stack_data_t *d = &t->sd;
+    d->frames = frames;
+    d->n_frames = ga_torch_frames_count(frames);
+    d->n_open = 0;
+    if (timed) {
+        advance_annotations(t, ev->time_us);
+        d->n_open = t->n_open;
+        memcpy(d->open, t->open, t->n_open * sizeof(t->open[0]));
+    }
+    if (d->n_frames + d->n_open == 0)
+        return;
+    ev->stack = (ga_stack_t){.kind = GA_STACK_FRAMES,
+                             .n = d->n_frames + d->n_open,
+                             .data = d,
+                             .frame = stack_frame,
+                             .key = stack_key};
+}
+
 static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
     t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
     t->next = 0;
     t->place = 0;
+    if (load_annotations(r, err, errlen) != 0)
+        return -1;
     free(t->pro);
     t->pro = NULL;
     t->n_pro = t->pro_next = t->pro_cap = 0;
@@ -265,6 +400,8 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
     ev->frames = e->frames; /* the user's code, for the snapshot galloc writes of the replay */
     if (e->time_us.kind == GA_TORCH_INT)
         ev->time_us = (int64_t)e->time_us.v;
+    if (e->action == GA_ACT_ALLOC || oom)
+        set_stack(t, ev, e->frames, e->time_us.kind == GA_TORCH_INT);
     if (e->action == GA_ACT_ALLOC) {
         ev->kind = GA_EV_ALLOC;
         ev->place = t->place; /* PyTorch records a segment_alloc just before the alloc it serves */
@@ -305,6 +442,7 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ev->id = p->addr;
         ev->size = p->size;
         ev->stream = p->stream;
+        set_stack(t, ev, p->frames, false); /* live at the end: its allocation's stack */
         return 1;
     }
     while (t->next < t->trace.n) {
@@ -361,6 +499,7 @@ static void torch_close(ga_reader_t *r)
         return;
     ga_snapfile_close(t->file);
     free(t->pro);
+    free(t->an);
     free(t);
     r->impl = NULL;
 }

@@ -148,7 +148,8 @@ typedef struct ga_event {
                              it (the segment_free / segment_unmap entries it follows) */
     int64_t time_us;      /* when the traced run made the call (microseconds since the epoch), 0 if unknown */
     ga_stack_t stack;     /* GA_EV_ALLOC, GA_EV_OOM: what made the request (kind NONE when the record has
-                             nothing; always NONE for GA_EVF_PROLOGUE events); valid until the next
+                             nothing; for a GA_EVF_PROLOGUE event, only what the record says of its
+                             allocation: a snapshot's final block's frames); valid until the next
                              ga_reader_next */
 } ga_event_t;
 

@@ -39,6 +39,8 @@ typedef struct cli {
     bool env;                /* --env: apply the environment's allocator variables under every column */
     bool no_sleep;           /* --no-sleep: the trace's sleep and wake events are skipped */
     const char *plot;        /* --plot FILE */
+    size_t top;              /* --top N: sites shown per moment of the owners */
+    bool no_owners;          /* --no-owners: no attribution (a faster replay) */
     size_t n_snapshots;      /* snapshot files named so far (numbering) */
     size_t n_plots;          /* plot files named so far */
     bool first_json;         /* no trace written into the JSON document yet */
@@ -81,6 +83,10 @@ void ga_replay_usage(FILE *out)
           "                        PYTORCH_CUDA_ALLOC_CONF) and GALLOC_CONF under every column, named\n"
           "                        in its label; without it they are not read: the answer depends\n"
           "                        only on the command line and the trace\n"
+          "  --top N               the sites shown per moment in \"who holds the memory\" (default 10;\n"
+          "                        --json lists every site)\n"
+          "  --no-owners           do not attribute memory to the code that allocated it (the report's\n"
+          "                        \"who holds the memory\" and --json's \"owners\"): a faster replay\n"
           "  --plot FILE           plot requested / allocated / reserved memory over the replay\n"
           "  --no-sleep            skip the trace's sleep and wake events (tags are still begun and\n"
           "                        ended), to compare the peaks with and without sleeping\n"
@@ -199,6 +205,8 @@ static int parse_args(cli_t *c, int argc, char **argv)
          "bad --snapshot-max-entries \"%s\" (a positive number of entries)", SIZE_MAX, NULL},
         {"verify", GA_OPT_FLAG, ga_opt_bool(&c->verify), NULL, 0, NULL},
         {"no-seed", GA_OPT_FLAG, ga_opt_bool(&c->no_seed), NULL, 0, NULL},
+        {"top", GA_OPT_COUNT, &c->top, "bad --top \"%s\" (a positive number of sites)", 1000000, NULL},
+        {"no-owners", GA_OPT_FLAG, ga_opt_bool(&c->no_owners), NULL, 0, NULL},
     };
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
@@ -330,6 +338,7 @@ static int replay_unit(cli_t *c, const ga_job_unit_t *u, bool single_file, size_
                           .snapshot_last = c->snapshot_last,
                           .snapshot_max_entries = c->snapshot_max,
                           .no_seed = c->no_seed,
+                          .owners = !c->no_owners,
                           .progress = ga_progress_update,
                           .progress_ctx = &prog};
     int rc = -1;
@@ -340,7 +349,8 @@ static int replay_unit(cli_t *c, const ga_job_unit_t *u, bool single_file, size_
                            .u = u,
                            .format = u->format,
                            .backend = c->backend ? c->backend : "sim",
-                           .load_seconds = load_seconds};
+                           .load_seconds = load_seconds,
+                           .top = c->no_owners ? 0 : c->top};
     if (rc != 0)
         t.error = "out of host memory replaying the trace";
     int code = rc != 0 ? GA_EXIT_USAGE : judge(&rp, plot_path, u->label, &t, plot_err, sizeof(plot_err));
@@ -426,7 +436,7 @@ static int one_file(cli_t *c, const char *path, bool single_file, const char *ba
 
 int ga_replay_main(int argc, char **argv)
 {
-    cli_t c = {.format = GA_FORMAT_AUTO, .first_json = true};
+    cli_t c = {.format = GA_FORMAT_AUTO, .first_json = true, .top = GA_REPORT_TOP};
     int rc = parse_args(&c, argc, argv);
     if (rc != 0) {
         free(c.confs);

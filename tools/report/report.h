@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "tools/engine/owners.h"
 #include "tools/engine/replay.h"
 #include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
@@ -29,6 +30,7 @@ typedef struct ga_report_trace {
     const char *plot_path;  /* plot written there, NULL if none */
     const char *plot_error; /* why the plot failed, NULL if it did not */
     double load_seconds;    /* reading the file */
+    size_t top;             /* text: the sites shown per moment of the owners (--top; 0: the owners not shown) */
 } ga_report_trace_t;
 
 /* Text: a table per trace, a column per configuration, then OOM details.
@@ -99,6 +101,18 @@ int ga_report_bad_format(const char *cmd, const char *arg);
  * commands say when one is set, since a forgotten export would silently
  * change the "defaults". */
 extern const char *const ga_report_env[];
+
+/* Who holds the memory (owners_text.c, owners_json.c; docs/owners.md).
+ * ga_report_owners_text: column c's owners (none: nothing) under tag: its
+ * reserved peak and first OOM, top sites each, phases and holes.
+ * ga_report_owners_json: the value of a result's "owners" (null without).
+ * ga_report_owner_sites_json: the value of a trace's "owners": what it is
+ * keyed by and every site with its stack. */
+#define GA_REPORT_TOP 10 /* sites shown per moment unless --top says */
+void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag,
+                           size_t top);
+void ga_report_owners_json(FILE *out, const ga_job_unit_t *u, const struct ga_owners *w);
+void ga_report_owner_sites_json(FILE *out, const ga_owners_index_t *x);
 
 /* ga_report_json_str: s as a JSON string (RFC 8259 escapes, ASCII output). */
 void ga_report_json_str(FILE *out, const char *s);

@@ -208,6 +208,8 @@ static void column_json(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
         jstr_or_null(out, c->snapshot_error);
         fputs("}", out);
     }
+    fputs(",\n        \"owners\": ", out);
+    ga_report_owners_json(out, u, c->owners);
     fputs(",\n        \"memory_stats\": ", out);
     if (!ok) {
         fputs("null}", out);
@@ -268,6 +270,14 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
         jstr_or_null(out, t->plot_error);
         fputs("}", out);
     }
+    bool owned = false;
+    for (size_t i = 0; i < rp->n_cols; i++)
+        owned |= rp->cols[i].owners != NULL;
+    fputs(",\n     \"owners\": ", out);
+    if (owned)
+        ga_report_owner_sites_json(out, &t->u->owners);
+    else
+        fputs("null", out);
     fputs(",\n     \"results\": [", out);
     for (size_t i = 0; i < rp->n_cols; i++)
         column_json(out, t->u, &rp->cols[i], i == 0);

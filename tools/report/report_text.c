@@ -430,6 +430,8 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
         if (legend)
             snprintf(tag, sizeof(tag), "[%zu]", i + 1);
         column_notes(out, t, c, tag);
+        if (t->top > 0)
+            ga_report_owners_text(out, t->u, c, tag, t->top);
     }
     trace_notes(out, t);
     fprintf(out, "\n");

@@ -30,6 +30,7 @@ typedef struct item {
     size_t freed_at;     /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
     bool pending;        /* blocks: active_pending_free in the final state (until a free_requested is undone) */
     int64_t pool[2];     /* segments: segment_pool_id */
+    const void *frames;  /* blocks from the final state: their allocation's stack (NULL if none) */
 } item_t;
 
 /* An alloc entry's address and index: a clue to the real size of blocks
@@ -207,8 +208,12 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
                 if (a != 0 && a <= next)
                     size = a - k->addr;
             }
-            ga_seed_piece_t pc = {
-                .addr = k->addr, .size = size, .live = true, .req = k->req <= size ? k->req : 0, .pending = k->pending};
+            ga_seed_piece_t pc = {.addr = k->addr,
+                                  .size = size,
+                                  .live = true,
+                                  .req = k->req <= size ? k->req : 0,
+                                  .pending = k->pending,
+                                  .frames = k->frames};
             if (push_piece(s, &pcap, pc) != 0)
                 return -1;
             s->live_blocks++;
@@ -325,7 +330,8 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
                                          .stream = g.stream.v,
                                          .req = req,
                                          .freed_at = SIZE_MAX,
-                                         .pending = blk.state == GA_STATE_PENDING_FREE}) != 0)
+                                         .pending = blk.state == GA_STATE_PENDING_FREE,
+                                         .frames = blk.frames}) != 0)
                 goto nomem;
         }
     }

@@ -74,6 +74,11 @@ typedef struct ga_seed_piece {
     uint64_t req;  /* live: the bytes requested (requested_size, or the size its free recorded),
                         0 if unknown; the seeded block asks for them when they round to size */
     bool pending;  /* live and freed by the user, waiting on a stream (active_pending_free) */
+    const void *frames; /* live and still live at the end: its allocation's recorded stack (the final
+                           block's frames, ga_torch_frame; valid while the snapshot is); NULL otherwise:
+                           a block the trace frees was allocated before it, by code it does not name */
+    uint16_t owner;     /* live: its owner class in the unit's owners index (tools/job sets it) */
+    bool kept;          /* live: the trace never frees it (tools/job sets it) */
 } ga_seed_piece_t;
 
 typedef struct ga_seed_segment {

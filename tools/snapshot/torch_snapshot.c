@@ -83,6 +83,33 @@ void ga_torch_open(const ga_pickle_t *pk, ga_torch_snapshot_t *s)
      * segments alone, no trace. */
     s->segments = list_of(s->is_list ? root : ga_pk_dict_get(root, "segments"));
     s->settings = ga_pk_dict_get(root, "allocator_settings");
+    s->annotations = list_of(ga_pk_dict_get(root, "external_annotations"));
+}
+
+void ga_torch_annotation(const ga_torch_snapshot_t *s, size_t i, ga_torch_annotation_t *out)
+{
+    const ga_pk_value_t *a = s->annotations.v->u.seq.items[i];
+    const ga_pk_value_t *stage = NULL, *name = NULL, *dev = NULL, *time = NULL;
+    memset(out, 0, sizeof(*out));
+    out->is_dict = a->type == GA_PK_DICT;
+    for (size_t k = 0; out->is_dict && k < a->u.seq.n / 2; k++) {
+        const ga_pk_value_t *key = KEY(a, k), *v = VAL(a, k);
+        if (ga_pk_str_eq(key, "stage"))
+            stage = v;
+        else if (ga_pk_str_eq(key, "name"))
+            name = v;
+        else if (ga_pk_str_eq(key, "device"))
+            dev = v;
+        else if (ga_pk_str_eq(key, "time_us"))
+            time = v;
+    }
+    out->stage = ga_pk_str_eq(stage, "START") ? GA_STAGE_START : ga_pk_str_eq(stage, "END") ? GA_STAGE_END : GA_STAGE_OTHER;
+    if (name != NULL && name->type == GA_PK_STR) {
+        out->name = name->u.s.p;
+        out->name_len = name->u.s.n;
+    }
+    out->device = int_field(dev);
+    out->time_us = int_field(time);
 }
 
 ga_torch_list_t ga_torch_trace(const ga_torch_snapshot_t *s, size_t device)
@@ -200,7 +227,7 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
 static void block_fields(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)
 {
     const ga_pk_value_t *d = g->blocks.v->u.seq.items[b];
-    const ga_pk_value_t *state = NULL, *addr = NULL, *size = NULL, *req = NULL, *history = NULL;
+    const ga_pk_value_t *state = NULL, *addr = NULL, *size = NULL, *req = NULL, *history = NULL, *frames = NULL;
     memset(out, 0, sizeof(*out));
     out->is_dict = d->type == GA_PK_DICT;
     for (size_t k = 0; out->is_dict && k < d->u.seq.n / 2; k++) {
@@ -215,6 +242,8 @@ static void block_fields(const ga_torch_segment_t *g, size_t b, ga_torch_block_t
             req = v;
         else if (ga_pk_str_eq(key, "history"))
             history = v;
+        else if (ga_pk_str_eq(key, "frames"))
+            frames = v;
     }
     int n_states = (int)(sizeof(state_names) / sizeof(state_names[0]));
     out->state = (ga_torch_state_t)name_index(state, state_names, n_states, GA_STATE_OTHER);
@@ -231,6 +260,11 @@ static void block_fields(const ga_torch_segment_t *g, size_t b, ga_torch_block_t
             out->requested_from_history = true;
         }
     }
+    if (frames == NULL && history != NULL && history->type == GA_PK_LIST && history->u.seq.n > 0 &&
+        history->u.seq.items[0]->type == GA_PK_DICT)
+        frames = ga_pk_dict_get(history->u.seq.items[0], "frames");
+    if (frames != NULL && frames->type == GA_PK_LIST && frames->u.seq.n > 0)
+        out->frames = frames;
 }
 
 void ga_torch_block(const ga_torch_segment_t *g, size_t b, ga_torch_block_t *out)

@@ -86,6 +86,7 @@ typedef struct ga_torch_snapshot {
     ga_torch_list_t traces;             /* device_traces: item d is device d's trace */
     ga_torch_list_t segments;           /* segments: the final state, every device */
     const struct ga_pk_value *settings; /* allocator_settings (walker-private: ga_torch_settings) */
+    ga_torch_list_t annotations;        /* external_annotations (2.6+): record_function ranges, every device */
 } ga_torch_snapshot_t;
 
 /* Trace entry actions (TraceEntry::Action, by the names the pickle holds). */
@@ -133,6 +134,20 @@ size_t ga_torch_frames_count(const struct ga_pk_value *frames);
 /* ga_torch_frame: frame i (< the count) of frames. */
 void ga_torch_frame(const struct ga_pk_value *frames, size_t i, ga_torch_frame_t *out);
 
+/* One item of external_annotations: a record_function range's START or END
+ * ("Optimizer.step#AdamW.step"), as _record_memory_history records them. */
+typedef enum ga_torch_stage { GA_STAGE_OTHER = 0, GA_STAGE_START, GA_STAGE_END } ga_torch_stage_t;
+typedef struct ga_torch_annotation {
+    bool is_dict;
+    ga_torch_stage_t stage; /* 'stage' "START" or "END"; OTHER when missing or another value */
+    const char *name;       /* 'name' when a str, else NULL; not NUL-terminated, points into the file */
+    size_t name_len;
+    ga_torch_int_t device, time_us;
+} ga_torch_annotation_t;
+
+/* ga_torch_annotation: external_annotations[i] (i < s->annotations.n). */
+void ga_torch_annotation(const ga_torch_snapshot_t *s, size_t i, ga_torch_annotation_t *out);
+
 /* A block's 'state'. */
 typedef enum ga_torch_state {
     GA_STATE_NONE = 0,     /* missing or not a str, or the block is not a dict */
@@ -149,6 +164,8 @@ typedef struct ga_torch_block {
     bool address_computed;       /* no 'address' key (PyTorch 2.0): the segment's address plus the
                                     sizes of the blocks before it */
     bool requested_from_history; /* no 'requested_size' (1.13/2.0): history[0].real_size */
+    const struct ga_pk_value *frames; /* its allocation's stack: 'frames' (2.1+) or history[0].frames
+                                         (1.13/2.0) when a non-empty list, else NULL (ga_torch_frame) */
 } ga_torch_block_t;
 
 /* One segment of the final state. */
