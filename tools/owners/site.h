@@ -31,7 +31,7 @@ typedef enum ga_phase {
 } ga_phase_t;
 #define GA_PHASES 4 /* the phases above, for arrays indexed by ga_phase_t */
 
-/* ga_phase_name: "other", "forward", "backward", "optimizer". */
+/* ga_phase_name: "other", "forward", "backward", "optimizer" ("?" for another value). */
 const char *ga_phase_name(ga_phase_t p);
 
 /* What a site's name is. */
@@ -41,9 +41,10 @@ typedef enum ga_site_kind {
     GA_SITE_NODE,       /* no user frame: the autograd node that allocated, "MulBackward0" */
     GA_SITE_OP,         /* no user frame nor node: the outermost operator, "at::_ops::mm" (C++ frames)
                            or "aten::mm" (profiler ranges) */
-    GA_SITE_TORCH,      /* only torch's (or the interpreter's) Python frames: the outermost of them,
-                           "FILE:LINE FUNCTION" */
-    GA_SITE_RANGE,      /* profiler ranges with no op or Python function: the innermost range's name */
+    GA_SITE_TORCH,      /* only torch's or the interpreter's Python frames: the outermost of torch's (the
+                           interpreter's when none), "FILE:LINE FUNCTION" */
+    GA_SITE_RANGE,      /* profiler ranges (or a snapshot's annotation frames) with no op or Python
+                           function: the innermost one's name */
     GA_SITE_ANNOTATION, /* a text trace: the annotation in force */
     GA_SITE_ALLOCATOR,  /* an Umpire log: "ALLOCATOR" or "ALLOCATOR: ALLOCATION NAME" */
     GA_SITE_THREAD,     /* an RMM log: the thread */
@@ -55,7 +56,8 @@ typedef enum ga_site_kind {
 } ga_site_kind_t;
 
 /* ga_site_kind_name: "code", "autograd node", "op", "torch", "range", "annotation",
- * "allocator", "thread", "unknown", "none", "before the trace", "overflow". */
+ * "allocator", "thread", "unknown", "none", "before the trace", "overflow" ("?" for
+ * another value). */
 const char *ga_site_kind_name(ga_site_kind_t k);
 
 #define GA_SITE_KEY_MAX 512 /* a site's name, NUL included (longer names are cut, ending "...") */
@@ -64,25 +66,38 @@ const char *ga_site_kind_name(ga_site_kind_t k);
 typedef struct ga_site_class {
     ga_site_kind_t kind;
     ga_phase_t phase;
-    size_t frame;               /* the frame that names the site, SIZE_MAX when none does */
-    char key[GA_SITE_KEY_MAX];  /* the site's name (see ga_site_kind_t), NUL-terminated */
+    size_t frame;              /* the frame that names the site, SIZE_MAX when none does */
+    char key[GA_SITE_KEY_MAX]; /* the site's name (see ga_site_kind_t), NUL-terminated */
 } ga_site_class_t;
 
 /*
  * ga_site_classify: the site and phase of an allocation whose record carries
- * st (NULL or kind GA_STACK_NONE: GA_SITE_NONE, GA_PHASE_OTHER). Reads each
- * frame at most a few times; O(frames). Equal stacks give equal results.
+ * st (NULL, kind GA_STACK_NONE or no frames: GA_SITE_NONE, GA_PHASE_OTHER; a
+ * kind it does not know: GA_SITE_UNKNOWN). Reads each frame once, and the
+ * frame that names the site once more; O(frames). Equal stacks give equal
+ * results; st->key is not used (it may be NULL).
+ *
+ * What it reads in a GA_STACK_FRAMES stack (docs/owners.md, "What a frame
+ * is"): a Python frame has a ".py" or "<...>" file and a line > 0; a C++
+ * frame line 0 and its demangled name with its argument list; a name-only
+ * frame (a snapshot's record_function annotation) no file (NULL or ""), line
+ * 0 and a name without '('. In GA_STACK_RANGES every frame is a range, a
+ * Python function either as file, line and function or named as the
+ * profiler names it, "FILE(LINE): FUNCTION".
  */
 void ga_site_classify(const ga_stack_t *st, ga_site_class_t *out);
 
 /* ga_site_special: the class of an allocation the record says nothing about
- * (kind GA_SITE_NONE, GA_SITE_BEFORE or GA_SITE_OVERFLOW): its fixed name,
- * phase other. */
+ * (kind GA_SITE_NONE, GA_SITE_BEFORE or GA_SITE_OVERFLOW; any other kind gives
+ * GA_SITE_UNKNOWN): its fixed name, phase other, frame SIZE_MAX. */
 void ga_site_special(ga_site_kind_t kind, ga_site_class_t *out);
 
-/* ga_site_is_user_file: whether a Python file is the user's (not torch's,
- * nor the interpreter's standard library's, nor "<frozen ...>"-style
- * pseudo-files): the rule GA_SITE_CODE rests on. */
+/* ga_site_is_user_file: whether a Python file (len bytes, not NUL-terminated)
+ * is the user's: not torch's (torch/, functorch/, torchgen/ installed or
+ * checked out, code torch generated), nor the interpreter's standard
+ * library's, nor a pseudo-file ("<frozen ...>", "<string>") other than
+ * "<stdin>" and IPython's input; libraries installed beside torch are the
+ * user's. The rule GA_SITE_CODE rests on (docs/owners.md, "Whose file"). */
 bool ga_site_is_user_file(const char *file, size_t len);
 
 #ifdef __cplusplus
