@@ -178,7 +178,7 @@ TEST(Owners, GenuineOomNamesTheSiteThatHoldsTheMemory)
     EXPECT_EQ(sites[0].phase_bytes[GA_PHASE_FORWARD], int64_t(512 * MiB));
     double ev, us;
     ASSERT_TRUE(ga_owner_mean_age(&sites[0].cell, &m, w.t0_us, &ev, &us));
-    EXPECT_DOUBLE_EQ(ev, 12 - 7.5);  // allocated at events 4..11
+    EXPECT_DOUBLE_EQ(ev, 12 - 7.5);     // allocated at events 4..11
     EXPECT_DOUBLE_EQ(us, 13000 - 8500); // tokens 5..12, the OOM's 13
     EXPECT_EQ(SiteName(w, sites[1].site), "model.py:10 build");
     EXPECT_EQ(sites[1].cell.bytes, int64_t(256 * MiB));
@@ -214,7 +214,7 @@ TEST(Owners, FragmentationOomShowsTheHolesAndWhoPinsThem)
         for (void *p : blocks)
             r.Free(p); // cached
         for (int i = 0; i < 9; i++)
-            r.Alloc(60 * MiB, pin); // each splits a cached 100 MiB block: a 40 MiB hole beside it
+            r.Alloc(60 * MiB, pin);            // each splits a cached 100 MiB block: a 40 MiB hole beside it
         r.Alloc(120 * MiB, big, GALLOC_E_OOM); // 360 MiB free in holes + 100 MiB on the device, none in one piece
         path = r.Write("frag.pickle");
     }

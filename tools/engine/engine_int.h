@@ -12,13 +12,13 @@
 /* A live block as the owners tracker keeps it (owners_track.c), keyed by
  * the address galloc handed out. */
 typedef struct ga_owner_rec {
-    uintptr_t key;      /* the block's address */
-    uint64_t bytes;     /* its size (galloc_usable_size) */
-    uint64_t req;       /* the bytes requested */
-    int64_t ev;         /* its allocation's event index; -1: live before the trace */
-    int64_t us;         /* its allocation's time after the unit's t0; INT64_MIN: none */
-    uint16_t cls;       /* its owner class */
-    bool kept;          /* the trace never frees it */
+    uintptr_t key;  /* the block's address */
+    uint64_t bytes; /* its size (galloc_usable_size) */
+    uint64_t req;   /* the bytes requested */
+    int64_t ev;     /* its allocation's event index; -1: live before the trace */
+    int64_t us;     /* its allocation's time after the unit's t0; INT64_MIN: none */
+    uint16_t cls;   /* its owner class */
+    bool kept;      /* the trace never frees it */
 } ga_owner_rec_t;
 
 /* One logged change to the cells since the allocated peak. */
@@ -29,25 +29,25 @@ typedef struct ga_owner_logent {
 
 /* A column's owners while it replays (owners.h, owners_track.c). */
 typedef struct ga_owners_track {
-    ga_owners_t *out;          /* the result, handed to the column by ga_owners_track_take */
+    ga_owners_t *out; /* the result, handed to the column by ga_owners_track_take */
     const ga_job_unit_t *u;
     galloc_allocator_t *a;
-    ga_addrmap_t live;         /* address -> ga_owner_rec_t */
-    ga_owner_cell_t *cells;    /* per class: the live blocks now */
-    uint64_t *pin_bytes;       /* per class, scratch for a segment's holders (zero between uses) */
-    uint32_t *touched;         /* ... the classes a segment touched */
-    int64_t total;             /* the live blocks' bytes: allocated_bytes.all.current */
-    int64_t peak_total;        /* the highest total so far (-1: none yet) */
-    uint64_t peak_event;       /* where it was first reached */
+    ga_addrmap_t live;      /* address -> ga_owner_rec_t */
+    ga_owner_cell_t *cells; /* per class: the live blocks now */
+    uint64_t *pin_bytes;    /* per class, scratch for a segment's holders (zero between uses) */
+    uint32_t *touched;      /* ... the classes a segment touched */
+    int64_t total;          /* the live blocks' bytes: allocated_bytes.all.current */
+    int64_t peak_total;     /* the highest total so far (-1: none yet) */
+    uint64_t peak_event;    /* where it was first reached */
     int64_t peak_time;
     int64_t peak_reserved_then; /* reserved bytes then */
-    bool logging;              /* the log undoes the cells to the allocated peak */
-    bool peak_folded;          /* peak_allocated holds the current peak's moment */
+    bool logging;               /* the log undoes the cells to the allocated peak */
+    bool peak_folded;           /* peak_allocated holds the current peak's moment */
     ga_owner_logent_t *log;
     size_t n_log, cap_log, log_max;
-    int64_t reserved_now;      /* reserved bytes after the last call that may change them */
-    int64_t peak_reserved;     /* the highest of those (-1: none yet) */
-    uint64_t cur_event;        /* the event being attributed */
+    int64_t reserved_now;  /* reserved bytes after the last call that may change them */
+    int64_t peak_reserved; /* the highest of those (-1: none yet) */
+    uint64_t cur_event;    /* the event being attributed */
     int64_t cur_time;
 } ga_owners_track_t;
 

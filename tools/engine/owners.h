@@ -33,8 +33,8 @@
 extern "C" {
 #endif
 
-#define GA_OWNERS_MAX_OOMS 16 /* OOMs whose owners a column keeps (the first ones; all are counted) */
-#define GA_OWNERS_PINS 3      /* classes named per segment with holes (the largest holders) */
+#define GA_OWNERS_MAX_OOMS 16              /* OOMs whose owners a column keeps (the first ones; all are counted) */
+#define GA_OWNERS_PINS 3                   /* classes named per segment with holes (the largest holders) */
 #define GA_OWNERS_BEFORE_EVENTS UINT64_MAX /* a moment's event: the state before the first event */
 
 /* The live blocks of one owner class at a moment. */
@@ -44,10 +44,10 @@ typedef struct ga_owner_cell {
     int64_t requested;   /* what they asked for */
     int64_t kept_blocks; /* of them, blocks the trace never frees (persistent: weights, optimizer state) */
     int64_t kept_bytes;
-    int64_t before;      /* of them, blocks live before the trace's first event (age unknown) */
-    int64_t ev_sum;      /* sum of the other blocks' allocation event indices (mean age: event - ev_sum / n) */
-    int64_t timed;       /* of them, blocks with a recorded time ... */
-    int64_t us_sum;      /* ... and the sum of their allocation times, microseconds after the unit's t0 */
+    int64_t before; /* of them, blocks live before the trace's first event (age unknown) */
+    int64_t ev_sum; /* sum of the other blocks' allocation event indices (mean age: event - ev_sum / n) */
+    int64_t timed;  /* of them, blocks with a recorded time ... */
+    int64_t us_sum; /* ... and the sum of their allocation times, microseconds after the unit's t0 */
 } ga_owner_cell_t;
 
 /* A cell with its class. */
@@ -59,13 +59,13 @@ typedef struct ga_owner_entry {
 /* A segment at a moment, with what it holds. */
 typedef struct ga_owner_segment {
     uint64_t address, size;
-    uint64_t free_bytes;         /* cached free (reusable) bytes */
-    uint64_t largest_free;       /* its largest free block */
-    uint64_t pending_bytes;      /* freed, waiting on other streams */
-    uint64_t allocated_bytes;    /* live blocks' bytes */
+    uint64_t free_bytes;      /* cached free (reusable) bytes */
+    uint64_t largest_free;    /* its largest free block */
+    uint64_t pending_bytes;   /* freed, waiting on other streams */
+    uint64_t allocated_bytes; /* live blocks' bytes */
     uint32_t blocks, free_blocks;
     uint64_t stream;
-    int64_t pool[2];             /* segment_pool_id */
+    int64_t pool[2]; /* segment_pool_id */
     bool small, expandable;
     uint32_t pins[GA_OWNERS_PINS];      /* the classes holding most of its live bytes (n_pins of them) */
     uint64_t pin_bytes[GA_OWNERS_PINS]; /* ... and those bytes */
@@ -82,22 +82,22 @@ typedef enum ga_owners_moment_kind {
 const char *ga_owners_moment_name(ga_owners_moment_kind_t k);
 
 typedef struct ga_owners_moment {
-    bool valid;                   /* the moment happened (an empty replay has no peak) */
+    bool valid; /* the moment happened (an empty replay has no peak) */
     ga_owners_moment_kind_t kind;
-    uint64_t event;               /* the index of the event after which the state is taken;
+    uint64_t event;            /* the index of the event after which the state is taken;
                                      GA_OWNERS_BEFORE_EVENTS: the seeded state, before the first */
-    int64_t time_us;              /* that event's recorded time (0: none) */
-    int64_t allocated;            /* allocated_bytes.all.current then: the entries' bytes sum to it */
-    int64_t reserved;             /* reserved_bytes.all.current then */
-    int64_t active;               /* active_bytes.all.current then (allocated + pending free) */
-    int64_t requested;            /* requested_bytes.all.current then */
-    ga_owner_entry_t *entries;    /* classes with live blocks, most bytes first */
+    int64_t time_us;           /* that event's recorded time (0: none) */
+    int64_t allocated;         /* allocated_bytes.all.current then: the entries' bytes sum to it */
+    int64_t reserved;          /* reserved_bytes.all.current then */
+    int64_t active;            /* active_bytes.all.current then (allocated + pending free) */
+    int64_t requested;         /* requested_bytes.all.current then */
+    ga_owner_entry_t *entries; /* classes with live blocks, most bytes first */
     size_t n_entries;
     bool has_segments;            /* segments were walked (reserved peak, OOMs) */
     ga_owner_segment_t *segments; /* every segment, most free bytes first */
     size_t n_segments;
-    uint32_t request_cls;         /* OOM: the class of the failed request; UINT32_MAX otherwise */
-    uint64_t request_size;        /* OOM: bytes requested */
+    uint32_t request_cls;  /* OOM: the class of the failed request; UINT32_MAX otherwise */
+    uint64_t request_size; /* OOM: bytes requested */
 } ga_owners_moment_t;
 
 /* A column's owners. */
@@ -107,9 +107,9 @@ typedef struct ga_owners {
     ga_owners_moment_t peak_allocated, peak_reserved;
     ga_owners_moment_t ooms[GA_OWNERS_MAX_OOMS]; /* the first n_ooms OOMs */
     size_t n_ooms;
-    uint64_t untracked;             /* live blocks galloc_usable_size could not size (0 unless the allocator
+    uint64_t untracked; /* live blocks galloc_usable_size could not size (0 unless the allocator
                                        is not galloc's own: then the figures are requests) */
-    char error[160];                /* why the owners are incomplete ("" when they are not) */
+    char error[160];    /* why the owners are incomplete ("" when they are not) */
 } ga_owners_t;
 
 /* A moment's live blocks summed per site (over its phases, streams and pools). */

@@ -110,8 +110,9 @@ bool ga_owners_moment_check(const ga_owners_moment_t *m, char *why, size_t len)
         return false;
     }
     if (m->active >= 0 && live + pend > m->active) {
-        snprintf(why, len, "%s at event %" PRIu64 ": the segments' live and pending bytes (%" PRId64
-                 ") exceed active (%" PRId64 ")",
+        snprintf(why, len,
+                 "%s at event %" PRIu64 ": the segments' live and pending bytes (%" PRId64 ") exceed active (%" PRId64
+                 ")",
                  ga_owners_moment_name(m->kind), m->event, live + pend, m->active);
         return false;
     }

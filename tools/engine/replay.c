@@ -159,7 +159,7 @@ static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, co
         ga_owners_track_alloc(r->own, idx, e, p); /* before the reserved check: a peak's moment holds it */
     if (st == GALLOC_OK || r->own != NULL)
         watch_peak(c, r, idx, e); /* a failed malloc's OOM path may have released segments */
-    if (e->kind == GA_EV_OOM) { /* the traced run failed here: does this configuration? */
+    if (e->kind == GA_EV_OOM) {   /* the traced run failed here: does this configuration? */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
             c->expected_avoided++;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tools/engine/owners.h"
 #include "tools/engine/replay.h"
 #include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
@@ -212,10 +213,49 @@ typedef struct ga_fit_answer {
 /* ga_fit_answer: the answer for oc (fit_advice.c). */
 void ga_fit_answer(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, ga_fit_answer_t *out);
 
+/* Who holds the memory in the job's own run (its recorded settings, else
+ * PyTorch's defaults) and in the answer (the pick, else the closest):
+ * fit_owners.c replays each unit of each again with owners
+ * (tools/engine/owners.h). */
+typedef struct ga_fit_owners {
+    const ga_fit_result_t *row[2]; /* the own run's row, the answer's (NULL: none, or the same as the own run) */
+    ga_replay_column_t *cols[2];   /* per row, one column per unit (NULL when not replayed) */
+} ga_fit_owners_t;
+
+/* ga_fit_owners_run: replay both rows of oc with owners. 0, or -1 when host
+ * memory ran out. Release with ga_fit_owners_free. */
+int ga_fit_owners_run(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, ga_fit_owners_t *out);
+void ga_fit_owners_free(const ga_fit_job_t *job, ga_fit_owners_t *w);
+
+/* A genuine OOM's shortfall: at the OOM of row k, the live bytes must shrink
+ * by deficit (the request less the cached free bytes and the free memory the
+ * allocator may still take) for the request to fit at that moment. */
+typedef struct ga_fit_shrink {
+    size_t unit;                      /* the unit that ran out */
+    const ga_owners_moment_t *moment; /* its first OOM's owners */
+    const ga_owners_t *owners;
+    uint64_t deficit; /* bytes */
+} ga_fit_shrink_t;
+
+/* ga_fit_shrink: row k's shortfall; false when it fits, failed or its first
+ * OOM is not genuine (or has no owners). */
+bool ga_fit_shrink(const ga_fit_job_t *job, const ga_fit_owners_t *w, int k, ga_fit_shrink_t *out);
+
+/* ga_fit_owners_text / ga_fit_owners_json: both rows' owners (the text: the
+ * unit that ran out, or the reference unit, and the shortfall's holders). */
+void ga_fit_owners_text(FILE *out, const ga_fit_job_t *job, const ga_fit_owners_t *w);
+void ga_fit_owners_json(FILE *out, const ga_fit_job_t *job, const ga_fit_owners_t *w);
+
+/* ga_fit_conf_name (fit_report.c): how the report names r's configuration:
+ * its string; "(recorded: PyTorch's defaults)" for the job's own run under
+ * the defaults, "(defaults)" for PyTorch's, "(environment)" under --env. */
+const char *ga_fit_conf_name(const ga_fit_job_t *job, const ga_fit_result_t *r);
+
 /* What the report says besides the outcome (from the command line). */
 typedef struct ga_fit_report {
-    size_t top;       /* rows of the text table, 0 = 15 */
-    const char *plot; /* the --plot file name when the plots were written, else NULL */
+    size_t top;                    /* rows of the text table, 0 = 15 */
+    const char *plot;              /* the --plot file name when the plots were written, else NULL */
+    const ga_fit_owners_t *owners; /* who holds the memory (NULL: --no-owners) */
 } ga_fit_report_t;
 
 /* ga_fit_report_text / ga_fit_report_json (fit_report.c): the ranked outcome
@@ -241,6 +281,7 @@ typedef struct ga_fit_cli {
     bool json;              /* --json */
     size_t top;             /* --top */
     const char *plot;       /* --plot FILE */
+    bool no_owners;         /* --no-owners: no "who holds the memory" */
     const char *backend;    /* NULL = sim (tests) */
     ga_fit_opts_t o;        /* --jobs, --bisect, --max-configs, --no-recorded */
 } ga_fit_cli_t;

@@ -58,6 +58,8 @@ void ga_fit_usage(FILE *out)
           "                        PYTORCH_ALLOC_CONF (else PYTORCH_CUDA_ALLOC_CONF) and GALLOC_CONF;\n"
           "                        without it they are not read: the answer depends only on the\n"
           "                        command line and the traces\n"
+          "  --no-owners           do not replay the job's own run and the answer again to say who\n"
+          "                        holds the memory (the code that allocated it: docs/owners.md)\n"
           "  --no-sleep            skip the traces' sleep and wake events (tags are still begun and\n"
           "                        ended): does the job fit without sleeping?\n"
           "  -h, --help            this text\n"
@@ -109,6 +111,7 @@ static int parse_args(cli_t *c, int argc, char **argv)
         GA_OPT_JSON(&c->json),
         GA_OPT_ENV(&c->env),
         GA_OPT_NO_SLEEP(&c->no_sleep),
+        {"no-owners", GA_OPT_FLAG, ga_opt_bool(&c->no_owners), NULL, 0, NULL},
         GA_OPT_NO_RECORDED(&c->o.no_recorded),
         GA_OPT_PLOT(&c->plot),
         {"jobs", GA_OPT_CALL, &c->o.jobs, "bad --jobs \"%s\" (1 to 256)", 0, take_jobs},
@@ -184,12 +187,18 @@ int ga_fit_traces(const cli_t *c, char *const *paths, size_t n, FILE *out)
             fprintf(stderr, "galloc fit: %s\n", err);
         plotted = !plot_failed;
     }
-    ga_fit_report_t rep = {.top = c->top, .plot = plotted ? c->plot : NULL};
+    ga_fit_owners_t owners;
+    bool owned = !c->no_owners && !all_failed && ga_fit_owners_run(&job, &oc, &owners) == 0;
+    if (!c->no_owners && !all_failed && !owned)
+        fprintf(stderr, "galloc fit: out of host memory attributing the memory to its owners\n");
+    ga_fit_report_t rep = {.top = c->top, .plot = plotted ? c->plot : NULL, .owners = owned ? &owners : NULL};
     if (c->json)
         ga_fit_report_json(out, &job, &oc, &rep);
     else
         ga_fit_report_text(out, &job, &oc, &rep);
     fflush(out);
+    if (owned)
+        ga_fit_owners_free(&job, &owners);
     ga_fit_answer_t a;
     ga_fit_answer(&job, &oc, &a);
     int code = all_failed || plot_failed ? GA_EXIT_USAGE : a.pick != NULL ? GA_EXIT_OK : GA_EXIT_OOM;

@@ -37,10 +37,7 @@ static void plot_names(FILE *out, const ga_fit_job_t *job, const char *plot, boo
         fprintf(out, "\n");
 }
 
-/* A configuration's name: "(recorded)" for the job's own run, "(defaults)"
- * only for PyTorch's defaults; under --env the empty string is the
- * environment's settings. */
-static const char *conf_name(const ga_fit_job_t *job, const ga_fit_result_t *r)
+const char *ga_fit_conf_name(const ga_fit_job_t *job, const ga_fit_result_t *r)
 {
     if (r->recorded)
         return r->conf[0] ? r->conf : "(recorded: PyTorch's defaults)";
@@ -138,7 +135,7 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
                  "PyTorch 2.11 on an H200, docs/fit.md); --reserve SIZE adds it");
     if (a->pick == NULL && a->closest != NULL && a->closest->run.depends)
         snprintf(c[n++], CAVEAT_LEN, "\"%s\" fits under part of the cap range only: where the cap lay decides it",
-                 conf_name(job, a->closest));
+                 ga_fit_conf_name(job, a->closest));
     return n;
 }
 
@@ -214,7 +211,7 @@ static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
             fmt_size(r->min_memory, minm, sizeof(minm));
         fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, f,
                 fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-                100.0 * frag_at_peak(&r->run), minm, oom, conf_name(job, r));
+                100.0 * frag_at_peak(&r->run), minm, oom, ga_fit_conf_name(job, r));
     }
     if (oc->n > top)
         fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
@@ -243,7 +240,7 @@ static void oom_line(FILE *out, const ga_fit_job_t *job, const ga_fit_result_t *
 {
     char a[32];
     ga_units_format_count(r->run.fail_event, a, sizeof(a));
-    fprintf(out, "\"%s\", first runs out of memory at event %s of %s:\n", conf_name(job, r), a,
+    fprintf(out, "\"%s\", first runs out of memory at event %s of %s:\n", ga_fit_conf_name(job, r), a,
             unit(job, r->run.fail_unit)->label);
     if (r->run.oom.size)
         ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, none_fits);
@@ -283,7 +280,7 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
     if (p->recorded) {
         if (a->lightest != p && a->saving > 0)
             fprintf(out, "  \"%s\" would save %.1f %% of peak reserved (%s): below the %.0f %% worth a change\n",
-                    conf_name(job, a->lightest), 100.0 * a->saving,
+                    ga_fit_conf_name(job, a->lightest), 100.0 * a->saving,
                     fmt_bytes(p->run.peak_reserved - a->lightest->run.peak_reserved, x, sizeof(x)),
                     100.0 * GA_FIT_WORTH);
     } else if (p->conf[0] && job->env[0]) {
@@ -307,18 +304,18 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
     }
     fprintf(out, "\n");
     if (a->smaller != NULL) {
-        fprintf(out, "  \"%s\" fits a smaller one: ", conf_name(job, a->smaller));
+        fprintf(out, "  \"%s\" fits a smaller one: ", ga_fit_conf_name(job, a->smaller));
         min_text(out, job, a->smaller->min_memory);
         fprintf(out, "\n");
     }
     if (a->cliff != NULL) {
         if (a->cliff->run.fits)
             fprintf(out, "  next to a cliff: \"%s\" needs %s peak reserved (%+.0f %%): the setting is sensitive\n",
-                    conf_name(job, a->cliff), fmt_bytes(a->cliff->run.peak_reserved, x, sizeof(x)),
+                    ga_fit_conf_name(job, a->cliff), fmt_bytes(a->cliff->run.peak_reserved, x, sizeof(x)),
                     100.0 * ((double)a->cliff->run.peak_reserved / (double)p->run.peak_reserved - 1.0));
         else
             fprintf(out, "  next to a cliff: \"%s\" does not fit: the setting is sensitive\n",
-                    conf_name(job, a->cliff));
+                    ga_fit_conf_name(job, a->cliff));
     }
 }
 
@@ -342,7 +339,7 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
                 "needs more memory than the cap gave it whatever the settings.\n",
                 r);
         if (m != NULL) {
-            fprintf(out, "The smallest it fits, under \"%s\": ", conf_name(job, m));
+            fprintf(out, "The smallest it fits, under \"%s\": ", ga_fit_conf_name(job, m));
             min_text(out, job, m->min_memory);
             fprintf(out, ".\n");
         }
@@ -354,7 +351,7 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
                 "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
                 "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) more "
                 "than %s.\n",
-                x, fmt_size(m->min_memory + job->reserve, r, sizeof(r)), conf_name(job, m), gap, gapb, x);
+                x, fmt_size(m->min_memory + job->reserve, r, sizeof(r)), ga_fit_conf_name(job, m), gap, gapb, x);
         budget_breakdown(out, job);
     } else {
         fmt_size(d, x, sizeof(x));
@@ -415,6 +412,8 @@ void ga_fit_report_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     summary(out, job, oc);
     ranking(out, job, oc, rep->top ? rep->top : 15);
     baseline(out, job, oc, &a);
+    if (rep->owners != NULL) /* before the caveats and the answer, which end the report */
+        ga_fit_owners_text(out, job, rep->owners);
     char c[MAX_CAVEATS][CAVEAT_LEN];
     size_t n = caveats(job, &a, c);
     for (size_t i = 0; i < n; i++)
@@ -543,6 +542,11 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     } else {
         fputs("null", out);
     }
+    fputs(",\n \"owners\": ", out);
+    if (rep->owners != NULL)
+        ga_fit_owners_json(out, job, rep->owners);
+    else
+        fputs("null", out);
     fputs(",\n \"results\": [", out);
     for (size_t i = 0; i < oc->n; i++) {
         fputs(i ? "," : "", out);

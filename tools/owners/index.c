@@ -378,8 +378,8 @@ int ga_owners_index_block(ga_owners_index_t *x, const ga_stack_t *st, uint64_t s
 const char *ga_owners_keyed_by(const ga_owners_index_t *x, char *buf, size_t len)
 {
     static const char *const names[] = {
-        [GA_STACK_FRAMES] = "recorded stacks",  [GA_STACK_RANGES] = "profiler ranges",
-        [GA_STACK_ANNOTATION] = "annotations",  [GA_STACK_ALLOCATOR] = "allocators",
+        [GA_STACK_FRAMES] = "recorded stacks", [GA_STACK_RANGES] = "profiler ranges",
+        [GA_STACK_ANNOTATION] = "annotations", [GA_STACK_ALLOCATOR] = "allocators",
         [GA_STACK_THREAD] = "threads",
     };
     size_t n = 0;

@@ -72,7 +72,7 @@ typedef struct ga_owners_index {
     bool overflow;    /* some classes were merged into GA_OWNER_OVERFLOW */
     uint64_t indexed; /* allocations indexed */
     /* Interning (freed by ga_owners_index_done): */
-    ga_addrmap_t stack_map;            /* stack identity hash -> stack record */
+    ga_addrmap_t stack_map;              /* stack identity hash -> stack record */
     struct ga_owner_stackrec *stackrecs; /* distinct stacks met with identities */
     size_t n_stackrecs, cap_stackrecs;
     uintptr_t *keys; /* the frame identities of those stacks, end to end */

@@ -129,7 +129,8 @@ static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *see
         }
         if (ga_idmap_remove(live, addr, NULL) || ga_idmap_get(seen, addr, NULL))
             continue;
-        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 || push_pro(t, (pro_block_t){addr, size, stream, NULL}) != 0)
+        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 ||
+            push_pro(t, (pro_block_t){addr, size, stream, NULL}) != 0)
             return entry_err(r, err, errlen, i, "out of host memory");
     }
     return 0;
@@ -313,11 +314,8 @@ static void set_stack(torch_t *t, ga_event_t *ev, const ga_pk_value_t *frames, b
     }
     if (d->n_frames + d->n_open == 0)
         return;
-    ev->stack = (ga_stack_t){.kind = GA_STACK_FRAMES,
-                             .n = d->n_frames + d->n_open,
-                             .data = d,
-                             .frame = stack_frame,
-                             .key = stack_key};
+    ev->stack = (ga_stack_t){
+        .kind = GA_STACK_FRAMES, .n = d->n_frames + d->n_open, .data = d, .frame = stack_frame, .key = stack_key};
 }
 
 static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)

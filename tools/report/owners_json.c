@@ -132,13 +132,13 @@ static void segments_json(FILE *out, const ga_owners_t *w, const ga_owners_momen
                 ", \"allocated_bytes\": %" PRIu64 ", \"blocks\": %" PRIu32 ", \"free_blocks\": %" PRIu32
                 ", \"stream\": %" PRIu64 ", \"pool\": [%" PRId64 ", %" PRId64 "], \"expandable\": %s, \"small\": %s"
                 ", \"pinned_by\": [",
-                i ? "," : "", s->address, s->size, s->free_bytes, s->largest_free, s->pending_bytes,
-                s->allocated_bytes, s->blocks, s->free_blocks, s->stream, s->pool[0], s->pool[1],
-                s->expandable ? "true" : "false", s->small ? "true" : "false");
+                i ? "," : "", s->address, s->size, s->free_bytes, s->largest_free, s->pending_bytes, s->allocated_bytes,
+                s->blocks, s->free_blocks, s->stream, s->pool[0], s->pool[1], s->expandable ? "true" : "false",
+                s->small ? "true" : "false");
         for (uint32_t k = 0; k < s->n_pins; k++) {
             const ga_owner_class_t *c = &w->index->classes[s->pins[k]];
-            fprintf(out, "%s{\"site\": %" PRIu32 ", \"phase\": \"%s\", \"bytes\": %" PRIu64 "}", k ? ", " : "",
-                    c->site, ga_phase_name((ga_phase_t)c->phase), s->pin_bytes[k]);
+            fprintf(out, "%s{\"site\": %" PRIu32 ", \"phase\": \"%s\", \"bytes\": %" PRIu64 "}", k ? ", " : "", c->site,
+                    ga_phase_name((ga_phase_t)c->phase), s->pin_bytes[k]);
         }
         fputs("]}", out);
     }
@@ -162,8 +162,9 @@ static void moment_json(FILE *out, const ga_job_unit_t *u, const ga_owners_t *w,
         fprintf(out, "%" PRId64, m->time_us);
     else
         fputs("null", out);
-    fprintf(out, ", \"allocated_bytes\": %" PRId64 ", \"reserved_bytes\": %" PRId64 ", \"active_bytes\": ",
-            m->allocated, m->reserved);
+    fprintf(out,
+            ", \"allocated_bytes\": %" PRId64 ", \"reserved_bytes\": %" PRId64 ", \"active_bytes\": ", m->allocated,
+            m->reserved);
     if (m->active >= 0)
         fprintf(out, "%" PRId64 ", \"requested_bytes\": %" PRId64, m->active, m->requested);
     else

@@ -153,7 +153,8 @@ static void holes_text(FILE *out, const ga_owners_t *w, const ga_owners_moment_t
     ga_units_format_size(s->size, sz, sizeof(sz));
     ga_units_format_size(s->free_bytes, sf, sizeof(sf));
     ga_units_format_size(s->largest_free, lf, sizeof(lf));
-    fprintf(out, "    cached free: %s in %zu of %zu segments%s%s%s; the most in a %s%s segment: %s free (largest block %s)",
+    fprintf(out,
+            "    cached free: %s in %zu of %zu segments%s%s%s; the most in a %s%s segment: %s free (largest block %s)",
             fb, with, m->n_segments, pend ? ", and " : "", pend ? pb : "", pend ? " pending free" : "", sz,
             s->expandable ? " expandable" : "", sf, lf);
     for (uint32_t k = 0; k < s->n_pins; k++) {
@@ -181,18 +182,17 @@ static void moment_text(FILE *out, const ga_job_unit_t *u, const ga_owners_t *w,
             short_name(w->index->sites[c->site].key, name, sizeof(name));
             snprintf(ph, sizeof(ph), ", %s", ga_phase_name((ga_phase_t)c->phase));
         }
-        fprintf(out, "  at the OOM of event %s: %s requested by %s%s; %s allocated, %s reserved:\n", ev, sz, name,
-                ph, al, res);
+        fprintf(out, "  at the OOM of event %s: %s requested by %s%s; %s allocated, %s reserved:\n", ev, sz, name, ph,
+                al, res);
     } else {
-        fprintf(out, "  at the %s (%s reserved, %s allocated), %s:\n", ga_owners_moment_name(m->kind), res, al,
-                where);
+        fprintf(out, "  at the %s (%s reserved, %s allocated), %s:\n", ga_owners_moment_name(m->kind), res, al, where);
     }
     sites_table(out, w, m, top);
     holes_text(out, w, m);
 }
 
-void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag,
-                           size_t top)
+void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag, size_t top,
+                           unsigned moments)
 {
     const ga_owners_t *w = c->owners;
     if (w == NULL || c->create_status != GALLOC_OK)
@@ -202,8 +202,8 @@ void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_co
             ga_owners_keyed_by(w->index, keyed, sizeof(keyed)));
     if (w->error[0])
         fprintf(out, "  (incomplete: %s)\n", w->error);
-    if (w->peak_reserved.valid)
+    if (w->peak_reserved.valid && (moments & GA_REPORT_OWNERS_PEAK))
         moment_text(out, u, w, &w->peak_reserved, top);
-    if (w->n_ooms > 0)
+    if (w->n_ooms > 0 && (moments & GA_REPORT_OWNERS_OOM))
         moment_text(out, u, w, &w->ooms[0], top);
 }

@@ -103,14 +103,17 @@ int ga_report_bad_format(const char *cmd, const char *arg);
 extern const char *const ga_report_env[];
 
 /* Who holds the memory (owners_text.c, owners_json.c; docs/owners.md).
- * ga_report_owners_text: column c's owners (none: nothing) under tag: its
- * reserved peak and first OOM, top sites each, phases and holes.
+ * ga_report_owners_text: column c's owners (none: nothing) under tag: the
+ * moments asked for (GA_REPORT_OWNERS_*: its reserved peak, its first OOM),
+ * top sites each, phases and holes.
  * ga_report_owners_json: the value of a result's "owners" (null without).
  * ga_report_owner_sites_json: the value of a trace's "owners": what it is
  * keyed by and every site with its stack. */
-#define GA_REPORT_TOP 10 /* sites shown per moment unless --top says */
-void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag,
-                           size_t top);
+#define GA_REPORT_TOP 10         /* sites shown per moment unless --top says */
+#define GA_REPORT_OWNERS_PEAK 1u /* ga_report_owners_text's moments: the reserved peak ... */
+#define GA_REPORT_OWNERS_OOM 2u  /* ... the first OOM */
+void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_column_t *c, const char *tag, size_t top,
+                           unsigned moments);
 void ga_report_owners_json(FILE *out, const ga_job_unit_t *u, const struct ga_owners *w);
 void ga_report_owner_sites_json(FILE *out, const ga_owners_index_t *x);
 

@@ -431,7 +431,7 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
             snprintf(tag, sizeof(tag), "[%zu]", i + 1);
         column_notes(out, t, c, tag);
         if (t->top > 0)
-            ga_report_owners_text(out, t->u, c, tag, t->top);
+            ga_report_owners_text(out, t->u, c, tag, t->top, GA_REPORT_OWNERS_PEAK | GA_REPORT_OWNERS_OOM);
     }
     trace_notes(out, t);
     fprintf(out, "\n");

@@ -68,12 +68,12 @@ extern "C" {
 
 /* One piece of a segment at the first trace entry: a live block or a gap. */
 typedef struct ga_seed_piece {
-    uint64_t addr; /* the recorded address (the trace id of a live block) */
-    uint64_t size; /* bytes */
-    bool live;     /* a block live at the first entry; false: free space */
-    uint64_t req;  /* live: the bytes requested (requested_size, or the size its free recorded),
+    uint64_t addr;      /* the recorded address (the trace id of a live block) */
+    uint64_t size;      /* bytes */
+    bool live;          /* a block live at the first entry; false: free space */
+    uint64_t req;       /* live: the bytes requested (requested_size, or the size its free recorded),
                         0 if unknown; the seeded block asks for them when they round to size */
-    bool pending;  /* live and freed by the user, waiting on a stream (active_pending_free) */
+    bool pending;       /* live and freed by the user, waiting on a stream (active_pending_free) */
     const void *frames; /* live and still live at the end: its allocation's recorded stack (the final
                            block's frames, ga_torch_frame; valid while the snapshot is); NULL otherwise:
                            a block the trace frees was allocated before it, by code it does not name */

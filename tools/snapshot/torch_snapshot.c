@@ -103,7 +103,9 @@ void ga_torch_annotation(const ga_torch_snapshot_t *s, size_t i, ga_torch_annota
         else if (ga_pk_str_eq(key, "time_us"))
             time = v;
     }
-    out->stage = ga_pk_str_eq(stage, "START") ? GA_STAGE_START : ga_pk_str_eq(stage, "END") ? GA_STAGE_END : GA_STAGE_OTHER;
+    out->stage = ga_pk_str_eq(stage, "START") ? GA_STAGE_START
+                 : ga_pk_str_eq(stage, "END") ? GA_STAGE_END
+                                              : GA_STAGE_OTHER;
     if (name != NULL && name->type == GA_PK_STR) {
         out->name = name->u.s.p;
         out->name_len = name->u.s.n;

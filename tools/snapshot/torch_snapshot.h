@@ -161,9 +161,9 @@ typedef struct ga_torch_block {
     bool is_dict;
     ga_torch_state_t state;
     ga_torch_int_t address, size, requested_size;
-    bool address_computed;       /* no 'address' key (PyTorch 2.0): the segment's address plus the
+    bool address_computed;            /* no 'address' key (PyTorch 2.0): the segment's address plus the
                                     sizes of the blocks before it */
-    bool requested_from_history; /* no 'requested_size' (1.13/2.0): history[0].real_size */
+    bool requested_from_history;      /* no 'requested_size' (1.13/2.0): history[0].real_size */
     const struct ga_pk_value *frames; /* its allocation's stack: 'frames' (2.1+) or history[0].frames
                                          (1.13/2.0) when a non-empty list, else NULL (ga_torch_frame) */
 } ga_torch_block_t;
