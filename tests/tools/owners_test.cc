@@ -339,7 +339,7 @@ TEST(Owners, ATraceWithoutStacksSaysSo)
     Owned o(j.unit(), "");
     const ga_owners_t &w = o.w();
     char keyed[128];
-    EXPECT_STREQ(ga_owners_keyed_by(w.index, keyed, sizeof keyed), "nothing (the record carries no stacks)");
+    EXPECT_STREQ(ga_owners_keyed_by(w.index, keyed, sizeof keyed), "nothing: the record carries no stacks");
     const ga_owners_moment_t &m = w.peak_allocated;
     ExpectInvariant(m);
     EXPECT_EQ(m.allocated, int64_t(96 * MiB));

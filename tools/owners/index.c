@@ -389,6 +389,6 @@ const char *ga_owners_keyed_by(const ga_owners_index_t *x, char *buf, size_t len
             if (n < len)
                 n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " and " : "", names[k]);
     if (n == 0)
-        snprintf(buf, len, "nothing (the record carries no stacks)");
+        snprintf(buf, len, "nothing: the record carries no stacks");
     return buf;
 }

@@ -112,8 +112,8 @@ void ga_owners_index_free(ga_owners_index_t *x);
 
 /* ga_owners_keyed_by: what the unit's breakdown is keyed by, for reports:
  * "recorded stacks", "profiler ranges", "annotations", "allocators",
- * "threads", several joined by " and ", or "nothing (the record carries no
- * stacks)". */
+ * "threads", several joined by " and ", or "nothing: the record carries no
+ * stacks". */
 const char *ga_owners_keyed_by(const ga_owners_index_t *x, char *buf, size_t len);
 
 /* ga_owners_class_of: class c's record (c < x->n_classes). */

@@ -61,7 +61,7 @@ static void sites_json(FILE *out, const ga_owners_t *w, const ga_owners_moment_t
     size_t n;
     fputs(", \"sites\": [", out);
     if (ga_owners_sites(m, w->index, &rows, &n) != 0) {
-        fputs("], \"error\": \"out of host memory\"", out);
+        fputs("], \"error\": \"out of host memory listing the sites\"", out);
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -81,7 +81,7 @@ static void sites_json(FILE *out, const ga_owners_t *w, const ga_owners_moment_t
         phases_obj(out, rows[i].phase_bytes);
         fputs("}", out);
     }
-    fputs("]", out);
+    fputs("], \"error\": null", out);
     free(rows);
 }
 
@@ -151,12 +151,13 @@ static void moment_json(FILE *out, const ga_job_unit_t *u, const ga_owners_t *w,
         fputs("null", out);
         return;
     }
+    static const char *const kinds[] = {"peak_allocated", "peak_reserved", "oom"};
     bool before = m->event == GA_OWNERS_BEFORE_EVENTS;
-    fputs("{\"event\": ", out);
-    if (before)
-        fputs("null, \"entry\": null", out);
+    fprintf(out, "{\"kind\": \"%s\", \"event\": ", kinds[m->kind]);
+    if (before) /* the line: as an OOM record's, the trace's line or entry of the event */
+        fputs("null, \"line\": null", out);
     else
-        fprintf(out, "%" PRIu64 ", \"entry\": %" PRIu64, m->event, m->event < u->n ? u->ev[m->event].where : 0);
+        fprintf(out, "%" PRIu64 ", \"line\": %" PRIu64, m->event, m->event < u->n ? u->ev[m->event].where : 0);
     fputs(", \"time_us\": ", out);
     if (m->time_us != 0)
         fprintf(out, "%" PRId64, m->time_us);

@@ -198,7 +198,7 @@ void ga_report_owners_text(FILE *out, const ga_job_unit_t *u, const ga_replay_co
     if (w == NULL || c->create_status != GALLOC_OK)
         return;
     char keyed[128];
-    fprintf(out, "%s who holds the memory (sites from %s; docs/owners.md):\n", tag,
+    fprintf(out, "%s who holds the memory (keyed by %s; docs/owners.md):\n", tag,
             ga_owners_keyed_by(w->index, keyed, sizeof(keyed)));
     if (w->error[0])
         fprintf(out, "  (incomplete: %s)\n", w->error);

@@ -273,7 +273,7 @@ void ga_report_json_trace(FILE *out, const ga_report_trace_t *t, bool first)
     bool owned = false;
     for (size_t i = 0; i < rp->n_cols; i++)
         owned |= rp->cols[i].owners != NULL;
-    fputs(",\n     \"owners\": ", out);
+    fputs(",\n     \"owner_sites\": ", out);
     if (owned)
         ga_report_owner_sites_json(out, &t->u->owners);
     else
