@@ -9,6 +9,7 @@
 Trace analysis runs the galloc command's engine in this process:
 
     r = galloc.replay("job.trace", confs=["", "expandable_segments:True"])
+    r["defaults"].owners.peak_reserved.top(5)           # who holds the memory at the peak
     f = galloc.fit("job.trace")                         # f.winner, f.configurations
     galloc.load_trace("job.pickle")                     # format, devices, events
 
@@ -31,6 +32,8 @@ from .ipc import ipc_info
 from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
 from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
                       TraceInfo, TraceResult, TraceUnit, UnitInfo)
+from .owners import (Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request, Segment, Site, SiteShare,
+                     StreamShare)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
                      GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
@@ -40,7 +43,8 @@ __all__ = [
     "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
     "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
     "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
-    "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit",
+    "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit", "Owners", "Moment", "Site", "SiteShare", "Frame",
+    "PhaseShare", "StreamShare", "PoolShare", "Segment", "Pin", "Request",
 ]
 
 

@@ -28,6 +28,7 @@ from typing import Callable, Optional, Sequence, Union
 
 from . import _native, _tools
 from .errors import error
+from .owners import _owner_sites
 from .results import (FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult, TraceInfo, TraceResult, TraceUnit,
                       _config, _unit_info)
 
@@ -44,6 +45,7 @@ _KEYWORDS = {
     "--backend": "backend",
     "--no-recorded": "recorded=False",
     "--no-seed": "seed=False",
+    "--no-owners": "owners=False",
     "--jobs": "jobs",
     "--bisect": "bisect",
     "--max-configs": "max_configs",
@@ -148,15 +150,17 @@ def _document(command, rc, out, messages, paths):
 
 def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = (), device_memory=None,
            backend: Optional[str] = None, format: str = "auto", recorded: bool = True, seed: bool = True,
-           progress: Optional[Callable[[float, int], None]] = None) -> ReplayResult:
+           progress: Optional[Callable[[float, int], None]] = None, owners: bool = True) -> ReplayResult:
     """galloc replay: replay one trace or several under each configuration
     string of confs (PYTORCH_CUDA_ALLOC_CONF syntax; none: PyTorch's
     defaults, or a snapshot's recorded settings unless recorded=False) on a
     simulated device of device_memory bytes (int or "80GiB"; default: the
     trace's recorded size, else 80 GiB). progress(fraction, events) is called
-    during long replays (fraction -1 when unknown). An OOM is a result, not an
-    exception; bad input raises a GallocError subclass, a bad argument
-    TypeError or InvalidArgumentError naming its keyword."""
+    during long replays (fraction -1 when unknown). Each result's owners say
+    who holds the memory at its peaks and OOMs (galloc.Owners);
+    owners=False replays faster without them (owners None). An OOM is a
+    result, not an exception; bad input raises a GallocError subclass, a bad
+    argument TypeError or InvalidArgumentError naming its keyword."""
     extra = []
     for c in _confs("replay", confs):
         extra += ["--conf", c]
@@ -166,12 +170,21 @@ def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = ()
         extra += ["--backend", backend]
     if not seed:
         extra.append("--no-seed")
+    if not owners:
+        extra.append("--no-owners")
     argv, paths = _argv("replay", paths, device_memory, format, recorded, extra)
     rc, out, messages = _tools.run(argv, progress)
     doc = _document("replay", rc, out, messages, paths)
-    traces = tuple(TraceResult(**_unit_info(t), error=t["error"], results=tuple(_config(r) for r in t["results"]))
-                   for t in doc["traces"])
+    traces = tuple(_trace(t) for t in doc["traces"])
     return ReplayResult(exit_status=rc, backend=doc["backend"], traces=traces, messages=messages, raw=doc)
+
+
+def _trace(t):
+    """One trace of galloc replay's JSON as a TraceResult, its columns'
+    owners resolved in the trace's sites (listed once, shared by them)."""
+    owner_sites = _owner_sites(t.get("owners"))
+    return TraceResult(**_unit_info(t), error=t["error"],
+                       results=tuple(_config(r, owner_sites) for r in t["results"]))
 
 
 def fit(paths: Union[PathLike, Sequence[PathLike]], device_memory=None, jobs: Optional[int] = None,

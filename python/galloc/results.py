@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from .owners import Owners, _owners
+
 
 @dataclass(frozen=True)
 class OOM:
@@ -136,6 +138,8 @@ class ConfigResult:
     events: int
     create_error: Optional[str]   # the configuration could not be made
     memory_stats: Optional[dict] = field(repr=False)  # torch.cuda.memory_stats() keys
+    owners: Optional[Owners] = field(default=None, repr=False)  # who holds the memory (owners.py); None with
+                                                                # owners=False
 
 
 @dataclass(frozen=True)
@@ -351,9 +355,10 @@ def _part(p):
                    figures=p["figures"])
 
 
-def _config(r):
+def _config(r, owner_sites=None):
     """One column of galloc replay's JSON as a ConfigResult: every verdict
-    and figure is the JSON's, none recomputed here."""
+    and figure is the JSON's, none recomputed here. owner_sites: its trace's
+    owner sites (owners._owner_sites), which the column's owners refer to."""
     return ConfigResult(conf=r["conf"], label=r["label"], recorded=r["recorded"], verdict=r["verdict"],
                         fits=r["fits"], depends_on_cap=r["depends_on_cap"], cap_bytes=r["cap_bytes"],
                         cap_parts=tuple(_part(p) for p in r["cap_parts"]),
@@ -361,4 +366,5 @@ def _config(r):
                         peak_allocated_bytes=r["peak_allocated_bytes"], peak_reserved_bytes=r["peak_reserved_bytes"],
                         ooms_total=r["ooms_total"], expected_ooms=r["expected_ooms"],
                         expected_ooms_avoided=r["expected_ooms_avoided"], ooms=tuple(_oom(o) for o in r["ooms"]),
-                        events=r["events"], create_error=r["create_error"], memory_stats=r["memory_stats"])
+                        events=r["events"], create_error=r["create_error"], memory_stats=r["memory_stats"],
+                        owners=_owners(r.get("owners"), owner_sites))
