@@ -182,7 +182,7 @@ def replay(paths: Union[PathLike, Sequence[PathLike]], confs: Sequence[str] = ()
 def _trace(t):
     """One trace of galloc replay's JSON as a TraceResult, its columns'
     owners resolved in the trace's sites (listed once, shared by them)."""
-    owner_sites = _owner_sites(t.get("owners"))
+    owner_sites = _owner_sites(t.get("owner_sites"))
     return TraceResult(**_unit_info(t), error=t["error"],
                        results=tuple(_config(r, owner_sites) for r in t["results"]))
 

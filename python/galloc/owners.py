@@ -150,8 +150,8 @@ class Moment:
     sites hold every site with live blocks, most bytes first."""
     kind: str
     event: Optional[int]          # the 0-based replay event it follows; None: before the first event (seeded)
-    entry: Optional[int]          # that event's place in the file (a snapshot's device_traces entry, a
-                                  # text trace's line), as the OOM's line; None with event
+    line: Optional[int]           # that event's place in the file (a snapshot's device_traces entry, a
+                                  # text trace's line), as OOM.line; None with event
     time_us: Optional[int]        # that event's recorded time; None when the trace records none
     allocated_bytes: int          # allocated_bytes.all.current then
     reserved_bytes: int           # reserved_bytes.all.current then
@@ -206,7 +206,7 @@ class Owners:
     """Who holds the memory in one configuration's replay (ConfigResult.owners):
     the moments that decide whether the job fits, and the trace's sites."""
     keyed_by: str                 # what the sites come from: "recorded stacks", "profiler ranges",
-                                  # "annotations", ... or "nothing (the record carries no stacks)"
+                                  # "annotations", ... or "nothing: the record carries no stacks"
     overflow: bool                # more distinct owners than the index holds: some merged into one site
     sites: Tuple[Site, ...] = field(repr=False)  # the trace's sites, sites[i].id == i
     error: Optional[str] = None   # why the owners are incomplete; None when they are not
@@ -229,7 +229,7 @@ class Owners:
 
 
 def _owner_sites(doc):
-    """A trace's "owners" object (its sites table) as (keyed_by, overflow,
+    """A trace's "owner_sites" object (its sites table) as (keyed_by, overflow,
     sites); None when the trace has none (--no-owners, or nothing replayed)."""
     if not doc:
         return None
@@ -258,14 +258,17 @@ def _segment(s, sites):
 
 
 def _moment(kind, m, sites):
-    """One moment of the JSON as a Moment (None stays None: it did not happen)."""
+    """One moment of the JSON as a Moment (None stays None: it did not
+    happen); kind is where it sits, which its own "kind" must say too."""
     if m is None:
         return None
+    if m["kind"] != kind:
+        raise ValueError(f"galloc: an owners moment of kind {m['kind']!r} where {kind!r} belongs")
     q = m["request"]
     request = None if q is None else Request(bytes=q["bytes"], site=None if q["site"] is None else sites[q["site"]],
                                              phase=q["phase"])
     segments = m["segments"]
-    return Moment(kind=kind, event=m["event"], entry=m["entry"], time_us=m["time_us"],
+    return Moment(kind=kind, event=m["event"], line=m["line"], time_us=m["time_us"],
                   allocated_bytes=m["allocated_bytes"], reserved_bytes=m["reserved_bytes"],
                   active_bytes=m["active_bytes"], requested_bytes=m["requested_bytes"], request=request,
                   sites=tuple(_site_share(s, sites) for s in m["sites"]),
@@ -276,7 +279,7 @@ def _moment(kind, m, sites):
                   pools=tuple(PoolShare(pool=tuple(p["pool"]), bytes=p["bytes"], blocks=p["blocks"])
                               for p in m["pools"]),
                   segments=None if segments is None else tuple(_segment(s, sites) for s in segments),
-                  error=m.get("error"))
+                  error=m["error"])
 
 
 def _owners(doc, table):

@@ -25,7 +25,7 @@ FRAG = repo_file("examples/fragmentation.trace")
 LOAD_ORDER = repo_file("examples/fit/load_order.trace")
 SNAPSHOT = repo_file("examples/torch_snapshot.pickle")
 RMM = repo_file("examples/rmm_small.csv")
-NO_STACKS = "nothing (the record carries no stacks)"
+NO_STACKS = "nothing: the record carries no stacks"
 
 
 def command(*args):
@@ -39,7 +39,7 @@ def moment_doc(m):
     if m is None:
         return None
     q = m.request
-    return {"event": m.event, "entry": m.entry, "time_us": m.time_us, "allocated_bytes": m.allocated_bytes,
+    return {"kind": m.kind, "event": m.event, "line": m.line, "time_us": m.time_us, "allocated_bytes": m.allocated_bytes,
             "reserved_bytes": m.reserved_bytes, "active_bytes": m.active_bytes,
             "requested_bytes": m.requested_bytes,
             "request": None if q is None else {"bytes": q.bytes, "site": None if q.site is None else q.site.id,
@@ -57,7 +57,8 @@ def moment_doc(m):
                  "allocated_bytes": s.allocated_bytes, "blocks": s.blocks, "free_blocks": s.free_blocks,
                  "stream": s.stream, "pool": list(s.pool), "expandable": s.expandable, "small": s.small,
                  "pinned_by": [{"site": p.site.id, "phase": p.phase, "bytes": p.bytes} for p in s.pinned_by]}
-                for s in m.segments]}
+                for s in m.segments],
+            "error": m.error}
 
 
 class SameAsTheCommand:
@@ -81,7 +82,7 @@ class SameAsTheCommand:
 
     def test_every_moment_equals_the_commands_json(self):
         for t, doc in self.columns():
-            table = doc["owners"]
+            table = doc["owner_sites"]
             for c, rdoc in zip(t.results, doc["results"], strict=True):
                 o, w = c.owners, rdoc["owners"]
                 self.assertIsNotNone(o, c.label)
@@ -137,7 +138,7 @@ class SameAsTheCommand:
                     self.assertEqual(o.peak_allocated.allocated_bytes, c.peak_allocated_bytes)
                 # Each OOM moment is the replay's OOM of the same event.
                 for m, oom in zip(o.ooms, c.ooms):
-                    self.assertEqual((m.kind, m.event, m.entry, m.request.bytes, m.allocated_bytes,
+                    self.assertEqual((m.kind, m.event, m.line, m.request.bytes, m.allocated_bytes,
                                       m.reserved_bytes),
                                      ("oom", oom.event, oom.line, oom.size, oom.allocated_bytes, oom.reserved_bytes))
 
@@ -158,7 +159,7 @@ class SameAsTheCommand:
         r = galloc.replay(self.PATH, confs=list(self.CONFS), owners=False)
         self.assertEqual(r.exit_status, self.r.exit_status)
         for t, doc in zip(r.traces, r.raw["traces"], strict=True):
-            self.assertIsNone(doc["owners"])
+            self.assertIsNone(doc["owner_sites"])
             for c in t.results:
                 self.assertIsNone(c.owners)
         self.assertEqual([c.peak_reserved_bytes for t in r.traces for c in t.results],
@@ -214,7 +215,7 @@ class H200Snapshot(SameAsTheCommand, unittest.TestCase):
     def test_the_oom_request_and_what_survives_it(self):
         c = self.r["recorded"]
         m = c.owners.first_oom
-        self.assertEqual((m.kind, m.event, m.entry), ("oom", 5732, c.ooms[0].line))
+        self.assertEqual((m.kind, m.event, m.line), ("oom", 5732, c.ooms[0].line))
         self.assertTrue(m.request.site.name.endswith("capture_torch_snapshot.py:76 main"), m.request.site.name)
         self.assertEqual((m.request.phase, m.request.bytes), ("other", c.ooms[0].size))
         # Kept memory (weights, optimizer state) is what is left at the OOM.
@@ -264,7 +265,7 @@ class NoStacks(SameAsTheCommand, unittest.TestCase):
         self.assertEqual((o.keyed_by, o.overflow, o.t0_us), (NO_STACKS, False, None))
         (site,) = o.sites
         self.assertEqual((site.id, site.name, site.kind, site.stack), (0, "(no stack recorded)", "none", ()))
-        self.assertEqual([(m.kind, m.event, m.entry) for m in o.moments],
+        self.assertEqual([(m.kind, m.event, m.line) for m in o.moments],
                          [("peak_allocated", 1, 3), ("peak_reserved", 1, 3), ("oom", 3, 5)])
         for m in o.moments:
             self.assertEqual([s.site for s in m.sites], [site])
@@ -295,13 +296,13 @@ class Segments(unittest.TestCase):
                    "stream": 7, "pool": [0, 0], "expandable": False, "small": False,
                    "pinned_by": [{"site": 0, "phase": "forward", "bytes": 2 << 20},
                                  {"site": 1, "phase": "backward", "bytes": 1 << 20}]}
-        moment = {"event": 9, "entry": 12, "time_us": None, "allocated_bytes": 3 << 20, "reserved_bytes": 20 << 20,
+        moment = {"kind": "oom", "event": 9, "line": 12, "time_us": None, "allocated_bytes": 3 << 20, "reserved_bytes": 20 << 20,
                   "active_bytes": 3 << 20, "requested_bytes": 3 << 20,
                   "request": {"bytes": 64 << 20, "site": 1, "phase": "backward"}, "sites": [share],
                   "phases": {p: {"bytes": share["phases"][p], "blocks": 2 if p == "forward" else 0}
                              for p in galloc.owners.PHASES},
                   "streams": [{"stream": 7, "bytes": 3 << 20, "blocks": 2}],
-                  "pools": [{"pool": [0, 0], "bytes": 3 << 20, "blocks": 2}], "segments": [segment]}
+                  "pools": [{"pool": [0, 0], "bytes": 3 << 20, "blocks": 2}], "segments": [segment], "error": None}
         doc = {"error": None, "untracked_blocks": 0, "t0_us": None, "peak_allocated": None,
                "peak_reserved": None, "ooms": [moment]}
         o = _owners(doc, _owner_sites(table))
