@@ -60,8 +60,12 @@ galloc_status_t ga_pool_check(void *impl);
 void ga_pool_fragmentation(void *impl, galloc_fragmentation_t *out);
 
 /* Inspection (galloc_inspect.h; inspect.c). usable_size: the allocated
- * block's size, a sleeping tag's too; GALLOC_E_NOT_OWNED otherwise. */
+ * block's size, a sleeping tag's too; GALLOC_E_NOT_OWNED otherwise.
+ * segments_visit: galloc_segments_visit's walk (walk.h's runs, sleeping
+ * tags' segments left out); GALLOC_E_NOMEM when the block list could not
+ * grow. */
 galloc_status_t ga_pool_usable_size(void *impl, const void *ptr, size_t *size);
+galloc_status_t ga_pool_segments_visit(void *impl, galloc_segment_visit_fn fn, void *ctx);
 
 /* History and snapshots (trace/). */
 galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt);

@@ -61,4 +61,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .resume = ga_pool_resume,
     .usable_size = ga_pool_usable_size,
     .stripe_usable_size = ga_pool_stripe_usable_size,
+    .segments_visit = ga_pool_segments_visit,
 };
