@@ -401,6 +401,37 @@ class Summary:
                             "freed neighbours (cached, same small and large pools). CPU ns per pair.\n\n" +
                             table(["other streams", "ns/pair", "× vs 0", "instr./pair", "dev_allocs"], rows))
 
+    # --- 6b. galloc_usable_size (bench/inspect.cc) --------------------------
+    def usable_size(self):
+        cases = [("usable_size/stripe/real_time/threads:1", "usable_size/stripe", "stripe path, 1 thread"),
+                 ("usable_size/stripe/real_time/threads:2", None, "stripe path, 2 threads on own streams"),
+                 ("usable_size/recording/real_time", "usable_size/recording",
+                  "locked path (recording on: stripe path closed)"),
+                 ("locked_call/memory_info/real_time/threads:1", "locked_call/memory_info",
+                  "a locked call with the stripe path open (every stripe's lock)"),
+                 ("pair_usable/fixed_4KiB/real_time", "pair_usable/fixed_4KiB", "4 KiB pair + usable_size"),
+                 ("pair/fixed_4KiB/real_time/threads:1", "pair/fixed_4KiB", "4 KiB pair alone")]
+        rows, t, ir = [], {}, {}
+        for run, ir_name, what in cases:
+            e = self.pairs.get(run)
+            if e is None:
+                continue
+            t[run] = t_ns(e, "real_time")
+            ir[run] = self.ir.get(("galloc_pairs", ir_name)) if ir_name else None
+            rows.append([what, fmt(t[run]), fmt(ir[run], 4) if ir[run] else "n/a"])
+        if not rows:
+            return
+        stripe, locked = "usable_size/stripe/real_time/threads:1", "locked_call/memory_info/real_time/threads:1"
+        if stripe in t and locked in t:
+            self.rows.append(["usable_size", "galloc_usable_size of a live 4 KiB block (a replay's per-malloc call)",
+                              f"{fmt(t[stripe])} ns/call" + (f", {fmt(ir[stripe], 3)} instr." if ir[stripe] else ""),
+                              f"a locked call: {fmt(t[locked])} ns", "no lock of every stripe (well below a "
+                              "locked call)", self.verdict(t[stripe] < t[locked] / 4, f"{fmt(t[stripe])} ns")])
+        self.details.append("## galloc_usable_size\n\n"
+                            "bench/inspect.cc: the size of a live 4 KiB block asked again and again; wall ns per "
+                            "call (pairs: per pair), instructions per call from callgrind.\n\n" +
+                            table(["case", "ns", "instr."], rows))
+
     # --- 7. sleep and wake -------------------------------------------------
     def sleep_wake(self):
         rows = []
@@ -544,6 +575,7 @@ class Summary:
         self.hot_path()
         self.growth()
         self.multistream()
+        self.usable_size()
         self.replay()
         self.efficiency()
         self.recording()
