@@ -64,8 +64,8 @@ const char *ga_site_kind_name(ga_site_kind_t k);
 typedef struct ga_site_class {
     ga_site_kind_t kind;
     ga_phase_t phase;
-    size_t frame;               /* the frame that names the site, SIZE_MAX when none does */
-    char key[GA_SITE_KEY_MAX];  /* the site's name (see ga_site_kind_t), NUL-terminated */
+    size_t frame;              /* the frame that names the site, SIZE_MAX when none does */
+    char key[GA_SITE_KEY_MAX]; /* the site's name (see ga_site_kind_t), NUL-terminated */
 } ga_site_class_t;
 
 /*
