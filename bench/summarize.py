@@ -45,6 +45,8 @@ MODELS = ["125M", "350M", "1.3B"]
 LIVE_N = [100, 1000, 10000, 100000]
 STREAMS = [0, 1, 4, 16, 64]
 RECORDING = ["never", "off", "state", "all", "all_stacks"]
+# bench/inspect.cc: usable_size on the stripe path, and a locked call that takes every stripe's lock.
+USABLE = ("usable_size/stripe/real_time/threads:1", "locked_call/memory_info/real_time/threads:1")
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # The replay throughput goals, events per second (CPU time).
 REPLAY_TARGET = {"fixed": 20e6, "variable": 15e6}
@@ -403,34 +405,15 @@ class Summary:
 
     # --- 6b. galloc_usable_size (bench/inspect.cc) --------------------------
     def usable_size(self):
-        cases = [("usable_size/stripe/real_time/threads:1", "usable_size/stripe", "stripe path, 1 thread"),
-                 ("usable_size/stripe/real_time/threads:2", None, "stripe path, 2 threads on own streams"),
-                 ("usable_size/recording/real_time", "usable_size/recording",
-                  "locked path (recording on: stripe path closed)"),
-                 ("locked_call/memory_info/real_time/threads:1", "locked_call/memory_info",
-                  "a locked call with the stripe path open (every stripe's lock)"),
-                 ("pair_usable/fixed_4KiB/real_time", "pair_usable/fixed_4KiB", "4 KiB pair + usable_size"),
-                 ("pair/fixed_4KiB/real_time/threads:1", "pair/fixed_4KiB", "4 KiB pair alone")]
-        rows, t, ir = [], {}, {}
-        for run, ir_name, what in cases:
-            e = self.pairs.get(run)
-            if e is None:
-                continue
-            t[run] = t_ns(e, "real_time")
-            ir[run] = self.ir.get(("galloc_pairs", ir_name)) if ir_name else None
-            rows.append([what, fmt(t[run]), fmt(ir[run], 4) if ir[run] else "n/a"])
-        if not rows:
+        s, lk = (self.pairs.get(run) for run in USABLE)
+        if s is None or lk is None:
             return
-        stripe, locked = "usable_size/stripe/real_time/threads:1", "locked_call/memory_info/real_time/threads:1"
-        if stripe in t and locked in t:
-            self.rows.append(["usable_size", "galloc_usable_size of a live 4 KiB block (a replay's per-malloc call)",
-                              f"{fmt(t[stripe])} ns/call" + (f", {fmt(ir[stripe], 3)} instr." if ir[stripe] else ""),
-                              f"a locked call: {fmt(t[locked])} ns", "no lock of every stripe (well below a "
-                              "locked call)", self.verdict(t[stripe] < t[locked] / 4, f"{fmt(t[stripe])} ns")])
-        self.details.append("## galloc_usable_size\n\n"
-                            "bench/inspect.cc: the size of a live 4 KiB block asked again and again; wall ns per "
-                            "call (pairs: per pair), instructions per call from callgrind.\n\n" +
-                            table(["case", "ns", "instr."], rows))
+        ts, tl = t_ns(s, "real_time"), t_ns(lk, "real_time")
+        ir_s, ir_l = (self.ir.get(("galloc_pairs", run[:run.index("/real_time")])) for run in USABLE)
+        self.rows.append(["usable_size", "galloc_usable_size of a live 4 KiB block (a replay's per-malloc call)",
+                          f"{fmt(ts)} ns/call" + (f", {fmt(ir_s, 3)} instr." if ir_s else ""),
+                          f"locked call: {fmt(tl)} ns" + (f", {fmt(ir_l, 4)} instr." if ir_l else ""),
+                          "well below a locked call", self.verdict(ts < tl / 4, f"{fmt(ts)} ns")])
 
     # --- 7. sleep and wake -------------------------------------------------
     def sleep_wake(self):
