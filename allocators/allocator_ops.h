@@ -13,10 +13,10 @@
  * Locking: the front end holds the allocator's lock around every member call
  * (create and destroy run before the allocator is shared and after it is
  * retired), so members need no lock of their own, except the optional
- * stripe_malloc and stripe_free, called without it: an implementation that has
- * them brings its own locking, and quiesce/resume, called right after the
- * allocator's lock is taken and right before it is released, keep them out
- * of every other member call.
+ * stripe_malloc, stripe_free and stripe_usable_size, called without it: an
+ * implementation that has them brings its own locking, and quiesce/resume,
+ * called right after the allocator's lock is taken and right before it is
+ * released, keep them out of every other member call.
  */
 #ifndef GA_ALLOCATORS_ALLOCATOR_OPS_H
 #define GA_ALLOCATORS_ALLOCATOR_OPS_H
@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include <galloc/galloc_allocator.h>
+#include <galloc/galloc_inspect.h>
 #include <galloc/galloc_ipc.h>
 #include <galloc/galloc_mempool.h>
 #include <galloc/galloc_sleep.h>
@@ -104,6 +105,22 @@ typedef struct ga_allocator_ops {
     bool (*stripe_free)(void *impl, void *ptr);
     void (*quiesce)(void *impl);
     void (*resume)(void *impl);
+    /* Inspection (galloc_inspect.h). usable_size: required (NULL is not
+     * allowed: every implementation knows its live pointers); the bytes
+     * allocated_bytes counts for the live block at ptr, GALLOC_E_NOT_OWNED
+     * (recorded in err) when ptr is none; under the allocator's lock.
+     * stripe_usable_size: optional (NULL: every call takes the allocator's
+     * lock), tried first without it, as stripe_free is: true with *size set
+     * when it found the block, false when the call must go to usable_size
+     * under the lock (nothing changed; not found on the stripe path, or the
+     * stripe path is closed); the caching pool's takes one stripe's lock at a
+     * time (ga_pool_stripe_usable_size, pool/ops.h). segments_visit: optional
+     * (NULL: the allocator has no segments of its own, GALLOC_E_UNSUPPORTED);
+     * galloc_segments_visit's walk, under the allocator's lock, fn called
+     * with it held. */
+    galloc_status_t (*usable_size)(void *impl, const void *ptr, size_t *size);
+    bool (*stripe_usable_size)(void *impl, const void *ptr, size_t *size);
+    galloc_status_t (*segments_visit)(void *impl, galloc_segment_visit_fn fn, void *ctx);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -25,12 +25,17 @@ extern "C" {
  * galloc_usable_size: the bytes of the live block at ptr, as galloc_malloc
  * handed it out: what allocated_bytes counts for it (the request rounded as
  * PyTorch rounds it, and more where the block's remainder was too small to
- * split off). For the stream-ordered and user allocators, the request.
- * Returns GALLOC_OK with *size set; GALLOC_E_INVAL for NULL a, ptr or size;
- * GALLOC_E_NOT_OWNED when ptr is not a live block of a (freed, interior,
- * another allocator's), *size then 0. O(1) expected; on the caching pool it
- * takes only the lock a free of ptr would take (a stripe's: Note: per-stream
- * locking, docs/architecture.md), never every stripe's. Thread-safe.
+ * split off, or where the block is never split: an oversize block, a
+ * no_split MemPool's). A sleeping tag's block keeps its size. For the
+ * stream-ordered and user allocators, the request. Returns GALLOC_OK with
+ * *size set; GALLOC_E_INVAL for NULL a, ptr or size; GALLOC_E_NOT_OWNED
+ * (with a message, galloc_last_error) when ptr is not a live block of a
+ * (freed, interior, another allocator's, one opened with galloc_ipc_open);
+ * *size is 0 whenever the status is not GALLOC_OK. O(1) expected; on the
+ * caching pool it takes only the lock a free of ptr would take (its stream's
+ * stripe's: Note: per-stream locking, docs/architecture.md; the allocator's
+ * while the stripe path is off, as for free), never every stripe's, except
+ * for a sleeping tag's block and a pointer it does not own. Thread-safe.
  */
 GALLOC_API galloc_status_t galloc_usable_size(galloc_allocator_t *a, const void *ptr, size_t *size);
 
@@ -69,16 +74,18 @@ typedef int (*galloc_segment_visit_fn)(void *ctx, const galloc_segment_view_t *s
 
 /*
  * galloc_segments_visit: call fn once for every segment a holds (mapped
- * memory only: a sleeping tag's unmapped blocks are not visited), in no
- * particular order, under a's lock: fn must not call galloc on a (it may on
- * another allocator). Sizes: the segments' sizes sum to
- * reserved_bytes.all.current; the ALLOCATED blocks' sizes to
- * allocated_bytes.all.current less the bytes of sleeping tags' blocks.
- * O(blocks); meant for OOMs, peaks and reports, not the hot path.
+ * memory only: a sleeping tag's segments are not visited, though snapshots
+ * show them as before the sleep), in no particular order, under a's lock: fn
+ * must not call galloc on a (it may on another allocator). Sizes: the
+ * segments' sizes sum to reserved_bytes.all.current (save a page whose unmap
+ * the device refused in a sleep: galloc_sleep.h); the ALLOCATED blocks'
+ * sizes to allocated_bytes.all.current less the bytes of sleeping tags'
+ * blocks. O(blocks); meant for OOMs, peaks and reports, not the hot path.
  * Returns GALLOC_OK (also when fn stopped the walk); GALLOC_E_INVAL for NULL
  * a or fn; GALLOC_E_UNSUPPORTED for an allocator without segments of its own
- * (the stream-ordered and user allocators); GALLOC_E_NOMEM if host memory for
- * a segment's block list ran out (the walk stops there; nothing changes).
+ * (the stream-ordered and user allocators); GALLOC_E_NOMEM (with a message)
+ * if host memory for a segment's block list ran out (the walk stops there,
+ * fn having seen the segments before it; nothing changes).
  * Thread-safe with respect to other threads' calls on a.
  */
 GALLOC_API galloc_status_t galloc_segments_visit(galloc_allocator_t *a, galloc_segment_visit_fn fn, void *ctx);

@@ -45,6 +45,8 @@ MODELS = ["125M", "350M", "1.3B"]
 LIVE_N = [100, 1000, 10000, 100000]
 STREAMS = [0, 1, 4, 16, 64]
 RECORDING = ["never", "off", "state", "all", "all_stacks"]
+# bench/inspect.cc: usable_size on the stripe path, and a locked call that takes every stripe's lock.
+USABLE = ("usable_size/stripe/real_time/threads:1", "locked_call/memory_info/real_time/threads:1")
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # The replay throughput goals, events per second (CPU time).
 REPLAY_TARGET = {"fixed": 20e6, "variable": 15e6}
@@ -401,6 +403,18 @@ class Summary:
                             "freed neighbours (cached, same small and large pools). CPU ns per pair.\n\n" +
                             table(["other streams", "ns/pair", "× vs 0", "instr./pair", "dev_allocs"], rows))
 
+    # --- 6b. galloc_usable_size (bench/inspect.cc) --------------------------
+    def usable_size(self):
+        s, lk = (self.pairs.get(run) for run in USABLE)
+        if s is None or lk is None:
+            return
+        ts, tl = t_ns(s, "real_time"), t_ns(lk, "real_time")
+        ir_s, ir_l = (self.ir.get(("galloc_pairs", run[:run.index("/real_time")])) for run in USABLE)
+        self.rows.append(["usable_size", "galloc_usable_size of a live 4 KiB block (a replay's per-malloc call)",
+                          f"{fmt(ts)} ns/call" + (f", {fmt(ir_s, 3)} instr." if ir_s else ""),
+                          f"locked call: {fmt(tl)} ns" + (f", {fmt(ir_l, 4)} instr." if ir_l else ""),
+                          "well below a locked call", self.verdict(ts < tl / 4, f"{fmt(ts)} ns")])
+
     # --- 7. sleep and wake -------------------------------------------------
     def sleep_wake(self):
         rows = []
@@ -544,6 +558,7 @@ class Summary:
         self.hot_path()
         self.growth()
         self.multistream()
+        self.usable_size()
         self.replay()
         self.efficiency()
         self.recording()

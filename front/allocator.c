@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <galloc/galloc_inspect.h>
 #include <galloc/galloc_user.h>
 #include "allocators/async/async.h"
 #include "allocators/user/user.h"
@@ -279,6 +280,32 @@ galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
     galloc_status_t st;
     LOCKED(a, st = a->ops->free(a->impl, ptr));
     return st;
+}
+
+/* As free: the implementation's stripe member first, which takes no more
+ * than the lock a free of ptr would (Note: per-stream locking,
+ * docs/architecture.md), then the locked member, which has the whole answer
+ * (a sleeping tag's block, or why ptr is not owned). */
+galloc_status_t galloc_usable_size(galloc_allocator_t *a, const void *ptr, size_t *size)
+{
+    if (size != NULL)
+        *size = 0;
+    GA_LIVE_OR_RETURN(a);
+    if (ptr == NULL || size == NULL)
+        return GALLOC_E_INVAL;
+    if (a->ops->stripe_usable_size != NULL && a->ops->stripe_usable_size(a->impl, ptr, size))
+        return GALLOC_OK;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->usable_size(a->impl, ptr, size));
+    return st;
+}
+
+galloc_status_t galloc_segments_visit(galloc_allocator_t *a, galloc_segment_visit_fn fn, void *ctx)
+{
+    GA_LIVE_OR_RETURN(a);
+    if (fn == NULL)
+        return GALLOC_E_INVAL;
+    MEMPOOL_CALL(a, segments_visit, fn, ctx);
 }
 
 galloc_status_t galloc_record_stream(galloc_allocator_t *a, void *ptr, galloc_stream_t stream)

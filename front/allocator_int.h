@@ -4,8 +4,9 @@
  * (allocators/allocator_ops.h) and that implementation's state.
  *
  * Locking: galloc_allocator_t.lock is taken by every public call; ops members
- * run with it held and need no lock of their own, except stripe_malloc and
- * stripe_free (allocators/allocator_ops.h), tried first without it.
+ * run with it held and need no lock of their own, except stripe_malloc,
+ * stripe_free and stripe_usable_size (allocators/allocator_ops.h), tried
+ * first without it.
  */
 #ifndef GA_ALLOCATOR_INT_H
 #define GA_ALLOCATOR_INT_H
@@ -46,7 +47,7 @@ struct galloc_allocator {
 };
 
 /* The allocator's lock, and with it the implementation's quiesce: no
- * stripe_malloc/stripe_free runs until ga_front_unlock_all (allocator_ops.h). */
+ * stripe member runs until ga_front_unlock_all (allocator_ops.h). */
 static inline void ga_front_lock_all(galloc_allocator_t *a)
 {
     ga_lock(&a->lock);

@@ -18,6 +18,7 @@
 #include "pool/ops.h"
 #include "pool/sleep_int.h"
 #include "pool/stripe.h"
+#include "pool/walk.h"
 
 typedef struct recount {
     int64_t v[GALLOC_STAT_POOLS]; /* per pool index, "all" derived */
@@ -301,7 +302,7 @@ galloc_status_t ga_pool_check(void *impl)
     return GALLOC_OK;
 }
 
-/* Fragmentation metrics: one walk over segments (or mapped runs). */
+/* Fragmentation metrics: one pass over the pool's runs (walk.h). */
 static void frag_add(galloc_pool_fragmentation_t *f, int64_t active, int64_t free_bytes, int64_t split_free,
                      int64_t largest, int64_t nfree)
 {
@@ -314,36 +315,34 @@ static void frag_add(galloc_pool_fragmentation_t *f, int64_t active, int64_t fre
         f->largest_free_block = largest;
 }
 
+/* A run: a whole plain segment, or a maximal mapped range of an expandable one. */
+static int frag_run(void *ctx, const ga_pool_run_t *run)
+{
+    galloc_pool_fragmentation_t *f = ctx;
+    int64_t active = 0, free_bytes = 0, largest = 0, nfree = 0;
+    for (const ga_block_t *b = run->first; b != run->end; b = b->next) {
+        if (ga_pool_block_state(b) != GALLOC_BLOCK_FREE) {
+            active += (int64_t)b->size;
+        } else {
+            free_bytes += (int64_t)b->size;
+            nfree++;
+            if ((int64_t)b->size > largest)
+                largest = (int64_t)b->size;
+        }
+    }
+    int64_t split_free = active > 0 ? free_bytes : 0;
+    frag_add(&f[GALLOC_STAT_ALL], active, free_bytes, split_free, largest, nfree);
+    frag_add(&f[run->seg->pool->stat], active, free_bytes, split_free, largest, nfree);
+    return 0;
+}
+
 void ga_pool_fragmentation(void *impl, galloc_fragmentation_t *out)
 {
     const ga_pool_t *p = impl;
     galloc_pool_fragmentation_t f[GALLOC_STAT_POOLS];
     memset(f, 0, sizeof(f));
-    for (const ga_segment_t *s = p->segments; s != NULL; s = s->next) {
-        /* A sleeping tag's segment holds no device memory to fragment. */
-        const ga_block_t *b = s->slept == NULL ? s->head : NULL;
-        while (b != NULL) {
-            /* A run: a whole plain segment, or a maximal mapped range of an expandable one. */
-            if (!b->mapped) {
-                b = b->next;
-                continue;
-            }
-            int64_t active = 0, free_bytes = 0, largest = 0, nfree = 0;
-            for (; b != NULL && b->mapped; b = b->next) {
-                if (b->allocated || b->event_count > 0) {
-                    active += (int64_t)b->size;
-                } else {
-                    free_bytes += (int64_t)b->size;
-                    nfree++;
-                    if ((int64_t)b->size > largest)
-                        largest = (int64_t)b->size;
-                }
-            }
-            int64_t split_free = active > 0 ? free_bytes : 0;
-            frag_add(&f[GALLOC_STAT_ALL], active, free_bytes, split_free, largest, nfree);
-            frag_add(&f[s->pool->stat], active, free_bytes, split_free, largest, nfree);
-        }
-    }
+    /* A sleeping tag's segment holds no device memory to fragment. */
+    (void)ga_pool_walk(p, GA_WALK_AWAKE_ONLY, frag_run, f);
     for (int i = 0; i < GALLOC_STAT_POOLS; i++)
         f[i].external_fragmentation =
             f[i].free_bytes > 0 ? 1.0 - (double)f[i].largest_free_block / (double)f[i].free_bytes : 0.0;

@@ -7,7 +7,8 @@
  * the pool sees them.
  *
  * Locking: the front end (front/) holds the allocator's lock around every call
- * except the stripe path (ga_pool_stripe_malloc, ga_pool_stripe_free), and
+ * except the stripe path (ga_pool_stripe_malloc, ga_pool_stripe_free,
+ * ga_pool_stripe_usable_size), and
  * brackets each locked call with ga_pool_quiesce and ga_pool_resume, which
  * keep the stripe path out while it runs. A caller that never uses the
  * stripe path (tests/pool/) calls the rest single-threaded per pool and
@@ -20,6 +21,7 @@
 #include <stddef.h>
 
 #include <galloc/galloc_allocator.h>
+#include <galloc/galloc_inspect.h>
 #include <galloc/galloc_mempool.h>
 #include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
@@ -57,6 +59,14 @@ galloc_status_t ga_pool_check(void *impl);
 /* Fragmentation metrics (galloc_fragmentation); out->struct_size is honoured. */
 void ga_pool_fragmentation(void *impl, galloc_fragmentation_t *out);
 
+/* Inspection (galloc_inspect.h; inspect.c). usable_size: the allocated
+ * block's size, a sleeping tag's too; GALLOC_E_NOT_OWNED otherwise.
+ * segments_visit: galloc_segments_visit's walk (walk.h's runs, sleeping
+ * tags' segments left out); GALLOC_E_NOMEM when the block list could not
+ * grow. */
+galloc_status_t ga_pool_usable_size(void *impl, const void *ptr, size_t *size);
+galloc_status_t ga_pool_segments_visit(void *impl, galloc_segment_visit_fn fn, void *ctx);
+
 /* History and snapshots (trace/). */
 galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt);
 galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_format_t format);
@@ -93,6 +103,10 @@ galloc_status_t ga_pool_tag_asleep(void *impl, const char *tag, int *asleep);
  */
 bool ga_pool_stripe_malloc(void *impl, size_t size, galloc_stream_t stream, void **out);
 bool ga_pool_stripe_free(void *impl, void *ptr);
+/* The size of the allocated block at ptr from its stripe's map, under that
+ * stripe's lock only (*size set, true); false when not found there or the
+ * stripe path is closed: ga_pool_usable_size then answers. */
+bool ga_pool_stripe_usable_size(void *impl, const void *ptr, size_t *size);
 /* With the allocator's lock held, before and after every other call: quiesce
  * takes every stripe's lock (when the stripe path may run) and folds the
  * stripes' counters into the stats; resume hands out headroom below the

@@ -8,9 +8,10 @@
  * functions behind it are the pool's own (ops.h, pool_ops.c).
  *
  * Locking: allocator_ops.h's contract. Every member runs under the
- * allocator's lock, bracketed by quiesce and resume, except stripe_malloc and
- * stripe_free, which are the pool's stripe path: they take the lock of the
- * stream's stripe only (ga_pool_stripe_malloc, ga_pool_stripe_free).
+ * allocator's lock, bracketed by quiesce and resume, except stripe_malloc,
+ * stripe_free and stripe_usable_size, which are the pool's stripe path: they
+ * take the lock of one stripe at a time only (ga_pool_stripe_malloc,
+ * ga_pool_stripe_free, ga_pool_stripe_usable_size).
  */
 #ifndef GA_POOL_H
 #define GA_POOL_H

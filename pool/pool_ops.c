@@ -2,9 +2,10 @@
  * pool_ops.c: the caching pool's allocator ops table, ga_allocator_native,
  * the pool's only external symbol outside its own files. Every member is the
  * pool's function of the same name (ops.h), which takes the ga_pool_t as the
- * member's impl; the optional stripe_malloc and stripe_free, the members tried
- * without the allocator's lock, are the pool's stripe path. Locking: the
- * front end's lock is held, except around the stripe path.
+ * member's impl; the optional stripe_malloc, stripe_free and
+ * stripe_usable_size, the members tried without the allocator's lock, are the
+ * pool's stripe path. Locking: the front end's lock is held, except around
+ * the stripe path.
  */
 #include "allocators/allocator_ops.h"
 #include "pool/ipc.h"
@@ -58,4 +59,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .stripe_free = ga_pool_stripe_free,
     .quiesce = ga_pool_quiesce,
     .resume = ga_pool_resume,
+    .usable_size = ga_pool_usable_size,
+    .stripe_usable_size = ga_pool_stripe_usable_size,
+    .segments_visit = ga_pool_segments_visit,
 };

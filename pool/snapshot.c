@@ -4,47 +4,49 @@
  * built through trace/snapshot.h and written as pickle or JSON, plus the
  * history switches, trace source and annotations that feed it.
  *
- * Expandable segments are reported as PyTorch reports them: one segment per
- * contiguous mapped range (unmapped address space is not memory).
+ * Segments and blocks come from the pool's one walk (walk.h): expandable
+ * segments as PyTorch reports them, one segment per contiguous mapped range
+ * (unmapped address space is not memory), and a sleeping tag's segments as
+ * they were before the sleep.
  */
 #include "pool/ops.h"
+#include "pool/walk.h"
 #include "trace/snapshot.h"
 #include "trace/summary.h"
 
-static ga_snapshot_block_state_t state_of(const ga_block_t *b)
-{
-    if (b->allocated)
-        return GA_SNAPSHOT_ACTIVE_ALLOCATED;
-    return b->event_count > 0 ? GA_SNAPSHOT_ACTIVE_PENDING_FREE : GA_SNAPSHOT_INACTIVE;
-}
+/* The walk's states are PyTorch's snapshot states, value for value. */
+_Static_assert((int)GALLOC_BLOCK_FREE == (int)GA_SNAPSHOT_INACTIVE &&
+                   (int)GALLOC_BLOCK_ALLOCATED == (int)GA_SNAPSHOT_ACTIVE_ALLOCATED &&
+                   (int)GALLOC_BLOCK_PENDING_FREE == (int)GA_SNAPSHOT_ACTIVE_PENDING_FREE,
+               "block states");
 
-static galloc_status_t add_segment(ga_pool_t *p, ga_snapshot_t *s, const ga_segment_t *seg)
+/* A snapshot being filled from the walk. */
+typedef struct add_ctx {
+    ga_pool_t *p;       /* the pool walked */
+    ga_snapshot_t *s;   /* the snapshot built */
+    galloc_status_t st; /* the first failure */
+} add_ctx_t;
+
+/* One run (walk.h) as one snapshot segment and its blocks. */
+static int add_run(void *ctx, const ga_pool_run_t *run)
 {
+    add_ctx_t *c = ctx;
+    const ga_segment_t *seg = run->seg;
+    galloc_mempool_id_t id = ga_pool_segment_pool_id(seg);
     ga_snapshot_segment_info_t info = {
-        .device = p->device,
+        .device = c->p->device,
+        .address = run->addr,
         .stream = seg->stream,
         .is_large = !seg->pool->is_small,
         .is_expandable = seg->expandable,
-        .pool_id = {seg->pool->owner ? (int64_t)seg->pool->owner->id_a : 0,
-                    seg->pool->owner ? (int64_t)seg->pool->owner->id_b : 0},
+        .pool_id = {(int64_t)id.a, (int64_t)id.b},
         .stack_id = seg->stack_id,
     };
-    galloc_status_t st = GALLOC_OK;
-    bool open = false;
-    for (const ga_block_t *b = seg->head; b != NULL && st == GALLOC_OK; b = b->next) {
-        if (!b->mapped) {
-            open = false;
-            continue;
-        }
-        if (!open) {
-            info.address = b->addr;
-            st = ga_snapshot_segment(s, &info);
-            open = true;
-        }
-        if (st == GALLOC_OK)
-            st = ga_snapshot_block(s, b->size, b->requested, state_of(b), b->stack_id);
-    }
-    return st;
+    c->st = ga_snapshot_segment(c->s, &info);
+    for (const ga_block_t *b = run->first; b != run->end && c->st == GALLOC_OK; b = b->next)
+        c->st = ga_snapshot_block(c->s, b->size, b->requested, (ga_snapshot_block_state_t)ga_pool_block_state(b),
+                                  b->stack_id);
+    return c->st != GALLOC_OK;
 }
 
 static galloc_status_t add_settings(ga_pool_t *p, ga_snapshot_t *s)
@@ -72,9 +74,10 @@ galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_f
     ga_pool_t *p = impl;
     ga_snapshot_t s;
     ga_snapshot_init(&s, &p->trace, p->device);
-    galloc_status_t st = GALLOC_OK;
-    for (const ga_segment_t *seg = p->segments; seg != NULL && st == GALLOC_OK; seg = seg->next)
-        st = add_segment(p, &s, seg);
+    /* A sleeping tag's segments as before the sleep (galloc_sleep.h). */
+    add_ctx_t c = {.p = p, .s = &s, .st = GALLOC_OK};
+    (void)ga_pool_walk(p, GA_WALK_AS_BEFORE, add_run, &c);
+    galloc_status_t st = c.st;
     if (st == GALLOC_OK)
         st = add_settings(p, &s);
     char msg[GALLOC_ERROR_MAX];

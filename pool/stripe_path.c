@@ -1,8 +1,8 @@
 /*
- * stripe_path.c: the stripe path (stripe.h): a cache-hit malloc and a plain
- * free under the lock of the stream's stripe only, so that threads on their
- * own streams do not wait for each other (Note: per-stream locking,
- * docs/architecture.md).
+ * stripe_path.c: the stripe path (stripe.h): a cache-hit malloc, a plain
+ * free and a usable-size lookup under the lock of the stream's stripe only,
+ * so that threads on their own streams do not wait for each other (Note:
+ * per-stream locking, docs/architecture.md).
  *
  * Each call first checks that it can finish: the stripe path is open
  * (`stripe_path_open`: no routes, no pending events, no recording, no GC
@@ -249,4 +249,36 @@ bool ga_pool_stripe_free(void *impl, void *ptr)
             return r == FREED;
     }
     return false; /* not allocated: the locked path says why (a sleeping tag's block, or not owned) */
+}
+
+/* A replay calls it after every malloc: it searches the maps as free does
+ * (the thread's last stripe first, one stripe's lock at a time) and reads
+ * the block under that lock, where it cannot be freed, split or merged.
+ * Unlike free it needs no more than that: stream uses, a private pool or an
+ * oversize block change nothing about its size. Not found (a sleeping tag's
+ * block, not owned) or the path closed: the locked path answers. */
+bool ga_pool_stripe_usable_size(void *impl, const void *ptr, size_t *size)
+{
+    ga_pool_t *p = impl;
+    if (!stripe_path_on(p))
+        return false;
+    uintptr_t addr = (uintptr_t)ptr;
+    uint32_t rest;
+    for (unsigned i = ga_pool_search_first(p, &rest); i < GA_STRIPES; i = ga_pool_search_next(&rest)) {
+        ga_stripe_t *s = &p->stripes[i];
+        ga_lock(&s->lock);
+        if (!stripe_path_on(p)) { /* closed before this lock was taken: the maps are the locked path's */
+            ga_unlock(&s->lock);
+            return false;
+        }
+        const ga_ptr_entry_t *e = ga_addrmap_find(&s->ptrs, addr);
+        if (e != NULL) {
+            GA_ASSERT(e->block->allocated && e->block->addr == addr && ga_stripe_of(e->block->stream) == i);
+            *size = e->block->size;
+        }
+        ga_unlock(&s->lock);
+        if (e != NULL)
+            return true;
+    }
+    return false;
 }

@@ -27,6 +27,7 @@
  *
  * It is not a caching pool: no private pools (the mempool members are NULL,
  * so galloc_mempool_* return GALLOC_E_UNSUPPORTED), no history or snapshots,
+ * no segments of its own to walk (segments_visit is NULL),
  * and the caching knobs of the config string do not apply (PyTorch ignores
  * them too).
  *
@@ -256,6 +257,17 @@ static galloc_status_t async_free(void *impl, void *ptr)
     return free_ptr(a, e);
 }
 
+/* The bytes requested: the driver pool's USED_MEM counts what was asked for. */
+static galloc_status_t async_usable_size(void *impl, const void *ptr, size_t *size)
+{
+    async_t *a = impl;
+    const async_ptr_t *e = ga_addrmap_find(&a->ptrs, (uintptr_t)ptr);
+    if (e == NULL)
+        return ga_fail(a->err, GALLOC_E_NOT_OWNED, "usable_size: %p is not a live allocation of this allocator", ptr);
+    *size = e->size;
+    return GALLOC_OK;
+}
+
 static galloc_status_t async_record_stream(void *impl, void *ptr, galloc_stream_t stream)
 {
     async_t *a = impl;
@@ -406,4 +418,5 @@ const ga_allocator_ops_t ga_allocator_async = {
     .reset_peak = async_reset_peak,
     .reset_accumulated = async_reset_accumulated,
     .check = async_check,
+    .usable_size = async_usable_size,
 };

@@ -141,6 +141,18 @@ static galloc_status_t user_free(void *impl, void *ptr)
     return GALLOC_OK;
 }
 
+/* The size asked for: the whole block, as allocated_bytes counts it. */
+static galloc_status_t user_usable_size(void *impl, const void *ptr, size_t *size)
+{
+    user_impl_t *p = impl;
+    const user_ptr_t *e = ga_addrmap_find(&p->live, (uintptr_t)ptr);
+    if (e == NULL)
+        return ga_fail(p->err, GALLOC_E_NOT_OWNED, "usable_size of %p: not a live allocation of user allocator '%s'",
+                       ptr, p->name);
+    *size = e->size;
+    return GALLOC_OK;
+}
+
 static galloc_status_t user_empty_cache(void *impl)
 {
     user_impl_t *p = impl;
@@ -309,7 +321,8 @@ static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapsh
 }
 
 /* Built by galloc_allocator_create_user through ga_user_create, never
- * selected by a config string: create is NULL. No pool: fragmentation and the mempool members are NULL. */
+ * selected by a config string: create is NULL. No pool: fragmentation, the mempool members and segments_visit
+ * are NULL. */
 const ga_allocator_ops_t ga_allocator_user = {
     .name = "user",
     .destroy = user_destroy,
@@ -329,6 +342,7 @@ const ga_allocator_ops_t ga_allocator_user = {
     .annotate = user_annotate,
     .set_frames = user_set_frames,
     .set_trace_source = user_set_trace_source,
+    .usable_size = user_usable_size,
 };
 
 /* Bytes a caller's table must cover: everything up to the required free_fn. */

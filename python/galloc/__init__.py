@@ -27,24 +27,24 @@ and reads its statistics; importing galloc imports neither torch nor
 galloc.torch.
 """
 from ._native import STATUS_NAMES
-from .allocator import Allocator
+from .allocator import Allocator, Block, Segment
 from .ipc import ipc_info
 from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
 from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
                       TraceInfo, TraceResult, TraceUnit, UnitInfo)
-from .owners import (Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request, Segment, Site, SiteShare,
+from .owners import (Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request, SegmentState, Site, SiteShare,
                      StreamShare)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
                      GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
 
 __all__ = [
-    "Allocator", "ipc_info", "STATUS_NAMES", "GallocError", "InvalidArgumentError", "OutOfMemoryError", "NotOwnedError",
-    "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError", "HostMemoryError", "CorruptError",
-    "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet", "fleet_files", "load_trace",
-    "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig", "TraceInfo", "TraceUnit",
-    "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit", "Owners", "Moment", "Site", "SiteShare", "Frame",
-    "PhaseShare", "StreamShare", "PoolShare", "Segment", "Pin", "Request",
+    "Allocator", "Block", "Segment", "ipc_info", "STATUS_NAMES", "GallocError", "InvalidArgumentError",
+    "OutOfMemoryError", "NotOwnedError", "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError",
+    "HostMemoryError", "CorruptError", "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet",
+    "fleet_files", "load_trace", "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig",
+    "TraceInfo", "TraceUnit", "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit", "Owners", "Moment", "Site",
+    "SiteShare", "Frame", "PhaseShare", "StreamShare", "PoolShare", "SegmentState", "Pin", "Request",
 ]
 
 

@@ -78,6 +78,29 @@ class IpcStats(ctypes.Structure):
                 ("opened", ctypes.c_size_t)]
 
 
+# galloc_inspect.h: the block and segment views of galloc_segments_visit and
+# the block states, in order (PyTorch's snapshot strings for them). ABI,
+# checked against the header by the package's tests.
+BLOCK_STATES = ("inactive", "active_allocated", "active_pending_free")
+
+
+class BlockView(ctypes.Structure):
+    """galloc_block_view_t."""
+
+    _fields_ = [("address", ctypes.c_size_t), ("size", ctypes.c_size_t), ("requested", ctypes.c_size_t),
+                ("state", ctypes.c_int)]
+
+
+class SegmentView(ctypes.Structure):
+    """galloc_segment_view_t (uintptr_t is size_t's width on every target galloc builds for)."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("address", ctypes.c_size_t), ("size", ctypes.c_size_t),
+                ("stream", ctypes.c_size_t), ("small", ctypes.c_bool), ("expandable", ctypes.c_bool),
+                ("pool", MempoolId), ("blocks", ctypes.POINTER(BlockView)), ("n_blocks", ctypes.c_size_t)]
+
+
+SEGMENT_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(SegmentView))
+
 _HP = ctypes.POINTER(IpcHandle)
 
 _SIGNATURES = {
@@ -101,6 +124,8 @@ _SIGNATURES = {
     "galloc_enable_peer_access": (_c_int, [_vp, _c_int]),
     "galloc_memory_stats": (_c_int, [_vp, _vp]),
     "galloc_stats_foreach": (_sz, [_vp, STATS_VISIT, _vp]),
+    "galloc_usable_size": (_c_int, [_vp, _vp, ctypes.POINTER(_sz)]),
+    "galloc_segments_visit": (_c_int, [_vp, SEGMENT_VISIT, _vp]),
     "galloc_memory_summary": (_c_int, [_vp, ctypes.c_bool, _cp, _sz, ctypes.POINTER(_sz)]),
     "galloc_snapshot_write": (_c_int, [_vp, _cp, _c_int]),
     "galloc_last_error": (_c_int, [_vp, _cp, _sz]),

@@ -1,11 +1,13 @@
 """galloc.Allocator: one caching allocator on one device, over the C API
 (api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h,
-galloc_mempool.h)."""
+galloc_mempool.h, galloc_inspect.h)."""
 import contextlib
 import ctypes
 import re
 import sys
 import threading
+from dataclasses import dataclass
+from typing import Tuple
 
 from . import _native
 from .errors import error
@@ -35,6 +37,31 @@ def _named_backend(conf):
                 named = value if _BACKEND_NAME.fullmatch(value) else None
             start = i + 1
     return named
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a segment (galloc_block_view_t). state is PyTorch's
+    snapshot string: "inactive" (free, cached), "active_allocated" (live)
+    or "active_pending_free" (freed, waiting on other streams' work)."""
+    address: int
+    size: int
+    requested: int                # bytes asked for; 0 for a free block
+    state: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment as torch.cuda.memory_snapshot() lists it
+    (galloc_segment_view_t): a device allocation, or one contiguous mapped
+    range of an expandable segment. Its blocks tile it in address order."""
+    address: int
+    size: int                     # the sum of its blocks' sizes
+    stream: int
+    small: bool                   # the small pool's (blocks of at most 1 MiB)
+    expandable: bool
+    pool: Tuple[int, int]         # its MemPool's id, (0, 0) for the default pools
+    blocks: Tuple[Block, ...]
 
 
 class Allocator(IpcMixin):
@@ -270,6 +297,43 @@ class Allocator(IpcMixin):
 
         _lib.galloc_stats_foreach(buf, _native.STATS_VISIT(visit), None)
         return out
+
+    def usable_size(self, ptr: int) -> int:
+        """The bytes of the live block at ptr, as malloc handed it out: what
+        allocated_bytes counts for it (the request rounded as PyTorch
+        rounds it, more where the rest of the block was too small to split
+        off; the request itself for a user or cudaMallocAsync allocator).
+        Cheap: it takes no lock but the one a free of ptr would. Raises
+        NotOwnedError for a freed pointer, one inside a block or another
+        allocator's, InvalidArgumentError for 0."""
+        if isinstance(ptr, bool) or not isinstance(ptr, int):
+            raise TypeError(f"usable_size: ptr is an address (int), not {type(ptr).__name__}")
+        n = ctypes.c_size_t(0)
+        self._check(_lib.galloc_usable_size(self._a(), ptr or None, ctypes.byref(n)))
+        return n.value
+
+    def segments(self) -> list:
+        """Every segment and its blocks, as torch.cuda.memory_snapshot()
+        lists them (galloc_segments_visit): a list of galloc.Segment, by
+        address. An expandable segment is one Segment per contiguous mapped
+        range; a sleeping tag's segments are left out (they hold no device
+        memory). The segments' sizes sum to
+        memory_stats()["reserved_bytes.all.current"], and the blocks in state
+        "active_allocated" to "allocated_bytes.all.current" less the sleeping
+        tags' blocks. Raises UnsupportedError for a user or cudaMallocAsync
+        allocator (no segments of its own)."""
+        out = []
+
+        def visit(_ctx, view):
+            v = view.contents
+            blocks = tuple(Block(b.address, b.size, b.requested, _native.BLOCK_STATES[b.state])
+                           for b in v.blocks[:v.n_blocks])
+            out.append(Segment(v.address, v.size, v.stream, bool(v.small), bool(v.expandable),
+                               (v.pool.a, v.pool.b), blocks))
+            return 0
+
+        self._check(_lib.galloc_segments_visit(self._a(), _native.SEGMENT_VISIT(visit), None))
+        return sorted(out, key=lambda s: s.address)
 
     def memory_summary(self, abbreviated: bool = False) -> str:
         """torch.cuda.memory_summary()'s table."""

@@ -114,7 +114,7 @@ class Pin:
 
 
 @dataclass(frozen=True)
-class Segment:
+class SegmentState:
     """One segment at a walked moment (the reserved peak, an OOM), with its
     cached free bytes and the largest holders of its live bytes."""
     address: int
@@ -162,7 +162,7 @@ class Moment:
     phases: Dict[str, PhaseShare] = field(repr=False)  # every phase of PHASES, in that order
     streams: Tuple[StreamShare, ...] = field(repr=False)
     pools: Tuple[PoolShare, ...] = field(repr=False)
-    segments: Optional[Tuple[Segment, ...]] = field(repr=False)  # most free bytes first; None when not walked
+    segments: Optional[Tuple[SegmentState, ...]] = field(repr=False)  # most free bytes first; None when not walked
                                                                  # (the allocated peak, or the allocator cannot)
     error: Optional[str] = field(default=None, repr=False)      # the sites could not be listed (host memory)
 
@@ -249,7 +249,7 @@ def _site_share(s, sites):
 
 
 def _segment(s, sites):
-    return Segment(address=s["address"], size=s["size"], free_bytes=s["free_bytes"],
+    return SegmentState(address=s["address"], size=s["size"], free_bytes=s["free_bytes"],
                    largest_free_block=s["largest_free_block"], pending_free_bytes=s["pending_free_bytes"],
                    allocated_bytes=s["allocated_bytes"], blocks=s["blocks"], free_blocks=s["free_blocks"],
                    stream=s["stream"], pool=tuple(s["pool"]), expandable=s["expandable"], small=s["small"],

@@ -137,6 +137,91 @@ class AllocatorFigures(unittest.TestCase):
         self.a.free(p)
 
 
+class Inspection(unittest.TestCase):
+    """usable_size() and segments() (api/galloc_inspect.h)."""
+
+    def setUp(self):
+        self.a = galloc.Allocator("sim_capacity:1GiB")
+
+    def tearDown(self):
+        self.a.close()
+
+    def test_views_and_states_are_the_headers(self):
+        header = repo_file("api/galloc_inspect.h")
+        if header is None:
+            self.skipTest("api/galloc_inspect.h is not beside the tests")
+        from galloc import _native
+        with open(header) as f:
+            text = f.read()
+        for i, name in enumerate(("FREE", "ALLOCATED", "PENDING_FREE")):
+            self.assertRegex(text, rf"GALLOC_BLOCK_{name} = {i}\b")
+        self.assertEqual(len(_native.BLOCK_STATES), 3)
+
+        code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments hold braces: "({0, 0}: ...)"
+
+        def members(struct):
+            body = re.search(r"typedef struct " + struct + r" \{(.*?)\}", code, re.S).group(1)
+            return re.findall(r"\**(\w+);", body)
+
+        self.assertEqual(members("galloc_block_view"), [f[0] for f in _native.BlockView._fields_])
+        self.assertEqual(members("galloc_segment_view"), [f[0] for f in _native.SegmentView._fields_])
+
+    def test_usable_size_is_what_allocated_bytes_counts(self):
+        one, big, whole = self.a.malloc(1), self.a.malloc(MiB + 1), self.a.malloc(19 * MiB + 512 * 1024)
+        self.assertEqual(self.a.usable_size(one), 512)
+        self.assertEqual(self.a.usable_size(big), 1049088)  # 1 MiB + 1 rounded to 512 bytes
+        self.assertEqual(self.a.usable_size(whole), 20 * MiB)  # 512 KiB left: too small to split off
+        self.assertEqual(self.a.memory_stats()["allocated_bytes.all.current"], 512 + 1049088 + 20 * MiB)
+        with self.assertRaises(galloc.NotOwnedError):
+            self.a.usable_size(one + 512)
+        self.a.free(one)
+        with self.assertRaises(galloc.NotOwnedError):
+            self.a.usable_size(one)
+        with self.assertRaises(galloc.InvalidArgumentError):
+            self.a.usable_size(0)
+        with self.assertRaises(TypeError):
+            self.a.usable_size("0x1000")
+        self.a.free(big)
+        self.a.free(whole)
+
+    def test_segments_as_snapshots_list_them(self):
+        self.assertEqual(self.a.segments(), [])
+        small, large = self.a.malloc(1, stream=3), self.a.malloc(3 * MiB, stream=3)
+        segs = self.a.segments()
+        self.assertEqual([s.address for s in segs], sorted(s.address for s in segs))
+        self.assertEqual(sorted((s.size, s.small, s.expandable, s.stream, s.pool) for s in segs),
+                         [(2 * MiB, True, False, 3, (0, 0)), (20 * MiB, False, False, 3, (0, 0))])
+        by_size = {s.size: s for s in segs}
+        self.assertEqual(by_size[2 * MiB].blocks, (galloc.Block(small, 512, 1, "active_allocated"),
+                                                   galloc.Block(small + 512, 2 * MiB - 512, 0, "inactive")))
+        self.assertEqual([(b.size, b.state) for b in by_size[20 * MiB].blocks],
+                         [(3 * MiB, "active_allocated"), (17 * MiB, "inactive")])
+        stats = self.a.memory_stats()
+        self.assertEqual(sum(s.size for s in segs), stats["reserved_bytes.all.current"])
+        self.assertEqual(sum(b.size for s in segs for b in s.blocks if b.state == "active_allocated"),
+                         stats["allocated_bytes.all.current"])
+        self.a.free(small)
+        self.a.free(large)
+
+    def test_a_mempools_segment_and_expandable_ranges(self):
+        pool = self.a.mempool()
+        with self.a.use_mempool(pool):
+            p = self.a.malloc(4096)
+        self.assertEqual([s.pool for s in self.a.segments()], [pool])
+        self.a.free(p)
+        self.a.release_mempool(pool)
+        self.a.empty_cache()
+        with galloc.Allocator("sim_capacity:1GiB,expandable_segments:True") as e:
+            x, y, z = (e.malloc(20 * MiB) for _ in range(3))
+            e.free(y)
+            e.empty_cache()  # unmaps y's page: the mapped range splits in two
+            self.assertEqual([(s.address, s.size, s.expandable) for s in e.segments()],
+                             [(x, 20 * MiB, True), (z, 20 * MiB, True)])
+            self.assertEqual(e.memory_stats()["reserved_bytes.all.current"], 40 * MiB)
+            e.free(x)
+            e.free(z)
+
+
 class AllocatorErrors(unittest.TestCase):
     def test_bad_configuration_names_the_key(self):
         with self.assertRaises(galloc.ConfigError) as cm:

@@ -234,6 +234,16 @@ int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr)
     return ga_pool_stripe_free(s->pool, (void *)addr);
 }
 
+int pool_shim_stripe_usable_size(pool_shim_t *s, uintptr_t addr, size_t *size)
+{
+    return ga_pool_stripe_usable_size(s->pool, (const void *)addr, size);
+}
+
+galloc_status_t pool_shim_usable_size(pool_shim_t *s, uintptr_t addr, size_t *size)
+{
+    return ga_pool_usable_size(s->pool, (const void *)addr, size);
+}
+
 void pool_shim_quiesce(pool_shim_t *s)
 {
     ga_pool_quiesce(s->pool);

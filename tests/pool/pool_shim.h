@@ -56,6 +56,10 @@ void pool_shim_fail_from(pool_shim_t *s, uint64_t nth);
  * a locked call as front/ does (pool/ops.h). */
 int pool_shim_stripe_malloc(pool_shim_t *s, size_t size, uintptr_t stream, uintptr_t *addr);
 int pool_shim_stripe_free(pool_shim_t *s, uintptr_t addr);
+/* The block's size from the stripe path (1, *size set) or 0 (the locked
+ * path's: pool_shim_usable_size, under quiesce). */
+int pool_shim_stripe_usable_size(pool_shim_t *s, uintptr_t addr, size_t *size);
+galloc_status_t pool_shim_usable_size(pool_shim_t *s, uintptr_t addr, size_t *size);
 void pool_shim_quiesce(pool_shim_t *s);
 void pool_shim_resume(pool_shim_t *s);
 unsigned pool_shim_stripe_of(uintptr_t stream);

@@ -143,6 +143,40 @@ TEST_F(Stripes, RecordingTurnsTheStripePathOff)
     EXPECT_EQ(pool_shim_stripe_free(s_, a), 1);
 }
 
+// usable_size reads the block under its stripe's lock, whatever would send
+// its free to the locked path (stream uses here); what the maps do not hold,
+// or any lookup while the stripe path is closed, is the locked path's.
+TEST_F(Stripes, UsableSizeTakesTheStripePath)
+{
+    uintptr_t a = LockedMalloc(4096, 1), b = LockedMalloc(1000, 2);
+    size_t n = 0;
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, a, &n), 1);
+    EXPECT_EQ(n, 4096u);
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, b, &n), 1) << "another stripe's map, searched after the hint's";
+    EXPECT_EQ(n, 1024u);
+    n = 7;
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, a + 512, &n), 0) << "inside a block: the locked path says why";
+    EXPECT_EQ(n, 7u) << "unchanged when not found";
+    pool_shim_quiesce(s_);
+    EXPECT_EQ(pool_shim_usable_size(s_, a + 512, &n), GALLOC_E_NOT_OWNED);
+    ASSERT_EQ(pool_shim_record_stream(s_, a, 2), GALLOC_OK);
+    pool_shim_resume(s_);
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, a, &n), 1) << "stream uses do not change the size";
+    EXPECT_EQ(n, 4096u);
+    pool_shim_quiesce(s_);
+    ASSERT_EQ(pool_shim_record_history(s_, 1), GALLOC_OK);
+    pool_shim_resume(s_);
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, b, &n), 0) << "the stripe path is closed while recording";
+    pool_shim_quiesce(s_);
+    EXPECT_EQ(pool_shim_usable_size(s_, b, &n), GALLOC_OK);
+    EXPECT_EQ(n, 1024u);
+    ASSERT_EQ(pool_shim_record_history(s_, 0), GALLOC_OK);
+    pool_shim_resume(s_);
+    LockedFree(a);
+    LockedFree(b);
+    EXPECT_EQ(pool_shim_stripe_usable_size(s_, b, &n), 0) << "freed";
+}
+
 TEST_F(Stripes, StreamUsesAndPendingEventsTakeTheLockedPath)
 {
     uintptr_t a = LockedMalloc(4096, 1), b = 0;
