@@ -35,8 +35,8 @@ static int replay_row(const ga_fit_job_t *job, const ga_fit_result_t *r, ga_repl
     ga_replay_column_t *cols = calloc(n ? n : 1, sizeof(*cols));
     if (cols == NULL)
         return -1;
-    ga_replay_opts_t o = {.backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep,
-                          .owners = true};
+    ga_replay_opts_t o = {
+        .backend = job->backend, .env = job->env[0] != '\0', .no_sleep = job->no_sleep, .owners = true};
     for (size_t u = 0; u < n; u++) {
         ga_replay_spec_t spec = {.conf = r->conf, .recorded = r->recorded};
         if (ga_replay_column(&job->job->units[u], &o, &spec, NULL, &cols[u]) != 0) {
@@ -106,8 +106,8 @@ static void site_words(const ga_owners_index_t *x, const ga_owner_site_row_t *s,
         if (s->phase_bytes[p] > s->phase_bytes[best])
             best = p;
     const char *life = s->cell.kept_bytes == s->cell.bytes ? "kept to the end"
-                       : s->cell.kept_bytes == 0          ? "freed later"
-                                                          : "partly kept";
+                       : s->cell.kept_bytes == 0           ? "freed later"
+                                                           : "partly kept";
     snprintf(buf, len, "%s (%s, %s, %s)", x->sites[s->site].key, b, ga_phase_name((ga_phase_t)best), life);
 }
 
@@ -117,7 +117,8 @@ static void shrink_text(FILE *out, const ga_fit_job_t *job, const ga_fit_owners_
     if (!ga_fit_shrink(job, w, k, &s))
         return;
     const ga_owners_index_t *x = s.owners->index;
-    const char *where = job->job->units[s.unit].cap.inferred ? "under the lowest cap the trace allows" : "on this device";
+    const char *where =
+        job->job->units[s.unit].cap.inferred ? "under the lowest cap the trace allows" : "on this device";
     char d[32], ev[32], words[700], rq[32], rqsite[GA_SITE_KEY_MAX + 32] = "";
     ga_units_format_size(s.deficit, d, sizeof(d));
     ga_units_format_count(s.moment->event, ev, sizeof(ev));
@@ -160,7 +161,8 @@ static void shrink_text(FILE *out, const ga_fit_job_t *job, const ga_fit_owners_
             break;
         }
     }
-    fprintf(out, "  (at that moment only: a later one may need more; galloc fit's smallest device is the whole run's)\n");
+    fprintf(out,
+            "  (at that moment only: a later one may need more; galloc fit's smallest device is the whole run's)\n");
     free(rows);
 }
 
