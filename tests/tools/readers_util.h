@@ -42,6 +42,7 @@ struct Frame {
 struct Stack {
     ga_stack_kind_t kind = GA_STACK_NONE;
     std::vector<Frame> frames;
+    std::vector<uintptr_t> keys; // each frame's key (0: none)
     // The frames' Text(), innermost first.
     std::vector<std::string> Names() const
     {
@@ -111,6 +112,7 @@ inline Stack CopyStack(const ga_event_t &x, std::map<uintptr_t, Frame> *keys)
         ga_frame_t f;
         x.stack.frame(x.stack.data, i, &f);
         out.frames.push_back(ToFrame(f));
+        out.keys.push_back(x.stack.key ? x.stack.key(x.stack.data, i) : 0);
     }
     return out;
 }
