@@ -152,7 +152,7 @@ TEST(UmpireReader, Layout2022AndReallocate)
 TEST(UmpireReader, RealLog2022)
 {
     GA_SHARED_TRACE(path, "umpire-devices.replay");
-    Read r(path);
+    Read r(path, GA_FORMAT_AUTO, true);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.format, GA_FORMAT_UMPIRE);
     EXPECT_EQ(r.units, 1u);
@@ -186,6 +186,130 @@ TEST(UmpireReader, RealLog2022)
     EXPECT_TRUE(live.empty());
     EXPECT_EQ(peak, 496u);
     EXPECT_EQ(r.notes.skipped, 4828u - 1642u - 1642u - 27u);
+
+    // Every allocation's allocator is named by its make line (7 resources and
+    // 394 allocators, each serving some): the stacks, as an independent
+    // python count of the log gives them.
+    std::map<std::string, size_t> by;
+    size_t named = 0;
+    for (size_t i = 0; i < r.ev.size(); i++) {
+        if (r.ev[i].kind != GA_EV_ALLOC) {
+            EXPECT_EQ(r.stacks[i].kind, GA_STACK_NONE);
+            continue;
+        }
+        EXPECT_EQ(r.stacks[i].kind, GA_STACK_ALLOCATOR) << r.ev[i].where;
+        ASSERT_EQ(r.stacks[i].frames.size(), 1u) << r.ev[i].where;
+        named++;
+        by[r.stacks[i].frames[0].name]++;
+    }
+    EXPECT_EQ(named, 1669u);
+    EXPECT_EQ(by.size(), 401u);
+    EXPECT_EQ(by["DEVICE"], 118u);
+    EXPECT_EQ(by["HOST"], 74u);
+    EXPECT_EQ(by["DEVICE::1"], 59u);
+    EXPECT_EQ(by["UM"], 59u);
+    EXPECT_EQ(r.stacks[0].Names(), std::vector<std::string>{"HOST"}); // line 3
+    EXPECT_EQ(r.stacks.back().kind, GA_STACK_NONE);                   // the last line frees
+    size_t last = r.ev.size();
+    while (r.ev[--last].kind != GA_EV_ALLOC) {
+    }
+    EXPECT_EQ(r.ev[last].where, 4825u);
+    EXPECT_EQ(r.stacks[last].Names(), std::vector<std::string>{"PINNED_FixedPool_no_instrospection_spec_2"});
+}
+
+// An allocation's stack names its allocator: the line's own
+// tags.allocator_name, else the name a make line gave its allocator_ref (the
+// last one: an address reused by a new allocator); named_allocate adds the
+// allocation's name. An allocator never named has no stack.
+TEST(UmpireReader, AllocatorStacks2022)
+{
+    auto op = [](const std::string &name, const std::string &numeric, const std::string &strings,
+                 const std::string &tags) {
+        return "{\"category\":\"operation\",\"name\":\"" + name + "\",\"numeric_args\":{" + numeric +
+               "},\"string_args\":{" + strings + "},\"tags\":{" + tags + "},\"timestamp\":1}\n";
+    };
+    std::string log =
+        op("make_memory_resource", "\"introspection\":1", "\"allocator_ref\":\"0xa0\"",
+           "\"allocator_name\":\"DEVICE\",\"replay\":\"true\"") +
+        op("make_allocator", "\"introspection\":1",
+           "\"allocator_ref\":\"0xb0\",\"arg0\":\"DEVICE\",\"type\":\"N6umpire8strategy9QuickPoolE\"",
+           "\"allocator_name\":\"pool\",\"replay\":\"true\"") +
+        op("allocate", "\"size\":128", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x1000\"",
+           "\"replay\":\"true\"") + // [0] line 3
+        op("named_allocate", "\"size\":64",
+           "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x2000\",\"allocation_name\":\"weights\"",
+           "\"replay\":\"true\"") + // [1] line 4
+        op("allocate", "\"size\":32", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x3000\"",
+           "\"allocator_name\":\"tagged\"") + // [2] line 5: the line's own name first
+        op("deallocate", "", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x1000\"", "") + // [3]
+        op("make_allocator", "", "\"allocator_ref\":\"0xb0\"", "\"allocator_name\":\"pool2\"") +
+        op("allocate", "\"size\":16", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x4000\"", "") + // [4] line 8
+        op("allocate", "\"size\":16", "\"allocator_ref\":\"0xc0\",\"pointer\":\"0x5000\"", "") + // [5] never named
+        // A resource that reallocates itself: the new block's allocator is the result line's.
+        op("reallocate", "\"size\":48", "\"allocator_ref\":\"0xa0\",\"current_ptr\":\"0x2000\"", "") +
+        op("reallocate", "", "\"allocator_ref\":\"0xa0\",\"new_ptr\":\"0x6000\"", "") + // [6] alloc, [7] free
+        op("named_allocate", "\"size\":8",
+           "\"allocator_ref\":\"0xa0\",\"pointer\":\"0x7000\",\"allocation_name\":\"kv cache\"",
+           ""); // [8]
+    Read r(Write("names.replay", log), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 9u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_ALLOCATOR);
+    EXPECT_EQ(r.stacks[0].Names(), V{"pool"});
+    EXPECT_EQ(r.ev[1].kind, GA_EV_ALLOC); // named_allocate is an allocation
+    EXPECT_EQ(r.ev[1].id, 0x2000u);
+    EXPECT_EQ(r.ev[1].size, 64u);
+    EXPECT_EQ(r.stacks[1].Names(), (V{"pool", "weights"}));
+    EXPECT_EQ(r.stacks[1].keys[0], r.stacks[0].keys[0]);
+    EXPECT_EQ(r.stacks[1].keys[1], 0u);
+    EXPECT_EQ(r.stacks[2].Names(), V{"tagged"});
+    EXPECT_EQ(r.stacks[3].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[4].Names(), V{"pool2"});
+    EXPECT_EQ(r.stacks[5].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.ev[6].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[6].id, 0x6000u);
+    EXPECT_EQ(r.stacks[6].Names(), V{"DEVICE"});
+    EXPECT_EQ(r.ev[7].kind, GA_EV_FREE);
+    EXPECT_EQ(r.stacks[7].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[8].Names(), (V{"DEVICE", "kv cache"}));
+    EXPECT_EQ(r.notes.skipped, 4u); // three make lines and the reallocate's call
+}
+
+// The older layout names resources by makeMemoryResource (payload.name, the
+// address as its result) and allocators by makeAllocator's second line
+// (payload.allocator_name, result.allocator_ref), as Umpire's tutorial log.
+TEST(UmpireReader, AllocatorStacksOlderLayout)
+{
+    const std::string log =
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":11, \"event\": \"makeMemoryResource\", \"payload\": "
+        "{ \"name\": \"DEVICE\" }, \"result\": \"0x101d79a0\" }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":12, \"event\": \"makeAllocator\", \"payload\": "
+        "{ \"type\":\"umpire::strategy::DynamicPool\", \"with_introspection\":true, \"allocator_name\":\"pool\", "
+        "\"args\": [ \"DEVICE\" ] } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":13, \"event\": \"makeAllocator\", \"payload\": "
+        "{ \"type\":\"umpire::strategy::DynamicPool\", \"with_introspection\":true, \"allocator_name\":\"pool\", "
+        "\"args\": [ \"DEVICE\" ] }, \"result\": { \"allocator_ref\":\"0x108a8730\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":14, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x108a8730\", \"size\": 134 }, \"result\": { \"memory_ptr\": \"0x200040000010\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":15, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x101d79a0\", \"size\": 64 }, \"result\": { \"memory_ptr\": \"0x7f0000000000\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":16, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x99\", \"size\": 64 }, \"result\": { \"memory_ptr\": \"0x7f0000001000\" } }\n";
+    Read r(Write("old_names.log", log), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 3u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_ALLOCATOR);
+    EXPECT_EQ(r.stacks[0].Names(), V{"pool"});
+    EXPECT_EQ(r.stacks[1].Names(), V{"DEVICE"});
+    EXPECT_EQ(r.stacks[2].kind, GA_STACK_NONE); // 0x99 was never made
+    // The hand-made log above has no make line for its allocator: no stacks.
+    Read u(Write("u_none.log", kUmpire), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(u.rc, 0) << u.err;
+    for (const Stack &st : u.stacks)
+        EXPECT_EQ(st.kind, GA_STACK_NONE);
 }
 
 // A forced format that yields nothing is refused, not replayed as "fits".
