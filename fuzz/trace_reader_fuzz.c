@@ -10,6 +10,10 @@
  *   - next: 1 with a known event kind (an annotation's text readable for its
  *     length), 0 at the end, -1 with a message, and after -1 the same -1 and
  *     the same message again (errors are sticky);
+ *   - the event's stack: GA_STACK_NONE with no frames but for an allocation
+ *     or OOM that is not a prologue event; otherwise a known kind, frames
+ *     whose file and name are readable for their lengths (ASan sees one that
+ *     overruns), and keys that name one frame each, while the unit lasts;
  *   - progress in [0, 1] or -1.
  * Input: byte 0 modulo GA_FORMAT_END picks the format (auto, then the
  * registry's: rmm, torch, galloc, umpire, kineto; the seeds of the JSON formats
@@ -17,6 +21,7 @@
  * memfd reopened by path, as the readers take a path.
  */
 /* memfd_create: _GNU_SOURCE comes from .bazelrc */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +67,62 @@ static void check_message(const char *err, size_t len)
     CHECK(err[0] != '\0');
 }
 
-static volatile unsigned sink; /* keeps the annotation reads */
+static volatile unsigned sink; /* keeps the annotation and frame reads */
+
+#define MAX_KEYS 64 /* frames remembered per unit for the key check */
+
+/* A frame seen under a key, copied out (the reader's strings last only until
+ * its next call): its lengths, line and a hash of its text. */
+typedef struct seen {
+    uintptr_t key;
+    bool has_file;
+    size_t file_len, name_len;
+    int64_t line;
+    uint64_t hash;
+} seen_t;
+
+static seen_t summary(uintptr_t key, const ga_frame_t *f)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; k < f->file_len; k++)
+        h = (h ^ (unsigned char)f->file[k]) * 0x100000001b3ull; /* ASan sees a file that overruns its buffer */
+    h = (h ^ 0xffu) * 0x100000001b3ull;
+    for (size_t k = 0; k < f->name_len; k++)
+        h = (h ^ (unsigned char)f->name[k]) * 0x100000001b3ull;
+    return (seen_t){key, f->file != NULL, f->file_len, f->name_len, f->line, h};
+}
+
+/* The stack's contract (trace_reader.h). */
+static void check_stack(const ga_event_t *ev, seen_t *seen, size_t *nseen)
+{
+    const ga_stack_t *st = &ev->stack;
+    if ((ev->kind != GA_EV_ALLOC && ev->kind != GA_EV_OOM) || (ev->flags & GA_EVF_PROLOGUE) != 0)
+        CHECK(st->kind == GA_STACK_NONE);
+    if (st->kind == GA_STACK_NONE) {
+        CHECK(st->n == 0);
+        return;
+    }
+    CHECK(st->kind <= GA_STACK_THREAD && st->n > 0 && st->frame != NULL);
+    for (size_t i = 0; i < st->n; i++) {
+        ga_frame_t f;
+        st->frame(st->data, i, &f);
+        CHECK(f.name != NULL || f.name_len == 0);
+        CHECK(f.file != NULL || f.file_len == 0);
+        uintptr_t key = st->key != NULL ? st->key(st->data, i) : 0;
+        seen_t now = summary(key, &f);
+        sink += (unsigned)now.hash;
+        if (key == 0)
+            continue;
+        size_t j = 0;
+        while (j < *nseen && seen[j].key != key)
+            j++;
+        if (j < *nseen) /* equal keys, equal frames */
+            CHECK(seen[j].has_file == now.has_file && seen[j].file_len == now.file_len &&
+                  seen[j].name_len == now.name_len && seen[j].line == now.line && seen[j].hash == now.hash);
+        else if (*nseen < MAX_KEYS)
+            seen[(*nseen)++] = now;
+    }
+}
 
 static void read_unit(ga_reader_t *r, size_t unit)
 {
@@ -75,6 +135,8 @@ static void read_unit(ga_reader_t *r, size_t unit)
     }
     (void)ga_reader_unit_label(r, unit);
     ga_event_t ev;
+    seen_t seen[MAX_KEYS];
+    size_t nseen = 0;
     for (size_t i = 0; i < MAX_EVENTS; i++) {
         memset(&ev, 0, sizeof(ev));
         memset(err, 0, sizeof(err));
@@ -97,6 +159,7 @@ static void read_unit(ga_reader_t *r, size_t unit)
             for (size_t k = 0; k < ev.text2_len; k++)
                 sink += (unsigned char)ev.text2[k];
         }
+        check_stack(&ev, seen, &nseen);
         p = ga_reader_progress(r);
         CHECK(p == -1.0 || (p >= 0.0 && p <= 1.0));
     }

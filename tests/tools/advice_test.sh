@@ -12,11 +12,13 @@ expect_exit 0 "gen 7B" -- "$GALLOC" gen transformer --params 7B --layers 32 --d-
     --mixed-precision --variable-seq-len 1024:2048 --device-memory 80GiB -o "$TMP/7b.trace"
 expect_exit 1 "fit 7B: nothing fits" -- "$GALLOC" fit --jobs 2 --bisect 3 "$TMP/7b.trace"
 tail -n 5 "$TMP/out" >"$TMP/7b.verdict"
+# Event 1,478: the request that was event 1,447 before gen annotated each
+# block ("forward embedding", "forward block 0" to "forward block 29" come first).
 cat >"$TMP/7b.want" <<EOF
 No configuration fits on 80.00 GiB: genuine, the job needs more memory than the device has whatever the settings.
 The smallest device it fits: 165.15 GiB, under "expandable_segments:True,max_split_size_mb:2048": 85.15 GiB (91,425,341,440 bytes) more than 80.00 GiB.
 What the memory is for (galloc budget of the model flags in $TMP/7b.trace): weights 39.12 GiB, gradients 13.04 GiB, optimizer state 52.15 GiB, activations 68.00 GiB; total 172.31 GiB, 198.15 GiB with the formula's 15 % allocator overhead.
-The closest, "expandable_segments:True", first runs out of memory at event 1,447 of $TMP/7b.trace:
+The closest, "expandable_segments:True", first runs out of memory at event 1,478 of $TMP/7b.trace:
   fragmentation: 84.62 MiB requested <= 34.71 MiB cached free + 66.00 MiB device free, but the largest free block is 16.09 MiB; no configuration galloc fit tried fits this device, so no setting is enough
 EOF
 cmp -s "$TMP/7b.want" "$TMP/7b.verdict" || fail "fit 7B verdict: $(diff "$TMP/7b.want" "$TMP/7b.verdict")"

@@ -226,14 +226,21 @@ TEST(BoundedMemory, TorchAbsurdSizes)
     ExpectRefused(ReadInChild(p), p, ": byte 2: truncated BINUNICODE8: needs 1099511627776 bytes, 4 left", kStreamKiB);
 }
 
-// Chrome trace: the reader keeps each CUDA memory event (32 bytes): a bomb of
-// memory events is refused once they exceed the bound for its compressed size.
+// Chrome trace: the reader keeps each CUDA memory event (40 bytes) and each
+// range that may enclose one (24 bytes): a bomb of either is refused once
+// what is kept exceeds the bound for its compressed size.
 TEST(BoundedMemory, KinetoGzipBomb)
 {
     std::string ev = "{\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Device Type\":1,\"Device Id\":0,\"Bytes\":512,"
                      "\"Addr\":4096}},";
     std::string p = Bomb("bomb.json.gz", "{\"traceEvents\":[", ev);
-    ExpectRefused(ReadInChild(p), p, ": the CUDA [memory] events kept exceeds", HoldBoundKiB(FileKiB(p)));
+    ExpectRefused(ReadInChild(p), p, ": the CUDA [memory] events and profiler ranges kept exceeds",
+                  HoldBoundKiB(FileKiB(p)));
+    std::string range =
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::mm\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},";
+    p = Bomb("ranges.json.gz", "{\"traceEvents\":[", range);
+    ExpectRefused(ReadInChild(p), p, ": the CUDA [memory] events and profiler ranges kept exceeds",
+                  HoldBoundKiB(FileKiB(p)));
     // Zeros after the header: refused at the first byte that is not JSON.
     p = Bomb("zeros.json.gz", "{\"traceEvents\":[", std::string(1, '\0'));
     ExpectRefused(ReadInChild(p), p, ": byte 16: ", kStreamKiB);

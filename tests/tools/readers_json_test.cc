@@ -2,8 +2,11 @@
 // profiler Chrome traces) and RMM's failure rows and streams. Good files give
 // exact events; truncated or garbled files give -1 with a message naming the
 // file and the line or byte, never a crash.
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tests/tools/readers_util.h"
 #include "tests/tools/shared_traces.h"
@@ -149,7 +152,7 @@ TEST(UmpireReader, Layout2022AndReallocate)
 TEST(UmpireReader, RealLog2022)
 {
     GA_SHARED_TRACE(path, "umpire-devices.replay");
-    Read r(path);
+    Read r(path, GA_FORMAT_AUTO, true);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.format, GA_FORMAT_UMPIRE);
     EXPECT_EQ(r.units, 1u);
@@ -183,6 +186,130 @@ TEST(UmpireReader, RealLog2022)
     EXPECT_TRUE(live.empty());
     EXPECT_EQ(peak, 496u);
     EXPECT_EQ(r.notes.skipped, 4828u - 1642u - 1642u - 27u);
+
+    // Every allocation's allocator is named by its make line (7 resources and
+    // 394 allocators, each serving some): the stacks, as an independent
+    // python count of the log gives them.
+    std::map<std::string, size_t> by;
+    size_t named = 0;
+    for (size_t i = 0; i < r.ev.size(); i++) {
+        if (r.ev[i].kind != GA_EV_ALLOC) {
+            EXPECT_EQ(r.stacks[i].kind, GA_STACK_NONE);
+            continue;
+        }
+        EXPECT_EQ(r.stacks[i].kind, GA_STACK_ALLOCATOR) << r.ev[i].where;
+        ASSERT_EQ(r.stacks[i].frames.size(), 1u) << r.ev[i].where;
+        named++;
+        by[r.stacks[i].frames[0].name]++;
+    }
+    EXPECT_EQ(named, 1669u);
+    EXPECT_EQ(by.size(), 401u);
+    EXPECT_EQ(by["DEVICE"], 118u);
+    EXPECT_EQ(by["HOST"], 74u);
+    EXPECT_EQ(by["DEVICE::1"], 59u);
+    EXPECT_EQ(by["UM"], 59u);
+    EXPECT_EQ(r.stacks[0].Names(), std::vector<std::string>{"HOST"}); // line 3
+    EXPECT_EQ(r.stacks.back().kind, GA_STACK_NONE);                   // the last line frees
+    size_t last = r.ev.size();
+    while (r.ev[--last].kind != GA_EV_ALLOC) {
+    }
+    EXPECT_EQ(r.ev[last].where, 4825u);
+    EXPECT_EQ(r.stacks[last].Names(), std::vector<std::string>{"PINNED_FixedPool_no_instrospection_spec_2"});
+}
+
+// An allocation's stack names its allocator: the line's own
+// tags.allocator_name, else the name a make line gave its allocator_ref (the
+// last one: an address reused by a new allocator); named_allocate adds the
+// allocation's name. An allocator never named has no stack.
+TEST(UmpireReader, AllocatorStacks2022)
+{
+    auto op = [](const std::string &name, const std::string &numeric, const std::string &strings,
+                 const std::string &tags) {
+        return "{\"category\":\"operation\",\"name\":\"" + name + "\",\"numeric_args\":{" + numeric +
+               "},\"string_args\":{" + strings + "},\"tags\":{" + tags + "},\"timestamp\":1}\n";
+    };
+    std::string log =
+        op("make_memory_resource", "\"introspection\":1", "\"allocator_ref\":\"0xa0\"",
+           "\"allocator_name\":\"DEVICE\",\"replay\":\"true\"") +
+        op("make_allocator", "\"introspection\":1",
+           "\"allocator_ref\":\"0xb0\",\"arg0\":\"DEVICE\",\"type\":\"N6umpire8strategy9QuickPoolE\"",
+           "\"allocator_name\":\"pool\",\"replay\":\"true\"") +
+        op("allocate", "\"size\":128", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x1000\"",
+           "\"replay\":\"true\"") + // [0] line 3
+        op("named_allocate", "\"size\":64",
+           "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x2000\",\"allocation_name\":\"weights\"",
+           "\"replay\":\"true\"") + // [1] line 4
+        op("allocate", "\"size\":32", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x3000\"",
+           "\"allocator_name\":\"tagged\"") + // [2] line 5: the line's own name first
+        op("deallocate", "", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x1000\"", "") + // [3]
+        op("make_allocator", "", "\"allocator_ref\":\"0xb0\"", "\"allocator_name\":\"pool2\"") +
+        op("allocate", "\"size\":16", "\"allocator_ref\":\"0xb0\",\"pointer\":\"0x4000\"", "") + // [4] line 8
+        op("allocate", "\"size\":16", "\"allocator_ref\":\"0xc0\",\"pointer\":\"0x5000\"", "") + // [5] never named
+        // A resource that reallocates itself: the new block's allocator is the result line's.
+        op("reallocate", "\"size\":48", "\"allocator_ref\":\"0xa0\",\"current_ptr\":\"0x2000\"", "") +
+        op("reallocate", "", "\"allocator_ref\":\"0xa0\",\"new_ptr\":\"0x6000\"", "") + // [6] alloc, [7] free
+        op("named_allocate", "\"size\":8",
+           "\"allocator_ref\":\"0xa0\",\"pointer\":\"0x7000\",\"allocation_name\":\"kv cache\"",
+           ""); // [8]
+    Read r(Write("names.replay", log), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 9u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_ALLOCATOR);
+    EXPECT_EQ(r.stacks[0].Names(), V{"pool"});
+    EXPECT_EQ(r.ev[1].kind, GA_EV_ALLOC); // named_allocate is an allocation
+    EXPECT_EQ(r.ev[1].id, 0x2000u);
+    EXPECT_EQ(r.ev[1].size, 64u);
+    EXPECT_EQ(r.stacks[1].Names(), (V{"pool", "weights"}));
+    EXPECT_EQ(r.stacks[1].keys[0], r.stacks[0].keys[0]);
+    EXPECT_EQ(r.stacks[1].keys[1], 0u);
+    EXPECT_EQ(r.stacks[2].Names(), V{"tagged"});
+    EXPECT_EQ(r.stacks[3].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[4].Names(), V{"pool2"});
+    EXPECT_EQ(r.stacks[5].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.ev[6].kind, GA_EV_ALLOC);
+    EXPECT_EQ(r.ev[6].id, 0x6000u);
+    EXPECT_EQ(r.stacks[6].Names(), V{"DEVICE"});
+    EXPECT_EQ(r.ev[7].kind, GA_EV_FREE);
+    EXPECT_EQ(r.stacks[7].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[8].Names(), (V{"DEVICE", "kv cache"}));
+    EXPECT_EQ(r.notes.skipped, 4u); // three make lines and the reallocate's call
+}
+
+// The older layout names resources by makeMemoryResource (payload.name, the
+// address as its result) and allocators by makeAllocator's second line
+// (payload.allocator_name, result.allocator_ref), as Umpire's tutorial log.
+TEST(UmpireReader, AllocatorStacksOlderLayout)
+{
+    const std::string log =
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":11, \"event\": \"makeMemoryResource\", \"payload\": "
+        "{ \"name\": \"DEVICE\" }, \"result\": \"0x101d79a0\" }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":12, \"event\": \"makeAllocator\", \"payload\": "
+        "{ \"type\":\"umpire::strategy::DynamicPool\", \"with_introspection\":true, \"allocator_name\":\"pool\", "
+        "\"args\": [ \"DEVICE\" ] } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":13, \"event\": \"makeAllocator\", \"payload\": "
+        "{ \"type\":\"umpire::strategy::DynamicPool\", \"with_introspection\":true, \"allocator_name\":\"pool\", "
+        "\"args\": [ \"DEVICE\" ] }, \"result\": { \"allocator_ref\":\"0x108a8730\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":14, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x108a8730\", \"size\": 134 }, \"result\": { \"memory_ptr\": \"0x200040000010\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":15, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x101d79a0\", \"size\": 64 }, \"result\": { \"memory_ptr\": \"0x7f0000000000\" } }\n"
+        "{ \"kind\":\"replay\", \"uid\":1, \"timestamp\":16, \"event\": \"allocate\", \"payload\": "
+        "{ \"allocator_ref\": \"0x99\", \"size\": 64 }, \"result\": { \"memory_ptr\": \"0x7f0000001000\" } }\n";
+    Read r(Write("old_names.log", log), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 3u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_ALLOCATOR);
+    EXPECT_EQ(r.stacks[0].Names(), V{"pool"});
+    EXPECT_EQ(r.stacks[1].Names(), V{"DEVICE"});
+    EXPECT_EQ(r.stacks[2].kind, GA_STACK_NONE); // 0x99 was never made
+    // The hand-made log above has no make line for its allocator: no stacks.
+    Read u(Write("u_none.log", kUmpire), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(u.rc, 0) << u.err;
+    for (const Stack &st : u.stacks)
+        EXPECT_EQ(st.kind, GA_STACK_NONE);
 }
 
 // A forced format that yields nothing is refused, not replayed as "fits".
@@ -458,6 +585,201 @@ TEST(KinetoReader, BadFilesNameTheByte)
     ExpectBad("kb7.json", "{\"traceEvents\": 5, \"x\": 1}", ":", "no \"traceEvents\" array");
     ExpectBad("kb8.json", "{\"traceEvents\": [\"\x01\"]}", ": byte 18:", "control character");
     ExpectBad("kb9.json", "{\"a\": 1}", ":", "neither", GA_FORMAT_AUTO); // JSON but no known format
+}
+
+// Ranges for the stacks: a CUDA memory event's stack is the cpu_op,
+// user_annotation and python_function ranges on its pid and tid that hold
+// its ts (kineto_ranges.c's rules), innermost first.
+std::string Range(const char *cat, const char *name, const char *ts, const char *dur, const char *tid = "7")
+{
+    return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name +
+           "\", \"pid\": 7, \"tid\": " + tid + ", \"ts\": " + ts + (dur ? std::string(", \"dur\": ") + dur : "") +
+           ", \"args\": {\"External id\": 3}}";
+}
+
+std::string Mem(const char *ts, long long bytes, int dev = 0, const char *tid = "7")
+{
+    return std::string("{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
+                       "\"pid\": 7, \"tid\": ") +
+           tid + ", \"ts\": " + ts +
+           ", \"args\": {\"Total Reserved\": 2097152, \"Total Allocated\": 0, \"Bytes\": " + std::to_string(bytes) +
+           ", \"Addr\": 4096, \"Device Type\": 1, \"Device Id\": " + std::to_string(dev) + "}}";
+}
+
+TEST(KinetoReader, RangesMakeTheStack)
+{
+    const std::vector<std::string> evs = {
+        Mem("1500", 512), // [0] before its ranges in the file
+        Range("user_annotation", "ProfilerStep#3", "1000", "1000"), Range("cpu_op", "aten::linear", "1400", "200"),
+        Range("cpu_op", "aten::empty", "1500", "0"),                         // holds its own instant only
+        Range("gpu_user_annotation", "on the GPU", "1000", "1000"),          // not a host range
+        Range("cuda_runtime", "cudaMalloc", "1450", "100"),                  // the CUDA API, not code
+        Range("python_function", "a (2)/train.py(35): step", "1300", "500"), // parentheses in the path
+        Range("python_function", "<built-in method conv2d of type object at 0x7f>", "1450", "100"),
+        Range("cpu_op", "other thread", "1000", "1000", "8"), Range("cpu_op", "no dur", "1000", nullptr),
+        Range("cpu_op", "negative dur", "1000", "-5"), Mem("1550", -512), // [11] a free: no stack
+        Mem("1600", 256),                                                 // [12] at aten::linear's end: inside
+        Mem("1600.001", 128),                                             // [13] a nanosecond later: outside
+        // Ties: identical ranges (the later in the file is inner), the shorter of two starting together.
+        Range("cpu_op", "outer twin", "3000", "100"), Range("cpu_op", "inner twin", "3000", "100"),
+        Range("cpu_op", "shorter", "3000", "50"), Mem("3010", 64), // [17]
+        // A partial overlap: both while both hold the time, the later start inner.
+        Range("user_annotation", "A", "4000", "200"), Range("user_annotation", "B", "4150", "100"), Mem("4175", 64),
+        Mem("4225", 64), // [20], [21]
+        // A tid written as a string of digits is the same thread; one that is no number has none.
+        Range("cpu_op", "string tid", "5000", "10", "\"9\""), Mem("5005", 64, 0, "9"), // [23]
+        Mem("5005", 64, 0, "\"main\""),                                                // [24]
+        Mem("6000", 64),                                                               // [25] nothing encloses it
+        // The same text as a cpu_op and as a python_function: two different frames.
+        Range("cpu_op", "x.py(1): f", "7000", "10"), Range("python_function", "x.py(1): f", "7000", "5"),
+        Mem("7002", 64), // [28]
+        // Times to the nanosecond: digits past the third decimal are dropped.
+        Range("cpu_op", "frac", "8000.0015", "0.001"), // [8000001, 8000002] ns
+        Mem("8000.0029", 64), Mem("8000.003", 64),     // [30] 8000002 ns: inside; [31] outside
+        Mem("1500", 512, 1),                           // [32] device 1: its unit sweeps from the start again
+    };
+    std::string t = "{\"traceEvents\": [\n";
+    for (size_t i = 0; i < evs.size(); i++)
+        t += evs[i] + (i + 1 < evs.size() ? ",\n" : "\n");
+    t += "]}\n";
+    Read r(Write("ranges.json", t), GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.units, 2u);
+    std::map<uint64_t, Stack> by; // by traceEvents index
+    for (size_t i = 0; i < r.ev.size(); i++)
+        ASSERT_TRUE(by.emplace(r.ev[i].where, r.stacks[i]).second) << "event " << r.ev[i].where << " twice";
+    using V = std::vector<std::string>;
+    const std::pair<uint64_t, V> want[] = {
+        {0,
+         {"aten::empty", "<built-in method conv2d of type object at 0x7f>", "aten::linear", "a (2)/train.py:35 step",
+          "ProfilerStep#3"}},
+        {11, {}},
+        {12, {"aten::linear", "a (2)/train.py:35 step", "ProfilerStep#3"}},
+        {13, {"a (2)/train.py:35 step", "ProfilerStep#3"}},
+        {17, {"shorter", "inner twin", "outer twin"}},
+        {20, {"B", "A"}},
+        {21, {"B"}},
+        {23, {"string tid"}},
+        {24, {}},
+        {25, {}},
+        {28, {"x.py:1 f", "x.py(1): f"}},
+        {30, {"frac"}},
+        {31, {}},
+        {32,
+         {"aten::empty", "<built-in method conv2d of type object at 0x7f>", "aten::linear", "a (2)/train.py:35 step",
+          "ProfilerStep#3"}},
+    };
+    for (const auto &w : want) {
+        auto it = by.find(w.first);
+        ASSERT_NE(it, by.end()) << "event " << w.first;
+        EXPECT_EQ(it->second.Names(), w.second) << "event " << w.first;
+        EXPECT_EQ(it->second.kind, w.second.empty() ? GA_STACK_NONE : GA_STACK_RANGES) << "event " << w.first;
+    }
+    EXPECT_EQ(r.ev.size(), sizeof(want) / sizeof(want[0]));
+    // A python_function frame: file, line and function apart; every other range: its name only.
+    const Frame &py = by[0].frames[3];
+    EXPECT_TRUE(py.has_file);
+    EXPECT_EQ(py.file, "a (2)/train.py");
+    EXPECT_EQ(py.line, 35);
+    EXPECT_EQ(py.name, "step");
+    EXPECT_FALSE(by[0].frames[1].has_file); // "<built-in method ...>" is not FILE(LINE): NAME
+    EXPECT_FALSE(by[0].frames[0].has_file);
+    EXPECT_EQ(by[0].frames[0].line, 0);
+}
+
+// The stacks of a real trace, counted: every allocation's depth, its exact
+// stack where asked, and one key per distinct frame.
+struct StackCensus {
+    size_t allocs = 0, with_stack = 0;
+    std::map<size_t, size_t> depth; // frames -> allocations
+    std::map<uint64_t, Stack> at;   // traceEvents index -> stack, for the allocations in `want`
+    std::set<std::vector<std::string>> distinct;
+    std::map<uintptr_t, std::string> names; // key -> frame
+    std::set<std::string> texts;
+
+    StackCensus(const std::string &path, const std::set<uint64_t> &want)
+    {
+        char err[512];
+        ga_reader_t *rd = nullptr;
+        EXPECT_EQ(ga_reader_open(path.c_str(), GA_FORMAT_AUTO, &rd, err, sizeof(err)), 0) << err;
+        if (rd == nullptr)
+            return;
+        std::map<uintptr_t, Frame> keys;
+        ga_event_t e;
+        int k;
+        while ((k = ga_reader_next(rd, &e, err, sizeof(err))) == 1) {
+            Stack s = CopyStack(e, &keys);
+            if (e.kind != GA_EV_ALLOC || (e.flags & GA_EVF_PROLOGUE))
+                continue;
+            allocs++;
+            with_stack += s.kind == GA_STACK_RANGES;
+            depth[s.frames.size()]++;
+            distinct.insert(s.Names());
+            if (want.count(e.where))
+                at[e.where] = s;
+            for (size_t i = 0; i < s.frames.size(); i++) {
+                names[e.stack.key(e.stack.data, i)] = s.frames[i].Text();
+                texts.insert(s.frames[i].Text());
+            }
+        }
+        EXPECT_EQ(k, 0) << err;
+        ga_reader_close(rd);
+    }
+};
+
+// The HolisticTraceAnalysis trace (PyTorch 1.13 era): its memory events sit
+// inside cpu_op and user_annotation ranges on two threads (the main thread:
+// forward, ProfilerStep#2; autograd's: backward). Every allocation has a
+// stack, 3 to 6 ranges deep, 111 distinct ones over 37 names; figures
+// computed from the JSON by an independent script (python3 json: the ranges
+// of the allocation's pid and tid holding its ts, sorted by start, length,
+// file order).
+TEST(KinetoReader, RealTraceStacks)
+{
+    GA_SHARED_TRACE(path, "kineto-hta-rank1-memory.json.gz");
+    StackCensus c(path, {79095, 44388, 42070, 61727});
+    EXPECT_EQ(c.allocs, 13385u);
+    EXPECT_EQ(c.with_stack, 13385u); // 100% of the CUDA allocations
+    EXPECT_EQ(c.depth, (std::map<size_t, size_t>{{3, 9905}, {4, 1155}, {5, 2320}, {6, 5}}));
+    EXPECT_EQ(c.distinct.size(), 111u);
+    EXPECT_EQ(c.texts.size(), 37u);
+    EXPECT_EQ(c.names.size(), 37u); // one key per distinct name
+    using V = std::vector<std::string>;
+    // The first allocation in time (traceEvents[79095], 25,165,824 bytes).
+    EXPECT_EQ(c.at[79095].Names(),
+              (V{"aten::empty_strided", "aten::empty_like", "aten::clone", "CompiledFunction", "ProfilerStep#2"}));
+    // The largest (98,566,144 bytes), in backward.
+    EXPECT_EQ(c.at[44388].Names(), (V{"aten::mm", "CompiledFunctionBackward",
+                                      "autograd::engine::evaluate_function: CompiledFunctionBackward"}));
+    // The first of the five deepest.
+    EXPECT_EQ(c.at[42070].Names(),
+              (V{"aten::empty", "aten::empty_like", "aten::clone", "aten::contiguous", "CompiledFunctionBackward",
+                 "autograd::engine::evaluate_function: CompiledFunctionBackward"}));
+    // The last.
+    EXPECT_EQ(c.at[61727].Names(), (V{"aten::empty", "aten::empty_like", "aten::clone", "CompiledFunctionBackward",
+                                      "autograd::engine::evaluate_function: CompiledFunctionBackward"}));
+    EXPECT_EQ(c.at[61727].kind, GA_STACK_RANGES);
+}
+
+// The older layout (PyTorch 1.9): ranges of category "Operator" whose tid is
+// a string ("25738") while the memory events' is a number (25738): the same
+// thread. Every allocation has a stack, 1 to 6 deep.
+TEST(KinetoReader, RealOlderTraceStacks)
+{
+    GA_SHARED_TRACE(path, "kineto-resnet50-memory.pt.trace.json.gz");
+    StackCensus c(path, {23976, 25282, 23981});
+    EXPECT_EQ(c.allocs, 4110u);
+    EXPECT_EQ(c.with_stack, 4110u);
+    EXPECT_EQ(c.depth, (std::map<size_t, size_t>{{1, 96}, {2, 642}, {3, 1302}, {4, 630}, {5, 966}, {6, 474}}));
+    EXPECT_EQ(c.distinct.size(), 84u);
+    EXPECT_EQ(c.texts.size(), 50u);
+    EXPECT_EQ(c.names.size(), 50u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(c.at[23976].Names(), (V{"aten::empty_strided", "aten::to", "ProfilerStep#5"}));
+    EXPECT_EQ(c.at[25282].Names(), (V{"aten::empty", "aten::cudnn_convolution_backward_weight",
+                                      "aten::cudnn_convolution_backward", "CudnnConvolutionBackward"}));
+    EXPECT_EQ(c.at[23981].Names(), (V{"aten::empty", "aten::cudnn_convolution", "aten::_convolution",
+                                      "aten::convolution", "aten::conv2d", "ProfilerStep#5"}));
 }
 
 TEST(KinetoReader, EveryTruncation)

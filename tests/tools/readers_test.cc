@@ -176,10 +176,22 @@ TEST(RmmReader, GoodLog)
                                       "140573312345857,08:51:26:245623,free,0x7f8a40000000,1024,0x7f8a38001020\n"
                                       "140573312345857,08:51:26:245624,deallocate,0x7f8a40000400,2048,0x0\n"
                                       "140573312345857,08:51:26:245625,allocate failure,0x0,1099511627776,0x0");
-    Read r(p);
+    Read r(p, GA_FORMAT_AUTO, true);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.format, GA_FORMAT_RMM);
     ASSERT_EQ(r.ev.size(), 5u);
+    // The stack is the thread that asked (the Thread column): allocations and failures only.
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_THREAD);
+    EXPECT_EQ(r.stacks[0].Names(), V{"thread 140573312345856"});
+    EXPECT_EQ(r.stacks[1].Names(), V{"thread 140573312345856"});
+    EXPECT_EQ(r.stacks[0].keys, r.stacks[1].keys); // one thread, one key
+    EXPECT_EQ(r.stacks[0].keys[0], 140573312345856u + 1);
+    EXPECT_EQ(r.stacks[2].kind, GA_STACK_NONE); // free
+    EXPECT_EQ(r.stacks[3].kind, GA_STACK_NONE); // deallocate
+    EXPECT_EQ(r.stacks[4].kind, GA_STACK_THREAD);
+    EXPECT_EQ(r.stacks[4].Names(), V{"thread 140573312345857"});
+    EXPECT_FALSE(r.stacks[4].frames[0].has_file);
     EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
     EXPECT_EQ(r.ev[0].id, 0x7f8a40000000u);
     EXPECT_EQ(r.ev[0].size, 1024u);
@@ -197,11 +209,36 @@ TEST(RmmReader, GoodLog)
 TEST(RmmReader, ColumnsByNameAndNoStream)
 {
     std::string p = Write("cols.csv", "Action,Size,Pointer\nallocate,10,0x10\nfree,10,0x10\n");
-    Read r(p, GA_FORMAT_RMM);
+    Read r(p, GA_FORMAT_RMM, true);
     ASSERT_EQ(r.rc, 0) << r.err;
     ASSERT_EQ(r.ev.size(), 2u);
     EXPECT_EQ(r.ev[0].id, 16u);
     EXPECT_EQ(r.ev[1].stream, GA_STREAM_NONE);
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_NONE); // no Thread column: nothing recorded
+}
+
+// A Thread column that is not a number is named as written (its first 64
+// bytes), with no key; an empty one records nothing.
+TEST(RmmReader, ThreadsThatAreNotNumbers)
+{
+    std::string p = Write("threads.csv", "Action,Pointer,Size,Thread\n"
+                                         "allocate,0x10,16,worker-1\n"
+                                         "allocate,0x20,16,\n"
+                                         "allocate,0x30,16," +
+                                             std::string(100, 'x') +
+                                             "\n"
+                                             "allocate,0x40,16,0018446744073709551615\n");
+    Read r(p, GA_FORMAT_RMM, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.stacks.size(), 4u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.stacks[0].Names(), V{"thread worker-1"});
+    EXPECT_EQ(r.stacks[0].keys[0], 0u);
+    EXPECT_EQ(r.stacks[1].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[2].Names(), V{"thread " + std::string(64, 'x')});
+    // Leading zeros: the same thread as 18446744073709551615, whose key (N + 1) wraps to "none".
+    EXPECT_EQ(r.stacks[3].Names(), V{"thread 18446744073709551615"});
+    EXPECT_EQ(r.stacks[3].keys[0], 0u);
 }
 
 TEST(RmmReader, BadRowsNameTheLine)
@@ -254,11 +291,14 @@ TEST(TextReader, GoodTrace)
                                         "oom 20GiB 3\n"
                                         "free_requested 5\n"
                                         "free_completed 5\n");
-    Read r(p);
+    Read r(p, GA_FORMAT_AUTO, true);
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.format, GA_FORMAT_GALLOC);
     EXPECT_EQ(r.device_memory, 8ull << 30);
     ASSERT_EQ(r.ev.size(), 12u);
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_NONE); // before any annotate
+    EXPECT_EQ(r.stacks[9].kind, GA_STACK_ANNOTATION);
+    EXPECT_EQ(r.stacks[9].Names(), std::vector<std::string>{"step 8847 # kept verbatim"});
     EXPECT_EQ(r.ev[0].kind, GA_EV_ALLOC);
     EXPECT_EQ(r.ev[0].size, 4096u);
     EXPECT_EQ(r.ev[0].where, 3u);
@@ -281,6 +321,50 @@ TEST(TextReader, GoodTrace)
     EXPECT_EQ(r.ev[9].size, 20ull << 30);
     EXPECT_EQ(r.ev[10].kind, GA_EV_FREE_PENDING);
     EXPECT_EQ(r.ev[11].kind, GA_EV_FREE_COMPLETED);
+}
+
+// An allocation's stack is the annotation in force: one frame, the text of
+// the last annotate; its key changes when the text does, and stays when the
+// same text is annotated again at once.
+TEST(TextReader, TheAnnotationInForceIsTheStack)
+{
+    std::string p = Write("notes.trace", "galloc-trace 1\n"
+                                         "alloc 1 4096\n"              // [0] none yet
+                                         "annotate forward block 0\n"  // [1]
+                                         "alloc 2 4096\n"              // [2]
+                                         "record_stream 2 7\n"         // [3] no stack
+                                         "alloc 3 4096\n"              // [4]
+                                         "annotate backward block 0\n" // [5]
+                                         "free 2\n"                    // [6] no stack
+                                         "alloc 4 4096\n"              // [7]
+                                         "annotate backward block 0\n" // [8] the same text again
+                                         "oom 1TiB\n"                  // [9]
+                                         "annotate forward block 0\n"  // [10]
+                                         "alloc 5 4096\n"              // [11]
+                                         "annotate \n"                 // [12] an empty text
+                                         "alloc 6 4096\n");            // [13]
+    Read r(p, GA_FORMAT_AUTO, true);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    ASSERT_EQ(r.ev.size(), 14u);
+    using V = std::vector<std::string>;
+    EXPECT_EQ(r.stacks[0].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[2].kind, GA_STACK_ANNOTATION);
+    EXPECT_EQ(r.stacks[2].Names(), V{"forward block 0"});
+    EXPECT_EQ(r.stacks[3].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[4].Names(), V{"forward block 0"});
+    EXPECT_EQ(r.stacks[4].keys, r.stacks[2].keys);
+    EXPECT_EQ(r.stacks[6].kind, GA_STACK_NONE);
+    EXPECT_EQ(r.stacks[7].Names(), V{"backward block 0"});
+    EXPECT_NE(r.stacks[7].keys, r.stacks[2].keys);
+    EXPECT_EQ(r.stacks[9].kind, GA_STACK_ANNOTATION); // an oom too
+    EXPECT_EQ(r.stacks[9].Names(), V{"backward block 0"});
+    EXPECT_EQ(r.stacks[9].keys, r.stacks[7].keys);
+    EXPECT_EQ(r.stacks[11].Names(), V{"forward block 0"});
+    EXPECT_NE(r.stacks[11].keys[0], 0u);
+    EXPECT_EQ(r.stacks[13].kind, GA_STACK_ANNOTATION);
+    EXPECT_EQ(r.stacks[13].Names(), V{""});
+    for (size_t i : {1, 5, 8, 10, 12})
+        EXPECT_EQ(r.stacks[i].kind, GA_STACK_NONE) << i; // the annotations themselves
 }
 
 // Sleep and wake (galloc_sleep.h): the lists as written, "*" kept for the engine.

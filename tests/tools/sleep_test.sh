@@ -143,7 +143,9 @@ got=$(figures "$TMP/out")
 want="66347597824 6 5 257840644096 191493046272 66347597824 26252112384 14000000000 0 23 11"
 [ "$got" = "$want" ] || fail "7B with sleep: got '$got', want '$want'"
 expect_exit 1 "7B loop without sleep" -- "$GALLOC" replay --no-sleep "$TMP/rl7b.trace"
-expect_in "$TMP/out" "OOM at event 6,919 (line 6977) after \"step 1 forward seq_len 2048\", 1024.00 MiB requested" "7B OOM without sleep"
+# The same request as before gen annotated its blocks (event 6,919, line 6977,
+# after "step 1 forward seq_len 2048"): 98 annotations and 5 comment lines earlier.
+expect_in "$TMP/out" "OOM at event 7,017 (line 7080) after \"forward block 28\", 1024.00 MiB requested" "7B OOM without sleep"
 expect_exit 0 "7B loop without sleep, 200 GiB" -- "$GALLOC" replay --no-sleep --device-memory 200GiB --json "$TMP/rl7b.trace"
 got=$(figures "$TMP/out")
 [ "${got%% *}" = 88600477696 ] || fail "7B without sleep on 200 GiB: peak reserved ${got%% *}, want 88600477696 (82.52 GiB)"

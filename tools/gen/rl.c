@@ -94,9 +94,11 @@ static void rollout(gen_t *g, const ga_gen_rl_t *rl, uint32_t k, uint64_t *kv)
 {
     const ga_gen_model_t *m = g->m;
     uint64_t per_token = ga_gen_rl_kv_token_bytes(m), r = rl->rollout_batch;
-    if (k == 0)
+    if (k == 0) {
+        ga_gen_annotate(g, "inference weights"); /* not the optimizer's, whose annotation would be in force */
         for (size_t i = 0; i < g->n_params; i++)
             (void)ga_gen_tensor(g, g->param_elems[i] * g->elem, "inference weight");
+    }
     ga_gen_annotate(g, "iteration %" PRIu32 " rollout prefill: %" PRIu64 " prompts of %" PRIu64 " tokens", k, r,
                     rl->prompt_len);
     kv[0] = ga_gen_tensor(g, r * rl->prompt_len * per_token, "kv cache: prompts");

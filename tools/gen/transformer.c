@@ -51,7 +51,12 @@ static const char STEP_MODEL[] = "Setup: every parameter tensor (embedding, 12 p
                                  "  optimizer (Adam, fused: no temporaries): at the first step its two fp32\n"
                                  "    moments per parameter (8 bytes per parameter), kept for the whole run.\n"
                                  "  Every per-step block is freed by the end of its step; weights, masters,\n"
-                                 "  gradients and optimizer state stay live.\n";
+                                 "  gradients and optimizer state stay live.\n"
+                                 "Annotations: \"setup: ...\"; per step \"step K forward seq_len S\", then\n"
+                                 "  \"forward embedding\", \"forward block L\", \"forward final layer norm and\n"
+                                 "  loss\", \"backward final layer norm and loss\", \"backward block L\" (last\n"
+                                 "  first), \"backward embedding\", \"optimizer\": an allocation's owner is the\n"
+                                 "  annotation in force, and its first word the phase.\n";
 
 const char *ga_gen_step_model_text(void)
 {
@@ -281,7 +286,11 @@ void ga_gen_step(gen_t *g, uint32_t k)
     g->stats = s * m->batch * 2 * 4;
     size_t last = g->n_params - 1; /* final layer norm: params last - 1, last */
 
+    /* The step's marker, then one annotation per phase and block whose first
+     * word is the phase (forward, backward, optimizer): a replay's owners
+     * read it from the annotation in force (read_text.c). */
     ga_gen_annotate(g, "step %" PRIu32 " forward seq_len %" PRIu64, k, s);
+    ga_gen_annotate(g, "forward embedding");
     /* Sharded: the root unit (embedding, final layer norm) stays gathered
      * through forward and backward; each block is gathered for its own. */
     uint64_t root = gather(g, 0, 1, "fsdp all-gather: embedding");
@@ -290,16 +299,18 @@ void ga_gen_step(gen_t *g, uint32_t k)
     uint64_t labels = ga_gen_tensor(g, s * m->batch * 8, "labels");
     uint64_t x = ga_gen_tensor(g, g->unit, "embedding output");
     for (uint32_t l = 0; l < m->layers && g->stop == 0; l++) {
+        ga_gen_annotate(g, "forward block %" PRIu32, l);
         g->saved[l][S_X] = x;
         uint64_t full = gather(g, block_first(l), GA_GEN_BLOCK_TENSORS, "fsdp all-gather: block");
         x = m->checkpointing ? forward_unsaved(g) : forward_saved(g, g->saved[l]);
         drop(g, &full);
     }
+    ga_gen_annotate(g, "forward final layer norm and loss");
     uint64_t lnf_stats = ga_gen_tensor(g, g->stats, "final ln statistics");
     uint64_t h = ga_gen_tensor(g, g->unit, "final ln output");
     uint64_t loss = ga_gen_tensor(g, 4, "loss");
 
-    ga_gen_annotate(g, "step %" PRIu32 " backward", k);
+    ga_gen_annotate(g, "backward final layer norm and loss");
     uint64_t g_h = ga_gen_tensor(g, g->unit, "grad of final ln output");
     ga_gen_release(g, &loss);
     param_grad(g, last - 1);
@@ -310,6 +321,7 @@ void ga_gen_step(gen_t *g, uint32_t k)
     ga_gen_release(g, &lnf_stats);
     ga_gen_release(g, &x);
     for (uint32_t l = m->layers; l-- > 0 && g->stop == 0;) {
+        ga_gen_annotate(g, "backward block %" PRIu32, l);
         uint64_t recomputed = 0;
         uint64_t full = gather(g, block_first(l), GA_GEN_BLOCK_TENSORS, "fsdp all-gather: block");
         if (m->checkpointing)
@@ -322,6 +334,7 @@ void ga_gen_step(gen_t *g, uint32_t k)
         if (recomputed != 0)
             ga_gen_release(g, &recomputed);
     }
+    ga_gen_annotate(g, "backward embedding");
     param_grad(g, 0); /* the embedding's gradient comes last */
     drop(g, &root_ln);
     drop(g, &root);
@@ -329,7 +342,7 @@ void ga_gen_step(gen_t *g, uint32_t k)
     ga_gen_release(g, &labels);
     ga_gen_release(g, &ids);
 
-    ga_gen_annotate(g, "step %" PRIu32 " optimizer", k);
+    ga_gen_annotate(g, "optimizer");
     if (k == 0) /* Adam creates its state lazily, at its first step */
         for (size_t i = 0; i < g->n_params; i++) {
             (void)ga_gen_tensor(g, ga_gen_shard_bytes(g, i, 4), "adam exp_avg");

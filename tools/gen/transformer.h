@@ -63,7 +63,8 @@ uint64_t ga_gen_step_seq_len(const ga_gen_model_t *m, uint32_t step);
 typedef enum ga_gen_op {
     GA_GEN_ALLOC,    /* id, size: a tensor is created */
     GA_GEN_FREE,     /* id: it is released */
-    GA_GEN_ANNOTATE, /* text: a phase marker ("step 3 seq_len 1536", "backward", ...) */
+    GA_GEN_ANNOTATE, /* text: a marker whose first word is the phase ("forward block 3", "backward block 3",
+                        "optimizer"), or a step's ("step 3 forward seq_len 1536") */
     /* Sleep and wake (rl.h only; the text trace's events of the same names): */
     GA_GEN_TAG_BEGIN, /* text: the tag the allocations after it belong to */
     GA_GEN_TAG_END,   /* text: that tag's scope ends */

@@ -329,6 +329,36 @@ bool ga_json_double(const ga_json_t *j, double *out)
     return *e == '\0';
 }
 
+bool ga_json_milli(const ga_json_t *j, int64_t *out)
+{
+    const char *p = j->s;
+    if (j->n == 0 || j->trunc)
+        return false;
+    if (strpbrk(p, "eE") != NULL) { /* 1.5e6: no writer of traces uses it; as a double, exact enough */
+        double d;
+        if (!ga_json_double(j, &d) || !(d > -9.2e15 && d < 9.2e15))
+            return false;
+        *out = (int64_t)(d * 1000.0);
+        return true;
+    }
+    bool neg = *p == '-';
+    p += neg;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > ((uint64_t)INT64_MAX / 1000 - 10) / 10) /* v * 1000 + 999 stays below INT64_MAX */
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    v *= 1000;
+    if (*p == '.')
+        for (uint64_t scale = 100; *++p >= '0' && *p <= '9'; scale /= 10)
+            v += (uint64_t)(*p - '0') * scale; /* scale reaches 0: later digits add nothing */
+    if (*p != '\0')
+        return false;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
 bool ga_json_is(const ga_json_t *j, const char *lit)
 {
     return !j->trunc && strcmp(j->s, lit) == 0;

@@ -12,8 +12,9 @@
  * brackets, one top-level value) and hands out values and object keys only;
  * punctuation is consumed inside. Strings longer than GA_JSON_STR_MAX are read
  * to their end but kept truncated (flagged): keys and names the readers look
- * for are short. Input comes from one buffer or from a refill callback, so a
- * token may span chunks.
+ * for are short, and the names they keep (profiler ranges with a file path,
+ * allocators) fit in 1 KiB. Input comes from one buffer or from a refill
+ * callback, so a token may span chunks.
  *
  * Not thread-safe: one scanner per reader.
  */
@@ -24,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GA_JSON_STR_MAX 255  /* bytes of a string or number kept */
+#define GA_JSON_STR_MAX 1023 /* bytes of a string or number kept (a profiler range's name, a path) */
 #define GA_JSON_MAX_DEPTH 64 /* deeper nesting is refused: no trace needs it */
 
 typedef enum ga_json_tok {
@@ -80,6 +81,12 @@ int ga_json_skip(ga_json_t *j, ga_json_tok_t tok);
  * exponent, in range). ga_json_double: as a double. */
 bool ga_json_int(const ga_json_t *j, int64_t *out);
 bool ga_json_double(const ga_json_t *j, double *out);
+
+/* ga_json_milli: the last NUM times 1000 as a signed 64-bit integer, exact
+ * to the third decimal (digits past it dropped: Chrome traces write
+ * microseconds with three decimals, so this is their nanoseconds). false if
+ * out of range. */
+bool ga_json_milli(const ga_json_t *j, int64_t *out);
 
 /* ga_json_is: the last token's text equals lit (and was not truncated). */
 bool ga_json_is(const ga_json_t *j, const char *lit);

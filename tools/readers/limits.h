@@ -25,7 +25,8 @@
  * sorted by time): GA_HOLD_SLACK plus GA_HOLD_RATIO times the compressed
  * bytes read so far. Real snapshots inflate about 16-fold (the H200
  * recordings of tests/tools/data/h200: 16.4 to 16.9) and profiler traces 18
- * to 30-fold, keeping 32 bytes per ~250 bytes of JSON; deflate reaches
+ * to 30-fold, keeping 40 bytes per memory event and 24 per enclosing range of
+ * ~250 bytes of JSON each; deflate reaches
  * 1032-fold on a bomb of zeros, so a bomb is refused after inflating about
  * its slack. A plain file has no such bound: its size on disk is what it
  * holds (a snapshot is mapped, GA_SNAPFILE_MAX at most). */

@@ -18,14 +18,21 @@
  * the default stream and the trace has no OOM points.
  *
  * Trace events need not be in time order (Chrome's format does not require
- * it), so the memory events are kept and stably sorted by "ts" before the
- * replay; ties keep file order. The JSON is scanned as a stream (json_scan.h)
- * and everything else is dropped as it is read: memory is 32 bytes per CUDA
- * memory event, not the file size, and a pipe works. For a gzip input those
- * events are held to ga_input_hold_check's bound (limits.h), so a bomb of
- * memory events is refused, as are sizes and totals above
- * GA_TRACE_BYTES_MAX. Errors say "FILE: byte N: problem"; event indices (e.g.
- * in OOM reports) count traceEvents from 0.
+ * it), so the memory events are kept and stably sorted by "ts" (to the
+ * nanosecond Kineto writes: kineto_event.c) before the replay; ties keep file
+ * order. The JSON is scanned as a stream (json_scan.h) and everything else
+ * is dropped as it is read, but for the ranges below: memory is 40 bytes per
+ * CUDA memory event and 24 per range, not the file size, and a pipe works.
+ * For a gzip input what is kept is held to ga_input_hold_check's bound
+ * (limits.h), so a bomb of memory events or of ranges is refused, as are
+ * sizes and totals above GA_TRACE_BYTES_MAX. Errors say "FILE: byte N:
+ * problem"; event indices (e.g. in OOM reports) count traceEvents from 0.
+ *
+ * Stacks (ga_event_t.stack, GA_STACK_RANGES): an allocation's stack is the
+ * profiler's ranges that enclose it on its thread (ops, annotations, Python
+ * functions), innermost first; kineto_ranges.c says which ranges are kept,
+ * the matching rules and the memory they take (24 bytes a range), all of it
+ * counted against the bound above. Frees and prologue events have none.
  *
  * A trace that starts mid-run (the profiler was started after the model was
  * loaded) says so in its totals: "Total Allocated" after the first event
@@ -83,7 +90,7 @@ typedef struct dev_totals {
     bool any;                                         /* a CUDA memory event of this device was kept */
     bool all_totals;                                  /* every one had integer Total Allocated and Total Reserved */
     bool has_first;                                   /* the fields below are set */
-    double ts;                                        /* the first event (smallest ts, then file order) */
+    int64_t ts;                                       /* the first event (smallest ts, then file order) */
     int64_t first_bytes, first_alloc, first_reserved; /* its Bytes and totals */
     int64_t peak_alloc, peak_reserved;                /* the totals' maxima */
 } dev_totals_t;
@@ -107,6 +114,8 @@ typedef struct kineto {
     size_t no_addr;                            /* kept events without Addr: all of them (older layout) or none */
     uint64_t unmatched[GA_KINETO_MAX_DEVICES]; /* older layout: frees matched to no allocation, per device */
     uint64_t total_mem[GA_KINETO_MAX_DEVICES]; /* deviceProperties totalGlobalMem per id, 0 if not given */
+    ga_kineto_ranges_t ranges;                 /* the ranges that may enclose them (kineto_ranges.c) */
+    ga_kineto_view_t view;                     /* the last event's stack's data */
 } kineto_t;
 
 typedef struct refill_ctx {
@@ -130,76 +139,9 @@ static int scan_err(ga_reader_t *r, const ga_json_t *j, char *err, size_t errlen
     return -1;
 }
 
-/* The fields of one trace event object (just opened) that matter here. */
-typedef struct fields {
-    bool memory; /* name is "[memory]" */
-    bool has_ts, has_addr, has_bytes, has_type, has_id, has_ta, has_tr;
-    bool bad_addr; /* Addr is there but not an integer (a missing one is the older layout) */
-    double ts;
-    int64_t addr, bytes, type, id, ta, tr; /* ta, tr: Total Allocated, Total Reserved */
-} fields_t;
-
-/* A number member: returns 0 with *out and *has set, 1 if not an integer
- * (left unset: the caller decides), -1 on a scan error. */
-static int int_member(ga_json_t *j, int64_t *out, bool *has)
-{
-    ga_json_tok_t t = ga_json_next(j);
-    if (t == GA_JSON_NUM && ga_json_int(j, out)) {
-        *has = true;
-        return 0;
-    }
-    return ga_json_skip(j, t) != 0 ? -1 : 1;
-}
-
-static int args(ga_json_t *j, fields_t *f)
-{
-    int more;
-    while ((more = ga_json_member(j)) > 0) {
-        int rc;
-        if (ga_json_is(j, "Addr")) {
-            rc = int_member(j, &f->addr, &f->has_addr);
-            f->bad_addr = rc == 1;
-        } else if (ga_json_is(j, "Bytes"))
-            rc = int_member(j, &f->bytes, &f->has_bytes);
-        else if (ga_json_is(j, "Device Type"))
-            rc = int_member(j, &f->type, &f->has_type);
-        else if (ga_json_is(j, "Device Id"))
-            rc = int_member(j, &f->id, &f->has_id);
-        else if (ga_json_is(j, "Total Allocated"))
-            rc = int_member(j, &f->ta, &f->has_ta);
-        else if (ga_json_is(j, "Total Reserved"))
-            rc = int_member(j, &f->tr, &f->has_tr);
-        else
-            rc = ga_json_skip(j, ga_json_next(j));
-        if (rc < 0)
-            return -1;
-    }
-    return more;
-}
-
-static int event(ga_json_t *j, fields_t *f)
-{
-    memset(f, 0, sizeof(*f));
-    int more;
-    while ((more = ga_json_member(j)) > 0) {
-        bool name = ga_json_is(j, "name"), ts = ga_json_is(j, "ts"), a = ga_json_is(j, "args");
-        ga_json_tok_t t = ga_json_next(j);
-        if (name && t == GA_JSON_STR)
-            f->memory = ga_json_is(j, "[memory]");
-        else if (ts && t == GA_JSON_NUM)
-            f->has_ts = ga_json_double(j, &f->ts);
-        else if (a && t == GA_JSON_OBJ) {
-            if (args(j, f) != 0)
-                return -1;
-        } else if (ga_json_skip(j, t) != 0)
-            return -1;
-    }
-    return more;
-}
-
 /* Fold one kept event into its device's totals. Events come in file order,
  * so an equal ts keeps the earlier one first, as the sort does. */
-static void note_totals(dev_totals_t *d, const fields_t *f)
+static void note_totals(dev_totals_t *d, const ga_kineto_fields_t *f)
 {
     bool totals = f->has_ta && f->has_tr && f->ta >= 0 && f->tr >= 0;
     if (!d->any) {
@@ -222,16 +164,68 @@ static void note_totals(dev_totals_t *d, const fields_t *f)
         d->peak_reserved = f->tr;
 }
 
+/* What the reader holds: the memory events and the ranges. */
+static uint64_t held(const kineto_t *k)
+{
+    return (uint64_t)k->cap * sizeof(*k->ev) + ga_kineto_ranges_held(&k->ranges);
+}
+
+/* The bound on it (ga_hold_t): a gzip bomb of memory events or of ranges is refused. */
+typedef struct hold_ctx {
+    ga_reader_t *r;
+    char *err;
+    size_t errlen;
+} hold_ctx_t;
+
+static int hold_more(void *ctx, uint64_t more)
+{
+    hold_ctx_t *h = ctx;
+    return ga_input_hold_check(&h->r->in, held(h->r->impl) + more, "the CUDA [memory] events and profiler ranges kept",
+                               h->err, h->errlen);
+}
+
+/* A failure to keep something (GA_HOLD_*), as the reader's error. */
+static int keep_failed(ga_reader_t *r, int rc, uint64_t at, uint64_t i, char *err, size_t errlen)
+{
+    kineto_t *k = r->impl;
+    if (rc == GA_HOLD_NOMEM)
+        snprintf(err, errlen,
+                 "%s: byte %llu: traceEvents[%llu]: out of host memory after %zu memory events and %llu ranges",
+                 r->in.path, (unsigned long long)at, (unsigned long long)i, k->n, (unsigned long long)k->ranges.count);
+    else if (rc == GA_HOLD_LIMIT)
+        snprintf(err, errlen,
+                 "%s: byte %llu: traceEvents[%llu]: more threads, range names or ranges on one thread than %u: a "
+                 "garbled or hostile trace",
+                 r->in.path, (unsigned long long)at, (unsigned long long)i, UINT32_MAX - 1);
+    return -1; /* GA_HOLD_REFUSED: ga_input_hold_check wrote the message */
+}
+
+/* A range that may enclose memory events (the top of the file says which). */
+static int keep_range(ga_reader_t *r, const ga_kineto_fields_t *f, uint64_t at, uint64_t i, char *err, size_t errlen)
+{
+    kineto_t *k = r->impl;
+    hold_ctx_t hc = {r, err, errlen};
+    ga_hold_t hold = {hold_more, &hc};
+    uint32_t th;
+    int rc = ga_kineto_thread(&k->ranges, f->pid, f->tid, &hold, &th);
+    if (rc == 0)
+        rc = ga_kineto_range_add(&k->ranges, th, f->ts, f->dur, f->name, f->name_len, f->cat == GA_KINETO_CAT_PYTHON,
+                                 &hold);
+    return rc == 0 ? 0 : keep_failed(r, rc, at, i, err, errlen);
+}
+
 /* Keep one event of traceEvents (index i, object just opened). */
 static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_t errlen)
 {
     kineto_t *k = r->impl;
-    fields_t f;
+    ga_kineto_fields_t f;
     uint64_t at = j->at;
-    if (event(j, &f) != 0)
+    if (ga_kineto_event(j, &f) != 0)
         return scan_err(r, j, err, errlen, j->msg);
     if (!f.memory || !f.has_type || f.type != CUDA_DEVICE_TYPE || (f.has_bytes && f.bytes == 0)) {
-        k->skipped++;
+        k->skipped++; /* a range is kept for the stacks, but not replayed */
+        if (!f.memory && f.complete && f.cat != GA_KINETO_CAT_OTHER && f.has_ts && f.has_dur && f.has_pid && f.has_tid)
+            return keep_range(r, &f, at, i, err, errlen);
         return 0;
     }
     if (!f.has_addr && !f.bad_addr) { /* the older layout: matched by size after the sort */
@@ -256,21 +250,25 @@ static int keep_event(ga_reader_t *r, ga_json_t *j, uint64_t i, char *err, size_
                  (unsigned long long)(GA_TRACE_BYTES_MAX >> 40));
         return -1;
     }
-    /* The events are the one thing kept: bounded for a gzip input (a bomb of memory events). */
-    if (k->n == k->cap && ga_input_hold_check(&r->in, (uint64_t)(k->cap ? 2 * k->cap : 1024) * sizeof(*k->ev),
-                                              "the CUDA [memory] events kept", err, errlen) != 0)
-        return -1;
-    ga_kineto_ev_t *ne = ga_grow(k->ev, &k->cap, k->n, sizeof(*ne), 1024);
-    if (ne == NULL) {
-        snprintf(err, errlen, "%s: out of host memory after %zu memory events", r->in.path, k->n);
-        return -1;
-    }
+    /* Kept: bounded for a gzip input (a bomb of memory events). */
+    hold_ctx_t hc = {r, err, errlen};
+    ga_hold_t hold = {hold_more, &hc};
+    uint32_t th = GA_KINETO_NO_THREAD;
+    int rc = f.has_pid && f.has_tid ? ga_kineto_thread(&k->ranges, f.pid, f.tid, &hold, &th) : 0;
+    if (rc == 0 && k->n == k->cap)
+        rc = ga_hold_ask(&hold, (uint64_t)(k->cap ? k->cap : 1024) * sizeof(*k->ev));
+    ga_kineto_ev_t *ne = rc == 0 ? ga_grow(k->ev, &k->cap, k->n, sizeof(*ne), 1024) : NULL;
+    if (ne == NULL)
+        return keep_failed(r, rc != 0 ? rc : GA_HOLD_NOMEM, at, i, err, errlen);
     k->ev = ne;
     k->ev[k->n++] = (ga_kineto_ev_t){.ts = f.ts,
                                      .addr = (uint64_t)f.addr,
                                      .bytes = f.bytes,
                                      .index = i < UINT32_MAX ? (uint32_t)i : UINT32_MAX,
+                                     .thread = th,
                                      .dev = (uint16_t)f.id};
+    if (th != GA_KINETO_NO_THREAD)
+        k->ranges.t[th].memory = true;
     note_totals(&k->tot[f.id], &f);
     return 0;
 }
@@ -302,9 +300,9 @@ static int device_props(kineto_t *k, ga_json_t *j)
     while ((more = ga_json_member(j)) > 0) {
         int rc;
         if (ga_json_is(j, "id"))
-            rc = int_member(j, &id, &has_id);
+            rc = ga_kineto_int_member(j, &id, &has_id);
         else if (ga_json_is(j, "totalGlobalMem"))
-            rc = int_member(j, &mem, &has_mem);
+            rc = ga_kineto_int_member(j, &mem, &has_mem);
         else
             rc = ga_json_skip(j, ga_json_next(j));
         if (rc < 0)
@@ -432,6 +430,7 @@ static int kineto_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     r->notes.skipped = (unit == 0 ? k->skipped : 0) + k->unmatched[dev];
     r->device_memory = k->total_mem[dev];
     start_state(r, k, dev);
+    ga_kineto_ranges_rewind(&k->ranges);
     return 0;
 }
 
@@ -483,7 +482,9 @@ static int kineto_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ev->where = m->index;
         /* Kineto's ts is in microseconds; newer traces add baseTimeNanoseconds to make it absolute,
          * which galloc does not read: the time is the trace's own clock */
-        ev->time_us = m->ts > 0 && m->ts < 9.2e18 ? (int64_t)m->ts : 0;
+        ev->time_us = m->ts > 0 && m->ts < INT64_MAX ? m->ts / 1000 : 0;
+        if (ev->kind == GA_EV_ALLOC)
+            ga_kineto_ranges_stack(&k->ranges, m->thread, m->ts, &k->view, &ev->stack);
         return 1;
     }
     return 0;
@@ -501,6 +502,7 @@ static void kineto_close(ga_reader_t *r)
     if (k == NULL)
         return;
     free(k->ev);
+    ga_kineto_ranges_free(&k->ranges);
     free(k);
     r->impl = NULL;
 }
@@ -524,6 +526,7 @@ static int kineto_open(ga_reader_t *r, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of host memory", r->in.path);
         return -1;
     }
+    ga_kineto_ranges_init(&k->ranges);
     r->impl = k;
     r->ops = &kineto_ops; /* from here kineto_close frees whatever was made */
     refill_ctx_t ctx = {r, k};
@@ -543,6 +546,14 @@ static int kineto_open(ga_reader_t *r, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of host memory matching %zu memory events", r->in.path, k->n);
         return -1;
     }
+    hold_ctx_t hc = {r, err, errlen};
+    ga_hold_t hold = {hold_more, &hc};
+    int rc = ga_kineto_ranges_finish(&k->ranges, &hold);
+    if (rc == GA_HOLD_NOMEM)
+        snprintf(err, errlen, "%s: out of host memory sorting %llu profiler ranges", r->in.path,
+                 (unsigned long long)k->ranges.count);
+    if (rc != 0)
+        return -1;
     bool used[GA_KINETO_MAX_DEVICES] = {false};
     for (size_t i = 0; i < k->n; i++)
         used[k->ev[i].dev] = true;

@@ -13,6 +13,14 @@
  * are replayed in file order, which RMM writes in time order even for
  * multi-threaded logs (rapidsai/rmm benchmarks/utilities/log_parser.hpp);
  * threads are not separated, streams are honoured.
+ *
+ * Stacks: the log records no call stack; what it says about the code behind a
+ * request is the thread that made it (spdlog's %t, the OS thread id). An
+ * allocation's or failure's stack is one frame, GA_STACK_THREAD, named
+ * "thread N" (N the Thread column as a decimal number, its key N + 1: equal
+ * threads, equal keys), or "thread TEXT" with the column's text as written
+ * (its first 64 bytes, no key) when it is not a number; no Thread column or
+ * an empty one: GA_STACK_NONE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +32,15 @@
 
 #define MAX_COLUMNS 32
 
+#define THREAD_TEXT_MAX 64 /* bytes of a Thread column that is not a number kept in its frame's name */
+
 typedef struct rmm {
     size_t ncol;                              /* columns in the header */
     size_t c_action, c_ptr, c_size, c_stream; /* column indices; c_stream = ncol if absent */
+    size_t c_thread;                          /* ncol if absent */
+    char thread[16 + THREAD_TEXT_MAX];        /* the last row's frame name, "thread N" */
+    size_t thread_len;                        /* its length */
+    uintptr_t thread_key;                     /* N + 1, 0 when the column is not a number */
 } rmm_t;
 
 static int column(const ga_field_t *f, size_t n, const char *name)
@@ -50,6 +64,42 @@ static bool parse_stream(const ga_field_t *f, uint64_t *out)
         return true;
     }
     return ga_units_parse_uint(f->p, f->n, out) || ga_units_parse_hex(f->p, f->n, out);
+}
+
+/* The one frame of a row's stack: its thread. */
+static void thread_frame(const void *data, size_t i, ga_frame_t *out)
+{
+    const rmm_t *m = data;
+    memset(out, 0, sizeof(*out));
+    if (i == 0) {
+        out->name = m->thread;
+        out->name_len = m->thread_len;
+    }
+}
+
+static uintptr_t thread_key(const void *data, size_t i)
+{
+    const rmm_t *m = data;
+    return i == 0 ? m->thread_key : 0;
+}
+
+/* ev's stack from the row's Thread column f (NULL: no such column). */
+static void thread_stack(rmm_t *m, const ga_field_t *f, ga_event_t *ev)
+{
+    if (f == NULL || f->n == 0)
+        return; /* GA_STACK_NONE, as memset */
+    uint64_t n;
+    int len;
+    if (ga_units_parse_u64(f->p, f->n, &n)) {
+        len = snprintf(m->thread, sizeof(m->thread), "thread %llu", (unsigned long long)n);
+        m->thread_key = (uintptr_t)(n + 1); /* 0, "no identity", for the one id that wraps */
+    } else {
+        len = snprintf(m->thread, sizeof(m->thread), "thread %.*s",
+                       (int)(f->n < THREAD_TEXT_MAX ? f->n : THREAD_TEXT_MAX), f->p);
+        m->thread_key = 0;
+    }
+    m->thread_len = len > 0 ? (size_t)len : 0;
+    ev->stack = (ga_stack_t){.kind = GA_STACK_THREAD, .n = 1, .data = m, .frame = thread_frame, .key = thread_key};
 }
 
 static int bad(ga_reader_t *r, char *err, size_t errlen, const char *what, const ga_field_t *f)
@@ -106,6 +156,8 @@ static int rmm_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return bad(r, err, errlen, "bad pointer", &f[m->c_ptr]);
     if (ev->kind == GA_EV_FREE && m->c_stream == m->ncol)
         ev->stream = GA_STREAM_NONE;
+    if (ev->kind != GA_EV_FREE)
+        thread_stack(m, m->c_thread < m->ncol ? &f[m->c_thread] : NULL, ev);
     return 1;
 }
 
@@ -134,7 +186,7 @@ static int rmm_open(ga_reader_t *r, char *err, size_t errlen)
     ga_field_t f[MAX_COLUMNS + 1];
     size_t k = ga_reader_fields(line, n, ',', f, MAX_COLUMNS);
     int ca = column(f, k, "Action"), cp = column(f, k, "Pointer"), cs = column(f, k, "Size");
-    int cst = column(f, k, "Stream");
+    int cst = column(f, k, "Stream"), cth = column(f, k, "Thread");
     if (k > MAX_COLUMNS || ca < 0 || cp < 0 || cs < 0) {
         snprintf(err, errlen, "%s:%llu: not an RMM log header (expected Thread,Time,Action,Pointer,Size,Stream)",
                  r->in.path, (unsigned long long)r->in.line);
@@ -150,6 +202,7 @@ static int rmm_open(ga_reader_t *r, char *err, size_t errlen)
     m->c_ptr = (size_t)cp;
     m->c_size = (size_t)cs;
     m->c_stream = cst < 0 ? k : (size_t)cst;
+    m->c_thread = cth < 0 ? k : (size_t)cth;
     r->impl = m;
     r->ops = &rmm_ops;
     return 0;

@@ -11,6 +11,14 @@
  * The first line that is neither blank nor a comment is the header; a token
  * starting with '#' ends the line except in annotate, whose text is the rest
  * of the line verbatim. Errors say "FILE:LINE: problem".
+ *
+ * Stacks: what a text trace says about the code behind a request is the
+ * annotation in force ("annotate forward block 3": galloc gen writes one per
+ * phase and block). An alloc's or oom's stack is one frame, GA_STACK_ANNOTATION,
+ * whose name is the text of the last annotate before it (GA_STACK_NONE before
+ * any). The text is copied out of the line buffer (at most a line, 64 KiB,
+ * allocated at the first annotate); its key is a count of the distinct texts
+ * in a row, so an annotation repeated verbatim keeps its key.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +37,9 @@
 typedef struct text {
     char *pending; /* NULL when none */
     size_t pending_len;
+    char *note;         /* the annotation in force (GA_INPUT_MAX_LINE bytes, from the first annotate) */
+    size_t note_len;    /* its length */
+    uintptr_t note_key; /* 0 before the first annotate, then + 1 each time the text changes */
 } text_t;
 
 typedef struct verb {
@@ -208,6 +219,42 @@ static int verb_args(ga_reader_t *r, const verb_t *v, const ga_field_t *t, size_
     return 1;
 }
 
+/* The one frame of a stack: the annotation in force. */
+static void note_frame(const void *data, size_t i, ga_frame_t *out)
+{
+    const text_t *x = data;
+    memset(out, 0, sizeof(*out));
+    if (i == 0) {
+        out->name = x->note;
+        out->name_len = x->note_len;
+    }
+}
+
+static uintptr_t note_key(const void *data, size_t i)
+{
+    const text_t *x = data;
+    return i == 0 ? x->note_key : 0;
+}
+
+/* An annotate's text s[0..n) becomes the annotation in force. 0, or -1 out of host memory. */
+static int set_note(ga_reader_t *r, const char *s, size_t n, char *err, size_t errlen)
+{
+    text_t *x = r->impl;
+    if (x->note == NULL && (x->note = malloc(GA_INPUT_MAX_LINE)) == NULL) {
+        snprintf(err, errlen, "%s:%llu: out of host memory for an annotation", r->in.path,
+                 (unsigned long long)r->in.line);
+        return -1;
+    }
+    if (n > GA_INPUT_MAX_LINE) /* a line is shorter: ga_input_line refuses longer ones */
+        n = GA_INPUT_MAX_LINE;
+    if (x->note_key != 0 && n == x->note_len && memcmp(x->note, s, n) == 0)
+        return 0; /* the same text again: the same frame, the same key */
+    memcpy(x->note, s, n);
+    x->note_len = n;
+    x->note_key++;
+    return 0;
+}
+
 static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
     ga_field_t t[MAX_TOKENS + 1];
@@ -226,7 +273,7 @@ static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ev->kind = GA_EV_ANNOTATE;
         ev->text = s;
         ev->text_len = (size_t)(e - s);
-        return 1;
+        return set_note(r, s, ev->text_len, err, errlen) == 0 ? 1 : -1;
     }
     const verb_t *v = NULL; /* alloc and free come first: most lines match at once */
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]) && v == NULL; i++)
@@ -243,11 +290,17 @@ static int text_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return bad(r, err, errlen, what, NULL);
     }
     ev->kind = v->kind;
+    text_t *x = r->impl;
+    if ((v->kind == GA_EV_ALLOC || v->kind == GA_EV_OOM) && x->note_key != 0)
+        ev->stack = (ga_stack_t){.kind = GA_STACK_ANNOTATION, .n = 1, .data = x, .frame = note_frame, .key = note_key};
     return verb_args(r, v, t, k, ev, err, errlen);
 }
 
 static void text_close(ga_reader_t *r)
 {
+    text_t *x = r->impl;
+    if (x != NULL)
+        free(x->note);
     free(r->impl);
     r->impl = NULL;
 }

@@ -46,11 +46,31 @@
  * the log does not say which resources are GPU memory, and their pointers
  * never collide while live. No stream: Umpire has none in the log.
  *
+ * named_allocate (Allocator::allocate(name, bytes), 2022 layout: allocate
+ * plus string_args.allocation_name) is an allocation like allocate.
+ *
+ * Stacks: the log has no call stack; it says which allocator served each
+ * request and, for named_allocate, the allocation's name. An allocation's
+ * stack is GA_STACK_ALLOCATOR: frame 0 names the allocator, from the line's
+ * own tags.allocator_name when it has one, else from the allocator_ref the
+ * line names, which make_memory_resource / make_allocator (2022:
+ * string_args.allocator_ref, tags.allocator_name) or makeMemoryResource
+ * (result: the address; payload.name) / makeAllocator (result.allocator_ref;
+ * payload.allocator_name) named earlier (the last naming of a ref wins: an
+ * address reused by a new allocator); a named_allocate's second frame names
+ * the allocation. A request whose allocator was never named (a log cut after
+ * its make lines): GA_STACK_NONE, the address is no name. Allocator names are
+ * kept once each (umpire_names.c; frame 0's key is the name's index + 1,
+ * the allocation's name has none), with 32 to 64 bytes per allocator_ref
+ * named: memory grows with the allocators a program makes, not with the
+ * log's length, and for a gzip input within ga_input_hold_check's bound.
+ *
  * Blank lines and lines starting with '#' are ignored (Umpire's tutorial log
  * has a comment header). The file is streamed line by line through
- * ga_input: memory is the line buffer whatever the log's length. Errors say
- * "FILE:LINE: column C: problem".
+ * ga_input: memory is the line buffer and the allocator names whatever the
+ * log's length. Errors say "FILE:LINE: column C: problem".
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +78,7 @@
 #include "tools/readers/json_scan.h"
 #include "tools/readers/limits.h"
 #include "tools/readers/reader_int.h"
+#include "tools/readers/umpire_int.h"
 #include "tools/readers/units.h"
 
 /* What one line holds that the replay needs. */
@@ -65,14 +86,18 @@ typedef struct line {
     bool replay; /* "kind": "replay" (old layout) */
     bool op;     /* "category": "operation" (2022 layout) */
     int event;   /* E_*: "event" (old) or "name" (2022) */
-    bool has_size, has_pptr, has_rptr, has_cur, has_new;
-    uint64_t size;         /* payload.size / numeric_args.size */
-    uint64_t pptr;         /* payload.memory_ptr / string_args.pointer */
-    uint64_t rptr;         /* result.memory_ptr */
-    uint64_t cur, new_ptr; /* string_args.current_ptr, new_ptr (reallocate) */
+    bool has_size, has_pptr, has_rptr, has_cur, has_new, has_ref, has_result_ref;
+    uint64_t size;               /* payload.size / numeric_args.size */
+    uint64_t pptr;               /* payload.memory_ptr / string_args.pointer */
+    uint64_t rptr;               /* result.memory_ptr */
+    uint64_t cur, new_ptr;       /* string_args.current_ptr, new_ptr (reallocate) */
+    uint64_t ref;                /* string_args.allocator_ref / payload.allocator_ref: the allocator */
+    uint64_t result_ref;         /* an old make line's result (the string, or result.allocator_ref) */
+    ga_umpire_text_t name;       /* the allocator's name: tags.allocator_name; old: payload.name, allocator_name */
+    ga_umpire_text_t allocation; /* string_args.allocation_name (named_allocate) */
 } line_t;
 
-enum { E_OTHER, E_ALLOCATE, E_DEALLOCATE, E_REALLOCATE };
+enum { E_OTHER, E_ALLOCATE, E_NAMED_ALLOCATE, E_DEALLOCATE, E_REALLOCATE, E_MAKE };
 
 typedef struct umpire {
     bool in_realloc;    /* between a reallocate's call line and its result line */
@@ -80,6 +105,7 @@ typedef struct umpire {
     uint64_t cur, size; /* the call's current_ptr and size */
     bool has_queued;    /* a second event of a reallocate waits */
     ga_event_t queued;
+    ga_umpire_names_t names; /* the allocators named so far, the last allocation's stack */
 } umpire_t;
 
 static int bad(ga_reader_t *r, char *err, size_t errlen, const ga_json_t *j, const char *what)
@@ -126,6 +152,46 @@ static int size_arg(ga_reader_t *r, ga_json_t *j, const char *name, line_t *l, c
     return 0;
 }
 
+/* A string member's value into *t (another type is skipped: no name). */
+static int string(ga_reader_t *r, ga_json_t *j, ga_umpire_text_t *t, char *err, size_t errlen)
+{
+    ga_json_tok_t tok = ga_json_next(j);
+    if (tok == GA_JSON_STR) {
+        memcpy(t->s, j->s, j->n + 1);
+        t->n = j->n;
+        t->has = true;
+        return 0;
+    }
+    return ga_json_skip(j, tok) != 0 ? bad(r, err, errlen, j, j->msg) : 0;
+}
+
+/* An allocator_ref: a "0x..." string names an allocator; anything else names
+ * none (it only names, so it is no error). */
+static int ref(ga_reader_t *r, ga_json_t *j, uint64_t *out, bool *has, char *err, size_t errlen)
+{
+    ga_json_tok_t tok = ga_json_next(j);
+    if (tok == GA_JSON_STR && !j->trunc && ga_units_parse_hex(j->s, j->n, out) && *out != 0) {
+        *has = true;
+        return 0;
+    }
+    return ga_json_skip(j, tok) != 0 ? bad(r, err, errlen, j, j->msg) : 0;
+}
+
+/* The members of tags (2022 layout; just opened): allocator_name. */
+static int tags(ga_reader_t *r, ga_json_t *j, line_t *l, char *err, size_t errlen)
+{
+    int more, rc = 0;
+    while (rc == 0 && (more = ga_json_member(j)) > 0) {
+        if (ga_json_is(j, "allocator_name"))
+            rc = string(r, j, &l->name, err, errlen);
+        else if (ga_json_skip(j, ga_json_next(j)) != 0)
+            return bad(r, err, errlen, j, j->msg);
+    }
+    if (rc != 0)
+        return -1;
+    return more < 0 ? bad(r, err, errlen, j, j->msg) : 0;
+}
+
 /* The members of numeric_args or string_args (2022 layout; just opened). */
 static int args(ga_reader_t *r, ga_json_t *j, line_t *l, bool numeric, char *err, size_t errlen)
 {
@@ -139,6 +205,10 @@ static int args(ga_reader_t *r, ga_json_t *j, line_t *l, bool numeric, char *err
             rc = pointer(r, j, "string_args.current_ptr", &l->cur, &l->has_cur, err, errlen);
         else if (!numeric && ga_json_is(j, "new_ptr"))
             rc = pointer(r, j, "string_args.new_ptr", &l->new_ptr, &l->has_new, err, errlen);
+        else if (!numeric && ga_json_is(j, "allocator_ref"))
+            rc = ref(r, j, &l->ref, &l->has_ref, err, errlen);
+        else if (!numeric && ga_json_is(j, "allocation_name"))
+            rc = string(r, j, &l->allocation, err, errlen);
         else if (ga_json_skip(j, ga_json_next(j)) != 0)
             return bad(r, err, errlen, j, j->msg);
     }
@@ -159,6 +229,13 @@ static int members(ga_reader_t *r, ga_json_t *j, line_t *l, bool is_payload, cha
         } else if (is_payload && ga_json_is(j, "size")) {
             if (size_arg(r, j, "payload.size", l, err, errlen) != 0)
                 return -1;
+        } else if (ga_json_is(j, "allocator_ref")) {
+            if (ref(r, j, is_payload ? &l->ref : &l->result_ref, is_payload ? &l->has_ref : &l->has_result_ref, err,
+                    errlen) != 0)
+                return -1;
+        } else if (is_payload && (ga_json_is(j, "name") || ga_json_is(j, "allocator_name"))) {
+            if (string(r, j, &l->name, err, errlen) != 0)
+                return -1;
         } else if (ga_json_skip(j, ga_json_next(j)) != 0) {
             return bad(r, err, errlen, j, j->msg);
         }
@@ -170,7 +247,9 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
 {
     ga_json_t j;
     ga_json_init(&j, s, n, NULL, NULL);
-    memset(l, 0, sizeof(*l));
+    memset(l, 0, offsetof(line_t, name)); /* the texts count by their has */
+    l->name.has = false;
+    l->allocation.has = false;
     ga_json_tok_t t = ga_json_next(&j);
     if (t != GA_JSON_OBJ) {
         char what[160];
@@ -184,11 +263,17 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
         bool kind = ga_json_is(&j, "kind"), event = ga_json_is(&j, "event") || ga_json_is(&j, "name");
         bool category = ga_json_is(&j, "category");
         bool numeric = ga_json_is(&j, "numeric_args"), strings = ga_json_is(&j, "string_args");
+        bool tagged = ga_json_is(&j, "tags");
         t = ga_json_next(&j);
         if (t == GA_JSON_ERR)
             return bad(r, err, errlen, &j, j.msg);
         if ((payload || result) && t == GA_JSON_OBJ) {
             if (members(r, &j, l, payload, err, errlen) != 0)
+                return -1;
+        } else if (result && t == GA_JSON_STR) { /* an old makeMemoryResource's address */
+            l->has_result_ref = !j.trunc && ga_units_parse_hex(j.s, j.n, &l->result_ref) && l->result_ref != 0;
+        } else if (tagged && t == GA_JSON_OBJ) {
+            if (tags(r, &j, l, err, errlen) != 0)
                 return -1;
         } else if ((numeric || strings) && t == GA_JSON_OBJ) {
             if (args(r, &j, l, numeric, err, errlen) != 0)
@@ -198,10 +283,14 @@ static int parse_line(ga_reader_t *r, const char *s, size_t n, line_t *l, char *
         } else if (category && t == GA_JSON_STR) {
             l->op = ga_json_is(&j, "operation");
         } else if (event && t == GA_JSON_STR) {
-            l->event = ga_json_is(&j, "allocate")     ? E_ALLOCATE
-                       : ga_json_is(&j, "deallocate") ? E_DEALLOCATE
-                       : ga_json_is(&j, "reallocate") ? E_REALLOCATE
-                                                      : E_OTHER;
+            l->event = ga_json_is(&j, "allocate")         ? E_ALLOCATE
+                       : ga_json_is(&j, "named_allocate") ? E_NAMED_ALLOCATE
+                       : ga_json_is(&j, "deallocate")     ? E_DEALLOCATE
+                       : ga_json_is(&j, "reallocate")     ? E_REALLOCATE
+                       : ga_json_is(&j, "make_memory_resource") || ga_json_is(&j, "make_allocator") ||
+                               ga_json_is(&j, "makeMemoryResource") || ga_json_is(&j, "makeAllocator")
+                           ? E_MAKE
+                           : E_OTHER;
         } else if (ga_json_skip(&j, t) != 0) {
             return bad(r, err, errlen, &j, j.msg);
         }
@@ -218,12 +307,60 @@ static int need(ga_reader_t *r, bool has, const char *what, char *err, size_t er
     return has ? 0 : -1;
 }
 
+/* The bound on the allocator names kept (ga_hold_t): for a gzip input, ga_input_hold_check's. */
+typedef struct hold_ctx {
+    ga_reader_t *r;
+    char *err;
+    size_t errlen;
+} hold_ctx_t;
+
+static int hold_more(void *ctx, uint64_t more)
+{
+    hold_ctx_t *h = ctx;
+    umpire_t *u = h->r->impl;
+    return ga_input_hold_check(&h->r->in, ga_umpire_names_held(&u->names) + more, "the Umpire allocator names kept",
+                               h->err, h->errlen);
+}
+
+/* A failure to keep a name (GA_HOLD_*), as the reader's error. */
+static int name_failed(ga_reader_t *r, int rc, char *err, size_t errlen)
+{
+    if (rc == GA_HOLD_NOMEM)
+        snprintf(err, errlen, "%s:%llu: out of host memory keeping allocator names", r->in.path,
+                 (unsigned long long)r->in.line);
+    else if (rc == GA_HOLD_LIMIT)
+        snprintf(err, errlen, "%s:%llu: more than %u allocator names: a garbled or hostile log", r->in.path,
+                 (unsigned long long)r->in.line, UINT32_MAX - 1);
+    return -1; /* GA_HOLD_REFUSED: ga_input_hold_check wrote the message */
+}
+
+/* A make line: ref now names the allocator called name. 0, or -1 with err. */
+static int name_allocator(ga_reader_t *r, uint64_t ref, const ga_umpire_text_t *name, char *err, size_t errlen)
+{
+    umpire_t *u = r->impl;
+    hold_ctx_t hc = {r, err, errlen};
+    ga_hold_t hold = {hold_more, &hc};
+    int rc = ga_umpire_name(&u->names, ref, name, &hold);
+    return rc == 0 ? 0 : name_failed(r, rc, err, errlen);
+}
+
+/* The stack of an allocation line l made, into *st. 0, or -1 with err. */
+static int allocator_stack(ga_reader_t *r, const line_t *l, ga_stack_t *st, char *err, size_t errlen)
+{
+    umpire_t *u = r->impl;
+    hold_ctx_t hc = {r, err, errlen};
+    ga_hold_t hold = {hold_more, &hc};
+    int rc = ga_umpire_stack(&u->names, &l->name, l->has_ref ? l->ref : 0, &l->allocation, &hold, st);
+    return rc == 0 ? 0 : name_failed(r, rc, err, errlen);
+}
+
 /* A 2022-layout operation line: 1 with *ev, 0 if it replays nothing. */
 static int operation(ga_reader_t *r, const line_t *l, ga_event_t *ev, char *err, size_t errlen)
 {
     umpire_t *u = r->impl;
     switch (l->event) {
     case E_ALLOCATE:
+    case E_NAMED_ALLOCATE:
         if (need(r, l->has_pptr && l->has_size, "allocate without string_args.pointer and numeric_args.size", err,
                  errlen) != 0)
             return -1;
@@ -231,7 +368,11 @@ static int operation(ga_reader_t *r, const line_t *l, ga_event_t *ev, char *err,
         ev->kind = GA_EV_ALLOC;
         ev->id = l->pptr;
         ev->size = l->size;
-        return 1;
+        return allocator_stack(r, l, &ev->stack, err, errlen) == 0 ? 1 : -1;
+    case E_MAKE:
+        if (l->has_ref && l->name.has && name_allocator(r, l->ref, &l->name, err, errlen) != 0)
+            return -1;
+        return 0;
     case E_DEALLOCATE:
         if (need(r, l->has_pptr, "deallocate without string_args.pointer", err, errlen) != 0)
             return -1;
@@ -259,6 +400,8 @@ static int operation(ga_reader_t *r, const line_t *l, ga_event_t *ev, char *err,
         alloc.kind = GA_EV_ALLOC;
         alloc.id = l->new_ptr;
         alloc.size = u->size;
+        if (allocator_stack(r, l, &alloc.stack, err, errlen) != 0)
+            return -1;
         fr.kind = GA_EV_FREE;
         fr.id = u->cur;
         fr.stream = GA_STREAM_NONE;
@@ -315,7 +458,10 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
             ev->kind = GA_EV_ALLOC;
             ev->id = l.rptr;
             ev->size = l.size;
-            return 1;
+            return allocator_stack(r, &l, &ev->stack, err, errlen) == 0 ? 1 : -1;
+        } else if (l.replay && l.event == E_MAKE && l.has_result_ref && l.name.has) {
+            if (name_allocator(r, l.result_ref, &l.name, err, errlen) != 0) /* then skipped, as other lines */
+                return -1;
         } else if (l.replay && l.event == E_DEALLOCATE) {
             if (!l.has_pptr) {
                 snprintf(err, errlen, "%s:%llu: deallocate without payload.memory_ptr", r->in.path,
@@ -333,6 +479,9 @@ static int umpire_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 
 static void umpire_close(ga_reader_t *r)
 {
+    umpire_t *u = r->impl;
+    if (u != NULL)
+        ga_umpire_names_free(&u->names);
     free(r->impl);
     r->impl = NULL;
 }
@@ -341,11 +490,13 @@ static const ga_reader_ops_t umpire_ops = {.next = umpire_next, .close = umpire_
 
 static int umpire_open(ga_reader_t *r, char *err, size_t errlen)
 {
-    r->impl = calloc(1, sizeof(umpire_t));
-    if (r->impl == NULL) {
+    umpire_t *u = calloc(1, sizeof(*u));
+    if (u == NULL) {
         snprintf(err, errlen, "%s: out of host memory", r->in.path);
         return -1;
     }
+    ga_umpire_names_init(&u->names);
+    r->impl = u;
     r->ops = &umpire_ops;
     return 0;
 }

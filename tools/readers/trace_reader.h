@@ -7,7 +7,8 @@
  * A reader yields one ga_event_t at a time. The CSV, text and Umpire readers
  * stream the file through a fixed buffer (memory does not grow with the
  * file); the Chrome trace reader streams the JSON but keeps its CUDA memory
- * events (to sort them by time); the snapshot reader holds the decoded
+ * events (to sort them by time) and the ranges that may enclose them (their
+ * stacks); the snapshot reader holds the decoded
  * pickle. Both are bounded for a gzip file, and sizes no device has are
  * refused (limits.h; docs/trace-format.md, "Memory bounds on any input").
  * A file may hold several "units" (a snapshot or Chrome trace has one
@@ -102,8 +103,9 @@ typedef enum ga_stack_kind {
                             frames with a name only */
     GA_STACK_RANGES,     /* the profiler's ranges that enclose the event on its thread, innermost first:
                             ops ("aten::mm"), autograd nodes ("autograd::engine::evaluate_function:
-                            MmBackward0"), Python functions (name "train.py(35): step"), annotations
-                            ("ProfilerStep#3", "Optimizer.step#AdamW.step"): a Kineto trace */
+                            MmBackward0"), Python functions (the range "train.py(35): step" as file
+                            "train.py", line 35, name "step"), annotations ("ProfilerStep#3",
+                            "Optimizer.step#AdamW.step"), name only: a Kineto trace (kineto_ranges.c) */
     GA_STACK_ANNOTATION, /* one frame, name = the annotation in force (galloc text: the last annotate) */
     GA_STACK_ALLOCATOR,  /* one frame, name = the allocator that served it (an Umpire log); a second,
                             outer frame may name the allocation (named_allocate) */
