@@ -76,8 +76,13 @@ inline bool SameFrame(const Frame &c, const ga_frame_t &f)
 inline void CheckStack(const ga_event_t &x, std::map<uintptr_t, Frame> *keys)
 {
     const ga_stack_t &st = x.stack;
-    if ((x.kind != GA_EV_ALLOC && x.kind != GA_EV_OOM) || (x.flags & GA_EVF_PROLOGUE) != 0) {
+    if (x.kind != GA_EV_ALLOC && x.kind != GA_EV_OOM) {
         EXPECT_EQ(st.kind, GA_STACK_NONE) << "event " << x.where << " of kind " << x.kind;
+    }
+    // A prologue block has a stack only where the record keeps its
+    // allocation's: a snapshot's final block (its frames).
+    if ((x.flags & GA_EVF_PROLOGUE) != 0 && st.kind != GA_STACK_NONE) {
+        EXPECT_EQ(st.kind, GA_STACK_FRAMES) << "prologue event " << x.where;
     }
     if (st.kind == GA_STACK_NONE) {
         EXPECT_EQ(st.n, 0u) << "event " << x.where;
