@@ -435,6 +435,15 @@ void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e
     m->request_size = e->size;
 }
 
+void ga_owners_track_sites(const ga_owners_track_t *t, double *row)
+{
+    const ga_owners_index_t *x = &t->u->owners;
+    memset(row, 0, x->n_sites * sizeof(*row));
+    for (size_t c = 0; c < x->n_classes; c++)
+        if (t->cells[c].blocks != 0)
+            row[x->classes[c].site] += (double)t->cells[c].bytes;
+}
+
 void ga_owners_track_finish(ga_owners_track_t *t)
 {
     if (t->peak_total >= 0 && !t->peak_folded)
