@@ -1,13 +1,16 @@
 // owners_plot_test.cc: galloc replay --plot with owners (issue 37): every
 // sample point records the live bytes of each site (tools/engine/sampler.c),
 // the top sites are chosen at the first OOM or else at the reserved peak
-// (ga_sampler_bands), the rest summed as "other sites". Snapshots are
-// recorded by galloc itself (recorder.h) with sizes whose blocks are exactly
-// what they request (a segment of their own, or a split leaving more than
-// 1 MiB), so the figures hold whether a block's bytes come from
-// galloc_usable_size or from the request.
+// (ga_sampler_bands), the rest summed as "other sites", and the plot stacked
+// by site is written (tools/report/outputs.c). Snapshots are recorded by
+// galloc itself (recorder.h) with sizes whose blocks are exactly what they
+// request (a segment of their own, or a split leaving more than 1 MiB), so
+// the figures hold whether a block's bytes come from galloc_usable_size or
+// from the request.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,7 @@
 extern "C" {
 #include "tools/engine/owners.h"
 #include "tools/engine/replay.h"
+#include "tools/report/outputs.h"
 }
 
 namespace {
@@ -232,6 +236,26 @@ TEST(OwnersPlot, SitesAreHalvedWithThePoints)
         // on the grid (even events) the loop's block is live, at the final point (odd) freed
         EXPECT_EQ(o.At("a.py:1 loop", p), ev >= 2 && ev % 2 == 0 ? 20.0 * MiB : 0) << "event " << ev;
     }
+}
+
+TEST(OwnersPlot, ThePlotStackedBySiteIsWritten)
+{
+    Sites s(10);
+    LoadedJob j(TenSites(s));
+    ASSERT_TRUE(j.ok) << j.error;
+    Sampled o(j.unit());
+    ga_plot_run_t run = {"recorded", &o.c.sampler, o.c.ooms, o.c.n_ooms, o.c.owners};
+    std::string path = TmpPath("stacked.png");
+    char err[512] = "";
+    ASSERT_EQ(
+        ga_outputs_plot_runs(path.c_str(), "ten_sites.pickle", j.unit()->memory, j.unit()->n, &run, 1, err, sizeof err),
+        0)
+        << err;
+    std::string png = ReadAll(path);
+    ASSERT_GT(png.size(), 10000u);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    if (const char *out = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR")) // for a human to look at
+        std::ofstream(std::string(out) + "/stacked.png", std::ios::binary) << png;
 }
 
 } // namespace

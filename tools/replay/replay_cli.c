@@ -87,7 +87,11 @@ void ga_replay_usage(FILE *out)
           "                        --json lists every site)\n"
           "  --no-owners           do not attribute memory to the code that allocated it (the report's\n"
           "                        \"who holds the memory\" and --json's \"owners\"): a faster replay\n"
-          "  --plot FILE           plot requested / allocated / reserved memory over the replay\n"
+          "  --plot FILE           plot memory over the replay (.png or .svg): per configuration, the\n"
+          "                        live bytes stacked by site (the 8 largest at the first OOM, else\n"
+          "                        at the reserved peak, and \"other sites\") under the reserved line,\n"
+          "                        with the peaks and OOMs marked; with --no-owners, requested /\n"
+          "                        allocated / reserved lines\n"
           "  --no-sleep            skip the trace's sleep and wake events (tags are still begun and\n"
           "                        ended), to compare the peaks with and without sleeping\n"
           "  --verify              TRACE is a PyTorch snapshot: replay it under its recorded settings\n"
@@ -227,7 +231,8 @@ static int write_plot(const char *path, const char *title, const ga_replay_t *rp
         runs[i] = (ga_plot_run_t){.label = rp->cols[i].label,
                                   .sampler = &rp->cols[i].sampler,
                                   .ooms = rp->cols[i].ooms,
-                                  .n_ooms = rp->cols[i].n_ooms};
+                                  .n_ooms = rp->cols[i].n_ooms,
+                                  .owners = rp->cols[i].owners};
     int rc = ga_outputs_plot_runs(path, title, rp->device_memory, rp->events, runs, rp->n_cols, err, errlen);
     free(runs);
     return rc;
