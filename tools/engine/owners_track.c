@@ -419,6 +419,8 @@ static void capture(ga_owners_track_t *t, ga_owners_moment_kind_t kind, uint64_t
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved)
 {
     t->reserved_now = reserved;
+    if (idx == t->peak_event && t->logging)
+        t->peak_reserved_then = reserved; /* the allocation that made the new high came first: this is its figure */
     if (reserved <= t->peak_reserved)
         return;
     t->peak_reserved = reserved;
