@@ -149,7 +149,7 @@ TEST_F(Compare, TheTextListsTheSitesByChange)
     auto b = Lines(r.out, "B: ");
     ASSERT_EQ(b.size(), 1u);
     EXPECT_NE(b[0].find("peak reserved 992.00 MiB, peak allocated 992.00 MiB, fits"), std::string::npos) << b[0];
-    EXPECT_NE(b[0].find("sites from recorded stacks"), std::string::npos) << b[0];
+    EXPECT_NE(b[0].find("keyed by recorded stacks"), std::string::npos) << b[0];
     // the table, most change first
     size_t head = r.out.find("A bytes       B bytes         change  site\n");
     ASSERT_NE(head, std::string::npos) << r.out;

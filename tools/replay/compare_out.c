@@ -63,7 +63,7 @@ static void side_text(FILE *out, const char *tag, const ga_compare_side_t *s)
             ga_reader_format_name(s->u->format), ev, c->label, res, al, verdict);
     if (c->ooms_total > 1)
         fprintf(out, " (%" PRIu64 " OOMs)", c->ooms_total);
-    fprintf(out, "; sites from %s\n",
+    fprintf(out, "; keyed by %s\n",
             c->owners != NULL ? ga_owners_keyed_by(c->owners->index, keyed, sizeof(keyed)) : "nothing");
 }
 
