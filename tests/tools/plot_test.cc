@@ -17,6 +17,7 @@
 extern "C" {
 #include "tools/plot/layout.h"
 #include "tools/plot/plot.h"
+#include "tools/plot/stack.h"
 }
 
 namespace {
@@ -373,6 +374,188 @@ TEST(PlotLayout, HugeDeviceIsASize)
     EXPECT_EQ(std::string(l.device_text), "device 16.00 EiB above");
     EXPECT_LE(l.ymax, 2 * kMiB);
     ga_plot_layout_free(&l);
+}
+
+// ---- stacked by owner (galloc replay --plot with owners) --------------------
+
+// Two configurations stacked by site over 100 events: sites "a" and "b" (in
+// opposite orders) and "other sites", a reserved line over them.
+struct Stacked {
+    std::vector<double> x, a, b, o, res;
+    ga_series_band_t bands[2][3];
+    ga_series_t s[2];
+    std::vector<ga_oom_marker_t> ooms;
+
+    Stacked()
+    {
+        for (int k = 0; k < 100; k++) {
+            x.push_back(k);
+            a.push_back(k * 100 * kMiB);
+            b.push_back(2 * kGiB);
+            o.push_back(512 * kMiB);
+            res.push_back(a.back() + b.back() + o.back() + kGiB);
+        }
+        bands[0][0] = {"train.py:35 step", a.data(), 9.9 * kGiB, false};
+        bands[0][1] = {"model.py:10 build", b.data(), 2 * kGiB, false};
+        bands[1][0] = {"model.py:10 build", b.data(), 2 * kGiB, false};
+        bands[1][1] = {"train.py:35 step", a.data(), 9.9 * kGiB, false};
+        for (int i = 0; i < 2; i++) {
+            bands[i][2] = {"other sites", o.data(), 512 * kMiB, true};
+            s[i] = {i ? "expandable_segments:True" : "defaults", x.size(), x.data(), nullptr, nullptr, res.data()};
+            s[i].n_bands = 3;
+            s[i].bands = bands[i];
+            s[i].bands_at = "the reserved peak";
+            s[i].has_peaks = true;
+            s[i].peak_reserved_event = 99;
+            s[i].peak_reserved = res.back();
+            s[i].peak_allocated_event = 99;
+            s[i].peak_allocated = res.back() - kGiB;
+        }
+    }
+    ga_plot_input_t In() { return {"stacked.pickle", UINT64_C(24) << 30, 100, 2, s, ooms.size(), ooms.data()}; }
+};
+
+void ExpectMarksApart(const ga_plot_panel_t &p)
+{
+    const ga_plot_layout_t &f = p.frame;
+    std::vector<ga_plot_rect_t> r;
+    if (f.device_labelled)
+        r.push_back(f.device_label);
+    for (size_t i = 0; i < p.n_marks; i++)
+        if (p.marks[i].labelled)
+            r.push_back(p.marks[i].box);
+    for (size_t i = 0; i < r.size(); i++) {
+        EXPECT_GE(r[i].x, f.x0) << i;
+        EXPECT_GE(r[i].y, f.y0) << i;
+        EXPECT_LE(r[i].x + r[i].w, f.x0 + f.w) << i;
+        EXPECT_LE(r[i].y + r[i].h, f.y0 + f.h) << i;
+        for (size_t j = i + 1; j < r.size(); j++)
+            EXPECT_FALSE(ga_plot_rects_overlap(&r[i], &r[j])) << "labels " << i << " and " << j << " overlap";
+        for (size_t m = 0; m < p.n_marks; m++) {
+            ga_plot_rect_t sym = ga_plot_mark_symbol(&p.marks[m]);
+            EXPECT_FALSE(ga_plot_rects_overlap(&r[i], &sym)) << "label " << i << " over mark " << m;
+        }
+    }
+}
+
+TEST(PlotStack, PanelsShareTheScalesAndASiteKeepsItsColour)
+{
+    Stacked st;
+    ga_plot_input_t in = st.In();
+    EXPECT_TRUE(ga_plot_stacked(&in));
+    ga_plot_stack_layout_t l;
+    ASSERT_EQ(ga_plot_stack_layout_make(&in, &l), 0);
+    ASSERT_EQ(l.n_panels, 2u);
+    const ga_plot_panel_t &p0 = l.panels[0], &p1 = l.panels[1];
+    EXPECT_EQ(p0.frame.ymax, p1.frame.ymax) << "one y scale";
+    EXPECT_EQ(p0.frame.xmax, p1.frame.xmax);
+    EXPECT_GE(p0.frame.ymax, st.res.back());
+    EXPECT_TRUE(p0.frame.device_line) << "24 GiB is near a 13.4 GiB job";
+    EXPECT_GT(p1.frame.y0, p0.legend_y + 20.0 * p0.legend_rows) << "a panel starts below the last one's legend";
+    EXPECT_EQ(p0.legend_rows, 2u);
+    EXPECT_EQ(l.height, ga_plot_stack_height(&in));
+    EXPECT_GT(l.height, l.key_y);
+    // train.py keeps its colour though it is the second band in panel 1, model.py too.
+    EXPECT_EQ(p0.colors[0], p1.colors[1]);
+    EXPECT_EQ(p0.colors[1], p1.colors[0]);
+    EXPECT_NE(p0.colors[0], p0.colors[1]);
+    EXPECT_EQ(p0.colors[2], GA_PLOT_OTHER_COLOR);
+    EXPECT_EQ(p1.colors[2], GA_PLOT_OTHER_COLOR);
+    // The peaks are marked at their values, on the axes.
+    ASSERT_GE(p0.n_marks, 2u);
+    EXPECT_EQ(p0.marks[0].kind, GA_PLOT_MARK_PEAK_RESERVED);
+    EXPECT_EQ(p0.marks[0].y, ga_plot_layout_y(&p0.frame, st.res.back()));
+    EXPECT_STREQ(p0.marks[0].text, "peak reserved 13.17 GiB");
+    EXPECT_EQ(p0.marks[1].kind, GA_PLOT_MARK_PEAK_ALLOCATED);
+    EXPECT_STREQ(p0.marks[1].text, "peak allocated 12.17 GiB");
+    EXPECT_TRUE(p0.marks[0].labelled);
+    EXPECT_TRUE(p0.marks[1].labelled);
+    ExpectMarksApart(p0);
+    ExpectMarksApart(p1);
+    ga_plot_stack_layout_free(&l);
+    // Without bands it is the plot of lines.
+    st.s[0].n_bands = st.s[1].n_bands = 0;
+    in = st.In();
+    EXPECT_FALSE(ga_plot_stacked(&in));
+}
+
+TEST(PlotStack, OomsCloseTogetherShareOneLabelledMark)
+{
+    Stacked st;
+    // Panel 0: three within a few pixels (two classes), one far off; panel 1: two far apart.
+    st.ooms = {{40, 0, "fragmentation"}, {41, 0, "genuine"},       {42, 0, "fragmentation"},
+               {90, 0, "genuine"},       {10, 1, "fragmentation"}, {80, 1, "fragmentation"}};
+    ga_plot_input_t in = st.In();
+    ga_plot_stack_layout_t l;
+    ASSERT_EQ(ga_plot_stack_layout_make(&in, &l), 0);
+    const ga_plot_panel_t &p0 = l.panels[0], &p1 = l.panels[1];
+    ASSERT_EQ(p0.n_marks, 4u); // two peaks, two groups
+    const ga_plot_mark_t &g = p0.marks[2], &h = p0.marks[3];
+    EXPECT_EQ(g.kind, GA_PLOT_MARK_OOMS);
+    EXPECT_EQ(g.count, 3u);
+    EXPECT_EQ(g.first_oom, 0u);
+    EXPECT_STREQ(g.text, "3 OOMs: 2 fragmentation, 1 genuine");
+    EXPECT_EQ(g.x, ga_plot_layout_x(&p0.frame, 40));
+    EXPECT_EQ(g.x_end, ga_plot_layout_x(&p0.frame, 42));
+    EXPECT_EQ(g.y, ga_plot_layout_y(&p0.frame, st.res[40])) << "on the reserved line";
+    EXPECT_EQ(h.count, 1u);
+    EXPECT_STREQ(h.text, "OOM: genuine");
+    EXPECT_TRUE(g.labelled);
+    EXPECT_TRUE(h.labelled);
+    ASSERT_EQ(p1.n_marks, 4u);
+    EXPECT_STREQ(p1.marks[2].text, "OOM: fragmentation");
+    EXPECT_STREQ(p1.marks[3].text, "OOM: fragmentation");
+    ExpectMarksApart(p0);
+    ExpectMarksApart(p1);
+    ga_plot_stack_layout_free(&l);
+
+    // A burst of 40 at one point: one mark, however many; same class, one word.
+    st.ooms.assign(40, ga_oom_marker_t{50, 0, "genuine"});
+    in = st.In();
+    ASSERT_EQ(ga_plot_stack_layout_make(&in, &l), 0);
+    ASSERT_EQ(l.panels[0].n_marks, 3u);
+    EXPECT_STREQ(l.panels[0].marks[2].text, "40 OOMs: genuine");
+    EXPECT_EQ(l.panels[1].n_marks, 2u);
+    ga_plot_stack_layout_free(&l);
+}
+
+TEST(PlotStack, WritesPngAndSvg)
+{
+    Stacked st;
+    st.ooms = {{40, 0, "fragmentation"}, {41, 0, "genuine"}, {95, 1, "genuine"}};
+    ga_plot_input_t in = st.In();
+    char err[256] = "";
+    std::string path = TmpPath("stacked.png");
+    ASSERT_EQ(ga_plot_write(path.c_str(), &in, err, sizeof(err)), 0) << err;
+    std::string png = ReadFile(path);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(Be32(png, 16), 1200u);
+    EXPECT_EQ(Be32(png, 20), (uint32_t)ga_plot_stack_height(&in));
+    if (const char *out = std::getenv("TEST_UNDECLARED_OUTPUTS_DIR"))
+        std::ofstream(std::string(out) + "/stacked.png", std::ios::binary) << png;
+    path = TmpPath("stacked.svg");
+    ASSERT_EQ(ga_plot_write(path.c_str(), &in, err, sizeof(err)), 0) << err;
+    std::string problem;
+    EXPECT_EQ(XmlRoot(ReadFile(path), &problem).compare(0, 4, "svg "), 0);
+    EXPECT_EQ(problem, "");
+    // A band without values is refused, and no file is left.
+    st.bands[1][1].bytes = nullptr;
+    in = st.In();
+    path = TmpPath("bad_stacked.png");
+    EXPECT_NE(ga_plot_write(path.c_str(), &in, err, sizeof(err)), 0);
+    EXPECT_NE(std::string(err).find("series 1 band 1 has no values"), std::string::npos) << err;
+    EXPECT_FALSE(Exists(path));
+}
+
+TEST(PlotStack, BytesAreWrittenInTheirUnit)
+{
+    char b[32];
+    ga_plot_format_bytes(900, b, sizeof b);
+    EXPECT_STREQ(b, "900 bytes");
+    ga_plot_format_bytes(512 * kMiB, b, sizeof b);
+    EXPECT_STREQ(b, "512.00 MiB");
+    ga_plot_format_bytes(1.5 * kGiB, b, sizeof b);
+    EXPECT_STREQ(b, "1.50 GiB");
 }
 
 } // namespace

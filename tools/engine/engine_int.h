@@ -65,6 +65,10 @@ void ga_owners_track_dealloc(ga_owners_track_t *t, void *ptr);
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved);
 /* ga_owners_track_oom: event idx's allocation failed: its moment (the first GA_OWNERS_MAX_OOMS). */
 void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e);
+/* ga_owners_track_sites: the live bytes per site now (the cells summed by
+ * their class's site) into row[0 .. the index's n_sites): a sample point's
+ * (sampler.c). O(classes + sites). */
+void ga_owners_track_sites(const ga_owners_track_t *t, double *row);
 /* ga_owners_track_finish: the end of the replay: the allocated peak's moment. */
 void ga_owners_track_finish(ga_owners_track_t *t);
 /* ga_owners_track_take: the result (the caller frees it with ga_owners_release). */

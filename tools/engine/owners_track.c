@@ -419,6 +419,8 @@ static void capture(ga_owners_track_t *t, ga_owners_moment_kind_t kind, uint64_t
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved)
 {
     t->reserved_now = reserved;
+    if (idx == t->peak_event && t->logging)
+        t->peak_reserved_then = reserved; /* the allocation that made the new high came first: this is its figure */
     if (reserved <= t->peak_reserved)
         return;
     t->peak_reserved = reserved;
@@ -433,6 +435,15 @@ void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e
     capture(t, GA_MOMENT_OOM, idx, e->time_us, m);
     m->request_cls = t->u->ev[idx].owner;
     m->request_size = e->size;
+}
+
+void ga_owners_track_sites(const ga_owners_track_t *t, double *row)
+{
+    const ga_owners_index_t *x = &t->u->owners;
+    memset(row, 0, x->n_sites * sizeof(*row));
+    for (size_t c = 0; c < x->n_classes; c++)
+        if (t->cells[c].blocks != 0)
+            row[x->classes[c].site] += (double)t->cells[c].bytes;
 }
 
 void ga_owners_track_finish(ga_owners_track_t *t)

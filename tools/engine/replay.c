@@ -386,7 +386,8 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_path = g->snapshot_path;
     c->snapshot_ops = o->snapshot_ops;
     if (c->label == NULL || c->conf == NULL || c->ooms == NULL ||
-        (g->full && o->sample && ga_sampler_init(&c->sampler) != 0))
+        (g->full && o->sample && ga_sampler_init(&c->sampler) != 0) ||
+        (g->full && o->sample && o->owners && ga_sampler_init_sites(&c->sampler, u->owners.n_sites) != 0))
         return -1;
     uint32_t flags = o->env ? 0 : GALLOC_CREATE_NO_ENV;
     c->create_status = galloc_allocator_create_ex(o->backend, u->device, c->conf, flags, &c->a, c->create_error,
@@ -435,6 +436,16 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     return 0;
 }
 
+/* A point of c's time series after event i: the allocator's figures, and
+ * with owners the live bytes per site (the tracker's, so taken before the
+ * tracker goes). */
+static void sample(ga_replay_column_t *c, const ga_engine_run_t *r, uint64_t i)
+{
+    if (c->sampler.pending != NULL && r->own != NULL)
+        ga_owners_track_sites(r->own, c->sampler.pending);
+    ga_sampler_add_stats(&c->sampler, i, c->a);
+}
+
 /* The first event the history records: the trace's own, never the
  * prologue's (a mid-run trace's earlier state is state, not events). */
 static uint64_t first_recorded(const ga_job_unit_t *u, uint64_t first)
@@ -479,7 +490,7 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         if (o->after_event != NULL)
             o->after_event(o->after_event_ctx, c->a, i);
         if (i == c->sampler.next && c->sampler.x != NULL)
-            ga_sampler_add_stats(&c->sampler, i, c->a);
+            sample(c, &r, i);
         if (i >= c->snapshot_last && c->snapshot_recording)
             write_snapshot(c);
         if (o->stop_at_oom && c->ooms_total > 0) {
@@ -495,6 +506,8 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         o->progress(o->progress_ctx, u->n ? (double)i / (double)u->n : 1.0, i);
     r.events = i;
     if (r.own != NULL) { /* before the allocator goes: the last fold reads no allocator, the checks do */
+        if (c->sampler.x != NULL && i > 0)
+            sample(c, &r, i - 1); /* the final point, with its sites (ga_engine_finish's is then a no-op) */
         ga_owners_track_finish(r.own);
         c->owners = ga_owners_track_take(r.own);
         ga_owners_track_destroy(r.own);

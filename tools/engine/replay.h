@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include <galloc/galloc.h>
+#include "tools/engine/owners.h"
 #include "tools/idmap.h"
 #include "tools/job/job.h"
 #include "tools/plot/series.h"
@@ -107,13 +108,26 @@ typedef struct ga_replay_oom {
     char message[GALLOC_ERROR_MAX]; /* galloc_last_error: PyTorch's "CUDA out of memory. ..." */
 } ga_replay_oom_t;
 
-/* The bounded time series of one configuration (see series.h). */
+/* Points a sampler's arrays hold: the grid's, and the final point. */
+#define GA_SAMPLER_CAP (GA_SERIES_MAX_POINTS + 1)
+
+/* The bounded time series of one configuration (see series.h). With owners
+ * and sampling both on (galloc replay --plot), each point also records the
+ * live bytes of every site of the unit (the owners tracker's per-class cells
+ * summed by site): O(sites x GA_SAMPLER_CAP) doubles, 16 KB per site however
+ * long the trace (176 KB for a snapshot's 11 sites); which sites a plot
+ * shows is decided at the end (ga_sampler_bands), when the moments are known. */
 typedef struct ga_sampler {
     size_t n;                      /* points stored */
     uint64_t stride;               /* events between grid points */
     uint64_t next;                 /* next event index to sample */
     uint64_t last;                 /* event index of the last point (valid when n > 0) */
-    double *x, *req, *alloc, *res; /* GA_SERIES_MAX_POINTS + 1 entries each */
+    double *x, *req, *alloc, *res; /* GA_SAMPLER_CAP entries each */
+    size_t n_sites;                /* sites sampled (the unit's owners index's n_sites; 0: none) */
+    double *site;                  /* n_sites x GA_SAMPLER_CAP, site-major: site s's live bytes at
+                                      point p are site[s * GA_SAMPLER_CAP + p] */
+    double *pending;               /* n_sites: the next point's per-site bytes, filled before
+                                      ga_sampler_add takes the point (zeros unless filled) */
 } ga_sampler_t;
 
 /* How a column's history is recorded and its snapshot written. The engine
@@ -352,13 +366,37 @@ void ga_replay_series(const ga_replay_t *rp, size_t i, ga_series_t *out);
 void ga_sampler_series(const ga_sampler_t *s, const char *label, ga_series_t *out);
 
 /* The sampler (sampler.c). init: 0 or -1 (host memory). add: a point at event
- * index x. finish: the point of the last event if not already there. */
+ * index x (with pending's per-site bytes when sites are sampled).
+ * init_sites: sample n_sites sites too (after init; 0: none), 0 or -1. */
 int ga_sampler_init(ga_sampler_t *s);
+int ga_sampler_init_sites(ga_sampler_t *s, size_t n_sites);
 void ga_sampler_add(ga_sampler_t *s, uint64_t x, double req, double alloc, double res);
 /* ga_sampler_add_stats: a point at event index x of a's requested, allocated
  * and reserved bytes (all pools) as galloc_memory_stats reports them now. */
 void ga_sampler_add_stats(ga_sampler_t *s, uint64_t x, galloc_allocator_t *a);
 void ga_sampler_free(ga_sampler_t *s);
+
+#define GA_SAMPLER_TOP_SITES 8 /* sites a stacked plot names; the rest are "other sites" */
+
+/* A column's sampled sites as plot bands (ga_sampler_bands). */
+typedef struct ga_site_bands {
+    size_t n;                   /* bands: the top sites, then "other sites" when another site held bytes */
+    ga_series_band_t *bands;    /* n, bottom first; labels are the index's site keys, values point into
+                                   the sampler (valid while it and the owners are) or into other */
+    double *other;              /* "other sites"' values at each point (the sampler's n), NULL when none */
+    ga_owners_moment_kind_t by; /* the moment the top sites were chosen at */
+} ga_site_bands_t;
+
+/*
+ * ga_sampler_bands: the top sites of s (sampled with owners w): the `top`
+ * sites with the most live bytes at w's first OOM, else at its reserved
+ * peak, most first, then one "other sites" band summing the rest at each
+ * point (left out when it is 0 everywhere). Nothing (n 0) without sampled
+ * sites or a valid moment. 0, or -1 when host memory ran out. Free with
+ * ga_site_bands_free.
+ */
+int ga_sampler_bands(const ga_sampler_t *s, const struct ga_owners *w, size_t top, ga_site_bands_t *out);
+void ga_site_bands_free(ga_site_bands_t *b);
 
 /*
  * ga_seed_apply: make the fresh allocator a hold s (the state at a mid-run

@@ -32,13 +32,6 @@
 #define CONF_ROW 22.0
 #define LEGEND_PAD 14.0
 
-/* Matplotlib's tab10: distinct, readable on white, familiar from PyTorch's plots. */
-static const double palette[][3] = {
-    {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157}, {0.580, 0.404, 0.741},
-    {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498}, {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812},
-};
-#define N_COLORS (sizeof(palette) / sizeof(palette[0]))
-
 /* How each of a configuration's three lines is stroked. */
 typedef enum line_kind { L_RESERVED, L_ALLOCATED, L_REQUESTED } line_kind_t;
 
@@ -65,29 +58,6 @@ double ga_plot_height(const ga_plot_input_t *in)
     return GA_PLOT_AREA_TOP + GA_PLOT_AREA_H + BELOW_AXES + KEY_ROW + CONF_ROW * (double)in->n_series + LEGEND_PAD;
 }
 
-/* Decimals needed to tell ticks `step` apart. */
-static int decimals_for(double step)
-{
-    int d = (int)ceil(-log10(step) - 1e-9);
-    return d < 0 ? 0 : d > 9 ? 9 : d;
-}
-
-/* Draw s with its anchor (ax, ay in [0, 1] of its extents) at (x, y). */
-static void text_at(cairo_t *cr, double x, double y, const char *s, double ax, double ay)
-{
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    cairo_move_to(cr, x - e.x_bearing - e.width * ax, y - e.y_bearing - e.height * ay);
-    cairo_show_text(cr, s);
-}
-
-static void set_font(cairo_t *cr, double size, bool bold)
-{
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
-                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size);
-}
-
 static void set_line(cairo_t *cr, const double *rgb, line_kind_t kind)
 {
     static const double dashed[] = {7.0, 4.0};
@@ -101,117 +71,6 @@ static void set_line(cairo_t *cr, const double *rgb, line_kind_t kind)
         cairo_set_dash(cr, dashed, 2, 0);
     else
         cairo_set_dash(cr, dotted, 2, 0);
-}
-
-/* Event counts as 0, 500, 1.5k, 2M: short labels under the axis. */
-static void format_count(double v, double step, char *buf, size_t len)
-{
-    double div = step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1.0;
-    if (v == 0) {
-        snprintf(buf, len, "0");
-        return;
-    }
-    const char *suffix = div == 1e6 ? "M" : div == 1e3 ? "k" : "";
-    snprintf(buf, len, "%.*f%s", decimals_for(step / div), v / div, suffix);
-}
-
-/* Text s in box b (left-aligned, centred vertically), made smaller if the
- * font is wider than layout.c's estimate, so it never leaves its box. */
-static void text_in(cairo_t *cr, const ga_plot_rect_t *b, const char *s)
-{
-    cairo_text_extents_t e;
-    double r, g, bl;
-    cairo_pattern_get_rgba(cairo_get_source(cr), &r, &g, &bl, NULL);
-    cairo_set_source_rgba(cr, 1, 1, 1, 0.8); /* readable over the curves it sits on */
-    cairo_rectangle(cr, b->x, b->y, b->w, b->h);
-    cairo_fill(cr);
-    cairo_set_source_rgb(cr, r, g, bl);
-    set_font(cr, GA_PLOT_LABEL_FONT, false);
-    cairo_text_extents(cr, s, &e);
-    if (e.x_advance > b->w - 4)
-        set_font(cr, GA_PLOT_LABEL_FONT * (b->w - 4) / e.x_advance, false);
-    text_at(cr, b->x + 2, b->y + b->h / 2, s, 0.0, 0.5);
-}
-
-static void draw_axes(cairo_t *cr, const frame_t *f, uint64_t events)
-{
-    double ystep = f->ystep, xstep = f->xstep;
-    char buf[64];
-    set_font(cr, 12, false);
-    cairo_set_dash(cr, NULL, 0, 0);
-    cairo_set_line_width(cr, 1.0);
-    /* Horizontal grid and y tick labels (in the layout's unit). */
-    for (double v = 0; v <= f->ymax + ystep * 1e-6; v += ystep) {
-        double y = round(py(f, v)) + 0.5; /* on the pixel grid: crisp 1-px lines in the PNG */
-        cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
-        cairo_move_to(cr, f->x0, y);
-        cairo_line_to(cr, f->x0 + f->w, y);
-        cairo_stroke(cr);
-        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-        cairo_move_to(cr, f->x0 - 5, y);
-        cairo_line_to(cr, f->x0, y);
-        cairo_stroke(cr);
-        snprintf(buf, sizeof(buf), "%.*f", decimals_for(ystep / f->unit), v / f->unit);
-        text_at(cr, f->x0 - 9, y, buf, 1.0, 0.5);
-    }
-    /* x ticks (event index). */
-    for (double v = 0; v <= f->xmax + xstep * 1e-6; v += xstep) {
-        double x = round(px(f, v)) + 0.5;
-        cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
-        cairo_move_to(cr, x, f->y0 + f->h);
-        cairo_line_to(cr, x, f->y0 + f->h + 5);
-        cairo_stroke(cr);
-        format_count(v, xstep, buf, sizeof(buf));
-        text_at(cr, x, f->y0 + f->h + 9, buf, 0.5, 0.0);
-    }
-    /* Frame. */
-    cairo_rectangle(cr, round(f->x0) + 0.5, round(f->y0) + 0.5, round(f->w), round(f->h));
-    cairo_stroke(cr);
-    /* Axis titles. */
-    set_font(cr, 13, false);
-    char xt[96];
-    snprintf(xt, sizeof(xt), "event index (%llu events)", (unsigned long long)events);
-    text_at(cr, f->x0 + f->w / 2, f->y0 + f->h + 32, xt, 0.5, 0.0);
-    cairo_save(cr);
-    cairo_translate(cr, 22, f->y0 + f->h / 2);
-    cairo_rotate(cr, -M_PI / 2);
-    snprintf(buf, sizeof(buf), "memory (%s)", f->unit_name);
-    text_at(cr, 0, 0, buf, 0.5, 0.5);
-    cairo_restore(cr);
-}
-
-/* The device: a dashed ceiling with its label, or, off the scale, an arrow
- * pointing up beside its label at the top. */
-static void draw_device(cairo_t *cr, const frame_t *f, uint64_t device_memory)
-{
-    static const double dash[] = {10.0, 5.0};
-    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
-    cairo_set_line_width(cr, 1.4);
-    if (f->device_line) {
-        double y = py(f, (double)device_memory);
-        cairo_set_dash(cr, dash, 2, 0);
-        cairo_move_to(cr, f->x0, y);
-        cairo_line_to(cr, f->x0 + f->w, y);
-        cairo_stroke(cr);
-        cairo_set_dash(cr, NULL, 0, 0);
-    }
-    if (!f->device_labelled)
-        return;
-    ga_plot_rect_t b = f->device_label;
-    if (f->device_above) { /* the arrow takes the box's first 14 units */
-        double ax = b.x + 6;
-        cairo_move_to(cr, ax, b.y + b.h - 1);
-        cairo_line_to(cr, ax, b.y + 2);
-        cairo_stroke(cr);
-        cairo_move_to(cr, ax - 4, b.y + 6);
-        cairo_line_to(cr, ax, b.y + 1);
-        cairo_line_to(cr, ax + 4, b.y + 6);
-        cairo_stroke(cr);
-        b.x += 14;
-        b.w -= 14;
-    }
-    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-    text_in(cr, &b, f->device_text);
 }
 
 /* One of a configuration's lines (kind), if the replay provided it. */
@@ -232,25 +91,12 @@ static void draw_line(cairo_t *cr, const frame_t *f, size_t i, const ga_series_t
     cairo_set_dash(cr, NULL, 0, 0);
 }
 
-static void draw_cross(cairo_t *cr, double x, double y, double r)
-{
-    cairo_set_source_rgb(cr, 0.85, 0.05, 0.05);
-    cairo_set_line_width(cr, 2.6);
-    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
-    cairo_set_dash(cr, NULL, 0, 0);
-    cairo_move_to(cr, x - r, y - r);
-    cairo_line_to(cr, x + r, y + r);
-    cairo_move_to(cr, x - r, y + r);
-    cairo_line_to(cr, x + r, y - r);
-    cairo_stroke(cr);
-}
-
 static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
 {
     for (size_t i = 0; i < in->n_ooms; i++) {
         double x, y;
         ga_plot_oom_point(f, in, i, &x, &y);
-        draw_cross(cr, x, y, 5.5);
+        ga_plot_draw_cross(cr, x, y, 5.5);
     }
     /* The class is the point of the marker (can a setting help?): each label
      * in the box layout.c found free, a thin leader when stacked away. */
@@ -267,7 +113,7 @@ static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
             cairo_line_to(cr, bx, by);
             cairo_stroke(cr);
         }
-        text_in(cr, &lb->box, lb->text);
+        ga_plot_text_in(cr, &lb->box, lb->text);
     }
 }
 
@@ -280,7 +126,7 @@ static double key_entry(cairo_t *cr, double x, double y, const double *rgb, line
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    text_at(cr, x + 36, y, text, 0.0, 0.5);
+    ga_plot_text_at(cr, x + 36, y, text, 0.0, 0.5);
     cairo_text_extents_t e;
     cairo_text_extents(cr, text, &e);
     return x + 36 + e.x_advance + 26;
@@ -318,14 +164,14 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
     static const double grey[] = {0.25, 0.25, 0.25};
     double y = f->y0 + f->h + BELOW_AXES + KEY_ROW / 2;
     double x = f->x0;
-    set_font(cr, 12, false);
+    ga_plot_set_font(cr, 12, false);
     x = key_entry(cr, x, y, grey, L_RESERVED, "reserved");
     x = key_entry(cr, x, y, grey, L_ALLOCATED, "allocated");
     x = key_entry(cr, x, y, grey, L_REQUESTED, "requested");
     if (in->n_ooms > 0) {
-        draw_cross(cr, x + 8, y, 5.0);
+        ga_plot_draw_cross(cr, x + 8, y, 5.0);
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        text_at(cr, x + 22, y, "out of memory", 0.0, 0.5);
+        ga_plot_text_at(cr, x + 22, y, "out of memory", 0.0, 0.5);
         x += 130;
     }
     if (f->device_line) { /* an arrow label names a device off the scale */
@@ -338,10 +184,10 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        text_at(cr, x + 36, y, "device memory", 0.0, 0.5);
+        ga_plot_text_at(cr, x + 36, y, "device memory", 0.0, 0.5);
     }
     for (size_t i = 0; i < in->n_series; i++) {
-        const double *rgb = palette[i % N_COLORS];
+        const double *rgb = ga_plot_palette[i % GA_PLOT_PALETTE];
         double ry = y + KEY_ROW / 2 + CONF_ROW * ((double)i + 0.5);
         cairo_set_source_rgb(cr, rgb[0], rgb[1], rgb[2]);
         cairo_rectangle(cr, f->x0 + 4, ry - 6, 22, 12);
@@ -349,7 +195,7 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
         char text[512];
         legend_text(in, f, i, text, sizeof(text));
-        text_at(cr, f->x0 + 36, ry, text, 0.0, 0.5);
+        ga_plot_text_at(cr, f->x0 + 36, ry, text, 0.0, 0.5);
     }
 }
 
@@ -364,11 +210,11 @@ cairo_status_t ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
     char title[256];
     snprintf(title, sizeof(title), "Memory over time%s%s", in->title != NULL && in->title[0] != '\0' ? ": " : "",
              in->title != NULL ? in->title : "");
-    set_font(cr, 17, true);
+    ga_plot_set_font(cr, 17, true);
     cairo_set_source_rgb(cr, 0.05, 0.05, 0.05);
-    text_at(cr, GA_PLOT_WIDTH / 2, 22, title, 0.5, 0.0);
+    ga_plot_text_at(cr, GA_PLOT_WIDTH / 2, 22, title, 0.5, 0.0);
 
-    draw_axes(cr, &f, in->events);
+    ga_plot_draw_axes(cr, &f, in->events);
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.w, f.h);
     cairo_clip(cr);
@@ -378,10 +224,10 @@ cairo_status_t ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
      * so it goes on top where no other line hides it. */
     for (int kind = L_REQUESTED; kind >= L_RESERVED; kind--)
         for (size_t i = 0; i < in->n_series; i++)
-            draw_line(cr, &f, i, &in->series[i], palette[i % N_COLORS], (line_kind_t)kind);
+            draw_line(cr, &f, i, &in->series[i], ga_plot_palette[i % GA_PLOT_PALETTE], (line_kind_t)kind);
     cairo_restore(cr);
-    draw_device(cr, &f, in->device_memory); /* its label over the lines, in its own box */
-    draw_ooms(cr, &f, in);                  /* unclipped: a cross at the edge stays whole */
+    ga_plot_draw_device(cr, &f, in->device_memory); /* its label over the lines, in its own box */
+    draw_ooms(cr, &f, in);                          /* unclipped: a cross at the edge stays whole */
     draw_legend(cr, &f, in);
     ga_plot_layout_free(&f);
     return cairo_status(cr);

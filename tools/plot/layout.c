@@ -70,6 +70,13 @@ static void scale_y(const ga_plot_input_t *in, ga_plot_layout_t *l)
                 if (v[j] > top)
                     top = v[j];
         }
+    for (size_t i = 0; i < in->n_series; i++) { /* a peak marked between two samples is still on the axis */
+        const ga_series_t *s = &in->series[i];
+        if (s->has_peaks && s->peak_reserved > top)
+            top = s->peak_reserved;
+        if (s->has_peaks && s->peak_allocated > top)
+            top = s->peak_allocated;
+    }
     l->data_max = top;
     double dev = (double)in->device_memory;
     l->device_line = dev > 0 && (top <= 0 || dev <= top * GA_PLOT_DEVICE_FACTOR);

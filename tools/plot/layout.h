@@ -65,7 +65,7 @@ typedef struct ga_plot_layout {
     double unit;                 /* bytes per axis unit (1, 2^10, ..., 2^40) */
     const char *unit_name;       /* "bytes", "KiB", "MiB", "GiB", "TiB" */
     double xstep;                /* events between x ticks */
-    double data_max;             /* the largest value of any line (bytes) */
+    double data_max;             /* the largest value of any line or marked peak (bytes) */
     bool device_line;            /* device_memory is within the axis: a dashed ceiling */
     bool device_above;           /* device_memory is above the axis: an arrow label at the top */
     bool device_labelled;        /* device_label was placed */

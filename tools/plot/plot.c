@@ -16,6 +16,7 @@
 #include <cairo-svg.h>
 
 #include "tools/plot/plot_int.h"
+#include "tools/plot/stack.h"
 #include "util/errf.h"
 
 typedef enum format { FMT_PNG, FMT_SVG } format_t;
@@ -60,6 +61,14 @@ static int check_input(const ga_plot_input_t *in, char *err, size_t errlen)
         if (s->n > 0 && s->event_index == NULL)
             return ga_errf(err, errlen, "series %zu has %zu points but no event_index", i, s->n);
     }
+    for (size_t i = 0; i < in->n_series; i++) {
+        const ga_series_t *s = &in->series[i];
+        if (s->n_bands > 0 && s->bands == NULL)
+            return ga_errf(err, errlen, "series %zu has %zu bands but no band array", i, s->n_bands);
+        for (size_t b = 0; b < s->n_bands; b++)
+            if (s->n > 0 && s->bands[b].bytes == NULL)
+                return ga_errf(err, errlen, "series %zu band %zu has no values", i, b);
+    }
     if (in->n_ooms > 0 && in->ooms == NULL)
         return ga_errf(err, errlen, "%zu OOM markers but no marker array", in->n_ooms);
     for (size_t i = 0; i < in->n_ooms; i++)
@@ -73,13 +82,14 @@ static int check_input(const ga_plot_input_t *in, char *err, size_t errlen)
  * destroyed on every path. */
 static cairo_status_t render(format_t fmt, const ga_plot_input_t *in, sink_t *sink)
 {
-    double w = GA_PLOT_WIDTH, h = ga_plot_height(in);
+    bool stacked = ga_plot_stacked(in);
+    double w = GA_PLOT_WIDTH, h = stacked ? ga_plot_stack_height(in) : ga_plot_height(in);
     cairo_surface_t *surface = fmt == FMT_PNG ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)w, (int)h)
                                               : cairo_svg_surface_create_for_stream(sink_write, sink, w, h);
     cairo_status_t st = cairo_surface_status(surface);
     if (st == CAIRO_STATUS_SUCCESS) {
         cairo_t *cr = cairo_create(surface);
-        st = ga_plot_draw(cr, in);
+        st = stacked ? ga_plot_stack_draw(cr, in) : ga_plot_draw(cr, in);
         cairo_destroy(cr);
     }
     if (st == CAIRO_STATUS_SUCCESS && fmt == FMT_PNG)

@@ -13,6 +13,13 @@
  * the axes (a line-style key, then one colour per configuration). Labels never
  * overlap. layout.h holds these rules.
  *
+ * Stacked by owner (some series has bands: galloc replay --plot with owners):
+ * one panel per configuration, on the same scales, each with its live bytes
+ * stacked by site (its top sites at its first OOM or reserved peak, then
+ * "other sites"), its reserved line over them, the device line, its peaks
+ * marked and labelled, its OOMs grouped into labelled marks, and a legend of
+ * its sites with their bytes at that moment. stack.h holds these rules.
+ *
  * Thread-safety: ga_plot_write uses only its arguments and cairo objects it
  * creates (cairo and fontconfig lock their own shared caches), so calls
  * writing different files may run concurrently.

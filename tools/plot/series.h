@@ -16,6 +16,7 @@
 #ifndef GA_TOOLS_PLOT_SERIES_H
 #define GA_TOOLS_PLOT_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +27,17 @@ extern "C" {
 /* Upper bound of points per series (the last event may add one more). */
 #define GA_SERIES_MAX_POINTS 2000
 
-/* One configuration's memory over the replay. */
+/* One band of a series stacked by owner: the live bytes of one site (the
+ * code that allocated them, docs/owners.md), or of all the sites not named. */
+typedef struct ga_series_band {
+    const char *label;   /* the site ("train.py:35 step"), or "other sites" */
+    const double *bytes; /* its live bytes at each of the series' points */
+    double at_moment;    /* its bytes at the moment the bands were chosen at (the legend's figure) */
+    bool other;          /* the band of the sites not named (drawn grey) */
+} ga_series_band_t;
+
+/* One configuration's memory over the replay. Members after reserved are
+ * optional: zeroed, the series is drawn as lines. */
 typedef struct ga_series {
     const char *label;         /* the --conf string, or "defaults" (PyTorch's defaults) */
     size_t n;                  /* points in each array below */
@@ -34,6 +45,18 @@ typedef struct ga_series {
     const double *requested;   /* bytes the trace asked for and still holds (requested_bytes.all.current) */
     const double *allocated;   /* bytes in allocated blocks, after rounding (allocated_bytes.all.current) */
     const double *reserved;    /* bytes the allocator holds from the device (reserved_bytes.all.current) */
+    /* Stacked by owner (galloc replay --plot with owners): when any series of
+     * an input has bands, every series is drawn as a panel of stacked bands
+     * under its reserved line (plot.h). */
+    size_t n_bands;                /* bands, bottom first: the top sites, most bytes first, then "other sites" */
+    const ga_series_band_t *bands; /* n_bands */
+    const char *bands_at;          /* the moment they were chosen at: "the reserved peak", "the first OOM" */
+    bool has_peaks;                /* the peaks below are known */
+    double peak_reserved_event;    /* the first event at which reserved memory reached its peak (0 also
+                                       for the state a mid-run trace starts in) ... */
+    double peak_reserved;          /* ... and that peak, bytes */
+    double peak_allocated_event;   /* the same for allocated memory */
+    double peak_allocated;
 } ga_series_t;
 
 /* An allocation that failed with out-of-memory during the replay. */

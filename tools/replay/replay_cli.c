@@ -14,6 +14,7 @@
 #include "tools/job/job.h"
 #include "tools/readers/trace_reader.h"
 #include "tools/readers/units.h"
+#include "tools/replay/compare.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/verify.h"
 #include "tools/report/options.h"
@@ -41,6 +42,7 @@ typedef struct cli {
     const char *plot;        /* --plot FILE */
     size_t top;              /* --top N: sites shown per moment of the owners */
     bool no_owners;          /* --no-owners: no attribution (a faster replay) */
+    bool compare;            /* --compare A B: two records' owners side by side (compare.h) */
     size_t n_snapshots;      /* snapshot files named so far (numbering) */
     size_t n_plots;          /* plot files named so far */
     bool first_json;         /* no trace written into the JSON document yet */
@@ -51,6 +53,7 @@ void ga_replay_usage(FILE *out)
     char formats[128];
     ga_reader_format_list(formats, sizeof(formats));
     fputs("usage: galloc replay [options] TRACE...\n"
+          "       galloc replay --compare [options] A B\n"
           "Replay allocation traces through galloc on a simulated GPU, one column per --conf.\n"
           "\n"
           "  --conf STRING         an allocator configuration (PYTORCH_CUDA_ALLOC_CONF syntax, e.g.\n"
@@ -87,9 +90,19 @@ void ga_replay_usage(FILE *out)
           "                        --json lists every site)\n"
           "  --no-owners           do not attribute memory to the code that allocated it (the report's\n"
           "                        \"who holds the memory\" and --json's \"owners\"): a faster replay\n"
-          "  --plot FILE           plot requested / allocated / reserved memory over the replay\n"
+          "  --plot FILE           plot memory over the replay (.png or .svg): per configuration, the\n"
+          "                        live bytes stacked by site (the 8 largest at the first OOM, else\n"
+          "                        at the reserved peak, and \"other sites\") under the reserved line,\n"
+          "                        with the peaks and OOMs marked; with --no-owners, requested /\n"
+          "                        allocated / reserved lines\n"
           "  --no-sleep            skip the trace's sleep and wake events (tags are still begun and\n"
           "                        ended), to compare the peaks with and without sleeping\n"
+          "  --compare A B         two records of one job (before and after a change, two ranks):\n"
+          "                        replay each as recorded (or both under one --conf) with owners,\n"
+          "                        and list the sites whose bytes at the reserved peak grew or shrank\n"
+          "                        most, matched by name (--top N rows; --json: every site, both\n"
+          "                        peaks); devices paired by label. Not with --verify, --snapshot,\n"
+          "                        --plot, --no-owners or several --conf; exit 0 when both replayed\n"
           "  --verify              TRACE is a PyTorch snapshot: replay it under its recorded settings\n"
           "                        (or --conf) and compare galloc's device events (segment_alloc,\n"
           "                        segment_free, segment_map, segment_unmap, oom) and final segments\n"
@@ -163,6 +176,10 @@ static int take_snapshot(const char *value, void *cli)
  * rather than after minutes of it. */
 static int check_args(const cli_t *c)
 {
+    if (c->compare && (c->verify || c->snapshot != NULL || c->plot != NULL || c->no_owners || c->n_confs > 1))
+        return ga_report_usage_error(CMD, "%s",
+                                     "--compare takes at most one --conf (both records replay it), and no --verify, "
+                                     "--snapshot, --plot or --no-owners");
     if (c->verify && (c->n_confs > 1 || c->snapshot != NULL || c->plot != NULL))
         return ga_report_usage_error(CMD, "%s", "--verify takes at most one --conf, and no --snapshot or --plot");
     if ((c->snapshot_range || c->snapshot_max) && c->snapshot == NULL)
@@ -207,11 +224,15 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"no-seed", GA_OPT_FLAG, ga_opt_bool(&c->no_seed), NULL, 0, NULL},
         {"top", GA_OPT_COUNT, &c->top, "bad --top \"%s\" (a positive number of sites)", 1000000, NULL},
         {"no-owners", GA_OPT_FLAG, ga_opt_bool(&c->no_owners), NULL, 0, NULL},
+        {"compare", GA_OPT_FLAG, ga_opt_bool(&c->compare), NULL, 0, NULL},
     };
     c->confs = calloc((size_t)argc + 1, sizeof(*c->confs));
     if (c->confs == NULL)
         return ga_report_usage_error(CMD, "%s", "out of host memory");
     int rc = ga_opts_parse(CMD, opts, sizeof(opts) / sizeof(opts[0]), ga_replay_usage, argc, argv);
+    if (rc == 0 && c->compare && argc - optind != 2)
+        return ga_report_usage_error(CMD, "--compare takes exactly two traces, A and B (%s given)",
+                                     argc - optind == 1 ? "one" : "more");
     return rc != 0 ? rc : check_args(c);
 }
 
@@ -227,7 +248,8 @@ static int write_plot(const char *path, const char *title, const ga_replay_t *rp
         runs[i] = (ga_plot_run_t){.label = rp->cols[i].label,
                                   .sampler = &rp->cols[i].sampler,
                                   .ooms = rp->cols[i].ooms,
-                                  .n_ooms = rp->cols[i].n_ooms};
+                                  .n_ooms = rp->cols[i].n_ooms,
+                                  .owners = rp->cols[i].owners};
     int rc = ga_outputs_plot_runs(path, title, rp->device_memory, rp->events, runs, rp->n_cols, err, errlen);
     free(runs);
     return rc;
@@ -434,6 +456,21 @@ static int one_file(cli_t *c, const char *path, bool single_file, const char *ba
     return code;
 }
 
+/* --compare A B (compare.h), with the options that apply to it. */
+static int compare(const cli_t *c, const char *a, const char *b)
+{
+    ga_compare_opts_t o = {
+        .backend = c->backend,
+        .conf = c->n_confs ? c->confs[0] : NULL,
+        .no_recorded = c->no_recorded,
+        .job = {.format = c->format, .device_memory = c->device_memory, .reserve = c->reserve, .no_seed = c->no_seed},
+        .env = c->env,
+        .no_sleep = c->no_sleep,
+        .json = c->json,
+        .top = c->top};
+    return ga_compare_main(&o, a, b, stdout);
+}
+
 int ga_replay_main(int argc, char **argv)
 {
     cli_t c = {.format = GA_FORMAT_AUTO, .first_json = true, .top = GA_REPORT_TOP};
@@ -444,6 +481,11 @@ int ga_replay_main(int argc, char **argv)
     }
     const char *backend = c.backend ? c.backend : "sim";
     print_environment(c.env);
+    if (c.compare) {
+        rc = compare(&c, argv[optind], argv[optind + 1]);
+        free(c.confs);
+        return rc;
+    }
     if (c.json && c.verify)
         ga_verify_json_begin(stdout);
     else if (c.json)

@@ -139,6 +139,27 @@ int ga_outputs_plot_check(const char *path, char *err, size_t errlen)
 #endif
 }
 
+/* Run r's series stacked by site (bands, from ga_sampler_bands) with its
+ * peaks, from its owners' moments. 0, or -1 when host memory ran out. */
+static int stack_by_site(const ga_plot_run_t *r, ga_site_bands_t *bands, ga_series_t *s)
+{
+    const ga_owners_t *w = r->owners;
+    if (w == NULL || ga_sampler_bands(r->sampler, w, GA_SAMPLER_TOP_SITES, bands) != 0)
+        return w == NULL ? 0 : -1;
+    s->n_bands = bands->n;
+    s->bands = bands->bands;
+    s->bands_at = bands->by == GA_MOMENT_OOM ? "the first OOM" : "the reserved peak";
+    const ga_owners_moment_t *pr = &w->peak_reserved, *pa = &w->peak_allocated;
+    if (pr->valid && pa->valid) {
+        s->has_peaks = true;
+        s->peak_reserved_event = pr->event == GA_OWNERS_BEFORE_EVENTS ? 0.0 : (double)pr->event;
+        s->peak_reserved = (double)pr->reserved;
+        s->peak_allocated_event = pa->event == GA_OWNERS_BEFORE_EVENTS ? 0.0 : (double)pa->event;
+        s->peak_allocated = (double)pa->allocated;
+    }
+    return 0;
+}
+
 int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_memory, uint64_t events,
                          const ga_plot_run_t *runs, size_t n, char *err, size_t errlen)
 {
@@ -147,14 +168,19 @@ int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_me
         nm += runs[i].n_ooms;
     ga_series_t *s = calloc(n ? n : 1, sizeof(*s));
     ga_oom_marker_t *m = calloc(nm ? nm : 1, sizeof(*m));
+    ga_site_bands_t *bands = calloc(n ? n : 1, sizeof(*bands));
     int rc = -1;
-    if (s == NULL || m == NULL) {
+    if (s == NULL || m == NULL || bands == NULL) {
         snprintf(err, errlen, "%s: out of host memory", path);
         goto out;
     }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         ga_sampler_series(runs[i].sampler, runs[i].label, &s[i]);
+        if (stack_by_site(&runs[i], &bands[i], &s[i]) != 0) {
+            snprintf(err, errlen, "%s: out of host memory", path);
+            goto out;
+        }
         for (size_t j = 0; j < runs[i].n_ooms; j++)
             m[k++] = (ga_oom_marker_t){(double)runs[i].ooms[j].event, i, ga_oom_class_name(runs[i].ooms[j].facts.cls)};
     }
@@ -167,6 +193,9 @@ int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_me
                           .ooms = m};
     rc = ga_outputs_plot(path, &in, err, errlen);
 out:
+    for (size_t i = 0; bands != NULL && i < n; i++)
+        ga_site_bands_free(&bands[i]);
+    free(bands);
     free(s);
     free(m);
     return rc;

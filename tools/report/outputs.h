@@ -55,6 +55,8 @@ typedef struct ga_plot_run {
     const ga_sampler_t *sampler; /* its memory over the replay (n == 0: no line) */
     const ga_replay_oom_t *ooms; /* n_ooms failures, each marked with its class */
     size_t n_ooms;
+    const struct ga_owners *owners; /* its owners (with the sampler's per-site samples): the plot is
+                                       stacked by site; NULL: lines (galloc fit, --no-owners) */
 } ga_plot_run_t;
 
 /*
@@ -62,7 +64,10 @@ typedef struct ga_plot_run {
  * (galloc replay's columns, galloc fit's defaults and winner) on a device of
  * device_memory bytes (0: no ceiling line), events events long, to path.
  * The one place replay results become a ga_plot_input_t, so both commands
- * draw the same thing. 0, or -1 with err.
+ * draw the same thing. When a run has owners and per-site samples, every run
+ * is a panel of its live bytes stacked by its GA_SAMPLER_TOP_SITES top sites
+ * (ga_sampler_bands) under its reserved line, with its peaks marked (plot.h).
+ * 0, or -1 with err.
  */
 int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_memory, uint64_t events,
                          const ga_plot_run_t *runs, size_t n, char *err, size_t errlen);
