@@ -171,8 +171,8 @@ TEST(OwnersEverywhere, H200SnapshotsNameTheScriptsLines)
             EXPECT_GT(ph[GA_PHASE_OPTIMIZER].bytes, 0) << f;
             bool optimizer_line = false;
             for (size_t i = 0; i < w.index->n_sites; i++)
-                optimizer_line |= std::string(w.index->sites[i].key).find("capture_torch_snapshot.py:38 step") !=
-                                  std::string::npos;
+                optimizer_line |=
+                    std::string(w.index->sites[i].key).find("capture_torch_snapshot.py:38 step") != std::string::npos;
             EXPECT_TRUE(optimizer_line) << f;
         } else {
             bool before = false;

@@ -388,10 +388,12 @@ typedef struct ga_site_bands {
 } ga_site_bands_t;
 
 /*
- * ga_sampler_bands: the top sites of s (sampled with owners w): the `top`
- * sites with the most live bytes at w's first OOM, else at its reserved
- * peak, most first, then one "other sites" band summing the rest at each
- * point (left out when it is 0 everywhere). Nothing (n 0) without sampled
+ * ga_sampler_bands: the top sites of s (sampled with owners w): up to `top`
+ * sites, the largest holders at w's first OOM (else its reserved peak) for
+ * up to half of them, then those with the most bytes at any sampled point;
+ * bottom first by their bytes at that moment, then by their most bytes; then
+ * one "other sites" band summing the rest at each point (left out when it is
+ * 0 everywhere). Nothing (n 0) without sampled
  * sites or a valid moment. 0, or -1 when host memory ran out. Free with
  * ga_site_bands_free.
  */

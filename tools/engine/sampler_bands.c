@@ -1,9 +1,11 @@
 /*
  * sampler_bands.c: a column's sampled sites as the bands of a stacked plot
  * (replay.h, ga_sampler_bands): the sites that matter are the ones holding
- * the memory when it ran out, or at the reserved peak, so they are chosen at
- * that moment from the owners' figures (docs/owners.md), not from the
- * samples, and the samples give each chosen site's bytes over the whole run.
+ * the memory when it ran out, or at the reserved peak (the owners' figures
+ * of that moment, docs/owners.md), and the ones that held the most at any
+ * point (the samples), so neither a site that fills the device early nor
+ * the one holding it at the end hides in "other sites"; the samples give
+ * each chosen site's bytes over the whole run.
  * Everything else is one "other sites" band, so the stack still sums to the
  * live bytes at every point.
  */
@@ -28,6 +30,16 @@ static const ga_owners_moment_t *choice_moment(const ga_owners_t *w)
     return w->peak_reserved.valid ? &w->peak_reserved : NULL;
 }
 
+/* Site j's largest sampled value. */
+static double most_of(const ga_sampler_t *s, size_t j)
+{
+    double m = 0;
+    for (size_t p = 0; p < s->n; p++)
+        if (s->site[j * GA_SAMPLER_CAP + p] > m)
+            m = s->site[j * GA_SAMPLER_CAP + p];
+    return m;
+}
+
 int ga_sampler_bands(const ga_sampler_t *s, const ga_owners_t *w, size_t top, ga_site_bands_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -38,27 +50,65 @@ int ga_sampler_bands(const ga_sampler_t *s, const ga_owners_t *w, size_t top, ga
     size_t n_rows;
     if (ga_owners_sites(m, w->index, &rows, &n_rows) != 0)
         return -1;
-    size_t k = 0; /* the named sites: the top ones holding bytes at the moment */
-    while (k < n_rows && k < top && rows[k].cell.bytes > 0)
-        k++;
     bool *named = calloc(s->n_sites, sizeof(*named));
-    out->bands = malloc((k + 1) * sizeof(*out->bands));
+    double *at = calloc(s->n_sites, sizeof(*at)), *most = calloc(s->n_sites, sizeof(*most));
+    out->bands = malloc((top + 1) * sizeof(*out->bands));
     out->other = malloc((s->n ? s->n : 1) * sizeof(*out->other));
-    if (named == NULL || out->bands == NULL || out->other == NULL) {
+    if (named == NULL || at == NULL || most == NULL || out->bands == NULL || out->other == NULL) {
         free(named);
+        free(at);
+        free(most);
         free(rows);
         ga_site_bands_free(out);
         return -1;
     }
-    double named_at = 0;
-    for (size_t i = 0; i < k; i++) {
-        uint32_t site = rows[i].site;
-        named[site] = true;
-        named_at += (double)rows[i].cell.bytes;
-        out->bands[i] = (ga_series_band_t){.label = w->index->sites[site].key,
-                                           .bytes = s->site + (size_t)site * GA_SAMPLER_CAP,
-                                           .at_moment = (double)rows[i].cell.bytes};
+    /* Named: the largest holders at the moment (up to half the bands), then
+     * the sites that held the most at any point, so a site that filled the
+     * device earlier is not hidden in "other sites". */
+    size_t k = 0;
+    for (size_t i = 0; i < n_rows && k < (top + 1) / 2 && rows[i].cell.bytes > 0; i++, k++) {
+        named[rows[i].site] = true;
+        at[rows[i].site] = (double)rows[i].cell.bytes;
     }
+    for (size_t i = 0; i < n_rows; i++)
+        at[rows[i].site] = (double)rows[i].cell.bytes;
+    for (size_t j = 0; j < s->n_sites; j++)
+        most[j] = most_of(s, j);
+    while (k < top) {
+        size_t best = SIZE_MAX;
+        for (size_t j = 0; j < s->n_sites; j++)
+            if (!named[j] && most[j] > 0 && (best == SIZE_MAX || most[j] > most[best]))
+                best = j;
+        if (best == SIZE_MAX)
+            break;
+        named[best] = true;
+        k++;
+    }
+    double named_at = 0;
+    size_t b = 0;
+    /* bottom first: by bytes at the moment, then by most bytes at any point */
+    for (size_t i = 0; i < n_rows; i++)
+        if (named[rows[i].site]) {
+            uint32_t site = rows[i].site;
+            named_at += at[site];
+            out->bands[b++] = (ga_series_band_t){.label = w->index->sites[site].key,
+                                                 .bytes = s->site + (size_t)site * GA_SAMPLER_CAP,
+                                                 .at_moment = at[site]};
+        }
+    while (b < k) {
+        size_t best = SIZE_MAX;
+        for (size_t j = 0; j < s->n_sites; j++) {
+            bool placed = at[j] > 0;
+            for (size_t q = 0; q < b && !placed; q++)
+                placed = out->bands[q].bytes == s->site + j * GA_SAMPLER_CAP;
+            if (named[j] && !placed && (best == SIZE_MAX || most[j] > most[best]))
+                best = j;
+        }
+        out->bands[b++] = (ga_series_band_t){
+            .label = w->index->sites[best].key, .bytes = s->site + best * GA_SAMPLER_CAP, .at_moment = 0};
+    }
+    free(at);
+    free(most);
     bool any_other = false;
     for (size_t p = 0; p < s->n; p++) {
         double v = 0;

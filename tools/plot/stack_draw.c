@@ -189,8 +189,11 @@ static void draw_panel_title(cairo_t *cr, const ga_plot_panel_t *p, const ga_ser
     const char *label = s->label != NULL && s->label[0] != '\0' ? s->label : "defaults";
     size_t named = s->n_bands - (s->n_bands > 0 && s->bands[s->n_bands - 1].other);
     if (s->n_bands > 0)
-        snprintf(t, sizeof(t), "%s: live bytes stacked by site, the top %zu at %s (legend: their bytes then)", label,
-                 named, s->bands_at != NULL ? s->bands_at : "the reserved peak");
+        snprintf(
+            t, sizeof(t),
+            "%s: live bytes stacked by site, %zu named: the largest at %s and over the run (legend: their bytes at %s)",
+            label, named, s->bands_at != NULL ? s->bands_at : "the reserved peak",
+            s->bands_at != NULL ? s->bands_at : "the reserved peak");
     else
         snprintf(t, sizeof(t), "%s: no owners recorded", label);
     ga_plot_set_font(cr, 13.5, true);
