@@ -121,6 +121,12 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*usable_size)(void *impl, const void *ptr, size_t *size);
     bool (*stripe_usable_size)(void *impl, const void *ptr, size_t *size);
     galloc_status_t (*segments_visit)(void *impl, galloc_segment_visit_fn fn, void *ctx);
+    /* Optional (NULL: galloc_memory_reserved reads every stat under the
+     * lock and the quiesce): reserved_bytes.all.current, called WITHOUT the
+     * allocator's lock, from any thread: it must read a figure that every
+     * locked call leaves up to date atomically (the caching pool's is stored
+     * by ga_pool_resume; a stripe call never makes or releases a segment). */
+    int64_t (*memory_reserved)(void *impl);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

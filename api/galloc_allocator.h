@@ -164,6 +164,19 @@ GALLOC_API galloc_status_t galloc_memory_info(galloc_allocator_t *a, size_t *fre
 GALLOC_API galloc_status_t galloc_memory_stats(galloc_allocator_t *a, galloc_stats_t *out);
 
 /*
+ * galloc_memory_reserved: reserved_bytes.all.current alone (PyTorch's
+ * torch.cuda.memory_reserved()), cheap enough to ask after every malloc: on
+ * the caching pool it takes no lock at all (reserved memory changes only
+ * under the allocator's lock, a segment made, mapped, unmapped or released,
+ * and each such call leaves the figure where this reads it), where
+ * galloc_memory_stats takes every per-stream stripe's lock. From the
+ * allocating thread it is exact after its own calls; another thread's call
+ * in progress may not be counted yet. Returns GALLOC_OK with *bytes set,
+ * GALLOC_E_INVAL (NULL a or bytes; *bytes 0). Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_memory_reserved(galloc_allocator_t *a, int64_t *bytes);
+
+/*
  * galloc_fragmentation: where the cached memory is and how usable it is, per
  * pool (a walk over every segment: O(blocks), meant for peaks and OOMs, not
  * the hot path). out->struct_size must be sizeof(galloc_fragmentation_t).

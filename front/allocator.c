@@ -286,6 +286,16 @@ galloc_status_t galloc_free(galloc_allocator_t *a, void *ptr)
  * than the lock a free of ptr would (Note: per-stream locking,
  * docs/architecture.md), then the locked member, which has the whole answer
  * (a sleeping tag's block, or why ptr is not owned). */
+/* The locked answer, out of line: the stripe path's caller keeps no
+ * registers for it (a replay asks after every malloc). */
+static __attribute__((noinline, cold)) galloc_status_t usable_size_locked(galloc_allocator_t *a, const void *ptr,
+                                                                          size_t *size)
+{
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->usable_size(a->impl, ptr, size));
+    return st;
+}
+
 galloc_status_t galloc_usable_size(galloc_allocator_t *a, const void *ptr, size_t *size)
 {
     if (size != NULL)
@@ -295,9 +305,30 @@ galloc_status_t galloc_usable_size(galloc_allocator_t *a, const void *ptr, size_
         return GALLOC_E_INVAL;
     if (a->ops->stripe_usable_size != NULL && a->ops->stripe_usable_size(a->impl, ptr, size))
         return GALLOC_OK;
-    galloc_status_t st;
-    LOCKED(a, st = a->ops->usable_size(a->impl, ptr, size));
-    return st;
+    return usable_size_locked(a, ptr, size);
+}
+
+/* Every stat under the lock and the quiesce, for an implementation without
+ * memory_reserved; out of line (see usable_size_locked). */
+static __attribute__((noinline, cold)) galloc_status_t memory_reserved_locked(galloc_allocator_t *a, int64_t *bytes)
+{
+    galloc_stats_t s = {.struct_size = sizeof(s)};
+    LOCKED(a, a->ops->stats(a->impl, &s));
+    *bytes = s.reserved_bytes[GALLOC_STAT_ALL].current;
+    return GALLOC_OK;
+}
+
+galloc_status_t galloc_memory_reserved(galloc_allocator_t *a, int64_t *bytes)
+{
+    if (bytes != NULL)
+        *bytes = 0;
+    GA_LIVE_OR_RETURN(a);
+    if (bytes == NULL)
+        return GALLOC_E_INVAL;
+    if (a->ops->memory_reserved == NULL)
+        return memory_reserved_locked(a, bytes);
+    *bytes = a->ops->memory_reserved(a->impl); /* no lock: see allocator_ops.h */
+    return GALLOC_OK;
 }
 
 galloc_status_t galloc_segments_visit(galloc_allocator_t *a, galloc_segment_visit_fn fn, void *ctx)

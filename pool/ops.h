@@ -65,6 +65,9 @@ void ga_pool_fragmentation(void *impl, galloc_fragmentation_t *out);
  * tags' segments left out); GALLOC_E_NOMEM when the block list could not
  * grow. */
 galloc_status_t ga_pool_usable_size(void *impl, const void *ptr, size_t *size);
+/* memory_reserved: reserved_bytes.all.current as the last locked call left
+ * it (reserved_seen: the stripe path never changes it), without a lock. */
+int64_t ga_pool_memory_reserved(void *impl);
 galloc_status_t ga_pool_segments_visit(void *impl, galloc_segment_visit_fn fn, void *ctx);
 
 /* History and snapshots (trace/). */

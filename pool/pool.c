@@ -115,6 +115,12 @@ galloc_status_t ga_pool_set_fraction(void *impl, double fraction)
     return GALLOC_OK;
 }
 
+int64_t ga_pool_memory_reserved(void *impl)
+{
+    ga_pool_t *p = impl;
+    return atomic_load_explicit(&p->reserved_seen, memory_order_relaxed);
+}
+
 galloc_status_t ga_pool_memory_info(void *impl, size_t *free_bytes, size_t *total_bytes)
 {
     ga_pool_t *p = impl;

@@ -62,4 +62,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .usable_size = ga_pool_usable_size,
     .stripe_usable_size = ga_pool_stripe_usable_size,
     .segments_visit = ga_pool_segments_visit,
+    .memory_reserved = ga_pool_memory_reserved,
 };

@@ -66,6 +66,7 @@ void ga_pool_stripes_init(ga_pool_t *p)
     }
     atomic_init(&p->stripe_path_open, false);
     atomic_init(&p->map_mask, 0u);
+    atomic_init(&p->reserved_seen, 0);
 }
 
 void ga_pool_stripes_destroy(ga_pool_t *p)
@@ -251,6 +252,7 @@ static void grant(ga_pool_t *p)
 void ga_pool_resume(void *impl)
 {
     ga_pool_t *p = impl;
+    atomic_store_explicit(&p->reserved_seen, p->stats.reserved_bytes[GALLOC_STAT_ALL].current, memory_order_relaxed);
     /* Only resume opens or closes the stripe path: while it is open, quiesce took the stripes. */
     bool want = stripe_path_possible(p);
     if (!atomic_load_explicit(&p->stripe_path_open, memory_order_relaxed)) {

@@ -328,6 +328,11 @@ struct ga_pool {
     uint32_t touched_before; /* and in the span before it */
     uint32_t grant_mask;     /* stripes given headroom at the last grant */
     atomic_uint map_mask;    /* stripes whose pointer map ever held a block: where free looks */
+    /* reserved_bytes.all.current as the last locked call left it, for
+     * galloc_memory_reserved to read without a lock: reserved memory changes
+     * only under the allocator's lock, and every locked call ends in
+     * ga_pool_resume, which stores it (the one place). */
+    _Atomic int64_t reserved_seen;
     ga_stripe_t stripes[GA_STRIPES];
 };
 

@@ -4,7 +4,8 @@
 // free, inside a block, for another allocator's pointer; the stripe path from
 // threads on their own streams) and galloc_segments_visit (segments tile
 // reserved memory, blocks tile segments, states, pool ids, expandable
-// segments' mapped ranges, sleeping tags left out). Tagged "concurrency":
+// segments' mapped ranges, sleeping tags left out), and galloc_memory_reserved
+// (every segment made and released, from another thread). Tagged "concurrency":
 // CI also runs it under TSan.
 #include <gtest/gtest.h>
 
@@ -551,6 +552,71 @@ TEST_F(Inspect, ThreadsOnTheirOwnStreamsWithAWalkerBeside)
     EXPECT_EQ(BlockBytes(segs, GALLOC_BLOCK_ALLOCATED), 0u);
 }
 
+// ---- galloc_memory_reserved ----
+
+int64_t Reserved(galloc_allocator_t *a)
+{
+    int64_t r = -1;
+    EXPECT_EQ(galloc_memory_reserved(a, &r), GALLOC_OK);
+    return r;
+}
+
+TEST_F(Inspect, MemoryReservedFollowsEverySegment)
+{
+    EXPECT_EQ(Reserved(a_), 0);
+    void *small = Malloc(1); // a 2 MiB small segment
+    EXPECT_EQ(Reserved(a_), int64_t(2 * MiB));
+    void *mid = Malloc(5 * MiB); // a 20 MiB large segment (kLargeBuffer)
+    EXPECT_EQ(Reserved(a_), int64_t(22 * MiB));
+    void *big = Malloc(30 * MiB + 1); // its own segment, rounded to 2 MiB
+    EXPECT_EQ(Reserved(a_), int64_t(54 * MiB));
+    EXPECT_EQ(Reserved(a_), StatsOf(a_).reserved_bytes[GALLOC_STAT_ALL].current);
+    void *hit = Malloc(1, 7); // another stream: its own small segment ...
+    ASSERT_EQ(galloc_free(a_, hit), GALLOC_OK);
+    void *again = Malloc(1, 7); // ... and a cache hit on it (the stripe path): no change
+    EXPECT_EQ(Reserved(a_), int64_t(56 * MiB));
+    for (void *p : {small, mid, big, again})
+        ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+    EXPECT_EQ(Reserved(a_), int64_t(56 * MiB)); // cached
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK);
+    EXPECT_EQ(Reserved(a_), 0);
+    EXPECT_EQ(Reserved(a_), StatsOf(a_).reserved_bytes[GALLOC_STAT_ALL].current);
+    int64_t r = 5;
+    EXPECT_EQ(galloc_memory_reserved(nullptr, &r), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_memory_reserved(a_, nullptr), GALLOC_E_INVAL);
+}
+
+// Read from another thread while workers allocate and empty the cache: never
+// more than the device, never negative; exact again once they are done.
+TEST_F(Inspect, MemoryReservedFromAnotherThread)
+{
+    std::atomic<bool> done{false};
+    std::atomic<int> bad{0};
+    std::thread reader([&] {
+        while (!done.load()) {
+            int64_t r = Reserved(a_);
+            bad += r < 0 || r > int64_t(1) << 30;
+        }
+    });
+    std::vector<std::thread> ws;
+    for (int w = 0; w < 2; w++)
+        ws.emplace_back([&, w] {
+            for (int i = 0; i < 500; i++) {
+                void *p = nullptr;
+                bad += galloc_malloc(a_, (1 + i % 7) * MiB, (galloc_stream_t)(w + 1), &p) != GALLOC_OK;
+                bad += galloc_free(a_, p) != GALLOC_OK;
+                if (i % 50 == 0)
+                    bad += galloc_empty_cache(a_) != GALLOC_OK;
+            }
+        });
+    for (auto &t : ws)
+        t.join();
+    done = true;
+    reader.join();
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(Reserved(a_), StatsOf(a_).reserved_bytes[GALLOC_STAT_ALL].current);
+}
+
 // ---- allocators without segments of their own ----
 
 void *HostMalloc(void *, size_t size, int, galloc_stream_t)
@@ -582,6 +648,9 @@ TEST(InspectUser, UsableSizeIsTheRequestAndThereAreNoSegments)
     std::vector<Segment> segs;
     EXPECT_EQ(galloc_segments_visit(a, Collect, &segs), GALLOC_E_UNSUPPORTED);
     EXPECT_EQ(galloc_segments_visit(a, nullptr, &segs), GALLOC_E_INVAL);
+    int64_t reserved = -1; // no memory_reserved member: the stats' figure
+    EXPECT_EQ(galloc_memory_reserved(a, &reserved), GALLOC_OK);
+    EXPECT_EQ(reserved, StatsOf(a).reserved_bytes[GALLOC_STAT_ALL].current);
     EXPECT_EQ(galloc_free(a, p), GALLOC_OK);
     EXPECT_EQ(galloc_usable_size(a, p, &n), GALLOC_E_NOT_OWNED);
     EXPECT_EQ(galloc_check(a), GALLOC_OK);

@@ -9,16 +9,17 @@
 #include "tools/engine/owners.h"
 #include "tools/engine/replay.h"
 
-/* A live block as the owners tracker keeps it (owners_track.c), keyed by
- * the address galloc handed out. */
+/* A live block as the owners tracker keeps it (owners_track.c): the
+ * payload of its entry in the column's pointer map (ga_idmap_init_extra), so
+ * an allocation and a free touch no map but the one the replay touches anyway. */
 typedef struct ga_owner_rec {
-    uintptr_t key;  /* the block's address */
     uint64_t bytes; /* its size (galloc_usable_size) */
     uint64_t req;   /* the bytes requested */
     int64_t ev;     /* its allocation's event index; -1: live before the trace */
     int64_t us;     /* its allocation's time after the unit's t0; INT64_MIN: none */
     uint16_t cls;   /* its owner class */
     bool kept;      /* the trace never frees it */
+    bool live;      /* the tracker counts it (false: a failed or 0-byte allocation's entry) */
 } ga_owner_rec_t;
 
 /* One logged change to the cells since the allocated peak. */
@@ -32,7 +33,8 @@ typedef struct ga_owners_track {
     ga_owners_t *out; /* the result, handed to the column by ga_owners_track_take */
     const ga_job_unit_t *u;
     galloc_allocator_t *a;
-    ga_addrmap_t live;      /* address -> ga_owner_rec_t */
+    ga_idmap_t *map;        /* the column's pointer map: trace id -> block, a ga_owner_rec_t each */
+    ga_addrmap_t by_addr;   /* during a walk: block address -> class (owners_track.c) */
     ga_owner_cell_t *cells; /* per class: the live blocks now */
     uint64_t *pin_bytes;    /* per class, scratch for a segment's holders (zero between uses) */
     uint32_t *touched;      /* ... the classes a segment touched */
@@ -51,16 +53,20 @@ typedef struct ga_owners_track {
     int64_t cur_time;
 } ga_owners_track_t;
 
-/* ga_owners_track_init: a tracker for a column of u replayed on a. 0, or -1
- * (host memory). ga_owners_track_destroy frees it and what it has not handed out. */
-int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_allocator_t *a);
+/* ga_owners_track_init: a tracker for a column of u replayed on a, whose
+ * pointer map (made with ga_idmap_init_extra(map, sizeof(ga_owner_rec_t)))
+ * carries the records. 0, or -1 (host memory). ga_owners_track_destroy
+ * frees it and what it has not handed out. */
+int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_allocator_t *a, ga_idmap_t *map);
 void ga_owners_track_destroy(ga_owners_track_t *t);
 /* ga_owners_track_seeded: the blocks of u's seeded state, as ga_seed_apply mapped them. */
-void ga_owners_track_seeded(ga_owners_track_t *t, const ga_idmap_t *map);
-/* ga_owners_track_alloc: event idx (e) allocated ptr (NULL: nothing to track). */
-void ga_owners_track_alloc(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, void *ptr);
-/* ga_owners_track_dealloc: the block at ptr is freed (before galloc_free). */
-void ga_owners_track_dealloc(ga_owners_track_t *t, void *ptr);
+void ga_owners_track_seeded(ga_owners_track_t *t);
+/* ga_owners_track_alloc: event idx (e) allocated ptr (NULL: it failed, or
+ * asked for 0 bytes: nothing to track); rec is its map entry's payload,
+ * which this writes either way. */
+void ga_owners_track_alloc(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, void *ptr, ga_owner_rec_t *rec);
+/* ga_owners_track_dealloc: the block whose record is rec is freed. */
+void ga_owners_track_dealloc(ga_owners_track_t *t, const ga_owner_rec_t *rec);
 /* ga_owners_track_reserved: reserved bytes after event idx; a new high is the reserved peak's moment. */
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved);
 /* ga_owners_track_oom: event idx's allocation failed: its moment (the first GA_OWNERS_MAX_OOMS). */

@@ -107,9 +107,11 @@ typedef struct ga_owners {
     ga_owners_moment_t peak_allocated, peak_reserved;
     ga_owners_moment_t ooms[GA_OWNERS_MAX_OOMS]; /* the first n_ooms OOMs */
     size_t n_ooms;
-    uint64_t untracked; /* live blocks galloc_usable_size could not size (0 unless the allocator
+    uint64_t untracked;   /* live blocks galloc_usable_size could not size (0 unless the allocator
                                        is not galloc's own: then the figures are requests) */
-    char error[160];    /* why the owners are incomplete ("" when they are not) */
+    char error[160];      /* why the owners are incomplete ("" when they are not) */
+    uint64_t track_bytes; /* host memory the tracker held at its largest (live blocks' records, per-class
+                             cells, the undo log): what owners cost besides the index */
 } ga_owners_t;
 
 /* A moment's live blocks summed per site (over its phases, streams and pools). */

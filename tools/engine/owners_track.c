@@ -1,7 +1,10 @@
 /*
  * owners_track.c: a column's owners while it replays (owners.h says what is
- * kept and what it costs). Live blocks are records in util's address map,
- * keyed by the address galloc handed out; the per-class cells are their sums.
+ * kept and what it costs). A live block's record is the payload of its entry
+ * in the column's pointer map (trace id -> block, the one map the replay
+ * touches per event anyway); the per-class cells are the records' sums. A
+ * walk of the segments (the reserved peak, an OOM) asks who holds a block by
+ * its address: a map by address is made from the pointer map for that walk.
  *
  * The allocated peak: its moment is known only when the replay is over, and
  * copying every cell at each new high would cost O(classes) per allocation
@@ -80,11 +83,19 @@ static void fail(ga_owners_track_t *t, const char *why)
         snprintf(t->out->error, sizeof(t->out->error), "%s", why);
 }
 
-int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_allocator_t *a)
+/* An entry of the map by address made for a walk. */
+typedef struct by_addr {
+    uintptr_t key; /* the block's address */
+    uint64_t cls;  /* its class */
+} by_addr_t;
+
+int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_allocator_t *a, ga_idmap_t *map)
 {
     memset(t, 0, sizeof(*t));
     t->u = u;
     t->a = a;
+    t->map = map;
+    ga_addrmap_init(&t->by_addr, sizeof(by_addr_t));
     t->out = calloc(1, sizeof(*t->out));
     size_t n = u->owners.n_classes ? u->owners.n_classes : 1;
     t->cells = calloc(n, sizeof(*t->cells));
@@ -99,14 +110,13 @@ int ga_owners_track_init(ga_owners_track_t *t, const ga_job_unit_t *u, galloc_al
     t->log_max = LOG_MIN > 2 * n ? LOG_MIN : 2 * n;
     t->peak_total = -1;
     t->peak_reserved = -1;
-    ga_addrmap_init(&t->live, sizeof(ga_owner_rec_t));
     return 0;
 }
 
 void ga_owners_track_destroy(ga_owners_track_t *t)
 {
     ga_owners_release(t->out);
-    ga_addrmap_destroy(&t->live);
+    ga_addrmap_destroy(&t->by_addr);
     free(t->cells);
     free(t->pin_bytes);
     free(t->touched);
@@ -125,21 +135,15 @@ ga_owners_t *ga_owners_track_take(ga_owners_track_t *t)
  * called before the change is applied, so a fold here undoes to the peak. */
 static void log_change(ga_owners_track_t *t, const ga_owner_rec_t *r, int sign);
 
-/* Add a live block. */
-static void add(ga_owners_track_t *t, uintptr_t ptr, ga_owner_rec_t r)
+/* A block becomes live: its record r, in its map entry's payload. */
+static void add(ga_owners_track_t *t, ga_owner_rec_t *r)
 {
-    if (ptr == 0 || r.cls >= t->u->owners.n_classes)
-        return; /* a 0-byte allocation holds nothing */
-    if (ga_addrmap_reserve(&t->live, 1) != GALLOC_OK) {
-        fail(t, "out of host memory tracking live blocks");
+    if (r->cls >= t->u->owners.n_classes)
         return;
-    }
-    ga_owner_rec_t *e = ga_addrmap_insert(&t->live, ptr);
-    r.key = ptr;
-    *e = r;
-    log_change(t, &r, 1);
-    apply(&t->cells[r.cls], &r, 1);
-    t->total += (int64_t)r.bytes;
+    r->live = true;
+    log_change(t, r, 1);
+    apply(&t->cells[r->cls], r, 1);
+    t->total += (int64_t)r->bytes;
     if (t->total > t->peak_total) { /* a new high: the state from here is what the log undoes to */
         t->peak_total = t->total;
         t->peak_event = t->cur_event;
@@ -171,24 +175,26 @@ static int64_t rel_time(ga_owners_track_t *t, int64_t us)
     return us - t->out->t0_us;
 }
 
-void ga_owners_track_alloc(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, void *ptr)
+void ga_owners_track_alloc(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, void *ptr, ga_owner_rec_t *rec)
 {
-    if (ptr == NULL)
+    if (ptr == NULL) { /* a failed or 0-byte allocation holds nothing */
+        rec->live = false;
         return;
+    }
     const ga_job_ev_t *f = &t->u->ev[idx];
     bool before = (e->flags & GA_EVF_PROLOGUE) != 0;
-    ga_owner_rec_t r = {.bytes = block_bytes(t, ptr, e->size),
-                        .req = e->size,
-                        .ev = before ? -1 : (int64_t)idx,
-                        .us = before ? NO_TIME : rel_time(t, e->time_us),
-                        .cls = f->owner,
-                        .kept = (e->flags & GA_EVF_KEPT) != 0};
+    *rec = (ga_owner_rec_t){.bytes = block_bytes(t, ptr, e->size),
+                            .req = e->size,
+                            .ev = before ? -1 : (int64_t)idx,
+                            .us = before ? NO_TIME : rel_time(t, e->time_us),
+                            .cls = f->owner,
+                            .kept = (e->flags & GA_EVF_KEPT) != 0};
     t->cur_event = idx;
     t->cur_time = e->time_us;
-    add(t, (uintptr_t)ptr, r);
+    add(t, rec);
 }
 
-void ga_owners_track_seeded(ga_owners_track_t *t, const ga_idmap_t *map)
+void ga_owners_track_seeded(ga_owners_track_t *t)
 {
     const ga_job_unit_t *u = t->u;
     t->cur_event = GA_OWNERS_BEFORE_EVENTS;
@@ -196,28 +202,26 @@ void ga_owners_track_seeded(ga_owners_track_t *t, const ga_idmap_t *map)
     for (size_t i = 0; i < u->seed.n_pc; i++) {
         const ga_seed_piece_t *p = &u->seed.pc[i];
         ga_idmap_val_t v;
-        if (!p->live || p->pending || !ga_idmap_get(map, p->addr, &v) || v.ptr == NULL)
+        if (!p->live || p->pending || !ga_idmap_get(t->map, p->addr, &v) || v.ptr == NULL)
             continue;
-        ga_owner_rec_t r = {.bytes = block_bytes(t, v.ptr, p->req ? p->req : p->size),
-                            .req = p->req ? p->req : p->size,
-                            .ev = -1,
-                            .us = NO_TIME,
-                            .cls = p->owner,
-                            .kept = p->kept};
-        add(t, (uintptr_t)v.ptr, r);
+        ga_owner_rec_t *rec = ga_idmap_extra(t->map, p->addr);
+        *rec = (ga_owner_rec_t){.bytes = block_bytes(t, v.ptr, p->req ? p->req : p->size),
+                                .req = p->req ? p->req : p->size,
+                                .ev = -1,
+                                .us = NO_TIME,
+                                .cls = p->owner,
+                                .kept = p->kept};
+        add(t, rec);
     }
 }
 
-void ga_owners_track_dealloc(ga_owners_track_t *t, void *ptr)
+void ga_owners_track_dealloc(ga_owners_track_t *t, const ga_owner_rec_t *rec)
 {
-    ga_owner_rec_t *e = ptr != NULL ? ga_addrmap_find(&t->live, (uintptr_t)ptr) : NULL;
-    if (e == NULL)
+    if (!rec->live)
         return;
-    ga_owner_rec_t r = *e;
-    ga_addrmap_remove(&t->live, e);
-    log_change(t, &r, -1);
-    apply(&t->cells[r.cls], &r, -1);
-    t->total -= (int64_t)r.bytes;
+    log_change(t, rec, -1);
+    apply(&t->cells[rec->cls], rec, -1);
+    t->total -= (int64_t)rec->bytes;
 }
 
 /* The cells as they are, as a moment's entries (classes with blocks, most
@@ -306,11 +310,11 @@ static void pins_of(ga_owners_track_t *t, const galloc_segment_view_t *seg, ga_o
         const galloc_block_view_t *v = &seg->blocks[b];
         if (v->state != GALLOC_BLOCK_ALLOCATED)
             continue;
-        const ga_owner_rec_t *r = ga_addrmap_find(&t->live, v->address);
+        const by_addr_t *r = ga_addrmap_find(&t->by_addr, v->address);
         if (r == NULL)
             continue;
         if (t->pin_bytes[r->cls] == 0)
-            t->touched[n_touched++] = r->cls;
+            t->touched[n_touched++] = (uint32_t)r->cls;
         t->pin_bytes[r->cls] += v->size;
     }
     for (size_t i = 0; i < n_touched; i++) {
@@ -385,6 +389,35 @@ static int by_free(const void *a, const void *b)
     return x->address < y->address ? -1 : x->address > y->address;
 }
 
+/* The live blocks by address, from the pointer map: for a walk's pins. 0 or -1. */
+static int by_addr(ga_owners_track_t *t)
+{
+    ga_addrmap_destroy(&t->by_addr);
+    ga_idmap_t *m = t->map;
+    if (ga_addrmap_reserve(&t->by_addr, ga_idmap_size(m)) != GALLOC_OK)
+        return -1;
+    for (size_t i = 0; i <= m->map.cap; i++) {
+        ga_idmap_val_t *v;
+        const ga_owner_rec_t *r;
+        if (i == m->map.cap) { /* key 0, in its side slot */
+            if (!m->has_zero)
+                break;
+            v = &m->zero_val;
+            r = ga_idmap_extra(m, 0);
+        } else {
+            ga_idmap_slot_t *sl = ga_addrmap_slot(&m->map, i);
+            if (sl == NULL)
+                continue;
+            v = &sl->val;
+            r = ga_idmap_slot_extra(m, sl);
+        }
+        if (!r->live || v->ptr == NULL || ga_addrmap_find(&t->by_addr, (uintptr_t)v->ptr) != NULL)
+            continue;
+        ((by_addr_t *)ga_addrmap_insert(&t->by_addr, (uintptr_t)v->ptr))->cls = r->cls;
+    }
+    return 0;
+}
+
 /* The state now, with the allocator's totals and its segments, into m. */
 static void capture(ga_owners_track_t *t, ga_owners_moment_kind_t kind, uint64_t idx, int64_t time_us,
                     ga_owners_moment_t *m)
@@ -403,6 +436,10 @@ static void capture(ga_owners_track_t *t, ga_owners_moment_kind_t kind, uint64_t
         m->requested = s.requested_bytes[GALLOC_STAT_ALL].current;
     }
     if (entries_of(t->cells, t->u->owners.n_classes, m) != 0) {
+        fail(t, "out of host memory taking a moment's owners");
+        return;
+    }
+    if (by_addr(t) != 0) {
         fail(t, "out of host memory taking a moment's owners");
         return;
     }
@@ -450,4 +487,10 @@ void ga_owners_track_finish(ga_owners_track_t *t)
 {
     if (t->peak_total >= 0 && !t->peak_folded)
         fold_peak(t);
+    /* the maps and the log only grow: their capacities now are their largest (the
+     * records' share of the pointer map is what owners add to its entries) */
+    size_t n = t->u->owners.n_classes ? t->u->owners.n_classes : 1;
+    t->out->track_bytes = t->map->map.cap * sizeof(ga_owner_rec_t) + t->by_addr.cap * t->by_addr.entry_size +
+                          t->cap_log * sizeof(*t->log) +
+                          n * (sizeof(*t->cells) + sizeof(*t->pin_bytes) + sizeof(*t->touched));
 }

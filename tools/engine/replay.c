@@ -106,11 +106,12 @@ static void on_peak(ga_replay_column_t *c, ga_engine_run_t *r)
 static void watch_peak(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     size_t fr, tot;
-    if ((!r->watch && r->own == NULL) || galloc_memory_info(c->a, &fr, &tot) != GALLOC_OK)
+    int64_t reserved;
+    if (r->own != NULL && galloc_memory_reserved(c->a, &reserved) == GALLOC_OK) /* cheap: no stripe lock */
+        ga_owners_track_reserved(r->own, idx, e, reserved);
+    if (!r->watch || galloc_memory_info(c->a, &fr, &tot) != GALLOC_OK)
         return;
-    if (r->own != NULL)
-        ga_owners_track_reserved(r->own, idx, e, (int64_t)(tot - fr));
-    if (r->watch && fr < r->min_free) {
+    if (fr < r->min_free) {
         r->min_free = fr;
         on_peak(c, r);
     }
@@ -155,11 +156,9 @@ static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, co
     galloc_status_t st = galloc_malloc(c->a, (size_t)e->size, (galloc_stream_t)e->stream, &p);
     if (c->place && e->place != 0)
         galloc_sim_place(c->a, 0); /* not taken: this replay needed no segment there */
-    if (st == GALLOC_OK && r->own != NULL && e->kind == GA_EV_ALLOC)
-        ga_owners_track_alloc(r->own, idx, e, p); /* before the reserved check: a peak's moment holds it */
-    if (st == GALLOC_OK || r->own != NULL)
-        watch_peak(c, r, idx, e); /* a failed malloc's OOM path may have released segments */
-    if (e->kind == GA_EV_OOM) {   /* the traced run failed here: does this configuration? */
+    if (e->kind == GA_EV_OOM) {    /* the traced run failed here: does this configuration? */
+        if (st == GALLOC_OK || r->own != NULL)
+            watch_peak(c, r, idx, e); /* a failed malloc's OOM path may have released segments */
         c->expected_ooms++;
         if (st == GALLOC_OK) {
             c->expected_avoided++;
@@ -173,41 +172,48 @@ static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, co
     }
     ga_idmap_val_t v = {p, e->stream}, old;
     if (st != GALLOC_OK) {
-        if (st == GALLOC_E_OOM)
-            record_oom(c, r, idx, e);
-        else
-            note_error(c, idx, e, "galloc_malloc", st);
         v.ptr = NULL;
         v.stream = GA_STREAM_NONE; /* its free will be consumed silently */
     }
+    ga_owner_rec_t old_rec;
+    void *rec = NULL;
     bool replaced;
-    if (ga_idmap_put(&c->map, e->id, v, &old, &replaced) != 0) {
+    if (ga_idmap_put_ex(&c->map, e->id, v, &old, r->own != NULL ? &old_rec : NULL, &replaced, &rec) != 0) {
         if (p != NULL)
             galloc_free(c->a, p);
         c->errors++;
         return;
     }
+    if (r->own != NULL) /* in the map first: a reserved peak's walk finds it there */
+        ga_owners_track_alloc(r->own, idx, e, st == GALLOC_OK ? p : NULL, rec);
     if (replaced) { /* the trace lost a free: release the stale block */
         c->duplicates++;
         if (old.ptr != NULL) {
             if (r->own != NULL)
-                ga_owners_track_dealloc(r->own, old.ptr);
+                ga_owners_track_dealloc(r->own, &old_rec);
             galloc_free(c->a, old.ptr);
         }
     }
+    if (st == GALLOC_OK || r->own != NULL)
+        watch_peak(c, r, idx, e); /* a failed malloc's OOM path may have released segments */
+    if (st == GALLOC_E_OOM)
+        record_oom(c, r, idx, e);
+    else if (st != GALLOC_OK)
+        note_error(c, idx, e, "galloc_malloc", st);
 }
 
 static void do_free(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
 {
     ga_idmap_val_t v;
-    if (!ga_idmap_remove(&c->map, e->id, &v)) {
+    ga_owner_rec_t rec;
+    if (!ga_idmap_remove_ex(&c->map, e->id, &v, r->own != NULL ? &rec : NULL)) {
         c->unmatched++;
         return;
     }
     if (v.stream == GA_STREAM_NONE)
         return; /* its allocation failed in this configuration */
     if (r->own != NULL)
-        ga_owners_track_dealloc(r->own, v.ptr);
+        ga_owners_track_dealloc(r->own, &rec);
     galloc_stream_t other;
     if (ga_replay_free_stream(e->kind, e->stream, v.stream, &other)) {
         galloc_status_t st = galloc_record_stream(c->a, v.ptr, other);
@@ -381,7 +387,8 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->place = g->spec->recorded;
     c->no_sleep = o->no_sleep;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
-    ga_idmap_init(&c->map);
+    /* with owners, each live block's record rides in its pointer-map entry */
+    ga_idmap_init_extra(&c->map, o->owners && g->full ? sizeof(ga_owner_rec_t) : 0);
     c->stats.struct_size = sizeof(c->stats);
     c->snapshot_path = g->snapshot_path;
     c->snapshot_ops = o->snapshot_ops;
@@ -466,11 +473,11 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
     ga_engine_run_t r = {.min_free = SIZE_MAX, .first_oom = UINT64_MAX, .annotation = "", .watch = o->watch_peak};
     ga_owners_track_t own;
     if (o->owners && g->full) {
-        if (ga_owners_track_init(&own, u, c->a) != 0)
+        if (ga_owners_track_init(&own, u, c->a, &c->map) != 0)
             return -1;
         r.own = &own;
         if (c->seeded && !o->no_seed)
-            ga_owners_track_seeded(&own, &c->map);
+            ga_owners_track_seeded(&own);
         ga_event_t none = {.where = 0};
         watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none); /* the seeded state's reserved memory */
     }

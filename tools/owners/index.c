@@ -62,6 +62,18 @@ void ga_owners_index_free(ga_owners_index_t *x)
     ga_owners_index_init(x);
 }
 
+size_t ga_owners_index_bytes(const ga_owners_index_t *x)
+{
+    size_t n = x->cap_sites * sizeof(*x->sites) + x->cap_classes * sizeof(*x->classes) +
+               x->cap_streams * sizeof(*x->streams) + x->cap_pools * sizeof(*x->pools);
+    for (size_t i = 0; i < x->n_sites; i++) {
+        n += strlen(x->sites[i].key) + 1 + x->sites[i].n_stack * sizeof(ga_owner_frame_t);
+        for (size_t f = 0; f < x->sites[i].n_stack; f++)
+            n += strlen(x->sites[i].stack[f].file) + strlen(x->sites[i].stack[f].name) + 2;
+    }
+    return n;
+}
+
 static uint64_t hash_str(uint64_t h, const char *s)
 {
     for (; *s != '\0'; s++)

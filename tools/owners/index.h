@@ -107,6 +107,10 @@ int ga_owners_index_block(ga_owners_index_t *x, const ga_stack_t *st, uint64_t s
  * (what remains is what reports need). */
 void ga_owners_index_done(ga_owners_index_t *x);
 
+/* ga_owners_index_bytes: the host memory the index holds (after
+ * ga_owners_index_done: its sites with their stacks, classes, streams, pools). */
+size_t ga_owners_index_bytes(const ga_owners_index_t *x);
+
 /* ga_owners_index_free: release everything; the index is empty again. */
 void ga_owners_index_free(ga_owners_index_t *x);
 
