@@ -351,6 +351,67 @@ TEST(Owners, ATraceWithoutStacksSaysSo)
     ASSERT_EQ(m.n_entries, 2u);
 }
 
+// A profiler trace of two devices: each unit's owners are its own, keyed by
+// the ranges that enclose each memory event on its thread.
+std::string KinetoMem(double ts, int dev, long long addr, long long bytes)
+{
+    return "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) +
+           ", \"args\": {\"Device Type\": 1, \"Device Id\": " + std::to_string(dev) +
+           ", \"Addr\": " + std::to_string(addr) + ", \"Bytes\": " + std::to_string(bytes) + "}}";
+}
+
+std::string KinetoRange(const char *cat, const char *name, double ts, double dur)
+{
+    return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name +
+           "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+           "}";
+}
+
+TEST(Owners, SeveralDevicesEachWithItsOwnSites)
+{
+    const long long M = 1 << 20;
+    std::vector<std::string> evs = {
+        KinetoRange("python_function", "train.py(35): step", 100, 400),
+        KinetoRange("user_annotation", "## forward ##", 110, 100),
+        KinetoRange("cpu_op", "aten::linear", 120, 50),
+        KinetoMem(130, 0, 0x1000000, 64 * M), // device 0: train.py:35 step, forward
+        KinetoMem(131, 1, 0x2000000, 32 * M), // device 1: the same line
+        KinetoRange("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 300, 50),
+        KinetoRange("cpu_op", "aten::mm", 310, 20),
+        KinetoMem(315, 1, 0x3000000, 16 * M), // device 1: inside the step too: the user's line wins
+        KinetoMem(600, 0, 0x4000000, 8 * M),  // device 0: outside every range: no stack
+    };
+    std::string t = "{\"traceEvents\": [\n";
+    for (size_t i = 0; i < evs.size(); i++)
+        t += evs[i] + (i + 1 < evs.size() ? ",\n" : "\n");
+    LoadedJob j(Write("two_devices.json", t + "]}\n"));
+    ASSERT_TRUE(j.ok) << j.error;
+    ASSERT_EQ(j.units(), 2u);
+    for (size_t k = 0; k < 2; k++) {
+        Owned o(j.unit(k), "");
+        const ga_owners_t &w = o.w();
+        char keyed[128];
+        EXPECT_STREQ(ga_owners_keyed_by(w.index, keyed, sizeof keyed), "profiler ranges");
+        const ga_owners_moment_t &m = w.peak_allocated;
+        ExpectInvariant(m);
+        auto sites = Sites(w, m);
+        ASSERT_EQ(sites.size(), k == 0 ? 2u : 1u) << k;
+        EXPECT_EQ(SiteName(w, sites[0].site), "train.py:35 step") << k;
+        if (k == 0) {
+            EXPECT_EQ(m.allocated, int64_t(72 * M));
+            EXPECT_EQ(sites[0].cell.bytes, int64_t(64 * M));
+            EXPECT_EQ(sites[0].phase_bytes[GA_PHASE_FORWARD], int64_t(64 * M));
+            EXPECT_EQ(w.index->sites[sites[1].site].kind, GA_SITE_NONE);
+            EXPECT_EQ(sites[1].cell.bytes, int64_t(8 * M));
+        } else { /* one line, two phases: its forward, and the backward of the mm it made */
+            EXPECT_EQ(m.allocated, int64_t(48 * M));
+            EXPECT_EQ(sites[0].cell.bytes, int64_t(48 * M));
+            EXPECT_EQ(sites[0].phase_bytes[GA_PHASE_FORWARD], int64_t(32 * M));
+            EXPECT_EQ(sites[0].phase_bytes[GA_PHASE_BACKWARD], int64_t(16 * M));
+        }
+    }
+}
+
 TEST(Owners, OwnersCostNothingWhenNotAskedFor)
 {
     std::string path = Write("plain.trace", "galloc-trace 1\nalloc 1 64MiB\nfree 1\n");
