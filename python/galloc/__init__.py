@@ -32,8 +32,8 @@ from .ipc import ipc_info
 from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
 from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
                       TraceInfo, TraceResult, TraceUnit, UnitInfo)
-from .owners import (Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request, SegmentState, Site, SiteShare,
-                     StreamShare)
+from .owners import (FitOwners, FitRunOwners, Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request,
+                     SegmentState, Shortfall, Site, SiteShare, StreamShare)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
                      GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
@@ -45,6 +45,7 @@ __all__ = [
     "fleet_files", "load_trace", "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig",
     "TraceInfo", "TraceUnit", "UnitInfo", "Cap", "CapPart", "FitAnswer", "FitUnit", "Owners", "Moment", "Site",
     "SiteShare", "Frame", "PhaseShare", "StreamShare", "PoolShare", "SegmentState", "Pin", "Request",
+    "FitOwners", "FitRunOwners", "Shortfall",
 ]
 
 

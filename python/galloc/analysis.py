@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence, Union
 
 from . import _native, _tools
 from .errors import error
-from .owners import _owner_sites
+from .owners import _fit_owners, _owner_sites
 from .results import (FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult, TraceInfo, TraceResult, TraceUnit,
                       _config, _unit_info)
 
@@ -237,7 +237,8 @@ def _fit_result(rc, doc, messages):
                      units=tuple(FitUnit(**_unit_info(t), label=t["label"]) for t in doc["traces"]),
                      device_memory=doc["device_memory"], events=doc["events"], fits=doc["fits"],
                      winner=doc["pytorch_cuda_alloc_conf"], answer=answer, caveats=tuple(doc["caveats"]),
-                     configurations=configs, seconds=doc["seconds"], messages=messages, raw=doc)
+                     configurations=configs, seconds=doc["seconds"], messages=messages, raw=doc,
+                     owners=_fit_owners(doc.get("owners")))
 
 
 def fleet_files(paths: Union[PathLike, Sequence[PathLike]]):

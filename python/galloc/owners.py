@@ -293,3 +293,58 @@ def _owners(doc, table):
                   peak_allocated=_moment("peak_allocated", doc["peak_allocated"], sites),
                   peak_reserved=_moment("peak_reserved", doc["peak_reserved"], sites),
                   ooms=tuple(_moment("oom", m, sites) for m in doc["ooms"]))
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A genuine OOM's shortfall in galloc fit: at event (0-based, of the
+    unit-th trace of the job) the live bytes must shrink by deficit_bytes
+    (or the request by as much) for the request to fit at that moment."""
+    unit: int
+    event: int
+    deficit_bytes: int
+
+
+@dataclass(frozen=True)
+class FitRunOwners:
+    """Who holds the memory in one of galloc fit's two runs replayed again
+    with owners: its configuration, each trace's Owners by label, and the
+    shortfall where the run dies of a genuine OOM."""
+    conf: str
+    recorded: bool
+    units: Tuple[Tuple[str, Owners], ...]   # (trace label, its owners), in the job's order
+    shortfall: Optional[Shortfall]
+
+    def __getitem__(self, label):
+        """The Owners of the trace with that label; KeyError lists the labels."""
+        for name, owners in self.units:
+            if name == label:
+                return owners
+        raise KeyError(f"{label!r}: the traces are {', '.join(repr(n) for n, _ in self.units)}")
+
+
+@dataclass(frozen=True)
+class FitOwners:
+    """galloc fit's owners (FitResult.owners): the job's own run (its
+    recorded settings, else PyTorch's defaults) and the answer (the pick,
+    else the closest; None when it is the own run)."""
+    own: Optional[FitRunOwners]
+    answer: Optional[FitRunOwners]
+
+
+def _fit_owners(doc):
+    """galloc fit's "owners" object as FitOwners (None: --no-owners)."""
+    if doc is None:
+        return None
+    tables = [_owner_sites(t) for t in doc["sites"]]
+
+    def run(r):
+        if r is None:
+            return None
+        q = r["shrink"]
+        return FitRunOwners(conf=r["conf"], recorded=r["recorded"],
+                            units=tuple((u["label"], _owners(u["owners"], tables[i]))
+                                        for i, u in enumerate(r["units"])),
+                            shortfall=None if q is None else Shortfall(unit=q["unit"], event=q["event"],
+                                                                       deficit_bytes=q["deficit_bytes"]))
+    return FitOwners(own=run(doc["own"]), answer=run(doc["answer"]))

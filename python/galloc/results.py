@@ -292,6 +292,8 @@ class FitResult:
     seconds: float
     messages: str = field(repr=False)
     raw: dict = field(repr=False)
+    owners: Optional["FitOwners"] = field(default=None, repr=False)  # who holds the memory in the job's own
+                                                                      # run and the answer (owners.FitOwners)
 
     @property
     def picked(self):

@@ -376,3 +376,50 @@ class RmmLog(SameAsTheCommand, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FitOwnersOfTheH200Snapshot(unittest.TestCase):
+    """FitResult.owners: galloc fit replays the job's own run and the answer
+    again with owners; the dataclasses equal its --json (the same document
+    replay writes for a moment), and the genuine OOM's shortfall is there:
+    the capped run's last request (13.98 GiB, line 76) is more than the
+    allocator may use, whatever is live."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.f = galloc.fit(H200, bisect=0, max_configs=4)
+        p = subprocess.run([sys.executable, "-m", "galloc", "fit", "--json", "--bisect", "0", "--max-configs", "4",
+                            H200], capture_output=True, text=True)
+        cls.doc = json.loads(p.stdout)
+
+    def test_same_as_the_commands_json(self):
+        o, w = self.f.owners, self.doc["owners"]
+        self.assertIsNotNone(o)
+        for run, wrun in ((o.own, w["own"]), (o.answer, w["answer"])):
+            if wrun is None:
+                self.assertIsNone(run)
+                continue
+            self.assertEqual((run.conf, run.recorded), (wrun["conf"], wrun["recorded"]))
+            for (label, owners), u in zip(run.units, wrun["units"], strict=True):
+                self.assertEqual(label, u["label"])
+                self.assertEqual(moment_doc(owners.first_oom), u["owners"]["ooms"][0])
+                self.assertEqual(moment_doc(owners.peak_reserved), u["owners"]["peak_reserved"])
+            q = wrun["shrink"]
+            self.assertEqual(None if run.shortfall is None else
+                             {"unit": run.shortfall.unit, "event": run.shortfall.event,
+                              "deficit_bytes": run.shortfall.deficit_bytes}, q)
+
+    def test_the_own_run_dies_of_its_last_request(self):
+        own = self.f.owners.own
+        self.assertTrue(own.recorded)
+        (label, owners), = own.units
+        self.assertIs(own[label], owners)
+        m = owners.first_oom
+        self.assertEqual((m.kind, m.event), ("oom", 5732))
+        self.assertTrue(str(m.request.site).endswith("capture_torch_snapshot.py:76 main"))
+        self.assertEqual(sum(s.bytes for s in m.sites), m.allocated_bytes)
+        self.assertIsNotNone(own.shortfall)
+        self.assertEqual(own.shortfall.event, 5732)
+        self.assertGreater(own.shortfall.deficit_bytes, m.allocated_bytes)  # the request alone is too big
+        with self.assertRaises(KeyError):
+            own["no such trace"]

@@ -363,8 +363,7 @@ std::string KinetoMem(double ts, int dev, long long addr, long long bytes)
 std::string KinetoRange(const char *cat, const char *name, double ts, double dur)
 {
     return std::string("{\"ph\": \"X\", \"cat\": \"") + cat + "\", \"name\": \"" + name +
-           "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
-           "}";
+           "\", \"pid\": 1, \"tid\": 1, \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + "}";
 }
 
 TEST(Owners, SeveralDevicesEachWithItsOwnSites)

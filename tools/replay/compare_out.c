@@ -27,7 +27,7 @@ static void short_name(const char *key, char *buf, size_t len)
 /* A change with its sign: "+256.00 MiB", "-2.00 GiB", "0 bytes". */
 static void change_text(int64_t d, char *buf, size_t len)
 {
-    char b[32];
+    char b[24]; /* "-8.00 EiB" and the like: a sign and b fit the callers' 32 bytes */
     ga_units_format_bytes(d, b, sizeof(b));
     snprintf(buf, len, "%s%s", d > 0 ? "+" : "", b);
 }
