@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import gpu_results  # bench/, beside this file
+import summarize_owners
 
 SEQS = ["fixed_4KiB", "small_mix", "training_mix", "churn"]
 # Sequences whose sizes reach the host allocators' mmap thresholds (glibc's
@@ -560,6 +561,9 @@ class Summary:
         self.multistream()
         self.usable_size()
         self.replay()
+        rows, detail = summarize_owners.owners(self.traces, t_ns, fmt, table, self.verdict)
+        self.rows += rows
+        self.details += [detail] if detail else []
         self.efficiency()
         self.recording()
         self.sleep_wake()
