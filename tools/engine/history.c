@@ -80,7 +80,7 @@ static size_t frames(void *ctx, uint32_t tok, const char *action, const galloc_f
 {
     ga_replay_column_t *c = ctx;
     *out = NULL;
-    if (tok == 0 || tok - 1 >= c->unit->n)
+    if (tok == 0 || tok - 1 >= c->unit->n || c->snapshot_no_frames)
         return 0;
     const void *fr = entry_frames(c->unit, tok - 1, action);
     size_t n = ga_torch_frames_count(fr), text = 0;

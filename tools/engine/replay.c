@@ -420,6 +420,7 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
     c->snapshot_max_entries = o->snapshot_max_entries;
     c->snapshot_at_end = o->snapshot_at_end;
+    c->snapshot_no_frames = o->snapshot_no_frames;
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
         if (ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err)) != 0) {

@@ -229,6 +229,7 @@ typedef struct ga_replay_column {
     uint64_t snapshot_last;                       /* ... and the snapshot is written after this one */
     size_t snapshot_max_entries;                  /* trace ring size, 0 = unbounded */
     bool snapshot_at_end;                         /* write at the end (or snapshot_last), never at an OOM */
+    bool snapshot_no_frames;                      /* the snapshot's entries carry no frames (opts) */
     bool snapshot_recording;                      /* the history is being recorded */
     bool seeded;                                  /* the unit's seed was applied: prologue events are skipped */
     bool place;                                   /* tell sim each alloc's recorded segment address */
@@ -275,7 +276,13 @@ typedef struct ga_replay_opts {
     uint64_t snapshot_first, snapshot_last;
     size_t snapshot_max_entries; /* --snapshot-max-entries: keep only the last N trace entries (0 = all) */
     bool snapshot_at_end;        /* write the final state, not the first OOM's (--verify) */
-    bool no_seed;                /* do not apply the unit's rebuilt start state (its prologue replays) */
+    /* snapshot_no_frames: the snapshot's entries carry no stack frames (their
+     * times and everything else as usual): --verify compares actions, sizes
+     * and segments only, and a snapshot with every recorded frame written out
+     * is 27 times the size of PyTorch's, which memoizes them (its reader then
+     * made verify 436 MB resident for a 3.5 MB snapshot). */
+    bool snapshot_no_frames;
+    bool no_seed; /* do not apply the unit's rebuilt start state (its prologue replays) */
     /* env: layer the environment's allocator variables (PYTORCH_ALLOC_CONF,
      * else PYTORCH_CUDA_ALLOC_CONF, then GALLOC_CONF) under every
      * configuration, as galloc_allocator_create does, and say so in the
