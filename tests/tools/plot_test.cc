@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "tools/plot/layout.h"
+#include "tools/plot/oom_group.h"
 #include "tools/plot/plot.h"
 #include "tools/plot/stack.h"
 }
@@ -321,7 +322,8 @@ TEST(PlotLayout, DeviceWithinAFactorIsALine)
 TEST(PlotLayout, OomLabelsAndTheDeviceLabelNeverOverlap)
 {
     // Two configurations failing at the same moment right under the device
-    // line's label (what overprinted before), then eight at one point.
+    // line's label (what overprinted before), then each failing at the same
+    // six moments, far enough apart to be twelve marks whose labels compete.
     Flat f(80 * kGiB, 2);
     ga_oom_marker_t two[2] = {{99, 0, "fragmentation"}, {98, 1, "genuine"}};
     ga_plot_input_t in = f.In(UINT64_C(80) << 30, two, 2);
@@ -332,9 +334,13 @@ TEST(PlotLayout, OomLabelsAndTheDeviceLabelNeverOverlap)
     ExpectNoOverlap(l);
     ga_plot_layout_free(&l);
 
-    std::vector<ga_oom_marker_t> many(12, ga_oom_marker_t{50, 0, "fragmentation"});
+    std::vector<ga_oom_marker_t> many;
+    for (size_t series : {0, 1})
+        for (double event : {5, 20, 35, 50, 65, 80})
+            many.push_back({event, series, "fragmentation"});
     in = f.In(UINT64_C(80) << 30, many.data(), many.size());
     ASSERT_EQ(ga_plot_layout_make(&in, &l), 0);
+    EXPECT_EQ(l.n_groups, 12u);
     EXPECT_LE(l.n_labels, (size_t)GA_PLOT_MAX_LABELS);
     EXPECT_GE(l.n_labels, 4u) << "stacked, not dropped at the first clash";
     ExpectNoOverlap(l);
@@ -494,17 +500,17 @@ TEST(PlotStack, OomsCloseTogetherShareOneLabelledMark)
     EXPECT_EQ(g.kind, GA_PLOT_MARK_OOMS);
     EXPECT_EQ(g.count, 3u);
     EXPECT_EQ(g.first_oom, 0u);
-    EXPECT_STREQ(g.text, "3 OOMs: 2 fragmentation, 1 genuine");
+    EXPECT_STREQ(g.text, "3 OOMs (events 40-42): 2 fragmentation, 1 genuine");
     EXPECT_EQ(g.x, ga_plot_layout_x(&p0.frame, 40));
     EXPECT_EQ(g.x_end, ga_plot_layout_x(&p0.frame, 42));
     EXPECT_EQ(g.y, ga_plot_layout_y(&p0.frame, st.res[40])) << "on the reserved line";
     EXPECT_EQ(h.count, 1u);
-    EXPECT_STREQ(h.text, "OOM: genuine");
+    EXPECT_STREQ(h.text, "OOM (event 90): genuine");
     EXPECT_TRUE(g.labelled);
     EXPECT_TRUE(h.labelled);
     ASSERT_EQ(p1.n_marks, 4u);
-    EXPECT_STREQ(p1.marks[2].text, "OOM: fragmentation");
-    EXPECT_STREQ(p1.marks[3].text, "OOM: fragmentation");
+    EXPECT_STREQ(p1.marks[2].text, "OOM (event 10): fragmentation");
+    EXPECT_STREQ(p1.marks[3].text, "OOM (event 80): fragmentation");
     ExpectMarksApart(p0);
     ExpectMarksApart(p1);
     ga_plot_stack_layout_free(&l);
@@ -514,7 +520,7 @@ TEST(PlotStack, OomsCloseTogetherShareOneLabelledMark)
     in = st.In();
     ASSERT_EQ(ga_plot_stack_layout_make(&in, &l), 0);
     ASSERT_EQ(l.panels[0].n_marks, 3u);
-    EXPECT_STREQ(l.panels[0].marks[2].text, "40 OOMs: genuine");
+    EXPECT_STREQ(l.panels[0].marks[2].text, "40 OOMs (event 50): genuine");
     EXPECT_EQ(l.panels[1].n_marks, 2u);
     ga_plot_stack_layout_free(&l);
 }

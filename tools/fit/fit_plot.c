@@ -87,7 +87,8 @@ int ga_fit_plot(const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const char 
             runs[i] = (ga_plot_run_t){.label = s[i].label,
                                       .sampler = &s[i].cols[u].sampler,
                                       .ooms = s[i].cols[u].ooms,
-                                      .n_ooms = s[i].cols[u].n_ooms};
+                                      .n_ooms = s[i].cols[u].n_ooms,
+                                      .ooms_total = s[i].cols[u].ooms_total};
         const ga_job_unit_t *un = &job->job->units[u];
         rc = ga_outputs_plot_runs(name, un->label, un->memory, un->n, runs, n, err, errlen);
         free(name);

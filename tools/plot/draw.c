@@ -91,19 +91,16 @@ static void draw_line(cairo_t *cr, const frame_t *f, size_t i, const ga_series_t
     cairo_set_dash(cr, NULL, 0, 0);
 }
 
-static void draw_ooms(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in)
+static void draw_ooms(cairo_t *cr, const frame_t *f)
 {
-    for (size_t i = 0; i < in->n_ooms; i++) {
-        double x, y;
-        ga_plot_oom_point(f, in, i, &x, &y);
-        ga_plot_draw_cross(cr, x, y, 5.5);
-    }
-    /* The class is the point of the marker (can a setting help?): each label
-     * in the box layout.c found free, a thin leader when stacked away. */
+    for (size_t k = 0; k < f->n_groups; k++)
+        ga_plot_draw_oom_group(cr, f->groups[k].x, f->groups[k].x_end, f->groups[k].y);
+    /* The label is the point of the mark (how many, where, can a setting
+     * help?): each in the box layout.c found free, a thin leader when
+     * stacked away. */
     for (size_t k = 0; k < f->n_labels; k++) {
         const ga_plot_label_t *lb = &f->labels[k];
-        double x, y;
-        ga_plot_oom_point(f, in, lb->oom, &x, &y);
+        double x = f->groups[lb->group].x, y = f->groups[lb->group].y;
         double bx = x < lb->box.x ? lb->box.x : x > lb->box.x + lb->box.w ? lb->box.x + lb->box.w : x;
         double by = y < lb->box.y ? lb->box.y : lb->box.y + lb->box.h;
         cairo_set_source_rgb(cr, 0.6, 0.0, 0.0);
@@ -169,10 +166,13 @@ static void draw_legend(cairo_t *cr, const frame_t *f, const ga_plot_input_t *in
     x = key_entry(cr, x, y, grey, L_ALLOCATED, "allocated");
     x = key_entry(cr, x, y, grey, L_REQUESTED, "requested");
     if (in->n_ooms > 0) {
+        static const char oom_key[] = "out of memory (close ones grouped)"; /* as the stacked plot's key */
         ga_plot_draw_cross(cr, x + 8, y, 5.0);
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        ga_plot_text_at(cr, x + 22, y, "out of memory", 0.0, 0.5);
-        x += 130;
+        ga_plot_text_at(cr, x + 22, y, oom_key, 0.0, 0.5);
+        cairo_text_extents_t e;
+        cairo_text_extents(cr, oom_key, &e);
+        x += 22 + e.x_advance + 26;
     }
     if (f->device_line) { /* an arrow label names a device off the scale */
         static const double dash[] = {10.0, 5.0};
@@ -227,7 +227,7 @@ cairo_status_t ga_plot_draw(cairo_t *cr, const ga_plot_input_t *in)
             draw_line(cr, &f, i, &in->series[i], ga_plot_palette[i % GA_PLOT_PALETTE], (line_kind_t)kind);
     cairo_restore(cr);
     ga_plot_draw_device(cr, &f, in->device_memory); /* its label over the lines, in its own box */
-    draw_ooms(cr, &f, in);                          /* unclipped: a cross at the edge stays whole */
+    draw_ooms(cr, &f);                              /* unclipped: a cross at the edge stays whole */
     draw_legend(cr, &f, in);
     ga_plot_layout_free(&f);
     return cairo_status(cr);

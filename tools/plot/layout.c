@@ -1,7 +1,8 @@
 /*
  * layout.c: the plot's layout (layout.h): the y scale and unit, the device
- * line or arrow, label boxes placed without overlap, and the offsets that
- * keep coinciding lines visible. Pure arithmetic, no cairo.
+ * line or arrow, OOMs grouped (oom_group.c) and their label boxes placed
+ * without overlap, and the offsets that keep coinciding lines visible. Pure
+ * arithmetic, no cairo.
  */
 #include "tools/plot/layout.h"
 
@@ -11,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/plot/oom_group.h"
+
 #define M_LEFT 88.0
 #define M_RIGHT 36.0
-#define CROSS_R 6.5  /* half the side of the box an OOM cross covers */
 #define GAP 8.0      /* between a point and its label */
 #define MAX_STACK 12 /* how far a label is stacked away from its point before it is left out */
 #define SAME_PX 0.75 /* lines closer than this everywhere would be drawn over each other */
@@ -167,31 +169,48 @@ void ga_plot_oom_point(const ga_plot_layout_t *l, const ga_plot_input_t *in, siz
     *y = ga_plot_layout_y(l, v) - (l->offset != NULL ? l->offset[o->series * GA_PLOT_LINES + kind] : 0.0);
 }
 
-/* Each OOM class label: beside its cross on the side with room, above or
- * below, then stacked further away; left out when no place is free. */
-static void place_ooms(const ga_plot_input_t *in, ga_plot_layout_t *l, ga_plot_rect_t *crosses)
+/* The OOM groups of every configuration (oom_group.h), each crossed on its
+ * line at its first OOM; the symbols they cover into crosses. 0, or -1 when
+ * host memory ran out. */
+static int group_ooms(const ga_plot_input_t *in, ga_plot_layout_t *l, ga_plot_rect_t *crosses)
 {
-    for (size_t i = 0; i < in->n_ooms; i++) {
-        double x, y;
-        ga_plot_oom_point(l, in, i, &x, &y);
-        crosses[i] = (ga_plot_rect_t){x - CROSS_R, y - CROSS_R, 2 * CROSS_R, 2 * CROSS_R};
+    size_t *order = malloc((in->n_ooms ? in->n_ooms : 1) * sizeof(*order));
+    l->groups = calloc(in->n_ooms ? in->n_ooms : 1, sizeof(*l->groups)); /* at most one per OOM */
+    if (order == NULL || l->groups == NULL) {
+        free(order);
+        return -1;
     }
-    for (size_t i = 0; i < in->n_ooms && l->n_labels < GA_PLOT_MAX_LABELS; i++) {
-        const char *t = in->ooms[i].label;
-        if (t == NULL || t[0] == '\0')
-            continue;
-        double x = crosses[i].x + CROSS_R, y = crosses[i].y + CROSS_R, w = text_w(t), h = text_h();
-        bool right_first = x - l->x0 < 0.5 * l->w;
+    for (size_t i = 0; i < in->n_series && l->n_groups < in->n_ooms; i++)
+        l->n_groups += ga_plot_oom_groups(in, i, l, order, l->groups + l->n_groups, in->n_ooms - l->n_groups);
+    free(order);
+    for (size_t k = 0; k < l->n_groups; k++) {
+        double x;
+        ga_plot_oom_point(l, in, l->groups[k].first_oom, &x, &l->groups[k].y);
+        crosses[k] = ga_plot_oom_group_symbol(&l->groups[k]);
+    }
+    return 0;
+}
+
+/* Each OOM group's label: beside its cross on the side with room, above or
+ * below, then stacked further away; left out when no place is free. */
+static void place_ooms(ga_plot_layout_t *l, const ga_plot_rect_t *crosses)
+{
+    for (size_t i = 0; i < l->n_groups && l->n_labels < GA_PLOT_MAX_LABELS; i++) {
+        const ga_plot_oom_group_t *g = &l->groups[i];
+        const char *t = g->text;
+        double y = g->y, w = text_w(t), h = text_h();
+        bool right_first = g->x - l->x0 < 0.5 * l->w;
+        double right = g->x_end + GAP, left = g->x - GAP - w;
         for (int k = 0; k <= MAX_STACK; k++) {
             double lift = k * (h + 2);
-            double xs[2] = {right_first ? x + GAP : x - GAP - w, right_first ? x - GAP - w : x + GAP};
+            double xs[2] = {right_first ? right : left, right_first ? left : right};
             double ys[2] = {y - GAP - h - lift, y + GAP + lift};
             bool placed = false;
             for (int a = 0; a < 2 && !placed; a++)
                 for (int b = 0; b < 2 && !placed; b++) {
                     ga_plot_rect_t r = {xs[b], ys[a], w, h};
-                    if (free_at(l, &r, crosses, in->n_ooms)) {
-                        l->labels[l->n_labels++] = (ga_plot_label_t){.box = r, .text = t, .oom = i};
+                    if (free_at(l, &r, crosses, l->n_groups)) {
+                        l->labels[l->n_labels++] = (ga_plot_label_t){.box = r, .text = t, .group = i};
                         placed = true;
                     }
                 }
@@ -257,7 +276,12 @@ int ga_plot_layout_make(const ga_plot_input_t *in, ga_plot_layout_t *l)
     }
     find_coinciding(in, l);
     place_device(in, l);
-    place_ooms(in, l, crosses);
+    if (group_ooms(in, l, crosses) != 0) {
+        free(crosses);
+        ga_plot_layout_free(l);
+        return -1;
+    }
+    place_ooms(l, crosses);
     free(crosses);
     return 0;
 }
@@ -266,6 +290,9 @@ void ga_plot_layout_free(ga_plot_layout_t *l)
 {
     free(l->offset);
     free(l->same_as);
+    free(l->groups);
     l->offset = NULL;
     l->same_as = NULL;
+    l->groups = NULL;
+    l->n_groups = 0;
 }

@@ -8,8 +8,11 @@
  *     GA_PLOT_DEVICE_FACTOR of the data's peak, else named by an arrow label
  *     at the top ("device 80.00 GiB above"), so a 242 MiB job on an 80 GiB
  *     device is not a flat line at the bottom;
- *   - labels never overlap: the device label and each OOM class label get a
- *     box, tried at a few places around their point and then stacked away
+ *   - OOMs close together share one cross with a span and one label of
+ *     their count, events and classes, grouped as oom_group.h says for both
+ *     plots;
+ *   - labels never overlap: the device label and each OOM group's label get
+ *     a box, tried at a few places around their point and then stacked away
  *     from it, and a label with no free place is left out rather than
  *     printed over another;
  *   - every curve stays visible: a line that coincides with the same line of
@@ -40,7 +43,7 @@ extern "C" {
 #define GA_PLOT_OFFSET_PX 3.0     /* the shift of a line that coincides with an earlier one */
 #define GA_PLOT_LABEL_FONT 11.0   /* OOM and device labels */
 #define GA_PLOT_CHAR_EM 0.66      /* box width per character, in font sizes (wider than sans-serif's) */
-#define GA_PLOT_MAX_LABELS 8      /* OOM markers that get their class written by them */
+#define GA_PLOT_MAX_LABELS 8      /* OOM groups that get their label written by them */
 
 /* An axis-aligned box in device units, y down. */
 typedef struct ga_plot_rect {
@@ -50,28 +53,33 @@ typedef struct ga_plot_rect {
 /* A placed label: its box (text drawn left-aligned, vertically centred). */
 typedef struct ga_plot_label {
     ga_plot_rect_t box;
-    const char *text; /* for OOM labels the marker's class; the device label's text is in the layout */
-    size_t oom;       /* the ga_plot_input_t.ooms index (OOM labels) */
+    const char *text; /* for OOM labels the group's text; the device label's text is in the layout */
+    size_t group;     /* the ga_plot_layout_t.groups index (OOM labels) */
 } ga_plot_label_t;
+
+struct ga_plot_oom_group; /* oom_group.h */
 
 /* The three lines of a configuration, in ga_series_t's order. */
 enum { GA_PLOT_REQUESTED, GA_PLOT_ALLOCATED, GA_PLOT_RESERVED, GA_PLOT_LINES };
 
 typedef struct ga_plot_layout {
-    double x0, y0, w, h;         /* the plot area (device units) */
-    double xmax;                 /* event index at the right edge (0 at the left) */
-    double ymax;                 /* bytes at the top edge (0 at the bottom) */
-    double ystep;                /* bytes between y ticks */
-    double unit;                 /* bytes per axis unit (1, 2^10, ..., 2^40) */
-    const char *unit_name;       /* "bytes", "KiB", "MiB", "GiB", "TiB" */
-    double xstep;                /* events between x ticks */
-    double data_max;             /* the largest value of any line or marked peak (bytes) */
-    bool device_line;            /* device_memory is within the axis: a dashed ceiling */
-    bool device_above;           /* device_memory is above the axis: an arrow label at the top */
-    bool device_labelled;        /* device_label was placed */
-    ga_plot_rect_t device_label; /* its box (an arrow label includes the arrow at its left) */
-    char device_text[64];        /* "device 80.00 GiB" (", above" for an arrow label) */
-    size_t n_labels;             /* OOM labels placed, labels[0..n_labels) */
+    double x0, y0, w, h;              /* the plot area (device units) */
+    double xmax;                      /* event index at the right edge (0 at the left) */
+    double ymax;                      /* bytes at the top edge (0 at the bottom) */
+    double ystep;                     /* bytes between y ticks */
+    double unit;                      /* bytes per axis unit (1, 2^10, ..., 2^40) */
+    const char *unit_name;            /* "bytes", "KiB", "MiB", "GiB", "TiB" */
+    double xstep;                     /* events between x ticks */
+    double data_max;                  /* the largest value of any line or marked peak (bytes) */
+    bool device_line;                 /* device_memory is within the axis: a dashed ceiling */
+    bool device_above;                /* device_memory is above the axis: an arrow label at the top */
+    bool device_labelled;             /* device_label was placed */
+    ga_plot_rect_t device_label;      /* its box (an arrow label includes the arrow at its left) */
+    char device_text[64];             /* "device 80.00 GiB" (", above" for an arrow label) */
+    struct ga_plot_oom_group *groups; /* the OOM groups, configuration by configuration, each in
+                                         event order (crosses placed: y set) */
+    size_t n_groups;
+    size_t n_labels; /* OOM labels placed, labels[0..n_labels) */
     ga_plot_label_t labels[GA_PLOT_MAX_LABELS];
     size_t n_series; /* configurations: offset and same_as have n_series x GA_PLOT_LINES entries */
     double *offset;  /* n_series x GA_PLOT_LINES: pixels each line is drawn higher (0 mostly) */

@@ -164,3 +164,16 @@ void ga_plot_draw_cross(cairo_t *cr, double x, double y, double r)
     cairo_line_to(cr, x + r, y - r);
     cairo_stroke(cr);
 }
+
+void ga_plot_draw_oom_group(cairo_t *cr, double x, double x_end, double y)
+{
+    if (x_end - x > 2) { /* the span of a group, under its crosses' line */
+        cairo_set_source_rgb(cr, 0.85, 0.05, 0.05);
+        cairo_set_line_width(cr, 2.0);
+        cairo_set_dash(cr, NULL, 0, 0);
+        cairo_move_to(cr, x, y + GA_PLOT_OOM_SPAN_DY);
+        cairo_line_to(cr, x_end, y + GA_PLOT_OOM_SPAN_DY);
+        cairo_stroke(cr);
+    }
+    ga_plot_draw_cross(cr, x, y, 5.5);
+}

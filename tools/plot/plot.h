@@ -7,8 +7,9 @@
  * the unit that suits it; per configuration one colour, reserved as a solid
  * line, allocated dashed, requested dotted (a line that coincides with an
  * earlier configuration's drawn a few pixels higher, said in the legend); OOMs
- * as red crosses on the configuration's reserved curve, labelled with their
- * class; the device size as a grey dashed ceiling, or an arrow label when it
+ * as red crosses on the configuration's reserved curve, those close together
+ * one cross with a span, labelled with their count, events and classes
+ * (oom_group.h); the device size as a grey dashed ceiling, or an arrow label when it
  * is far above the data; a title, axis labels and ticks, and a legend under
  * the axes (a line-style key, then one colour per configuration). Labels never
  * overlap. layout.h holds these rules.

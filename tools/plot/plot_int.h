@@ -12,6 +12,7 @@
 #include <cairo.h>
 
 #include "tools/plot/layout.h"
+#include "tools/plot/oom_group.h"
 #include "tools/plot/plot.h"
 
 /* ga_plot_height: the canvas height for in: the axes plus a legend row per
@@ -42,5 +43,8 @@ void ga_plot_draw_axes(cairo_t *cr, const ga_plot_layout_t *f, uint64_t events);
 void ga_plot_draw_device(cairo_t *cr, const ga_plot_layout_t *f, uint64_t device_memory);
 /* ga_plot_draw_cross: an OOM's red cross of half-side r at (x, y). */
 void ga_plot_draw_cross(cairo_t *cr, double x, double y, double r);
+/* ga_plot_draw_oom_group: an OOM group's mark (oom_group.h): its cross at
+ * (x, y) and, when it spans events, a red span from x to x_end under it. */
+void ga_plot_draw_oom_group(cairo_t *cr, double x, double x_end, double y);
 
 #endif /* GA_TOOLS_PLOT_PLOT_INT_H */

@@ -57,6 +57,8 @@ typedef struct ga_series {
     double peak_reserved;          /* ... and that peak, bytes */
     double peak_allocated_event;   /* the same for allocated memory */
     double peak_allocated;
+    uint64_t ooms_after; /* OOMs of this configuration after its last marker that the input does not list
+                            (a replay details its first 100): its last OOM group's label counts them */
 } ga_series_t;
 
 /* An allocation that failed with out-of-memory during the replay. */

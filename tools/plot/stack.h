@@ -10,9 +10,9 @@
  *     they were chosen at, the site);
  *   - a site keeps its colour in every panel (matched by name) unless that
  *     colour is already taken in the panel; "other sites" is always grey;
- *   - OOMs of a panel closer together than GA_PLOT_OOM_GROUP_PX share one
- *     mark, labelled with their count and classes ("3 OOMs: fragmentation"),
- *     so a burst of failures reads as one event, not a smear of crosses;
+ *   - OOMs of a panel close together share one mark, labelled with their
+ *     count, events and classes ("3 OOMs (events 40-42): fragmentation"), as
+ *     oom_group.h groups them in both plots;
  *   - the peaks (reserved, allocated) are marked at their true values and
  *     labelled with them; labels are placed as layout.h places them: tried
  *     around their point, then stacked away, never over another label, and
@@ -28,17 +28,17 @@
 #include <stddef.h>
 
 #include "tools/plot/layout.h"
+#include "tools/plot/oom_group.h"
 #include "tools/plot/series.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GA_PLOT_PANEL_H 340.0     /* a panel's plot area height */
-#define GA_PLOT_OOM_GROUP_PX 40.0 /* OOMs of a panel within this many pixels of a group's first share its mark */
-#define GA_PLOT_MAX_MARKS 32      /* marks per panel (OOM groups and peaks); later OOMs join the last group */
-#define GA_PLOT_BAND_COLORS 8     /* distinct band colours (tab10 without its grey and red) */
-#define GA_PLOT_OTHER_COLOR (-1)  /* the colour index of "other sites": grey */
+#define GA_PLOT_PANEL_H 340.0    /* a panel's plot area height */
+#define GA_PLOT_MAX_MARKS 32     /* marks per panel (OOM groups and peaks); later OOMs join the last group */
+#define GA_PLOT_BAND_COLORS 8    /* distinct band colours (tab10 without its grey and red) */
+#define GA_PLOT_OTHER_COLOR (-1) /* the colour index of "other sites": grey */
 
 /* What a mark marks. */
 typedef enum ga_plot_mark_kind {
@@ -56,7 +56,7 @@ typedef struct ga_plot_mark {
     size_t first_oom;   /* OOM groups: its first marker (an index into the input's ooms) */
     bool labelled;      /* box holds the label (false: no free place, left out) */
     ga_plot_rect_t box; /* the label's box */
-    char text[96];      /* "3 OOMs: fragmentation", "peak reserved 12.00 GiB" */
+    char text[112];     /* "3 OOMs (events 40-42): fragmentation", "peak reserved 12.00 GiB" */
 } ga_plot_mark_t;
 
 /* One configuration's panel. */

@@ -115,14 +115,7 @@ static void draw_marks(cairo_t *cr, const ga_plot_panel_t *p)
     for (size_t k = 0; k < p->n_marks; k++) {
         const ga_plot_mark_t *m = &p->marks[k];
         if (m->kind == GA_PLOT_MARK_OOMS) {
-            if (m->x_end - m->x > 2) { /* the span of a group */
-                cairo_set_source_rgb(cr, 0.85, 0.05, 0.05);
-                cairo_set_line_width(cr, 2.0);
-                cairo_move_to(cr, m->x, m->y + 9);
-                cairo_line_to(cr, m->x_end, m->y + 9);
-                cairo_stroke(cr);
-            }
-            ga_plot_draw_cross(cr, m->x, m->y, 5.5);
+            ga_plot_draw_oom_group(cr, m->x, m->x_end, m->y);
         } else {
             draw_triangle(cr, m->x, m->y, m->kind == GA_PLOT_MARK_PEAK_ALLOCATED);
         }

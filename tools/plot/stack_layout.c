@@ -1,8 +1,9 @@
 /*
  * stack_layout.c: the layout of the plot stacked by owner (stack.h): panel
  * geometry on shared scales, band colours kept per site across panels, OOMs
- * grouped into labelled marks, the peaks' marks, and label boxes placed
- * without overlap. Pure arithmetic, no cairo.
+ * grouped into labelled marks (as oom_group.h groups them for both plots),
+ * the peaks' marks, and label boxes placed without overlap. Pure arithmetic,
+ * no cairo.
  */
 #include "tools/plot/stack.h"
 
@@ -19,10 +20,9 @@
 #define PANEL_PAD 18.0   /* between a panel's legend and the next panel */
 #define KEY_ROW 30.0     /* the key of line styles and marks, under the last panel */
 #define BOTTOM_PAD 10.0
-#define MARK_R 6.5    /* half the side of the box a mark's symbol covers */
-#define GAP 8.0       /* between a point and its label */
-#define MAX_STACK 12  /* how far a label is stacked away from its point before it is left out */
-#define MAX_CLASSES 4 /* OOM classes a group's label counts apart */
+#define MARK_R GA_PLOT_OOM_MARK_R /* half the side of the box a mark's symbol covers */
+#define GAP 8.0                   /* between a point and its label */
+#define MAX_STACK 12              /* how far a label is stacked away from its point before it is left out */
 
 static double text_w(const char *s)
 {
@@ -118,7 +118,8 @@ ga_plot_rect_t ga_plot_mark_symbol(const ga_plot_mark_t *m)
         return (ga_plot_rect_t){m->x - MARK_R, m->y, 2 * MARK_R, 2 * MARK_R};
     case GA_PLOT_MARK_OOMS: break;
     }
-    return (ga_plot_rect_t){m->x - MARK_R, m->y - MARK_R, m->x_end - m->x + 2 * MARK_R, 2 * MARK_R};
+    ga_plot_oom_group_t g = {.x = m->x, .x_end = m->x_end, .y = m->y};
+    return ga_plot_oom_group_symbol(&g);
 }
 
 /* Whether r fits the plot area and misses every placed label, the device
@@ -195,93 +196,25 @@ static void add_peak(ga_plot_panel_t *p, ga_plot_mark_kind_t kind, double event,
     snprintf(m->text, sizeof(m->text), "peak %s %s", kind == GA_PLOT_MARK_PEAK_RESERVED ? "reserved" : "allocated", b);
 }
 
-/* A group's classes, counted apart (the first MAX_CLASSES distinct ones). */
-typedef struct classes {
-    const char *name[MAX_CLASSES];
-    size_t count[MAX_CLASSES];
-    size_t n;
-    bool more; /* a further class was left uncounted */
-} classes_t;
-
-static void count_class(classes_t *c, const char *label)
-{
-    if (label == NULL || label[0] == '\0')
-        return;
-    for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->name[i], label) == 0) {
-            c->count[i]++;
-            return;
-        }
-    if (c->n == MAX_CLASSES) {
-        c->more = true;
-        return;
-    }
-    c->name[c->n] = label;
-    c->count[c->n++] = 1;
-}
-
-/* "OOM: genuine", "3 OOMs: fragmentation", "3 OOMs: 2 fragmentation, 1 genuine". */
-static void group_text(ga_plot_mark_t *m, const classes_t *c)
-{
-    int n = m->count == 1 ? snprintf(m->text, sizeof(m->text), "OOM")
-                          : snprintf(m->text, sizeof(m->text), "%zu OOMs", m->count);
-    size_t len = sizeof(m->text);
-    if (c->n == 1 && !c->more) {
-        snprintf(m->text + n, len - (size_t)n, ": %s", c->name[0]);
-        return;
-    }
-    for (size_t i = 0; i < c->n && n > 0 && (size_t)n < len; i++)
-        n += snprintf(m->text + n, len - (size_t)n, "%s%zu %s", i ? ", " : ": ", c->count[i], c->name[i]);
-    if (c->more && n > 0 && (size_t)n < len)
-        snprintf(m->text + n, len - (size_t)n, ", ...");
-}
-
-static int by_event(const void *a, const void *b, const ga_plot_input_t *in)
-{
-    double x = in->ooms[*(const size_t *)a].event_index, y = in->ooms[*(const size_t *)b].event_index;
-    if (x != y)
-        return x < y ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-/* Panel p's OOMs in event order, grouped: a group takes every OOM within
- * GA_PLOT_OOM_GROUP_PX of its first (and, past GA_PLOT_MAX_MARKS marks,
- * every later one). order has room for in->n_ooms indices. */
+/* Panel p's OOMs grouped into marks (oom_group.h), each on the reserved line
+ * at its first OOM. order has room for in->n_ooms indices. */
 static void group_ooms(const ga_plot_input_t *in, ga_plot_panel_t *p, size_t *order)
 {
-    const ga_series_t *s = &in->series[p->series];
-    size_t n = 0;
-    for (size_t i = 0; i < in->n_ooms; i++)
-        if (in->ooms[i].series == p->series)
-            order[n++] = i;
-    for (size_t i = 1; i < n; i++) /* insertion sort: markers come nearly in order */
-        for (size_t j = i; j > 0 && by_event(&order[j - 1], &order[j], in) > 0; j--) {
-            size_t t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
-    ga_plot_mark_t *g = NULL;
-    classes_t cls;
+    ga_plot_oom_group_t groups[GA_PLOT_MAX_MARKS];
+    size_t room = GA_PLOT_MAX_MARKS - p->n_marks;
+    size_t n = room > 0 ? ga_plot_oom_groups(in, p->series, &p->frame, order, groups, room) : 0;
     for (size_t k = 0; k < n; k++) {
-        const ga_oom_marker_t *o = &in->ooms[order[k]];
-        double x = ga_plot_layout_x(&p->frame, o->event_index);
-        if (g == NULL || (x - g->x > GA_PLOT_OOM_GROUP_PX && p->n_marks < GA_PLOT_MAX_MARKS)) {
-            if (g != NULL)
-                group_text(g, &cls);
-            g = &p->marks[p->n_marks++];
-            memset(g, 0, sizeof(*g));
-            memset(&cls, 0, sizeof(cls));
-            g->kind = GA_PLOT_MARK_OOMS;
-            g->x = x;
-            g->y = oom_y(&p->frame, s, o->event_index);
-            g->first_oom = order[k];
-        }
-        g->x_end = x;
-        g->count++;
-        count_class(&cls, o->label);
+        const ga_plot_oom_group_t *g = &groups[k];
+        ga_plot_mark_t *m = &p->marks[p->n_marks++];
+        memset(m, 0, sizeof(*m));
+        m->kind = GA_PLOT_MARK_OOMS;
+        m->x = g->x;
+        m->x_end = g->x_end;
+        m->y = oom_y(&p->frame, &in->series[p->series], g->first_event);
+        m->count = g->count;
+        m->first_oom = g->first_oom;
+        snprintf(m->text, sizeof(m->text), "%s", g->text);
     }
-    if (g != NULL)
-        group_text(g, &cls);
 }
 
 /* Band colours: a site keeps the colour it had in an earlier panel unless

@@ -249,6 +249,7 @@ static int write_plot(const char *path, const char *title, const ga_replay_t *rp
                                   .sampler = &rp->cols[i].sampler,
                                   .ooms = rp->cols[i].ooms,
                                   .n_ooms = rp->cols[i].n_ooms,
+                                  .ooms_total = rp->cols[i].ooms_total,
                                   .owners = rp->cols[i].owners};
     int rc = ga_outputs_plot_runs(path, title, rp->device_memory, rp->events, runs, rp->n_cols, err, errlen);
     free(runs);

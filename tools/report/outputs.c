@@ -183,6 +183,7 @@ int ga_outputs_plot_runs(const char *path, const char *title, uint64_t device_me
         }
         for (size_t j = 0; j < runs[i].n_ooms; j++)
             m[k++] = (ga_oom_marker_t){(double)runs[i].ooms[j].event, i, ga_oom_class_name(runs[i].ooms[j].facts.cls)};
+        s[i].ooms_after = runs[i].ooms_total > runs[i].n_ooms ? runs[i].ooms_total - runs[i].n_ooms : 0;
     }
     ga_plot_input_t in = {.title = title,
                           .device_memory = device_memory,

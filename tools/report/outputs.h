@@ -57,6 +57,8 @@ typedef struct ga_plot_run {
     size_t n_ooms;
     const struct ga_owners *owners; /* its owners (with the sampler's per-site samples): the plot is
                                        stacked by site; NULL: lines (galloc fit, --no-owners) */
+    uint64_t ooms_total;            /* every failure, listed or not (ga_replay_column_t.ooms_total);
+                                       0: n_ooms */
 } ga_plot_run_t;
 
 /*
