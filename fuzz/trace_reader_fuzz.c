@@ -92,11 +92,13 @@ static seen_t summary(uintptr_t key, const ga_frame_t *f)
     return (seen_t){key, f->file != NULL, f->file_len, f->name_len, f->line, h};
 }
 
-/* The stack's contract (trace_reader.h). */
+/* The stack's contract (trace_reader.h): allocations and OOMs only; a
+ * GA_EVF_PROLOGUE allocation carries what the record says of it (a
+ * snapshot's final block's frames), so it may have one too. */
 static void check_stack(const ga_event_t *ev, seen_t *seen, size_t *nseen)
 {
     const ga_stack_t *st = &ev->stack;
-    if ((ev->kind != GA_EV_ALLOC && ev->kind != GA_EV_OOM) || (ev->flags & GA_EVF_PROLOGUE) != 0)
+    if (ev->kind != GA_EV_ALLOC && ev->kind != GA_EV_OOM)
         CHECK(st->kind == GA_STACK_NONE);
     if (st->kind == GA_STACK_NONE) {
         CHECK(st->n == 0);
