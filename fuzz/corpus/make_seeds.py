@@ -21,13 +21,19 @@ Seed file layouts, per target (the first bytes are the harness's, then the file)
                       the decoder sees inflated bytes)
   seed_fuzz           1 byte (bit 0: force torch, bit 1: also seed under
                       expandable segments) + the file
-  replay_fuzz, sleep_fuzz, snapshot_roundtrip_fuzz: op bytes (see each .cc)
+  conf_fuzz, api_fuzz, replay_fuzz, sleep_fuzz, snapshot_roundtrip_fuzz: a mode
+                      byte and a config string, or op bytes (op_seeds.py, which
+                      follows each .cc's reader)
 """
 import gzip
 import io
 import json
 import os
 import pickle
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the corpora
+from op_seeds import all_seeds  # noqa: E402 (after the line above)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 1 << 20
@@ -348,33 +354,10 @@ def main():
 
 
 def op_seeds():
-    """Byte programs for the op-driven targets (see each harness's header)."""
-    # replay_fuzz: [pick][memory] then ops; op % 16: 0-3 alloc (cls, u16, stream), 4-5 free (pick, how[, stream]),
-    # 6 free_requested (pick), 7 free_completed (pick), 8 record_stream (pick, stream), 9 stream_sync (stream),
-    # 10 empty_cache, 11 set_fraction (f), 12 oom (cls, u16, stream), 13 anomaly, 14 tag (b, c), 15 annotate
-    steps = bytes([0, 2, 0, 0x10, 0, 3, 0, 0, 0, 1, 0x40, 0, 1, 2, 0x10, 0, 0, 8, 0, 1, 6, 1, 7, 0,
-                   4, 0, 0, 10, 15, 4, 0, 1, 2, 12, 4, 0xff, 0xff, 0])
-    write("replay_fuzz", "training_steps", steps)
-    write("replay_fuzz", "fraction_gc_grid", bytes([0, 1, 11, 150, 3, 3, 0x80, 0x20, 0, 2, 3, 0x80, 0x20, 0,
-                                                   4, 0, 1, 0, 4, 0, 2, 0, 12, 4, 0, 0x10, 0, 10, 11, 210]))
-    write("replay_fuzz", "tags_sleep_wake", bytes([3, 0, 14, 0, 0, 0, 1, 0x10, 0, 0, 14, 1, 0, 14, 2, 4 | 0,
-                                                  1, 2, 0, 0, 0, 14, 3, 0, 4, 0, 1, 10]))
-    write("replay_fuzz", "anomalies", bytes([5, 3, 0, 1, 0x10, 0, 0, 13, 1, 7, 13, 0, 0, 4, 0, 2, 4, 0, 0, 9, 2]))
-    # sleep_fuzz: [settings] then ops; op % 12: 0-1 malloc a, 2 malloc b, 3 untagged (cls, u16, fault),
-    # 4-5 free (pick), 6-7 sleep (list, fault), 8-9 wake (list, fault), 10 prepare (lists, fault), 11 empty_cache
-    a = [0, 0, 0x10, 0, 0, 0, 2, 0x20, 0, 0, 2, 3, 0x10, 0, 0, 3, 1, 0x20, 0, 0]
-    write("sleep_fuzz", "offload_a_fault_sleep", bytes([1] + a + [6, 2 | 4 | (0 << 3), 1 << 2 | 1,
-                                                                  8, 2, 0, 4, 0, 6, 2, 0, 8, 2, 3 | 4 << 2]))
-    write("sleep_fuzz", "discard_b_fault_wake", bytes([0] + a + [10, 0x0a, 0, 7, 1, 0, 4, 1, 9, 1, 1 | 3 << 2,
-                                                                 9, 3, 0, 11, 2 | 5 << 2]))
-    write("sleep_fuzz", "free_while_asleep", bytes([3] + a + [6, 3 | 4 | (3 << 3), 0, 4, 0, 0, 0, 0, 0, 8, 3,
-                                                              1 | 6 << 2]))
-    # snapshot_roundtrip_fuzz: [settings][ring] then ops; op % 8: 0-2 malloc (cls, u16, stream), 3-4 free,
-    # 5 free after record_stream, 6 empty_cache, 7 annotation
-    ops = [0, 0, 0x10, 0, 1, 1, 0x40, 0, 0, 2, 2, 0, 0x20, 0, 3, 0, 7, 5, 0, 0, 3, 0, 0, 6, 0, 1, 0, 1, 0]
-    write("snapshot_roundtrip_fuzz", "context_all", bytes([6, 1] + ops))
-    write("snapshot_roundtrip_fuzz", "expandable_alloc_ctx", bytes([5, 1] + ops))
-    write("snapshot_roundtrip_fuzz", "ring_of_5", bytes([0, 16] + ops + ops))
+    """Byte programs and config strings for the op-driven targets (op_seeds.py)."""
+    for target, seeds in all_seeds().items():
+        for name, data in seeds:
+            write(target, name, data)
 
 
 if __name__ == "__main__":
