@@ -71,6 +71,10 @@ void ga_owners_track_dealloc(ga_owners_track_t *t, const ga_owner_rec_t *rec);
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved);
 /* ga_owners_track_oom: event idx's allocation failed: its moment (the first GA_OWNERS_MAX_OOMS). */
 void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e);
+/* ga_owners_track_start_oom: seeding the state at the first entry ran out of
+ * memory asking for size bytes: the OOM moment of the blocks seeded so far
+ * (event GA_OWNERS_BEFORE_EVENTS, no request class). */
+void ga_owners_track_start_oom(ga_owners_track_t *t, uint64_t size);
 /* ga_owners_track_sites: the live bytes per site now (the cells summed by
  * their class's site) into row[0 .. the index's n_sites): a sample point's
  * (sampler.c). O(classes + sites). */

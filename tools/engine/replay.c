@@ -374,6 +374,26 @@ static galloc_status_t set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t cap
     return galloc_set_memory_fraction(a, f > 1.0 ? 1.0 : f);
 }
 
+/* The state at the first entry does not fit the device: an OOM before the
+ * first event, of the whole state (facts.at_start), and the replay ends
+ * there: the events after it would run from a state that never existed. */
+static void start_oom(ga_replay_column_t *c, const ga_seed_t *s, const ga_replay_oom_t *oom)
+{
+    ga_replay_oom_t *o = &c->ooms[c->n_ooms++];
+    *o = *oom;
+    o->facts.cls = GA_OOM_GENUINE;
+    o->facts.at_start = true;
+    o->facts.live = (int64_t)s->live_bytes;
+    o->facts.cached_free = (int64_t)(s->reserved_bytes - s->live_bytes);
+    c->ooms_total++;
+}
+
+/* Whether c's replay ended before its first event (start_oom). */
+static bool ended_at_start(const ga_replay_column_t *c)
+{
+    return c->n_ooms > 0 && c->ooms[0].facts.at_start;
+}
+
 /* Make the column's allocator and its starting state. 0, or -1 when host
  * memory ran out (the creation failure of a configuration is a result). */
 static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_column_t *c)
@@ -422,7 +442,15 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_at_end = o->snapshot_at_end;
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
-        if (ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err)) != 0) {
+        ga_replay_oom_t oom;
+        int rc = ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err), &oom);
+        /* An OOM is the state's only when the state is larger than the
+         * device: else the tiling's own way of making it (an expandable hole
+         * mapped to be unmapped again, a piece a setting rounds up) needed
+         * more than the state holds, a limit of the seeding, said as an error. */
+        if (rc == GA_SEED_OOM && u->seed.reserved_bytes > oom.facts.limit) {
+            start_oom(c, &u->seed, &oom);
+        } else if (rc != 0) {
             c->errors++;
             snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
         }
@@ -478,11 +506,24 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         r.own = &own;
         if (c->seeded && !o->no_seed)
             ga_owners_track_seeded(&own);
-        ga_event_t none = {.where = 0};
-        watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none); /* the seeded state's reserved memory */
     }
+    /* the seeded state's reserved memory: the reserved peak when the trace
+     * never exceeds it, and at_peak must be of that moment then */
+    ga_event_t none = {.where = 0};
+    watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none);
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
     uint64_t end = o->stop_after_events && o->stop_after_events < u->n ? o->stop_after_events : u->n;
+    if (ended_at_start(c)) {
+        end = 0;
+        r.first_oom = 0;
+        if (r.own != NULL)
+            ga_owners_track_start_oom(r.own, c->ooms[0].size);
+        if (c->snapshot_path != NULL) { /* the state as far as it was seeded, with no trace */
+            start_recording(c);
+            if (c->snapshot_recording && !c->snapshot_at_end)
+                write_snapshot(c);
+        }
+    }
     double t0 = ga_engine_now();
     ga_event_t e;
     uint64_t i;

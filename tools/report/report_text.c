@@ -117,7 +117,10 @@ static void ooms(const ga_replay_column_t *c, char *b, size_t n)
     }
     char first[32];
     ga_units_format_count(c->ooms[0].event, first, sizeof(first));
-    snprintf(b, n, "%" PRIu64 " (first at event %s)", c->ooms_total, first);
+    if (c->ooms[0].facts.at_start)
+        snprintf(b, n, "%" PRIu64 " (before the first event)", c->ooms_total);
+    else
+        snprintf(b, n, "%" PRIu64 " (first at event %s)", c->ooms_total, first);
 }
 static void expected(const ga_replay_column_t *c, char *b, size_t n)
 {
@@ -129,7 +132,7 @@ static void seconds(const ga_replay_column_t *c, char *b, size_t n)
 }
 static void rate(const ga_replay_column_t *c, char *b, size_t n)
 {
-    ga_units_format_rate(c->seconds > 0 ? (double)c->events / c->seconds : -1, b, n);
+    ga_units_format_rate(c->seconds > 0 && c->events > 0 ? (double)c->events / c->seconds : -1, b, n);
 }
 static void slept(const ga_replay_column_t *c, char *b, size_t n)
 {
@@ -215,6 +218,29 @@ static void frag_advice(const ga_oom_facts_t *f, bool none_fits, char *b, size_t
              "searches the other settings)");
 }
 
+/* The figures of an OOM before the first event (facts.at_start): the state
+ * the trace starts in is larger than the device. When its live blocks alone
+ * fit, the rest is PyTorch's cache at that moment, which a job on this device
+ * might not have held: --no-seed replays the live blocks without it. */
+static void start_facts(FILE *out, const ga_oom_facts_t *f, const char *live, const char *cached, const char *lim)
+{
+    char res[32];
+    ga_units_format_bytes(f->live + f->cached_free, res, sizeof(res));
+    if ((uint64_t)f->live > f->limit)
+        fprintf(out,
+                "  genuine: the state the trace starts in holds %s live (%s reserved), more than the %s the "
+                "allocator may use, before any event; no allocator setting helps (a smaller model or batch, a "
+                "larger device)\n",
+                live, res, lim);
+    else
+        fprintf(out,
+                "  genuine: the state the trace starts in holds %s reserved (%s live + %s cached free), more than "
+                "the %s the allocator may use, before any event; every configuration starts from that state, so "
+                "no allocator setting helps (a larger device; --no-seed replays its live blocks alone, without "
+                "the cache)\n",
+                res, live, cached, lim);
+}
+
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t *cap, bool none_fits)
 {
     char advice[160];
@@ -228,6 +254,10 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t 
     ga_units_format_size(f->device_total, dtot, sizeof(dtot));
     ga_units_format_size(f->limit, lim, sizeof(lim));
     bool capped = f->fraction < 1.0;
+    if (f->at_start) { /* the state itself: no request of the job, no setting (every one starts from it) */
+        start_facts(out, f, live, cached, lim);
+        return;
+    }
     /* Each class gets only the advice that can work for it: allocator
      * settings for fragmentation (the bytes exist, not in one piece), less
      * memory or more of it for a genuine OOM, where no setting helps. */
@@ -271,6 +301,16 @@ static void oom_details(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
         char ev[32], sz[32];
         ga_units_format_count(o->event, ev, sizeof(ev));
         ga_units_format_size(o->size, sz, sizeof(sz));
+        if (o->facts.at_start) {
+            char msg[GALLOC_ERROR_MAX + 256];
+            ga_report_oom_message(u, o->message, msg, sizeof(msg));
+            fprintf(out,
+                    "%s OOM before the first event: the state the trace starts in does not fit; seeding it, a "
+                    "request of %s failed:\n  %s\n",
+                    tag, sz, msg);
+            ga_report_oom_facts(out, &o->facts, &u->cap, false);
+            continue;
+        }
         fprintf(out, "%s OOM at event %s", tag, ev);
         if (o->prologue)
             fprintf(out, " (recreating a block live before the trace began)");
