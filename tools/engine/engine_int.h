@@ -127,6 +127,18 @@ void ga_engine_finish(ga_replay_column_t *c, const ga_engine_run_t *r, bool chec
 galloc_status_t ga_engine_history_source(ga_replay_column_t *c);
 void ga_engine_history_free(ga_replay_column_t *c);
 
+/* conf.c: ga_engine_conf: the string handed to galloc_allocator_create for
+ * user (NULL: PyTorch's defaults) on backend, the sim's capacity and
+ * placement (recorded: at the trace's addresses) first, so a sim_capacity or
+ * sim_placement the user wrote wins; NULL when host memory ran out.
+ * ga_engine_label: the column's name ("recorded", "defaults" or the user's
+ * string, with the environment's variables when env applies them); NULL
+ * when host memory ran out. ga_engine_set_cap: cap bytes of capacity as a
+ * memory fraction, truncated as PyTorch does. */
+char *ga_engine_conf(const char *user, const char *backend, uint64_t capacity, bool recorded);
+char *ga_engine_label(const ga_replay_spec_t *spec, bool env);
+galloc_status_t ga_engine_set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t capacity);
+
 /* ga_engine_now: a monotonic clock in seconds. */
 double ga_engine_now(void);
 
