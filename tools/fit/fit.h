@@ -79,8 +79,9 @@ typedef struct ga_fit_run {
     bool fits;                 /* no OOM in any unit, whatever the cap in a capped unit's range */
     bool depends;              /* some unit fits under part of its cap range only */
     bool failed;               /* the allocator could not be created or a call failed (see error) */
-    bool refused;              /* ... the former: the configuration could not be made (a value out of
-                                  range, a bad environment variable): the table leaves it out */
+    galloc_status_t refused;   /* ... the former: the status of galloc_allocator_create (GALLOC_E_CONFIG:
+                                  a value out of range, a bad environment variable); GALLOC_OK when it
+                                  was made. The table leaves a refused one out; the exit status is 2 */
     char error[256];           /* why, "" if not failed */
     size_t fail_unit;          /* the unit of the first OOM (when !fits && !failed) */
     uint64_t fail_event;       /* its event index in that unit */

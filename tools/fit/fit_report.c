@@ -103,14 +103,25 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
 /* The job and the search in a few lines. */
 static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
 {
-    char a[32], b[32];
+    char a[160], b[32];
     size_t nu = job->job->n_units;
-    ga_units_format_count(job->events, a, sizeof(a));
+    uint64_t before = 0;
+    for (size_t u = 0; u < nu; u++)
+        before += unit(job, u)->notes.prologue < unit(job, u)->n ? unit(job, u)->notes.prologue : unit(job, u)->n;
+    if (nu == 1) { /* the prologue apart: blocks live before the first event are no events of the job */
+        ga_report_unit_events(unit(job, 0), a, sizeof(a));
+    } else {
+        size_t n = (ga_units_format_count(job->events - before, a, sizeof(a)), strlen(a));
+        snprintf(a + n, sizeof(a) - n, " events");
+        if (before)
+            snprintf(a + n + 7, sizeof(a) - n - 7, ", %" PRIu64 " blocks or stand-ins before their first events",
+                     before);
+    }
     bool one_size = true; /* every unit on the same size: the header says it */
     for (size_t u = 1; u < nu; u++)
         one_size &= unit(job, u)->memory == unit(job, 0)->memory;
-    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device%s%s\n", nu, nu == 1 ? "" : "s", a,
-            one_size ? " " : ": ", one_size ? fmt_size(unit(job, 0)->memory, b, sizeof(b)) : "each trace's own size");
+    fprintf(out, "galloc fit: %zu trace%s, %s, sim device%s%s\n", nu, nu == 1 ? "" : "s", a, one_size ? " " : ": ",
+            one_size ? fmt_size(unit(job, 0)->memory, b, sizeof(b)) : "each trace's own size");
     for (size_t u = 0; u < nu; u++) {
         const ga_job_unit_t *un = unit(job, u);
         char pre[32] = "";
@@ -401,6 +412,8 @@ static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
         ga_report_json_str(out, r->run.error);
     else
         fputs("null", out);
+    if (r->run.refused != GALLOC_OK) /* as galloc replay's column has it: the Python API raises by it */
+        fprintf(out, ", \"create_status\": \"%s\"", galloc_status_name(r->run.refused));
     fprintf(out,
             ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
             ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64

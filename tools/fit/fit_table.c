@@ -66,7 +66,7 @@ void ga_fit_table_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_
     size_t shown = 0;
     for (size_t i = 0; i < oc->n; i++) {
         const ga_fit_result_t *r = &oc->results[i];
-        if (r->run.refused) { /* said on stderr; a row of "-" would say nothing */
+        if (r->run.refused != GALLOC_OK) { /* said on stderr; a row of "-" would say nothing */
             s.refused++;
             continue;
         }

@@ -193,11 +193,11 @@ static const struct {
 static void header(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
-    char ev[32], mem[32];
+    char ev[160], mem[32];
     fprintf(out, "== %s", t->u->label);
-    ga_units_format_count(rp->events, ev, sizeof(ev));
+    ga_report_unit_events(t->u, ev, sizeof(ev));
     ga_units_format_size(rp->device_memory, mem, sizeof(mem));
-    fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->u->format), ev, t->backend, mem);
+    fprintf(out, " (%s, %s, %s device %s)\n", ga_reader_format_name(t->u->format), ev, t->backend, mem);
     ga_report_unit_text(out, t->u, "");
 }
 
@@ -353,10 +353,7 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
         w[i] = strlen(h);
         for (size_t r = 0; r < nrows; r++) {
             char *cell = cells[r * nc + i];
-            if (rp->cols[i].create_status != GALLOC_OK)
-                snprintf(cell, CELL, "%s", r + 1 == nrows ? "error" : "-");
-            else
-                rows[r].fn(&rp->cols[i], cell, CELL);
+            rows[r].fn(&rp->cols[i], cell, CELL); /* every column was made (ga_report_text) */
             if (strlen(cell) > w[i])
                 w[i] = strlen(cell);
         }
@@ -449,12 +446,33 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
         fprintf(out, "plot written to %s\n", t->plot_path);
 }
 
+static void report_made(FILE *out, const ga_report_trace_t *t, const ga_replay_t *rp);
+
 void ga_report_text(FILE *out, const ga_report_trace_t *t)
 {
     if (t->rp == NULL || t->u == NULL || t->error != NULL)
         return; /* the caller said why on stderr; a partial replay has no verdict */
+    /* A configuration that could not be made has no figures: said on stderr
+     * (replay_cli.c), it gets no column of "-"; with none made, no table. */
+    ga_replay_t made = *t->rp;
+    made.cols = calloc(t->rp->n_cols ? t->rp->n_cols : 1, sizeof(*made.cols));
+    if (made.cols == NULL) {
+        fprintf(stderr, "galloc replay: out of host memory\n");
+        return;
+    }
+    made.n_cols = 0;
+    for (size_t i = 0; i < t->rp->n_cols; i++)
+        if (t->rp->cols[i].create_status == GALLOC_OK)
+            made.cols[made.n_cols++] = t->rp->cols[i];
+    if (made.n_cols > 0)
+        report_made(out, t, &made);
+    free(made.cols);
+}
+
+/* The report of the columns made (rp: t's, less those that could not be). */
+static void report_made(FILE *out, const ga_report_trace_t *t, const ga_replay_t *rp)
+{
     header(out, t);
-    const ga_replay_t *rp = t->rp;
     bool legend = false;
     for (size_t i = 0; i < rp->n_cols; i++)
         legend |= strlen(rp->cols[i].label) > MAX_HEADER;
@@ -463,6 +481,17 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
             fprintf(out, "  [%zu] %s\n", i + 1, rp->cols[i].label);
     if (!table(out, rp, legend))
         return;
+    for (size_t i = 1; i < rp->n_cols; i++)
+        if (rp->cols[i].stats.requested_bytes[GALLOC_STAT_ALL].peak !=
+            rp->cols[0].stats.requested_bytes[GALLOC_STAT_ALL].peak) { /* one job: say why once */
+            fprintf(out, "peak requested counts the allocations each configuration made: a request that ran out of "
+                         "memory is not counted (a traced OOM's only where the configuration could make it), so "
+                         "it differs between columns\n");
+            break;
+        }
+    for (size_t i = 0; i < t->rp->n_cols; i++)
+        if (t->rp->cols[i].create_status != GALLOC_OK)
+            fprintf(out, "configuration \"%s\" could not be made: left out (said on stderr)\n", t->rp->cols[i].label);
     for (size_t i = 0; i < rp->n_cols; i++) {
         const ga_replay_column_t *c = &rp->cols[i];
         char tag[CELL + 4];
