@@ -285,8 +285,11 @@ static void state_text(FILE *out, const ga_fit_job_t *job, const ga_fit_result_t
     fprintf(out,
             "\nNo configuration fits on %s: the state %s starts in does not fit it (%s reserved: %s live + %s "
             "cached free), before the first event. Every configuration starts from that state: genuine, "
-            "whatever the settings.\n",
-            dev, unit(job, c->run.fail_unit)->label, res, live, cached);
+            "whatever the settings%s.\n",
+            dev, unit(job, c->run.fail_unit)->label, res, live, cached,
+            unit(job, c->run.fail_unit)->memory_source == GA_JOB_MEM_DEFAULT
+                ? " (the device's size was assumed, not recorded: --device-memory gives the one it ran on)"
+                : "");
 }
 
 /* The answer when nothing fits. */

@@ -21,10 +21,10 @@ void ga_report_cap_text(const ga_job_cap_t *cap, char *buf, size_t len)
     snprintf(buf, len, "[%s, %s)", lo, hi);
 }
 
-/* What the trace shows of the device ("11.03 GiB reserved at once (11.03 GiB
- * at its first entry, 7.03 GiB at its end) and a largest request of 1.00
- * GiB"), into buf; "" when it shows nothing. */
-static void shown_text(const ga_job_unit_t *u, char *buf, size_t len)
+/* What the trace shows the device held ("11.03 GiB reserved at once (11.03
+ * GiB at its first entry, 7.03 GiB at its end)"), then, with request, "and
+ * a largest request of 1.00 GiB", into buf; "" when it shows nothing. */
+static void shown_text(const ga_job_unit_t *u, bool request, char *buf, size_t len)
 {
     char p[32], f[32], l[32], m[32];
     size_t n = 0;
@@ -37,7 +37,7 @@ static void shown_text(const ga_job_unit_t *u, char *buf, size_t len)
         n = (size_t)snprintf(buf, len, "%s reserved at once (%s at its first entry, %s at its end)", p, f, l);
     else if (u->reserved_peak)
         n = (size_t)snprintf(buf, len, "%s reserved at once (its Total Reserved)", p);
-    if (u->max_alloc && n < len)
+    if (request && u->max_alloc && n < len)
         snprintf(buf + n, len - n, "%sa largest request of %s", n ? " and " : "", m);
 }
 
@@ -45,13 +45,16 @@ static void shown_text(const ga_job_unit_t *u, char *buf, size_t len)
  * it, and what the trace shows the device held at least. */
 static void assumed_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
 {
-    char a[32], shown[256];
+    char a[32], shown[256], m[32];
     ga_units_format_size(u->memory + u->reserve, a, sizeof(a));
-    shown_text(u, shown, sizeof(shown));
+    bool more = u->reserved_peak > u->memory;
+    shown_text(u, !more, shown, sizeof(shown));
     fprintf(out, "%sdevice size not recorded: %s assumed; --device-memory sets it", prefix, a);
     if (shown[0])
-        fprintf(out, ". The trace shows %s%s", shown,
-                u->reserved_peak > u->memory ? ": more than assumed, so the device was larger" : "");
+        fprintf(out, ". The trace shows %s", shown);
+    if (more) /* the request after the verdict on the size, so "more" is the reserved bytes' */
+        fprintf(out, ": more than assumed, so the device was larger; its largest request is %s",
+                (ga_units_format_size(u->max_alloc, m, sizeof(m)), m));
     fprintf(out, "\n");
 }
 
@@ -104,7 +107,7 @@ void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
         assumed_text(out, u, prefix);
     if (u->memory_source != GA_JOB_MEM_DEFAULT && u->reserved_peak > u->memory) {
         char shown[256];
-        shown_text(u, shown, sizeof(shown));
+        shown_text(u, false, shown, sizeof(shown));
         fprintf(out, "%snote: the trace shows %s: more than the %s the allocator may use here\n", prefix, shown,
                 (ga_units_format_size(u->memory, a, sizeof(a)), a));
     }
