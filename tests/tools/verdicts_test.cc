@@ -135,9 +135,9 @@ TEST(StateLargerThanDevice, SeedApplySaysOutOfMemory)
     ASSERT_TRUE(j.ok) << j.error;
     galloc_allocator_t *a = nullptr;
     char err[1024] = "";
-    ASSERT_EQ(galloc_allocator_create_ex("sim", 0, "sim_capacity:11811160064", GALLOC_CREATE_NO_ENV, &a, err,
-                                         sizeof err),
-              GALLOC_OK)
+    ASSERT_EQ(
+        galloc_allocator_create_ex("sim", 0, "sim_capacity:11811160064", GALLOC_CREATE_NO_ENV, &a, err, sizeof err),
+        GALLOC_OK)
         << err;
     ga_idmap_t map;
     ga_idmap_init(&map);
