@@ -54,6 +54,7 @@ static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, ch
 typedef struct seen {
     bool not_searched; /* a "-" under min device of a row that replayed */
     bool beyond;       /* a "> 64x" */
+    bool at_start;     /* a first OOM before event 0: the peaks are of the state's seeded part */
     size_t refused;    /* rows left out: their configuration could not be made */
 } seen_t;
 
@@ -75,6 +76,7 @@ void ga_fit_table_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_
         shown++;
         char oom[64], minm[32], f[8];
         first_oom_cell(job, r, oom, sizeof(oom));
+        s.at_start |= !r->run.fits && !r->run.failed && r->run.oom.at_start;
         fits_cell(r, f, sizeof(f));
         if (!r->min_searched) {
             snprintf(minm, sizeof(minm), "-");
@@ -106,6 +108,10 @@ void ga_fit_table_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_
             "frag@peak: the share of peak reserved not allocated at the moment reserved first reached its peak%s "
             "(later allocations may fill it: peak allocated can then equal peak reserved)\n",
             job->sleep_events && !job->no_sleep ? ", bytes asleep counted on both sides" : "");
+    if (s.at_start)
+        fprintf(out,
+                "before event 0: the state the trace starts in does not fit, and nothing after it is replayed; the "
+                "peaks are of the part of it seeded before the request that failed\n");
     if (s.not_searched)
         fprintf(out,
                 "%s -: not searched: --bisect N bisects the N best configurations and the job's own run "

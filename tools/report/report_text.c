@@ -309,6 +309,8 @@ static void oom_details(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
                     "request of %s failed:\n  %s\n",
                     tag, sz, msg);
             ga_report_oom_facts(out, &o->facts, &u->cap, false);
+            fprintf(out, "  nothing after it is replayed: the column's figures are of the part of the state seeded "
+                         "before the request that failed\n");
             if (u->memory_source == GA_JOB_MEM_DEFAULT) /* the verdict rests on a size nothing said */
                 fprintf(out,
                         "  the device's size was assumed (not recorded): --device-memory gives the one it ran on\n");
