@@ -155,7 +155,7 @@ void Apply(const ga_job_unit_t *u, const std::string &conf)
     ga_idmap_t map;
     ga_idmap_init(&map);
     char why[1024] = "";
-    int rc = ga_seed_apply(a, &map, &u->seed, why, sizeof why);
+    int rc = ga_seed_apply(a, &map, &u->seed, why, sizeof why, nullptr);
     if (std::getenv("GALLOC_FUZZ_VERBOSE") != nullptr)
         std::fprintf(stderr, "seeding under %s: %d %s\n", conf.c_str(), rc, why);
     if (rc != 0) {

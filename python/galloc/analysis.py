@@ -76,10 +76,11 @@ def _raise(command, paths, messages, doc):
     text = "\n".join(line for line in messages.splitlines() if line.strip()) or f"galloc {command}: bad input"
     text = _python_words(command, text)
     names = _native.STATUS_NAMES
-    for t in (doc or {}).get("traces", []):
-        for r in t.get("results", []) if isinstance(t, dict) else []:
-            if r.get("create_status") in names:
-                raise error(names.index(r["create_status"]), text)
+    doc = doc or {}
+    results = [r for t in doc.get("traces", []) if isinstance(t, dict) for r in t.get("results", [])]
+    for r in results + list(doc.get("results", [])):  # replay's columns, fit's rows
+        if r.get("create_status") in names:
+            raise error(names.index(r["create_status"]), text)
     missing = [p for p in paths if not os.path.exists(p)]
     raise error(names.index("E_IO" if missing else "E_INVAL"), text)
 

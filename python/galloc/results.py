@@ -22,6 +22,9 @@ class OOM:
     reserved_bytes: int
     annotation: Optional[str]
     expected: bool                # the traced run hit it too
+    before_first_event: bool = False  # the state the trace starts in does not fit the device: its seeding
+                                      # ran out (event 0, nothing replayed; genuine, as every
+                                      # configuration starts from it)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,11 @@ class UnitInfo:
     prologue_allocs: int          # blocks live before the first entry, allocated first
     tag_events: int
     sleep_events: int
+    device_memory_assumed: bool   # nothing says the size: device_memory is the 80 GiB default
+    trace_events: int             # the trace's own events (events less the prologue's blocks)
+    device_shown: dict = field(repr=False)  # what the trace shows the device held:
+                                  # {"reserved_peak_bytes", "reserved_first_bytes", "reserved_last_bytes",
+                                  # "largest_request_bytes"}, each None where it does not say
 
 
 def _cap(c):
@@ -113,7 +121,9 @@ def _unit_info(u):
                 start=start.get("kind", ""), start_info=start, seeded=u.get("seeded"),
                 seed_error=u.get("seed_error"), cap=_cap(u.get("cap")),
                 skipped_entries=u.get("skipped_entries", 0), prologue_allocs=u.get("prologue_allocs", 0),
-                tag_events=u.get("tag_events", 0), sleep_events=u.get("sleep_events", 0))
+                tag_events=u.get("tag_events", 0), sleep_events=u.get("sleep_events", 0),
+                device_memory_assumed=u.get("device_memory_assumed", False),
+                trace_events=u.get("trace_events", 0), device_shown=u.get("device_shown") or {})
 
 
 @dataclass(frozen=True)
@@ -347,7 +357,8 @@ def _oom(o):
     """One entry of a column's "ooms" as an OOM."""
     return OOM(event=o["event"], line=o["line"], size=o["size"], message=o["message"], oom_class=o["class"],
                allocated_bytes=o["allocated_bytes"], reserved_bytes=o["reserved_bytes"],
-               annotation=o["annotation"], expected=o["expected"])
+               annotation=o["annotation"], expected=o["expected"],
+               before_first_event=o.get("before_first_event", False))
 
 
 def _part(p):

@@ -92,8 +92,10 @@ run 1 "an 8 EiB device" "$GALLOC" replay --device-memory 9223372036854775807 "$T
 expect_in "$TMP/out" "sim device 8.00 EiB" "a huge device as a size"
 hasnt "$TMP/out" " -[0-9]" "no negative figure"
 run 2 "a 16 EiB device" "$GALLOC" replay --device-memory 18446744073709551615 "$TMP/huge.trace"
-expect_in "$TMP/out" "sim device 16.00 EiB" "2^64 - 1 device as a size"
-hasnt "$TMP/out" " -[0-9]" "no negative figure"
+# the sim refuses it: a configuration never made gets no table (issue 38), the refusal names the size
+expect_in "$TMP/err" 'got "18446744073709551615"' "2^64 - 1 device refused, named"
+[ -s "$TMP/out" ] && fail "a 16 EiB device: a table for a configuration never made: $(head -c 300 "$TMP/out")"
+hasnt "$TMP/err" " -[0-9]" "no negative figure"
 run 1 "fit, a 16 EiB request" "$GALLOC" fit --bisect 0 --max-configs 2 "$TMP/huge.trace"
 hasnt "$TMP/out" " -[0-9]" "fit: no negative figure"
 

@@ -14,8 +14,8 @@ fi
 if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     KT="$SHARED/kineto-hta-rank1-memory.json.gz"
     expect_exit 0 "replay of a .json.gz" -- "$GALLOC" replay "$KT"
-    # 26,770 [memory] events and the 12-event prologue that rebuilds the state before them
-    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 31.75 GiB)" "replay of a .json.gz"
+    # 26,770 [memory] events and the 12-event prologue that rebuilds the state before them, counted apart
+    expect_in "$TMP/out" "(kineto, 26,770 events, 12 stand-ins for the memory in use before the first event, sim device 31.75 GiB)" "replay of a .json.gz"
     # The device size is the trace's own: deviceProperties[1].totalGlobalMem,
     # 34,089,730,048 bytes (a V100-SXM2-32GB); --device-memory still overrides.
     expect_in "$TMP/out" "^device size from the trace: its deviceProperties totalGlobalMem" "HTA: size from the trace"
@@ -23,7 +23,7 @@ if [ -f "$SHARED/kineto-hta-rank1-memory.json.gz" ]; then
     expect_in "$TMP/out" '"device_memory_from_trace": true' "HTA: size from the trace, JSON"
     expect_in "$TMP/out" '"device_memory": 34089730048,' "HTA: the V100's size"
     expect_exit 0 "HTA trace on 16GiB" -- "$GALLOC" replay --device-memory 16GiB "$KT"
-    expect_in "$TMP/out" "(kineto, 26,782 events, sim device 16.00 GiB)" "HTA: --device-memory overrides"
+    expect_in "$TMP/out" "(kineto, 26,770 events, 12 stand-ins for the memory in use before the first event, sim device 16.00 GiB)" "HTA: --device-memory overrides"
     ! grep -q "device size from the trace" "$TMP/out" || fail "HTA: an overridden size is not the trace's"
     # The older layout (Bytes, no Addr): 8,220 events on device 0 with frees
     # tied by size (LIFO), none unmatched; peak requested 2,791,636,480 bytes.
@@ -43,7 +43,7 @@ the first event is not included$" "older layout: says what it rests on"
     expect_in "$TMP/out" "1 trace, 8,220 events, sim device 31.74 GiB" "fit of the older layout"
     expect_in "$TMP/out" "note: no addresses in the trace" "fit of the older layout: the note"
     expect_exit 0 "fit of a .json.gz" -- "$GALLOC" fit "$KT"
-    expect_in "$TMP/out" "1 trace, 26,782 events" "fit of a .json.gz"
+    expect_in "$TMP/out" "1 trace, 26,770 events, 12 stand-ins for the memory in use before the first event" "fit of a .json.gz"
     # Damaged copies: the trailer's CRC, and a cut in the middle.
     size=$(stat -c %s "$KT")
     head -c 500000 "$KT" >"$TMP/cut.json.gz"
@@ -72,10 +72,10 @@ fi
 # one without live blocks has nothing to replay and exits 2.
 OLD="$RUNFILES/tests/tools/data"
 expect_exit 0 "bare list of segments" -- "$GALLOC" replay "$OLD/torch_segments_list.pickle"
-expect_in "$TMP/out" "device 0 (torch, 4 events" "bare list, device 0"
-expect_in "$TMP/out" "device 1 (torch, 1 events" "bare list, device 1"
+expect_in "$TMP/out" "device 0 (torch, 0 events, 4 blocks live before the first event (seeded)" "bare list, device 0"
+expect_in "$TMP/out" "device 1 (torch, 0 events, 1 block live before the first event (seeded)" "bare list, device 1"
 expect_exit 0 "PyTorch 2.0 snapshot" -- "$GALLOC" replay "$OLD/torch20_snapshot.pickle"
-expect_in "$TMP/out" "device 0 (torch, 4 events" "2.0 snapshot, device 0"
+expect_in "$TMP/out" "device 0 (torch, 1 events, 3 blocks live before the first event (seeded)" "2.0 snapshot, device 0"
 expect_exit 2 "bare list without live blocks" -- "$GALLOC" replay "$OLD/torch_segments_idle.pickle"
 expect_in "$TMP/err" "with no allocated block: it holds no trace, so there is nothing to replay" "idle list"
 

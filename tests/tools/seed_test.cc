@@ -99,7 +99,7 @@ TEST(SeedExpandable, SeededAllocatorHoldsThem)
         << err;
     ga_idmap_t map;
     ga_idmap_init(&map);
-    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err), 0) << err;
+    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err, nullptr), 0) << err;
     galloc_stats_t st = {};
     st.struct_size = sizeof st;
     ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
@@ -130,7 +130,7 @@ TEST(SeedExpandable, WithoutExpandableSegmentsTheBlocksArePlain)
         << err;
     ga_idmap_t map;
     ga_idmap_init(&map);
-    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err), 0) << err;
+    ASSERT_EQ(ga_seed_apply(a, &map, &sd.s, err, sizeof err, nullptr), 0) << err;
     galloc_stats_t st = {};
     st.struct_size = sizeof st;
     ASSERT_EQ(galloc_memory_stats(a, &st), GALLOC_OK);
@@ -229,7 +229,7 @@ TEST(SeedPending, StaysPendingUntilTheSideStreamIsSynchronized)
                                          &g.a, err, sizeof err),
               GALLOC_OK)
         << err;
-    ASSERT_EQ(ga_seed_apply(g.a, &g.map, &h.s, err, sizeof err), 0) << err;
+    ASSERT_EQ(ga_seed_apply(g.a, &g.map, &h.s, err, sizeof err, nullptr), 0) << err;
     galloc_stats_t st = g.Stats();
     EXPECT_EQ(st.reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(40 * MiB));
     EXPECT_EQ(st.allocated_bytes[GALLOC_STAT_ALL].current, (int64_t)(12 * MiB)); // the two live blocks
@@ -268,7 +268,7 @@ TEST(SeedPools, PrivateSegmentsServeNoDefaultAllocation)
                                          &g.a, err, sizeof err),
               GALLOC_OK)
         << err;
-    ASSERT_EQ(ga_seed_apply(g.a, &g.map, &h.s, err, sizeof err), 0) << err;
+    ASSERT_EQ(ga_seed_apply(g.a, &g.map, &h.s, err, sizeof err, nullptr), 0) << err;
     void *p = nullptr, *q = nullptr; // the first allocation also returns the pending block (4 MiB at X)
     ASSERT_EQ(galloc_malloc(g.a, 12 * MiB, 0, &p), GALLOC_OK);
     EXPECT_EQ((uint64_t)(uintptr_t)p, HandSeed::X + 8 * MiB) << "the default segment's gap";

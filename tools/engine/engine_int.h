@@ -71,6 +71,10 @@ void ga_owners_track_dealloc(ga_owners_track_t *t, const ga_owner_rec_t *rec);
 void ga_owners_track_reserved(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e, int64_t reserved);
 /* ga_owners_track_oom: event idx's allocation failed: its moment (the first GA_OWNERS_MAX_OOMS). */
 void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e);
+/* ga_owners_track_start_oom: seeding the state at the first entry ran out of
+ * memory asking for size bytes: the OOM moment of the blocks seeded so far
+ * (event GA_OWNERS_BEFORE_EVENTS, no request class). */
+void ga_owners_track_start_oom(ga_owners_track_t *t, uint64_t size);
 /* ga_owners_track_sites: the live bytes per site now (the cells summed by
  * their class's site) into row[0 .. the index's n_sites): a sample point's
  * (sampler.c). O(classes + sites). */
@@ -122,6 +126,18 @@ void ga_engine_finish(ga_replay_column_t *c, const ga_engine_run_t *r, bool chec
  * ga_engine_history_free: its buffers. */
 galloc_status_t ga_engine_history_source(ga_replay_column_t *c);
 void ga_engine_history_free(ga_replay_column_t *c);
+
+/* conf.c: ga_engine_conf: the string handed to galloc_allocator_create for
+ * user (NULL: PyTorch's defaults) on backend, the sim's capacity and
+ * placement (recorded: at the trace's addresses) first, so a sim_capacity or
+ * sim_placement the user wrote wins; NULL when host memory ran out.
+ * ga_engine_label: the column's name ("recorded", "defaults" or the user's
+ * string, with the environment's variables when env applies them); NULL
+ * when host memory ran out. ga_engine_set_cap: cap bytes of capacity as a
+ * memory fraction, truncated as PyTorch does. */
+char *ga_engine_conf(const char *user, const char *backend, uint64_t capacity, bool recorded);
+char *ga_engine_label(const ga_replay_spec_t *spec, bool env);
+galloc_status_t ga_engine_set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t capacity);
 
 /* ga_engine_now: a monotonic clock in seconds. */
 double ga_engine_now(void);

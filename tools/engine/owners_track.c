@@ -474,6 +474,15 @@ void ga_owners_track_oom(ga_owners_track_t *t, uint64_t idx, const ga_event_t *e
     m->request_size = e->size;
 }
 
+void ga_owners_track_start_oom(ga_owners_track_t *t, uint64_t size)
+{
+    if (t->out->n_ooms >= GA_OWNERS_MAX_OOMS)
+        return;
+    ga_owners_moment_t *m = &t->out->ooms[t->out->n_ooms++];
+    capture(t, GA_MOMENT_OOM, GA_OWNERS_BEFORE_EVENTS, 0, m);
+    m->request_size = size; /* a piece of the state, no allocation of the trace: no class */
+}
+
 void ga_owners_track_sites(const ga_owners_track_t *t, double *row)
 {
     const ga_owners_index_t *x = &t->u->owners;

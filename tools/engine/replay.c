@@ -310,68 +310,24 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
         note_error(c, idx, e, "replaying the event", st);
 }
 
-/* The configuration string handed to galloc: the capacity and placement
- * first, so that a sim_capacity or sim_placement the user wrote (later in
- * the string) wins. */
-static char *make_conf(const char *user, const char *backend, uint64_t capacity, bool recorded)
+/* The state at the first entry does not fit the device: an OOM before the
+ * first event, of the whole state (facts.at_start), and the replay ends
+ * there: the events after it would run from a state that never existed. */
+static void start_oom(ga_replay_column_t *c, const ga_seed_t *s, const ga_replay_oom_t *oom)
 {
-    bool sim = backend == NULL || strcmp(backend, "sim") == 0;
-    size_t n = (user ? strlen(user) : 0) + 96;
-    char *s = malloc(n);
-    if (s == NULL)
-        return NULL;
-    char cap[40] = "", place[40] = "";
-    if (sim && (user == NULL || strstr(user, "sim_capacity") == NULL))
-        snprintf(cap, sizeof(cap), "sim_capacity:%" PRIu64 ",", capacity);
-    if (sim && (user == NULL || strstr(user, "sim_placement") == NULL))
-        snprintf(place, sizeof(place), "sim_placement:%s,", recorded ? "recorded" : "descending");
-    snprintf(s, n, "%s%s%s", cap, place, user ? user : "");
-    size_t len = strlen(s);
-    if (len > 0 && s[len - 1] == ',')
-        s[len - 1] = '\0';
-    return s;
+    ga_replay_oom_t *o = &c->ooms[c->n_ooms++];
+    *o = *oom;
+    o->facts.cls = GA_OOM_GENUINE;
+    o->facts.at_start = true;
+    o->facts.live = (int64_t)s->live_bytes;
+    o->facts.cached_free = (int64_t)(s->reserved_bytes - s->live_bytes);
+    c->ooms_total++;
 }
 
-size_t ga_replay_env_text(char *buf, size_t len)
+/* Whether c's replay ended before its first event (start_oom). */
+static bool ended_at_start(const ga_replay_column_t *c)
 {
-    /* galloc_allocator_create's sources (front/allocator.c): PyTorch reads only
-     * the first set of its two names; GALLOC_CONF goes over it. */
-    const char *pt = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
-    const char *names[] = {pt, "GALLOC_CONF"};
-    size_t n = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < 2; i++) {
-        const char *v = getenv(names[i]);
-        if (v != NULL && n < len)
-            n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", names[i], v);
-    }
-    return n < len ? n : len - 1;
-}
-
-/* The column's name: "recorded" for the traced run's own settings,
- * "defaults" for PyTorch's, else what the user wrote; the environment, when
- * it applies, is part of the name. */
-static char *make_label(const ga_replay_spec_t *spec, bool env)
-{
-    char e[512];
-    const char *user = spec->conf;
-    bool has_user = user != NULL && *user;
-    const char *base = spec->recorded ? "recorded" : has_user ? user : "defaults";
-    if (!env || ga_replay_env_text(e, sizeof(e)) == 0)
-        return strdup(base);
-    size_t n = strlen(e) + strlen(base) + 8;
-    char *s = malloc(n);
-    if (s != NULL)
-        snprintf(s, n, "%s + %s", base, e);
-    return s;
-}
-
-/* Set the cap: allowed_memory_maximum = (size_t)(fraction x total) in
- * PyTorch and galloc; the half byte makes the truncation land on cap. */
-static galloc_status_t set_cap(galloc_allocator_t *a, uint64_t cap, uint64_t capacity)
-{
-    double f = ((double)cap + 0.5) / (double)capacity;
-    return galloc_set_memory_fraction(a, f > 1.0 ? 1.0 : f);
+    return c->n_ooms > 0 && c->ooms[0].facts.at_start;
 }
 
 /* Make the column's allocator and its starting state. 0, or -1 when host
@@ -382,8 +338,8 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->unit = u;
     c->user_conf = g->spec->conf ? g->spec->conf : "";
     c->recorded = g->spec->recorded;
-    c->label = make_label(g->spec, o->env);
-    c->conf = make_conf(g->spec->conf, o->backend, g->capacity, g->spec->recorded);
+    c->label = ga_engine_label(g->spec, o->env);
+    c->conf = ga_engine_conf(g->spec->conf, o->backend, g->capacity, g->spec->recorded);
     c->place = g->spec->recorded;
     c->no_sleep = o->no_sleep;
     c->ooms = malloc(GA_REPLAY_MAX_OOMS * sizeof(*c->ooms));
@@ -423,14 +379,22 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_no_frames = o->snapshot_no_frames;
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
-        if (ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err)) != 0) {
+        ga_replay_oom_t oom;
+        int rc = ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err), &oom);
+        /* An OOM is the state's only when the state is larger than the
+         * device: else the tiling's own way of making it (an expandable hole
+         * mapped to be unmapped again, a piece a setting rounds up) needed
+         * more than the state holds, a limit of the seeding, said as an error. */
+        if (rc == GA_SEED_OOM && u->seed.reserved_bytes > oom.facts.limit) {
+            start_oom(c, &u->seed, &oom);
+        } else if (rc != 0) {
             c->errors++;
             snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
         }
         c->seeded = true; /* recording starts below: the seeding is not part of the trace */
     }
     if (g->cap != 0) { /* after the seeding: the state at the first entry held under the cap */
-        galloc_status_t st = set_cap(c->a, g->cap, g->capacity);
+        galloc_status_t st = ga_engine_set_cap(c->a, g->cap, g->capacity);
         if (st != GALLOC_OK) {
             ga_event_t none = {.where = 0};
             note_error(c, 0, &none, "galloc_set_memory_fraction (the inferred cap)", st);
@@ -479,11 +443,24 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         r.own = &own;
         if (c->seeded && !o->no_seed)
             ga_owners_track_seeded(&own);
-        ga_event_t none = {.where = 0};
-        watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none); /* the seeded state's reserved memory */
     }
+    /* the seeded state's reserved memory: the reserved peak when the trace
+     * never exceeds it, and at_peak must be of that moment then */
+    ga_event_t none = {.where = 0};
+    watch_peak(c, &r, GA_OWNERS_BEFORE_EVENTS, &none);
     uint64_t start = c->snapshot_path != NULL ? first_recorded(u, c->snapshot_first) : UINT64_MAX;
     uint64_t end = o->stop_after_events && o->stop_after_events < u->n ? o->stop_after_events : u->n;
+    if (ended_at_start(c)) {
+        end = 0;
+        r.first_oom = 0;
+        if (r.own != NULL)
+            ga_owners_track_start_oom(r.own, c->ooms[0].size);
+        if (c->snapshot_path != NULL) { /* the state as far as it was seeded, with no trace */
+            start_recording(c);
+            if (c->snapshot_recording && !c->snapshot_at_end)
+                write_snapshot(c);
+        }
+    }
     double t0 = ga_engine_now();
     ga_event_t e;
     uint64_t i;

@@ -73,6 +73,15 @@ typedef struct ga_oom_facts {
                                    min(device_free, limit - reserved); device_free without a cap */
     bool has_expandable;        /* the configuration has expandable_segments:True ... */
     bool has_max_split;         /* ... and a max_split_size_mb: advice never repeats what it has */
+    /* at_start: the state a mid-run trace starts in does not fit: its
+     * segments hold more than limit, and seeding it (ga_seed_apply) ran out
+     * of device memory before the first event (the replay ends there). size
+     * is the request the seeding failed on; live and cached_free are the
+     * whole state's (its live blocks, and its segments' bytes beyond them).
+     * Always genuine: every configuration starts from that state, so no
+     * setting helps within the replay. (A seeding that runs out of memory
+     * on a state that fits is a limit of the seeding: an error, not this.) */
+    bool at_start;
 } ga_oom_facts_t;
 
 /*
@@ -96,7 +105,8 @@ const char *ga_oom_class_name(ga_oom_class_t c);
 
 /* One out-of-memory failure. */
 typedef struct ga_replay_oom {
-    uint64_t event;                 /* 0-based index of the event in the replay */
+    uint64_t event;                 /* 0-based index of the event in the replay (0 for facts.at_start: before
+                                       the first event, when nothing was replayed) */
     uint64_t where;                 /* its line (CSV, text) or entry index (snapshot); 0 in the prologue */
     uint64_t size;                  /* bytes requested */
     bool expected;                  /* the traced run failed here too (RMM "allocate failure", snapshot "oom") */
@@ -407,14 +417,23 @@ typedef struct ga_site_bands {
 int ga_sampler_bands(const ga_sampler_t *s, const struct ga_owners *w, size_t top, ga_site_bands_t *out);
 void ga_site_bands_free(ga_site_bands_t *b);
 
+/* ga_seed_apply's return when the device cannot hold the state. */
+#define GA_SEED_OOM 1
+
 /*
  * ga_seed_apply: make the fresh allocator a hold s (the state at a mid-run
  * trace's first entry, seed.h), and map the trace id of every live block to
- * its galloc block in map. Returns 0, or -1 with err set (an allocation
- * failed: the device is too small, or the configuration does not allow the
- * layout).
+ * its galloc block in map. Returns 0; GA_SEED_OOM with err set when an
+ * allocation ran out of device memory (the device cannot hold the state), and
+ * then, with oom not NULL, *oom: the request that failed (size), PyTorch's
+ * message whole (message) and the figures classified right after the failure
+ * (facts; the caller makes them the state's, facts.at_start); or -1 with err
+ * set (another call failed, host memory, a layout this tiling cannot make).
+ * On failure a holds the pieces seeded so far (each live one mapped in map)
+ * and nothing else: the held-back placeholders and gaps are freed.
  */
-int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, char *err, size_t errlen);
+int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, char *err, size_t errlen,
+                  ga_replay_oom_t *oom);
 
 /*
  * The replay semantics of the events (docs/trace-format.md), shared by this

@@ -80,6 +80,8 @@ typedef struct tiler {
     bool no_pools; /* the allocator has no MemPools: everything goes to the default pools */
     char *err;
     size_t errlen;
+    ga_replay_oom_t *oom; /* where the first out-of-memory is described (NULL: not asked) */
+    bool out_of_memory;   /* a request ran out of device memory (the first one is in oom) */
 } tiler_t;
 
 static int nomem(tiler_t *t)
@@ -137,6 +139,20 @@ static int take(tiler_t *t, size_t pool, uint64_t size, uint64_t stream, void **
             return call_failed(t, "galloc_mempool_begin_allocate", st);
     }
     st = galloc_malloc(t->a, (size_t)size, (galloc_stream_t)stream, p);
+    if (st == GALLOC_E_OOM && !t->out_of_memory && t->oom != NULL) {
+        /* PyTorch's message whole and the figures now, before anything is freed */
+        memset(t->oom, 0, sizeof(*t->oom));
+        t->oom->size = size;
+        t->oom->prologue = true;
+        galloc_last_error(t->a, t->oom->message, sizeof(t->oom->message));
+        ga_replay_classify_oom(t->a, size, ga_replay_start_fraction(t->a), &t->oom->facts);
+        galloc_stats_t s = {.struct_size = sizeof(s)};
+        if (galloc_memory_stats(t->a, &s) == GALLOC_OK) {
+            t->oom->allocated = s.allocated_bytes[GALLOC_STAT_ALL].current;
+            t->oom->reserved = s.reserved_bytes[GALLOC_STAT_ALL].current;
+        }
+    }
+    t->out_of_memory |= st == GALLOC_E_OOM;
     if (pool > 0)
         galloc_mempool_end_allocate(t->a, t->pools[pool - 1].id);
     if (st == GALLOC_OK)
@@ -214,9 +230,10 @@ static uint64_t piece_ask(const ga_seed_segment_t *g, const ga_seed_piece_t *pc,
 static int fill_late(tiler_t *t)
 {
     for (size_t k = 0; k < t->late.n; k++) {
-        const late_t *l = &t->late.v[k];
+        late_t *l = &t->late.v[k];
         void *p = NULL;
         galloc_free(t->a, l->placeholder);
+        l->placeholder = NULL; /* freed: release leaves it alone */
         if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
     }
@@ -231,12 +248,13 @@ static int fill_late(tiler_t *t)
 static int split_late(tiler_t *t)
 {
     for (size_t k = t->split.n; k-- > 0;) {
-        const late_t *l = &t->split.v[k];
-        void *p = NULL;
-        galloc_free(t->a, l->placeholder);
+        late_t *l = &t->split.v[k];
+        void *p = NULL, *place = l->placeholder;
+        galloc_free(t->a, place);
+        l->placeholder = NULL; /* freed: release leaves it alone */
         if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
-        if (p != l->placeholder) {
+        if (p != place) {
             snprintf(t->err, t->errlen,
                      "seeding the reconstructed state: the block of trace id 0x%llx did not "
                      "return to its place",
@@ -414,13 +432,22 @@ static int take_plain(tiler_t *t)
     return 0;
 }
 
-/* What the tiling left to free, in the order of the file's comment. */
+/* What the tiling left to free, in the order of the file's comment. After a
+ * failure the held-back requests' placeholders are freed too (the blocks they
+ * stand for were never made): the allocator then holds the pieces seeded so
+ * far, every live one mapped, so a report of that state adds up. */
 static int release(tiler_t *t, int rc)
 {
     if (rc == 0)
         rc = fill_late(t);
     if (rc == 0)
         rc = split_late(t);
+    for (size_t k = 0; rc != 0 && k < t->late.n; k++)
+        if (t->late.v[k].placeholder != NULL)
+            galloc_free(t->a, t->late.v[k].placeholder);
+    for (size_t k = 0; rc != 0 && k < t->split.n; k++)
+        if (t->split.v[k].placeholder != NULL)
+            galloc_free(t->a, t->split.v[k].placeholder);
     for (size_t k = 0; k < t->holes.n; k++)
         galloc_free(t->a, t->holes.v[k]);
     if (rc == 0 && t->holes.n > 0 && galloc_empty_cache(t->a) != GALLOC_OK) {
@@ -450,11 +477,12 @@ static int release(tiler_t *t, int rc)
     return rc;
 }
 
-int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen)
+int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen,
+                  ga_replay_oom_t *oom)
 {
     /* Gap pieces are held until every segment is tiled: a gap freed early
      * would be a free block best fit could place a later piece in. */
-    tiler_t t = {.a = a, .map = map, .err = err, .errlen = errlen};
+    tiler_t t = {.a = a, .map = map, .err = err, .errlen = errlen, .oom = oom};
     galloc_settings_t set = {.struct_size = sizeof(set)};
     bool expandable = galloc_settings_get(a, &set) == GALLOC_OK && set.expandable_segments;
     int rc = 0;
@@ -466,5 +494,6 @@ int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, ch
             rc = tile_segment(&t, s, &s->seg[i++]);
         }
     }
-    return release(&t, rc);
+    rc = release(&t, rc);
+    return rc != 0 && t.out_of_memory ? GA_SEED_OOM : rc;
 }

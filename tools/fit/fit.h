@@ -79,6 +79,9 @@ typedef struct ga_fit_run {
     bool fits;                 /* no OOM in any unit, whatever the cap in a capped unit's range */
     bool depends;              /* some unit fits under part of its cap range only */
     bool failed;               /* the allocator could not be created or a call failed (see error) */
+    galloc_status_t refused;   /* ... the former: the status of galloc_allocator_create (GALLOC_E_CONFIG:
+                                  a value out of range, a bad environment variable); GALLOC_OK when it
+                                  was made. The table leaves a refused one out; the exit status is 2 */
     char error[256];           /* why, "" if not failed */
     size_t fail_unit;          /* the unit of the first OOM (when !fits && !failed) */
     uint64_t fail_event;       /* its event index in that unit */
@@ -250,6 +253,21 @@ void ga_fit_owners_json(FILE *out, const ga_fit_job_t *job, const ga_fit_owners_
  * its string; "(recorded: PyTorch's defaults)" for the job's own run under
  * the defaults, "(defaults)" for PyTorch's, "(environment)" under --env. */
 const char *ga_fit_conf_name(const ga_fit_job_t *job, const ga_fit_result_t *r);
+
+/* ga_fit_table_text (fit_table.c): the ranked table's first top rows (and
+ * the job's own run wherever it ranks; configurations that could not be made
+ * left out), then what its figures are: the ranking rule, frag@peak's
+ * moment, and what "-" and "> 64x" under min device mean where they appear. */
+void ga_fit_table_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, size_t top);
+
+/* ga_fit_frag_at_peak: frag@peak: 1 - allocated / reserved at the moment
+ * reserved first reached its peak (reserved with the bytes asleep then, as
+ * allocated counts a sleeping tag's blocks). */
+double ga_fit_frag_at_peak(const ga_fit_run_t *r);
+
+/* ga_fit_capped: the job's smallest memory is a cap (its reference unit is
+ * capped by a memory fraction), not a device size. */
+bool ga_fit_capped(const ga_fit_job_t *job);
 
 /* What the report says besides the outcome (from the command line). */
 typedef struct ga_fit_report {

@@ -121,6 +121,8 @@ static int parse_args(cli_t *c, int argc, char **argv)
         {"conf", GA_OPT_CALL, c, "bad --conf \"%s\" (at most 159 characters)", 0, take_conf},
     };
     int rc = ga_opts_parse(CMD, opts, sizeof(opts) / sizeof(opts[0]), ga_fit_usage, argc, argv);
+    if (rc == 0)
+        rc = ga_opts_check_reserve(CMD, c->device_memory, c->reserve);
     if (rc != 0)
         return rc;
     return ga_opts_check_plot(CMD, c->plot); /* before the search, not after minutes of it */
@@ -170,11 +172,12 @@ int ga_fit_traces(const cli_t *c, char *const *paths, size_t n, FILE *out)
         ga_job_free(&loaded);
         return GA_EXIT_USAGE;
     }
-    bool all_failed = oc.n > 0;
+    bool all_failed = oc.n > 0, refused = false;
     size_t nfailed = 0;
     for (size_t i = 0; i < oc.n; i++) {
         all_failed &= oc.results[i].run.failed;
-        if (oc.results[i].run.failed && nfailed++ < 3) /* usually one cause (a bad environment variable) */
+        refused |= oc.results[i].run.refused != GALLOC_OK; /* a --conf the parser refused: bad input */
+        if (oc.results[i].run.failed && nfailed++ < 3)     /* usually one cause (a bad environment variable) */
             fprintf(stderr, "galloc fit: configuration \"%s\": %s\n", oc.results[i].conf, oc.results[i].run.error);
     }
     if (nfailed > 3)
@@ -192,16 +195,16 @@ int ga_fit_traces(const cli_t *c, char *const *paths, size_t n, FILE *out)
     if (!c->no_owners && !all_failed && !owned)
         fprintf(stderr, "galloc fit: out of host memory attributing the memory to its owners\n");
     ga_fit_report_t rep = {.top = c->top, .plot = plotted ? c->plot : NULL, .owners = owned ? &owners : NULL};
-    if (c->json)
+    if (c->json) /* every configuration, with why it could not be made */
         ga_fit_report_json(out, &job, &oc, &rep);
-    else
+    else if (!all_failed) /* none made: nothing to rank, and stderr said why */
         ga_fit_report_text(out, &job, &oc, &rep);
     fflush(out);
     if (owned)
         ga_fit_owners_free(&job, &owners);
     ga_fit_answer_t a;
     ga_fit_answer(&job, &oc, &a);
-    int code = all_failed || plot_failed ? GA_EXIT_USAGE : a.pick != NULL ? GA_EXIT_OK : GA_EXIT_OOM;
+    int code = all_failed || plot_failed || refused ? GA_EXIT_USAGE : a.pick != NULL ? GA_EXIT_OK : GA_EXIT_OOM;
     ga_fit_outcome_free(&oc);
     ga_job_free(&loaded);
     return code;

@@ -81,7 +81,9 @@ bool ga_fit_shrink(const ga_fit_job_t *job, const ga_fit_owners_t *w, int k, ga_
 {
     memset(out, 0, sizeof(*out));
     const ga_fit_result_t *r = w->row[k];
-    if (r == NULL || w->cols[k] == NULL || r->run.fits || r->run.failed || r->run.oom.cls != GA_OOM_GENUINE)
+    /* not at_start: no request of the job failed; the answer says the state's size instead */
+    if (r == NULL || w->cols[k] == NULL || r->run.fits || r->run.failed || r->run.oom.cls != GA_OOM_GENUINE ||
+        r->run.oom.at_start)
         return false;
     const ga_replay_column_t *c = &w->cols[k][r->run.fail_unit];
     if (c->owners == NULL || c->owners->n_ooms == 0)

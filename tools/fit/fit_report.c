@@ -56,48 +56,9 @@ static const char *fmt_size(uint64_t v, char *b, size_t n) /* a device size: nev
     return b;
 }
 
-/* 1 - allocated / reserved at the reserved peak. With tags asleep both sides
- * count their blocks: allocated has them, so reserved gets their address
- * space back (bytes asleep). */
-static double frag_at_peak(const ga_fit_run_t *r)
-{
-    int64_t held = r->peak_reserved + r->asleep_at_peak;
-    return held > 0 ? 1.0 - (double)r->allocated_at_peak / (double)held : 0.0;
-}
-
 static const ga_job_unit_t *unit(const ga_fit_job_t *job, size_t u)
 {
     return &job->job->units[u];
-}
-
-/* The memory a smallest-memory figure is of: the device's size, or under a
- * cap the cap. */
-static bool capped0(const ga_fit_job_t *job)
-{
-    return job->job->n_units && unit(job, job->ref)->cap.inferred;
-}
-
-static void fits_cell(const ga_fit_result_t *r, char *b, size_t n)
-{
-    snprintf(b, n, "%s", r->run.failed ? "err" : r->run.fits ? "yes" : r->run.depends ? "cap?" : "no");
-}
-
-static void first_oom_cell(const ga_fit_job_t *job, const ga_fit_result_t *r, char *b, size_t n)
-{
-    char ev[32];
-    if (r->run.failed) {
-        snprintf(b, n, "error");
-        return;
-    }
-    if (r->run.fits) {
-        snprintf(b, n, "-");
-        return;
-    }
-    ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
-    if (job->job->n_units > 1)
-        snprintf(b, n, "#%zu:%s %s", r->run.fail_unit + 1, ev, ga_oom_class_name(r->run.oom.cls));
-    else
-        snprintf(b, n, "%s %s", ev, ga_oom_class_name(r->run.oom.cls));
 }
 
 /* The caveats every answer of this job carries, one sentence each. */
@@ -142,14 +103,25 @@ static size_t caveats(const ga_fit_job_t *job, const ga_fit_answer_t *a, char (*
 /* The job and the search in a few lines. */
 static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc)
 {
-    char a[32], b[32];
+    char a[160], b[32];
     size_t nu = job->job->n_units;
-    ga_units_format_count(job->events, a, sizeof(a));
+    uint64_t before = 0;
+    for (size_t u = 0; u < nu; u++)
+        before += unit(job, u)->notes.prologue < unit(job, u)->n ? unit(job, u)->notes.prologue : unit(job, u)->n;
+    if (nu == 1) { /* the prologue apart: blocks live before the first event are no events of the job */
+        ga_report_unit_events(unit(job, 0), a, sizeof(a));
+    } else {
+        size_t n = (ga_units_format_count(job->events - before, a, sizeof(a)), strlen(a));
+        snprintf(a + n, sizeof(a) - n, " events");
+        if (before)
+            snprintf(a + n + 7, sizeof(a) - n - 7, ", %" PRIu64 " blocks or stand-ins before their first events",
+                     before);
+    }
     bool one_size = true; /* every unit on the same size: the header says it */
     for (size_t u = 1; u < nu; u++)
         one_size &= unit(job, u)->memory == unit(job, 0)->memory;
-    fprintf(out, "galloc fit: %zu trace%s, %s events, sim device%s%s\n", nu, nu == 1 ? "" : "s", a,
-            one_size ? " " : ": ", one_size ? fmt_size(unit(job, 0)->memory, b, sizeof(b)) : "each trace's own size");
+    fprintf(out, "galloc fit: %zu trace%s, %s, sim device%s%s\n", nu, nu == 1 ? "" : "s", a, one_size ? " " : ": ",
+            one_size ? fmt_size(unit(job, 0)->memory, b, sizeof(b)) : "each trace's own size");
     for (size_t u = 0; u < nu; u++) {
         const ga_job_unit_t *un = unit(job, u);
         char pre[32] = "";
@@ -190,40 +162,13 @@ static void summary(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *
     fprintf(out, "\n");
 }
 
-/* The ranked table, its first `top` rows, and the job's own run wherever it ranks. */
-static void ranking(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, size_t top)
-{
-    char d[32], e[32];
-    fprintf(out, "%4s  %-4s  %13s  %14s  %9s  %11s  %-22s  %s\n", "rank", "fits", "peak reserved", "peak allocated",
-            "frag@peak", capped0(job) ? "min cap" : "min device", "first OOM (event)", "configuration");
-    for (size_t i = 0; i < oc->n; i++) {
-        const ga_fit_result_t *r = &oc->results[i];
-        if (i >= top && !r->recorded)
-            continue;
-        char oom[64], minm[32], f[8];
-        first_oom_cell(job, r, oom, sizeof(oom));
-        fits_cell(r, f, sizeof(f));
-        if (!r->min_searched)
-            snprintf(minm, sizeof(minm), "-");
-        else if (r->min_memory == 0)
-            snprintf(minm, sizeof(minm), "> 64x");
-        else
-            fmt_size(r->min_memory, minm, sizeof(minm));
-        fprintf(out, "%4zu  %-4s  %13s  %14s  %8.1f%%  %11s  %-22s  %s\n", i + 1, f,
-                fmt_bytes(r->run.peak_reserved, d, sizeof(d)), fmt_bytes(r->run.peak_allocated, e, sizeof(e)),
-                100.0 * frag_at_peak(&r->run), minm, oom, ga_fit_conf_name(job, r));
-    }
-    if (oc->n > top)
-        fprintf(out, "(%zu of %zu shown: --top N for more, --json for all)\n", top, oc->n);
-}
-
 /* "on a device of X or more" (with --reserve, the reserve included), or
  * under a cap, "under a cap of X or more (a memory fraction of F)". */
 static void min_text(FILE *out, const ga_fit_job_t *job, uint64_t m)
 {
     char a[32], b[32], c[32];
     const ga_job_unit_t *u = unit(job, job->ref);
-    if (capped0(job)) {
+    if (ga_fit_capped(job)) {
         fprintf(out, "under a cap of %s or more (a memory fraction of at least %.4g of %s)", fmt_size(m, a, sizeof(a)),
                 (double)m / (double)u->memory, fmt_size(u->memory, b, sizeof(b)));
         return;
@@ -236,11 +181,20 @@ static void min_text(FILE *out, const ga_fit_job_t *job, uint64_t m)
         fprintf(out, "on a device of %s or more", fmt_size(m, a, sizeof(a)));
 }
 
+/* Where r first runs out of memory: "at event 1,234" or "before the first
+ * event" (the state the trace starts in does not fit). */
+static const char *oom_where(const ga_fit_result_t *r, char *b, size_t n)
+{
+    char ev[32];
+    ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
+    snprintf(b, n, r->run.oom.at_start ? "before the first event" : "at event %s", ev);
+    return b;
+}
+
 static void oom_line(FILE *out, const ga_fit_job_t *job, const ga_fit_result_t *r, bool none_fits)
 {
-    char a[32];
-    ga_units_format_count(r->run.fail_event, a, sizeof(a));
-    fprintf(out, "\"%s\", first runs out of memory at event %s of %s:\n", ga_fit_conf_name(job, r), a,
+    char a[64];
+    fprintf(out, "\"%s\", first runs out of memory %s of %s:\n", ga_fit_conf_name(job, r), oom_where(r, a, sizeof(a)),
             unit(job, r->run.fail_unit)->label);
     if (r->run.oom.size)
         ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, none_fits);
@@ -319,6 +273,25 @@ static void answer_fits(FILE *out, const ga_fit_job_t *job, const ga_fit_answer_
     }
 }
 
+/* Why nothing fits when the state a trace starts in is larger than the
+ * device (the closest's first OOM is before its first event: every
+ * configuration's is, as every one starts from that state). */
+static void state_text(FILE *out, const ga_fit_job_t *job, const ga_fit_result_t *c, const char *dev)
+{
+    char res[32], live[32], cached[32];
+    fmt_bytes(c->run.oom.live + c->run.oom.cached_free, res, sizeof(res));
+    fmt_bytes(c->run.oom.live, live, sizeof(live));
+    fmt_bytes(c->run.oom.cached_free, cached, sizeof(cached));
+    fprintf(out,
+            "\nNo configuration fits on %s: the state %s starts in does not fit it (%s reserved: %s live + %s "
+            "cached free), before the first event. Every configuration starts from that state: genuine, "
+            "whatever the settings%s.\n",
+            dev, unit(job, c->run.fail_unit)->label, res, live, cached,
+            unit(job, c->run.fail_unit)->memory_source == GA_JOB_MEM_DEFAULT
+                ? " (the device's size was assumed, not recorded: --device-memory gives the one it ran on)"
+                : "");
+}
+
 /* The answer when nothing fits. */
 static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_answer_t *a)
 {
@@ -332,7 +305,7 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     if (job->job->n_units > 1) /* whose size the figures below are: the others scale with it */
         fprintf(out, "\nSizes below are those of %s (the other traces' sizes scale with it).",
                 unit(job, job->ref)->label);
-    if (capped0(job)) {
+    if (ga_fit_capped(job)) {
         ga_report_cap_text(&unit(job, job->ref)->cap, r, sizeof(r));
         fprintf(out,
                 "\nNo configuration fits under any cap the trace allows (its cap lay in %s): genuine, the job "
@@ -347,12 +320,18 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
         fmt_size(d, x, sizeof(x));
         fmt_size(m->min_memory - d, gap, sizeof(gap));
         ga_units_format_count(m->min_memory - d, gapb, sizeof(gapb));
-        fprintf(out,
-                "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
-                "whatever the settings.\nThe smallest device it fits: %s, under \"%s\": %s (%s bytes) more "
-                "than %s.\n",
-                x, fmt_size(m->min_memory + job->reserve, r, sizeof(r)), ga_fit_conf_name(job, m), gap, gapb, x);
+        if (a->closest != NULL && a->closest->run.oom.at_start)
+            state_text(out, job, a->closest, x);
+        else
+            fprintf(out,
+                    "\nNo configuration fits on %s: genuine, the job needs more memory than the device has "
+                    "whatever the settings.\n",
+                    x);
+        fprintf(out, "The smallest device it fits: %s, under \"%s\": %s (%s bytes) more than %s.\n",
+                fmt_size(m->min_memory + job->reserve, r, sizeof(r)), ga_fit_conf_name(job, m), gap, gapb, x);
         budget_breakdown(out, job);
+    } else if (a->closest != NULL && a->closest->run.oom.at_start) {
+        state_text(out, job, a->closest, fmt_size(d, x, sizeof(x)));
     } else {
         fmt_size(d, x, sizeof(x));
         fprintf(out, "\nNo configuration fits on %s%s.\n", x,
@@ -368,7 +347,7 @@ static void answer_none(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
  * PyTorch's defaults' OOM, unless those are the recorded settings. */
 static void baseline(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t *oc, const ga_fit_answer_t *a)
 {
-    char ev[32];
+    char ev[64];
     bool rec_defaults = false;
     for (size_t i = 0; i < oc->n; i++) {
         const ga_fit_result_t *r = &oc->results[i];
@@ -384,8 +363,7 @@ static void baseline(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t 
         } else if (r->run.fits) {
             fprintf(out, "fits\n");
         } else {
-            ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
-            fprintf(out, "OOM at event %s of %s%s\n", ev, unit(job, r->run.fail_unit)->label,
+            fprintf(out, "OOM %s of %s%s\n", oom_where(r, ev, sizeof(ev)), unit(job, r->run.fail_unit)->label,
                     r->run.depends ? " (under part of the cap range)" : "");
             if (r->run.oom.size)
                 ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, a->pick == NULL);
@@ -396,9 +374,9 @@ static void baseline(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome_t 
         const ga_fit_result_t *r = &oc->results[i];
         if (r->recorded || r->conf[0] != '\0' || r->run.fits || r->run.failed)
             continue;
-        ga_units_format_count(r->run.fail_event, ev, sizeof(ev));
-        fprintf(out, "\nUnder %s the job runs out of memory at event %s of %s:\n",
-                job->env[0] ? "the environment's settings" : "the defaults", ev, unit(job, r->run.fail_unit)->label);
+        fprintf(out, "\nUnder %s the job runs out of memory %s of %s:\n",
+                job->env[0] ? "the environment's settings" : "the defaults", oom_where(r, ev, sizeof(ev)),
+                unit(job, r->run.fail_unit)->label);
         if (r->run.oom.size)
             ga_report_oom_facts(out, &r->run.oom, &unit(job, r->run.fail_unit)->cap, a->pick == NULL);
         break;
@@ -410,7 +388,7 @@ void ga_fit_report_text(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     ga_fit_answer_t a;
     ga_fit_answer(job, oc, &a);
     summary(out, job, oc);
-    ranking(out, job, oc, rep->top ? rep->top : 15);
+    ga_fit_table_text(out, job, oc, rep->top ? rep->top : 15);
     baseline(out, job, oc, &a);
     if (rep->owners != NULL) /* before the caveats and the answer, which end the report */
         ga_fit_owners_text(out, job, rep->owners);
@@ -437,6 +415,8 @@ static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
         ga_report_json_str(out, r->run.error);
     else
         fputs("null", out);
+    if (r->run.refused != GALLOC_OK) /* as galloc replay's column has it: the Python API raises by it */
+        fprintf(out, ", \"create_status\": \"%s\"", galloc_status_name(r->run.refused));
     fprintf(out,
             ",\n   \"peak_reserved_bytes\": %" PRId64 ", \"peak_allocated_bytes\": %" PRId64
             ", \"peak_requested_bytes\": %" PRId64 ", \"allocated_at_peak_bytes\": %" PRId64
@@ -447,7 +427,7 @@ static void json_result(FILE *out, const ga_fit_result_t *r, size_t rank)
             ", \"largest_free_block_at_peak\": %" PRId64 ",\n   \"min_device_memory\": ",
             r->run.peak_reserved, r->run.peak_allocated, r->run.peak_requested, r->run.allocated_at_peak,
             r->run.asleep_at_peak, r->run.ooms, r->run.device_allocs, r->run.device_frees, r->run.retries,
-            r->run.expected_ooms, r->run.expected_avoided, frag_at_peak(&r->run), r->run.external_frag_at_peak,
+            r->run.expected_ooms, r->run.expected_avoided, ga_fit_frag_at_peak(&r->run), r->run.external_frag_at_peak,
             r->run.largest_free_at_peak);
     if (r->min_searched && r->min_memory)
         fprintf(out, "%" PRIu64, r->min_memory);
@@ -512,7 +492,7 @@ void ga_fit_report_json(FILE *out, const ga_fit_job_t *job, const ga_fit_outcome
     fputs(", \"smaller\": ", out);
     json_ref(out, oc, a.smaller);
     /* min_device_memory is the device's size for the allocator, or under a cap the cap */
-    fprintf(out, ", \"min_device_memory_is\": \"%s\"},\n \"caveats\": [", capped0(job) ? "cap" : "device");
+    fprintf(out, ", \"min_device_memory_is\": \"%s\"},\n \"caveats\": [", ga_fit_capped(job) ? "cap" : "device");
     char c[MAX_CAVEATS][CAVEAT_LEN];
     size_t n = caveats(job, &a, c);
     for (size_t i = 0; i < n; i++) {

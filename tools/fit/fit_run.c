@@ -51,6 +51,7 @@ static bool add_column(ga_fit_run_t *out, size_t u, const ga_replay_column_t *c)
 {
     if (c->create_status != GALLOC_OK) {
         snprintf(out->error, sizeof(out->error), "%.250s", c->create_error);
+        out->refused = c->create_status;
         return false;
     }
     if (c->errors) {

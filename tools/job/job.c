@@ -13,6 +13,7 @@
 
 #include "util/grow.h"
 #include "tools/idmap.h"
+#include "tools/readers/units.h"
 #include "tools/snapshot/pickle_read.h"
 #include "tools/snapshot/torch_snapshot.h"
 
@@ -25,7 +26,7 @@ const char *ga_job_memory_source_text(ga_job_memory_source_t s)
     case GA_JOB_MEM_OOM_ENTRIES: return "from the snapshot: reserved + device_free at its oom entries";
     case GA_JOB_MEM_DEFAULT: break;
     }
-    return "not recorded: the default";
+    return "not recorded: assumed, --device-memory sets it";
 }
 
 /* Append text[0..n) and a NUL to u's text; its offset in *off. 0 or -1. */
@@ -193,6 +194,31 @@ const struct ga_torch_snapshot *ga_job_snapshot(const ga_job_unit_t *u)
     return u->file != NULL && u->file->reader != NULL ? ga_reader_snapshot(u->file->reader) : NULL;
 }
 
+/* What a snapshot's view shows the device held: its final segments, and
+ * walked back through its segment entries, the reserved bytes at its first
+ * entry and the most at once. */
+static void view_reserved(ga_job_unit_t *u)
+{
+    const ga_snap_view_t *v = &u->view;
+    uint64_t last = 0;
+    for (size_t i = 0; i < v->n_seg; i++)
+        last += v->seg[i].total_size;
+    int64_t delta = 0, most = 0; /* reserved after each entry, less reserved at the first */
+    for (size_t i = 0; i < v->n_ev; i++) {
+        const ga_dev_event_t *e = &v->ev[i];
+        if (e->action == GA_DEV_SEGMENT_ALLOC || e->action == GA_DEV_SEGMENT_MAP)
+            delta += (int64_t)e->size;
+        else if (e->action == GA_DEV_SEGMENT_FREE || e->action == GA_DEV_SEGMENT_UNMAP)
+            delta -= (int64_t)e->size;
+        most = delta > most ? delta : most;
+    }
+    u->reserved_last = last;
+    u->reserved_first = delta < 0 || (uint64_t)delta <= last ? last - (uint64_t)delta : 0;
+    u->reserved_peak = u->reserved_first + (uint64_t)most;
+    if (u->reserved_peak < last) /* entries the view could not place: the final state bounds it still */
+        u->reserved_peak = last;
+}
+
 /* What a snapshot unit adds: the view, the device size its oom entries
  * tell, and the state at its first entry when it starts mid-run. */
 static void snapshot_unit(ga_job_unit_t *u, const ga_job_opts_t *o)
@@ -203,6 +229,7 @@ static void snapshot_unit(ga_job_unit_t *u, const ga_job_opts_t *o)
         return;
     if (ga_snap_view_load(snap, u->path, u->device, 0, &u->view, err, sizeof(err)) == 0) {
         u->has_view = true;
+        view_reserved(u);
         if (u->view.device_memory != 0) {
             u->recorded_memory = u->view.device_memory;
             u->recorded_source = GA_JOB_MEM_OOM_ENTRIES;
@@ -325,8 +352,10 @@ static int read_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o, u
     return 0;
 }
 
-/* The unit's device size: --device-memory, else what the trace says, else the default. */
-static void size_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o)
+/* The unit's device size: --device-memory, else what the trace says, else
+ * the default. 0, or -1 with err: a reserve that leaves the allocator no
+ * memory of a size it is taken off. */
+static int size_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o, char *err, size_t errlen)
 {
     if (u->recorded_memory == 0 && ga_reader_device_memory(r) != 0) {
         u->recorded_memory = ga_reader_device_memory(r);
@@ -343,9 +372,20 @@ static void size_unit(ga_job_unit_t *u, ga_reader_t *r, const ga_job_opts_t *o)
         u->memory_source = GA_JOB_MEM_DEFAULT;
     }
     if (u->memory_source != GA_JOB_MEM_OOM_ENTRIES && o->reserve != 0) {
-        u->reserve = o->reserve < u->memory ? o->reserve : u->memory - 1;
+        if (o->reserve >= u->memory) {
+            char a[32], b[32];
+            ga_units_format_size(o->reserve, a, sizeof(a));
+            ga_units_format_size(u->memory, b, sizeof(b));
+            snprintf(err, errlen,
+                     "%s: --reserve %s is not less than the device's %s (%s): the allocator would have no memory; "
+                     "a reserve is the memory outside the allocator, a part of the device",
+                     u->label, a, b, ga_job_memory_source_text(u->memory_source));
+            return -1;
+        }
+        u->reserve = o->reserve;
         u->memory -= u->reserve;
     }
+    return 0;
 }
 
 static int add_units(ga_job_t *job, ga_job_file_t *file, const ga_job_opts_t *o, char *err, size_t errlen)
@@ -385,8 +425,12 @@ static int add_units(ga_job_t *job, ga_job_file_t *file, const ga_job_opts_t *o,
     }
     for (size_t k = 0; k < nu; k++) {
         ga_job_unit_t *u = &units[first + k];
+        u->reserved_peak = u->notes.start.peak_reserved; /* a profiler trace's own totals (0: none) */
+        if (u->notes.start.kind == GA_START_SEEDED)
+            u->reserved_first = u->notes.start.reserved;
         snapshot_unit(u, o);
-        size_unit(u, r, o);
+        if (size_unit(u, r, o, err, errlen) != 0)
+            goto fail;
         if ((u->seeded && seed_owners(u) != 0) || mark_kept(u) != 0) {
             snprintf(err, errlen, "%s: out of host memory indexing the trace's owners", file->path);
             goto fail;

@@ -115,6 +115,14 @@ typedef struct ga_job_unit {
     ga_job_memory_source_t memory_source;
     uint64_t recorded_memory; /* what the trace itself says (0: nothing), whatever --device-memory says */
     ga_job_memory_source_t recorded_source;
+    /* What the trace shows the device held, whatever its size is taken to
+     * be: lower bounds of the device's size (0: the trace does not say). A
+     * snapshot: its final segments' bytes (reserved_last), its segment
+     * entries walked back from them (reserved_first: at its first entry;
+     * reserved_peak: the most at once, at least both); a profiler trace with
+     * totals: its Total Reserved at the first event and at its peak. The
+     * largest request is max_alloc. */
+    uint64_t reserved_peak, reserved_first, reserved_last;
 
     ga_reader_notes_t notes; /* the reader's notes: skipped entries, prologue, start */
     bool midrun;             /* a snapshot trace that starts mid-run */
@@ -145,8 +153,9 @@ typedef struct ga_job_opts {
     /* reserve: memory on the device the allocator does not own (the CUDA
      * context, library workspaces, NCCL buffers, other processes: --reserve).
      * Taken off a size that is the device's total (the option, a header,
-     * deviceProperties, the default); a snapshot's size from its oom entries
-     * is already what the allocator could use. */
+     * deviceProperties, the default), and refused (ga_job_add fails) when
+     * not less than it; a snapshot's size from its oom entries is already
+     * what the allocator could use. */
     uint64_t reserve;
     bool no_seed; /* --no-seed: no rebuilt start state; the reader's prologue replays instead */
     /* progress: called now and then while reading, with the fraction of the

@@ -191,6 +191,8 @@ static int check_args(const cli_t *c)
         return ga_report_usage_error(CMD, "--plot %s: not available yet (the plot writer is not in this build)",
                                      c->plot);
     int rc = ga_opts_check_plot(CMD, c->plot);
+    if (rc == 0)
+        rc = ga_opts_check_reserve(CMD, c->device_memory, c->reserve);
     if (rc != 0)
         return rc;
     char err[512];

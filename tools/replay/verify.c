@@ -254,6 +254,11 @@ static int replay_to_snapshot(const ga_job_unit_t *u, const ga_verify_opts_t *o,
     }
     if (c.create_status != GALLOC_OK)
         snprintf(err, errlen, "configuration \"%.100s\": %.800s", conf, c.create_error);
+    else if (c.n_ooms > 0 && c.ooms[0].facts.at_start) /* nothing replayed: no state to compare */
+        snprintf(err, errlen,
+                 "the state the trace starts in does not fit the device (a request of %" PRIu64
+                 " bytes failed seeding it; --device-memory): %.700s",
+                 c.ooms[0].size, c.ooms[0].message);
     else if (c.snapshot_error[0])
         snprintf(err, errlen, "%.900s", c.snapshot_error);
     else if (c.errors)

@@ -88,3 +88,15 @@ int ga_opts_check_plot(const char *cmd, const char *path)
         return ga_report_usage_error(cmd, "--plot %s", err);
     return 0;
 }
+
+int ga_opts_check_reserve(const char *cmd, uint64_t device_memory, uint64_t reserve)
+{
+    if (device_memory == 0 || reserve < device_memory)
+        return 0;
+    char a[32], b[32], msg[200];
+    ga_units_format_size(reserve, a, sizeof(a));
+    ga_units_format_size(device_memory, b, sizeof(b));
+    snprintf(msg, sizeof(msg), "--reserve %s is not less than --device-memory %s: the allocator would have no memory",
+             a, b);
+    return ga_report_usage_error(cmd, "%s", msg);
+}

@@ -84,6 +84,12 @@ int ga_opts_parse(const char *cmd, const ga_opt_t *opts, size_t n, void (*usage)
  * number past 64 bits counts as 2^64 - 1), into *out. */
 bool ga_opts_count(const char *s, uint64_t max, size_t *out);
 
+/* ga_opts_check_reserve: --reserve against --device-memory when both are
+ * given (0: not given): a reserve is a part of the device, so one not less
+ * than it is a usage error naming both sizes (GA_EXIT_USAGE), else 0. A size
+ * the trace gives is checked when it is read (ga_job_add). */
+int ga_opts_check_reserve(const char *cmd, uint64_t device_memory, uint64_t reserve);
+
 /* ga_opts_check_plot: before a long run, whether --plot path names a format
  * this build writes, at a place it can create: 0, or the usage error. */
 int ga_opts_check_plot(const char *cmd, const char *path);

@@ -182,8 +182,14 @@ static void moment_text(FILE *out, const ga_job_unit_t *u, const ga_owners_t *w,
             short_name(w->index->sites[c->site].key, name, sizeof(name));
             snprintf(ph, sizeof(ph), ", %s", ga_phase_name((ga_phase_t)c->phase));
         }
-        fprintf(out, "  at the OOM of event %s: %s requested by %s%s; %s allocated, %s reserved:\n", ev, sz, name, ph,
-                al, res);
+        if (m->event == GA_OWNERS_BEFORE_EVENTS)
+            fprintf(out,
+                    "  at the OOM before the first event: %s requested seeding the state the trace starts in; "
+                    "%s allocated, %s reserved (the part of that state seeded before it):\n",
+                    sz, al, res);
+        else
+            fprintf(out, "  at the OOM of event %s: %s requested by %s%s; %s allocated, %s reserved:\n", ev, sz, name,
+                    ph, al, res);
     } else {
         fprintf(out, "  at the %s (%s reserved, %s allocated), %s:\n", ga_owners_moment_name(m->kind), res, al, where);
     }

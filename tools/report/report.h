@@ -75,11 +75,22 @@ void ga_report_oom_message(const ga_job_unit_t *u, const char *msg, char *buf, s
 void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix);
 
 /* ga_report_unit_json: the same as JSON members (no braces): "file", "unit",
- * "format", "device", "events", "device_memory", "device_memory_source",
- * "recorded_memory", "settings_from_snapshot", "recorded_pytorch_cuda_alloc_conf",
- * "start", "seeded", "seed_error", "cap", "skipped_entries", "prologue_allocs",
- * "tag_events", "sleep_events". Shared by replay, fit and the Python API. */
+ * "format", "device", "events" (the prologue's included), "device_memory",
+ * "device_memory_source", "recorded_memory", "settings_from_snapshot",
+ * "recorded_pytorch_cuda_alloc_conf", "start", "seeded", "seed_error", "cap",
+ * "skipped_entries", "prologue_allocs", "tag_events", "sleep_events",
+ * "device_memory_assumed" (nothing says the size: the default), "trace_events"
+ * (the trace's own, the prologue apart), "device_shown" ({"reserved_peak_bytes",
+ * "reserved_first_bytes", "reserved_last_bytes", "largest_request_bytes"}: what
+ * the trace shows the device held, each null when it does not say). Shared by
+ * replay, fit and the Python API. */
 void ga_report_unit_json(FILE *out, const ga_job_unit_t *u);
+
+/* ga_report_unit_events: "4 events, 2 blocks live before the first event
+ * (seeded)": the trace's events with the prologue counted apart (blocks
+ * live before the first entry, seeded or allocated first; a profiler trace's
+ * stand-ins for the memory in use before it), into buf. Returns the length. */
+size_t ga_report_unit_events(const ga_job_unit_t *u, char *buf, size_t len);
 
 /* ga_report_cap_text: "[2.00 GiB, 14.22 GiB)" of an inferred cap into buf. */
 void ga_report_cap_text(const ga_job_cap_t *cap, char *buf, size_t len);

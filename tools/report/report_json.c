@@ -85,9 +85,10 @@ void ga_report_json_oom_facts(FILE *out, const ga_oom_facts_t *f)
     fprintf(out,
             ", \"live_bytes\": %" PRId64 ", \"cached_free_bytes\": %" PRId64 ", \"largest_free_block\": %" PRId64
             ", \"device_free_bytes\": %" PRIu64 ", \"device_total_bytes\": %" PRIu64
-            ", \"memory_fraction\": %.17g, \"limit_bytes\": %" PRIu64 ", \"usable_free_bytes\": %" PRIu64,
+            ", \"memory_fraction\": %.17g, \"limit_bytes\": %" PRIu64 ", \"usable_free_bytes\": %" PRIu64
+            ", \"before_first_event\": %s",
             f->live, f->cached_free, f->largest_free_block, f->device_free, f->device_total, f->fraction, f->limit,
-            f->usable_free);
+            f->usable_free, f->at_start ? "true" : "false");
 }
 
 static void oom_json(FILE *out, const ga_job_unit_t *u, const ga_replay_oom_t *o, bool first)

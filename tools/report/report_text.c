@@ -117,7 +117,10 @@ static void ooms(const ga_replay_column_t *c, char *b, size_t n)
     }
     char first[32];
     ga_units_format_count(c->ooms[0].event, first, sizeof(first));
-    snprintf(b, n, "%" PRIu64 " (first at event %s)", c->ooms_total, first);
+    if (c->ooms[0].facts.at_start)
+        snprintf(b, n, "%" PRIu64 " (before the first event)", c->ooms_total);
+    else
+        snprintf(b, n, "%" PRIu64 " (first at event %s)", c->ooms_total, first);
 }
 static void expected(const ga_replay_column_t *c, char *b, size_t n)
 {
@@ -129,7 +132,7 @@ static void seconds(const ga_replay_column_t *c, char *b, size_t n)
 }
 static void rate(const ga_replay_column_t *c, char *b, size_t n)
 {
-    ga_units_format_rate(c->seconds > 0 ? (double)c->events / c->seconds : -1, b, n);
+    ga_units_format_rate(c->seconds > 0 && c->events > 0 ? (double)c->events / c->seconds : -1, b, n);
 }
 static void slept(const ga_replay_column_t *c, char *b, size_t n)
 {
@@ -190,11 +193,11 @@ static const struct {
 static void header(FILE *out, const ga_report_trace_t *t)
 {
     const ga_replay_t *rp = t->rp;
-    char ev[32], mem[32];
+    char ev[160], mem[32];
     fprintf(out, "== %s", t->u->label);
-    ga_units_format_count(rp->events, ev, sizeof(ev));
+    ga_report_unit_events(t->u, ev, sizeof(ev));
     ga_units_format_size(rp->device_memory, mem, sizeof(mem));
-    fprintf(out, " (%s, %s events, %s device %s)\n", ga_reader_format_name(t->u->format), ev, t->backend, mem);
+    fprintf(out, " (%s, %s, %s device %s)\n", ga_reader_format_name(t->u->format), ev, t->backend, mem);
     ga_report_unit_text(out, t->u, "");
 }
 
@@ -215,6 +218,29 @@ static void frag_advice(const ga_oom_facts_t *f, bool none_fits, char *b, size_t
              "searches the other settings)");
 }
 
+/* The figures of an OOM before the first event (facts.at_start): the state
+ * the trace starts in is larger than the device. When its live blocks alone
+ * fit, the rest is PyTorch's cache at that moment, which a job on this device
+ * might not have held: --no-seed replays the live blocks without it. */
+static void start_facts(FILE *out, const ga_oom_facts_t *f, const char *live, const char *cached, const char *lim)
+{
+    char res[32];
+    ga_units_format_bytes(f->live + f->cached_free, res, sizeof(res));
+    if ((uint64_t)f->live > f->limit)
+        fprintf(out,
+                "  genuine: the state the trace starts in holds %s live (%s reserved), more than the %s the "
+                "allocator may use, before any event; no allocator setting helps (a smaller model or batch, a "
+                "larger device)\n",
+                live, res, lim);
+    else
+        fprintf(out,
+                "  genuine: the state the trace starts in holds %s reserved (%s live + %s cached free), more than "
+                "the %s the allocator may use, before any event; every configuration starts from that state, so "
+                "no allocator setting helps (a larger device; --no-seed replays its live blocks alone, without "
+                "the cache)\n",
+                res, live, cached, lim);
+}
+
 void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t *cap, bool none_fits)
 {
     char advice[160];
@@ -228,6 +254,10 @@ void ga_report_oom_facts(FILE *out, const ga_oom_facts_t *f, const ga_job_cap_t 
     ga_units_format_size(f->device_total, dtot, sizeof(dtot));
     ga_units_format_size(f->limit, lim, sizeof(lim));
     bool capped = f->fraction < 1.0;
+    if (f->at_start) { /* the state itself: no request of the job, no setting (every one starts from it) */
+        start_facts(out, f, live, cached, lim);
+        return;
+    }
     /* Each class gets only the advice that can work for it: allocator
      * settings for fragmentation (the bytes exist, not in one piece), less
      * memory or more of it for a genuine OOM, where no setting helps. */
@@ -271,6 +301,21 @@ static void oom_details(FILE *out, const ga_job_unit_t *u, const ga_replay_colum
         char ev[32], sz[32];
         ga_units_format_count(o->event, ev, sizeof(ev));
         ga_units_format_size(o->size, sz, sizeof(sz));
+        if (o->facts.at_start) {
+            char msg[GALLOC_ERROR_MAX + 256];
+            ga_report_oom_message(u, o->message, msg, sizeof(msg));
+            fprintf(out,
+                    "%s OOM before the first event: the state the trace starts in does not fit; seeding it, a "
+                    "request of %s failed:\n  %s\n",
+                    tag, sz, msg);
+            ga_report_oom_facts(out, &o->facts, &u->cap, false);
+            fprintf(out, "  nothing after it is replayed: the column's figures are of the part of the state seeded "
+                         "before the request that failed\n");
+            if (u->memory_source == GA_JOB_MEM_DEFAULT) /* the verdict rests on a size nothing said */
+                fprintf(out,
+                        "  the device's size was assumed (not recorded): --device-memory gives the one it ran on\n");
+            continue;
+        }
         fprintf(out, "%s OOM at event %s", tag, ev);
         if (o->prologue)
             fprintf(out, " (recreating a block live before the trace began)");
@@ -313,10 +358,7 @@ static bool table(FILE *out, const ga_replay_t *rp, bool legend)
         w[i] = strlen(h);
         for (size_t r = 0; r < nrows; r++) {
             char *cell = cells[r * nc + i];
-            if (rp->cols[i].create_status != GALLOC_OK)
-                snprintf(cell, CELL, "%s", r + 1 == nrows ? "error" : "-");
-            else
-                rows[r].fn(&rp->cols[i], cell, CELL);
+            rows[r].fn(&rp->cols[i], cell, CELL); /* every column was made (ga_report_text) */
             if (strlen(cell) > w[i])
                 w[i] = strlen(cell);
         }
@@ -409,12 +451,33 @@ static void trace_notes(FILE *out, const ga_report_trace_t *t)
         fprintf(out, "plot written to %s\n", t->plot_path);
 }
 
+static void report_made(FILE *out, const ga_report_trace_t *t, const ga_replay_t *rp);
+
 void ga_report_text(FILE *out, const ga_report_trace_t *t)
 {
     if (t->rp == NULL || t->u == NULL || t->error != NULL)
         return; /* the caller said why on stderr; a partial replay has no verdict */
+    /* A configuration that could not be made has no figures: said on stderr
+     * (replay_cli.c), it gets no column of "-"; with none made, no table. */
+    ga_replay_t made = *t->rp;
+    made.cols = calloc(t->rp->n_cols ? t->rp->n_cols : 1, sizeof(*made.cols));
+    if (made.cols == NULL) {
+        fprintf(stderr, "galloc replay: out of host memory\n");
+        return;
+    }
+    made.n_cols = 0;
+    for (size_t i = 0; i < t->rp->n_cols; i++)
+        if (t->rp->cols[i].create_status == GALLOC_OK)
+            made.cols[made.n_cols++] = t->rp->cols[i];
+    if (made.n_cols > 0)
+        report_made(out, t, &made);
+    free(made.cols);
+}
+
+/* The report of the columns made (rp: t's, less those that could not be). */
+static void report_made(FILE *out, const ga_report_trace_t *t, const ga_replay_t *rp)
+{
     header(out, t);
-    const ga_replay_t *rp = t->rp;
     bool legend = false;
     for (size_t i = 0; i < rp->n_cols; i++)
         legend |= strlen(rp->cols[i].label) > MAX_HEADER;
@@ -423,6 +486,17 @@ void ga_report_text(FILE *out, const ga_report_trace_t *t)
             fprintf(out, "  [%zu] %s\n", i + 1, rp->cols[i].label);
     if (!table(out, rp, legend))
         return;
+    for (size_t i = 1; i < rp->n_cols; i++)
+        if (rp->cols[i].stats.requested_bytes[GALLOC_STAT_ALL].peak !=
+            rp->cols[0].stats.requested_bytes[GALLOC_STAT_ALL].peak) { /* one job: say why once */
+            fprintf(out, "peak requested counts the allocations each configuration made: a request that ran out of "
+                         "memory is not counted (a traced OOM's only where the configuration could make it), so "
+                         "it differs between columns\n");
+            break;
+        }
+    for (size_t i = 0; i < t->rp->n_cols; i++)
+        if (t->rp->cols[i].create_status != GALLOC_OK)
+            fprintf(out, "configuration \"%s\" could not be made: left out (said on stderr)\n", t->rp->cols[i].label);
     for (size_t i = 0; i < rp->n_cols; i++) {
         const ga_replay_column_t *c = &rp->cols[i];
         char tag[CELL + 4];

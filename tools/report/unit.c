@@ -21,6 +21,58 @@ void ga_report_cap_text(const ga_job_cap_t *cap, char *buf, size_t len)
     snprintf(buf, len, "[%s, %s)", lo, hi);
 }
 
+/* What the trace shows the device held ("11.03 GiB reserved at once (11.03
+ * GiB at its first entry, 7.03 GiB at its end)"), then, with request, "and
+ * a largest request of 1.00 GiB", into buf; "" when it shows nothing. */
+static void shown_text(const ga_job_unit_t *u, bool request, char *buf, size_t len)
+{
+    char p[32], f[32], l[32], m[32];
+    size_t n = 0;
+    buf[0] = '\0';
+    ga_units_format_size(u->reserved_peak, p, sizeof(p));
+    ga_units_format_size(u->reserved_first, f, sizeof(f));
+    ga_units_format_size(u->reserved_last, l, sizeof(l));
+    ga_units_format_size(u->max_alloc, m, sizeof(m));
+    if (u->reserved_peak && u->reserved_last)
+        n = (size_t)snprintf(buf, len, "%s reserved at once (%s at its first entry, %s at its end)", p, f, l);
+    else if (u->reserved_peak)
+        n = (size_t)snprintf(buf, len, "%s reserved at once (its Total Reserved)", p);
+    if (request && u->max_alloc && n < len)
+        snprintf(buf + n, len - n, "%sa largest request of %s", n ? " and " : "", m);
+}
+
+/* The device's size when nothing says it: that it is assumed, how to set
+ * it, and what the trace shows the device held at least. */
+static void assumed_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
+{
+    char a[32], shown[256], m[32];
+    ga_units_format_size(u->memory + u->reserve, a, sizeof(a));
+    bool more = u->reserved_peak > u->memory;
+    shown_text(u, !more, shown, sizeof(shown));
+    fprintf(out, "%sdevice size not recorded: %s assumed; --device-memory sets it", prefix, a);
+    if (shown[0])
+        fprintf(out, ". The trace shows %s", shown);
+    if (more) /* the request after the verdict on the size, so "more" is the reserved bytes' */
+        fprintf(out, ": more than assumed, so the device was larger; its largest request is %s",
+                (ga_units_format_size(u->max_alloc, m, sizeof(m)), m));
+    fprintf(out, "\n");
+}
+
+size_t ga_report_unit_events(const ga_job_unit_t *u, char *buf, size_t len)
+{
+    char ev[32], pro[32];
+    uint64_t before = u->notes.prologue < u->n ? u->notes.prologue : u->n;
+    ga_units_format_count(u->n - before, ev, sizeof(ev));
+    ga_units_format_count(before, pro, sizeof(pro));
+    if (before == 0)
+        return (size_t)snprintf(buf, len, "%s events", ev);
+    if (u->format == GA_FORMAT_KINETO) /* pinned stand-ins and the cache: the totals, not blocks */
+        return (size_t)snprintf(buf, len, "%s events, %s stand-ins for the memory in use before the first event", ev,
+                                pro);
+    return (size_t)snprintf(buf, len, "%s events, %s block%s live before the first event (%s)", ev, pro,
+                            before == 1 ? "" : "s", u->seeded ? "seeded" : "allocated first");
+}
+
 void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
 {
     char a[32], b[32];
@@ -51,6 +103,14 @@ void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
         fprintf(out, "%sdevice size given (--device-memory); the trace says %s (%s)\n", prefix,
                 (ga_units_format_size(u->recorded_memory, a, sizeof(a)), a),
                 ga_job_memory_source_text(u->recorded_source));
+    else if (u->memory_source == GA_JOB_MEM_DEFAULT)
+        assumed_text(out, u, prefix);
+    if (u->memory_source != GA_JOB_MEM_DEFAULT && u->reserved_peak > u->memory) {
+        char shown[256];
+        shown_text(u, false, shown, sizeof(shown));
+        fprintf(out, "%snote: the trace shows %s: more than the %s the allocator may use here\n", prefix, shown,
+                (ga_units_format_size(u->memory, a, sizeof(a)), a));
+    }
     if (u->reserve)
         fprintf(out, "%s%s reserved for memory outside the allocator (--reserve): the allocator may use %s\n", prefix,
                 (ga_units_format_size(u->reserve, a, sizeof(a)), a),
@@ -153,6 +213,21 @@ void ga_report_unit_json(FILE *out, const ga_job_unit_t *u)
             ",\n     \"skipped_entries\": %" PRIu64 ", \"prologue_allocs\": %" PRIu64 ", \"tag_events\": %" PRIu64
             ", \"sleep_events\": %" PRIu64,
             u->notes.skipped, u->notes.prologue, u->tag_events, u->sleep_events);
+    /* the device's lower bounds the trace shows, null where it does not say */
+    fprintf(out, ",\n     \"device_memory_assumed\": %s, \"trace_events\": %" PRIu64 ", \"device_shown\": {",
+            u->memory_source == GA_JOB_MEM_DEFAULT ? "true" : "false",
+            u->n - (u->notes.prologue < u->n ? u->notes.prologue : u->n));
+    const char *names[] = {"reserved_peak_bytes", "reserved_first_bytes", "reserved_last_bytes",
+                           "largest_request_bytes"};
+    uint64_t v[] = {u->reserved_peak, u->reserved_first, u->reserved_last, u->max_alloc};
+    for (size_t i = 0; i < 4; i++) {
+        fprintf(out, "%s\"%s\": ", i ? ", " : "", names[i]);
+        if (v[i])
+            fprintf(out, "%" PRIu64, v[i]);
+        else
+            fputs("null", out);
+    }
+    fputs("}", out);
 }
 
 /* Replace the first occurrence of what (what_len bytes) in s (len bytes of room) by with. */

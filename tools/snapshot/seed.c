@@ -404,6 +404,10 @@ int ga_seed_from_snapshot(const ga_torch_snapshot_t *s, const char *path, int de
         snprintf(err, errlen, "%s: out of host memory", path);
         goto out;
     }
+    for (size_t i = 0; i < out->n_seg; i++)
+        out->reserved_bytes += out->seg[i].size;
+    for (size_t i = 0; i < out->n_pc; i++)
+        out->live_bytes += out->pc[i].live ? out->pc[i].size : 0;
     rc = 0;
 out:
     free(segs.v);

@@ -102,6 +102,8 @@ typedef struct ga_seed {
     uint64_t pending_blocks; /* ... of which pending (freed, waiting on a stream) */
     size_t private_segments; /* segments of private pools */
     size_t private_pools;    /* ... and their distinct pool ids */
+    uint64_t live_bytes;     /* the live pieces' bytes (pending ones included: active_bytes at the entry) */
+    uint64_t reserved_bytes; /* the segments' bytes: reserved_bytes at the entry, what a device held then */
 } ga_seed_t;
 
 struct ga_torch_snapshot; /* torch_snapshot.h */
