@@ -96,6 +96,40 @@ TEST(Snapshot, EveryActionRoundTripsThroughPythonPickleAndJson)
     galloc_allocator_destroy(a);
 }
 
+// PyTorch's free_block keeps a block's requested_size and its snapshot writes
+// it for inactive blocks; a merge keeps the freed block's (try_merge_blocks
+// keeps dst's); a segment's fresh remainder has none. Three steps of one
+// 20 MiB segment, exact figures.
+TEST(Snapshot, InactiveBlocksKeepTheirRequestedSize)
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "sim_capacity:1GiB", &a, err, sizeof err), GALLOC_OK) << err;
+    void *A = nullptr, *B = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 3000000, 0, &A), GALLOC_OK); // 3,000,320 bytes, then B's 5,000,192
+    ASSERT_EQ(galloc_malloc(a, 5000000, 0, &B), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, A), GALLOC_OK);
+    std::string one = test_tmp_path("requested_one.pickle"), two = test_tmp_path("requested_two.pickle");
+    ASSERT_EQ(galloc_snapshot_write(a, one.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, B), GALLOC_OK); // merges with A's block and the tail: one block, B's request
+    ASSERT_EQ(galloc_snapshot_write(a, two.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_allocator_destroy(a);
+    std::string out;
+    int rc = test_run_python({"-c", R"(
+import pickle, sys
+def blocks(path):
+    (seg,) = pickle.load(open(path, 'rb'))['segments']
+    return seg['requested_size'], [(b['size'], b['requested_size'], b['state']) for b in seg['blocks']]
+assert blocks(sys.argv[1]) == (5000000, [(3000320, 3000000, 'inactive'), (5000192, 5000000, 'active_allocated'),
+                                         (20971520 - 3000320 - 5000192, 0, 'inactive')]), blocks(sys.argv[1])
+assert blocks(sys.argv[2]) == (0, [(20971520, 5000000, 'inactive')]), blocks(sys.argv[2])
+)",
+                              one, two},
+                             &out);
+    EXPECT_EQ(rc, 0) << out;
+}
+
 TEST(Snapshot, MemorySummaryPrintsPyTorchsTable)
 {
     galloc_allocator_t *a = nullptr;
