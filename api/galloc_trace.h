@@ -121,6 +121,15 @@ typedef struct galloc_trace_source {
      * any length (NULL = ""). Called only while a snapshot is written, never
      * for token 0. */
     size_t (*frames)(void *ctx, uint32_t token, const char *action, const galloc_frame_t **out);
+    /* Optional (NULL, or a struct_size that stops before it: every entry of a
+     * call takes token()'s token). entry: the token of one trace entry the
+     * current call records (action as for frames, the entry's address and
+     * bytes), for a replayer whose recording shows that entry apart from the
+     * call's other entries: each segment one empty_cache releases, at its own
+     * time. 0 = the call's token. The entry then takes this token's time
+     * (time_us) and, as any entry with context ALLOC or more, its frames.
+     * Called for every trace entry recorded while the source is set. */
+    uint32_t (*entry)(void *ctx, const char *action, uint64_t addr, uint64_t size);
 } galloc_trace_source_t;
 
 /*

@@ -354,6 +354,69 @@ assert json.load(open(sys.argv[2])) == json.loads(json.dumps(snap)), 'JSON and p
         ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
 }
 
+// A source that names single entries (galloc_trace_source_t.entry): the
+// segments one empty_cache releases each take their own token's time and
+// frames; a source whose struct_size stops before entry keeps the call's.
+struct EntrySource : Source {
+    void *first = nullptr, *second = nullptr; // the segments' addresses
+    int entry_calls = 0;
+};
+
+uint32_t EntryToken(void *ctx, const char *action, uint64_t addr, uint64_t)
+{
+    EntrySource *s = static_cast<EntrySource *>(ctx);
+    s->entry_calls++;
+    if (std::string(action) != "segment_free")
+        return 0;
+    return addr == reinterpret_cast<uintptr_t>(s->first)    ? 101
+           : addr == reinterpret_cast<uintptr_t>(s->second) ? 102
+                                                            : 0;
+}
+
+TEST_F(TraceSource, AnEntryNamedApartTakesItsOwnTokensTimeAndFrames)
+{
+    for (bool with_entry : {true, false}) {
+        SCOPED_TRACE(with_entry ? "with entry" : "struct_size before entry");
+        EntrySource s;
+        galloc_trace_source_t src = MakeSource(&s);
+        src.entry = EntryToken;
+        if (!with_entry)
+            src.struct_size = offsetof(galloc_trace_source_t, entry);
+        ASSERT_EQ(galloc_set_trace_source(a_, nullptr), GALLOC_OK); // a fresh trace each round
+        ASSERT_EQ(galloc_set_trace_source(a_, &src), GALLOC_OK);
+        s.token = 1;
+        ASSERT_EQ(galloc_malloc(a_, 3 * MiB, 0, &s.first), GALLOC_OK); // a 20 MiB segment
+        s.token = 2;
+        ASSERT_EQ(galloc_malloc(a_, 30 * MiB, 0, &s.second), GALLOC_OK); // one of 30 MiB
+        s.token = 3;
+        ASSERT_EQ(galloc_free(a_, s.first), GALLOC_OK);
+        ASSERT_EQ(galloc_free(a_, s.second), GALLOC_OK);
+        s.token = 5;
+        ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK); // releases both, smaller first
+        Want w;
+        w.json = test_tmp_path(with_entry ? "entry.json" : "noentry.json");
+        ASSERT_EQ(galloc_snapshot_write(a_, w.json.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << LastError(a_);
+        w.Entry("segment_alloc", 1, T(1));
+        w.Entry("alloc", 1, T(1));
+        w.Entry("segment_alloc", 2, T(2));
+        w.Entry("alloc", 2, T(2));
+        for (int k = 0; k < 2; k++) {
+            w.Entry("free_requested", 3, T(3));
+            w.Entry("free_completed", 3, T(3));
+        }
+        if (with_entry) {
+            w.Entry("segment_free", 101, T(101));
+            w.Entry("segment_free", 102, T(102));
+        } else { // the call's time; the segment's allocation's frames, as galloc records it
+            w.Entry("segment_free", 5, T(1));
+            w.Entry("segment_free", 5, T(2));
+        }
+        EXPECT_EQ(s.entry_calls, with_entry ? 10 : 0); // every entry recorded, only while entry is there
+        std::string out = w.Check(with_entry ? "entry_want.json" : "noentry_want.json");
+        EXPECT_EQ(out, "") << out;
+    }
+}
+
 // Setting or removing a source clears the trace and the frames of live
 // blocks and segments (their ids change meaning); replacing one keeps them.
 TEST_F(TraceSource, SettingOrRemovingClearsTheTraceAndLiveFramesReplacingKeepsThem)

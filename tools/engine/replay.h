@@ -242,6 +242,8 @@ typedef struct ga_replay_column {
     struct ga_owners *owners;              /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
                                               NULL when not asked for */
     bool snapshot_done;                    /* written (at the first OOM or at the end) */
+    size_t hist_hint;                      /* history.c: the recorded entry its entry() matched last ... */
+    uint64_t hist_hint_event;              /* ... for this event's index + 1 (0: none) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
 
