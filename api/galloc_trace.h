@@ -156,6 +156,19 @@ typedef struct galloc_trace_source {
 GALLOC_API galloc_status_t galloc_set_trace_source(galloc_allocator_t *a, const galloc_trace_source_t *src);
 
 /*
+ * galloc_record_snapshot_entry: record the "snapshot" trace entry that taking
+ * a snapshot records (PyTorch's _snapshot(): its size is the active bytes,
+ * blocks allocated or pending free, now), without writing one: for a
+ * replayer reproducing the snapshots its recording took, which MemoryViz
+ * shows as markers in the trace. With a trace source set the entry takes the
+ * source's time and frames, as every entry does (galloc_snapshot_write then
+ * records none). A no-op unless recording with GALLOC_HISTORY_ALL. Returns
+ * GALLOC_OK, GALLOC_E_INVAL (a NULL or destroyed allocator),
+ * GALLOC_E_UNSUPPORTED (an allocator without history).
+ */
+GALLOC_API galloc_status_t galloc_record_snapshot_entry(galloc_allocator_t *a);
+
+/*
  * galloc_record_annotation: a user annotation in the history (PyTorch's
  * torch.cuda.memory._record_annotation / record_function ranges), written to
  * the snapshot's external_annotations. stage is e.g. "START" or "END". A no-op

@@ -74,6 +74,7 @@ galloc_status_t ga_pool_segments_visit(void *impl, galloc_segment_visit_fn fn, v
 galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt);
 galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_format_t format);
 galloc_status_t ga_pool_annotate(void *impl, const char *stage, const char *name);
+galloc_status_t ga_pool_snapshot_entry(void *impl);
 void ga_pool_set_frames(void *impl, galloc_frames_fn fn, void *ctx);
 galloc_status_t ga_pool_set_trace_source(void *impl, const galloc_trace_source_t *src);
 

@@ -31,6 +31,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .record_history = ga_pool_record_history,
     .snapshot = ga_pool_snapshot,
     .annotate = ga_pool_annotate,
+    .snapshot_entry = ga_pool_snapshot_entry,
     .set_frames = ga_pool_set_frames,
     .set_trace_source = ga_pool_set_trace_source,
     .mempool_create = ga_pool_mempool_create,

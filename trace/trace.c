@@ -204,6 +204,13 @@ void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t
         e->extra.device_free = device_free;
 }
 
+void ga_trace_record_snapshot(ga_trace_t *t, uint64_t active)
+{
+    /* PyTorch records it without a context; a replay's is the recorded one. */
+    uint32_t stack = ga_trace_tokens(t) ? ga_trace_capture(t, 0) : 0;
+    ga_trace_record(t, GA_TRACE_SNAPSHOT, 0, active, 0, NULL, stack);
+}
+
 galloc_status_t ga_trace_annotate(ga_trace_t *t, const char *stage, const char *name)
 {
     if (!ga_trace_recording(t))

@@ -219,6 +219,11 @@ static inline void ga_trace_record(ga_trace_t *t, ga_trace_action_t action, uint
 void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free, const int64_t *mempool_id,
                          uint32_t stack_id);
 
+/* ga_trace_record_snapshot: PyTorch's "snapshot" entry (size: the active
+ * bytes, active) where a snapshot is taken; in token mode with the current
+ * call's token, so that it carries the recorded marker's frames and time. */
+void ga_trace_record_snapshot(ga_trace_t *t, uint64_t active);
+
 /* ga_trace_annotate: record a user annotation (PyTorch's record_annotation:
  * stage "START"/"END" and a name) at the current time; a no-op unless
  * recording. Returns GALLOC_OK, or GALLOC_E_NOMEM (nothing recorded). */

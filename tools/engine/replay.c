@@ -300,6 +300,10 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
     case GA_EV_TAG_END:
     case GA_EV_SLEEP:
     case GA_EV_WAKE: do_tag(c, r, idx, e); return;
+    case GA_EV_SNAPSHOT:
+        if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->mark != NULL)
+            c->snapshot_ops->mark(c->a);
+        return;
     case GA_EV_ANNOTATE:
         r->annotation = e->text;
         if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->annotate != NULL)

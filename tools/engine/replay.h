@@ -143,6 +143,9 @@ typedef struct ga_replay_snapshot_ops {
     /* annotate: a trace annotation ("step 8847") into the recorded history;
      * NULL = annotations are not kept. */
     void (*annotate)(galloc_allocator_t *a, const char *text);
+    /* mark: a "snapshot" entry into the recorded history where the traced
+     * run took a snapshot (GA_EV_SNAPSHOT); NULL = such markers are not kept. */
+    void (*mark)(galloc_allocator_t *a);
 } ga_replay_snapshot_ops_t;
 
 /* The tags a replay has begun, "a,b" (a trace makes its tags only by
@@ -239,11 +242,11 @@ typedef struct ga_replay_column {
     size_t hist_frames_cap;
     char *hist_text; /* ... and their strings */
     size_t hist_text_cap;
+    size_t hist_hint;                      /* history.c: the recorded entry its entry() matched last ... */
+    uint64_t hist_hint_event;              /* ... for this event's index + 1 (0: none) */
     struct ga_owners *owners;              /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
                                               NULL when not asked for */
     bool snapshot_done;                    /* written (at the first OOM or at the end) */
-    size_t hist_hint;                      /* history.c: the recorded entry its entry() matched last ... */
-    uint64_t hist_hint_event;              /* ... for this event's index + 1 (0: none) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
 

@@ -94,8 +94,17 @@ static void annotate(galloc_allocator_t *a, const char *text)
 #endif
 }
 
+static void mark(galloc_allocator_t *a)
+{
+#ifdef GA_TOOLS_HAVE_SNAPSHOT
+    galloc_record_snapshot_entry(a); /* the recorded marker's time and frames, through the trace source */
+#else
+    (void)a;
+#endif
+}
+
 const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops = {
-    .record = record_history, .write = write_snapshot, .annotate = annotate};
+    .record = record_history, .write = write_snapshot, .annotate = annotate, .mark = mark};
 
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen)
 {
