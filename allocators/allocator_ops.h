@@ -68,6 +68,7 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*set_trace_source)(void *impl, const galloc_trace_source_t *src);
     /* Private pools; NULL where the implementation has none. */
     galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
+    galloc_status_t (*mempool_create_id)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
     galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);

@@ -80,6 +80,7 @@ galloc_status_t ga_pool_set_trace_source(void *impl, const galloc_trace_source_t
 
 /* Private pools (private.c). A thread route is the calling thread's. */
 galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id);
+galloc_status_t ga_pool_mempool_create_id(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream);
 galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id);

@@ -35,6 +35,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .set_frames = ga_pool_set_frames,
     .set_trace_source = ga_pool_set_trace_source,
     .mempool_create = ga_pool_mempool_create,
+    .mempool_create_id = ga_pool_mempool_create_id,
     .mempool_begin = ga_pool_mempool_begin,
     .mempool_end = ga_pool_mempool_end,
     .mempool_release = ga_pool_mempool_release,

@@ -24,8 +24,9 @@
  * synchronizes the side stream (ga_replay_call), so nothing is freed twice.
  *
  * Private pools: every allocation for a segment of a private pool (its
- * pieces, its held-back requests) is routed to the galloc MemPool made for
- * its recorded pool id (pool_of), one begin/end around each call, so no
+ * pieces, its held-back requests) is routed to the galloc MemPool made with
+ * its recorded pool id (pool_of, galloc_mempool_create_id: a snapshot of the
+ * replay names it as the recording did), one begin/end around each call, so no
  * route is active between them or after the seeding. Best fit then searches
  * that pool only, which holds just the segment being tiled and those fully
  * tiled before it, as the default pools do for theirs. An allocator without
@@ -113,7 +114,14 @@ static size_t pool_of(tiler_t *t, const ga_seed_segment_t *g)
     }
     t->pools = nv;
     pool_t *p = &t->pools[t->n_pools];
-    galloc_status_t st = galloc_mempool_create(t->a, &p->id);
+    /* The recorded id, so that a snapshot of the replay names the pool as
+     * the recording did; a recorded id galloc cannot take (negative, or in
+     * use by a pool made earlier) gets a new one. */
+    p->id = (galloc_mempool_id_t){(uint64_t)g->pool_id[0], (uint64_t)g->pool_id[1]};
+    galloc_status_t st =
+        g->pool_id[0] >= 0 && g->pool_id[1] >= 0 ? galloc_mempool_create_id(t->a, p->id) : GALLOC_E_INVAL;
+    if (st == GALLOC_E_INVAL)
+        st = galloc_mempool_create(t->a, &p->id);
     if (st == GALLOC_E_UNSUPPORTED) {
         t->no_pools = true;
         return 0;
