@@ -10,25 +10,53 @@
  * (the segments an empty_cache or an allocation's OOM path releases, the
  * completions of deferred frees, expandable mappings) are matched by action
  * and address to their recorded entries (entry()), each with its own stack
- * and time.
+ * and time. The seeding of a mid-run or state-only snapshot's start state
+ * names each piece it allocates (ga_seed_apply_named), so the seeded blocks
+ * and segments carry the final state's recorded frames.
  */
 #include "tools/engine/engine_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/snapshot/seed.h"
 #include "tools/snapshot/torch_snapshot.h"
 #include "util/grow.h"
 
-/* Tokens: an event's index + 1 (below ENTRY_TOKEN), or ENTRY_TOKEN | the
- * index + 1 of one recorded entry of the unit's snapshot trace, named apart
- * from its call's other entries (entry()). */
+/* Tokens: an event's index + 1 (below SEED_TOKEN); SEED_TOKEN | the index
+ * + 1 of the piece of the unit's seeded state an allocation of the seeding
+ * is made for; or ENTRY_TOKEN | the index + 1 of one recorded entry of the
+ * unit's snapshot trace, named apart from its call's other entries (entry()). */
 #define ENTRY_TOKEN 0x80000000u
+#define SEED_TOKEN 0x40000000u
 
 static uint32_t token(void *ctx)
 {
     const ga_replay_column_t *c = ctx;
-    return c->cur != NULL && c->cur_index + 1 < ENTRY_TOKEN ? (uint32_t)(c->cur_index + 1) : 0;
+    if (c->cur != NULL)
+        return c->cur_index + 1 < SEED_TOKEN ? (uint32_t)(c->cur_index + 1) : 0;
+    return c->seed_taking != 0 && c->seed_taking < SEED_TOKEN ? SEED_TOKEN | (uint32_t)c->seed_taking : 0;
+}
+
+/* A seeded piece's recorded frames: the block's own ("block", its
+ * allocation's), or those of the segment it lies in ("segment"). */
+static const void *seed_frames(const ga_job_unit_t *u, uint32_t tok, const char *action)
+{
+    const ga_seed_t *sd = &u->seed;
+    size_t k = (tok & ~SEED_TOKEN) - 1;
+    if (!u->seeded || k >= sd->n_pc)
+        return NULL;
+    if (strcmp(action, "segment") != 0)
+        return sd->pc[k].frames;
+    size_t lo = 0, hi = sd->n_seg; /* the segment whose pieces hold k: first <= k < first + n */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sd->seg[mid].first + sd->seg[mid].n <= k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < sd->n_seg && sd->seg[lo].first <= k ? sd->seg[lo].frames : NULL;
 }
 
 /* The recorded entry of event i (a snapshot's) that an entry of action
@@ -64,7 +92,7 @@ static bool recorded_entry(const ga_job_unit_t *u, size_t i, const char *action,
 /* The recorded entry a token stands for, for an entry of action. */
 static bool token_entry(const ga_job_unit_t *u, uint32_t tok, const char *action, ga_torch_entry_t *out)
 {
-    if (tok == 0)
+    if (tok == 0 || (tok & (ENTRY_TOKEN | SEED_TOKEN)) == SEED_TOKEN)
         return false;
     if (!(tok & ENTRY_TOKEN))
         return tok - 1 < u->n && recorded_entry(u, tok - 1, action, out);
@@ -134,7 +162,7 @@ static uint32_t entry(void *ctx, const char *action, uint64_t addr, uint64_t siz
         return 0;
     ga_torch_list_t trace = ga_torch_trace(snap, (size_t)c->unit->device);
     size_t where = (size_t)c->cur->where, found = SIZE_MAX;
-    if (where >= trace.n || trace.n >= ENTRY_TOKEN)
+    if (where >= trace.n || trace.n >= SEED_TOKEN)
         return 0;
     ga_torch_action_t act;
     if (c->hist_hint_event == c->cur_index + 1 && c->hist_hint + 1 < trace.n &&
@@ -168,9 +196,12 @@ static uint32_t entry(void *ctx, const char *action, uint64_t addr, uint64_t siz
     return ENTRY_TOKEN | (uint32_t)(found + 1);
 }
 
-static const void *entry_frames(const ga_job_unit_t *u, uint32_t tok, const char *action)
+static const void *entry_frames(ga_replay_column_t *c, uint32_t tok, const char *action)
 {
+    const ga_job_unit_t *u = c->unit;
     ga_torch_entry_t x;
+    if ((tok & (ENTRY_TOKEN | SEED_TOKEN)) == SEED_TOKEN)
+        return seed_frames(u, tok, action);
     if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0 || strcmp(action, "block") == 0 ||
         strcmp(action, "segment") == 0)
         action = "alloc"; /* PyTorch records the allocating call's context on its segment and block */
@@ -183,7 +214,7 @@ static int64_t time_us(void *ctx, uint32_t tok, const char *action)
     ga_torch_entry_t x;
     if (token_entry(c->unit, tok, action, &x))
         return x.time_us.kind == GA_TORCH_INT ? (int64_t)x.time_us.v : 0;
-    if (tok == 0 || (tok & ENTRY_TOKEN) || tok - 1 >= c->unit->n)
+    if (tok == 0 || (tok & (ENTRY_TOKEN | SEED_TOKEN)) || tok - 1 >= c->unit->n)
         return 0;
     ga_event_t e;
     ga_job_event(c->unit, tok - 1, &e);
@@ -196,7 +227,7 @@ static size_t frames(void *ctx, uint32_t tok, const char *action, const galloc_f
 {
     ga_replay_column_t *c = ctx;
     *out = NULL;
-    const void *fr = entry_frames(c->unit, tok, action);
+    const void *fr = entry_frames(c, tok, action);
     size_t n = ga_torch_frames_count(fr), text = 0;
     for (size_t k = 0; k < n; k++) {
         ga_torch_frame_t f;

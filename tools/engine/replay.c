@@ -75,6 +75,18 @@ static void start_recording(ga_replay_column_t *c)
     }
 }
 
+/* Before the start state is seeded (setup): record the stacks of what is
+ * allocated, no trace yet, under the recorded stacks' source, so that the
+ * seeded blocks and segments carry the frames the snapshot recorded for
+ * them. A failure only costs those frames (start_recording says the rest). */
+static void start_state(ga_replay_column_t *c)
+{
+    char err[GALLOC_ERROR_MAX];
+    if (c->snapshot_ops == NULL || c->snapshot_ops->record_state == NULL || ga_engine_history_source(c) != GALLOC_OK)
+        return;
+    (void)c->snapshot_ops->record_state(c->a, err, sizeof(err));
+}
+
 /* Reserved memory reached a new high: keep the figures of that moment. */
 static void on_peak(ga_replay_column_t *c, ga_engine_run_t *r)
 {
@@ -426,7 +438,11 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_at_end = o->snapshot_at_end;
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
-        if (ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err)) != 0) {
+        if (c->snapshot_path != NULL)
+            start_state(c);
+        int rc = ga_seed_apply_named(c->a, &c->map, &u->seed, &c->seed_taking, err, sizeof(err));
+        c->seed_taking = 0;
+        if (rc != 0) {
             c->errors++;
             snprintf(c->first_error, sizeof(c->first_error), "before the first event: %s", err);
         }
@@ -511,6 +527,13 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         if (g->full && o->progress != NULL && (i & 0xfff) == 0xfff)
             o->progress(o->progress_ctx, (double)(i + 1) / (double)u->n, i + 1);
     }
+    /* A snapshot with no trace events (a state-only one, or a trace of
+     * nothing the replay makes): its state is the answer, so the history
+     * starts at the end, with the state and no entries, unless the range
+     * asked for began past the trace's events. */
+    if (c->snapshot_path != NULL && !c->snapshot_done && !c->snapshot_recording && i == u->n && start >= u->n &&
+        c->snapshot_first <= first_recorded(u, 0))
+        start_recording(c);
     c->events = i;
     c->seconds = ga_engine_now() - t0;
     if (g->full && o->progress != NULL)
