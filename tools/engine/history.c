@@ -10,7 +10,9 @@
  * (the segments an empty_cache or an allocation's OOM path releases, the
  * completions of deferred frees, expandable mappings) are matched by action
  * and address to their recorded entries (entry()), each with its own stack
- * and time. The seeding of a mid-run or state-only snapshot's start state
+ * and time. A block whose allocation is still live at the end of the
+ * recording is the final state's: it carries that block's recorded frames.
+ * The seeding of a mid-run or state-only snapshot's start state
  * names each piece it allocates (ga_seed_apply_named), so the seeded blocks
  * and segments carry the final state's recorded frames.
  */
@@ -196,12 +198,51 @@ static uint32_t entry(void *ctx, const char *action, uint64_t addr, uint64_t siz
     return ENTRY_TOKEN | (uint32_t)(found + 1);
 }
 
+/* The recorded final state's active blocks of the unit's device, by address:
+ * their frames (built on first use). */
+static bool final_blocks(ga_replay_column_t *c)
+{
+    const ga_torch_snapshot_t *snap = ga_job_snapshot(c->unit);
+    if (c->hist_final_ready || snap == NULL)
+        return c->hist_final_ready;
+    ga_idmap_init(&c->hist_final);
+    for (size_t i = 0; i < snap->segments.n; i++) {
+        ga_torch_segment_t g;
+        ga_torch_segment(snap, i, &g);
+        if (!g.is_dict || g.device.kind != GA_TORCH_INT || (int64_t)g.device.v != c->unit->device)
+            continue;
+        for (size_t b = 0; b < g.blocks.n; b++) {
+            ga_torch_block_t blk;
+            ga_torch_block(&g, b, &blk);
+            ga_idmap_val_t v = {(void *)blk.frames, 0};
+            if ((blk.state == GA_STATE_ALLOCATED || blk.state == GA_STATE_PENDING_FREE) && blk.frames != NULL &&
+                blk.address.kind == GA_TORCH_INT && blk.address.v != 0 &&
+                ga_idmap_put(&c->hist_final, blk.address.v, v, NULL, NULL) != 0) {
+                ga_idmap_free(&c->hist_final);
+                return false; /* out of memory: the alloc entries' frames */
+            }
+        }
+    }
+    c->hist_final_ready = true;
+    return true;
+}
+
 static const void *entry_frames(ga_replay_column_t *c, uint32_t tok, const char *action)
 {
     const ga_job_unit_t *u = c->unit;
     ga_torch_entry_t x;
     if ((tok & (ENTRY_TOKEN | SEED_TOKEN)) == SEED_TOKEN)
         return seed_frames(u, tok, action);
+    if (!(tok & ENTRY_TOKEN) && tok != 0 && tok - 1 < u->n && strcmp(action, "block") == 0) {
+        /* An allocation still live at the end is the final state's block:
+         * the recording's own frames for it, wherever the replay writes. */
+        ga_event_t e;
+        ga_job_event(u, tok - 1, &e);
+        ga_idmap_val_t v;
+        if (e.kind == GA_EV_ALLOC && (e.flags & GA_EVF_KEPT) && final_blocks(c) &&
+            ga_idmap_get(&c->hist_final, e.id, &v))
+            return v.ptr;
+    }
     if (strcmp(action, "segment_alloc") == 0 || strcmp(action, "segment_map") == 0 || strcmp(action, "block") == 0 ||
         strcmp(action, "segment") == 0)
         action = "alloc"; /* PyTorch records the allocating call's context on its segment and block */
@@ -284,6 +325,9 @@ galloc_status_t ga_engine_history_source(ga_replay_column_t *c)
 
 void ga_engine_history_free(ga_replay_column_t *c)
 {
+    if (c->hist_final_ready)
+        ga_idmap_free(&c->hist_final);
+    c->hist_final_ready = false;
     free(c->hist_frames);
     free(c->hist_text);
     c->hist_frames = NULL;

@@ -249,6 +249,8 @@ typedef struct ga_replay_column {
     char *hist_text; /* ... and their strings */
     size_t hist_text_cap;
     size_t seed_taking;       /* 1 + the seed piece being allocated while the seeding runs, else 0 (history.c) */
+    ga_idmap_t hist_final;    /* history.c: the recorded final state's active blocks' frames, by address ... */
+    bool hist_final_ready;    /* ... once built */
     size_t hist_hint;         /* history.c: the recorded entry its entry() matched last ... */
     uint64_t hist_hint_event; /* ... for this event's index + 1 (0: none) */
     struct ga_owners *owners; /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
