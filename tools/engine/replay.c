@@ -156,8 +156,11 @@ static void record_oom(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, 
     }
     if (r->own != NULL)
         ga_owners_track_oom(r->own, idx, e);
-    if (c->snapshot_recording && !c->snapshot_at_end)
-        write_snapshot(c); /* the first OOM's state is what a user wants to see */
+    /* The first OOM's state is what a user wants to see; one the traced run
+     * had too (its oom entry) is part of the record, which goes on after it:
+     * the snapshot keeps recording, so it holds every entry the trace has. */
+    if (c->snapshot_recording && !c->snapshot_at_end && e->kind != GA_EV_OOM)
+        write_snapshot(c);
 }
 
 static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
