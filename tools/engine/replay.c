@@ -75,10 +75,12 @@ static void start_recording(ga_replay_column_t *c)
     }
 }
 
-/* Before the start state is seeded (setup): record the stacks of what is
+/* Before the start state is seeded or the prologue replays (setup, and
+ * the events before the recorded range): record the stacks of what is
  * allocated, no trace yet, under the recorded stacks' source, so that the
- * seeded blocks and segments carry the frames the snapshot recorded for
- * them. A failure only costs those frames (start_recording says the rest). */
+ * seeded blocks and segments, and prologue blocks live at the end, carry the
+ * frames the snapshot recorded for them. A failure only costs those frames
+ * (start_recording says the rest). */
 static void start_state(ga_replay_column_t *c)
 {
     char err[GALLOC_ERROR_MAX];
@@ -439,10 +441,10 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_last = o->snapshot_range ? o->snapshot_last : UINT64_MAX;
     c->snapshot_max_entries = o->snapshot_max_entries;
     c->snapshot_at_end = o->snapshot_at_end;
+    if (c->snapshot_path != NULL)
+        start_state(c); /* a seeded state's or a prologue's blocks carry their recorded frames */
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
-        if (c->snapshot_path != NULL)
-            start_state(c);
         int rc = ga_seed_apply_named(c->a, &c->map, &u->seed, &c->seed_taking, err, sizeof(err));
         c->seed_taking = 0;
         if (rc != 0) {
