@@ -63,10 +63,12 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*record_history)(void *impl, const galloc_history_options_t *opt);
     galloc_status_t (*snapshot)(void *impl, const char *path, galloc_snapshot_format_t format);
     galloc_status_t (*annotate)(void *impl, const char *stage, const char *name);
+    galloc_status_t (*snapshot_entry)(void *impl); /* galloc_record_snapshot_entry */
     void (*set_frames)(void *impl, galloc_frames_fn fn, void *ctx);
     galloc_status_t (*set_trace_source)(void *impl, const galloc_trace_source_t *src);
     /* Private pools; NULL where the implementation has none. */
     galloc_status_t (*mempool_create)(void *impl, galloc_mempool_id_t *id);
+    galloc_status_t (*mempool_create_id)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_begin)(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t s);
     galloc_status_t (*mempool_end)(void *impl, galloc_mempool_id_t id);
     galloc_status_t (*mempool_release)(void *impl, galloc_mempool_id_t id);

@@ -50,6 +50,16 @@ typedef enum galloc_route {
 GALLOC_API galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t *id);
 
 /*
+ * galloc_mempool_create_id: a new private pool with use count 1 and the id
+ * given, for a replayer recreating the pools a recorded run had (a CUDA
+ * graph's {0, n}, a MemPool's), so that its snapshot names them as the
+ * recording did. Later galloc_mempool_create ids count on from above it.
+ * Returns GALLOC_OK; GALLOC_E_INVAL ({0, 0}, or an id a pool of this
+ * allocator has); GALLOC_E_NOMEM.
+ */
+GALLOC_API galloc_status_t galloc_mempool_create_id(galloc_allocator_t *a, galloc_mempool_id_t id);
+
+/*
  * galloc_mempool_begin_allocate: route matching allocations to pool id
  * (stream is used for GALLOC_ROUTE_STREAM only). Returns GALLOC_OK;
  * GALLOC_E_INVAL for an unknown or released pool, a pool already being routed

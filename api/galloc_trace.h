@@ -121,6 +121,15 @@ typedef struct galloc_trace_source {
      * any length (NULL = ""). Called only while a snapshot is written, never
      * for token 0. */
     size_t (*frames)(void *ctx, uint32_t token, const char *action, const galloc_frame_t **out);
+    /* Optional (NULL, or a struct_size that stops before it: every entry of a
+     * call takes token()'s token). entry: the token of one trace entry the
+     * current call records (action as for frames, the entry's address and
+     * bytes), for a replayer whose recording shows that entry apart from the
+     * call's other entries: each segment one empty_cache releases, at its own
+     * time. 0 = the call's token. The entry then takes this token's time
+     * (time_us) and, as any entry with context ALLOC or more, its frames.
+     * Called for every trace entry recorded while the source is set. */
+    uint32_t (*entry)(void *ctx, const char *action, uint64_t addr, uint64_t size);
 } galloc_trace_source_t;
 
 /*
@@ -145,6 +154,19 @@ typedef struct galloc_trace_source {
  * NULL; nothing changed); GALLOC_E_UNSUPPORTED (an allocator without history).
  */
 GALLOC_API galloc_status_t galloc_set_trace_source(galloc_allocator_t *a, const galloc_trace_source_t *src);
+
+/*
+ * galloc_record_snapshot_entry: record the "snapshot" trace entry that taking
+ * a snapshot records (PyTorch's _snapshot(): its size is the active bytes,
+ * blocks allocated or pending free, now), without writing one: for a
+ * replayer reproducing the snapshots its recording took, which MemoryViz
+ * shows as markers in the trace. With a trace source set the entry takes the
+ * source's time and frames, as every entry does (galloc_snapshot_write then
+ * records none). A no-op unless recording with GALLOC_HISTORY_ALL. Returns
+ * GALLOC_OK, GALLOC_E_INVAL (a NULL or destroyed allocator),
+ * GALLOC_E_UNSUPPORTED (an allocator without history).
+ */
+GALLOC_API galloc_status_t galloc_record_snapshot_entry(galloc_allocator_t *a);
 
 /*
  * galloc_record_annotation: a user annotation in the history (PyTorch's

@@ -470,6 +470,17 @@ galloc_status_t galloc_snapshot_write(galloc_allocator_t *a, const char *path, g
     MEMPOOL_CALL(a, snapshot, path, format);
 }
 
+/* Written out rather than MEMPOOL_CALL: the member takes no argument. */
+galloc_status_t galloc_record_snapshot_entry(galloc_allocator_t *a)
+{
+    GA_LIVE_OR_RETURN(a);
+    if (a->ops->snapshot_entry == NULL)
+        return GALLOC_E_UNSUPPORTED;
+    galloc_status_t st;
+    LOCKED(a, st = a->ops->snapshot_entry(a->impl));
+    return st;
+}
+
 galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stage, const char *name)
 {
     if (stage == NULL || name == NULL)

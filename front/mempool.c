@@ -14,6 +14,11 @@ galloc_status_t galloc_mempool_create(galloc_allocator_t *a, galloc_mempool_id_t
     MEMPOOL_CALL(a, mempool_create, id);
 }
 
+galloc_status_t galloc_mempool_create_id(galloc_allocator_t *a, galloc_mempool_id_t id)
+{
+    MEMPOOL_CALL(a, mempool_create_id, id);
+}
+
 galloc_status_t galloc_mempool_begin_allocate(galloc_allocator_t *a, galloc_mempool_id_t id, galloc_route_t route,
                                               galloc_stream_t stream)
 {

@@ -98,6 +98,8 @@ static seen_t summary(uintptr_t key, const ga_frame_t *f)
 static void check_stack(const ga_event_t *ev, seen_t *seen, size_t *nseen)
 {
     const ga_stack_t *st = &ev->stack;
+    /* A prologue allocation may carry what the record says of it (a
+     * snapshot's final block's frames: trace_reader.h). */
     if (ev->kind != GA_EV_ALLOC && ev->kind != GA_EV_OOM)
         CHECK(st->kind == GA_STACK_NONE);
     if (st->kind == GA_STACK_NONE) {

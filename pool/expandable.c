@@ -113,6 +113,7 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
         /* The rest of the range stays unmapped, right after b. */
         ga_block_t *rest = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *rest = *b;
+        rest->requested = 0; /* a new Block in PyTorch's map_block */
         rest->addr = b->addr + mapped;
         rest->size = b->size - mapped;
         rest->mapped = false;
@@ -202,6 +203,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
         /* prev? -> free part before the unmapped pages -> b */
         ga_block_t *f = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *f = *b;
+        f->requested = 0; /* a new Block in PyTorch's unmap_block, as the one after */
         f->size = before;
         f->prev = b->prev;
         f->next = b;
@@ -216,6 +218,7 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     if (after > 0) {
         ga_block_t *f = ga_pool_records_get_block(ga_pool_records_of(p, seg->stream));
         *f = *b;
+        f->requested = 0;
         f->addr = ustart + usize;
         f->size = after;
         f->prev = b;

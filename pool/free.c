@@ -77,7 +77,9 @@ GA_HOT void free_block(ga_pool_t *p, ga_block_t *b)
                                                      [GA_ESC_REQUESTED_BYTES] = -(int64_t)requested,
                                                      [GA_ESC_INACTIVE_SPLIT] = c.count,
                                                      [GA_ESC_INACTIVE_SPLIT_BYTES] = c.bytes});
-    b->requested = 0;
+    /* b->requested stays: PyTorch's free_block keeps Block::requested_size,
+     * and its snapshot writes it for the inactive block (the merged one's,
+     * as try_merge_blocks keeps dst's); no count reads it while b is free. */
 }
 
 void ga_pool_free_block(ga_pool_t *p, ga_block_t *b)

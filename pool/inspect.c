@@ -56,8 +56,11 @@ static int visit_run(void *ctx, const ga_pool_run_t *run)
     }
     size_t n = 0;
     for (const ga_block_t *b = run->first; b != run->end; b = b->next)
-        v->blocks[n++] = (galloc_block_view_t){
-            .address = b->addr, .size = b->size, .requested = b->requested, .state = ga_pool_block_state(b)};
+        v->blocks[n++] =
+            (galloc_block_view_t){.address = b->addr,
+                                  .size = b->size,
+                                  .requested = ga_pool_block_state(b) == GALLOC_BLOCK_FREE ? 0 : b->requested,
+                                  .state = ga_pool_block_state(b)};
     const ga_segment_t *seg = run->seg;
     const galloc_segment_view_t view = {
         .struct_size = sizeof(view),

@@ -74,11 +74,13 @@ galloc_status_t ga_pool_segments_visit(void *impl, galloc_segment_visit_fn fn, v
 galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt);
 galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_format_t format);
 galloc_status_t ga_pool_annotate(void *impl, const char *stage, const char *name);
+galloc_status_t ga_pool_snapshot_entry(void *impl);
 void ga_pool_set_frames(void *impl, galloc_frames_fn fn, void *ctx);
 galloc_status_t ga_pool_set_trace_source(void *impl, const galloc_trace_source_t *src);
 
 /* Private pools (private.c). A thread route is the calling thread's. */
 galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id);
+galloc_status_t ga_pool_mempool_create_id(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream);
 galloc_status_t ga_pool_mempool_end(void *impl, galloc_mempool_id_t id);
 galloc_status_t ga_pool_mempool_release(void *impl, galloc_mempool_id_t id);

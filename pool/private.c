@@ -65,23 +65,47 @@ ga_blockpool_t *ga_pool_get_routed_pool(ga_pool_t *p, size_t rounded, galloc_str
     return small ? &p->small : &p->large;
 }
 
-galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id)
+/* A new pool of id (not in use) with use count 1. */
+static galloc_status_t create(ga_pool_t *p, galloc_mempool_id_t id)
 {
-    ga_pool_t *p = impl;
     ga_private_pool_t *pp = calloc(1, sizeof(*pp));
     if (pp == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "out of host memory creating a memory pool");
-    pp->id_a = 0;
-    pp->id_b = ++p->next_pool_id;
+    pp->id_a = id.a;
+    pp->id_b = id.b;
     pp->use_count = 1;
     ga_pool_blockpool_init(&pp->small, true);
     ga_pool_blockpool_init(&pp->large, false);
     pp->small.owner = pp->large.owner = pp;
     pp->next = p->private_pools;
     p->private_pools = pp;
-    id->a = pp->id_a;
-    id->b = pp->id_b;
     return GALLOC_OK;
+}
+
+galloc_status_t ga_pool_mempool_create(void *impl, galloc_mempool_id_t *id)
+{
+    ga_pool_t *p = impl;
+    galloc_mempool_id_t next = {0, p->next_pool_id + 1};
+    while (ga_pool_private_find(p, next) != NULL) /* one of galloc_mempool_create_id's */
+        next.b++;
+    galloc_status_t st = create(p, next);
+    if (st == GALLOC_OK) {
+        p->next_pool_id = next.b;
+        *id = next;
+    }
+    return st;
+}
+
+galloc_status_t ga_pool_mempool_create_id(void *impl, galloc_mempool_id_t id)
+{
+    ga_pool_t *p = impl;
+    if ((id.a == 0 && id.b == 0) || ga_pool_private_find(p, id) != NULL)
+        return ga_fail(p->err, GALLOC_E_INVAL, "mempool_create_id: (%llu, %llu) is %s", (unsigned long long)id.a,
+                       (unsigned long long)id.b, id.a == 0 && id.b == 0 ? "the default pool's id" : "in use");
+    galloc_status_t st = create(p, id);
+    if (st == GALLOC_OK && id.a == 0 && id.b > p->next_pool_id)
+        p->next_pool_id = id.b; /* later ids count on from above it */
+    return st;
 }
 
 galloc_status_t ga_pool_mempool_begin(void *impl, galloc_mempool_id_t id, galloc_route_t route, galloc_stream_t stream)

@@ -85,6 +85,27 @@ galloc_status_t ga_pool_snapshot(void *impl, const char *path, galloc_snapshot_f
     return st == GALLOC_OK ? GALLOC_OK : ga_fail(p->err, st, "%s", msg);
 }
 
+/* Sum a run's active blocks (allocated or pending free) into *ctx. */
+static int add_active(void *ctx, const ga_pool_run_t *run)
+{
+    uint64_t *active = ctx;
+    for (const ga_block_t *b = run->first; b != run->end; b = b->next)
+        if (ga_pool_block_state(b) != GALLOC_BLOCK_FREE)
+            *active += b->size;
+    return 0;
+}
+
+galloc_status_t ga_pool_snapshot_entry(void *impl)
+{
+    ga_pool_t *p = impl;
+    if (!ga_trace_recording(&p->trace))
+        return GALLOC_OK;
+    uint64_t active = 0; /* what a snapshot would say: the same walk */
+    (void)ga_pool_walk(p, GA_WALK_AS_BEFORE, add_active, &active);
+    ga_trace_record_snapshot(&p->trace, active);
+    return GALLOC_OK;
+}
+
 galloc_status_t ga_pool_record_history(void *impl, const galloc_history_options_t *opt)
 {
     ga_pool_t *p = impl;

@@ -224,8 +224,7 @@ GA_HOT free_result_t free_in(ga_pool_t *p, unsigned i, uintptr_t addr)
     b->allocated = false;
     ga_esc_sub(s, GA_SLOT_COUNT, sp, 1);
     ga_esc_sub(s, GA_SLOT_BYTES, sp, (int64_t)b->size);
-    ga_esc_sub(s, GA_SLOT_REQUESTED, sp, (int64_t)b->requested);
-    b->requested = 0;
+    ga_esc_sub(s, GA_SLOT_REQUESTED, sp, (int64_t)b->requested); /* b->requested stays: free_block's note */
     b->stack_id = 0;
     (void)ga_pool_merge(&s->records, b, b->prev);
     (void)ga_pool_merge(&s->records, b, b->next);

@@ -129,7 +129,9 @@ typedef struct ga_blockpool {
 struct ga_block {
     uintptr_t addr;          /* device address */
     size_t size;             /* bytes, a multiple of 512 */
-    size_t requested;        /* caller's unrounded size while allocated */
+    size_t requested;        /* caller's unrounded size; kept once free (PyTorch's Block::requested_size:
+                                a snapshot writes it for inactive blocks), 0 in a record no allocation
+                                has used yet (a new segment's, an expandable range's new pieces) */
     galloc_stream_t stream;  /* the stream the segment was allocated for */
     ga_blockpool_t *pool;    /* the block pool the segment belongs to */
     ga_segment_t *seg;       /* owning segment */

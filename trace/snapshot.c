@@ -168,7 +168,7 @@ galloc_status_t ga_snapshot_commit(ga_snapshot_t *s, galloc_status_t built, ga_t
      * taken. A replay's file is the recorded run's, which took none here:
      * MemoryViz would show the extra entry as a block without frames. */
     if (!ga_trace_tokens(trace))
-        ga_trace_record(trace, GA_TRACE_SNAPSHOT, 0, ga_snapshot_total_active(s), 0, NULL, 0);
+        ga_trace_record_snapshot(trace, ga_snapshot_total_active(s));
     char err[512] = "";
     galloc_status_t st = ga_snapshot_write_path(s, path, format, err, sizeof(err));
     ga_snapshot_destroy(s);

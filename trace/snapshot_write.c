@@ -41,14 +41,19 @@
  *   - None for addresses any more: they are written as int64, as PyTorch's
  *     newest casts them (the viewer's unpickler cannot mix the BigInt an
  *     address >= 2^63 would become with numbers); sizes stay unsigned.
- * Frames lists and frame dicts shared between entries are written once and
- * then referenced (pickle memo), as PyTorch's pickler memoizes the IValues it
- * shares; JSON repeats them.
+ * Sharing (pickle): each distinct frames list, frame dict and frame string is
+ * written once and then referenced (BINPUT, then BINGET / LONG_BINGET), as
+ * Python's pickler does for the objects PyTorch's snapshot shares; identity is
+ * the trace layer's interning (strtab.c, stack.c: one id per distinct string,
+ * frame and stack). JSON has no references and repeats them.
  *
  * In token mode (trace.h) every frames list of a non-zero id is the trace
- * source's frames of (token, action), written whole; a pickle writes each
- * distinct (token, action) once and refers to it after. The source's frames
- * have no ids, so frame dicts are not shared.
+ * source's frames of (token, action), written whole: the source is asked
+ * once per distinct (token, action), and its frames are interned into the
+ * writer's own string table and stack store (every frame, every byte:
+ * ga_trace_stacks_intern_frames), so that the thousands of tokens of a replay
+ * share the few stacks their recording repeats. Without the memory to intern
+ * a list is written as it comes (the file is then only larger).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -63,24 +68,34 @@
 enum { FRAMES_BLOCK = GA_TRACE_ACTION_COUNT, FRAMES_SEGMENT, FRAMES_KINDS };
 _Static_assert(FRAMES_KINDS <= 16, "a kind must fit the low 4 bits of a token memo key");
 
-/* One written (token, kind) frames list, in token mode's memo (util/addrmap). */
-typedef struct token_memo {
-    uintptr_t key; /* token << 4 | kind (never 0: tokens are not) */
-    uint32_t memo; /* its pickle memo + 1, 0 = not written yet */
-} token_memo_t;
+/* Token mode: the stack a (token, kind) frames list was interned as
+ * (util/addrmap), so the source is asked for each pair once. */
+typedef struct token_stack {
+    uintptr_t key;  /* token << 4 | kind (never 0: tokens are not) */
+    uint32_t stack; /* its id in the writer's own store (0: no frames) */
+    uint32_t pad;   /* zero: entries are a multiple of uintptr_t */
+} token_stack_t;
+
+/* Pickle memo numbers by id (a stack's, a frame's or a string's): memo + 1,
+ * 0 = not written yet. Grows with the ids (token mode interns while it writes). */
+typedef struct memo_tab {
+    uint32_t *v;
+    size_t cap;
+} memo_tab_t;
 
 typedef struct writer {
     ga_trace_emitter_t *e;
     const ga_snapshot_t *s;
-    const ga_trace_stacks_t *stacks;  /* NULL: no frames (or token mode) */
-    const ga_trace_strtab_t *strings; /* NULL: no frames (or token mode) */
+    const ga_trace_stacks_t *stacks;  /* where frames lists are read: the trace's, or own_stacks in token
+                                         mode; NULL: no frames */
+    const ga_trace_strtab_t *strings; /* their text */
     const galloc_trace_source_t *src; /* token mode: every non-zero id's frames; NULL otherwise */
-    uint32_t *stack_memo;             /* per stack id: memo + 1, 0 = not written yet */
-    uint32_t *frame_memo;             /* per frame id: memo + 1, 0 = not written yet */
-    ga_addrmap_t token_memo;          /* token mode: token_memo_t by key, room for every list reserved */
-    bool token_memo_ready;            /* the room could be reserved (else no token mode memo) */
-    uint32_t empty_memo;              /* memo + 1 of the shared empty frames list */
-    bool memo;                        /* the emitter memoizes and the tables exist */
+    ga_trace_strtab_t own_strings;    /* token mode: the source's strings, each once */
+    ga_trace_stacks_t own_stacks;     /* token mode: the source's frames and stacks, each once */
+    ga_addrmap_t tokens;              /* token mode: token_stack_t by (token, kind) */
+    memo_tab_t stack_memo, frame_memo, str_memo;
+    uint32_t empty_memo; /* memo + 1 of the shared empty frames list */
+    bool memo;           /* the emitter memoizes (pickle) */
 } writer_t;
 
 /* "1", "2", "4", ...: roundup_power2_divisions keys (std::to_string of 1 << i). */
@@ -96,40 +111,109 @@ static void put_cstr(ga_trace_emitter_t *e, const char *s)
     ga_trace_emit_str(e, s, strlen(s));
 }
 
-/* One frame dict, {"name", "filename", "line"}, as PyTorch's frames lists hold. */
-static void put_frame(ga_trace_emitter_t *e, const char *name, size_t name_len, const char *file, size_t file_len,
-                      int64_t line)
+/* The memo slot of id in m (grown to hold it), or NULL without the memory:
+ * the value is then written in full, which costs size only. */
+static uint32_t *memo_slot(memo_tab_t *m, size_t id)
 {
-    ga_trace_emit_begin_dict(e);
-    ga_trace_emit_key(e, "name");
-    ga_trace_emit_str(e, name, name_len);
-    ga_trace_emit_key(e, "filename");
-    ga_trace_emit_str(e, file, file_len);
-    ga_trace_emit_key(e, "line");
-    ga_trace_emit_i64(e, line);
-    ga_trace_emit_end_dict(e);
+    if (id >= m->cap) {
+        size_t cap = m->cap == 0 ? 256 : m->cap;
+        while (cap <= id && cap <= SIZE_MAX / 2 / sizeof(*m->v))
+            cap *= 2;
+        if (cap <= id)
+            return NULL;
+        uint32_t *v = realloc(m->v, cap * sizeof(*v));
+        if (v == NULL)
+            return NULL;
+        memset(v + m->cap, 0, (cap - m->cap) * sizeof(*v));
+        m->v = v;
+        m->cap = cap;
+    }
+    return &m->v[id];
 }
 
+/* Write a value again if memo already names it (true), else leave *slot
+ * where the caller stores the memo of the value it writes (NULL: no memo). */
+static bool memo_again(writer_t *w, memo_tab_t *m, size_t id, uint32_t **slot)
+{
+    *slot = w->memo ? memo_slot(m, id) : NULL;
+    if (*slot != NULL && **slot != 0) {
+        ga_trace_emit_memo_get(w->e, **slot - 1);
+        return true;
+    }
+    return false;
+}
+
+static void memo_keep(writer_t *w, uint32_t *slot)
+{
+    if (slot != NULL)
+        *slot = ga_trace_emit_memo_put(w->e) + 1;
+}
+
+/* A frame's string: each distinct one written once, as Python's pickler
+ * writes a str object it has seen as a reference. */
+static void write_string(writer_t *w, uint32_t sid)
+{
+    uint32_t *slot;
+    if (sid == 0) {
+        ga_trace_emit_atom(w->e, "");
+        return;
+    }
+    if (memo_again(w, &w->str_memo, sid, &slot))
+        return;
+    size_t len;
+    const char *text = ga_trace_strtab_get(w->strings, sid, &len);
+    ga_trace_emit_str(w->e, text, len);
+    memo_keep(w, slot);
+}
+
+/* One frame dict, {"name", "filename", "line"}, as PyTorch's frames lists
+ * hold; each distinct frame written once. */
 static void write_frame(writer_t *w, uint32_t fid)
 {
     ga_trace_emitter_t *e = w->e;
-    if (w->memo && w->frame_memo[fid] != 0) {
-        ga_trace_emit_memo_get(e, w->frame_memo[fid] - 1);
+    uint32_t *slot;
+    if (memo_again(w, &w->frame_memo, fid, &slot))
+        return;
+    const ga_trace_frame_t *f = ga_trace_stacks_frame(w->stacks, fid);
+    bool known = f != NULL && (f->pc == 0 || f->symbolized);
+    ga_trace_emit_begin_dict(e);
+    ga_trace_emit_key(e, "name");
+    if (known)
+        write_string(w, f->name);
+    else
+        ga_trace_emit_atom(e, "??");
+    ga_trace_emit_key(e, "filename");
+    if (known)
+        write_string(w, f->filename);
+    else
+        ga_trace_emit_atom(e, "??");
+    ga_trace_emit_key(e, "line");
+    ga_trace_emit_i64(e, known ? f->line : 0);
+    ga_trace_emit_end_dict(e);
+    memo_keep(w, slot);
+}
+
+/* A stack of the store as a frames list; each distinct one written once. */
+static void write_stack(writer_t *w, uint32_t stack_id)
+{
+    ga_trace_emitter_t *e = w->e;
+    uint32_t n = 0;
+    const uint32_t *ids = w->stacks != NULL ? ga_trace_stacks_get(w->stacks, stack_id, &n) : NULL;
+    uint32_t *slot;
+    if (n == 0) {
+        slot = w->memo ? &w->empty_memo : NULL;
+        if (slot != NULL && *slot != 0) {
+            ga_trace_emit_memo_get(e, *slot - 1);
+            return;
+        }
+    } else if (memo_again(w, &w->stack_memo, stack_id, &slot)) {
         return;
     }
-    const ga_trace_frame_t *f = ga_trace_stacks_frame(w->stacks, fid);
-    const char *name = "??";
-    const char *file = "??";
-    size_t name_len = 2, file_len = 2;
-    int64_t line = 0;
-    if (f != NULL && (f->pc == 0 || f->symbolized)) {
-        name = ga_trace_strtab_get(w->strings, f->name, &name_len);
-        file = ga_trace_strtab_get(w->strings, f->filename, &file_len);
-        line = f->line;
-    }
-    put_frame(e, name, name_len, file, file_len, line);
-    if (w->memo)
-        w->frame_memo[fid] = ga_trace_emit_memo_put(e) + 1;
+    ga_trace_emit_begin_list(e);
+    for (uint32_t i = 0; i < n && ga_trace_emit_ok(e); i++)
+        write_frame(w, ids[i]);
+    ga_trace_emit_end_list(e);
+    memo_keep(w, slot);
 }
 
 static const char *kind_name(int kind)
@@ -141,66 +225,62 @@ static const char *kind_name(int kind)
     return ga_trace_action_name((ga_trace_action_t)kind);
 }
 
-/* The memo slot of (token, kind), claimed if new; NULL without the table.
- * The room was reserved for every list, so a claim never moves the others. */
-static uint32_t *token_memo_slot(writer_t *w, uint32_t token, int kind)
-{
-    if (!w->token_memo_ready)
-        return NULL;
-    uintptr_t key = (uintptr_t)token << 4 | (uintptr_t)kind;
-    token_memo_t *m = ga_addrmap_find(&w->token_memo, key);
-    if (m == NULL) {
-        m = ga_addrmap_insert(&w->token_memo, key);
-        m->memo = 0;
-    }
-    return &m->memo;
-}
-
-/* Token mode: the source's frames for (token, kind), every frame and byte. */
-static void write_token_frames(writer_t *w, uint32_t token, int kind)
+/* Token mode without the memory to intern: the source's frames written as
+ * they come, every frame and byte (only larger). */
+static void write_frames_plain(writer_t *w, const galloc_frame_t *f, size_t n)
 {
     ga_trace_emitter_t *e = w->e;
-    uint32_t *memo = w->memo ? token_memo_slot(w, token, kind) : NULL;
-    if (memo != NULL && *memo != 0) {
-        ga_trace_emit_memo_get(e, *memo - 1);
+    ga_trace_emit_begin_list(e);
+    for (size_t i = 0; i < n && ga_trace_emit_ok(e); i++) {
+        ga_trace_emit_begin_dict(e);
+        ga_trace_emit_key(e, "name");
+        put_cstr(e, f[i].name != NULL ? f[i].name : "");
+        ga_trace_emit_key(e, "filename");
+        put_cstr(e, f[i].filename != NULL ? f[i].filename : "");
+        ga_trace_emit_key(e, "line");
+        ga_trace_emit_i64(e, f[i].line);
+        ga_trace_emit_end_dict(e);
+    }
+    ga_trace_emit_end_list(e);
+}
+
+/* Token mode: the source's frames for (token, kind), interned into the
+ * writer's own store the first time the pair is met, so that equal stacks,
+ * frames and strings of different tokens are written once (each token of a
+ * replay is one recorded event, and a recording repeats a few stacks over
+ * thousands of events). */
+static void write_token_frames(writer_t *w, uint32_t token, int kind)
+{
+    uintptr_t key = (uintptr_t)token << 4 | (uintptr_t)kind;
+    const token_stack_t *known = ga_addrmap_find(&w->tokens, key);
+    if (known != NULL) {
+        write_stack(w, known->stack);
         return;
     }
     const galloc_frame_t *f = NULL;
     size_t n = w->src->frames(w->src->ctx, token, kind_name(kind), &f);
     if (f == NULL)
         n = 0;
-    ga_trace_emit_begin_list(e);
-    for (size_t i = 0; i < n && ga_trace_emit_ok(e); i++) {
-        const char *name = f[i].name != NULL ? f[i].name : "";
-        const char *file = f[i].filename != NULL ? f[i].filename : "";
-        put_frame(e, name, strlen(name), file, strlen(file), f[i].line);
+    uint32_t id = 0;
+    if (ga_trace_stacks_intern_frames(&w->own_stacks, f, n, &id) != GALLOC_OK) {
+        write_frames_plain(w, f, n);
+        return;
     }
-    ga_trace_emit_end_list(e);
-    if (memo != NULL)
-        *memo = ga_trace_emit_memo_put(e) + 1;
+    if (ga_addrmap_reserve(&w->tokens, 1) == GALLOC_OK) { /* else only asked again next time */
+        token_stack_t *t = ga_addrmap_insert(&w->tokens, key);
+        t->stack = id;
+        t->pad = 0;
+    }
+    write_stack(w, id);
 }
 
 /* kind: whose list it is (a ga_trace_action_t, FRAMES_BLOCK, FRAMES_SEGMENT). */
 static void write_frames(writer_t *w, uint32_t stack_id, int kind)
 {
-    ga_trace_emitter_t *e = w->e;
-    if (w->src != NULL && stack_id != 0) {
+    if (w->src != NULL && stack_id != 0)
         write_token_frames(w, stack_id, kind);
-        return;
-    }
-    uint32_t n = 0;
-    const uint32_t *ids = w->stacks != NULL ? ga_trace_stacks_get(w->stacks, stack_id, &n) : NULL;
-    uint32_t *memo = n == 0 ? &w->empty_memo : (w->memo ? &w->stack_memo[stack_id] : NULL);
-    if (w->memo && *memo != 0) {
-        ga_trace_emit_memo_get(e, *memo - 1);
-        return;
-    }
-    ga_trace_emit_begin_list(e);
-    for (uint32_t i = 0; i < n; i++)
-        write_frame(w, ids[i]);
-    ga_trace_emit_end_list(e);
-    if (w->memo)
-        *memo = ga_trace_emit_memo_put(e) + 1;
+    else
+        write_stack(w, w->src != NULL ? 0 : stack_id);
 }
 
 static void write_segment(writer_t *w, const ga_snapshot_segment_t *seg)
@@ -397,14 +477,6 @@ static void write_annotations(writer_t *w)
     ga_trace_emit_end_list(e);
 }
 
-/* Token mode's memo: room for every frames list the snapshot may write (one
- * per entry, block and segment), or false (the snapshot is then only larger). */
-static bool token_memo_reserve(ga_addrmap_t *m, const ga_snapshot_t *s)
-{
-    size_t lists = ga_trace_ring_size(&s->trace->events) + s->nblocks + s->nsegs;
-    return ga_addrmap_reserve(m, lists > 0 ? lists : 1) == GALLOC_OK;
-}
-
 static int by_address(const void *a, const void *b)
 {
     uint64_t x = ((const ga_snapshot_segment_t *)a)->info.address;
@@ -427,9 +499,13 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     if (e == NULL)
         return GALLOC_E_NOMEM;
     writer_t w = {.e = e, .s = s};
-    ga_addrmap_init(&w.token_memo, sizeof(token_memo_t));
+    ga_trace_strtab_init(&w.own_strings);
+    ga_trace_stacks_init(&w.own_stacks, &w.own_strings);
+    ga_addrmap_init(&w.tokens, sizeof(token_stack_t));
     if (s->trace != NULL && ga_trace_tokens(s->trace)) {
         w.src = &s->trace->source; /* ids are tokens: no stack of the store is named */
+        w.stacks = &w.own_stacks;
+        w.strings = &w.own_strings;
     } else if (s->trace != NULL) {
         /* Best effort: frames it cannot resolve are written as "??". */
         (void)ga_trace_stacks_symbolize(&s->trace->stacks);
@@ -437,16 +513,7 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
         w.strings = &s->trace->strings;
     }
     ga_trace_emit_start(e, ops, out);
-    if (ga_trace_emit_can_memo(e)) {
-        /* Without the tables (no memory) the snapshot is only larger. */
-        size_t nst = w.stacks != NULL ? w.stacks->nstacks : 0;
-        size_t nfr = w.stacks != NULL ? w.stacks->nframes : 0;
-        w.stack_memo = calloc(nst + 1, sizeof(*w.stack_memo));
-        w.frame_memo = calloc(nfr + 1, sizeof(*w.frame_memo));
-        w.memo = w.stack_memo != NULL && w.frame_memo != NULL;
-        if (w.memo && w.src != NULL)
-            w.token_memo_ready = token_memo_reserve(&w.token_memo, s);
-    }
+    w.memo = ga_trace_emit_can_memo(e);
     if (s->nsegs > 1)
         qsort(s->segs, s->nsegs, sizeof(*s->segs), by_address);
 
@@ -465,9 +532,12 @@ galloc_status_t ga_snapshot_write(ga_snapshot_t *s, FILE *out, galloc_snapshot_f
     ga_trace_emit_end_dict(e);
 
     galloc_status_t rc = ga_trace_emit_finish(e);
-    free(w.stack_memo);
-    free(w.frame_memo);
-    ga_addrmap_destroy(&w.token_memo);
+    free(w.stack_memo.v);
+    free(w.frame_memo.v);
+    free(w.str_memo.v);
+    ga_addrmap_destroy(&w.tokens);
+    ga_trace_stacks_free(&w.own_stacks);
+    ga_trace_strtab_free(&w.own_strings);
     free(e);
     return rc;
 }

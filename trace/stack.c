@@ -279,3 +279,41 @@ uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t
         s->failures++;
     return id;
 }
+
+galloc_status_t ga_trace_stacks_intern_frames(ga_trace_stacks_t *s, const galloc_frame_t *frames, size_t n,
+                                              uint32_t *id)
+{
+    if (n == 0) {
+        *id = 0;
+        return GALLOC_OK;
+    }
+    if (n > UINT32_MAX || n > SIZE_MAX / sizeof(frame_key_t))
+        return GALLOC_E_NOMEM;
+    frame_key_t *keys = malloc(n * sizeof(*keys));
+    if (keys == NULL)
+        return GALLOC_E_NOMEM;
+    uint64_t h = 0x243F6A8885A308D3ull; /* as ga_trace_stacks_intern: one stack, one hash */
+    galloc_status_t st = GALLOC_OK;
+    for (size_t i = 0; i < n && st == GALLOC_OK; i++) {
+        const char *file = frames[i].filename, *name = frames[i].name;
+        keys[i].pc = 0;
+        keys[i].line = frames[i].line;
+        st = ga_trace_strtab_intern_all(s->strings, file, file != NULL ? strlen(file) : 0, &keys[i].filename);
+        if (st == GALLOC_OK)
+            st = ga_trace_strtab_intern_all(s->strings, name, name != NULL ? strlen(name) : 0, &keys[i].name);
+        h = ga_addrmap_hash_combine(ga_addrmap_hash_combine(ga_addrmap_hash_combine(h, keys[i].filename), keys[i].name),
+                                    (uint64_t)keys[i].line);
+    }
+    uint32_t found = 0;
+    if (st == GALLOC_OK) {
+        found = find_stack(s, keys, (uint32_t)n, h);
+        if (found == 0)
+            found = insert_stack(s, keys, (uint32_t)n, h);
+        if (found == 0)
+            st = GALLOC_E_NOMEM;
+    }
+    free(keys);
+    if (st == GALLOC_OK)
+        *id = found;
+    return st;
+}

@@ -113,6 +113,17 @@ void ga_trace_stacks_free(ga_trace_stacks_t *s);
  * empty stack or when memory for a new one ran out (counted in failures). */
 uint32_t ga_trace_stacks_intern(ga_trace_stacks_t *s, const ga_trace_raw_stack_t *raw);
 
+/* ga_trace_stacks_intern_frames: the id of the stack of n framework frames
+ * (innermost first; NULL strings are ""), adding it if new, into *id (0 for
+ * n 0). Unlike a capture every frame and every byte is kept (no
+ * GA_TRACE_MAX_FRAMES, strings through ga_trace_strtab_intern_all): a
+ * snapshot writer interns a trace source's frames with it, so that equal
+ * stacks, frames and strings get one id each and are written once. Cold:
+ * allocates its scratch. Returns GALLOC_OK or GALLOC_E_NOMEM (*id untouched;
+ * frames and strings added so far stay, valid and shared). */
+galloc_status_t ga_trace_stacks_intern_frames(ga_trace_stacks_t *s, const galloc_frame_t *frames, size_t n,
+                                              uint32_t *id);
+
 /* ga_trace_stacks_get: the frame ids of stack id (innermost first) and their
  * number in *n; NULL with *n = 0 for 0 or an unknown id. */
 const uint32_t *ga_trace_stacks_get(const ga_trace_stacks_t *s, uint32_t id, uint32_t *n);

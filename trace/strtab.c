@@ -2,8 +2,10 @@
  * strtab.c: interned strings (see strtab.h). A hash of each string's bytes
  * keys its id in galloc's one hash map (util/addrmap.h, as an index by
  * hash); text goes into
- * 64 KiB chunks that never move. Every allocation a new string needs is made
- * before the table is touched, so a failure leaves it as it was.
+ * 64 KiB chunks that never move (a longer string, which only
+ * ga_trace_strtab_intern_all keeps, into a chunk of its own). Every
+ * allocation a new string needs is made before the table is touched, so a
+ * failure leaves it as it was.
  */
 #include "trace/strtab.h"
 
@@ -11,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_SIZE ((size_t)64 * 1024) /* > GA_TRACE_STRTAB_MAX_LEN + 1, so any string fits a fresh chunk */
+#define CHUNK_SIZE ((size_t)64 * 1024) /* > GA_TRACE_STRTAB_MAX_LEN + 1, so any cut string fits a fresh chunk */
 
 /* An entry of the index: a string's id under the hash of its bytes. */
 typedef struct index_entry {
@@ -93,8 +95,8 @@ static uint32_t lookup(const ga_trace_strtab_t *t, const char *s, uint32_t len, 
     return e != NULL ? e->id : 0;
 }
 
-/* Make room for one more string of len bytes; nothing visible changes on failure. */
-static bool reserve(ga_trace_strtab_t *t, uint32_t len)
+/* Room in strs and the index for one more id. */
+static bool reserve_id(ga_trace_strtab_t *t)
 {
     if (t->count == UINT32_MAX - 1)
         return false;
@@ -111,24 +113,78 @@ static bool reserve(ga_trace_strtab_t *t, uint32_t len)
         t->strs = strs;
         t->cap = cap;
     }
-    if (ga_addrmap_reserve(&t->index, 1) != GALLOC_OK)
+    return ga_addrmap_reserve(&t->index, 1) == GALLOC_OK;
+}
+
+static bool reserve_chunk_slot(ga_trace_strtab_t *t)
+{
+    if (t->nchunks < t->chunks_cap)
+        return true;
+    size_t cap = t->chunks_cap == 0 ? 8 : t->chunks_cap * 2;
+    char **chunks = realloc(t->chunks, cap * sizeof(*chunks));
+    if (chunks == NULL)
         return false;
-    if (t->nchunks == 0 || t->chunk_used + len + 1 > CHUNK_SIZE) {
-        if (t->nchunks == t->chunks_cap) {
-            size_t cap = t->chunks_cap == 0 ? 8 : t->chunks_cap * 2;
-            char **chunks = realloc(t->chunks, cap * sizeof(*chunks));
-            if (chunks == NULL)
-                return false;
-            t->chunks = chunks;
-            t->chunks_cap = cap;
+    t->chunks = chunks;
+    t->chunks_cap = cap;
+    return true;
+}
+
+/* Make room for one more string of len bytes and return where its text goes
+ * (NULL: out of memory; nothing visible changed). A string longer than a
+ * chunk gets a chunk of its own, slipped in before the chunk being filled so
+ * that one stays the last. */
+static char *reserve(ga_trace_strtab_t *t, size_t len)
+{
+    if (!reserve_id(t) || !reserve_chunk_slot(t))
+        return NULL;
+    if (len + 1 > CHUNK_SIZE) {
+        char *own = malloc(len + 1);
+        if (own == NULL)
+            return NULL;
+        if (t->nchunks == 0) {
+            t->chunks[t->nchunks++] = own;
+            t->chunk_used = CHUNK_SIZE; /* full: the next short string opens a chunk */
+        } else {
+            t->chunks[t->nchunks] = t->chunks[t->nchunks - 1];
+            t->chunks[t->nchunks - 1] = own;
+            t->nchunks++;
         }
+        return own;
+    }
+    if (t->nchunks == 0 || t->chunk_used + len + 1 > CHUNK_SIZE) {
         char *chunk = malloc(CHUNK_SIZE);
         if (chunk == NULL)
-            return false;
+            return NULL;
         t->chunks[t->nchunks++] = chunk;
         t->chunk_used = 0;
     }
-    return true;
+    char *text = t->chunks[t->nchunks - 1] + t->chunk_used;
+    t->chunk_used += len + 1;
+    return text;
+}
+
+/* The id of s[0..len), len > 0, added if new. */
+static galloc_status_t intern(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id)
+{
+    if (len >= UINT32_MAX)
+        return GALLOC_E_NOMEM; /* a length strs cannot hold */
+    uint64_t h = hash_bytes(s, len);
+    uint32_t found = lookup(t, s, (uint32_t)len, h);
+    if (found != 0) {
+        *id = found;
+        return GALLOC_OK;
+    }
+    char *text = reserve(t, len);
+    if (text == NULL)
+        return GALLOC_E_NOMEM;
+    memcpy(text, s, len);
+    text[len] = '\0';
+    uint32_t nid = t->count++;
+    t->strs[nid].text = text;
+    t->strs[nid].len = (uint32_t)len;
+    ((index_entry_t *)ga_addrmap_insert(&t->index, ga_addrmap_hash_key(h)))->id = nid;
+    *id = nid;
+    return GALLOC_OK;
 }
 
 galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id)
@@ -144,22 +200,14 @@ galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size
         *id = 0;
         return GALLOC_OK;
     }
-    uint64_t h = hash_bytes(s, len);
-    uint32_t found = lookup(t, s, (uint32_t)len, h);
-    if (found != 0) {
-        *id = found;
+    return intern(t, s, len, id);
+}
+
+galloc_status_t ga_trace_strtab_intern_all(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id)
+{
+    if (s == NULL || len == 0) {
+        *id = 0;
         return GALLOC_OK;
     }
-    if (!reserve(t, (uint32_t)len))
-        return GALLOC_E_NOMEM;
-    char *text = t->chunks[t->nchunks - 1] + t->chunk_used;
-    memcpy(text, s, len);
-    text[len] = '\0';
-    t->chunk_used += len + 1;
-    uint32_t nid = t->count++;
-    t->strs[nid].text = text;
-    t->strs[nid].len = (uint32_t)len;
-    ((index_entry_t *)ga_addrmap_insert(&t->index, ga_addrmap_hash_key(h)))->id = nid;
-    *id = nid;
-    return GALLOC_OK;
+    return intern(t, s, len, id);
 }

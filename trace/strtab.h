@@ -5,7 +5,10 @@
  * Looking up a string already present allocates nothing, so frames supplied by
  * a framework on every event cost no malloc once their strings have been seen.
  * Text lives in fixed chunks that never move, so a pointer returned by
- * ga_trace_strtab_get stays valid until ga_trace_strtab_free.
+ * ga_trace_strtab_get stays valid until ga_trace_strtab_free. Strings are
+ * cut at GA_TRACE_STRTAB_MAX_LEN when captured (ga_trace_strtab_intern), kept
+ * whole when a snapshot writer interns a trace source's frames
+ * (ga_trace_strtab_intern_all).
  *
  * Locking: none inside; the owner serializes calls (the pool's lock).
  */
@@ -52,6 +55,14 @@ void ga_trace_strtab_free(ga_trace_strtab_t *t);
  * adding it if new. NULL s is "". Returns GALLOC_OK or GALLOC_E_NOMEM (table
  * unchanged, *id untouched). */
 galloc_status_t ga_trace_strtab_intern(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id);
+
+/* ga_trace_strtab_intern_all: as ga_trace_strtab_intern, but every byte is
+ * kept, whatever the length (a string longer than a chunk gets a chunk of its
+ * own): for a trace source's frames, which a snapshot writes whole. A string
+ * interned both ways keeps two ids only when the cut changed it. Returns
+ * GALLOC_OK, GALLOC_E_NOMEM (table unchanged, *id untouched; also for a
+ * string of 4 GiB or more). */
+galloc_status_t ga_trace_strtab_intern_all(ga_trace_strtab_t *t, const char *s, size_t len, uint32_t *id);
 
 /* ga_trace_strtab_get: the string of id (and its length if len is non-NULL);
  * "" for an unknown id. */

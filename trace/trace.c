@@ -72,20 +72,41 @@ galloc_status_t ga_trace_set_source(ga_trace_t *t, const galloc_trace_source_t *
         t->source.token = src->token;
         t->source.time_us = src->time_us;
         t->source.frames = src->frames;
+        if (src->struct_size >= offsetof(galloc_trace_source_t, entry) + sizeof(src->entry))
+            t->source.entry = src->entry;
     }
     if (mode_changed != NULL)
         *mode_changed = changed;
     return GALLOC_OK;
 }
 
-int64_t ga_trace_source_time_us(const ga_trace_t *t, ga_trace_action_t action)
+/* token's time for an entry of action; t's own clock for token 0 or a source without times. */
+static int64_t token_time_us(const ga_trace_t *t, uint32_t token, ga_trace_action_t action)
 {
     const galloc_trace_source_t *src = &t->source;
-    uint32_t token = src->time_us != NULL ? src->token(src->ctx) : 0;
-    if (token != 0)
+    if (token != 0 && src->time_us != NULL)
         return src->time_us(src->ctx, token, ga_trace_action_name(action));
     /* A call the replayer named no event for (or no times at all). */
     return t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
+}
+
+int64_t ga_trace_source_time_us(const ga_trace_t *t, ga_trace_action_t action)
+{
+    const galloc_trace_source_t *src = &t->source;
+    return token_time_us(t, src->time_us != NULL ? src->token(src->ctx) : 0, action);
+}
+
+void ga_trace_source_entry(const ga_trace_t *t, ga_trace_entry_t *e, ga_trace_action_t action, uint32_t stack_id)
+{
+    const galloc_trace_source_t *src = &t->source;
+    uint32_t token = src->entry != NULL ? src->entry(src->ctx, ga_trace_action_name(action), e->addr, e->size) : 0;
+    if (token == 0) {
+        e->time_us = ga_trace_source_time_us(t, action);
+        e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? stack_id : 0;
+        return;
+    }
+    e->time_us = token_time_us(t, token, action);
+    e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? token : 0;
 }
 
 static void stop(ga_trace_t *t)
@@ -181,6 +202,13 @@ void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t
     ga_trace_entry_t *e = ga_trace_push(t, GA_TRACE_OOM, 0, size, stream, mempool_id, stack_id);
     if (e != NULL)
         e->extra.device_free = device_free;
+}
+
+void ga_trace_record_snapshot(ga_trace_t *t, uint64_t active)
+{
+    /* PyTorch records it without a context; a replay's is the recorded one. */
+    uint32_t stack = ga_trace_tokens(t) ? ga_trace_capture(t, 0) : 0;
+    ga_trace_record(t, GA_TRACE_SNAPSHOT, 0, active, 0, NULL, stack);
 }
 
 galloc_status_t ga_trace_annotate(ga_trace_t *t, const char *stage, const char *name)

@@ -126,6 +126,12 @@ int64_t ga_trace_now_us(void);
  * call's token's entry of action, t's own clock when there is none. */
 int64_t ga_trace_source_time_us(const ga_trace_t *t, ga_trace_action_t action);
 
+/* ga_trace_source_entry: token mode's time and stack id of entry e (its
+ * addr and size set) of action: the source's token for that entry when it
+ * names one (galloc_trace_source_t.entry), else the call's time and
+ * stack_id, as ga_trace_push keeps them (context >= ALLOC). */
+void ga_trace_source_entry(const ga_trace_t *t, ga_trace_entry_t *e, ga_trace_action_t action, uint32_t stack_id);
+
 /* ga_trace_time_us: t's clock for an entry of action (the source's in token mode). */
 static inline int64_t ga_trace_time_us(const ga_trace_t *t, ga_trace_action_t action)
 {
@@ -185,10 +191,14 @@ static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t a
     e->size = size;
     e->stream = stream;
     e->extra.device_free = 0;
-    e->time_us = ga_trace_time_us(t, action);
     e->mempool_id[0] = mempool_id != NULL ? mempool_id[0] : 0;
     e->mempool_id[1] = mempool_id != NULL ? mempool_id[1] : 0;
-    e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? stack_id : 0;
+    if (ga_trace_tokens(t)) {
+        ga_trace_source_entry(t, e, action, stack_id);
+    } else {
+        e->time_us = t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
+        e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? stack_id : 0;
+    }
     e->action = (uint8_t)action;
     e->reserved[0] = e->reserved[1] = e->reserved[2] = 0;
     return e;
@@ -208,6 +218,11 @@ static inline void ga_trace_record(ga_trace_t *t, ga_trace_action_t action, uint
  * (PyTorch stores it in addr_). */
 void ga_trace_record_oom(ga_trace_t *t, uint64_t size, uint64_t stream, uint64_t device_free, const int64_t *mempool_id,
                          uint32_t stack_id);
+
+/* ga_trace_record_snapshot: PyTorch's "snapshot" entry (size: the active
+ * bytes, active) where a snapshot is taken; in token mode with the current
+ * call's token, so that it carries the recorded marker's frames and time. */
+void ga_trace_record_snapshot(ga_trace_t *t, uint64_t active);
 
 /* ga_trace_annotate: record a user annotation (PyTorch's record_annotation:
  * stage "START"/"END" and a name) at the current time; a no-op unless

@@ -286,6 +286,21 @@ static galloc_status_t user_set_trace_source(void *impl, const galloc_trace_sour
     return GALLOC_OK;
 }
 
+static galloc_status_t user_snapshot_entry(void *impl)
+{
+    user_impl_t *p = impl;
+    if (!ga_trace_recording(&p->trace))
+        return GALLOC_OK;
+    uint64_t active = 0; /* every live pointer is an allocated block of its own */
+    for (size_t i = 0; i < p->live.cap; i++) {
+        const user_ptr_t *e = ga_addrmap_slot(&p->live, i);
+        if (e != NULL)
+            active += e->size;
+    }
+    ga_trace_record_snapshot(&p->trace, active);
+    return GALLOC_OK;
+}
+
 static galloc_status_t user_snapshot(void *impl, const char *path, galloc_snapshot_format_t format)
 {
     user_impl_t *p = impl;
@@ -340,6 +355,7 @@ const ga_allocator_ops_t ga_allocator_user = {
     .record_history = user_record_history,
     .snapshot = user_snapshot,
     .annotate = user_annotate,
+    .snapshot_entry = user_snapshot_entry,
     .set_frames = user_set_frames,
     .set_trace_source = user_set_trace_source,
     .usable_size = user_usable_size,

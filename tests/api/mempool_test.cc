@@ -95,6 +95,41 @@ TEST_F(MemPool, IdsCountUpFromOne)
     EXPECT_EQ(y.b, 2u);
 }
 
+// galloc_mempool_create_id: a replayer recreates a recorded run's pools with
+// their ids (a graph's {0, 2} before its {0, 1}, a MemPool's {7, 0});
+// galloc_mempool_create counts on from above them; the default pool's id and
+// one in use are refused. A segment allocated through a route names its pool.
+int SegmentPool(void *ctx, const galloc_segment_view_t *v)
+{
+    *static_cast<galloc_mempool_id_t *>(ctx) = v->pool;
+    return 1;
+}
+
+TEST_F(MemPool, CreateWithTheRecordedId)
+{
+    galloc_mempool_id_t x;
+    ASSERT_EQ(galloc_mempool_create_id(a_, {0, 2}), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_create_id(a_, {0, 1}), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_create_id(a_, {7, 0}), GALLOC_OK);
+    ASSERT_EQ(galloc_mempool_create(a_, &x), GALLOC_OK);
+    EXPECT_EQ(x.a, 0u);
+    EXPECT_EQ(x.b, 3u);
+    EXPECT_EQ(galloc_mempool_create_id(a_, {0, 2}), GALLOC_E_INVAL);
+    EXPECT_NE(Err().find("(0, 2) is in use"), std::string::npos) << Err();
+    EXPECT_EQ(galloc_mempool_create_id(a_, {0, 0}), GALLOC_E_INVAL);
+    EXPECT_EQ(galloc_mempool_create_id(nullptr, {0, 9}), GALLOC_E_INVAL);
+    ASSERT_EQ(galloc_mempool_begin_allocate(a_, {0, 2}, GALLOC_ROUTE_THREAD, 0), GALLOC_OK);
+    void *p = Alloc(4 * MiB);
+    ASSERT_EQ(galloc_mempool_end_allocate(a_, {0, 2}), GALLOC_OK);
+    galloc_mempool_id_t seen = {};
+    ASSERT_EQ(galloc_segments_visit(a_, SegmentPool, &seen), GALLOC_OK);
+    EXPECT_EQ(seen.a, 0u);
+    EXPECT_EQ(seen.b, 2u);
+    ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+    for (galloc_mempool_id_t id : {galloc_mempool_id_t{0, 2}, galloc_mempool_id_t{0, 1}, galloc_mempool_id_t{7, 0}, x})
+        ASSERT_EQ(galloc_mempool_release(a_, id), GALLOC_OK);
+}
+
 TEST_F(MemPool, BlocksNeverCrossBetweenPools)
 {
     galloc_mempool_id_t id;

@@ -96,6 +96,81 @@ TEST(Snapshot, EveryActionRoundTripsThroughPythonPickleAndJson)
     galloc_allocator_destroy(a);
 }
 
+// PyTorch's free_block keeps a block's requested_size and its snapshot writes
+// it for inactive blocks; a merge keeps the freed block's (try_merge_blocks
+// keeps dst's); a segment's fresh remainder has none. Three steps of one
+// 20 MiB segment, exact figures.
+TEST(Snapshot, InactiveBlocksKeepTheirRequestedSize)
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "sim_capacity:1GiB", &a, err, sizeof err), GALLOC_OK) << err;
+    void *A = nullptr, *B = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 3000000, 0, &A), GALLOC_OK); // 3,000,320 bytes, then B's 5,000,192
+    ASSERT_EQ(galloc_malloc(a, 5000000, 0, &B), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, A), GALLOC_OK);
+    std::string one = test_tmp_path("requested_one.pickle"), two = test_tmp_path("requested_two.pickle");
+    ASSERT_EQ(galloc_snapshot_write(a, one.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, B), GALLOC_OK); // merges with A's block and the tail: one block, B's request
+    ASSERT_EQ(galloc_snapshot_write(a, two.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_allocator_destroy(a);
+    std::string out;
+    int rc = test_run_python({"-c", R"(
+import pickle, sys
+def blocks(path):
+    (seg,) = pickle.load(open(path, 'rb'))['segments']
+    return seg['requested_size'], [(b['size'], b['requested_size'], b['state']) for b in seg['blocks']]
+assert blocks(sys.argv[1]) == (5000000, [(3000320, 3000000, 'inactive'), (5000192, 5000000, 'active_allocated'),
+                                         (20971520 - 3000320 - 5000192, 0, 'inactive')]), blocks(sys.argv[1])
+assert blocks(sys.argv[2]) == (0, [(20971520, 5000000, 'inactive')]), blocks(sys.argv[2])
+)",
+                              one, two},
+                             &out);
+    EXPECT_EQ(rc, 0) << out;
+}
+
+// galloc_record_snapshot_entry: the "snapshot" entry taking a snapshot
+// records, without writing one (a replay of a recording's _snapshot() call):
+// size = the active bytes then, allocated and pending free.
+TEST(Snapshot, ASnapshotEntryIsRecordedWithoutWriting)
+{
+    galloc_allocator_t *a = nullptr;
+    char err[GALLOC_ERROR_MAX] = "";
+    ASSERT_EQ(galloc_allocator_create("sim", 0, "sim_capacity:1GiB,sim_manual_events:True", &a, err, sizeof err),
+              GALLOC_OK)
+        << err;
+    EXPECT_EQ(galloc_record_snapshot_entry(a), GALLOC_OK); // not recording: nothing
+    galloc_history_options_t opt = {sizeof opt, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_PYTHON, 0};
+    ASSERT_EQ(galloc_record_memory_history(a, &opt), GALLOC_OK);
+    void *p = nullptr, *q = nullptr;
+    ASSERT_EQ(galloc_malloc(a, 3000000, 0, &p), GALLOC_OK); // 3,000,320 bytes
+    ASSERT_EQ(galloc_malloc(a, 1000, 0, &q), GALLOC_OK);    // 1,024
+    ASSERT_EQ(galloc_record_snapshot_entry(a), GALLOC_OK);
+    ASSERT_EQ(galloc_record_stream(a, q, 7), GALLOC_OK);
+    ASSERT_EQ(galloc_free(a, q), GALLOC_OK); // pending on stream 7: still active
+    ASSERT_EQ(galloc_free(a, p), GALLOC_OK);
+    ASSERT_EQ(galloc_record_snapshot_entry(a), GALLOC_OK);
+    std::string path = test_tmp_path("marks.pickle");
+    ASSERT_EQ(galloc_snapshot_write(a, path.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK);
+    ASSERT_EQ(galloc_stream_synchronize(a, 7), GALLOC_OK);
+    EXPECT_EQ(galloc_check(a), GALLOC_OK);
+    galloc_allocator_destroy(a);
+    EXPECT_EQ(galloc_record_snapshot_entry(nullptr), GALLOC_E_INVAL);
+    std::string out;
+    int rc = test_run_python({"-c", R"(
+import pickle, sys
+trace = pickle.load(open(sys.argv[1], 'rb'))['device_traces'][0]
+got = [(e['action'], e['addr'], e['size']) for e in trace if e['action'] == 'snapshot']
+# two recorded, then the write's own (as PyTorch's _snapshot() records one)
+assert got == [('snapshot', 0, 3000320 + 1024), ('snapshot', 0, 1024), ('snapshot', 0, 1024)], got
+assert [e['action'] for e in trace].index('snapshot') == 4, [e['action'] for e in trace]
+)",
+                              path},
+                             &out);
+    EXPECT_EQ(rc, 0) << out;
+}
+
 TEST(Snapshot, MemorySummaryPrintsPyTorchsTable)
 {
     galloc_allocator_t *a = nullptr;

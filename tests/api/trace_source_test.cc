@@ -279,7 +279,9 @@ TEST_F(TraceSource, PickleWritesARepeatedTokenAndActionOnce)
     std::ifstream f(w.pickle, std::ios::binary | std::ios::ate);
     EXPECT_LT(static_cast<size_t>(f.tellg()), 5 * BIG_FRAMES * BIG_NAME);
     ASSERT_EQ(galloc_snapshot_write(a_, w.json.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << LastError(a_);
-    EXPECT_EQ(s.frames_calls, 4 + 18); // JSON repeats: 9 entries, 8 blocks, 1 segment
+    // The writer asks for each (token, action) once in either format; JSON
+    // then repeats the text in its 9 entries, 8 blocks and 1 segment.
+    EXPECT_EQ(s.frames_calls, 4 + 4);
     w.Entry("segment_alloc", 1, T(1));
     for (void *p : ptrs) {
         w.Entry("alloc", 1, T(1));
@@ -290,6 +292,129 @@ TEST_F(TraceSource, PickleWritesARepeatedTokenAndActionOnce)
     EXPECT_EQ(out, "") << out;
     for (void *p : ptrs)
         ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+}
+
+// What a replay's tokens are: one per recorded event, thousands of them,
+// whose recorded stacks repeat a few. Equal frames lists of different tokens
+// are one object in the pickle, as in PyTorch's own (each frame dict and
+// frame string too): 64 allocations of 3 stacks make 3 lists of 2 frames.
+size_t SharedFrames(void *ctx, uint32_t token, const char *, const galloc_frame_t **out)
+{
+    static const galloc_frame_t stacks[3][2] = {
+        {{"model.py", "forward", 10}, {"train.py", "step", 5}},
+        {{"model.py", "backward", 20}, {"train.py", "step", 5}},
+        {{"optim.py", "step", 30}, {"train.py", "step", 6}},
+    };
+    static_cast<Source *>(ctx)->frames_calls++;
+    *out = stacks[token % 3];
+    return 2;
+}
+
+TEST_F(TraceSource, EqualStacksOfDifferentTokensAreWrittenOnce)
+{
+    Source s;
+    galloc_trace_source_t src = MakeSource(&s);
+    src.frames = SharedFrames;
+    ASSERT_EQ(galloc_set_trace_source(a_, &src), GALLOC_OK);
+    std::vector<void *> ptrs(64, nullptr);
+    for (size_t i = 0; i < ptrs.size(); i++) {
+        s.token = static_cast<uint32_t>(i + 1);
+        ASSERT_EQ(galloc_malloc(a_, 4096, 0, &ptrs[i]), GALLOC_OK);
+    }
+    std::string pickle = test_tmp_path("shared.pickle"), json = test_tmp_path("shared.json");
+    ASSERT_EQ(galloc_snapshot_write(a_, pickle.c_str(), GALLOC_SNAPSHOT_PICKLE), GALLOC_OK) << LastError(a_);
+    ASSERT_EQ(galloc_snapshot_write(a_, json.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << LastError(a_);
+    // 64 allocs, 64 blocks, the segment and its segment_alloc: 130 pairs, each asked for once per file.
+    EXPECT_EQ(s.frames_calls, 2 * 130);
+    std::string out;
+    int rc = test_run_python({"-c", R"(
+import json, pickle, sys
+snap = pickle.load(open(sys.argv[1], 'rb'))
+entries = snap['device_traces'][0]
+allocs = [e for e in entries if e['action'] == 'alloc']
+assert len(allocs) == 64, len(allocs)
+lists = {id(e['frames']) for e in entries} | {id(b['frames']) for g in snap['segments'] for b in g['blocks']
+                                              if b['state'] != 'inactive'}
+assert len(lists) == 3, len(lists)
+frames = {id(f) for e in entries for f in e['frames']}
+assert len(frames) == 5, len(frames)  # train.py:step:5 is one frame of two stacks
+names = {id(f['filename']) for e in entries for f in e['frames']}
+assert len(names) == 3, len(names)
+want = [[('model.py', 'forward', 10), ('train.py', 'step', 5)], [('model.py', 'backward', 20), ('train.py', 'step', 5)],
+        [('optim.py', 'step', 30), ('train.py', 'step', 6)]]
+for i, e in enumerate(allocs):
+    got = [(f['filename'], f['name'], f['line']) for f in e['frames']]
+    assert got == want[(i + 1) % 3], (i, got)
+assert json.load(open(sys.argv[2])) == json.loads(json.dumps(snap)), 'JSON and pickle differ'
+)",
+                              pickle, json},
+                             &out);
+    EXPECT_EQ(rc, 0) << out;
+    for (void *p : ptrs)
+        ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
+}
+
+// A source that names single entries (galloc_trace_source_t.entry): the
+// segments one empty_cache releases each take their own token's time and
+// frames; a source whose struct_size stops before entry keeps the call's.
+struct EntrySource : Source {
+    void *first = nullptr, *second = nullptr; // the segments' addresses
+    int entry_calls = 0;
+};
+
+uint32_t EntryToken(void *ctx, const char *action, uint64_t addr, uint64_t)
+{
+    EntrySource *s = static_cast<EntrySource *>(ctx);
+    s->entry_calls++;
+    if (std::string(action) != "segment_free")
+        return 0;
+    return addr == reinterpret_cast<uintptr_t>(s->first)    ? 101
+           : addr == reinterpret_cast<uintptr_t>(s->second) ? 102
+                                                            : 0;
+}
+
+TEST_F(TraceSource, AnEntryNamedApartTakesItsOwnTokensTimeAndFrames)
+{
+    for (bool with_entry : {true, false}) {
+        SCOPED_TRACE(with_entry ? "with entry" : "struct_size before entry");
+        EntrySource s;
+        galloc_trace_source_t src = MakeSource(&s);
+        src.entry = EntryToken;
+        if (!with_entry)
+            src.struct_size = offsetof(galloc_trace_source_t, entry);
+        ASSERT_EQ(galloc_set_trace_source(a_, nullptr), GALLOC_OK); // a fresh trace each round
+        ASSERT_EQ(galloc_set_trace_source(a_, &src), GALLOC_OK);
+        s.token = 1;
+        ASSERT_EQ(galloc_malloc(a_, 3 * MiB, 0, &s.first), GALLOC_OK); // a 20 MiB segment
+        s.token = 2;
+        ASSERT_EQ(galloc_malloc(a_, 30 * MiB, 0, &s.second), GALLOC_OK); // one of 30 MiB
+        s.token = 3;
+        ASSERT_EQ(galloc_free(a_, s.first), GALLOC_OK);
+        ASSERT_EQ(galloc_free(a_, s.second), GALLOC_OK);
+        s.token = 5;
+        ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK); // releases both, smaller first
+        Want w;
+        w.json = test_tmp_path(with_entry ? "entry.json" : "noentry.json");
+        ASSERT_EQ(galloc_snapshot_write(a_, w.json.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << LastError(a_);
+        w.Entry("segment_alloc", 1, T(1));
+        w.Entry("alloc", 1, T(1));
+        w.Entry("segment_alloc", 2, T(2));
+        w.Entry("alloc", 2, T(2));
+        for (int k = 0; k < 2; k++) {
+            w.Entry("free_requested", 3, T(3));
+            w.Entry("free_completed", 3, T(3));
+        }
+        if (with_entry) {
+            w.Entry("segment_free", 101, T(101));
+            w.Entry("segment_free", 102, T(102));
+        } else { // the call's time; the segment's allocation's frames, as galloc records it
+            w.Entry("segment_free", 5, T(1));
+            w.Entry("segment_free", 5, T(2));
+        }
+        EXPECT_EQ(s.entry_calls, with_entry ? 10 : 0); // every entry recorded, only while entry is there
+        std::string out = w.Check(with_entry ? "entry_want.json" : "noentry_want.json");
+        EXPECT_EQ(out, "") << out;
+    }
 }
 
 // Setting or removing a source clears the trace and the frames of live

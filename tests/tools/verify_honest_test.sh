@@ -71,7 +71,7 @@ def pools(name, pool):
                                  blk(X0 + 16 * M, 4 * M, "inactive")])],
          [[e("alloc", X0 + 6 * M, 10 * M), e("alloc", X3, 1000), e("segment_free", X4, 20 * M)]])
 pools("pool01.pickle", (0, 1))
-pools("pool50.pickle", (5, 0))  # a CUDA graph's id: galloc names its pool (0, 1)
+pools("pool50.pickle", (5, 0))  # a MemPool's id: galloc's pool takes it (galloc_mempool_create_id)
 pools("pool00.pickle", (0, 0))  # the same segments in the default pools: what the seed did before
 PYEOF
 
@@ -177,8 +177,8 @@ expect_exit 0 "pool50: replay's snapshot" -- "$GALLOC" replay --snapshot "$TMP/p
 "$PY" -c "
 import pickle
 d = pickle.load(open('$TMP/pool50_out.pickle', 'rb'))
-assert [tuple(s['segment_pool_id']) for s in d['segments']] == [(0, 0), (0, 1), (0, 1), (0, 0)], d['segments']
-" || fail "pool50: galloc's own id for the graph pool is (0, 1)"
+assert [tuple(s['segment_pool_id']) for s in d['segments']] == [(0, 0), (5, 0), (5, 0), (0, 0)], d['segments']
+" || fail "pool50: the replay's snapshot names the pool by its recorded id (5, 0)"
 # The same segments in the default pools (the seed's old placement of them):
 # best fit takes the graph pool's blocks and empty_cache releases D2.
 expect_exit 1 "pool00: default pools" -- "$GALLOC" replay --verify "$TMP/pool00.pickle"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/trace/test_util.h"
 
@@ -203,6 +204,45 @@ TEST_F(Stack, ManyDistinctStacksGrowTheStore)
     EXPECT_EQ(t_.stacks.nstacks, 3001u);
     EXPECT_EQ(t_.stacks.nframes, 3002u);
     EXPECT_EQ(t_.strings.count, 3u); // "", "f.py", "g"
+}
+
+// A trace source's frames, interned by a snapshot writer: every frame and
+// every byte (200 frames, a 100,000-byte name), equal stacks one id, the
+// shared frames and strings stored once.
+TEST_F(Stack, SourceFramesAreInternedWhole)
+{
+    std::string big(100000, 'n');
+    std::vector<galloc_frame_t> a(200), b(200);
+    for (size_t i = 0; i < a.size(); i++) {
+        a[i] = {"model.py", i == 7 ? big.c_str() : "forward", static_cast<int64_t>(i)};
+        b[i] = a[i];
+    }
+    b[199].line = -1; // one frame differs
+    uint32_t ia = 0, ia2 = 0, ib = 0, ie = 99;
+    ASSERT_EQ(ga_trace_stacks_intern_frames(&t_.stacks, a.data(), a.size(), &ia), GALLOC_OK);
+    ASSERT_EQ(ga_trace_stacks_intern_frames(&t_.stacks, a.data(), a.size(), &ia2), GALLOC_OK);
+    ASSERT_EQ(ga_trace_stacks_intern_frames(&t_.stacks, b.data(), b.size(), &ib), GALLOC_OK);
+    ASSERT_EQ(ga_trace_stacks_intern_frames(&t_.stacks, nullptr, 0, &ie), GALLOC_OK);
+    EXPECT_NE(ia, 0u);
+    EXPECT_EQ(ia2, ia);
+    EXPECT_NE(ib, ia);
+    EXPECT_EQ(ie, 0u);
+    uint32_t n = 0;
+    const uint32_t *f = ga_trace_stacks_get(&t_.stacks, ia, &n);
+    ASSERT_EQ(n, 200u);
+    size_t len = 0;
+    const ga_trace_frame_t *f7 = ga_trace_stacks_frame(&t_.stacks, f[7]);
+    EXPECT_EQ(ga_trace_strtab_get(&t_.strings, f7->name, &len), std::string(big));
+    EXPECT_EQ(len, big.size());
+    EXPECT_EQ(f7->line, 7);
+    EXPECT_EQ(t_.stacks.nstacks, 3u);   // 0, a, b
+    EXPECT_EQ(t_.stacks.nframes, 202u); // 0, 200 of a, b's last
+    EXPECT_EQ(t_.strings.count, 4u);    // "", "model.py", "forward", big
+    // A cut capture of the same name is another string: its first 4095 bytes.
+    uint32_t cut = 0;
+    ASSERT_EQ(ga_trace_strtab_intern(&t_.strings, big.c_str(), big.size(), &cut), GALLOC_OK);
+    EXPECT_EQ(strlen(ga_trace_strtab_get(&t_.strings, cut, nullptr)), GA_TRACE_STRTAB_MAX_LEN);
+    EXPECT_EQ(t_.strings.count, 5u);
 }
 
 } // namespace

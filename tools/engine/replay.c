@@ -75,6 +75,20 @@ static void start_recording(ga_replay_column_t *c)
     }
 }
 
+/* Before the start state is seeded or the prologue replays (setup, and
+ * the events before the recorded range): record the stacks of what is
+ * allocated, no trace yet, under the recorded stacks' source, so that the
+ * seeded blocks and segments, and prologue blocks live at the end, carry the
+ * frames the snapshot recorded for them. A failure only costs those frames
+ * (start_recording says the rest). */
+static void start_state(ga_replay_column_t *c)
+{
+    char err[GALLOC_ERROR_MAX];
+    if (c->snapshot_ops == NULL || c->snapshot_ops->record_state == NULL || ga_engine_history_source(c) != GALLOC_OK)
+        return;
+    (void)c->snapshot_ops->record_state(c->a, err, sizeof(err));
+}
+
 /* Reserved memory reached a new high: keep the figures of that moment. */
 static void on_peak(ga_replay_column_t *c, ga_engine_run_t *r)
 {
@@ -144,8 +158,11 @@ static void record_oom(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, 
     }
     if (r->own != NULL)
         ga_owners_track_oom(r->own, idx, e);
-    if (c->snapshot_recording && !c->snapshot_at_end)
-        write_snapshot(c); /* the first OOM's state is what a user wants to see */
+    /* The first OOM's state is what a user wants to see; one the traced run
+     * had too (its oom entry) is part of the record, which goes on after it:
+     * the snapshot keeps recording, so it holds every entry the trace has. */
+    if (c->snapshot_recording && !c->snapshot_at_end && e->kind != GA_EV_OOM)
+        write_snapshot(c);
 }
 
 static void do_alloc(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx, const ga_event_t *e)
@@ -300,6 +317,10 @@ static void apply_event(ga_replay_column_t *c, ga_engine_run_t *r, uint64_t idx,
     case GA_EV_TAG_END:
     case GA_EV_SLEEP:
     case GA_EV_WAKE: do_tag(c, r, idx, e); return;
+    case GA_EV_SNAPSHOT:
+        if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->mark != NULL)
+            c->snapshot_ops->mark(c->a);
+        return;
     case GA_EV_ANNOTATE:
         r->annotation = e->text;
         if (c->snapshot_recording && !c->snapshot_done && c->snapshot_ops->annotate != NULL)
@@ -377,10 +398,13 @@ static int setup(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_col
     c->snapshot_max_entries = o->snapshot_max_entries;
     c->snapshot_at_end = o->snapshot_at_end;
     c->snapshot_no_frames = o->snapshot_no_frames;
+    if (c->snapshot_path != NULL)
+        start_state(c); /* a seeded state's or a prologue's blocks carry their recorded frames */
     if (u->seeded && !o->no_seed) {
         char err[GALLOC_ERROR_MAX - 64];
         ga_replay_oom_t oom;
-        int rc = ga_seed_apply(c->a, &c->map, &u->seed, err, sizeof(err), &oom);
+        int rc = ga_seed_apply_named(c->a, &c->map, &u->seed, &c->seed_taking, err, sizeof(err), &oom);
+        c->seed_taking = 0;
         /* An OOM is the state's only when the state is larger than the
          * device: else the tiling's own way of making it (an expandable hole
          * mapped to be unmapped again, a piece a setting rounds up) needed
@@ -485,6 +509,13 @@ int ga_engine_run(const ga_job_unit_t *u, const ga_engine_cfg_t *g, ga_replay_co
         if (g->full && o->progress != NULL && (i & 0xfff) == 0xfff)
             o->progress(o->progress_ctx, (double)(i + 1) / (double)u->n, i + 1);
     }
+    /* A snapshot with no trace events (a state-only one, or a trace of
+     * nothing the replay makes): its state is the answer, so the history
+     * starts at the end, with the state and no entries, unless the range
+     * asked for began past the trace's events. */
+    if (c->snapshot_path != NULL && !c->snapshot_done && !c->snapshot_recording && i == u->n && start >= u->n &&
+        c->snapshot_first <= first_recorded(u, 0))
+        start_recording(c);
     c->events = i;
     c->seconds = ga_engine_now() - t0;
     if (g->full && o->progress != NULL)

@@ -148,11 +148,20 @@ typedef struct ga_replay_snapshot_ops {
     /* record: start recording a's history, keeping at most max_entries trace
      * entries (0 = all). 0, or -1 with err set (the column then writes none). */
     int (*record)(galloc_allocator_t *a, size_t max_entries, char *err, size_t errlen);
+    /* record_state: record the stacks of what is allocated, no trace
+     * (PyTorch's enabled="state"), while a snapshot's start state is seeded,
+     * so that its blocks and segments carry their recorded frames; record
+     * then starts the trace. NULL = the seeded state carries none. 0, or -1
+     * with err set (the seeded state then carries no frames either). */
+    int (*record_state)(galloc_allocator_t *a, char *err, size_t errlen);
     /* write: a's state and recorded trace to path. 0, or -1 with err set. */
     int (*write)(galloc_allocator_t *a, const char *path, char *err, size_t errlen);
     /* annotate: a trace annotation ("step 8847") into the recorded history;
      * NULL = annotations are not kept. */
     void (*annotate)(galloc_allocator_t *a, const char *text);
+    /* mark: a "snapshot" entry into the recorded history where the traced
+     * run took a snapshot (GA_EV_SNAPSHOT); NULL = such markers are not kept. */
+    void (*mark)(galloc_allocator_t *a);
 } ga_replay_snapshot_ops_t;
 
 /* The tags a replay has begun, "a,b" (a trace makes its tags only by
@@ -250,9 +259,14 @@ typedef struct ga_replay_column {
     size_t hist_frames_cap;
     char *hist_text; /* ... and their strings */
     size_t hist_text_cap;
-    struct ga_owners *owners;              /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
+    size_t seed_taking;       /* 1 + the seed piece being allocated while the seeding runs, else 0 (history.c) */
+    ga_idmap_t hist_final;    /* history.c: the recorded final state's active blocks' frames, by address ... */
+    bool hist_final_ready;    /* ... once built */
+    size_t hist_hint;         /* history.c: the recorded entry its entry() matched last ... */
+    uint64_t hist_hint_event; /* ... for this event's index + 1 (0: none) */
+    struct ga_owners *owners; /* who held the memory at its peaks and OOMs (opts.owners; owners.h),
                                               NULL when not asked for */
-    bool snapshot_done;                    /* written (at the first OOM or at the end) */
+    bool snapshot_done;       /* written (at the first OOM or at the end) */
     char snapshot_error[GALLOC_ERROR_MAX]; /* why writing it failed, "" if it did not */
 } ga_replay_column_t;
 
@@ -434,6 +448,14 @@ void ga_site_bands_free(ga_site_bands_t *b);
  */
 int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, char *err, size_t errlen,
                   ga_replay_oom_t *oom);
+
+/* ga_seed_apply_named: ga_seed_apply that says, in *taking, which piece of
+ * s each allocation is made for (1 + its index in s->pc; 0 between
+ * allocations and after), so that a trace source can give the seeded blocks
+ * and segments their recorded frames (history.c). Private pools are made
+ * with their recorded ids either way (galloc_mempool_create_id). */
+int ga_seed_apply_named(galloc_allocator_t *a, ga_idmap_t *map, const struct ga_seed *s, size_t *taking, char *err,
+                        size_t errlen, ga_replay_oom_t *oom);
 
 /*
  * The replay semantics of the events (docs/trace-format.md), shared by this

@@ -24,8 +24,9 @@
  * synchronizes the side stream (ga_replay_call), so nothing is freed twice.
  *
  * Private pools: every allocation for a segment of a private pool (its
- * pieces, its held-back requests) is routed to the galloc MemPool made for
- * its recorded pool id (pool_of), one begin/end around each call, so no
+ * pieces, its held-back requests) is routed to the galloc MemPool made with
+ * its recorded pool id (pool_of, galloc_mempool_create_id: a snapshot of the
+ * replay names it as the recording did), one begin/end around each call, so no
  * route is active between them or after the seeding. Best fit then searches
  * that pool only, which holds just the segment being tiled and those fully
  * tiled before it, as the default pools do for theirs. An allocator without
@@ -47,6 +48,7 @@ typedef struct late {
     uint64_t stream;
     size_t pool;  /* its segment's pool (pool_of) */
     bool pending; /* freed by the user, waiting on a stream */
+    size_t piece; /* its piece (the seed's pc index) */
 } late_t;
 
 /* A private pool of the snapshot and the galloc MemPool standing for it. */
@@ -77,7 +79,8 @@ typedef struct tiler {
     ptrs_t pending; /* pending blocks: recorded on the side stream and freed last */
     pool_t *pools;  /* the private pools met so far; pool index k > 0 is pools[k - 1] */
     size_t n_pools, pools_cap;
-    bool no_pools; /* the allocator has no MemPools: everything goes to the default pools */
+    bool no_pools;  /* the allocator has no MemPools: everything goes to the default pools */
+    size_t *taking; /* NULL, or set to 1 + the piece each allocation is made for (0 between them) */
     char *err;
     size_t errlen;
     ga_replay_oom_t *oom; /* where the first out-of-memory is described (NULL: not asked) */
@@ -115,7 +118,14 @@ static size_t pool_of(tiler_t *t, const ga_seed_segment_t *g)
     }
     t->pools = nv;
     pool_t *p = &t->pools[t->n_pools];
-    galloc_status_t st = galloc_mempool_create(t->a, &p->id);
+    /* The recorded id, so that a snapshot of the replay names the pool as
+     * the recording did; a recorded id galloc cannot take (negative, or in
+     * use by a pool made earlier) gets a new one. */
+    p->id = (galloc_mempool_id_t){(uint64_t)g->pool_id[0], (uint64_t)g->pool_id[1]};
+    galloc_status_t st =
+        g->pool_id[0] >= 0 && g->pool_id[1] >= 0 ? galloc_mempool_create_id(t->a, p->id) : GALLOC_E_INVAL;
+    if (st == GALLOC_E_INVAL)
+        st = galloc_mempool_create(t->a, &p->id);
     if (st == GALLOC_E_UNSUPPORTED) {
         t->no_pools = true;
         return 0;
@@ -129,10 +139,13 @@ static size_t pool_of(tiler_t *t, const ga_seed_segment_t *g)
     return ++t->n_pools;
 }
 
-/* Allocate size bytes on stream in pool (pool_of); -1 with err on failure. */
-static int take(tiler_t *t, size_t pool, uint64_t size, uint64_t stream, void **p)
+/* Allocate size bytes on stream in pool (pool_of) for piece k of the seed;
+ * -1 with err on failure. */
+static int take(tiler_t *t, size_t k, size_t pool, uint64_t size, uint64_t stream, void **p)
 {
     galloc_status_t st;
+    if (t->taking != NULL)
+        *t->taking = k + 1;
     if (pool > 0) {
         st = galloc_mempool_begin_allocate(t->a, t->pools[pool - 1].id, GALLOC_ROUTE_STREAM, (galloc_stream_t)stream);
         if (st != GALLOC_OK)
@@ -153,6 +166,8 @@ static int take(tiler_t *t, size_t pool, uint64_t size, uint64_t stream, void **
         }
     }
     t->out_of_memory |= st == GALLOC_E_OOM;
+    if (t->taking != NULL)
+        *t->taking = 0;
     if (pool > 0)
         galloc_mempool_end_allocate(t->a, t->pools[pool - 1].id);
     if (st == GALLOC_OK)
@@ -196,14 +211,14 @@ static int put_live(tiler_t *t, uint64_t id, void *p, uint64_t stream, bool pend
     return ga_idmap_put(t->map, id, v, NULL, NULL) == 0 ? 0 : nomem(t);
 }
 
-/* n bytes of placeholders onto l: in 1 MiB pieces in the small pool (its
- * largest), else one. */
-static int take_free(tiler_t *t, ptrs_t *l, uint64_t n, bool small, uint64_t stream)
+/* n bytes of placeholders onto l, for piece k: in 1 MiB pieces in the
+ * small pool (its largest), else one. */
+static int take_free(tiler_t *t, size_t k, ptrs_t *l, uint64_t n, bool small, uint64_t stream)
 {
     while (n > 0) {
         uint64_t c = small && n > GA_SEED_SMALL_SIZE ? GA_SEED_SMALL_SIZE : n;
         void *p = NULL;
-        if (take(t, 0, c, stream, &p) != 0 || push_ptr(t, l, p) != 0)
+        if (take(t, k, 0, c, stream, &p) != 0 || push_ptr(t, l, p) != 0)
             return -1;
         galloc_sim_place(t->a, 0); /* made: the reservation by its first piece */
         n -= c;
@@ -234,7 +249,7 @@ static int fill_late(tiler_t *t)
         void *p = NULL;
         galloc_free(t->a, l->placeholder);
         l->placeholder = NULL; /* freed: release leaves it alone */
-        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
+        if (take(t, l->piece, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
     }
     return 0;
@@ -252,7 +267,7 @@ static int split_late(tiler_t *t)
         void *p = NULL, *place = l->placeholder;
         galloc_free(t->a, place);
         l->placeholder = NULL; /* freed: release leaves it alone */
-        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
+        if (take(t, l->piece, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
         if (p != place) {
             snprintf(t->err, t->errlen,
@@ -281,7 +296,7 @@ static int tile_segment(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t 
     galloc_sim_place(a, g->addr);
     if (!g->small) {
         void *whole = NULL;
-        if (take(t, pool, g->size, g->stream, &whole) != 0)
+        if (take(t, g->first, pool, g->size, g->stream, &whole) != 0)
             return -1;
         galloc_free(a, whole);
     }
@@ -295,13 +310,13 @@ static int tile_segment(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t 
             bool last = k + 1 == g->first + g->n, tail;
             uint64_t ask = piece_ask(g, pc, n, last, &tail);
             void *p = NULL;
-            if (take(t, pool, ask, g->stream, &p) != 0)
+            if (take(t, k, pool, ask, g->stream, &p) != 0)
                 return -1;
             galloc_sim_place(a, 0); /* made: a small segment by its first piece */
             done += n;
             /* Every other free block is held at the end, so the request fills
              * the hole the placeholder leaves and keeps the tail. */
-            late_t l = {p, pc->req, pc->addr, g->stream, pool, pc->pending};
+            late_t l = {p, pc->req, pc->addr, g->stream, pool, pc->pending, k};
             int rc = tail && !last ? push_late(t, &t->late, l)
                      : pc->live    ? put_live(t, pc->addr, p, g->stream, pc->pending)
                                    : push_ptr(t, &t->held, p);
@@ -337,17 +352,17 @@ static int tile_run(tiler_t *t, const ga_seed_t *s, const ga_seed_segment_t *g, 
         if (!fits)
             return unseedable(t, g, pc);
         if (!pc->live) {
-            if (take_free(t, &t->held, pc->size, g->small, g->stream) != 0)
+            if (take_free(t, k, &t->held, pc->size, g->small, g->stream) != 0)
                 return -1;
             continue;
         }
         bool tail;
         uint64_t ask = piece_ask(g, pc, pc->size, false, &tail), n = pc->size + (gap_next ? s->pc[k + 1].size : 0);
         void *p = NULL;
-        if (take(t, 0, gap_next ? n : ask, g->stream, &p) != 0)
+        if (take(t, k, 0, gap_next ? n : ask, g->stream, &p) != 0)
             return -1;
         galloc_sim_place(t->a, 0);
-        if ((gap_next ? push_late(t, &t->split, (late_t){p, ask, pc->addr, g->stream, 0, pc->pending})
+        if ((gap_next ? push_late(t, &t->split, (late_t){p, ask, pc->addr, g->stream, 0, pc->pending, k})
                       : put_live(t, pc->addr, p, g->stream, pc->pending)) != 0)
             return -1;
         k += gap_next;
@@ -388,7 +403,7 @@ static size_t tile_reservation(tiler_t *t, const ga_seed_t *s, size_t i)
             uint64_t hole = g->addr - at;
             if (!g->small && g->n > 0 && !s->pc[k].live && s->pc[k].size <= GA_SEED_SMALL_SIZE)
                 hole += s->pc[k++].size;
-            if (take_free(t, &t->holes, hole, g->small, g->stream) != 0)
+            if (take_free(t, g->first, &t->holes, hole, g->small, g->stream) != 0)
                 return hole_failed(t, at, hole, g0->resv);
         }
         if (tile_run(t, s, g, k) != 0)
@@ -414,7 +429,7 @@ static size_t note_plain(tiler_t *t, const ga_seed_t *s, size_t i)
             bool tail;
             if (pc->live && push_late(t, &t->plain,
                                       (late_t){NULL, piece_ask(g, pc, pc->size, false, &tail), pc->addr, g->stream, 0,
-                                               pc->pending}) != 0)
+                                               pc->pending, k}) != 0)
                 return SIZE_MAX;
         }
     }
@@ -426,7 +441,7 @@ static int take_plain(tiler_t *t)
     for (size_t k = 0; k < t->plain.n; k++) {
         const late_t *l = &t->plain.v[k];
         void *p = NULL;
-        if (take(t, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
+        if (take(t, l->piece, l->pool, l->req, l->stream, &p) != 0 || put_live(t, l->id, p, l->stream, l->pending) != 0)
             return -1;
     }
     return 0;
@@ -480,9 +495,15 @@ static int release(tiler_t *t, int rc)
 int ga_seed_apply(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, char *err, size_t errlen,
                   ga_replay_oom_t *oom)
 {
+    return ga_seed_apply_named(a, map, s, NULL, err, errlen, oom);
+}
+
+int ga_seed_apply_named(galloc_allocator_t *a, ga_idmap_t *map, const ga_seed_t *s, size_t *taking, char *err,
+                        size_t errlen, ga_replay_oom_t *oom)
+{
     /* Gap pieces are held until every segment is tiled: a gap freed early
      * would be a free block best fit could place a later piece in. */
-    tiler_t t = {.a = a, .map = map, .err = err, .errlen = errlen, .oom = oom};
+    tiler_t t = {.a = a, .map = map, .taking = taking, .err = err, .errlen = errlen, .oom = oom};
     galloc_settings_t set = {.struct_size = sizeof(set)};
     bool expandable = galloc_settings_get(a, &set) == GALLOC_OK && set.expandable_segments;
     int rc = 0;

@@ -13,11 +13,13 @@
  *    free_completed -> GA_EV_FREE_COMPLETED;
  *  - oom -> GA_EV_OOM (size: the rounded request PyTorch failed to place);
  *  - annotate with a str user_metadata -> GA_EV_ANNOTATE;
+ *  - snapshot -> GA_EV_SNAPSHOT (size: the active bytes it recorded): a
+ *    marker, which a replay's recorded history keeps in its place;
  *  - a run of segment_free/unmap not followed by an oom -> GA_EV_EMPTY_CACHE
  *    with size = the next segment's, which the replay performs only if the
  *    device had room for that segment (see release_run_may_be_empty_cache);
- *  - segment_alloc/map, the other segment_free/unmap entries and snapshot are
- *    the allocator's own decisions, which the replay recomputes: counted as
+ *  - segment_alloc/map and the other segment_free/unmap entries are the
+ *    allocator's own decisions, which the replay recomputes: counted as
  *    skipped, as are actions this reader does not know (newer PyTorch releases);
  *    a segment_alloc's or segment_map's address goes with the next alloc
  *    (ga_event_t.place) for sim_placement:recorded.
@@ -464,6 +466,13 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
                 break;
             ev->kind = GA_EV_EMPTY_CACHE;
             return 1;
+        case GA_ACT_SNAPSHOT:
+            if (!ga_torch_int_get(e.size, false, 0, &ev->size) || (int64_t)ev->size < 0)
+                ev->size = 0; /* a marker: what it says about the bytes is not needed to replay */
+            if (e.time_us.kind == GA_TORCH_INT)
+                ev->time_us = (int64_t)e.time_us.v;
+            ev->kind = GA_EV_SNAPSHOT;
+            return 1;
         case GA_ACT_SEGMENT_ALLOC:
         case GA_ACT_SEGMENT_MAP:
             /* An expandable segment's first map starts at its reservation's
@@ -476,7 +485,7 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         case GA_ACT_FREE_REQUESTED:
         case GA_ACT_FREE_COMPLETED:
         case GA_ACT_OOM: return block_event(r, &e, i, ev, err, errlen);
-        default: break; /* segment_alloc/map and snapshot entries, unknown actions */
+        default: break; /* unknown actions */
         }
         r->notes.skipped++;
     }

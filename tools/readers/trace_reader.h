@@ -60,6 +60,9 @@ typedef enum ga_event_kind {
     GA_EV_RESERVE,        /* size, stream: memory the traced allocator had reserved before the trace
                              began and not allocated: grow reserved to size bytes with one cached free
                              segment, as far as the device has room (ga_replay_reserve) */
+    GA_EV_SNAPSHOT,       /* size: the traced run took a snapshot here (PyTorch's "snapshot" trace entry,
+                             size = its active bytes then): a marker, replayed into a recorded history
+                             only (galloc_record_snapshot_entry), no allocator call */
     /* Sleep and wake (galloc_sleep.h; the text format only). text: a tag, or
      * a tag list "a,b" or "*" (every tag), not NUL-terminated and valid until
      * the next ga_reader_next, as an annotation's. */

@@ -62,6 +62,24 @@ static int record_history(galloc_allocator_t *a, size_t max_entries, char *err, 
 #endif
 }
 
+static int record_state(galloc_allocator_t *a, char *err, size_t errlen)
+{
+#ifdef GA_TOOLS_HAVE_SNAPSHOT
+    galloc_history_options_t opt = {
+        .struct_size = sizeof(opt), .enabled = GALLOC_HISTORY_STATE, .context = GALLOC_CONTEXT_ALL};
+    galloc_status_t st = galloc_record_memory_history(a, &opt);
+    if (st != GALLOC_OK) {
+        snprintf(err, errlen, "recording the seeded state's stacks failed: %s", galloc_strerror(st));
+        return -1;
+    }
+    return 0;
+#else
+    (void)a;
+    snprintf(err, errlen, "--snapshot is not available yet in this build (snapshot writer not linked)");
+    return -1;
+#endif
+}
+
 static int write_snapshot(galloc_allocator_t *a, const char *path, char *err, size_t errlen)
 {
 #ifdef GA_TOOLS_HAVE_SNAPSHOT
@@ -94,8 +112,20 @@ static void annotate(galloc_allocator_t *a, const char *text)
 #endif
 }
 
-const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops = {
-    .record = record_history, .write = write_snapshot, .annotate = annotate};
+static void mark(galloc_allocator_t *a)
+{
+#ifdef GA_TOOLS_HAVE_SNAPSHOT
+    galloc_record_snapshot_entry(a); /* the recorded marker's time and frames, through the trace source */
+#else
+    (void)a;
+#endif
+}
+
+const ga_replay_snapshot_ops_t ga_outputs_snapshot_ops = {.record = record_history,
+                                                          .record_state = record_state,
+                                                          .write = write_snapshot,
+                                                          .annotate = annotate,
+                                                          .mark = mark};
 
 int ga_outputs_plot(const char *path, const ga_plot_input_t *in, char *err, size_t errlen)
 {

@@ -150,7 +150,7 @@ void ga_report_unit_text(FILE *out, const ga_job_unit_t *u, const char *prefix)
     }
     if (u->notes.skipped)
         fprintf(out, "%snote: %" PRIu64 " entries not replayed (%s)\n", prefix, u->notes.skipped,
-                u->format == GA_FORMAT_TORCH    ? "segment and snapshot records, unknown actions"
+                u->format == GA_FORMAT_TORCH    ? "segment records, unknown actions"
                 : u->format == GA_FORMAT_KINETO ? "profiler events other than GPU [memory] events"
                                                 : "entries the replay does not use");
 }

@@ -30,7 +30,7 @@ typedef struct item {
     size_t freed_at;     /* blocks made live by undoing a free: the entry of that free (live until it); else SIZE_MAX */
     bool pending;        /* blocks: active_pending_free in the final state (until a free_requested is undone) */
     int64_t pool[2];     /* segments: segment_pool_id */
-    const void *frames;  /* blocks from the final state: their allocation's stack (NULL if none) */
+    const void *frames;  /* blocks and segments from the final state: the stack that made them (NULL if none) */
 } item_t;
 
 /* An alloc entry's address and index: a clue to the real size of blocks
@@ -187,7 +187,8 @@ static int build(ga_seed_t *s, set_t *segs, set_t *blocks, clues_t *clues)
                                   .resv = g->resv,
                                   .page = g->page,
                                   .first = s->n_pc,
-                                  .pool_id = {g->pool[0], g->pool[1]}};
+                                  .pool_id = {g->pool[0], g->pool[1]},
+                                  .frames = g->frames};
         count_pool(s, s->n_seg - 1);
         while (b < nb && blocks->v[b].addr < g->addr)
             b++; /* a live block outside every segment: inconsistent, dropped */
@@ -309,7 +310,8 @@ static int final_state(const ga_torch_snapshot_t *snap, int device, set_t *segs,
                                           .stream = g.stream.v,
                                           .small = g.small,
                                           .freed_at = SIZE_MAX,
-                                          .pool = {g.pool_id[0], g.pool_id[1]}}) != 0)
+                                          .pool = {g.pool_id[0], g.pool_id[1]},
+                                          .frames = g.frames}) != 0)
             goto nomem;
         for (size_t b = 0; b < g.blocks.n; b++) {
             ga_torch_block_t blk;

@@ -91,6 +91,8 @@ typedef struct ga_seed_segment {
     uint64_t page;      /* expandable: its page (2 MiB small, 20 MiB large) */
     int64_t pool_id[2]; /* segment_pool_id: (0, 0) the default pools, else a private pool */
     size_t first, n;    /* its pieces: pc[first .. first + n), address order */
+    const void *frames; /* still there at the end (not expandable): the stack that made it (the final
+                           segment's frames, ga_torch_frame; valid while the snapshot is); NULL otherwise */
 } ga_seed_segment_t;
 
 typedef struct ga_seed {

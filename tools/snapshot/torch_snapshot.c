@@ -209,6 +209,8 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
             blocks = v;
         else if (ga_pk_str_eq(key, "segment_pool_id"))
             pool = v;
+        else if (ga_pk_str_eq(key, "frames") && v->type == GA_PK_LIST && v->u.seq.n > 0)
+            out->frames = v;
     }
     out->device = int_field(dev);
     out->address = int_field(addr);

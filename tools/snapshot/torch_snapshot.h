@@ -179,7 +179,9 @@ typedef struct ga_torch_segment {
      * no private pools to tell); anything else a CUDA-graph or MemPool
      * private pool, whose blocks never serve the default pools. */
     int64_t pool_id[2];
-    ga_torch_list_t blocks; /* its blocks, in address order as PyTorch lists them */
+    ga_torch_list_t blocks;           /* its blocks, in address order as PyTorch lists them */
+    const struct ga_pk_value *frames; /* the stack that made it: 'frames' when a non-empty list, else NULL
+                                         (ga_torch_frame) */
     /* ga_torch_block's cursor for blocks without 'address' (scratch space). */
     bool walk_ok;
     size_t walk_next;
