@@ -22,7 +22,8 @@
 //   - a malloc in a sleeping tag is refused with GALLOC_E_ASLEEP;
 //   - untagged blocks always hold their pattern.
 // At the end, faults off: a wake of every tag succeeds and gives back every
-// offloaded block's contents, everything is freed, the cache emptied,
+// offloaded block's contents (or, where an awake tag's cached segments and the
+// slept bytes exceed the device, fails as an OOM and changes nothing), everything is freed, the cache emptied,
 // reserved is 0 (the tags' own pools aside: they are kept for the
 // allocator's life), and after destroy the device holds nothing.
 #include <cstring>
@@ -66,7 +67,8 @@ class Driver {
     void Open()
     {
         uint8_t f = in_.U8();
-        std::string conf = "sim_backed:True,sim_capacity:" + std::string(f & 2 ? "48MiB" : "96MiB");
+        capacity_ = (f & 2 ? 48 : 96) * MiB;
+        std::string conf = "sim_backed:True,sim_capacity:" + std::to_string(capacity_);
         if (f & 1)
             conf += ",expandable_segments:True";
         FUZZ_CHECK(simwatch_register() == GALLOC_OK, "");
@@ -360,7 +362,16 @@ class Driver {
                 }
             }
             FUZZ_CHECK(galloc_empty_cache(a_) == GALLOC_OK, Err().c_str());
-            FUZZ_CHECK(galloc_wake(a_, nullptr) == GALLOC_OK, Err().c_str());
+            // An awake tag's pool keeps its cached segments (a private pool in use,
+            // as PyTorch's): when those and the slept bytes exceed the device, the
+            // wake must fail as an OOM and leave every tag as it was.
+            galloc_stats_t st = {};
+            st.struct_size = sizeof st;
+            galloc_sleep_stats_t ss;
+            FUZZ_CHECK(galloc_memory_stats(a_, &st) == GALLOC_OK && galloc_sleep_stats(a_, &ss) == GALLOC_OK, "");
+            bool room = (uint64_t)st.reserved_bytes[GALLOC_STAT_ALL].current + ss.bytes_asleep <= capacity_;
+            galloc_status_t w = galloc_wake(a_, nullptr);
+            FUZZ_CHECK(w == GALLOC_OK || (!room && w == GALLOC_E_OOM), Err().c_str());
             bool all[2] = {tags_[0].made, tags_[1].made};
             Woken(all);
             Verify();
@@ -394,6 +405,7 @@ class Driver {
     Tag tags_[2];
     std::map<void *, Block> live_;
     unsigned next_seed_ = 1;
+    uint64_t capacity_ = 0; // the sim device's bytes
 };
 
 } // namespace
