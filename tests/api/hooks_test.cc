@@ -713,8 +713,9 @@ TEST_P(HooksBoth, EveryEventFailingOnceAndFromTheNthOn)
                     CurrentEqual(before, after, step.what);
                     EXPECT_EQ(ptr, was) << step.what;
                     std::string what = step.what;
-                    if (what.rfind("malloc", 0) == 0 || what.rfind("tag", 0) == 0) // a wake counts its undone maps
+                    if (what.rfind("malloc", 0) == 0 || what.rfind("tag", 0) == 0) { // a wake counts its undone maps
                         EXPECT_EQ(std::memcmp(&before, &after, sizeof before), 0) << step.what;
+                    }
                 } else {
                     EXPECT_EQ(st, GALLOC_OK) << step.what << ": " << Err();
                 }

@@ -7,6 +7,9 @@
 // compares Bytes() with reserved_bytes.all.current (and with the driver's
 // own live bytes) between calls, and asks for a refusal with RefuseAt.
 //
+// Lifetime: registered by Add, removed by the destructor (so a ledger may go
+// out of scope before its allocator); galloc calls it until then.
+//
 // Thread-safety: none of its own. galloc calls a hook with the allocator's
 // lock held, so one Ledger registered on one allocator needs none; the
 // concurrency tests rely on that (TSan sees every access ordered by it).
@@ -68,6 +71,15 @@ inline std::string Describe(const galloc_hook_event_t &e)
 class Ledger {
   public:
     explicit Ledger(int device = 0) : device_(device) {}
+    // A ledger going out of scope before its allocator stops being told
+    // (a destroyed allocator's handle answers GALLOC_E_DESTROYED, harmless).
+    ~Ledger()
+    {
+        if (a_ != nullptr && id_ != 0)
+            (void)galloc_hook_remove(a_, id_);
+    }
+    Ledger(const Ledger &) = delete;
+    Ledger &operator=(const Ledger &) = delete;
 
     // Register on a (kinds 0: every kind). Returns the status; id_ is set.
     galloc_status_t Add(galloc_allocator_t *a, uint32_t kinds = 0, uint32_t flags = 0)
@@ -78,7 +90,9 @@ class Ledger {
         h.flags = flags;
         h.fn = &Ledger::Fn;
         h.ctx = this;
-        return galloc_hook_add(a, &h, &id_);
+        galloc_status_t st = galloc_hook_add(a, &h, &id_);
+        a_ = st == GALLOC_OK ? a : nullptr;
+        return st;
     }
 
     // Refuse the n-th event told (1-based, counting every event) if it is an
@@ -186,6 +200,7 @@ class Ledger {
     }
 
     int device_;
+    galloc_allocator_t *a_ = nullptr;
     galloc_hook_id_t id_ = 0;
     uint64_t refuse_at_ = 0, refuse_from_ = 0, told_ = 0, refused_ = 0, last_seq_ = 0;
     bool refuse_all_ = false;
