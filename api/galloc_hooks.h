@@ -131,22 +131,22 @@ typedef enum galloc_hook_kind {
 
 /* One event. Valid during the call only: copy what you keep. */
 typedef struct galloc_hook_event {
-    uint32_t struct_size;       /* sizeof(galloc_hook_event_t) galloc was built with */
-    uint32_t kind;              /* galloc_hook_kind_t */
-    uint32_t flags;             /* GALLOC_HOOK_F_* */
-    int device;                 /* the allocator's device index */
-    uint64_t seq;               /* the event's number, from 1, the same for every hook told of it */
-    uintptr_t addr;             /* start of the range (OOM: 0) */
-    size_t size;                /* bytes of the range; OOM: the request rounded as PyTorch rounds it */
-    galloc_stream_t stream;     /* the segment's stream; OOM: the request's */
-    galloc_mempool_id_t pool;   /* the segment's (or OOM: the request's) private pool; {0, 0}: the default pools */
+    uint32_t struct_size;     /* sizeof(galloc_hook_event_t) galloc was built with */
+    uint32_t kind;            /* galloc_hook_kind_t */
+    uint32_t flags;           /* GALLOC_HOOK_F_* */
+    int device;               /* the allocator's device index */
+    uint64_t seq;             /* the event's number, from 1, the same for every hook told of it */
+    uintptr_t addr;           /* start of the range (OOM: 0) */
+    size_t size;              /* bytes of the range; OOM: the request rounded as PyTorch rounds it */
+    galloc_stream_t stream;   /* the segment's stream; OOM: the request's */
+    galloc_mempool_id_t pool; /* the segment's (or OOM: the request's) private pool; {0, 0}: the default pools */
     /* GALLOC_HOOK_OOM only, 0 otherwise: PyTorch's OutOfMemoryObserver
      * arguments (device, alloc_size, device_total or the fraction's cap,
      * device_free) and the two totals of its message. */
-    size_t oom_alloc_size;      /* the segment size the device was asked for ("Tried to allocate") */
-    size_t oom_device_total;    /* the device's total memory */
-    size_t oom_device_free;     /* the device's free memory after the last retry */
-    size_t oom_allowed;         /* set_memory_fraction's cap in bytes, 0 when none is set */
+    size_t oom_alloc_size;       /* the segment size the device was asked for ("Tried to allocate") */
+    size_t oom_device_total;     /* the device's total memory */
+    size_t oom_device_free;      /* the device's free memory after the last retry */
+    size_t oom_allowed;          /* set_memory_fraction's cap in bytes, 0 when none is set */
     int64_t oom_allocated_bytes; /* allocated_bytes.all.current */
     int64_t oom_reserved_bytes;  /* reserved_bytes.all.current */
 } galloc_hook_event_t;

@@ -37,10 +37,10 @@ typedef struct ga_hook_slot {
 } ga_hook_slot_t;
 
 struct ga_hooks {
-    ga_hook_slot_t *v;          /* the hooks in registration order; owned */
-    size_t n, cap;              /* registered, room */
-    galloc_hook_id_t last_id;   /* the last id handed out */
-    uint64_t seq;               /* events told so far */
+    ga_hook_slot_t *v;        /* the hooks in registration order; owned */
+    size_t n, cap;            /* registered, room */
+    galloc_hook_id_t last_id; /* the last id handed out */
+    uint64_t seq;             /* events told so far */
 };
 
 static const char *kind_name(uint32_t kind)
@@ -154,16 +154,16 @@ galloc_status_t ga_pool_hook_appear_pages(ga_pool_t *p, uintptr_t base, size_t p
     return GALLOC_OK;
 }
 
-void ga_pool_hook_disappear(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size,
-                            galloc_stream_t stream, const ga_blockpool_t *bp, uint32_t flags)
+void ga_pool_hook_disappear(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size, galloc_stream_t stream,
+                            const ga_blockpool_t *bp, uint32_t flags)
 {
     galloc_hook_event_t ev;
     event(p, &ev, kind, flags, addr, size, stream, bp);
     tell_all(p, &ev, p->hooks->n, NULL);
 }
 
-void ga_pool_hook_restored(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size,
-                           galloc_stream_t stream, const ga_blockpool_t *bp)
+void ga_pool_hook_restored(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size, galloc_stream_t stream,
+                           const ga_blockpool_t *bp)
 {
     galloc_hook_event_t ev;
     event(p, &ev, kind, GALLOC_HOOK_F_RESTORED, addr, size, stream, bp);
@@ -189,8 +189,8 @@ void ga_pool_hook_oom(ga_pool_t *p, const ga_alloc_params_t *ap, size_t device_f
  * told of it: a plain segment whole, a tag's VMM segment as its one mapping
  * (unless asleep), an expandable segment page by page (pages a sleep
  * unmapped left out). fn returns false to stop; so does the walk. */
-typedef bool (*present_fn)(ga_pool_t *p, galloc_hook_kind_t added, uintptr_t addr, size_t size,
-                           const ga_segment_t *seg, void *ctx);
+typedef bool (*present_fn)(ga_pool_t *p, galloc_hook_kind_t added, uintptr_t addr, size_t size, const ga_segment_t *seg,
+                           void *ctx);
 
 static bool visit_present(ga_pool_t *p, const ga_segment_t *seg, present_fn fn, void *ctx)
 {
@@ -233,8 +233,8 @@ void ga_pool_hook_segment_gone(ga_pool_t *p, const ga_segment_t *seg)
 /* Replay to one new hook (slot s, not registered yet). */
 typedef struct replay {
     ga_hook_slot_t *s;
-    size_t told;         /* ranges it accepted (or, undoing, still to take back) */
-    int rc;              /* its refusal */
+    size_t told; /* ranges it accepted (or, undoing, still to take back) */
+    int rc;      /* its refusal */
     galloc_hook_event_t refused_ev;
 } replay_t;
 
@@ -257,8 +257,8 @@ static bool replay_one(ga_pool_t *p, galloc_hook_kind_t added, uintptr_t addr, s
     return true;
 }
 
-static bool unreplay_one(ga_pool_t *p, galloc_hook_kind_t added, uintptr_t addr, size_t size,
-                         const ga_segment_t *seg, void *ctx)
+static bool unreplay_one(ga_pool_t *p, galloc_hook_kind_t added, uintptr_t addr, size_t size, const ga_segment_t *seg,
+                         void *ctx)
 {
     replay_t *r = ctx;
     if (r->told == 0)
@@ -307,9 +307,9 @@ galloc_status_t ga_pool_hook_add(void *impl, const galloc_hook_t *hook, galloc_h
                        hook->struct_size, sizeof(galloc_hook_t));
     if (hook->fn == NULL || (hook->kinds & ~GALLOC_HOOK_KINDS_ALL) != 0 || (hook->flags & ~GALLOC_HOOK_ADD_REPLAY) != 0)
         return ga_fail(p->err, GALLOC_E_INVAL, "galloc_hook_add: %s",
-                       hook->fn == NULL                                 ? "fn is NULL"
+                       hook->fn == NULL                              ? "fn is NULL"
                        : (hook->kinds & ~GALLOC_HOOK_KINDS_ALL) != 0 ? "unknown kind bits"
-                                                                        : "unknown flag bits");
+                                                                     : "unknown flag bits");
     if (p->hook_reg == NULL && (p->hook_reg = calloc(1, sizeof(*p->hook_reg))) == NULL)
         return ga_fail(p->err, GALLOC_E_NOMEM, "galloc_hook_add: out of host memory");
     struct ga_hooks *r = p->hook_reg;

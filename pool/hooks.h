@@ -55,16 +55,16 @@ galloc_status_t ga_pool_hook_appear(ga_pool_t *p, galloc_hook_kind_t kind, uintp
 /* The same for n pages of `page` bytes from base, mapped by one device
  * call sequence, in address order: on a refusal every page told before is
  * told its UNMAP (UNDO, last page first) and the caller unmaps all n. */
-galloc_status_t ga_pool_hook_appear_pages(ga_pool_t *p, uintptr_t base, size_t page, size_t n,
-                                          galloc_stream_t stream, const ga_blockpool_t *bp);
+galloc_status_t ga_pool_hook_appear_pages(ga_pool_t *p, uintptr_t base, size_t page, size_t n, galloc_stream_t stream,
+                                          const ga_blockpool_t *bp);
 /* [addr, addr + size) is about to be freed (GALLOC_HOOK_SEGMENT_FREE) or
  * unmapped (_UNMAP); flags: GALLOC_HOOK_F_DESTROY or 0. */
-void ga_pool_hook_disappear(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size,
-                            galloc_stream_t stream, const ga_blockpool_t *bp, uint32_t flags);
+void ga_pool_hook_disappear(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size, galloc_stream_t stream,
+                            const ga_blockpool_t *bp, uint32_t flags);
 /* The device refused the free or unmap just told: the range is present
  * again (ALLOC or MAP flagged GALLOC_HOOK_F_RESTORED; refusals ignored). */
-void ga_pool_hook_restored(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size,
-                           galloc_stream_t stream, const ga_blockpool_t *bp);
+void ga_pool_hook_restored(ga_pool_t *p, galloc_hook_kind_t kind, uintptr_t addr, size_t size, galloc_stream_t stream,
+                           const ga_blockpool_t *bp);
 /* A malloc for ap is about to fail with GALLOC_E_OOM (oom.c's figures). */
 void ga_pool_hook_oom(ga_pool_t *p, const ga_alloc_params_t *ap, size_t device_free, size_t device_total);
 /* Destroy: every range of seg still present, FREE or UNMAP flagged

@@ -362,9 +362,8 @@ static galloc_status_t map_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
         }
         /* A hook that refuses the unit fails the wake (GALLOC_E_HOOK): the
          * unit goes back, and wake_undo takes back what this call mapped. */
-        if (ga_pool_hooked(p) &&
-            (st = ga_pool_hook_appear(p, GALLOC_HOOK_SEGMENT_MAP, unit_addr(s, i), s->page, s->stream, s->pool)) !=
-                GALLOC_OK) {
+        if (ga_pool_hooked(p) && (st = ga_pool_hook_appear(p, GALLOC_HOOK_SEGMENT_MAP, unit_addr(s, i), s->page,
+                                                           s->stream, s->pool)) != GALLOC_OK) {
             (void)ga_backend_unmap(p->backend, unit_addr(s, i), s->page);
             return st;
         }

@@ -239,7 +239,7 @@ TEST_F(Hooks, AnExpandableSegmentIsToldPageByPageGrowingAndShrinking)
 {
     Make("expandable_segments:True");
     Ledger &l = Hook();
-    char *a = static_cast<char *>(Alloc(5 * MiB)); // maps page 0
+    char *a = static_cast<char *>(Alloc(5 * MiB));  // maps page 0
     char *b = static_cast<char *>(Alloc(30 * MiB)); // 15 MiB left + page 1
     char *c = static_cast<char *>(Alloc(50 * MiB)); // 5 MiB left + pages 2, 3, 4 in one mapping
     ASSERT_EQ(b, a + 5 * MiB);
@@ -278,7 +278,7 @@ TEST_F(Hooks, TheOomPathToldItsReleasesThenTheOomWithPyTorchsFigures)
     Make("", "64MiB");
     Ledger &l = Hook();
     void *a = Alloc(30 * MiB);
-    Free(a); // cached
+    Free(a);                      // cached
     void *b = Alloc(50 * MiB, 3); // the device is short: the cache goes back, the retry succeeds
     EXPECT_EQ(Stats().num_alloc_retries, 1);
     ASSERT_EQ(l.events().size(), 3u);

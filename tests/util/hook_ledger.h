@@ -38,16 +38,11 @@ inline bool IsAddition(uint32_t kind)
 inline const char *KindName(uint32_t kind)
 {
     switch (kind) {
-    case GALLOC_HOOK_SEGMENT_ALLOC:
-        return "ALLOC";
-    case GALLOC_HOOK_SEGMENT_FREE:
-        return "FREE";
-    case GALLOC_HOOK_SEGMENT_MAP:
-        return "MAP";
-    case GALLOC_HOOK_SEGMENT_UNMAP:
-        return "UNMAP";
-    case GALLOC_HOOK_OOM:
-        return "OOM";
+    case GALLOC_HOOK_SEGMENT_ALLOC: return "ALLOC";
+    case GALLOC_HOOK_SEGMENT_FREE: return "FREE";
+    case GALLOC_HOOK_SEGMENT_MAP: return "MAP";
+    case GALLOC_HOOK_SEGMENT_UNMAP: return "UNMAP";
+    case GALLOC_HOOK_OOM: return "OOM";
     }
     return "?";
 }
@@ -177,8 +172,8 @@ class Ledger {
             Error(e, "seq does not grow after " + std::to_string(last_seq_));
         last_seq_ = e.seq;
         bool refusable = IsAddition(e.kind) && (e.flags & GALLOC_HOOK_F_RESTORED) == 0;
-        bool fail = refuse_all_ || (refuse_at_ != 0 && told_ == refuse_at_) ||
-                    (refuse_from_ != 0 && told_ >= refuse_from_);
+        bool fail =
+            refuse_all_ || (refuse_at_ != 0 && told_ == refuse_at_) || (refuse_from_ != 0 && told_ >= refuse_from_);
         if (IsAddition(e.kind)) {
             if (fail && refusable) {
                 refused_++;
