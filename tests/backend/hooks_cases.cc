@@ -131,6 +131,7 @@ TEST_P(Hooks, SleepAndWakeAreTheDriversUnmapsAndMaps)
         EXPECT_EQ(f_.fake_cuda_calls(v().mem_map) - maps, units);
         Free(w);
         TearDown(); // destroy: the ledger told away, the driver clean
+        l.Forget();
         EXPECT_EQ(l.Bytes(), 0);
         EXPECT_EQ(l.errors(), "");
     }
@@ -158,6 +159,7 @@ TEST_P(Hooks, ADriverRefusingAnUnmapOrFreeIsToldBack)
         Balanced(l, "released");
         EXPECT_EQ(l.Ranges(), 0u);
         TearDown();
+        l.Forget();
     }
 }
 
@@ -182,6 +184,7 @@ TEST_P(Hooks, ARefusedAdditionLeavesTheDriverWithNothing)
         Free(Alloc(50 * kMiB));
         Balanced(l, "accepted");
         TearDown();
+        l.Forget();
     }
 }
 
@@ -220,6 +223,7 @@ TEST_P(HooksSweep, DriverFaultsKeepTheLedgerExact)
             EXPECT_GT(res.runs, 10u);
             EXPECT_EQ(res.max_leaks, 0u);
             for (const auto &l : ledgers) {
+                l->Forget(); // Sweep destroyed its allocator
                 EXPECT_EQ(l->Bytes(), 0) << "destroy tells every range away";
                 EXPECT_EQ(l->errors(), "");
             }
@@ -281,6 +285,7 @@ TEST_P(HooksSweep, EveryHookEventFailing)
                 step("empty_cache", galloc_empty_cache(a));
                 bool reached = l.told() >= n;
                 galloc_allocator_destroy(a);
+                l.Forget();
                 EXPECT_EQ(l.Bytes(), 0);
                 EXPECT_EQ(l.errors(), "");
                 fake_gpu_stats_t fs = f.Stats();

@@ -8,7 +8,8 @@
 // own live bytes) between calls, and asks for a refusal with RefuseAt.
 //
 // Lifetime: registered by Add, removed by the destructor (so a ledger may go
-// out of scope before its allocator); galloc calls it until then.
+// out of scope before its allocator), or forgotten (Forget) once the test
+// destroyed the allocator; galloc calls it until then.
 //
 // Thread-safety: none of its own. galloc calls a hook with the allocator's
 // lock held, so one Ledger registered on one allocator needs none; the
@@ -66,8 +67,8 @@ inline std::string Describe(const galloc_hook_event_t &e)
 class Ledger {
   public:
     explicit Ledger(int device = 0) : device_(device) {}
-    // A ledger going out of scope before its allocator stops being told
-    // (a destroyed allocator's handle answers GALLOC_E_DESTROYED, harmless).
+    // A ledger going out of scope before its allocator stops being told;
+    // after destroying the allocator call Forget (its handle may be freed).
     ~Ledger()
     {
         if (a_ != nullptr && id_ != 0)
@@ -89,6 +90,9 @@ class Ledger {
         a_ = st == GALLOC_OK ? a : nullptr;
         return st;
     }
+
+    // The allocator was destroyed: nothing to remove from.
+    void Forget() { a_ = nullptr; }
 
     // Refuse the n-th event told (1-based, counting every event) if it is an
     // addition that can be refused; else return non-zero for it anyway (a
