@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include <galloc/galloc_allocator.h>
+#include <galloc/galloc_hooks.h>
 #include <galloc/galloc_inspect.h>
 #include <galloc/galloc_ipc.h>
 #include <galloc/galloc_mempool.h>
@@ -129,6 +130,13 @@ typedef struct ga_allocator_ops {
      * locked call leaves up to date atomically (the caching pool's is stored
      * by ga_pool_resume; a stripe call never makes or releases a segment). */
     int64_t (*memory_reserved)(void *impl);
+    /* Device-memory hooks (galloc_hooks.h); NULL where the implementation
+     * has none (GALLOC_E_UNSUPPORTED: the stream-ordered and user
+     * allocators). Under the allocator's lock; the implementation calls the
+     * hooks with it held, from the member call that caused each event. */
+    galloc_status_t (*hook_add)(void *impl, const galloc_hook_t *hook, galloc_hook_id_t *id);
+    galloc_status_t (*hook_remove)(void *impl, galloc_hook_id_t id);
+    galloc_status_t (*hook_stats)(void *impl, galloc_hook_id_t id, galloc_hook_stats_t *out);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

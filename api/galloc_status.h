@@ -35,7 +35,8 @@ extern "C" {
     X(E_FORMAT, "malformed input")                                                                                     \
     X(E_IO, "file could not be read or written")                                                                       \
     X(E_DESTROYED, "allocator was destroyed")                                                                          \
-    X(E_ASLEEP, "memory pool is asleep")
+    X(E_ASLEEP, "memory pool is asleep")                                                                               \
+    X(E_HOOK, "a device-memory hook refused the memory")
 
 typedef enum galloc_status {
 #define GALLOC_STATUS_ENUM_(name, text) GALLOC_##name,

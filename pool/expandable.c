@@ -20,6 +20,7 @@
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
 #include "pool/free.h"
+#include "pool/hooks.h"
 #include "pool/records.h"
 #include "pool/release.h"
 #include "pool/sleep_int.h"
@@ -83,13 +84,19 @@ static ga_block_t *find_block(ga_pool_t *p, ga_alloc_params_t *ap, size_t size)
     return new_segment(p, ap);
 }
 
+/* Unmap the pages [first, last) of seg, last first, untold: an undo. */
+static void unmap_pages(ga_pool_t *p, const ga_segment_t *seg, size_t first, size_t last)
+{
+    while (last-- > first)
+        (void)ga_backend_unmap(p->backend, seg->base + last * seg->page, seg->page);
+}
+
 /* Map the pages [first, last) of seg; all or nothing, as ExpandableSegment::map. */
 static bool map_pages(ga_pool_t *p, const ga_segment_t *seg, size_t first, size_t last)
 {
     for (size_t i = first; i < last; i++) {
         if (ga_backend_map(p->backend, seg->base + i * seg->page, seg->page) != GALLOC_OK) {
-            while (i-- > first)
-                (void)ga_backend_unmap(p->backend, seg->base + i * seg->page, seg->page);
+            unmap_pages(p, seg, first, i);
             return false;
         }
     }
@@ -97,8 +104,10 @@ static bool map_pages(ga_pool_t *p, const ga_segment_t *seg, size_t first, size_
 }
 
 /* PyTorch's map_block: back the first `size` bytes (rounded up to pages) of an
- * unmapped block, merge it with free neighbours, count it. */
-static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_id)
+ * unmapped block, merge it with free neighbours, count it. GALLOC_E_OOM
+ * (the device or the records refused) or GALLOC_E_HOOK (a hook refused a
+ * page: every page goes back) change nothing. */
+static galloc_status_t map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_id)
 {
     ga_segment_t *seg = b->seg;
     size_t first = (b->addr - seg->base) / seg->page;
@@ -106,7 +115,15 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     size_t mapped = (last - first) * seg->page;
     if (ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 1, 0) != GALLOC_OK ||
         !map_pages(p, seg, first, last))
-        return false;
+        return GALLOC_E_OOM;
+    if (ga_pool_hooked(p)) { /* one MAP per page: each matches the one UNMAP of its page */
+        galloc_status_t st =
+            ga_pool_hook_appear_pages(p, seg->base + first * seg->page, seg->page, last - first, b->stream, b->pool);
+        if (st != GALLOC_OK) {
+            unmap_pages(p, seg, first, last);
+            return st;
+        }
+    }
     ga_pool_blockpool_remove_unmapped(b->pool, b);
     b->mapped = true;
     if (mapped < b->size) {
@@ -134,7 +151,7 @@ static bool map_block(ga_pool_t *p, ga_block_t *b, size_t size, uint32_t stack_i
     if (seg->stack_id == 0)
         seg->stack_id = stack_id;
     ga_trace_record(&p->trace, GA_TRACE_SEGMENT_MAP, seg->base + first * seg->page, mapped, b->stream, NULL, stack_id);
-    return true;
+    return GALLOC_OK;
 }
 
 /* PyTorch's try_allocate_expandable_block: map until a free block of at least
@@ -147,14 +164,15 @@ galloc_status_t ga_pool_try_allocate_expandable(ga_pool_t *p, ga_alloc_params_t 
     ga_block_t *c = find_block(p, ap, size);
     if (c == NULL)
         return GALLOC_E_OOM;
-    if (!c->mapped && !map_block(p, c, c->size < size ? c->size : size, ap->stack_id))
-        return GALLOC_E_OOM;
+    galloc_status_t st;
+    if (!c->mapped && (st = map_block(p, c, c->size < size ? c->size : size, ap->stack_id)) != GALLOC_OK)
+        return st;
     while (c->size < size) {
         /* invariant: c is free and mapped, followed by an unmapped range */
         ga_block_t *next = c->next;
         size_t remaining = size - c->size;
-        if (!map_block(p, next, remaining < next->size ? remaining : next->size, ap->stack_id))
-            return GALLOC_E_OOM;
+        if ((st = map_block(p, next, remaining < next->size ? remaining : next->size, ap->stack_id)) != GALLOC_OK)
+            return st;
         c = next; /* map_block merged c into next */
     }
     /* The split that follows needs a record; mapped pages stay cached if not. */
@@ -188,8 +206,16 @@ void ga_pool_unmap_block(ga_pool_t *p, ga_block_t *b)
     if (first >= last || ga_pool_records_reserve(ga_pool_records_of(p, seg->stream), 2, 0) != GALLOC_OK)
         return;
     size_t done = first;
-    while (done < last && ga_backend_unmap(p->backend, seg->base + done * seg->page, seg->page) == GALLOC_OK)
-        done++;
+    for (; done < last; done++) {
+        uintptr_t page = seg->base + done * seg->page;
+        if (ga_pool_hooked(p)) /* told before the page goes, so a hook can deregister it while it is there */
+            ga_pool_hook_disappear(p, GALLOC_HOOK_SEGMENT_UNMAP, page, seg->page, b->stream, b->pool, 0);
+        if (ga_backend_unmap(p->backend, page, seg->page) != GALLOC_OK) {
+            if (ga_pool_hooked(p))
+                ga_pool_hook_restored(p, GALLOC_HOOK_SEGMENT_MAP, page, seg->page, b->stream, b->pool);
+            break;
+        }
+    }
     if (done < last) /* the refused page and the ones after it stay mapped */
         ga_pool_note_refused(p, "unmap", seg->base + done * seg->page, seg->page);
     if (done == first)

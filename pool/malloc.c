@@ -14,6 +14,7 @@
 #include "pool/capture.h"
 #include "pool/expandable.h"
 #include "pool/free.h"
+#include "pool/hooks.h"
 #include "pool/ipc.h"
 #include "pool/split.h"
 #include "pool/oom.h"
@@ -48,6 +49,17 @@ static galloc_status_t alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_
                                 : ga_backend_segment_alloc(p->backend, size, ap->stream, &addr);
     if (st != GALLOC_OK)
         return st;
+    /* A hook that refuses the segment fails the call: it goes straight back. */
+    if (ga_pool_hooked(p) && (st = ga_pool_hook_appear(p, GALLOC_HOOK_SEGMENT_ALLOC, addr, tagged ? span : size,
+                                                       ap->stream, ap->pool)) != GALLOC_OK) {
+        if (tagged) {
+            (void)ga_backend_unmap(p->backend, addr, span);
+            (void)ga_backend_va_release(p->backend, addr, span);
+        } else {
+            (void)ga_backend_segment_free(p->backend, addr, size, ap->stream);
+        }
+        return st;
+    }
 
     ga_records_t *r = ga_pool_records_of(p, ap->stream);
     ga_segment_t *seg = ga_pool_records_get_segment(r);
@@ -204,6 +216,8 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
         }
         if (st == GALLOC_E_OOM)
             return ga_pool_oom(p, &ap);
+        if (st == GALLOC_E_HOOK)
+            return st; /* no retry: hooks.c said which hook refused what */
         if (st == GALLOC_E_UNSUPPORTED && ga_pool_is_tagged(ap.pool))
             return st; /* ga_pool_vmm_alloc said why */
         if (st != GALLOC_OK) {

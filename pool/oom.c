@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 
+#include "pool/hooks.h"
 #include "pool/oom.h"
 #include "pool/private.h"
 #include "pool/tags.h"
@@ -25,6 +26,8 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     p->stats.num_ooms++;
     int64_t pid[2];
     ga_trace_record_oom(&p->trace, ap->size, ap->stream, device_free, ga_pool_id_of(ap->pool, pid), ap->stack_id);
+    if (ga_pool_hooked(p))
+        ga_pool_hook_oom(p, ap, device_free, device_total);
 
     const char *vendor = ga_backend_vendor(p->backend);
     char tried[32], total[32], free_s[32], allowed[64] = "", alloc_s[32], unalloc[32];

@@ -8,6 +8,7 @@
 #include "pool/capture.h"
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
+#include "pool/hooks.h"
 #include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
@@ -71,6 +72,8 @@ void ga_pool_destroy(void *impl)
     ga_pool_ipc_destroy(p); /* other processes' blocks open here; our readers lose theirs with the segments */
     /* Every segment goes back, live blocks or not: the caller's pointers die with the allocator. */
     for (ga_segment_t *s = p->segments; s != NULL; s = s->next) {
+        if (ga_pool_hooked(p)) /* told while the memory is still there */
+            ga_pool_hook_segment_gone(p, s);
         if (s->expandable) {
             ga_pool_expandable_teardown(p, s);
         } else if (s->vmm) { /* a tag's plain segment, unmapped already if its sleep did */
@@ -82,6 +85,7 @@ void ga_pool_destroy(void *impl)
         }
         free(s->slept);
     }
+    ga_pool_hooks_destroy(p);
     ga_pool_tags_destroy(p);
     ga_pool_capture_destroy(p);
     ga_pool_events_destroy(p);

@@ -8,6 +8,7 @@
  * the stripe path.
  */
 #include "allocators/allocator_ops.h"
+#include "pool/hooks.h"
 #include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pool.h"
@@ -65,4 +66,7 @@ const ga_allocator_ops_t ga_allocator_native = {
     .stripe_usable_size = ga_pool_stripe_usable_size,
     .segments_visit = ga_pool_segments_visit,
     .memory_reserved = ga_pool_memory_reserved,
+    .hook_add = ga_pool_hook_add,
+    .hook_remove = ga_pool_hook_remove,
+    .hook_stats = ga_pool_hook_stats,
 };

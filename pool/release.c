@@ -13,6 +13,7 @@
 #include "pool/blockpool.h"
 #include "pool/expandable.h"
 #include "pool/free.h"
+#include "pool/hooks.h"
 #include "pool/private.h"
 #include "pool/records.h"
 #include "pool/release.h"
@@ -45,9 +46,15 @@ static void release_free_segment(ga_pool_t *p, ga_block_t *b)
 bool ga_pool_release_block(ga_pool_t *p, ga_block_t *b)
 {
     ga_segment_t *seg = b->seg;
+    size_t bytes = seg->vmm ? seg->page : seg->size; /* what the hooks were told: a VMM segment's mapping */
+    if (ga_pool_hooked(p))
+        ga_pool_hook_disappear(p, GALLOC_HOOK_SEGMENT_FREE, seg->base, bytes, seg->stream, b->pool, 0);
     if (seg->vmm ? !ga_pool_vmm_free(p, seg)
-                 : ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK)
+                 : ga_backend_segment_free(p->backend, seg->base, seg->size, seg->stream) != GALLOC_OK) {
+        if (ga_pool_hooked(p))
+            ga_pool_hook_restored(p, GALLOC_HOOK_SEGMENT_ALLOC, seg->base, bytes, seg->stream, b->pool);
         return false;
+    }
     p->stats.num_device_free++;
     int64_t pid[2];
     ga_trace_record(&p->trace, GA_TRACE_SEGMENT_FREE, seg->base, seg->size, seg->stream, ga_pool_id_of(b->pool, pid),

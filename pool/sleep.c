@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/hooks.h"
 #include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pinned.h"
@@ -105,6 +106,19 @@ static galloc_status_t refused(ga_pool_t *p, const char *what, uintptr_t addr, s
     return GALLOC_E_DEVICE;
 }
 
+/* Unmap unit i of s, told to the hooks first (and told back if the device
+ * refuses: the unit is still mapped). */
+static bool unmap_unit(ga_pool_t *p, const ga_segment_t *s, size_t i)
+{
+    if (ga_pool_hooked(p))
+        ga_pool_hook_disappear(p, GALLOC_HOOK_SEGMENT_UNMAP, unit_addr(s, i), s->page, s->stream, s->pool, 0);
+    if (ga_backend_unmap(p->backend, unit_addr(s, i), s->page) == GALLOC_OK)
+        return true;
+    if (ga_pool_hooked(p))
+        ga_pool_hook_restored(p, GALLOC_HOOK_SEGMENT_MAP, unit_addr(s, i), s->page, s->stream, s->pool);
+    return false;
+}
+
 /* Sleep phase 2 for one segment: unmap every mapped unit not unmapped yet. */
 static galloc_status_t unmap_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
 {
@@ -118,7 +132,7 @@ static galloc_status_t unmap_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
                 in_run = false;
                 continue;
             }
-            if (ga_backend_unmap(p->backend, unit_addr(s, i), s->page) != GALLOC_OK) {
+            if (!unmap_unit(p, s, i)) {
                 st = refused(p, "unmap", unit_addr(s, i), s->page);
                 in_run = false;
                 continue;
@@ -315,7 +329,7 @@ static void wake_undo(ga_pool_t *p, ga_tag_t *t)
                 continue;
             }
             bit_set(done, i, false);
-            if (ga_backend_unmap(p->backend, unit_addr(s, i), s->page) != GALLOC_OK) {
+            if (!unmap_unit(p, s, i)) {
                 (void)refused(p, "unmap", unit_addr(s, i), s->page); /* stays mapped and counted */
                 in_run = false;
                 continue;
@@ -345,6 +359,13 @@ static galloc_status_t map_segment(ga_pool_t *p, ga_tag_t *t, ga_segment_t *s)
             return ga_fail(p->err, st == GALLOC_E_OOM ? GALLOC_E_OOM : GALLOC_E_DEVICE,
                            "wake: tag \"%s\": mapping %zu bytes at %#lx failed: %s", t->name, s->page,
                            (unsigned long)unit_addr(s, i), ga_backend_why(p->backend, st, why, sizeof(why)));
+        }
+        /* A hook that refuses the unit fails the wake (GALLOC_E_HOOK): the
+         * unit goes back, and wake_undo takes back what this call mapped. */
+        if (ga_pool_hooked(p) && (st = ga_pool_hook_appear(p, GALLOC_HOOK_SEGMENT_MAP, unit_addr(s, i), s->page,
+                                                           s->stream, s->pool)) != GALLOC_OK) {
+            (void)ga_backend_unmap(p->backend, unit_addr(s, i), s->page);
+            return st;
         }
         bit_set(s->slept, i, false);
         bit_set(done, i, true);

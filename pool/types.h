@@ -307,6 +307,9 @@ struct ga_pool {
     struct ga_capture *capture;       /* graph_capture_record_stream_reuse's walks (capture.c); NULL until used */
     void *event_chunks;               /* allocations holding event records */
     ga_trace_t trace;                 /* history (recording off by default); ga_pool_t never moves */
+    struct ga_hooks *hooks;           /* device-memory hooks (hooks.c): the registry while one is registered, else
+                                         NULL, the one test at every event site (ga_pool_hooked) */
+    struct ga_hooks *hook_reg;        /* the registry once the first hook was added (ids, seq), till destroy */
     ga_private_pool_t *private_pools; /* MemPools and graph pools */
     uint64_t next_pool_id;            /* last id handed out by ga_pool_mempool_create */
     ga_route_t routes[GA_MAX_ROUTES]; /* active routes, in begin order */

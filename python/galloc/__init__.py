@@ -28,6 +28,7 @@ galloc.torch.
 """
 from ._native import STATUS_NAMES
 from .allocator import Allocator, Block, Segment
+from .hooks import HookEvent
 from .ipc import ipc_info
 from .analysis import fit, fit_fleet, fleet_files, load_trace, replay
 from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, FitResult, FitUnit, ReplayResult,
@@ -35,11 +36,11 @@ from .results import (OOM, Cap, CapPart, ConfigResult, FitAnswer, FitConfig, Fit
 from .owners import (FitOwners, FitRunOwners, Frame, Moment, Owners, PhaseShare, Pin, PoolShare, Request,
                      SegmentState, Shortfall, Site, SiteShare, StreamShare)
 from .errors import (AsleepError, ConfigError, CorruptError, DestroyedError, DeviceError, FileError,
-                     GallocError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
+                     GallocError, HookError, HostMemoryError, InvalidArgumentError, NotOwnedError, OutOfMemoryError,
                      UnavailableError, UnsupportedError)
 
 __all__ = [
-    "Allocator", "Block", "Segment", "ipc_info", "STATUS_NAMES", "GallocError", "InvalidArgumentError",
+    "Allocator", "Block", "Segment", "HookEvent", "HookError", "ipc_info", "STATUS_NAMES", "GallocError", "InvalidArgumentError",
     "OutOfMemoryError", "NotOwnedError", "ConfigError", "UnsupportedError", "UnavailableError", "DeviceError",
     "HostMemoryError", "CorruptError", "FileError", "DestroyedError", "AsleepError", "replay", "fit", "fit_fleet",
     "fleet_files", "load_trace", "ReplayResult", "TraceResult", "ConfigResult", "OOM", "FitResult", "FitConfig",

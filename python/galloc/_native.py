@@ -101,6 +101,42 @@ class SegmentView(ctypes.Structure):
 
 SEGMENT_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(SegmentView))
 
+# galloc_hooks.h: the event a hook is told, the hook, its counters; the
+# kinds in value order and the flag bits. ABI, checked against the header by
+# the package's tests.
+HOOK_KINDS = ("segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom")
+HOOK_FLAGS = ((1, "replay"), (2, "undo"), (4, "restored"), (8, "destroy"))
+HOOK_ADD_REPLAY = 1
+
+
+class HookEvent(ctypes.Structure):
+    """galloc_hook_event_t."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("device", ctypes.c_int), ("seq", ctypes.c_uint64), ("addr", ctypes.c_size_t),
+                ("size", ctypes.c_size_t), ("stream", ctypes.c_size_t), ("pool", MempoolId),
+                ("oom_alloc_size", ctypes.c_size_t), ("oom_device_total", ctypes.c_size_t),
+                ("oom_device_free", ctypes.c_size_t), ("oom_allowed", ctypes.c_size_t),
+                ("oom_allocated_bytes", ctypes.c_int64), ("oom_reserved_bytes", ctypes.c_int64)]
+
+
+HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(HookEvent))
+
+
+class Hook(ctypes.Structure):
+    """galloc_hook_t."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kinds", ctypes.c_uint32), ("flags", ctypes.c_uint32),
+                ("fn", HOOK_FN), ("ctx", ctypes.c_void_p)]
+
+
+class HookStats(ctypes.Structure):
+    """galloc_hook_stats_t."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("events", ctypes.c_uint64), ("refused", ctypes.c_uint64),
+                ("ignored", ctypes.c_uint64)]
+
+
 _HP = ctypes.POINTER(IpcHandle)
 
 _SIGNATURES = {
@@ -142,6 +178,9 @@ _SIGNATURES = {
     "galloc_wake": (_c_int, [_vp, _cp]),
     "galloc_sleep_stats": (_c_int, [_vp, ctypes.POINTER(SleepStats)]),
     "galloc_tag_asleep": (_c_int, [_vp, _cp, ctypes.POINTER(_c_int)]),
+    "galloc_hook_add": (_c_int, [_vp, ctypes.POINTER(Hook), ctypes.POINTER(ctypes.c_uint64)]),
+    "galloc_hook_remove": (_c_int, [_vp, ctypes.c_uint64]),
+    "galloc_hook_stats": (_c_int, [_vp, ctypes.c_uint64, ctypes.POINTER(HookStats)]),
 }
 
 
@@ -168,6 +207,7 @@ def _status_names():
 STATUS_NAMES = _status_names()  # index = the galloc_status_t value
 OK = STATUS_NAMES.index("OK")
 E_OOM = STATUS_NAMES.index("E_OOM")
+E_HOOK = STATUS_NAMES.index("E_HOOK")
 
 
 def tag_list(tags, what="tags"):

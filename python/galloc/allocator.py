@@ -1,6 +1,6 @@
 """galloc.Allocator: one caching allocator on one device, over the C API
 (api/galloc_allocator.h, galloc_stats.h, galloc_trace.h, galloc_sleep.h,
-galloc_mempool.h, galloc_inspect.h)."""
+galloc_mempool.h, galloc_inspect.h, galloc_hooks.h)."""
 import contextlib
 import ctypes
 import re
@@ -11,6 +11,7 @@ from typing import Tuple
 
 from . import _native
 from .errors import error
+from .hooks import HooksMixin
 from .ipc import IpcMixin
 
 _lib = _native.lib
@@ -64,7 +65,7 @@ class Segment:
     blocks: Tuple[Block, ...]
 
 
-class Allocator(IpcMixin):
+class Allocator(IpcMixin, HooksMixin):
     """A galloc caching allocator: PyTorch's CUDA caching allocator policy
     and its 122 statistics, on one device.
 
@@ -99,6 +100,7 @@ class Allocator(IpcMixin):
         self._handle = handle
         self._close_lock = threading.Lock()
         self.device = device
+        self._hooks_init()
 
     # ---- helpers ----
 
@@ -106,13 +108,15 @@ class Allocator(IpcMixin):
         h = self._handle
         if h is None:
             raise ValueError("galloc.Allocator is closed")
+        self._hook_guard(h)
         return h
 
     def _check(self, st):
         if st != _native.OK:
             msg = ctypes.create_string_buffer(_native.MESSAGE_BUFFER)
             _lib.galloc_last_error(self._a(), msg, len(msg))
-            raise error(st, msg.value.decode(errors="replace"))
+            cause = self._hook_cause() if st == _native.E_HOOK else None
+            raise error(st, msg.value.decode(errors="replace")) from cause
 
     # ---- allocation ----
 
@@ -352,11 +356,15 @@ class Allocator(IpcMixin):
     # ---- lifetime ----
 
     def close(self) -> None:
-        """Destroy the allocator: every segment goes back to the device. Idempotent."""
+        """Destroy the allocator: every segment goes back to the device (its
+        hooks are told, flagged "destroy"). Idempotent."""
+        if self._handle is not None:
+            self._hook_guard(self._handle)
         with self._close_lock:
             h, self._handle = self._handle, None
         if h is not None:
-            _lib.galloc_allocator_destroy(h)
+            _lib.galloc_allocator_destroy(h)  # hooks are told of every range still present
+            self._hooks.clear()
 
     def __enter__(self):
         return self

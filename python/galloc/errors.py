@@ -70,6 +70,14 @@ class AsleepError(GallocError):
     galloc.torch.wake)."""
 
 
+class HookError(GallocError):
+    """E_HOOK: a device-memory hook (Allocator.add_hook) refused memory the
+    call needed; nothing was handed out or changed. The message names the
+    hook and the event; when the hook is a Python function, the exception it
+    raised is this error's __cause__. Also raised, without a galloc status,
+    when a hook calls its own allocator (that would deadlock)."""
+
+
 _BY_NAME = {
     "E_INVAL": InvalidArgumentError,
     "E_OOM": OutOfMemoryError,
@@ -83,6 +91,7 @@ _BY_NAME = {
     "E_IO": FileError,
     "E_DESTROYED": DestroyedError,
     "E_ASLEEP": AsleepError,
+    "E_HOOK": HookError,
 }
 
 

@@ -1,7 +1,7 @@
 // device_cases: the CUDA suites that run on the real driver and on the fake
 // standing in for it (device_fixture.h), for the three allocator layers:
 // the backend conformance suite (conformance.cc), the layers' figures and
-// bytes, streams and events, a device OOM and sleep / wake. Instantiated by
+// bytes, streams and events, a device OOM, sleep / wake and device-memory hooks. Instantiated by
 // cuda_device_gpu_test.cc (libcuda.so.1, tagged gpu) and
 // cuda_device_fake_test.cc (the fake, in CI).
 //
@@ -20,6 +20,7 @@
 
 #include "tests/backend/conformance.h"
 #include "tests/backend/device_fixture.h"
+#include "tests/util/hook_ledger.h"
 
 extern "C" {
 #include <galloc/galloc_sleep.h>
@@ -418,6 +419,69 @@ TEST_P(Pool, AFreeWhileAsleepDropsTheCopy)
     ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK) << LastError();
     EXPECT_EQ(SleepStats(a_).bytes_host_cached, 0u) << "empty_cache gives them back";
     Free(w_small);
+}
+
+// Device-memory hooks (galloc_hooks.h) on the driver: every range told is
+// device memory the driver made (a copy into its last bytes succeeds), the
+// ledger follows reserved_bytes, empty_cache tells it all away, a refused
+// segment goes straight back to the driver, and an OOM is told with its
+// figures (under a memory fraction: nothing is asked of the device).
+TEST_P(Pool, HooksSeeEverySegmentAndPageTheDriverMakes)
+{
+    hook_test::Ledger l;
+    ASSERT_EQ(l.Add(a_), GALLOC_OK) << LastError();
+    void *p = Alloc(5 * kMiB), *q = Alloc(30 * kMiB), *s = Alloc(1);
+    EXPECT_EQ(l.Bytes(), Stats().reserved_bytes[ALL].current);
+    EXPECT_EQ(l.errors(), "");
+    const bool pages = layer() == Layer::kExpandable;
+    auto added = l.Of(pages ? GALLOC_HOOK_SEGMENT_MAP : GALLOC_HOOK_SEGMENT_ALLOC);
+    ASSERT_EQ(added.size(), 3u) << "native: three segments; expandable: two large pages and a small one";
+    EXPECT_EQ(l.events().size(), 3u);
+    EXPECT_EQ(added[0].addr, (uintptr_t)p);
+    EXPECT_EQ(added[0].size, 20 * kMiB);
+    EXPECT_EQ(added[1].addr, pages ? (uintptr_t)p + 20 * kMiB : (uintptr_t)q);
+    EXPECT_EQ(added[1].size, pages ? 20 * kMiB : 30 * kMiB);
+    EXPECT_EQ(added[2].addr, (uintptr_t)s);
+    EXPECT_EQ(added[2].size, 2 * kMiB);
+    for (const auto &e : added) { // the last 4 KiB of every range told is the driver's memory
+        void *end = reinterpret_cast<void *>(e.addr + e.size - 4096);
+        Write(end, 4096, 11);
+        EXPECT_EQ(Mismatch(end, 4096, 11), -1) << hook_test::Describe(e);
+    }
+    Free(p);
+    Free(q);
+    Free(s);
+    ASSERT_EQ(galloc_empty_cache(a_), GALLOC_OK) << LastError();
+    EXPECT_EQ(Stats().reserved_bytes[ALL].current, 0);
+    EXPECT_EQ(l.Bytes(), 0);
+    EXPECT_EQ(l.Of(pages ? GALLOC_HOOK_SEGMENT_UNMAP : GALLOC_HOOK_SEGMENT_FREE).size(), 3u);
+    // A refused segment goes back to the driver at once.
+    size_t free_before = FreeBytes();
+    l.RefuseAll(true);
+    void *r = reinterpret_cast<void *>(1);
+    EXPECT_EQ(galloc_malloc(a_, 50 * kMiB, 0, &r), GALLOC_E_HOOK);
+    EXPECT_EQ(r, nullptr);
+    EXPECT_NE(LastError().find("refused"), std::string::npos) << LastError();
+    EXPECT_EQ(Stats().reserved_bytes[ALL].current, 0);
+    EXPECT_GE(FreeBytes() + kSlack, free_before) << "the driver has the memory back";
+    l.RefuseAll(false);
+    // An OOM under a memory fraction: told with the cap.
+    ASSERT_EQ(galloc_set_memory_fraction(a_, 0.001), GALLOC_OK);
+    EXPECT_EQ(galloc_malloc(a_, 200 * kMiB, 0, &r), GALLOC_E_OOM);
+    ASSERT_EQ(l.events().back().kind, (uint32_t)GALLOC_HOOK_OOM);
+    size_t total = 0;
+    (void)FreeBytes(&total);
+    EXPECT_EQ(l.events().back().oom_allowed, (size_t)(0.001 * (double)total));
+    EXPECT_EQ(l.events().back().oom_device_total, total);
+    EXPECT_EQ(l.errors(), "");
+}
+
+// The driver's pool owns its memory: hooks are not offered (PyTorch's
+// cudaMallocAsync refuses attachAllocatorTraceTracker too).
+TEST_P(DriverPool, HooksAreUnsupported)
+{
+    hook_test::Ledger l;
+    EXPECT_EQ(l.Add(a_), GALLOC_E_UNSUPPORTED);
 }
 
 // The driver's pool has no tags: sleep is not offered, and says so.

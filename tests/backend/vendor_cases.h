@@ -18,6 +18,10 @@
 
 #include "tests/backend/cuda_fixture.h"
 
+namespace hook_test {
+class Ledger;
+}
+
 namespace cuda_test {
 
 // One vendor's names. Exact strings, so every expected message stays exact.
@@ -225,6 +229,15 @@ class Ipc : public VendorPlain {};
 // graph_cases.cc: the backend's capture_info and node_deps below the pool,
 // on the fake's capture model.
 class Graph : public VendorPlain {};
+
+// hooks_cases.cc: device-memory hooks (galloc_hooks.h) against the driver's
+// books; Balanced checks a hook's ledger (tests/util/hook_ledger.h) against
+// reserved_bytes and the bytes the driver holds.
+class Hooks : public VendorTest {
+  protected:
+    void Balanced(hook_test::Ledger &l, const std::string &where);
+};
+class HooksSweep : public VendorPlain {}; // the driver's faults and the hook's own, in turn
 
 // capture_cases.cc: graph_capture_record_stream_reuse through the public API:
 // a capture on s_ routed to pool_, side streams s1_ and s2_ (test-owned).
