@@ -255,6 +255,12 @@ typedef struct galloc_settings {
                                                 (galloc_backend_args_t.options) less whitespace, e.g.
                                                 "sim_capacity:1GiB,sim_backed:True"; "" = none */
     bool graph_capture_record_stream_reuse;           /* graph_capture_record_stream_reuse (galloc_mempool.h) */
+    bool throw_on_cudamalloc_oom;                     /* throw_on_cudamalloc_oom (galloc_set_oom_rejection_observer) */
+    double expandable_segments_reserve;               /* expandable_segments_reserve's number; 0 = not given
+                                                (each segment reserves 9/8 of device memory) */
+    bool expandable_segments_reserve_gib;             /* it is GiB ("40G"), else a fraction of device memory */
+    char expandable_segments_reserve_by_class[400];   /* expandable_segments_reserve_by_class as the normalized
+                                                string writes it, e.g. "[capture:0.25,serving:40G]"; "" = none */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size

@@ -556,11 +556,16 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .pinned_num_register_threads = c->pinned_num_register_threads,
         .retry_pool_after_sync = c->retry_pool_after_sync,
         .graph_capture_record_stream_reuse = c->graph_capture_record_stream_reuse,
+        .throw_on_cudamalloc_oom = c->throw_on_cudamalloc_oom,
+        .expandable_segments_reserve = c->es_reserve_set ? c->es_reserve.value : 0.0,
+        .expandable_segments_reserve_gib = c->es_reserve_set && c->es_reserve.gib,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));
     snprintf(v.device_backend, sizeof(v.device_backend), "%s", c->device_backend);
     ga_conf_options_normalized(c, v.backend_options, sizeof(v.backend_options));
+    ga_conf_format_reserve_classes(c, v.expandable_segments_reserve_by_class,
+                                   sizeof(v.expandable_segments_reserve_by_class));
     size_t n = out->struct_size < sizeof(v) ? out->struct_size : sizeof(v);
     memcpy(out, &v, n);
     out->struct_size = v.struct_size;
