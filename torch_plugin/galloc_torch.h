@@ -131,7 +131,7 @@ GALLOC_TORCH_API void galloc_torch_record_stream(void *ptr, galloc_torch_stream_
 GALLOC_TORCH_API galloc_status_t galloc_torch_configure(const char *conf);
 
 /*
- * galloc_torch_memory_stats_json: device's 122 stats as one JSON object, keys
+ * galloc_torch_memory_stats_json: device's 123 stats as one JSON object, keys
  * in PyTorch's order (torch.cuda.memory_stats(device) as a dict), e.g.
  * {"active.all.allocated": 1, ..., "segment.small_pool.peak": 1}, into buf
  * (len bytes, NUL-terminated, truncated if short). *needed (if non-NULL)

@@ -66,7 +66,7 @@ class Segment:
 
 class Allocator(IpcMixin):
     """A galloc caching allocator: PyTorch's CUDA caching allocator policy
-    and its 122 statistics, on one device.
+    and its 123 statistics, on one device.
 
     conf: a PYTORCH_CUDA_ALLOC_CONF-style string plus galloc's keys
     ("max_split_size_mb:512,sim_capacity:8GiB"), applied over the
@@ -285,7 +285,7 @@ class Allocator(IpcMixin):
         return _lib.galloc_allocator_backend(self._a()).decode()
 
     def memory_stats(self) -> dict:
-        """torch.cuda.memory_stats(): the 122 flattened keys, in PyTorch's order, int values."""
+        """torch.cuda.memory_stats(): the 123 flattened keys, in PyTorch's order, int values."""
         buf = (ctypes.c_int64 * (_native.STATS_BUFFER // 8))()
         ctypes.c_uint32.from_buffer(buf).value = _native.STATS_BUFFER
         self._check(_lib.galloc_memory_stats(self._a(), buf))

@@ -9,7 +9,7 @@
 use() loads the package's libgalloc_torch.so through
 torch.cuda.memory.CUDAPluggableAllocator and makes it PyTorch's allocator.
 PyTorch's own torch.cuda.memory_stats() raises for a pluggable allocator, so
-the figures come from this module (the same 122 keys). Importing this module
+the figures come from this module (the same 123 keys). Importing this module
 does not import torch; use() does.
 
 Sleep and wake (training and inference taking turns on one GPU, as vLLM's
@@ -232,7 +232,7 @@ def _oom_wrapper(torch):
 
 
 def memory_stats(device: int | None = None) -> dict:
-    """torch.cuda.memory_stats(device) for galloc: the 122 keys, PyTorch's order, int values."""
+    """torch.cuda.memory_stats(device) for galloc: the 123 keys, PyTorch's order, int values."""
     d = _device(device)
     lib, needed = _lib(), ctypes.c_size_t(0)
     _check(lib.galloc_torch_memory_stats_json(d, None, 0, ctypes.byref(needed)), d)

@@ -39,7 +39,7 @@ class TorchContract(unittest.TestCase):
         self.assertEqual(self.state.calls[:3], [("init", 0), ("init", 2), ("malloc", 1, 0, 0, t.data_ptr())])
         self.assertNotEqual(t.data_ptr(), 0)
         s = self.gt.memory_stats()
-        self.assertEqual(len(s), 122)
+        self.assertEqual(len(s), 123)
         self.assertEqual((s["allocated_bytes.all.current"], s["reserved_bytes.all.current"]), (512, 2 * MiB))
         with self.assertRaisesRegex(RuntimeError, "does not yet support getDeviceStats"):
             torch.cuda.memory_stats()  # PyTorch's own: hence galloc.torch.memory_stats

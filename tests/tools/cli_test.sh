@@ -121,7 +121,7 @@ for t in traces[:2]:
         for k in ("memory_stats", "peak_requested_bytes", "peak_reserved_bytes", "ooms", "events", "seconds", "conf"):
             assert k in r, k
         ms = r["memory_stats"]
-        assert len(ms) == 122, len(ms)
+        assert len(ms) == 123, len(ms)
         keys = list(ms)
         assert keys == sorted(keys), "not in PyTorch's (sorted) order"
         assert keys[0] == "active.all.allocated" and keys[-1] == "segment.small_pool.peak", keys[:1] + keys[-1:]
