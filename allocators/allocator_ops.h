@@ -40,6 +40,14 @@
 extern "C" {
 #endif
 
+/* The figures of a malloc throw_on_cudamalloc_oom refused (PyTorch's
+ * OomRejectionInfo, passed to its OOM-rejection observers). */
+typedef struct ga_oom_rejection {
+    size_t alloc_size;      /* the segment the request needed */
+    size_t total_allocated; /* reserved bytes before it */
+    size_t device_total;    /* the device's total memory */
+} ga_oom_rejection_t;
+
 /* One allocator implementation. impl is the state create made. Every failure
  * is recorded in the err sink given to create (util/err.h). */
 typedef struct ga_allocator_ops {
@@ -127,6 +135,11 @@ typedef struct ga_allocator_ops {
      * locked call leaves up to date atomically (the caching pool's is stored
      * by ga_pool_resume; a stripe call never makes or releases a segment). */
     int64_t (*memory_reserved)(void *impl);
+    /* Optional (NULL: the implementation never refuses ahead of the device,
+     * and galloc_set_oom_rejection_observer is unsupported): after a malloc
+     * that failed, under the allocator's lock, whether throw_on_cudamalloc_oom
+     * refused it, with the figures; each refusal is taken once. */
+    bool (*take_rejection)(void *impl, ga_oom_rejection_t *out);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -152,6 +152,35 @@ GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
 GALLOC_API galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction);
 
 /*
+ * galloc_oom_rejection_fn: told of each allocation throw_on_cudamalloc_oom
+ * refused (PyTorch's OomRejectionObserver): the allocator's device index, the
+ * segment size the request needed (alloc_size), the bytes the allocator
+ * held from the device before it (total_allocated) and the device's total
+ * memory (device_total).
+ */
+typedef void (*galloc_oom_rejection_fn)(void *ctx, int device, size_t alloc_size, size_t total_allocated,
+                                        size_t device_total);
+
+/*
+ * galloc_set_oom_rejection_observer: call fn(ctx, ...) for every galloc_malloc
+ * that throw_on_cudamalloc_oom refuses (the malloc returns GALLOC_E_OOM with
+ * "... Allocation was preemptively rejected because it would exceed
+ * per_process_memory_fraction limit. Requested size: ..." and counts
+ * num_oom_rejections). One observer per allocator: a call replaces the
+ * previous one; fn NULL removes it. fn runs on the thread that called
+ * galloc_malloc, after the allocator's lock is released and before
+ * galloc_malloc returns, so it may call galloc, this allocator included
+ * (PyTorch runs its observers on a new detached thread). The ordinary OOM
+ * path (num_ooms) does not call it. Returns GALLOC_OK; GALLOC_E_UNSUPPORTED
+ * for an allocator that never refuses ahead of the device
+ * (backend:cudaMallocAsync, a user allocator: PyTorch's cudaMallocAsync
+ * backend and pluggable allocators refuse attachOomRejectionObserver too).
+ * Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_set_oom_rejection_observer(galloc_allocator_t *a, galloc_oom_rejection_fn fn,
+                                                             void *ctx);
+
+/*
  * galloc_memory_info: the device's free and total bytes (cudaMemGetInfo).
  * Returns GALLOC_OK, GALLOC_E_INVAL for NULL arguments, or the backend's status.
  */

@@ -268,7 +268,37 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
     if (a->ops->stripe_malloc != NULL && a->ops->stripe_malloc(a->impl, size, stream, ptr))
         return GALLOC_OK;
     galloc_status_t st;
-    LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
+    ga_oom_rejection_t r;
+    galloc_oom_rejection_fn fn = NULL;
+    void *ctx = NULL;
+    ga_front_lock_all(a);
+    st = a->ops->malloc(a->impl, size, stream, ptr);
+    /* A refusal is taken even with no observer, so that a later one is not told of it. */
+    if (st == GALLOC_E_OOM && a->ops->take_rejection != NULL && a->ops->take_rejection(a->impl, &r)) {
+        fn = a->rejection_fn;
+        ctx = a->rejection_ctx;
+    }
+    ga_front_unlock_all(a);
+    if (fn != NULL) /* outside the lock: the observer may call galloc */
+        fn(ctx, a->device, r.alloc_size, r.total_allocated, r.device_total);
+    return st;
+}
+
+galloc_status_t galloc_set_oom_rejection_observer(galloc_allocator_t *a, galloc_oom_rejection_fn fn, void *ctx)
+{
+    GA_LIVE_OR_RETURN(a);
+    galloc_status_t st = GALLOC_OK;
+    LOCKED(a, {
+        if (a->ops->take_rejection == NULL) {
+            st = ga_fail(&a->err, GALLOC_E_UNSUPPORTED,
+                         "the %s allocator does not refuse allocations ahead of the device "
+                         "(throw_on_cudamalloc_oom): no OOM-rejection observer",
+                         a->ops->name);
+        } else {
+            a->rejection_fn = fn;
+            a->rejection_ctx = ctx;
+        }
+    });
     return st;
 }
 

@@ -11,6 +11,7 @@
 #include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pool.h"
+#include "pool/reject.h"
 
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
@@ -63,4 +64,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .stripe_usable_size = ga_pool_stripe_usable_size,
     .segments_visit = ga_pool_segments_visit,
     .memory_reserved = ga_pool_memory_reserved,
+    .take_rejection = ga_pool_take_rejection,
 };
