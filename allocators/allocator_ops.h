@@ -140,6 +140,10 @@ typedef struct ga_allocator_ops {
      * that failed, under the allocator's lock, whether throw_on_cudamalloc_oom
      * refused it, with the figures; each refusal is taken once. */
     bool (*take_rejection)(void *impl, ga_oom_rejection_t *out);
+    /* Optional (NULL: no expandable segments, galloc_set_expandable_reserve_class
+     * is unsupported): the expandable reserve class of stream, under the
+     * allocator's lock; name NULL or "" clears it. */
+    galloc_status_t (*set_reserve_class)(void *impl, galloc_stream_t stream, const char *name);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -152,6 +152,28 @@ GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
 GALLOC_API galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction);
 
 /*
+ * galloc_set_expandable_reserve_class: the reserve class of stream, which
+ * picks the virtual range each NEW expandable segment of that stream
+ * reserves (PyTorch's setExpandableSegmentReserveClassForStream): the
+ * class's entry of expandable_segments_reserve_by_class, else
+ * expandable_segments_reserve, else 9/8 of the device's memory; capped at
+ * that 9/8 and rounded up to whole pages. Segments that exist keep their
+ * range. A request larger than its stream's reserve can never be served (an
+ * allocation cannot span segments): it fails with GALLOC_E_OOM after the
+ * free-and-retry chain, and the message names the reserve and the keys. name
+ * NULL or "" clears the stream's class. A class the configuration does not
+ * list is allowed (it takes the global reserve). Unlike PyTorch's
+ * process-wide map, the class is this allocator's (one device). Returns
+ * GALLOC_OK; GALLOC_E_INVAL for a NULL allocator or a name that is not 1 to
+ * 31 printable bytes without ',', ':', '[', ']', quotes or backslashes (the
+ * config list could not name it); GALLOC_E_UNSUPPORTED for an allocator
+ * without expandable segments (backend:cudaMallocAsync, a user allocator);
+ * GALLOC_E_NOMEM. Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_set_expandable_reserve_class(galloc_allocator_t *a, galloc_stream_t stream,
+                                                               const char *name);
+
+/*
  * galloc_oom_rejection_fn: told of each allocation throw_on_cudamalloc_oom
  * refused (PyTorch's OomRejectionObserver): the allocator's device index, the
  * segment size the request needed (alloc_size), the bytes the allocator

@@ -284,6 +284,20 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
     return st;
 }
 
+galloc_status_t galloc_set_expandable_reserve_class(galloc_allocator_t *a, galloc_stream_t stream, const char *name)
+{
+    GA_LIVE_OR_RETURN(a);
+    galloc_status_t st;
+    if (a->ops->set_reserve_class == NULL) {
+        LOCKED(a,
+               st = ga_fail(&a->err, GALLOC_E_UNSUPPORTED,
+                            "the %s allocator has no expandable segments: no expandable reserve class", a->ops->name));
+        return st;
+    }
+    LOCKED(a, st = a->ops->set_reserve_class(a->impl, stream, name));
+    return st;
+}
+
 galloc_status_t galloc_set_oom_rejection_observer(galloc_allocator_t *a, galloc_oom_rejection_fn fn, void *ctx)
 {
     GA_LIVE_OR_RETURN(a);

@@ -12,6 +12,7 @@
 #include "pool/ops.h"
 #include "pool/pool.h"
 #include "pool/reject.h"
+#include "pool/reserve.h"
 
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
@@ -65,4 +66,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .segments_visit = ga_pool_segments_visit,
     .memory_reserved = ga_pool_memory_reserved,
     .take_rejection = ga_pool_take_rejection,
+    .set_reserve_class = ga_pool_set_reserve_class,
 };

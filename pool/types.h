@@ -334,6 +334,8 @@ struct ga_pool {
      * only under the allocator's lock, and every locked call ends in
      * ga_pool_resume, which stores it (the one place). */
     _Atomic int64_t reserved_seen;
+    struct ga_reserve_tag *reserve_tags; /* streams' expandable reserve classes (reserve.h), unordered */
+    size_t n_reserve_tags, cap_reserve_tags;
     bool rejection_pending;       /* throw_on_cudamalloc_oom refused a malloc not yet taken (reject.c) */
     ga_oom_rejection_t rejection; /* its figures, for the front end's observer */
     ga_stripe_t stripes[GA_STRIPES];

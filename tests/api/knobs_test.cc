@@ -1,7 +1,9 @@
 // knobs_test: throw_on_cudamalloc_oom through the public API, on the sim
 // device: where the refusal happens, what it counts (exact stats), what it
 // does not do (no device call, no cache flush, no retry, no num_ooms), its
-// message, and the observer's arguments and thread.
+// message, and the observer's arguments and thread. Then the expandable
+// segment reserve: the per-stream class, a request larger than its reserve,
+// and the OOM message's reserve hints.
 //
 // PyTorch source followed (c10/cuda/CUDACachingAllocator.cpp, main as
 // mirrored by cyyever/pytorch at 78f3d0d6; no line numbers in the stored copy):
@@ -231,6 +233,108 @@ TEST_F(Knobs, ObserverReplacedAndRemoved)
     EXPECT_EQ(galloc_malloc(a_, 2 * GiB, 0, &p), GALLOC_E_OOM);
     EXPECT_EQ(seen_.calls, 1); // the earlier refusal is not reported late
     EXPECT_EQ(galloc_set_oom_rejection_observer(nullptr, Observe, &seen_), GALLOC_E_INVAL);
+}
+
+// ---- expandable_segments_reserve(_by_class) ----
+//
+// PyTorch source (c10/cuda/CUDACachingAllocator.cpp, as above):
+//   ExpandableSegment's constructor: reserve = clamp_reserve_bytes(
+//     expandable_segments_reserve_decision(class of the stream, totalGlobalMem),
+//     total + total / 8); max_handles_ = numSegments(reserve) (whole pages);
+//   find_expandable_block: a fresh segment smaller than the request is deleted
+//     and no block returned ("fail the same way an exhausted device does");
+//   DeviceCachingAllocator::malloc's OOM branch: with expandable_segments, if
+//     alloc_size <= totalGlobalMem and the stream's reserve < alloc_size, the
+//     "exceeds the expandable-segment reserve" sentence, else the VSZ hint;
+//   CUDACachingAllocatorReserveDeviceTest: GlobalReserveUntaggedStream,
+//     DownsizedReserveAllocLargerThanReserve, OversizedAllocNotifiesOomObserver.
+
+// 0.05 of 8 GiB is 429496729 bytes (409.60 MiB); in 20 MiB pages the range is
+// 21 pages, 420 MiB: a 415 MiB request fits, a 421 MiB one can never.
+TEST_F(Knobs, GlobalReserveUntaggedStream)
+{
+    Make("sim_capacity:8GiB,expandable_segments:True,expandable_segments_reserve:0.05");
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 421 * MiB, 0, &p), GALLOC_E_OOM);
+    EXPECT_EQ(LastError(), "CUDA out of memory. Tried to allocate 422.00 MiB. GPU 0 has a total capacity of 8.00 GiB "
+                           "of which 8.00 GiB is free. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 "
+                           "bytes is reserved by PyTorch but unallocated. This allocation exceeds the "
+                           "expandable-segment reserve of 409.60 MiB for this stream, and a single allocation cannot "
+                           "span expandable segments. Raise PYTORCH_CUDA_ALLOC_CONF expandable_segments_reserve or "
+                           "expandable_segments_reserve_by_class (or unset it) so that a segment is at least 422.00 "
+                           "MiB.");
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_ooms, 1); // the ordinary OOM path: observers, counter, release-and-retry
+    EXPECT_EQ(st.num_alloc_retries, 1);
+    EXPECT_EQ(st.num_sync_all_streams, 1);
+    EXPECT_EQ(st.num_oom_rejections, 0);
+    EXPECT_EQ(st.num_device_alloc, 0);
+    EXPECT_EQ(seen_.calls, 0);
+    Alloc(415 * MiB); // above the 409.60 MiB reserve, inside its 21 pages
+    EXPECT_EQ(Stats().reserved_bytes[GALLOC_STAT_ALL].current, (int64_t)(420 * MiB));
+}
+
+// The class is the stream's: the same request fits on an untagged stream (9/8
+// of 8 GiB) and fails on the tagged one, whose message names the class.
+TEST_F(Knobs, ReserveClassOfTheStream)
+{
+    Make("sim_capacity:8GiB,expandable_segments:True,expandable_segments_reserve_by_class:[tiny:0.05]");
+    ASSERT_EQ(galloc_set_expandable_reserve_class(a_, 7, "tiny"), GALLOC_OK);
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 1 * GiB, 7, &p), GALLOC_E_OOM);
+    EXPECT_NE(LastError().find(" This allocation exceeds the expandable-segment reserve of 409.60 MiB for stream "
+                               "reserve class 'tiny', and a single allocation cannot span expandable segments."),
+              std::string::npos)
+        << LastError();
+    EXPECT_EQ(Stats().num_ooms, 1);
+    ASSERT_EQ(galloc_malloc(a_, 1 * GiB, 0, &p), GALLOC_OK); // untagged: the full reserve
+    live_.push_back(p);
+    ASSERT_EQ(galloc_set_expandable_reserve_class(a_, 7, nullptr), GALLOC_OK); // cleared
+    ASSERT_EQ(galloc_malloc(a_, 1 * GiB, 7, &p), GALLOC_OK);
+    live_.push_back(p);
+    EXPECT_EQ(Stats().num_ooms, 1);
+    // Names the config list could not write are refused; the tag is unchanged.
+    for (const char *bad : {"a:b", "a,b", "[x]", "sp ace", "q\"uote", "0123456789012345678901234567890123"})
+        EXPECT_EQ(galloc_set_expandable_reserve_class(a_, 7, bad), GALLOC_E_INVAL) << bad;
+    EXPECT_EQ(galloc_set_expandable_reserve_class(nullptr, 7, "tiny"), GALLOC_E_INVAL);
+}
+
+// With a reserve key set, an OOM that the reserve does not explain ends with
+// main's VSZ hint instead of the expandable_segments:True advice; without
+// one, the released wording stays (tests/tools/data/h200: PyTorch 2.11 prints
+// the classic hint under expandable_segments:True).
+TEST_F(Knobs, ReserveHintsInTheOomMessage)
+{
+    const std::string vsz =
+        " expandable_segments is enabled. If instead the process is running out of virtual "
+        "address space (VSZ), expandable segments may be over-reserving VA (each segment reserves "
+        "~9/8 of device memory, times the number of streams); reduce it via "
+        "PYTORCH_CUDA_ALLOC_CONF expandable_segments_reserve / expandable_segments_reserve_by_class.";
+    Make("sim_capacity:1GiB,expandable_segments:True,expandable_segments_reserve:0.9");
+    Alloc(600 * MiB);
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 600 * MiB, 0, &p), GALLOC_E_OOM); // the device is out, not the reserve
+    std::string m = LastError();
+    ASSERT_GE(m.size(), vsz.size());
+    EXPECT_EQ(m.substr(m.size() - vsz.size()), vsz) << m;
+    EXPECT_EQ(m.find("expandable-segment reserve"), std::string::npos) << m;
+    // Larger than the device: the reserve is not the problem (OversizedAllocNotifiesOomObserver).
+    EXPECT_EQ(galloc_malloc(a_, 2 * GiB, 0, &p), GALLOC_E_OOM);
+    m = LastError();
+    EXPECT_EQ(m.find("expandable-segment reserve"), std::string::npos) << m;
+    EXPECT_EQ(m.substr(m.size() - vsz.size()), vsz) << m;
+    EXPECT_EQ(Stats().num_ooms, 2);
+}
+
+TEST_F(Knobs, NoReserveKeyKeepsTheReleasedWording)
+{
+    Make("sim_capacity:1GiB,expandable_segments:True");
+    void *p = nullptr;
+    EXPECT_EQ(galloc_malloc(a_, 2 * GiB, 0, &p), GALLOC_E_OOM);
+    EXPECT_NE(LastError().find(" If reserved but unallocated memory is large try setting "
+                               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."),
+              std::string::npos)
+        << LastError();
 }
 
 } // namespace

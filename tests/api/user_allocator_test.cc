@@ -276,6 +276,7 @@ TEST_F(User, NoOomRejectionObserver)
     auto fn = [](void *, int, size_t, size_t, size_t) {};
     EXPECT_EQ(galloc_set_oom_rejection_observer(a_, fn, nullptr), GALLOC_E_UNSUPPORTED);
     EXPECT_NE(LastError(a_).find("no OOM-rejection observer"), std::string::npos) << LastError(a_);
+    EXPECT_EQ(galloc_set_expandable_reserve_class(a_, 1, "capture"), GALLOC_E_UNSUPPORTED);
 }
 
 TEST_F(User, BadTablesAreRefused)
