@@ -41,6 +41,14 @@
 extern "C" {
 #endif
 
+/* The figures of a malloc throw_on_cudamalloc_oom refused (PyTorch's
+ * OomRejectionInfo, passed to its OOM-rejection observers). */
+typedef struct ga_oom_rejection {
+    size_t alloc_size;      /* the segment the request needed */
+    size_t total_allocated; /* reserved bytes before it */
+    size_t device_total;    /* the device's total memory */
+} ga_oom_rejection_t;
+
 /* One allocator implementation. impl is the state create made. Every failure
  * is recorded in the err sink given to create (util/err.h). */
 typedef struct ga_allocator_ops {
@@ -137,6 +145,15 @@ typedef struct ga_allocator_ops {
     galloc_status_t (*hook_add)(void *impl, const galloc_hook_t *hook, galloc_hook_id_t *id);
     galloc_status_t (*hook_remove)(void *impl, galloc_hook_id_t id);
     galloc_status_t (*hook_stats)(void *impl, galloc_hook_id_t id, galloc_hook_stats_t *out);
+    /* Optional (NULL: the implementation never refuses ahead of the device,
+     * and galloc_set_oom_rejection_observer is unsupported): after a malloc
+     * that failed, under the allocator's lock, whether throw_on_cudamalloc_oom
+     * refused it, with the figures; each refusal is taken once. */
+    bool (*take_rejection)(void *impl, ga_oom_rejection_t *out);
+    /* Optional (NULL: no expandable segments, galloc_set_expandable_reserve_class
+     * is unsupported): the expandable reserve class of stream, under the
+     * allocator's lock; name NULL or "" clears it. */
+    galloc_status_t (*set_reserve_class)(void *impl, galloc_stream_t stream, const char *name);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

@@ -152,6 +152,57 @@ GALLOC_API galloc_status_t galloc_empty_cache(galloc_allocator_t *a);
 GALLOC_API galloc_status_t galloc_set_memory_fraction(galloc_allocator_t *a, double fraction);
 
 /*
+ * galloc_set_expandable_reserve_class: the reserve class of stream, which
+ * picks the virtual range each NEW expandable segment of that stream
+ * reserves (PyTorch's setExpandableSegmentReserveClassForStream): the
+ * class's entry of expandable_segments_reserve_by_class, else
+ * expandable_segments_reserve, else 9/8 of the device's memory; capped at
+ * that 9/8 and rounded up to whole pages. Segments that exist keep their
+ * range. A request larger than its stream's reserve can never be served (an
+ * allocation cannot span segments): it fails with GALLOC_E_OOM after the
+ * free-and-retry chain, and the message names the reserve and the keys. name
+ * NULL or "" clears the stream's class. A class the configuration does not
+ * list is allowed (it takes the global reserve). Unlike PyTorch's
+ * process-wide map, the class is this allocator's (one device). Returns
+ * GALLOC_OK; GALLOC_E_INVAL for a NULL allocator or a name that is not 1 to
+ * 31 printable bytes without ',', ':', '[', ']', quotes or backslashes (the
+ * config list could not name it); GALLOC_E_UNSUPPORTED for an allocator
+ * without expandable segments (backend:cudaMallocAsync, a user allocator);
+ * GALLOC_E_NOMEM. Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_set_expandable_reserve_class(galloc_allocator_t *a, galloc_stream_t stream,
+                                                               const char *name);
+
+/*
+ * galloc_oom_rejection_fn: told of each allocation throw_on_cudamalloc_oom
+ * refused (PyTorch's OomRejectionObserver): the allocator's device index, the
+ * segment size the request needed (alloc_size), the bytes the allocator
+ * held from the device before it (total_allocated) and the device's total
+ * memory (device_total).
+ */
+typedef void (*galloc_oom_rejection_fn)(void *ctx, int device, size_t alloc_size, size_t total_allocated,
+                                        size_t device_total);
+
+/*
+ * galloc_set_oom_rejection_observer: call fn(ctx, ...) for every galloc_malloc
+ * that throw_on_cudamalloc_oom refuses (the malloc returns GALLOC_E_OOM with
+ * "... Allocation was preemptively rejected because it would exceed
+ * per_process_memory_fraction limit. Requested size: ..." and counts
+ * num_oom_rejections). One observer per allocator: a call replaces the
+ * previous one; fn NULL removes it. fn runs on the thread that called
+ * galloc_malloc, after the allocator's lock is released and before
+ * galloc_malloc returns, so it may call galloc, this allocator included
+ * (PyTorch runs its observers on a new detached thread). The ordinary OOM
+ * path (num_ooms) does not call it. Returns GALLOC_OK; GALLOC_E_UNSUPPORTED
+ * for an allocator that never refuses ahead of the device
+ * (backend:cudaMallocAsync, a user allocator: PyTorch's cudaMallocAsync
+ * backend and pluggable allocators refuse attachOomRejectionObserver too).
+ * Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_set_oom_rejection_observer(galloc_allocator_t *a, galloc_oom_rejection_fn fn,
+                                                             void *ctx);
+
+/*
  * galloc_memory_info: the device's free and total bytes (cudaMemGetInfo).
  * Returns GALLOC_OK, GALLOC_E_INVAL for NULL arguments, or the backend's status.
  */
@@ -255,6 +306,12 @@ typedef struct galloc_settings {
                                                 (galloc_backend_args_t.options) less whitespace, e.g.
                                                 "sim_capacity:1GiB,sim_backed:True"; "" = none */
     bool graph_capture_record_stream_reuse;           /* graph_capture_record_stream_reuse (galloc_mempool.h) */
+    bool throw_on_cudamalloc_oom;                     /* throw_on_cudamalloc_oom (galloc_set_oom_rejection_observer) */
+    double expandable_segments_reserve;               /* expandable_segments_reserve's number; 0 = not given
+                                                (each segment reserves 9/8 of device memory) */
+    bool expandable_segments_reserve_gib;             /* it is GiB ("40G"), else a fraction of device memory */
+    char expandable_segments_reserve_by_class[400];   /* expandable_segments_reserve_by_class as the normalized
+                                                string writes it, e.g. "[capture:0.25,serving:40G]"; "" = none */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size

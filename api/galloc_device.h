@@ -102,7 +102,7 @@ GALLOC_API galloc_status_t galloc_device_malloc(int device, size_t size, galloc_
 GALLOC_API galloc_status_t galloc_device_free(int device, void *ptr);
 
 /*
- * galloc_device_memory_stats: copy device's stats (the 122 keys of
+ * galloc_device_memory_stats: copy device's stats (the 123 keys of
  * torch.accelerator.memory.memory_stats) into *out; out->struct_size must be
  * set. Returns GALLOC_OK, GALLOC_E_INVAL (NULL out or struct_size 0), or a
  * common status.

@@ -6,7 +6,10 @@
  * the key iterator, so a stat is added in one line and a key cannot be
  * misspelt in one place only. The list is written in the order PyTorch returns
  * the flattened keys (sorted by plain string comparison), so iterating it in
- * order yields PyTorch's 122 keys in PyTorch's order.
+ * order yields PyTorch's 123 keys in PyTorch's order. A counter PyTorch added
+ * later sits at its key's place in the list but at the end of the struct
+ * (ADDED), so a caller compiled against an older header reads the same
+ * members at the same offsets.
  *
  * Source of the names and their meaning: pytorch/pytorch
  * c10/core/CachingDeviceAllocator.h (struct DeviceStats) and torch/cuda/memory.py
@@ -42,12 +45,14 @@ typedef enum galloc_stat_pool {
 } galloc_stat_pool_t;
 
 /*
- * GALLOC_STATS_FIELDS(ARRAY, STAT, INT): every stat, in PyTorch's key order.
+ * GALLOC_STATS_FIELDS(ARRAY, STAT, INT, ADDED): every stat, in PyTorch's key order.
  *   ARRAY(name): galloc_stat_t name[3], keys name.{all,large_pool,small_pool}.{allocated,current,freed,peak}
  *   STAT(name):  galloc_stat_t name,    keys name.{allocated,current,freed,peak}
  *   INT(name):   int64_t name,          key  name
+ *   ADDED(name): int64_t name,          key  name; appended to galloc_stats_t (ABI): num_oom_rejections
+ *                (PyTorch 2026, PRs #177356/#179473: allocations refused by throw_on_cudamalloc_oom)
  */
-#define GALLOC_STATS_FIELDS(ARRAY, STAT, INT)                                                                          \
+#define GALLOC_STATS_FIELDS(ARRAY, STAT, INT, ADDED)                                                                   \
     ARRAY(active)                                                                                                      \
     ARRAY(active_bytes)                                                                                                \
     ARRAY(allocated_bytes)                                                                                             \
@@ -58,6 +63,7 @@ typedef enum galloc_stat_pool {
     INT(num_alloc_retries)                                                                                             \
     INT(num_device_alloc)                                                                                              \
     INT(num_device_free)                                                                                               \
+    ADDED(num_oom_rejections)                                                                                          \
     INT(num_ooms)                                                                                                      \
     INT(num_sync_all_streams)                                                                                          \
     STAT(oversize_allocations)                                                                                         \
@@ -66,8 +72,8 @@ typedef enum galloc_stat_pool {
     ARRAY(reserved_bytes)                                                                                              \
     ARRAY(segment)
 
-/* Number of flattened keys: 9 arrays x 12 + 2 stats x 4 + 6 ints = 122. */
-#define GALLOC_STATS_KEY_COUNT 122
+/* Number of flattened keys: 9 arrays x 12 + 2 stats x 4 + 7 ints = 123. */
+#define GALLOC_STATS_KEY_COUNT 123
 
 /*
  * galloc_stats_t: a copy of every stat, taken under the allocator's lock.
@@ -80,10 +86,14 @@ typedef struct galloc_stats {
 #define GALLOC_STATS_ARRAY_(name) galloc_stat_t name[GALLOC_STAT_POOLS];
 #define GALLOC_STATS_STAT_(name) galloc_stat_t name;
 #define GALLOC_STATS_INT_(name) int64_t name;
-    GALLOC_STATS_FIELDS(GALLOC_STATS_ARRAY_, GALLOC_STATS_STAT_, GALLOC_STATS_INT_)
+#define GALLOC_STATS_NONE_(name)
+    /* The members of the first release, in key order, then those added since. */
+    GALLOC_STATS_FIELDS(GALLOC_STATS_ARRAY_, GALLOC_STATS_STAT_, GALLOC_STATS_INT_, GALLOC_STATS_NONE_)
+    GALLOC_STATS_FIELDS(GALLOC_STATS_NONE_, GALLOC_STATS_NONE_, GALLOC_STATS_NONE_, GALLOC_STATS_INT_)
 #undef GALLOC_STATS_ARRAY_
 #undef GALLOC_STATS_STAT_
 #undef GALLOC_STATS_INT_
+#undef GALLOC_STATS_NONE_
 } galloc_stats_t;
 
 /*
@@ -94,8 +104,8 @@ typedef struct galloc_stats {
 typedef int (*galloc_stats_visit_fn)(void *ctx, const char *key, int64_t value);
 
 /*
- * galloc_stats_foreach: visit every one of the 122 keys of s in PyTorch's order.
- * Returns the number of keys visited (122 unless fn stopped early, 0 if s or
+ * galloc_stats_foreach: visit every one of the 123 keys of s in PyTorch's order.
+ * Returns the number of keys visited (123 unless fn stopped early, 0 if s or
  * fn is NULL). Thread-safe (reads only s). Key strings are static.
  */
 GALLOC_API size_t galloc_stats_foreach(const galloc_stats_t *s, galloc_stats_visit_fn fn, void *ctx);
@@ -103,7 +113,7 @@ GALLOC_API size_t galloc_stats_foreach(const galloc_stats_t *s, galloc_stats_vis
 /*
  * galloc_stats_lookup: the value of one flattened key.
  * Returns GALLOC_OK and sets *value; GALLOC_E_INVAL if an argument is NULL or
- * the key is not one of the 122 (value untouched). Thread-safe.
+ * the key is not one of the 123 (value untouched). Thread-safe.
  */
 GALLOC_API galloc_status_t galloc_stats_lookup(const galloc_stats_t *s, const char *key, int64_t *value);
 

@@ -33,10 +33,15 @@
  * callers, so such a string is silently misread there), and hexadecimal
  * numbers, which std::stoull reads as 0, are rejected.
  *
- * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool
- * and no pre-cudaMalloc OOM check): pinned_reserve_segment_size_mb (whole
- * number > 0), pinned_free_catch_all, throw_on_cudamalloc_oom (True/False). Their values are still checked, so a
- * string galloc accepts is one PyTorch accepts.
+ * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool):
+ * pinned_reserve_segment_size_mb (whole number > 0), pinned_free_catch_all
+ * (True/False). Their values are still checked, so a string galloc accepts
+ * is one PyTorch accepts.
+ *
+ * expandable_segments_reserve(_by_class) (PyTorch main's parseExpandableSegmentsReserve(ByClass)):
+ * reserve.c reads a value; a malformed one, which PyTorch logs and ignores, is refused here. The
+ * list replaces the classes listed before (PyTorch's map is replaced); a name listed twice keeps
+ * its last value.
  *
  * galloc's own allocator keys (device_backend, retry_pool_after_sync) share the
  * grammar. Any other key starts an item of the device backend's: keep_option
@@ -66,7 +71,9 @@ enum {
     K_ROUNDUP,               /* roundup_power2_divisions */
     K_THREADS,               /* pinned_num_register_threads */
     K_POSITIVE_MB,           /* pinned_reserve_segment_size_mb */
-    K_NAME                   /* device_backend */
+    K_NAME,                  /* device_backend */
+    K_RESERVE,               /* expandable_segments_reserve */
+    K_RESERVE_CLASSES        /* expandable_segments_reserve_by_class */
 };
 
 /* Brace-initializer macros, one a line (clang-format would open each as a block). */
@@ -96,7 +103,9 @@ static const ga_conf_key_t keys[] = {
     OWN("pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0),
     BOOL("graph_capture_record_stream_reuse", FIELD(graph_capture_record_stream_reuse), GA_CONF_SET_CAPTURE_REUSE),
     BOOL("pinned_free_catch_all", GA_CONF_NOT_STORED, 0),
-    BOOL("throw_on_cudamalloc_oom", GA_CONF_NOT_STORED, 0),
+    BOOL("throw_on_cudamalloc_oom", FIELD(throw_on_cudamalloc_oom), GA_CONF_SET_THROW_ON_OOM),
+    OWN("expandable_segments_reserve", K_RESERVE, GA_CONF_SET_ES_RESERVE),
+    OWN("expandable_segments_reserve_by_class", K_RESERVE_CLASSES, GA_CONF_SET_ES_RESERVE_BY_CLASS),
     OWN("device_backend", K_NAME, GA_CONF_SET_DEVICE_BACKEND),
     BOOL("retry_pool_after_sync", FIELD(retry_pool_after_sync), GA_CONF_SET_RETRY_POOL),
 };
@@ -272,6 +281,53 @@ static galloc_status_t apply_name(parser_t *p, const char *key)
     return GALLOC_OK;
 }
 
+#define RESERVE_ALLOWED "a fraction of device memory > 0 (0.5) or GiB with a G suffix (40G)"
+
+static galloc_status_t apply_reserve(parser_t *p, const char *key, ga_conf_reserve_t *out)
+{
+    return ga_conf_read_reserve(&p->tok, out) == GA_NUM_OK ? GALLOC_OK : fail(p, key, RESERVE_ALLOWED);
+}
+
+/* "[name:value, ...]" with p->tok on '['; leaves p->tok on ']'. Replaces
+ * the classes in *c (PyTorch publishes a freshly parsed map). */
+static galloc_status_t apply_reserve_classes(parser_t *p, const char *key)
+{
+    ga_conf_t *c = p->c;
+    if (p->tok.kind != GA_TOK_OPEN)
+        return fail(p, key, "a list such as [capture:0.25,serving:40G]");
+    c->n_reserve_classes = 0;
+    memset(c->reserve_classes, 0, sizeof(c->reserve_classes));
+    for (next(p); p->tok.kind != GA_TOK_CLOSE;) {
+        bool ok = p->tok.kind == GA_TOK_WORD && p->tok.len >= 1 && p->tok.len < GA_CONF_NAME_MAX && !p->tok.spaced;
+        for (size_t i = 0; ok && i < p->tok.len; i++) /* printable, no quote or backslash: messages show it as is */
+            ok = p->tok.text[i] > ' ' && p->tok.text[i] < 0x7f && p->tok.text[i] != '"' && p->tok.text[i] != '\\';
+        if (!ok)
+            return fail(p, key, "a reserve class name of 1 to 31 printable bytes, or ']'");
+        uint32_t i = 0;
+        while (i < c->n_reserve_classes && strcmp(c->reserve_classes[i].name, p->tok.text) != 0)
+            i++;
+        if (i == GA_CONF_RESERVE_CLASSES)
+            return fail(p, key, "at most 8 reserve classes");
+        ga_conf_reserve_class_t *e = &c->reserve_classes[i];
+        memcpy(e->name, p->tok.text, p->tok.len);
+        next(p);
+        if (p->tok.kind != GA_TOK_COLON)
+            return fail(p, key, "':' after the reserve class");
+        next(p);
+        galloc_status_t st = apply_reserve(p, key, &e->reserve);
+        if (st != GALLOC_OK)
+            return st;
+        if (i == c->n_reserve_classes)
+            c->n_reserve_classes++;
+        next(p);
+        if (p->tok.kind == GA_TOK_COMMA)
+            next(p);
+        else if (p->tok.kind != GA_TOK_CLOSE)
+            return fail(p, key, "',' or ']' after the entry");
+    }
+    return GALLOC_OK;
+}
+
 /* The kinds any table may use (options.h), stored at k->field of p->out. */
 static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
 {
@@ -328,7 +384,8 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
     uint64_t v = 0;
     bool cut = false;
     ga_num_t r;
-    if (p->tok.kind != GA_TOK_WORD && !(k->kind == K_ROUNDUP && p->tok.kind == GA_TOK_OPEN))
+    if (p->tok.kind != GA_TOK_WORD &&
+        !((k->kind == K_ROUNDUP || k->kind == K_RESERVE_CLASSES) && p->tok.kind == GA_TOK_OPEN))
         return fail(p, k->name, "a value after ':'");
     if (k->kind < GA_CONF_OWN || c == NULL)
         return apply_generic(p, k);
@@ -362,6 +419,12 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         r = ga_conf_read_stoull(&p->tok, &v, NULL);
         return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
     case K_NAME: return apply_name(p, k->name);
+    case K_RESERVE:
+        if (apply_reserve(p, k->name, &c->es_reserve) != GALLOC_OK)
+            return GALLOC_E_CONFIG;
+        c->es_reserve_set = true;
+        return GALLOC_OK;
+    case K_RESERVE_CLASSES: return apply_reserve_classes(p, k->name);
     default: return fail(p, k->name, "a key conf.c knows (galloc bug)");
     }
 }

@@ -60,8 +60,28 @@ enum {
     GA_CONF_SET_LARGE_SEGMENT = 1u << 15,
     GA_CONF_SET_MEMORY_FRACTION = 1u << 16,
     GA_CONF_SET_RETRY_POOL = 1u << 18,
-    GA_CONF_SET_CAPTURE_REUSE = 1u << 19
+    GA_CONF_SET_CAPTURE_REUSE = 1u << 19,
+    GA_CONF_SET_THROW_ON_OOM = 1u << 20,
+    GA_CONF_SET_ES_RESERVE = 1u << 21,
+    GA_CONF_SET_ES_RESERVE_BY_CLASS = 1u << 22
 };
+
+/* One expandable-segment reserve value, PyTorch's ExpandableSegmentReserveSpec
+ * (c10/cuda/CUDAAllocatorConfig.h): "0.5" is a fraction of the device's total
+ * memory, "40G" (or "40g") 40 GiB. ga_conf_reserve_bytes resolves it. */
+typedef struct ga_conf_reserve {
+    bool gib;     /* the value is in GiB ('G' suffix); else a fraction of device memory */
+    double value; /* > 0 and finite, as written */
+} ga_conf_reserve_t;
+
+#define GA_CONF_RESERVE_CLASSES 8 /* classes expandable_segments_reserve_by_class may list */
+
+/* One entry of expandable_segments_reserve_by_class: a stream reserve class
+ * (galloc_set_expandable_reserve_class) and its reserve. */
+typedef struct ga_conf_reserve_class {
+    char name[GA_CONF_NAME_MAX]; /* 1 to 31 bytes, NUL-terminated */
+    ga_conf_reserve_t reserve;   /* its reserve */
+} ga_conf_reserve_class_t;
 
 /* Where one item of ga_conf_t.backend_options was written, so that a
  * backend's message about it can point into that string. */
@@ -101,6 +121,18 @@ typedef struct ga_conf {
                                               synchronize-and-flush, search the pool again before the last
                                               device allocation (pytorch/pytorch#189504); default false =
                                               PyTorch's released behaviour */
+    /* PyTorch main's (2026) CUDA keys, c10/cuda/CUDAAllocatorConfig.{h,cpp}. */
+    bool throw_on_cudamalloc_oom; /* throw_on_cudamalloc_oom: a new segment that would take reserved
+                                              memory past per_process_memory_fraction x device total is
+                                              refused before the device is asked, without the free-and-retry
+                                              chain (pool/reject.c); default false */
+    bool es_reserve_set;          /* expandable_segments_reserve was given (PyTorch's
+                                              m_expandable_segments_reserve_set); unset: 9/8 x device memory */
+    ga_conf_reserve_t es_reserve; /* expandable_segments_reserve: each expandable segment's virtual
+                                              range for streams without a class of their own */
+    uint32_t n_reserve_classes;   /* entries in reserve_classes (expandable_segments_reserve_by_class) */
+    ga_conf_reserve_class_t reserve_classes[GA_CONF_RESERVE_CLASSES]; /* in the order first named; a name given
+                                              twice keeps its last value */
     /* The device backend's options: the items no key above claims ("sim_capacity:80GiB",
      * "driver_path:/x.so", a registered backend's own keys). */
     char backend_options[GALLOC_BACKEND_OPTIONS_MAX];     /* each item as written (from its key to the end of
@@ -151,6 +183,11 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len);
  */
 size_t ga_conf_format_pytorch(const ga_conf_t *c, char *buf, size_t len);
 
+/* ga_conf_format_reserve_classes: expandable_segments_reserve_by_class's
+ * value as ga_conf_format writes it ("[capture:0.25,serving:40G]"), "" when
+ * the key was not given; like snprintf. */
+size_t ga_conf_format_reserve_classes(const ga_conf_t *c, char *buf, size_t len);
+
 /*
  * ga_conf_options_normalized: c->backend_options as the normalized string and
  * galloc_settings_t show them: whitespace dropped (the grammar ignores it),
@@ -186,6 +223,26 @@ void ga_conf_option_error(const ga_conf_t *c, const char *msg, char *out, size_t
 galloc_status_t ga_conf_load(ga_conf_t *c, const char *create_str, const char *galloc_conf,
                              const char *pytorch_alloc_conf, const char *pytorch_cuda_alloc_conf, char *err,
                              size_t errlen);
+
+/*
+ * ga_conf_reserve_bytes: PyTorch's expandable_segments_reserve_decision and
+ * ExpandableSegmentReserveSpec::resolveBytes (c10/cuda/CUDAAllocatorConfig.h):
+ * the reserve configured for a stream of reserve class cls (NULL or "" for
+ * none) on a device of device_total bytes. The class's own entry if
+ * expandable_segments_reserve_by_class lists it (*class_known = true), else
+ * expandable_segments_reserve if given, else none: returns false (keep the
+ * full 9/8 reserve). A fraction is value x device_total, a GiB value
+ * value x 2^30, truncated to whole bytes and saturated at UINT64_MAX (the
+ * caller clamps it to the full reserve, as clamp_reserve_bytes does).
+ * class_known may be NULL.
+ */
+bool ga_conf_reserve_bytes(const ga_conf_t *c, const char *cls, uint64_t device_total, uint64_t *bytes,
+                           bool *class_known);
+
+/* ga_conf_reserve_configured: whether either reserve key is in force (a
+ * global reserve or at least one class), i.e. whether a reserve can differ
+ * from PyTorch's historical 9/8 of device memory. */
+bool ga_conf_reserve_configured(const ga_conf_t *c);
 
 /* ga_conf_roundup_divisions: the divisions that apply to a request of `size`
  * bytes (PyTorch's roundup_power2_divisions(size): interval floor(log2(size)) - 20

@@ -7,7 +7,8 @@
  * locale, no heap), so the parser can be fuzzed and called from any thread.
  * Files: conf.c (grammar, keys, a backend's options), load.c (defaults, parse, load), value.c
  * (tokens, numbers, sizes, decimals), format.c (the normalized string), options.c (backend options
- * kept in a ga_conf_t: adding, showing, pointing a backend's message at its source).
+ * kept in a ga_conf_t: adding, showing, pointing a backend's message at its source), reserve.c (the
+ * expandable-segment reserve values: reading, writing, resolving to bytes).
  */
 #ifndef GA_CONF_INT_H
 #define GA_CONF_INT_H
@@ -95,6 +96,12 @@ ga_num_t ga_conf_read_decimal(const char *text, double *v);
 /* The longest prefix of that form, as std::stod reads PyTorch's decimals ("0.8x" is 0.8); hexadecimal,
  * "inf" and "nan" are GA_NUM_SYNTAX (PyTorch's range checks reject the last two anyway). */
 ga_num_t ga_conf_read_stod(const char *text, double *v);
+/* reserve.c: an expandable_segments_reserve value (PyTorch's parseReserveSpec): a decimal > 0, finite,
+ * with an optional 'G'/'g' suffix for GiB (else a fraction of device memory). GA_NUM_SYNTAX for any other
+ * form or a value <= 0, GA_NUM_RANGE past a double; *out untouched then. */
+ga_num_t ga_conf_read_reserve(const ga_tok_t *t, ga_conf_reserve_t *out);
+/* The canonical spelling of r: the shortest decimal that reads back, then "G" for GiB. */
+void ga_conf_write_reserve(const ga_conf_reserve_t *r, char *buf, size_t len);
 /* Shortest decimal that ga_conf_read_decimal reads back as exactly v; buf holds >= 48 bytes. */
 void ga_conf_write_decimal(double v, char *buf, size_t len);
 /* The token of string src as a message shows it: as written (inner whitespace kept), bytes outside

@@ -108,6 +108,21 @@ static bool all_zero(const uint32_t *d)
     return true;
 }
 
+/* expandable_segments_reserve_by_class's list, in the order the classes were first named. */
+static void class_list(const ga_conf_t *c, out_t *o)
+{
+    char v[64];
+    put(o, "[");
+    for (uint32_t i = 0; i < c->n_reserve_classes; i++) {
+        ga_conf_write_reserve(&c->reserve_classes[i].reserve, v, sizeof(v));
+        put(o, i > 0 ? "," : "");
+        put(o, c->reserve_classes[i].name);
+        put(o, ":");
+        put(o, v);
+    }
+    put(o, "]");
+}
+
 /* pytorch: only the keys PyTorch's PYTORCH_CUDA_ALLOC_CONF accepts. */
 static size_t format(const ga_conf_t *c, char *buf, size_t len, bool pytorch)
 {
@@ -157,6 +172,18 @@ static size_t format(const ga_conf_t *c, char *buf, size_t len, bool pytorch)
         item(&o, "pinned_use_background_threads", tf(c->pinned_use_background_threads));
     if ((set & GA_CONF_SET_CAPTURE_REUSE) || c->graph_capture_record_stream_reuse)
         item(&o, "graph_capture_record_stream_reuse", tf(c->graph_capture_record_stream_reuse));
+    if ((set & GA_CONF_SET_THROW_ON_OOM) || c->throw_on_cudamalloc_oom)
+        item(&o, "throw_on_cudamalloc_oom", tf(c->throw_on_cudamalloc_oom));
+    if (c->es_reserve_set) { /* unset has no spelling: PyTorch's default is "no override" */
+        ga_conf_write_reserve(&c->es_reserve, v, sizeof(v));
+        item(&o, "expandable_segments_reserve", v);
+    }
+    if ((set & GA_CONF_SET_ES_RESERVE_BY_CLASS) || c->n_reserve_classes > 0) {
+        if (o.n > 0)
+            put(&o, ",");
+        put(&o, "expandable_segments_reserve_by_class:");
+        class_list(c, &o);
+    }
 
     if (pytorch)
         goto out; /* the rest are galloc's own and the device backend's */
@@ -188,4 +215,14 @@ size_t ga_conf_format(const ga_conf_t *c, char *buf, size_t len)
 size_t ga_conf_format_pytorch(const ga_conf_t *c, char *buf, size_t len)
 {
     return format(c, buf, len, true);
+}
+
+size_t ga_conf_format_reserve_classes(const ga_conf_t *c, char *buf, size_t len)
+{
+    out_t o = {.buf = buf, .len = buf != NULL ? len : 0, .n = 0};
+    if ((c->set & GA_CONF_SET_ES_RESERVE_BY_CLASS) || c->n_reserve_classes > 0)
+        class_list(c, &o);
+    if (o.len > 0)
+        o.buf[o.n < o.len ? o.n : o.len - 1] = '\0';
+    return o.n;
 }

@@ -268,7 +268,51 @@ galloc_status_t galloc_malloc(galloc_allocator_t *a, size_t size, galloc_stream_
     if (a->ops->stripe_malloc != NULL && a->ops->stripe_malloc(a->impl, size, stream, ptr))
         return GALLOC_OK;
     galloc_status_t st;
-    LOCKED(a, st = a->ops->malloc(a->impl, size, stream, ptr));
+    ga_oom_rejection_t r;
+    galloc_oom_rejection_fn fn = NULL;
+    void *ctx = NULL;
+    ga_front_lock_all(a);
+    st = a->ops->malloc(a->impl, size, stream, ptr);
+    /* A refusal is taken even with no observer, so that a later one is not told of it. */
+    if (st == GALLOC_E_OOM && a->ops->take_rejection != NULL && a->ops->take_rejection(a->impl, &r)) {
+        fn = a->rejection_fn;
+        ctx = a->rejection_ctx;
+    }
+    ga_front_unlock_all(a);
+    if (fn != NULL) /* outside the lock: the observer may call galloc */
+        fn(ctx, a->device, r.alloc_size, r.total_allocated, r.device_total);
+    return st;
+}
+
+galloc_status_t galloc_set_expandable_reserve_class(galloc_allocator_t *a, galloc_stream_t stream, const char *name)
+{
+    GA_LIVE_OR_RETURN(a);
+    galloc_status_t st;
+    if (a->ops->set_reserve_class == NULL) {
+        LOCKED(a,
+               st = ga_fail(&a->err, GALLOC_E_UNSUPPORTED,
+                            "the %s allocator has no expandable segments: no expandable reserve class", a->ops->name));
+        return st;
+    }
+    LOCKED(a, st = a->ops->set_reserve_class(a->impl, stream, name));
+    return st;
+}
+
+galloc_status_t galloc_set_oom_rejection_observer(galloc_allocator_t *a, galloc_oom_rejection_fn fn, void *ctx)
+{
+    GA_LIVE_OR_RETURN(a);
+    galloc_status_t st = GALLOC_OK;
+    LOCKED(a, {
+        if (a->ops->take_rejection == NULL) {
+            st = ga_fail(&a->err, GALLOC_E_UNSUPPORTED,
+                         "the %s allocator does not refuse allocations ahead of the device "
+                         "(throw_on_cudamalloc_oom): no OOM-rejection observer",
+                         a->ops->name);
+        } else {
+            a->rejection_fn = fn;
+            a->rejection_ctx = ctx;
+        }
+    });
     return st;
 }
 
@@ -567,11 +611,16 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .pinned_num_register_threads = c->pinned_num_register_threads,
         .retry_pool_after_sync = c->retry_pool_after_sync,
         .graph_capture_record_stream_reuse = c->graph_capture_record_stream_reuse,
+        .throw_on_cudamalloc_oom = c->throw_on_cudamalloc_oom,
+        .expandable_segments_reserve = c->es_reserve_set ? c->es_reserve.value : 0.0,
+        .expandable_segments_reserve_gib = c->es_reserve_set && c->es_reserve.gib,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));
     snprintf(v.device_backend, sizeof(v.device_backend), "%s", c->device_backend);
     ga_conf_options_normalized(c, v.backend_options, sizeof(v.backend_options));
+    ga_conf_format_reserve_classes(c, v.expandable_segments_reserve_by_class,
+                                   sizeof(v.expandable_segments_reserve_by_class));
     size_t n = out->struct_size < sizeof(v) ? out->struct_size : sizeof(v);
     memcpy(out, &v, n);
     out->struct_size = v.struct_size;

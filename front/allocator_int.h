@@ -36,14 +36,16 @@
     } while (0)
 
 struct galloc_allocator {
-    uint32_t magic;                /* GA_ALLOCATOR_LIVE until destroyed */
-    ga_lock_t lock;                /* serializes every call (below) */
-    const ga_allocator_ops_t *ops; /* the implementation */
-    void *impl;                    /* its state */
-    ga_backend_t backend;          /* the opened device */
-    ga_conf_t conf;                /* effective settings */
-    ga_err_t err;                  /* last failure, written under lock */
-    int device;                    /* device index */
+    uint32_t magic;                       /* GA_ALLOCATOR_LIVE until destroyed */
+    ga_lock_t lock;                       /* serializes every call (below) */
+    const ga_allocator_ops_t *ops;        /* the implementation */
+    void *impl;                           /* its state */
+    ga_backend_t backend;                 /* the opened device */
+    ga_conf_t conf;                       /* effective settings */
+    ga_err_t err;                         /* last failure, written under lock */
+    int device;                           /* device index */
+    galloc_oom_rejection_fn rejection_fn; /* galloc_set_oom_rejection_observer's; NULL = none (under lock) */
+    void *rejection_ctx;                  /* its context */
 };
 
 /* The allocator's lock, and with it the implementation's quiesce: no

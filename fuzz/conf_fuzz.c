@@ -23,7 +23,7 @@
 #include "conf/conf.h"
 
 /* A new field in ga_conf_t must be compared below: this fails until it is. */
-_Static_assert(sizeof(ga_conf_t) == 1960, "ga_conf_t changed: compare its new fields in same_settings()");
+_Static_assert(sizeof(ga_conf_t) == 2376, "ga_conf_t changed: compare its new fields in same_settings()");
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \
@@ -43,6 +43,21 @@ static int same_options(const ga_conf_t *x, const ga_conf_t *y)
     return x->n_options == y->n_options && strcmp(a, b) == 0;
 }
 
+/* The expandable-segment reserves: the global one and every class, in order. */
+static int same_reserve(const ga_conf_t *x, const ga_conf_t *y)
+{
+    if (x->es_reserve_set != y->es_reserve_set || x->n_reserve_classes != y->n_reserve_classes)
+        return 0;
+    if (x->es_reserve_set && (x->es_reserve.gib != y->es_reserve.gib || x->es_reserve.value != y->es_reserve.value))
+        return 0;
+    for (uint32_t i = 0; i < x->n_reserve_classes; i++) {
+        const ga_conf_reserve_class_t *a = &x->reserve_classes[i], *b = &y->reserve_classes[i];
+        if (strcmp(a->name, b->name) != 0 || a->reserve.gib != b->reserve.gib || a->reserve.value != b->reserve.value)
+            return 0;
+    }
+    return 1;
+}
+
 /* Every setting, `set` bits excepted (the normalized string may name keys the
  * original left at their defaults). */
 static int same_settings(const ga_conf_t *x, const ga_conf_t *y)
@@ -59,7 +74,8 @@ static int same_settings(const ga_conf_t *x, const ga_conf_t *y)
            strncmp(x->device_backend, y->device_backend, sizeof(x->device_backend)) == 0 && same_options(x, y) &&
            x->large_segment_size == y->large_segment_size &&
            x->per_process_memory_fraction == y->per_process_memory_fraction &&
-           x->retry_pool_after_sync == y->retry_pool_after_sync;
+           x->retry_pool_after_sync == y->retry_pool_after_sync &&
+           x->throw_on_cudamalloc_oom == y->throw_on_cudamalloc_oom && same_reserve(x, y);
 }
 
 /* Settings a user might already have from an earlier layer: every kind of key

@@ -4,7 +4,8 @@
  * try_allocate_expandable_block do (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp).
  *
  * One expandable segment per (stream, pool) at a time grows page by page: a
- * virtual range of 1 1/8 the device's memory (getReservedVirtualMemorySize) is
+ * virtual range of 1 1/8 the device's memory (or the stream's configured
+ * expandable_segments_reserve, reserve.c) is
  * reserved once, pages of 2 MiB (small pool) or large_segment_size (20 MiB by
  * default, large pool) are mapped
  * at the end of what is mapped when a request finds no free block, and whole
@@ -23,6 +24,7 @@
 #include "pool/hooks.h"
 #include "pool/records.h"
 #include "pool/release.h"
+#include "pool/reserve.h"
 #include "pool/sleep_int.h"
 #include "stats/stats.h"
 
@@ -42,17 +44,24 @@ static bool has_space(const ga_block_t *b, size_t size)
     return bytes >= size;
 }
 
-/* A new expandable segment for (stream, pool): its whole range is one unmapped block. */
-static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap)
+/* A new expandable segment for (stream, pool): its whole range is one
+ * unmapped block. The range is the stream's reserve in whole pages
+ * (reserve.c); one smaller than size can never hold the request, so it is
+ * given back at once and no block is returned (find_expandable_block). */
+static ga_block_t *new_segment(ga_pool_t *p, ga_alloc_params_t *ap, size_t size)
 {
     size_t page = ap->pool->is_small ? GA_SMALL_BUFFER : (size_t)p->conf.large_segment_size;
-    size_t reserve = p->device_total + p->device_total / 8;
-    size_t pages = (reserve + page - 1) / page;
+    size_t reserve = ga_pool_reserve_bytes(p, ap->stream);
+    size_t pages = reserve / page + (reserve % page != 0);
     if (pages == 0)
         pages = 1;
     uintptr_t base = 0;
     if (ga_backend_va_reserve(p->backend, pages * page, &base) != GALLOC_OK)
         return NULL;
+    if (pages * page < size) {
+        (void)ga_backend_va_release(p->backend, base, pages * page);
+        return NULL;
+    }
     ga_records_t *r = ga_pool_records_of(p, ap->stream);
     ga_segment_t *seg = ga_pool_records_get_segment(r);
     ga_block_t *b = ga_pool_records_get_block(r);
@@ -81,7 +90,7 @@ static ga_block_t *find_block(ga_pool_t *p, ga_alloc_params_t *ap, size_t size)
         if (has_space(start, size))
             return start;
     }
-    return new_segment(p, ap);
+    return new_segment(p, ap, size);
 }
 
 /* Unmap the pages [first, last) of seg, last first, untold: an undo. */

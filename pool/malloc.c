@@ -3,7 +3,8 @@
  * (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp):
  *   round the size, pick the pool, best-fit search in the pool's free set;
  *   on a miss: garbage-collect (if a fraction and a threshold are set), ask the
- *   device for a new segment, else take a free block of a use_on_oom MemPool
+ *   device for a new segment (unless throw_on_cudamalloc_oom refuses it first:
+ *   reject.c, no retries), else take a free block of a use_on_oom MemPool
  *   (private.c), else free oversize cached blocks and retry, else
  *   free every cached segment and retry once more (num_alloc_retries), else OOM;
  *   then split the block if the remainder is worth keeping and hand out the front.
@@ -20,6 +21,7 @@
 #include "pool/oom.h"
 #include "pool/ops.h"
 #include "pool/private.h"
+#include "pool/reject.h"
 #include "pool/release.h"
 #include "pool/round.h"
 #include "pool/streams.h"
@@ -36,6 +38,8 @@ static galloc_status_t alloc_block(ga_pool_t *p, ga_alloc_params_t *ap, bool is_
         p->stats.num_alloc_retries++;
     /* The fraction caps reserved memory, checked before the device is asked. */
     if (p->set_fraction && p->total_allocated_memory + size > p->allowed_memory_maximum)
+        return GALLOC_E_OOM;
+    if (ga_pool_reject_check(p, ap)) /* throw_on_cudamalloc_oom, after the cap as in PyTorch */
         return GALLOC_E_OOM;
     /* Private pools never use expandable segments (PyTorch's checkpointing of
      * private pools does not support them), except a sleep tag's: its memory
@@ -174,6 +178,7 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
         return ga_pool_prepare_failed(p, ap.pool); /* or a sleeping tag's pool */
     ap.stream = stream;
     ap.block = NULL;
+    ap.rejected = false;
     /* PyTorch gathers the context once per malloc (maybeGatherContext(STATE)). */
     ap.stack_id = ga_trace_wants_stack(&p->trace, false) ? ga_trace_capture(&p->trace, 1) : 0;
 
@@ -187,6 +192,8 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
         if (p->set_fraction && p->conf.garbage_collection_threshold > 0.0)
             ga_pool_garbage_collect(p);
         galloc_status_t st = alloc_block(p, &ap, false);
+        if (ap.rejected) /* throw_on_cudamalloc_oom skips the retry chain */
+            return ga_pool_rejected(p, &ap);
         /* MemPool use_on_oom, before any cache is freed (PyTorch main's order). */
         if (st == GALLOC_E_OOM && ap.pool->owner == NULL && ga_pool_use_on_oom(p, &ap))
             st = GALLOC_OK;
@@ -215,7 +222,7 @@ galloc_status_t ga_pool_malloc(void *impl, size_t size, galloc_stream_t stream, 
             }
         }
         if (st == GALLOC_E_OOM)
-            return ga_pool_oom(p, &ap);
+            return ap.rejected ? ga_pool_rejected(p, &ap) : ga_pool_oom(p, &ap);
         if (st == GALLOC_E_HOOK)
             return st; /* no retry: hooks.c said which hook refused what */
         if (st == GALLOC_E_UNSUPPORTED && ga_pool_is_tagged(ap.pool))

@@ -6,13 +6,15 @@
  * spaces. "Tried to allocate" shows the segment size PyTorch asked the device
  * for, not the caller's request; the "oom" trace entry records the request
  * rounded to 512 bytes (params.size()), as PyTorch's record_trace does. galloc has no NVML, so the per-process part
- * is empty (as PyTorch prints it when NVML is unavailable).
+ * is empty (as PyTorch prints it when NVML is unavailable). With expandable
+ * segments and a reserve key the end is main's reserve hint (reserve.c).
  */
 #include <stdio.h>
 
 #include "pool/hooks.h"
 #include "pool/oom.h"
 #include "pool/private.h"
+#include "pool/reserve.h"
 #include "pool/tags.h"
 
 /* The documentation link current PyTorch releases print (2.7 and later). */
@@ -61,11 +63,16 @@ galloc_status_t ga_pool_oom(ga_pool_t *p, const ga_alloc_params_t *ap)
     }
     ga_format_size((uint64_t)(allocated + priv), alloc_s, sizeof(alloc_s));
     ga_format_size((uint64_t)(reserved - allocated - priv), unalloc, sizeof(unalloc));
+    char hint[512];
+    if (!ga_pool_reserve_oom_hint(p, ap, hint, sizeof(hint)))
+        snprintf(hint, sizeof(hint),
+                 " If reserved but unallocated memory is large try setting "
+                 "PYTORCH_%s_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+                 "Memory Management  (" OOM_DOC_URL ")",
+                 vendor);
     return ga_fail(p->err, GALLOC_E_OOM,
                    "%s out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of which %s is free. "
                    "%sOf the allocated memory %s is allocated by PyTorch, %sand %s is reserved by PyTorch but "
-                   "unallocated.%s If reserved but unallocated memory is large try setting "
-                   "PYTORCH_%s_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-                   "Memory Management  (" OOM_DOC_URL ")",
-                   vendor, tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc, asleep_msg, vendor);
+                   "unallocated.%s%s",
+                   vendor, tried, p->device, total, free_s, allowed, alloc_s, priv_msg, unalloc, asleep_msg, hint);
 }

@@ -14,6 +14,7 @@
 #include "pool/pinned.h"
 #include "pool/private.h"
 #include "pool/release.h"
+#include "pool/reserve.h"
 #include "pool/round.h"
 #include "pool/sleep_int.h"
 #include "pool/streams.h"
@@ -87,6 +88,7 @@ void ga_pool_destroy(void *impl)
     }
     ga_pool_hooks_destroy(p);
     ga_pool_tags_destroy(p);
+    ga_pool_reserve_destroy(p);
     ga_pool_capture_destroy(p);
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);

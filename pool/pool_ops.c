@@ -12,6 +12,8 @@
 #include "pool/ipc.h"
 #include "pool/ops.h"
 #include "pool/pool.h"
+#include "pool/reject.h"
+#include "pool/reserve.h"
 
 const ga_allocator_ops_t ga_allocator_native = {
     .name = "native",
@@ -69,4 +71,6 @@ const ga_allocator_ops_t ga_allocator_native = {
     .hook_add = ga_pool_hook_add,
     .hook_remove = ga_pool_hook_remove,
     .hook_stats = ga_pool_hook_stats,
+    .take_rejection = ga_pool_take_rejection,
+    .set_reserve_class = ga_pool_set_reserve_class,
 };

@@ -59,6 +59,7 @@
 
 #include <galloc/galloc_sleep.h>
 #include <galloc/galloc_stats.h>
+#include "allocators/allocator_ops.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
 #include "pool/avl.h"
@@ -338,6 +339,10 @@ struct ga_pool {
      * only under the allocator's lock, and every locked call ends in
      * ga_pool_resume, which stores it (the one place). */
     _Atomic int64_t reserved_seen;
+    struct ga_reserve_tag *reserve_tags; /* streams' expandable reserve classes (reserve.h), unordered */
+    size_t n_reserve_tags, cap_reserve_tags;
+    bool rejection_pending;       /* throw_on_cudamalloc_oom refused a malloc not yet taken (reject.c) */
+    ga_oom_rejection_t rejection; /* its figures, for the front end's observer */
     ga_stripe_t stripes[GA_STRIPES];
 };
 
@@ -351,6 +356,7 @@ typedef struct ga_alloc_params {
     ga_stream_set_t *set; /* pool's free set for stream (ga_pool_blockpool_prepare) */
     ga_block_t *block;    /* result */
     uint32_t stack_id;    /* trace: the caller's stack (0 = none) */
+    bool rejected;        /* throw_on_cudamalloc_oom refused a segment (PyTorch's oom_rejection_info) */
 } ga_alloc_params_t;
 
 /* A block cut from a larger one: a neighbour in its segment, free or not. */

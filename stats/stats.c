@@ -29,14 +29,14 @@ typedef struct key_entry {
 #define STAT_(name) STAT4_(#name, name)
 #define INT_(name) {#name, offsetof(galloc_stats_t, name)},
 
-static const key_entry_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)};
+static const key_entry_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)};
 
 #undef STAT4_
 #undef ARRAY_
 #undef STAT_
 #undef INT_
 
-_Static_assert(sizeof(keys) / sizeof(keys[0]) == GALLOC_STATS_KEY_COUNT, "PyTorch reports 122 keys");
+_Static_assert(sizeof(keys) / sizeof(keys[0]) == GALLOC_STATS_KEY_COUNT, "PyTorch reports 123 keys");
 
 static int64_t value_at(const galloc_stats_t *s, size_t offset)
 {
@@ -102,7 +102,7 @@ void ga_stats_reset_peak(galloc_stats_t *s)
         reset_peak_one(&s->name[p]);
 #define STAT_(name) reset_peak_one(&s->name);
 #define INT_(name)
-    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)
 #undef ARRAY_
 #undef STAT_
 #undef INT_
@@ -115,16 +115,18 @@ void ga_stats_reset_accumulated(galloc_stats_t *s)
         reset_acc_one(&s->name[p]);
 #define STAT_(name) reset_acc_one(&s->name);
 #define INT_(name)
-    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)
 #undef ARRAY_
 #undef STAT_
 #undef INT_
-    /* Every plain counter but max_split_size (PyTorch's resetAccumulatedStats). */
+    /* Every plain counter but max_split_size (PyTorch's resetAccumulatedStats,
+     * num_oom_rejections included in main's). */
     s->num_alloc_retries = 0;
     s->num_ooms = 0;
     s->num_sync_all_streams = 0;
     s->num_device_alloc = 0;
     s->num_device_free = 0;
+    s->num_oom_rejections = 0;
 }
 
 static void fold_one(galloc_stat_t arr[GALLOC_STAT_POOLS])
@@ -138,7 +140,7 @@ void ga_stats_fold_all(galloc_stats_t *s)
 #define ARRAY_(name) fold_one(s->name);
 #define STAT_(name)
 #define INT_(name)
-    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_)
+    GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)
 #undef ARRAY_
 #undef STAT_
 #undef INT_

@@ -339,6 +339,18 @@ galloc_status_t galloc_torch_memory_summary(int device, char *buf, size_t len, s
     return galloc_memory_summary(a, false, buf, len, needed);
 }
 
+galloc_status_t galloc_torch_set_expandable_reserve_class(int device, galloc_torch_stream_t stream, const char *name)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_set_expandable_reserve_class(a, (galloc_stream_t)stream, name);
+}
+
+galloc_status_t galloc_torch_set_oom_rejection_observer(int device, galloc_torch_oom_rejection_fn fn, void *ctx)
+{
+    GET_OR_RETURN(device, a);
+    return galloc_set_oom_rejection_observer(a, fn, ctx);
+}
+
 galloc_status_t galloc_torch_tag_begin(int device, const char *tag)
 {
     GET_OR_RETURN(device, a);

@@ -131,7 +131,7 @@ GALLOC_TORCH_API void galloc_torch_record_stream(void *ptr, galloc_torch_stream_
 GALLOC_TORCH_API galloc_status_t galloc_torch_configure(const char *conf);
 
 /*
- * galloc_torch_memory_stats_json: device's 122 stats as one JSON object, keys
+ * galloc_torch_memory_stats_json: device's 123 stats as one JSON object, keys
  * in PyTorch's order (torch.cuda.memory_stats(device) as a dict), e.g.
  * {"active.all.allocated": 1, ..., "segment.small_pool.peak": 1}, into buf
  * (len bytes, NUL-terminated, truncated if short). *needed (if non-NULL)
@@ -172,6 +172,31 @@ GALLOC_TORCH_API galloc_status_t galloc_torch_reset_accumulated_memory_stats(int
  * creation status.
  */
 GALLOC_TORCH_API galloc_status_t galloc_torch_memory_summary(int device, char *buf, size_t len, size_t *needed);
+
+/*
+ * PyTorch main's 2026 allocator features, for the allocator serving PyTorch
+ * on device (created if needed); PyTorch's own entry points
+ * (setExpandableSegmentReserveClassForStream, attachOomRejectionObserver)
+ * do not reach a pluggable allocator: CUDAPluggableAllocator refuses
+ * attachOomRejectionObserver (TORCH_CHECK_NOT_IMPLEMENTED).
+ *
+ * galloc_torch_set_expandable_reserve_class: galloc_set_expandable_reserve_class
+ * for stream (a cudaStream_t, torch.cuda.Stream.cuda_stream): the reserve
+ * class its new expandable segments use (expandable_segments_reserve_by_class).
+ *
+ * galloc_torch_set_oom_rejection_observer: galloc_set_oom_rejection_observer:
+ * fn(ctx, device, alloc_size, total_allocated, device_total) for each
+ * allocation throw_on_cudamalloc_oom refuses on device, on the allocating
+ * thread after galloc's lock is released (PyTorch: a detached thread).
+ *
+ * Both return the galloc call's statuses or a creation status.
+ */
+typedef void (*galloc_torch_oom_rejection_fn)(void *ctx, int device, size_t alloc_size, size_t total_allocated,
+                                              size_t device_total);
+GALLOC_TORCH_API galloc_status_t galloc_torch_set_expandable_reserve_class(int device, galloc_torch_stream_t stream,
+                                                                           const char *name);
+GALLOC_TORCH_API galloc_status_t galloc_torch_set_oom_rejection_observer(int device, galloc_torch_oom_rejection_fn fn,
+                                                                         void *ctx);
 
 /*
  * Sleep and wake (galloc_sleep.h) for the allocator serving PyTorch on

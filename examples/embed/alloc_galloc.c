@@ -51,7 +51,7 @@ static rt_status_t g_record_stream(rt_allocator_t *self, void *ptr, int device, 
 static rt_status_t g_memory_stats(rt_allocator_t *self, int device, rt_memory_stats_t *out)
 {
     (void)self;
-    /* One copy of all 122 counters, taken under the device's lock, so the
+    /* One copy of all 123 counters, taken under the device's lock, so the
      * figures below are consistent with each other. */
     galloc_stats_t s;
     s.struct_size = sizeof(s);

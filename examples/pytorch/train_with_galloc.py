@@ -73,7 +73,7 @@ def check(lib, device, status, what):
 
 
 def galloc_stats(lib, device):
-    """torch.cuda.memory_stats(device)'s 122 keys, from galloc."""
+    """torch.cuda.memory_stats(device)'s 123 keys, from galloc."""
     buf = ctypes.create_string_buffer(8192)  # always enough (galloc_torch.h)
     check(lib, device, lib.galloc_torch_memory_stats_json(device, buf, len(buf), None), "memory_stats")
     return json.loads(buf.value.decode())

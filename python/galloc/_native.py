@@ -137,6 +137,11 @@ class HookStats(ctypes.Structure):
                 ("ignored", ctypes.c_uint64)]
 
 
+# galloc_oom_rejection_fn (api/galloc_allocator.h): ctx, device, alloc_size,
+# total_allocated, device_total.
+OOM_REJECTION = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t,
+                                 ctypes.c_size_t)
+
 _HP = ctypes.POINTER(IpcHandle)
 
 _SIGNATURES = {
@@ -157,6 +162,9 @@ _SIGNATURES = {
     "galloc_free": (_c_int, [_vp, _vp]),
     "galloc_record_stream": (_c_int, [_vp, _vp, ctypes.c_uint64]),
     "galloc_empty_cache": (_c_int, [_vp]),
+    "galloc_set_memory_fraction": (_c_int, [_vp, ctypes.c_double]),
+    "galloc_set_expandable_reserve_class": (_c_int, [_vp, ctypes.c_uint64, _cp]),
+    "galloc_set_oom_rejection_observer": (_c_int, [_vp, OOM_REJECTION, _vp]),
     "galloc_enable_peer_access": (_c_int, [_vp, _c_int]),
     "galloc_memory_stats": (_c_int, [_vp, _vp]),
     "galloc_stats_foreach": (_sz, [_vp, STATS_VISIT, _vp]),

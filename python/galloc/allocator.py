@@ -67,7 +67,7 @@ class Segment:
 
 class Allocator(IpcMixin, HooksMixin):
     """A galloc caching allocator: PyTorch's CUDA caching allocator policy
-    and its 122 statistics, on one device.
+    and its 123 statistics, on one device.
 
     conf: a PYTORCH_CUDA_ALLOC_CONF-style string plus galloc's keys
     ("max_split_size_mb:512,sim_capacity:8GiB"), applied over the
@@ -139,6 +139,48 @@ class Allocator(IpcMixin, HooksMixin):
     def empty_cache(self) -> None:
         """Release every cached segment that holds no live block (torch.cuda.empty_cache)."""
         self._check(_lib.galloc_empty_cache(self._a()))
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """Cap reserved memory at fraction x the device's total
+        (torch.cuda.set_per_process_memory_fraction); 0 <= fraction <= 1."""
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+            raise TypeError(f"fraction: a float, not {type(fraction).__name__}")
+        self._check(_lib.galloc_set_memory_fraction(self._a(), float(fraction)))
+
+    def set_expandable_reserve_class(self, stream: int, name) -> None:
+        """The reserve class of stream (PyTorch's
+        setExpandableSegmentReserveClassForStream): each new expandable segment
+        of the stream reserves the class's entry of
+        expandable_segments_reserve_by_class, else expandable_segments_reserve,
+        else 9/8 of the device's memory (capped at that, in whole pages). A
+        request larger than the stream's reserve raises OutOfMemoryError naming
+        the reserve. name None or "" clears the class. InvalidArgumentError for
+        a name the config list could not write (1 to 31 printable bytes without
+        ',', ':', '[', ']', quotes or backslashes); UnsupportedError without
+        expandable segments (cudaMallocAsync)."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name: a str or None, not {type(name).__name__}")
+        self._check(_lib.galloc_set_expandable_reserve_class(self._a(), stream,
+                                                              None if name is None else name.encode()))
+
+    def set_oom_rejection_observer(self, fn) -> None:
+        """Call fn(device, alloc_size, total_allocated, device_total) for every
+        malloc that throw_on_cudamalloc_oom refuses (PyTorch's
+        OomRejectionObserver; the malloc raises OutOfMemoryError "... Allocation
+        was preemptively rejected ..." and counts num_oom_rejections). fn runs
+        on the thread that called malloc, before malloc raises, without the
+        allocator's lock: it may use the allocator. An exception fn raises is
+        printed and dropped (PyTorch logs it). One observer: a call replaces the
+        last; None removes it. UnsupportedError for cudaMallocAsync."""
+        if fn is not None and not callable(fn):
+            raise TypeError(f"fn: a callable or None, not {type(fn).__name__}")
+        cb = None
+        if fn is not None:
+            def cb(_ctx, device, alloc_size, total_allocated, device_total):
+                fn(device, alloc_size, total_allocated, device_total)
+            cb = _native.OOM_REJECTION(cb)
+        self._check(_lib.galloc_set_oom_rejection_observer(self._a(), cb or _native.OOM_REJECTION(), None))
+        self._rejection_cb = cb  # the C side holds a pointer to it: keep it alive
 
     def enable_peer_access(self, peer: int) -> None:
         """Let device `peer` read and write this allocator's memory, held now
@@ -289,7 +331,7 @@ class Allocator(IpcMixin, HooksMixin):
         return _lib.galloc_allocator_backend(self._a()).decode()
 
     def memory_stats(self) -> dict:
-        """torch.cuda.memory_stats(): the 122 flattened keys, in PyTorch's order, int values."""
+        """torch.cuda.memory_stats(): the 123 flattened keys, in PyTorch's order, int values."""
         buf = (ctypes.c_int64 * (_native.STATS_BUFFER // 8))()
         ctypes.c_uint32.from_buffer(buf).value = _native.STATS_BUFFER
         self._check(_lib.galloc_memory_stats(self._a(), buf))

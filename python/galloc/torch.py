@@ -9,7 +9,7 @@
 use() loads the package's libgalloc_torch.so through
 torch.cuda.memory.CUDAPluggableAllocator and makes it PyTorch's allocator.
 PyTorch's own torch.cuda.memory_stats() raises for a pluggable allocator, so
-the figures come from this module (the same 122 keys). Importing this module
+the figures come from this module (the same 123 keys). Importing this module
 does not import torch; use() does.
 
 Sleep and wake (training and inference taking turns on one GPU, as vLLM's
@@ -78,6 +78,8 @@ _SIGNATURES = {
     "galloc_torch_reset_peak_memory_stats": (_ci, [_ci]),
     "galloc_torch_last_error": (_ci, [_ci, _cp, _sz]),
     "galloc_torch_shutdown": (None, []),
+    "galloc_torch_set_expandable_reserve_class": (_ci, [_ci, _vp, _cp]),
+    "galloc_torch_set_oom_rejection_observer": (_ci, [_ci, _native.OOM_REJECTION, _vp]),
     "galloc_torch_tag_begin": (_ci, [_ci, _cp]),
     "galloc_torch_tag_end": (_ci, [_ci, _cp]),
     "galloc_torch_sleep": (_ci, [_ci, _cp, _cp]),
@@ -232,7 +234,7 @@ def _oom_wrapper(torch):
 
 
 def memory_stats(device: int | None = None) -> dict:
-    """torch.cuda.memory_stats(device) for galloc: the 122 keys, PyTorch's order, int values."""
+    """torch.cuda.memory_stats(device) for galloc: the 123 keys, PyTorch's order, int values."""
     d = _device(device)
     lib, needed = _lib(), ctypes.c_size_t(0)
     _check(lib.galloc_torch_memory_stats_json(d, None, 0, ctypes.byref(needed)), d)
@@ -262,6 +264,45 @@ def reset_peak_memory_stats(device: int | None = None) -> None:
     """torch.cuda.reset_peak_memory_stats(device) for galloc."""
     d = _device(device)
     _check(_lib().galloc_torch_reset_peak_memory_stats(d), d)
+
+
+def set_expandable_reserve_class(stream, name, device: int | None = None) -> None:
+    """PyTorch main's setExpandableSegmentReserveClassForStream for galloc:
+    new expandable segments of stream (a torch.cuda.Stream, or its
+    cuda_stream handle as an int) reserve the class's entry of
+    expandable_segments_reserve_by_class (else expandable_segments_reserve,
+    else 9/8 of device memory). name None or "" clears the class. The device
+    is the stream's when it has one, else device (default: the current one)."""
+    handle = getattr(stream, "cuda_stream", stream)
+    if device is None and getattr(stream, "device", None) is not None:
+        device = getattr(stream.device, "index", None)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name: a str or None, not {type(name).__name__}")
+    d = _device(device)
+    _check(_lib().galloc_torch_set_expandable_reserve_class(d, int(handle) or None,
+                                                             None if name is None else name.encode()), d)
+
+
+_rejection_cbs = {}  # device -> the ctypes callback the library holds a pointer to
+
+
+def set_oom_rejection_observer(fn, device: int | None = None) -> None:
+    """fn(device, alloc_size, total_allocated, device_total) for every
+    allocation on device that throw_on_cudamalloc_oom refuses: what PyTorch's
+    attachOomRejectionObserver does for its native allocator, which a
+    pluggable allocator cannot take. fn runs on the allocating thread before
+    the OutOfMemoryError reaches torch; an exception it raises is printed and
+    dropped. None removes it. One observer per device."""
+    if fn is not None and not callable(fn):
+        raise TypeError(f"fn: a callable or None, not {type(fn).__name__}")
+    d = _device(device)
+    cb = None
+    if fn is not None:
+        def cb(_ctx, dev, alloc_size, total_allocated, device_total):
+            fn(dev, alloc_size, total_allocated, device_total)
+        cb = _native.OOM_REJECTION(cb)
+    _check(_lib().galloc_torch_set_oom_rejection_observer(d, cb or _native.OOM_REJECTION(), None), d)
+    _rejection_cbs[d] = cb
 
 
 def _synchronize(d):

@@ -48,7 +48,7 @@ class AllocatorFigures(unittest.TestCase):
         self.assertNotEqual(p, 0)
         self.assertEqual(p % 512, 0)
         s = self.a.memory_stats()
-        self.assertEqual(len(s), 122)
+        self.assertEqual(len(s), 123)
         self.assertEqual(list(s), sorted(s))  # PyTorch's order: flattened keys, sorted
         self.assertTrue(all(type(v) is int for v in s.values()))
         self.assertEqual(s["allocated_bytes.all.current"], 512)

@@ -39,7 +39,7 @@ class TorchContract(unittest.TestCase):
         self.assertEqual(self.state.calls[:3], [("init", 0), ("init", 2), ("malloc", 1, 0, 0, t.data_ptr())])
         self.assertNotEqual(t.data_ptr(), 0)
         s = self.gt.memory_stats()
-        self.assertEqual(len(s), 122)
+        self.assertEqual(len(s), 123)
         self.assertEqual((s["allocated_bytes.all.current"], s["reserved_bytes.all.current"]), (512, 2 * MiB))
         with self.assertRaisesRegex(RuntimeError, "does not yet support getDeviceStats"):
             torch.cuda.memory_stats()  # PyTorch's own: hence galloc.torch.memory_stats
@@ -73,6 +73,40 @@ class TorchContract(unittest.TestCase):
         self.assertTrue(msg.startswith("CUDA out of memory. Tried to allocate 600.00 MiB"), msg)
         self.assertEqual(self.gt.memory_stats()["num_ooms"], 1)
         self.assertNotEqual(torch.empty(400 * MiB).data_ptr(), 0)  # under the cap
+
+    def test_throw_on_cudamalloc_oom_and_the_reserve_class(self):
+        # PyTorch main's keys through the plug-in: CUDAPluggableAllocator refuses
+        # attachOomRejectionObserver, so galloc.torch takes the observer itself.
+        with CStderr(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.gt.use("sim_capacity:1GiB,throw_on_cudamalloc_oom:True,expandable_segments:True,"
+                        "expandable_segments_reserve_by_class:[tiny:0.05]", device_backend="sim", oom="null")
+        import torch
+        seen = []
+        self.gt.set_oom_rejection_observer(lambda *args: seen.append(args))
+        with CStderr() as err:
+            t = torch.empty(2 * GiB)
+        self.assertEqual(t.data_ptr(), 0)
+        self.assertIn("galloc: malloc on device 0: CUDA out of memory. Allocation was preemptively rejected because "
+                      "it would exceed per_process_memory_fraction limit. Requested size: 2.00 GiB", err.text)
+        self.assertEqual(seen, [(0, 2 * GiB, 0, 1 * GiB)])
+        s = self.gt.memory_stats()
+        self.assertEqual((s["num_oom_rejections"], s["num_ooms"]), (1, 0))
+        self.gt.set_oom_rejection_observer(None)
+        # 0.05 of 1 GiB in 20 MiB pages is 60 MiB: a 100 MiB tensor on the tagged
+        # stream can never fit; untagged again, it does.
+        self.gt.set_expandable_reserve_class(0, "tiny")
+        with CStderr() as err:
+            t = torch.empty(100 * MiB)
+        self.assertEqual(t.data_ptr(), 0)
+        self.assertIn("exceeds the expandable-segment reserve of 51.20 MiB for stream reserve class 'tiny'", err.text)
+        self.gt.set_expandable_reserve_class(torch.cuda.Stream(), "tiny", device=0)  # a Stream object is taken too
+        self.gt.set_expandable_reserve_class(0, None)
+        t = torch.empty(100 * MiB)
+        self.assertNotEqual(t.data_ptr(), 0)
+        del t
+        with self.assertRaises(galloc.InvalidArgumentError):
+            self.gt.set_expandable_reserve_class(0, "a:b")
 
     def test_oom_raise_without_a_compiler_warns_and_falls_back(self):
         _, _, w = self.use()  # fake torch has no torch.utils.cpp_extension

@@ -103,7 +103,7 @@ class Shim:
         assert self.g.galloc_torch_memory_stats_json(device, buf, len(buf), ctypes.byref(needed)) == OK
         assert needed.value == len(buf.value), (needed.value, len(buf.value))
         s = json.loads(buf.value.decode())
-        assert len(s) == 122, len(s)
+        assert len(s) == 123, len(s)
         return s
 
     def last_error(self, device):

@@ -267,6 +267,18 @@ TEST_F(User, AnOlderTableLeavesTheLaterHooksUnset)
     ASSERT_EQ(galloc_free(a_, p), GALLOC_OK);
 }
 
+// PyTorch's CUDAPluggableAllocator::attachOomRejectionObserver raises
+// (TORCH_CHECK_NOT_IMPLEMENTED): a caller's allocator never refuses ahead of
+// its device either, so galloc has no observer to attach.
+TEST_F(User, NoOomRejectionObserver)
+{
+    Make();
+    auto fn = [](void *, int, size_t, size_t, size_t) {};
+    EXPECT_EQ(galloc_set_oom_rejection_observer(a_, fn, nullptr), GALLOC_E_UNSUPPORTED);
+    EXPECT_NE(LastError(a_).find("no OOM-rejection observer"), std::string::npos) << LastError(a_);
+    EXPECT_EQ(galloc_set_expandable_reserve_class(a_, 1, "capture"), GALLOC_E_UNSUPPORTED);
+}
+
 TEST_F(User, BadTablesAreRefused)
 {
     galloc_allocator_t *a = reinterpret_cast<galloc_allocator_t *>(1);

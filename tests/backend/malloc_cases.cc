@@ -88,6 +88,39 @@ TEST_P(Malloc, DeviceOomFreesTheCacheAndRetriesThenReportsPyTorchsMessage)
     Free(b);
 }
 
+// throw_on_cudamalloc_oom (PyTorch main's DeviceCachingAllocator::alloc_block,
+// then malloc skipping its retry chain): the same 1 GiB device and the same
+// request as above, but refused before the driver is asked: no cuMemAlloc /
+// hipMalloc, no cache released, no retry; num_oom_rejections, not num_ooms.
+TEST_P(Malloc, ThrowOnCudaMallocOomRefusesWithoutADriverCall)
+{
+    ASSERT_EQ(f_.fake_cuda_configure(2, 1 * kGiB, 2 * kMiB), 0);
+    Make("throw_on_cudamalloc_oom:True");
+    Free(Alloc(200 * kMiB)); // cached: 200 MiB reserved
+    void *b = Alloc(700 * kMiB);
+    uint64_t allocs = f_.fake_cuda_calls(v().mem_alloc), frees = f_.fake_cuda_calls(v().mem_free);
+    uint64_t calls = f_.Stats().calls;
+    EXPECT_EQ(allocs, 2u);
+    void *c = reinterpret_cast<void *>(1);
+    EXPECT_EQ(galloc_malloc(a_, 300 * kMiB, 0, &c), GALLOC_E_OOM); // 900 + 300 MiB > 1024 MiB
+    EXPECT_EQ(c, nullptr);
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_alloc), allocs) << "refused before the driver is asked";
+    EXPECT_EQ(f_.fake_cuda_calls(v().mem_free), frees) << "the cached 200 MiB stays";
+    EXPECT_EQ(f_.Stats().calls, calls) << "no driver call at all";
+    EXPECT_EQ(LastError(a_), std::string(v().upper) +
+                                 " out of memory. Allocation was preemptively rejected because it would exceed "
+                                 "per_process_memory_fraction limit. Requested size: 300.00 MiB");
+    galloc_stats_t st = Stats();
+    EXPECT_EQ(st.num_oom_rejections, 1);
+    EXPECT_EQ(st.num_ooms, 0);
+    EXPECT_EQ(st.num_alloc_retries, 0);
+    EXPECT_EQ(st.num_sync_all_streams, 0);
+    EXPECT_EQ(st.num_device_alloc, 2);
+    EXPECT_EQ(st.num_device_free, 0);
+    EXPECT_EQ(st.reserved_bytes[ALL].current, (int64_t)(900 * kMiB));
+    Free(b);
+}
+
 TEST_P(Malloc, CrossStreamFreeWaitsForItsEvent)
 {
     Make();

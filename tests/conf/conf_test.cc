@@ -203,8 +203,8 @@ TEST(ConfOptions, BackendOptionsHaveALimit)
 // Keys PyTorch accepts that galloc checks but does not store.
 TEST(ConfKeys, AcceptedButNotStored)
 {
-    for (const char *s : {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096",
-                          "pinned_free_catch_all:False", "throw_on_cudamalloc_oom:True"}) {
+    for (const char *s :
+         {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096", "pinned_free_catch_all:False"}) {
         SCOPED_TRACE(s);
         Parsed p = parse(s);
         ga_conf_t d;

@@ -70,10 +70,18 @@ inline ::testing::AssertionResult Same(const ga_conf_t &a, const ga_conf_t &b)
     SAME_FIELD(pinned_use_cuda_host_register) SAME_FIELD(pinned_num_register_threads)
     SAME_FIELD(pinned_use_background_threads) SAME_FIELD(set) SAME_FIELD(large_segment_size)
     SAME_FIELD(per_process_memory_fraction) SAME_FIELD(retry_pool_after_sync) SAME_FIELD(n_options)
+    SAME_FIELD(throw_on_cudamalloc_oom) SAME_FIELD(es_reserve_set) SAME_FIELD(n_reserve_classes)
 #undef SAME_FIELD
         // clang-format on
         if (divs(a) != divs(b)) return ::testing::AssertionFailure()
         << "roundup_power2_divisions differ";
+    if (a.es_reserve_set && (a.es_reserve.gib != b.es_reserve.gib || a.es_reserve.value != b.es_reserve.value))
+        return ::testing::AssertionFailure() << "expandable_segments_reserve differs";
+    for (uint32_t i = 0; i < a.n_reserve_classes; i++) {
+        const ga_conf_reserve_class_t &x = a.reserve_classes[i], &y = b.reserve_classes[i];
+        if (strcmp(x.name, y.name) != 0 || x.reserve.gib != y.reserve.gib || x.reserve.value != y.reserve.value)
+            return ::testing::AssertionFailure() << "reserve class " << i << " differs";
+    }
     if (strcmp(a.device_backend, b.device_backend) != 0)
         return ::testing::AssertionFailure() << "device_backend differs";
     if (options(a) != options(b)) // as the backend reads them: whitespace aside

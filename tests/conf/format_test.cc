@@ -122,6 +122,13 @@ TEST(ConfFormat, RoundTripOverRandomSettings)
             items.push_back("pinned_num_register_threads:" + std::to_string(1u << (rng() % 8)));
         if (rng() % 3 == 0)
             items.push_back("device_backend:" + pick({"sim", "cuda", "hip", "my_2"}));
+        if (rng() % 4 == 0)
+            items.push_back("throw_on_cudamalloc_oom:" + pick({"True", "False"}));
+        if (rng() % 4 == 0)
+            items.push_back("expandable_segments_reserve:" + pick({"0.5", "1.125", "40G", "1e20G", "0.05g"}));
+        if (rng() % 4 == 0)
+            items.push_back("expandable_segments_reserve_by_class:" +
+                            pick({"[]", "[capture:0.25]", "[serving:0.25,ads_sparse:8G]", "[a:1,b:2,a:3]"}));
         if (rng() % 3 == 0)
             items.push_back("sim_capacity:" + num(1, 4096) + pick({"", "B", "KB", "MiB", "GiB"}));
         if (rng() % 3 == 0)

@@ -159,6 +159,8 @@ typedef struct fake_gpu_stats {
     uint64_t copied_d2h_bytes;                  /* bytes copied device to host since the reset */
     uint64_t copied_h2d_bytes;                  /* bytes copied host to device since the reset */
     uint64_t live_ipc_opens;                    /* ipc_open mappings not closed (counted in leaks) */
+    uint64_t live_reserved_bytes;               /* the sizes of the address ranges not freed */
+    uint64_t last_reserved_bytes;               /* the size of the last address range reserved (0: none yet) */
 } fake_gpu_stats_t;
 
 /* The bytes of an IPC handle (CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE). */

@@ -452,6 +452,9 @@ void fg_stats(fake_gpu_stats_t *out)
     }
     for (size_t i = 0; i < fg.n_maps; i++)
         s.live_mapped_bytes += fg.maps[i].size;
+    for (size_t i = 0; i < fg.n_resvs; i++)
+        s.live_reserved_bytes += fg.resvs[i].size;
+    s.last_reserved_bytes = fg.last_resv_size;
     for (int i = 0; i < FAKE_GPU_MAX_DEVICES; i++) {
         s.ctx_refs += (uint64_t)(fg.dev[i].refs - fg.dev[i].rt_held); /* the runtime's are not the caller's */
         s.device_used[i] = fg.dev[i].used;

@@ -192,6 +192,7 @@ struct fg_state {
     FG_ARRAY(fg_node_t *, nodes);       /* every node of their graphs */
     uint64_t next_capture_id;
     uint64_t host_bytes, peak_host_bytes, copied_d2h, copied_h2d;
+    uint64_t last_resv_size; /* the size of the last successful va_reserve */
     uint64_t next_handle;
     uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
     fg_counter_t counters[FG_MAX_COUNTERS];

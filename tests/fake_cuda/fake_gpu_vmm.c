@@ -104,6 +104,7 @@ fg_rc_t fg_va_reserve(uint64_t *addr, size_t size, size_t alignment, uint64_t hi
     if (rc == FG_OK) {
         r.base = fgi_round((uintptr_t)r.map_base, align);
         fg.resvs[fg.n_resvs++] = r;
+        fg.last_resv_size = size;
         *addr = r.base;
     }
     FG_UNLOCK();

@@ -27,7 +27,7 @@ void CheckCopy(Shared *sh, const galloc_stats_t &s)
         one(#name, p, s.name[p]);
 #define STORM_STAT_(name) one(#name, -1, s.name);
 #define STORM_INT_(name)
-    GALLOC_STATS_FIELDS(STORM_ARRAY_, STORM_STAT_, STORM_INT_)
+    GALLOC_STATS_FIELDS(STORM_ARRAY_, STORM_STAT_, STORM_INT_, STORM_INT_)
 #undef STORM_ARRAY_
 #undef STORM_STAT_
 #undef STORM_INT_
@@ -75,7 +75,7 @@ void CheckLater(Shared *sh, const galloc_stats_t &s1, const galloc_stats_t &s2)
         one(#name, p, s1.name[p], s2.name[p]);
 #define STORM_STAT_(name) one(#name, -1, s1.name, s2.name);
 #define STORM_INT_(name)
-    GALLOC_STATS_FIELDS(STORM_ARRAY_, STORM_STAT_, STORM_INT_)
+    GALLOC_STATS_FIELDS(STORM_ARRAY_, STORM_STAT_, STORM_INT_, STORM_INT_)
 #undef STORM_ARRAY_
 #undef STORM_STAT_
 #undef STORM_INT_

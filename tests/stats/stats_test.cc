@@ -1,4 +1,4 @@
-// stats_test: PyTorch's Stat algebra, resets, and the 122 flattened keys in
+// stats_test: PyTorch's Stat algebra, resets, and the 123 flattened keys in
 // torch.cuda.memory_stats() order.
 #include <gtest/gtest.h>
 
@@ -53,10 +53,12 @@ TEST(Stats, KeysAreTorchsInTorchsOrder)
     galloc_stats_t st;
     ga_stats_init(&st, UINT64_MAX);
     std::vector<std::pair<std::string, int64_t>> kv;
-    ASSERT_EQ(galloc_stats_foreach(&st, collect, &kv), 122u);
-    ASSERT_EQ(kv.size(), 122u);
+    ASSERT_EQ(galloc_stats_foreach(&st, collect, &kv), 123u);
+    ASSERT_EQ(kv.size(), 123u);
     // Positions from torch.cuda.memory_stats(): 1 active.all.allocated, 25 allocated_bytes,
-    // 37 allocation, 73 max_split_size ... 122 segment.small_pool.peak.
+    // 37 allocation, 73 max_split_size ... 123 segment.small_pool.peak. num_oom_rejections
+    // (DeviceStats in c10/core/CachingDeviceAllocator.h, listed by memory_stats' docstring in
+    // torch/cuda/memory.py since PR #179473) sorts between num_device_free and num_ooms: '_' < 's'.
     EXPECT_EQ(kv[0].first, "active.all.allocated");
     EXPECT_EQ(kv[3].first, "active.all.peak");
     EXPECT_EQ(kv[4].first, "active.large_pool.allocated");
@@ -68,14 +70,15 @@ TEST(Stats, KeysAreTorchsInTorchsOrder)
     EXPECT_EQ(kv[73].first, "num_alloc_retries");
     EXPECT_EQ(kv[74].first, "num_device_alloc");
     EXPECT_EQ(kv[75].first, "num_device_free");
-    EXPECT_EQ(kv[76].first, "num_ooms");
-    EXPECT_EQ(kv[77].first, "num_sync_all_streams");
-    EXPECT_EQ(kv[78].first, "oversize_allocations.allocated");
-    EXPECT_EQ(kv[82].first, "oversize_segments.allocated");
-    EXPECT_EQ(kv[86].first, "requested_bytes.all.allocated");
-    EXPECT_EQ(kv[98].first, "reserved_bytes.all.allocated");
-    EXPECT_EQ(kv[110].first, "segment.all.allocated");
-    EXPECT_EQ(kv[121].first, "segment.small_pool.peak");
+    EXPECT_EQ(kv[76].first, "num_oom_rejections");
+    EXPECT_EQ(kv[77].first, "num_ooms");
+    EXPECT_EQ(kv[78].first, "num_sync_all_streams");
+    EXPECT_EQ(kv[79].first, "oversize_allocations.allocated");
+    EXPECT_EQ(kv[83].first, "oversize_segments.allocated");
+    EXPECT_EQ(kv[87].first, "requested_bytes.all.allocated");
+    EXPECT_EQ(kv[99].first, "reserved_bytes.all.allocated");
+    EXPECT_EQ(kv[111].first, "segment.all.allocated");
+    EXPECT_EQ(kv[122].first, "segment.small_pool.peak");
     for (size_t i = 1; i < kv.size(); i++)
         EXPECT_LT(kv[i - 1].first, kv[i].first) << "PyTorch sorts keys; " << kv[i].first;
 }
@@ -121,6 +124,7 @@ TEST(Stats, ResetsFollowPyTorch)
     ga_stat_decrease(&st.oversize_segments, 1);
     st.num_ooms = 4;
     st.num_device_alloc = 3;
+    st.num_oom_rejections = 2;
     ga_stats_reset_peak(&st);
     EXPECT_EQ(st.segment[GALLOC_STAT_ALL].peak, 1);
     EXPECT_EQ(st.oversize_segments.peak, 1);
@@ -132,6 +136,7 @@ TEST(Stats, ResetsFollowPyTorch)
     EXPECT_EQ(st.oversize_segments.freed, 0);
     EXPECT_EQ(st.num_ooms, 0);
     EXPECT_EQ(st.num_device_alloc, 0);
+    EXPECT_EQ(st.num_oom_rejections, 0);   // DeviceCachingAllocator::resetAccumulatedStats zeroes it
     EXPECT_EQ(st.max_split_size, 1 << 30); // never reset
 }
 
@@ -148,6 +153,26 @@ TEST(Stats, CopyHonoursCallersStructSize)
     EXPECT_EQ(dst.struct_size, offsetof(galloc_stats_t, active_bytes));
     EXPECT_EQ(dst.active[0].current, 9);
     EXPECT_NE(dst.segment[2].peak, 5); // beyond the caller's struct: untouched
+}
+
+// num_oom_rejections came after the first release: its member is appended, so
+// every older member keeps its offset, while its key keeps PyTorch's place.
+TEST(Stats, AddedCounterIsAppended)
+{
+    EXPECT_EQ(offsetof(galloc_stats_t, num_oom_rejections), sizeof(galloc_stats_t) - sizeof(int64_t));
+    EXPECT_LT(offsetof(galloc_stats_t, segment), offsetof(galloc_stats_t, num_oom_rejections));
+    EXPECT_EQ(offsetof(galloc_stats_t, num_ooms), offsetof(galloc_stats_t, num_device_free) + sizeof(int64_t));
+    galloc_stats_t st;
+    ga_stats_init(&st, UINT64_MAX);
+    st.num_oom_rejections = 3;
+    int64_t v = 0;
+    ASSERT_EQ(galloc_stats_lookup(&st, "num_oom_rejections", &v), GALLOC_OK);
+    EXPECT_EQ(v, 3);
+    galloc_stats_t old;
+    memset(&old, 0xab, sizeof old);
+    old.struct_size = offsetof(galloc_stats_t, num_oom_rejections); // a caller built before it existed
+    ga_stats_copy(&old, &st);
+    EXPECT_NE(old.num_oom_rejections, 3);
 }
 
 } // namespace

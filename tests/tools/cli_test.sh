@@ -123,7 +123,7 @@ for t in traces[:2]:
         for k in ("memory_stats", "peak_requested_bytes", "peak_reserved_bytes", "ooms", "events", "seconds", "conf"):
             assert k in r, k
         ms = r["memory_stats"]
-        assert len(ms) == 122, len(ms)
+        assert len(ms) == 123, len(ms)
         keys = list(ms)
         assert keys == sorted(keys), "not in PyTorch's (sorted) order"
         assert keys[0] == "active.all.allocated" and keys[-1] == "segment.small_pool.peak", keys[:1] + keys[-1:]
@@ -423,6 +423,44 @@ s = pickle.load(open('$TMP/s3out.pickle', 'rb'))['allocator_settings']
 assert s['graph_capture_record_stream_reuse'] is True, s
 assert s['PYTORCH_CUDA_ALLOC_CONF'] == want, s['PYTORCH_CUDA_ALLOC_CONF']
 " || fail "graph_capture_record_stream_reuse read from and written to snapshots"
+# PyTorch main's keys have no allocator_settings field: they come from the
+# recorded text beside the fields (tools/snapshot/settings.c), and the replay
+# honours them. s4 ran with throw_on_cudamalloc_oom: once the 8 GiB device is
+# full, each new segment is refused before the device (num_oom_rejections),
+# where the defaults flush and retry (num_ooms, num_alloc_retries).
+"$PY" "$TMP/mksnap.py" "$TMP/s4.pickle" "throw_on_cudamalloc_oom:True" 0 -1 0.0 "" || fail "mksnap s4"
+expect_exit 1 "recorded throw_on_cudamalloc_oom" -- "$GALLOC" replay --json --device-memory 8GiB "$TMP/s4.pickle"
+cp "$TMP/out" "$TMP/s4.json"
+expect_exit 1 "s4 under the defaults" -- "$GALLOC" replay --json --no-recorded --device-memory 8GiB "$TMP/s4.pickle"
+"$PY" -c "
+import json
+t = json.load(open('$TMP/s4.json'))['traces'][0]
+assert t['settings_from_snapshot'] == 'throw_on_cudamalloc_oom:True', t['settings_from_snapshot']
+m = t['results'][0]['memory_stats']
+got = (m['num_oom_rejections'], m['num_ooms'], m['num_alloc_retries'], m['num_sync_all_streams'])
+assert got == (13, 0, 0, 0), got
+d = json.load(open('$TMP/out'))['traces'][0]['results'][0]['memory_stats']
+got = (d['num_oom_rejections'], d['num_ooms'], d['num_alloc_retries'], d['num_sync_all_streams'])
+assert got == (0, 13, 13, 13), got
+" || fail "a recorded throw_on_cudamalloc_oom is replayed"
+"$PY" "$TMP/mksnap.py" "$TMP/s5.pickle" \
+    "per_process_memory_fraction:0.9,throw_on_cudamalloc_oom:True,expandable_segments_reserve:40G,expandable_segments_reserve_by_class:[a:0.5, b:8G]" \
+    1 -1 0.0 "" || fail "mksnap s5"
+"$PY" "$TMP/mksnap.py" "$TMP/s6.pickle" "per_process_memory_fraction:0.9,throw_on_cudamalloc_oom:False" 0 -1 0.0 "" ||
+    fail "mksnap s6"
+for s in s5 s6; do
+    expect_exit 1 "recorded $s" -- "$GALLOC" replay --json --device-memory 8GiB "$TMP/$s.pickle"
+    cp "$TMP/out" "$TMP/$s.json"
+done
+"$PY" -c "
+import json
+t = json.load(open('$TMP/s5.json'))['traces'][0]
+want = ('expandable_segments:True,per_process_memory_fraction:0.9,throw_on_cudamalloc_oom:True,'
+        'expandable_segments_reserve:40G,expandable_segments_reserve_by_class:[a:0.5,b:8G]')
+assert t['settings_from_snapshot'] == want, t['settings_from_snapshot']
+t = json.load(open('$TMP/s6.json'))['traces'][0]
+assert t['settings_from_snapshot'] == 'throw_on_cudamalloc_oom:False', t['settings_from_snapshot']
+" || fail "the reserve keys and the refusal's fraction come from the recorded text"
 expect_exit 0 "text trace: no recorded settings" -- "$GALLOC" replay --json "$EX/rmm_small.csv"
 "$PY" -c "
 import json

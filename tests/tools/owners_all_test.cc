@@ -97,10 +97,12 @@ size_t CheckTrace(const std::string &path)
                 EXPECT_TRUE(ga_owners_moment_check(m, why, sizeof why)) << where << ": " << why;
                 checked++;
             }
-            if (w.peak_reserved.valid)
+            if (w.peak_reserved.valid) {
                 EXPECT_EQ(w.peak_reserved.reserved, c.stats.reserved_bytes[GALLOC_STAT_ALL].peak) << where;
-            if (w.peak_allocated.valid)
+            }
+            if (w.peak_allocated.valid) {
                 EXPECT_LE(w.peak_allocated.allocated, c.stats.allocated_bytes[GALLOC_STAT_ALL].peak) << where;
+            }
             EXPECT_EQ(w.n_ooms, c.ooms_total < GA_OWNERS_MAX_OOMS ? c.ooms_total : GA_OWNERS_MAX_OOMS) << where;
             ga_replay_column_release(&c);
         }

@@ -8,7 +8,7 @@
  *                "error", "read_seconds", "no_sleep", "plot",
  *                "results": [{"conf", "recorded", "label", "verdict", "fits",
  *                             "depends_on_cap", "cap_bytes", "cap_parts",
- *                             "memory_stats": {122 keys}, "peak_requested_bytes",
+ *                             "memory_stats": {123 keys}, "peak_requested_bytes",
  *                             "peak_reserved_bytes", "ooms": [{"event", "size", "message", ...}],
  *                             "events", "seconds", ...}]}]}
  *

@@ -17,6 +17,17 @@
  * Not recorded, so not replayed: max_non_split_rounding_mb and the
  * per-process memory fraction.
  *
+ * PyTorch main's CUDA keys have no field (its snapshot's config_metadata
+ * lists none of them): throw_on_cudamalloc_oom, expandable_segments_reserve
+ * and expandable_segments_reserve_by_class are taken from the recorded text
+ * beside the fields, as written. With throw_on_cudamalloc_oom:True the
+ * text's per_process_memory_fraction comes too: it is the limit the refusal
+ * compares with (CUDAAllocatorConfig::per_process_memory_fraction()). galloc
+ * applies it at create, as PyTorch's constructor does for a fraction from
+ * the environment; a text set later by _set_allocator_settings reads the
+ * same, and there PyTorch would not have capped the pool (UNVERIFIED which
+ * one a snapshot came from: the text does not say).
+ *
  * It reads the parsed document the loaded job holds (snapfile.h): the file
  * is not read again.
  */
@@ -57,6 +68,51 @@ static void append(char *conf, size_t len, const char *item)
         snprintf(conf + n, len - n, "%s%s", n ? "," : "", item);
 }
 
+/* The items of text whose key is key, appended to conf as written (spaces
+ * dropped; a list value keeps its commas). */
+static void carry(const char *text, const char *key, char *conf, size_t len)
+{
+    const char *p = text;
+    while (*p != '\0') {
+        const char *start = p;
+        int depth = 0;
+        while (*p != '\0' && !(*p == ',' && depth == 0)) {
+            depth += *p == '[' ? 1 : (*p == ']' && depth > 0 ? -1 : 0);
+            p++;
+        }
+        char item[400];
+        size_t n = 0;
+        for (const char *q = start; q < p && n + 1 < sizeof(item); q++)
+            if (*q != ' ' && *q != '\t' && *q != '\n')
+                item[n++] = *q;
+        item[n] = '\0';
+        size_t k = strlen(key);
+        if (strncmp(item, key, k) == 0 && item[k] == ':')
+            append(conf, len, item);
+        if (*p == ',')
+            p++;
+    }
+}
+
+/* The text's value of key is exactly value. */
+static bool text_says(const char *text, const char *key, const char *value)
+{
+    char one[64] = "";
+    carry(text, key, one, sizeof(one));
+    size_t k = strlen(key);
+    return strncmp(one, key, k) == 0 && one[k] == ':' && strcmp(one + k + 1, value) == 0;
+}
+
+/* The keys with no field, from the recorded text (see the file comment). */
+static void from_text(const char *text, char *conf, size_t len)
+{
+    if (text_says(text, "throw_on_cudamalloc_oom", "True"))
+        carry(text, "per_process_memory_fraction", conf, len);
+    carry(text, "throw_on_cudamalloc_oom", conf, len);
+    carry(text, "expandable_segments_reserve", conf, len);
+    carry(text, "expandable_segments_reserve_by_class", conf, len);
+}
+
 /* The string from the dict's fields; false when it has none of them. */
 static bool from_fields(const ga_torch_settings_t *s, char *conf, size_t len)
 {
@@ -94,8 +150,10 @@ bool ga_torch_recorded_conf(const ga_torch_snapshot_t *snap, char *conf, size_t 
         return false;
     if (s.conf_text != NULL)
         snprintf(text, text_len, "%.*s", (int)(s.conf_text_len < 1000 ? s.conf_text_len : 1000), s.conf_text);
-    if (from_fields(&s, conf, len))
+    if (from_fields(&s, conf, len)) {
+        from_text(text, conf, len);
         return true;
+    }
     if (text[0] != '\0') {
         snprintf(conf, len, "%s", text);
         return true;
