@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # fuzz/run_long.sh: build the libFuzzer targets with clang (--config=fuzz, see
-# .bazelrc) and run each for SECONDS over its seed corpus, one after another.
-# CI runs it briefly (a smoke run); run it for hours to search further.
+# .bazelrc) and run each for SECONDS over its seed corpus, one after another
+# or FUZZ_JOBS at a time.
+# CI runs it briefly, a smoke run with the per-target seconds of .ci/budgets
+# (GALLOC_CI_FUZZ_TARGETS); run it for hours to search further.
 #
 # Usage: fuzz/run_long.sh [SECONDS [TARGET[:SECONDS]...]]
 #   SECONDS  per fuzzer (default 300); TARGET: conf_fuzz, api_fuzz, pickle_fuzz,
 #            trace_reader_fuzz, seed_fuzz, replay_fuzz, sleep_fuzz,
 #            snapshot_roundtrip_fuzz (default: all); TARGET:SECONDS gives that
-#            one its own time (CI: 45 s for the first four, 20 s for the others)
+#            one its own time
 # Dictionaries (-dict=): fuzz/TARGET.dict when it exists; seed_fuzz, which
 # reads snapshot pickles, uses fuzz/pickle_fuzz.dict (opcodes and keys).
 # Environment:
@@ -17,6 +19,9 @@
 #                "bazel --output_base=/tmp/bazel-fuzz"
 #   BAZEL_FLAGS  extra build flags, e.g. --config=ci
 #   FUZZ_ARGS    extra libFuzzer flags, e.g. -jobs=2 -workers=2
+#   FUZZ_JOBS    how many fuzzers run at once (default 1: one after another);
+#                each is one process on one core, so up to the number of
+#                cores each still gets its SECONDS of a whole core
 #
 # Prints one line per fuzzer: executions, new corpus entries, crashes. Exits 1
 # if any fuzzer crashed (an assertion, a sanitizer report, a leak, a timeout or
@@ -35,6 +40,8 @@ work="${FUZZ_WORK:-/tmp/galloc-fuzz}"
 read -r -a bazel <<<"${BAZEL:-./bazelw}"
 read -r -a flags <<<"${BAZEL_FLAGS:-}"
 read -r -a extra <<<"${FUZZ_ARGS:-}"
+jobs="${FUZZ_JOBS:-1}"
+case "$jobs" in '' | *[!0-9]* | 0) echo "run_long.sh: FUZZ_JOBS is a number of fuzzers, not '$jobs'" >&2; exit 2 ;; esac
 
 labels=()
 declare -A secs=() # per-target seconds, from TARGET:SECONDS
@@ -53,13 +60,12 @@ done
 "${bazel[@]}" build --config=fuzz "${flags[@]}" "${labels[@]}" || { echo "run_long.sh: build failed" >&2; exit 1; }
 bin="$("${bazel[@]}" info --config=fuzz "${flags[@]}" bazel-bin 2>/dev/null)"
 
-failed=0
-for t in "${names[@]}"; do
-    dir="$work/$t"
+fuzz_one() { # fuzz_one TARGET: run it, print its line; its exit status goes to $work/TARGET/rc
+    local t="$1" dir="$work/$1"
     mkdir -p "$dir/corpus" "$dir/crashes"
-    log="$dir/log.txt"
-    dict=()
-    dictfile="fuzz/$t.dict"
+    local log="$dir/log.txt"
+    local dict=()
+    local dictfile="fuzz/$t.dict"
     [ "$t" = seed_fuzz ] && dictfile=fuzz/pickle_fuzz.dict
     [ -f "$dictfile" ] && dict=("-dict=$dictfile")
     # Memory limits, stated so a run cannot exhaust the machine: RSS over
@@ -68,8 +74,9 @@ for t in "${names[@]}"; do
     # ga_pickle_parse promises to keep within its budget (64 MiB + 16 x input
     # by default, about 65 MiB for the seeds): one allocation of 256 MiB means
     # a declared length was trusted, a finding rather than a slow swap.
-    limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048)
+    local limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048)
     [ "$t" = pickle_fuzz ] && limits=(-rss_limit_mb=2048 -malloc_limit_mb=256)
+    local before start rc took execs after crashes slow
     before=$(find "$dir/corpus" -type f | wc -l)
     start=$(date +%s)
     # New inputs go to the first directory only: the seeds stay as committed.
@@ -86,10 +93,36 @@ for t in "${names[@]}"; do
     slow=$(find "$dir/crashes" -type f -name 'slow-unit-*' | wc -l)
     echo "fuzz $t: ${execs:-0} executions in ${took}s, corpus +$((after - before)) (now $after), rc $rc," \
         "crash files $crashes, slow inputs $slow"
+    echo "$rc" >"$dir/rc"
+}
+
+# FUZZ_JOBS fuzzers at a time (each is one process on one core), the longest
+# first when several run at once, so that the last ones end together; each
+# prints its line as it ends, and the failures follow at the end.
+order=("${names[@]}")
+if [ "$jobs" -gt 1 ]; then
+    order=()
+    while read -r _ t; do order+=("$t"); done < <(for t in "${names[@]}"; do echo "${secs[$t]} $t"; done | sort -s -k1,1nr)
+fi
+running=0
+for t in "${order[@]}"; do
+    rm -f "$work/$t/rc"
+    fuzz_one "$t" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+done
+wait
+failed=0
+for t in "${names[@]}"; do
+    dir="$work/$t"
+    rc=$(cat "$dir/rc" 2>/dev/null || echo 1)
     if [ "$rc" -ne 0 ]; then
         failed=1
-        echo "---- $t failed; last lines of $log:" >&2
-        tail -40 "$log" >&2
+        echo "---- $t failed; last lines of $dir/log.txt:" >&2
+        tail -40 "$dir/log.txt" >&2
         ls -1 "$dir/crashes" >&2
     fi
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/reliability/storm.sh: run the concurrency storm (//tests/reliability:storm_test)
-# longer than CI does (CI runs it for 3 s, plain, under ASan and under TSan).
+# longer than CI does (CI's budget is GALLOC_CI_STORM_SECONDS in .ci/budgets, a
+# few seconds a setting in each of its stages: plain, ASan, TSan, coverage).
 # Usage: tests/reliability/storm.sh [SECONDS [CONFIG [SEED]]]
 #   SECONDS default 600; CONFIG one of plain (default), tsan, asan (.bazelrc's
 #   --config); SEED default from the clock (printed, and printed again on a

@@ -3,8 +3,9 @@
 // events exist on sim; with manual events a record_stream'd block stays
 // pending until its streams are synchronized, as on a busy GPU.
 //
-// Tagged "concurrency": CI runs it under ThreadSanitizer for the default 3 s
-// per configuration. tests/reliability/storm.sh runs it longer. Environment:
+// Tagged "concurrency": CI runs it in every stage, under ThreadSanitizer too,
+// for its budget (GALLOC_CI_STORM_SECONDS in .ci/budgets) per configuration;
+// tests/reliability/storm.sh runs it longer. Environment:
 // GALLOC_STORM_SECONDS (default 3), GALLOC_STORM_SEED (default: from the
 // clock, printed), GALLOC_STORM_THREADS (workers, default 8).
 #include <gtest/gtest.h>
