@@ -556,6 +556,9 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .pinned_num_register_threads = c->pinned_num_register_threads,
         .retry_pool_after_sync = c->retry_pool_after_sync,
         .graph_capture_record_stream_reuse = c->graph_capture_record_stream_reuse,
+        .pinned_reserve_segment_size = c->pinned_reserve_segment_size,
+        .pinned_max_round_threshold = c->pinned_max_round_threshold,
+        .pinned_max_cached_size = c->pinned_max_cached_size,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));
