@@ -41,6 +41,8 @@ struct Vendor {
     const char *ipc_open;
     // Stream capture graphs (the backend's capture_info, node_deps); the _nograph fake lacks the first.
     const char *capture_info, *node_deps;
+    // Registering host memory (the host cache's register path); the _nohostreg fake lacks the first.
+    const char *host_register, *host_unregister;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -90,6 +92,9 @@ inline const Vendor kCudaVendor = {
     // stream capture graphs
     "cuStreamGetCaptureInfo_v2",
     "cuGraphNodeGetDependencies",
+    // registering host memory
+    "cuMemHostRegister_v2",
+    "cuMemHostUnregister",
 };
 inline const Vendor kHipVendor = {
     "hip",
@@ -133,6 +138,9 @@ inline const Vendor kHipVendor = {
     // stream capture graphs
     "hipStreamGetCaptureInfo_v2",
     "hipGraphNodeGetDependencies",
+    // registering host memory
+    "hipHostRegister",
+    "hipHostUnregister",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
