@@ -40,6 +40,8 @@
 extern "C" {
 #endif
 
+struct ga_host; /* host/host.h: the allocator's pinned host cache */
+
 /* One allocator implementation. impl is the state create made. Every failure
  * is recorded in the err sink given to create (util/err.h). */
 typedef struct ga_allocator_ops {
@@ -127,6 +129,11 @@ typedef struct ga_allocator_ops {
      * locked call leaves up to date atomically (the caching pool's is stored
      * by ga_pool_resume; a stripe call never makes or releases a segment). */
     int64_t (*memory_reserved)(void *impl);
+    /* Optional (NULL: the implementation pins nothing of its own): the
+     * allocator's pinned host cache (host/host.h), handed over once after
+     * create and valid until destroy returns; the caching pool takes its
+     * sleep offload's pinned copies from it (pool/pinned.c). */
+    void (*attach_host)(void *impl, struct ga_host *host);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus
