@@ -141,8 +141,7 @@ static void cache_take(ga_host_t *h, ga_host_block_t *b)
 static void maybe_cache_block(ga_host_t *h, ga_host_block_t *b, bool kept)
 {
     count_active(h, b, false);
-    if ((uint64_t)b->size > h->max_cached &&
-        ga_host_unpin(h, b->ptr, b->size, (ga_host_kind_t)b->kind) == GALLOC_OK) {
+    if ((uint64_t)b->size > h->max_cached && ga_host_unpin(h, b->ptr, b->size, (ga_host_kind_t)b->kind) == GALLOC_OK) {
         forget(h, b);
         return;
     }
@@ -341,8 +340,8 @@ static ga_host_block_t *live_block(ga_host_t *h, const char *what, void *ptr)
 {
     ga_host_block_t *b = block_find(h, ptr);
     if (b == NULL || !b->allocated) {
-        (void)ga_fail(h->err, GALLOC_E_NOT_OWNED, "%s(%p): not a live pinned host block of this allocator%s", what,
-                      ptr, b != NULL ? " (freed already)" : "");
+        (void)ga_fail(h->err, GALLOC_E_NOT_OWNED, "%s(%p): not a live pinned host block of this allocator%s", what, ptr,
+                      b != NULL ? " (freed already)" : "");
         return NULL;
     }
     return b;

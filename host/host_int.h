@@ -87,10 +87,10 @@ struct ga_host {
     ga_backend_t *backend; /* pinned memory and events (the allocator's) */
     ga_err_t *err;         /* the allocator's error sink */
     /* Settings (conf.h), fixed at create. */
-    uint64_t round_threshold; /* pinned_max_round_threshold_mb in bytes (UINT64_MAX: off) */
-    uint64_t max_cached;      /* pinned_max_cached_size_mb in bytes (UINT64_MAX: off) */
-    uint64_t reserve_size;    /* pinned_reserve_segment_size_mb in bytes (0: none) */
-    bool use_register;        /* pinned_use_cuda_host_register */
+    uint64_t round_threshold;  /* pinned_max_round_threshold_mb in bytes (UINT64_MAX: off) */
+    uint64_t max_cached;       /* pinned_max_cached_size_mb in bytes (UINT64_MAX: off) */
+    uint64_t reserve_size;     /* pinned_reserve_segment_size_mb in bytes (0: none) */
+    bool use_register;         /* pinned_use_cuda_host_register */
     uint32_t register_threads; /* pinned_num_register_threads */
 
     ga_addrmap_t ptrs;                    /* every live block by pointer (ga_host_ptr_t) */
@@ -100,14 +100,14 @@ struct ga_host {
     ga_host_event_t *queue; /* ring of pending events, oldest at queue[first] (PyTorch's events_ back) */
     size_t q_cap;           /* 0 or a power of two */
     size_t q_first, q_n;
-    uintptr_t *idle;      /* events created and not in the queue (PyTorch's EventPool) */
+    uintptr_t *idle; /* events created and not in the queue (PyTorch's EventPool) */
     size_t n_idle, cap_idle;
-    size_t n_events;      /* events created in all: queue + idle */
+    size_t n_events; /* events created in all: queue + idle */
 
     /* The reserve segment (PinnedReserveSegment), made at the first miss. */
-    void *reserve;         /* its memory, NULL until made */
-    uint8_t reserve_kind;  /* how it was pinned (ga_host_kind_t, PINNED or REGISTERED) */
-    size_t reserve_used;   /* bytes carved so far (PyTorch's current_ptr_ - start_) */
+    void *reserve;        /* its memory, NULL until made */
+    uint8_t reserve_kind; /* how it was pinned (ga_host_kind_t, PINNED or REGISTERED) */
+    size_t reserve_used;  /* bytes carved so far (PyTorch's current_ptr_ - start_) */
 
     /* Statistics (HostStatsStaged): the two slow-path stats, the active
      * stats per bucket (summed at read, peaks included, as getStats does),

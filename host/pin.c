@@ -161,7 +161,7 @@ galloc_status_t ga_host_unpin(ga_host_t *h, void *ptr, size_t bytes, ga_host_kin
     char why[256];
     int64_t start = now_ns();
     galloc_status_t st = kind == GA_HOST_REGISTERED ? ga_backend_host_unregister(h->backend, ptr, bytes)
-                                                     : ga_backend_host_free(h->backend, ptr, bytes);
+                                                    : ga_backend_host_free(h->backend, ptr, bytes);
     if (st != GALLOC_OK)
         return ga_fail(h->err, st, "host_free: giving back %zu bytes of pinned host memory at %p failed: %s", bytes,
                        ptr, ga_backend_why(h->backend, st, why, sizeof(why)));

@@ -90,8 +90,9 @@ class HostTest : public ::testing::Test {
         HostStats got = Stats();
         for (const auto &kv : want) {
             bool timed = kv.first.find("_time.") != std::string::npos && kv.first.find(".count") == std::string::npos;
-            if (!timed)
+            if (!timed) {
                 EXPECT_EQ(got[kv.first], kv.second) << where << ": " << kv.first;
+            }
         }
         EXPECT_EQ(galloc_check(a_), GALLOC_OK) << where << ": " << Err();
     }

@@ -379,7 +379,9 @@ TEST_F(HostTest, TheKeysAreHostMemoryStatsKeysInItsOrder)
     EXPECT_EQ(galloc_host_stats_lookup(&s, "host_free_time.count", &v), GALLOC_OK);
     EXPECT_EQ(v, 0);
     EXPECT_EQ(galloc_host_stats_lookup(&s, "segment.current", &v), GALLOC_E_INVAL) << "2.6's key, renamed";
-    EXPECT_EQ(galloc_host_stats_foreach(&s, [](void *, const char *, int64_t) { return 1; }, nullptr), 1u);
+    EXPECT_EQ(galloc_host_stats_foreach(
+                  &s, [](void *, const char *, int64_t) { return 1; }, nullptr),
+              1u);
 }
 
 // The settings' refusals reach create with the config's words; a threshold
