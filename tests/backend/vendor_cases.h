@@ -1,7 +1,7 @@
 // vendor_cases.h: what lets one test body serve both GPU vendors. The cuda
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
-// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
+// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc, hostcache_cases.cc,
 // sleep_cases.cc, peer_cases.cc, ipc_cases.cc, graph_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
@@ -205,7 +205,9 @@ class Async : public VendorTest { // async_cases.cc: backend:<vendor>MallocAsync
 };
 class AsyncPlain : public VendorPlain {};
 
-class Host : public VendorPlain {}; // host_cases.cc: the backend's host memory and copies, no allocator
+class Host : public VendorPlain {};           // host_cases.cc: the backend's host memory and copies, no allocator
+class HostCache : public VendorTest {};       // hostcache_cases.cc: the pinned host cache through the public API
+class HostCacheSweep : public VendorPlain {}; // and its fault sweeps
 
 // sleep_cases.cc: galloc_sleep / galloc_wake through the public API. The
 // tagged workload: tag "weights" (offloaded) holds a 5 MiB and a 3000-byte

@@ -67,8 +67,9 @@ class HostFaults : public HostTest, public ::testing::WithParamInterface<const c
         std::vector<void *> live;
         auto pin = [&](size_t n) {
             void *p = nullptr;
-            if (Step("host_malloc(" + std::to_string(n) + ")", [&] { return galloc_host_malloc(a_, n, &p); },
-                     retry) == GALLOC_OK)
+            if (Step(
+                    "host_malloc(" + std::to_string(n) + ")", [&] { return galloc_host_malloc(a_, n, &p); }, retry) ==
+                GALLOC_OK)
                 live.push_back(p);
             return p;
         };
@@ -182,8 +183,8 @@ std::string PathName(const ::testing::TestParamInfo<const char *> &i)
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, HostFaults,
-                         ::testing::Values("", "pinned_use_cuda_host_register:True",
-                                           "pinned_reserve_segment_size_mb:1", "pinned_max_cached_size_mb:0"),
+                         ::testing::Values("", "pinned_use_cuda_host_register:True", "pinned_reserve_segment_size_mb:1",
+                                           "pinned_max_cached_size_mb:0"),
                          PathName);
 
 } // namespace
