@@ -122,16 +122,24 @@ static void forget(ga_host_t *h, ga_host_block_t *b)
 static void cache_push(ga_host_t *h, ga_host_block_t *b, bool kept)
 {
     b->kept = kept;
+    b->orphan = false;
     if (kept)
         h->kept_bytes += b->size;
     list_push_back(&h->free[ga_host_bucket(b->size)], b);
+}
+
+/* A free block whose give-back the driver refused: cached, marked for a retry. */
+static void orphan_push(ga_host_t *h, ga_host_block_t *b)
+{
+    cache_push(h, b, false);
+    b->orphan = true;
 }
 
 static void cache_take(ga_host_t *h, ga_host_block_t *b)
 {
     if (b->kept)
         h->kept_bytes -= b->size;
-    b->kept = false;
+    b->kept = b->orphan = false;
     list_remove(&h->free[ga_host_bucket(b->size)], b);
 }
 
@@ -281,8 +289,9 @@ static ga_host_block_t *get_free_block(ga_host_t *h, size_t size, bool exact)
     return NULL;
 }
 
-static galloc_status_t host_malloc(ga_host_t *h, size_t size, void **ptr, bool exact)
+static galloc_status_t host_malloc(ga_host_t *h, size_t size, void **ptr, bool exact, bool *fresh)
 {
+    *fresh = false;
     if (ptr == NULL)
         return ga_fail(h->err, GALLOC_E_INVAL, "host_malloc: ptr is NULL");
     *ptr = NULL;
@@ -323,17 +332,19 @@ static galloc_status_t host_malloc(ga_host_t *h, size_t size, void **ptr, bool e
     ga_stat_increase(&h->allocated_bytes, (int64_t)round);
     count_active(h, b, true);
     *ptr = b->ptr;
+    *fresh = true;
     return GALLOC_OK;
 }
 
 galloc_status_t ga_host_malloc(ga_host_t *h, size_t size, void **ptr)
 {
-    return host_malloc(h, size, ptr, false);
+    bool fresh;
+    return host_malloc(h, size, ptr, false, &fresh);
 }
 
-galloc_status_t ga_host_malloc_exact(ga_host_t *h, size_t size, void **ptr)
+galloc_status_t ga_host_take_exact(ga_host_t *h, size_t size, void **ptr, bool *fresh)
 {
-    return host_malloc(h, size, ptr, true);
+    return host_malloc(h, size, ptr, true, fresh);
 }
 
 static ga_host_block_t *live_block(ga_host_t *h, const char *what, void *ptr)
@@ -347,7 +358,10 @@ static ga_host_block_t *live_block(ga_host_t *h, const char *what, void *ptr)
     return b;
 }
 
-static galloc_status_t host_free(ga_host_t *h, void *ptr, bool kept)
+/* How a free leaves a block that nothing uses any more. */
+typedef enum how { CACHE, KEEP, RELEASE } how_t;
+
+static galloc_status_t host_free(ga_host_t *h, void *ptr, how_t how)
 {
     if (ptr == NULL)
         return GALLOC_OK;
@@ -356,7 +370,15 @@ static galloc_status_t host_free(ga_host_t *h, void *ptr, bool kept)
         return GALLOC_E_NOT_OWNED;
     if (b->n_streams == 0) {
         b->allocated = false;
-        maybe_cache_block(h, b, kept);
+        if (how != RELEASE) {
+            maybe_cache_block(h, b, how == KEEP);
+            return GALLOC_OK;
+        }
+        count_active(h, b, false);
+        if (ga_host_unpin(h, b->ptr, b->size, (ga_host_kind_t)b->kind) == GALLOC_OK)
+            forget(h, b);
+        else
+            orphan_push(h, b);
         return GALLOC_OK;
     }
     galloc_status_t st = events_reserve(h, b->n_streams);
@@ -399,12 +421,17 @@ static galloc_status_t host_free(ga_host_t *h, void *ptr, bool kept)
 
 galloc_status_t ga_host_free(ga_host_t *h, void *ptr)
 {
-    return host_free(h, ptr, false);
+    return host_free(h, ptr, CACHE);
 }
 
 galloc_status_t ga_host_free_kept(ga_host_t *h, void *ptr)
 {
-    return host_free(h, ptr, true);
+    return host_free(h, ptr, KEEP);
+}
+
+galloc_status_t ga_host_free_release(ga_host_t *h, void *ptr)
+{
+    return host_free(h, ptr, RELEASE);
 }
 
 galloc_status_t ga_host_record_stream(ga_host_t *h, void *ptr, galloc_stream_t s)
@@ -433,21 +460,28 @@ galloc_status_t ga_host_record_stream(ga_host_t *h, void *ptr, galloc_stream_t s
     return GALLOC_OK;
 }
 
-/* Give back every free block (kept_only: those the sleep offload kept); the
- * first refusal's status is returned after trying the rest, and a refused
- * block stays where it is, cached and counted. */
-static galloc_status_t release_free(ga_host_t *h, bool kept_only)
+/* Give back every free block, or only those `only` selects (kept, orphan);
+ * the first refusal's status is returned after trying the rest, and a
+ * refused block stays cached and counted (a kept one becomes an orphan). */
+typedef enum which { ALL_FREE, KEPT, ORPHANS } which_t;
+
+static galloc_status_t release_free(ga_host_t *h, which_t only)
 {
     galloc_status_t first = GALLOC_OK;
     for (unsigned i = 0; i < GA_HOST_BUCKETS; i++) {
         for (ga_host_block_t *b = h->free[i].head, *next; b != NULL; b = next) {
             next = b->next;
-            if (kept_only && !b->kept)
+            if ((only == KEPT && !b->kept) || (only == ORPHANS && !b->orphan))
                 continue;
             galloc_status_t st = ga_host_unpin(h, b->ptr, b->size, (ga_host_kind_t)b->kind);
             if (st != GALLOC_OK) {
                 if (first == GALLOC_OK)
                     first = st;
+                if (b->kept) {
+                    h->kept_bytes -= b->size;
+                    b->kept = false;
+                    b->orphan = true;
+                }
                 continue;
             }
             cache_take(h, b);
@@ -460,12 +494,17 @@ static galloc_status_t release_free(ga_host_t *h, bool kept_only)
 galloc_status_t ga_host_empty_cache(ga_host_t *h)
 {
     process_events(h);
-    return release_free(h, false);
+    return release_free(h, ALL_FREE);
 }
 
 galloc_status_t ga_host_release_kept(ga_host_t *h)
 {
-    return release_free(h, true);
+    return release_free(h, KEPT);
+}
+
+void ga_host_retry_orphans(ga_host_t *h)
+{
+    (void)release_free(h, ORPHANS);
 }
 
 uint64_t ga_host_kept_bytes(const ga_host_t *h)

@@ -53,19 +53,29 @@ void ga_host_stats(const ga_host_t *h, galloc_host_stats_t *out); /* out->struct
 void ga_host_reset_peak(ga_host_t *h);
 void ga_host_reset_accumulated(ga_host_t *h);
 
-/* ga_host_malloc_exact: as ga_host_malloc, but the block is exactly size
- * bytes (no power-of-two rounding) and a cached block is reused only if it
- * has exactly that size: the sleep offload's copies (pool/pinned.c), which
- * have an exact size each and would pin up to twice their bytes if rounded. */
-galloc_status_t ga_host_malloc_exact(ga_host_t *h, size_t size, void **ptr);
-
-/* The sleep offload's cache (pool/pinned.c). ga_host_free_kept: as
- * ga_host_free, but the block, once free and cached, is marked kept (any
- * malloc may still take it, which unmarks it). ga_host_release_kept: give
- * back every cached kept block (galloc_empty_cache, destroy's order), with
- * ga_host_empty_cache's refusal rule. ga_host_kept_bytes: the sizes of the
- * cached kept blocks. */
+/*
+ * The sleep offload's side of the cache (pool/pinned.c): its copies have an
+ * exact size each (a device block's), so they are neither rounded (that
+ * would pin up to twice their bytes) nor given a larger block; and what a
+ * wake frees is kept for the next sleep.
+ * ga_host_take_exact: a block of exactly size bytes: a cached one of that
+ * size (the most recently freed), else a new one (pinned as a miss is:
+ * reserve segment, host_alloc or register); *fresh says which. Otherwise
+ * ga_host_malloc's contract.
+ * ga_host_free_kept: as ga_host_free; once free and cached the block is
+ * marked kept (a later malloc may still take it, which unmarks it).
+ * ga_host_free_release: as ga_host_free, and the block goes back to the
+ * driver now; a refused give-back leaves it cached and marked orphan, for
+ * ga_host_retry_orphans (the next sleep, prepare or wake) or empty_cache.
+ * ga_host_release_kept: give back every cached kept block (galloc_empty_cache,
+ * destroy); a refused one becomes an orphan; the first refusal's status.
+ * ga_host_kept_bytes: the sizes of the cached kept blocks
+ * (galloc_sleep_stats_t.bytes_host_cached).
+ */
+galloc_status_t ga_host_take_exact(ga_host_t *h, size_t size, void **ptr, bool *fresh);
 galloc_status_t ga_host_free_kept(ga_host_t *h, void *ptr);
+galloc_status_t ga_host_free_release(ga_host_t *h, void *ptr);
+void ga_host_retry_orphans(ga_host_t *h);
 galloc_status_t ga_host_release_kept(ga_host_t *h);
 uint64_t ga_host_kept_bytes(const ga_host_t *h);
 

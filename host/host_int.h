@@ -18,7 +18,10 @@
  *   blocks of bucket b / their sizes;
  * - every queue entry names a pending block, and a pending block has exactly
  *   event_count entries;
- * - a carved block lies inside the reserve segment, which never shrinks.
+ * - a carved block lies inside the reserve segment, which never shrinks;
+ * - only a free block is marked kept (the sleep offload's, counted in
+ *   kept_bytes) or orphan (its give-back refused, retried by
+ *   ga_host_retry_orphans), never both.
  */
 #ifndef GA_HOST_INT_H
 #define GA_HOST_INT_H
@@ -57,6 +60,7 @@ typedef struct ga_host_block {
     uint8_t kind;             /* ga_host_kind_t */
     bool allocated;           /* handed out (PyTorch's allocated_) */
     bool kept;                /* cached by the sleep offload (ga_host_free_kept): galloc_empty_cache's */
+    bool orphan;              /* cached because its give-back was refused (ga_host_free_release) */
     uint32_t event_count;     /* queue entries naming it (PyTorch's event_count_) */
     uint32_t n_streams;       /* streams recorded since its malloc (PyTorch's streams_) */
     uint32_t cap_streams;     /* room in streams */

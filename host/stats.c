@@ -84,6 +84,7 @@ galloc_status_t ga_host_check(ga_host_t *h)
                   b->allocated ? "allocated" : "waiting on events");
             const ga_host_ptr_t *e = ga_addrmap_find(&h->ptrs, (uintptr_t)b->ptr);
             CHECK(e != NULL && e->block == b, "free block %p is not in the pointer map", b->ptr);
+            CHECK(!(b->kept && b->orphan), "free block %p is both kept and an orphan", b->ptr);
             kept += b->kept ? b->size : 0;
             listed++;
         }
@@ -101,6 +102,8 @@ galloc_status_t ga_host_check(ga_host_t *h)
         bytes += (int64_t)b->size;
         bool is_free = !b->allocated && b->event_count == 0;
         free_blocks += is_free;
+        CHECK(is_free || (!b->kept && !b->orphan), "block %p is in use but marked %s", b->ptr,
+              b->kept ? "kept" : "orphan");
         CHECK(!(b->allocated && b->event_count > 0), "block %p is allocated with %u pending events", b->ptr,
               b->event_count);
         pending_events += b->event_count;
