@@ -156,8 +156,8 @@ void HostSweepOne(FakeCuda &f, const std::string &extra, int code, bool from)
         w.Pin(r, 3000);
         w.Use(r, 0, s1);
         w.Use(r, 0, s2);
-        w.Unpin(r, 0); // two events
-        w.Unpin(r, 1); // cached
+        w.Unpin(r, 0);  // two events
+        w.Unpin(r, 1);  // cached
         w.Pin(r, kMiB); // the events queried: the block comes back
         w.Pin(r, 4000);
         w.Pin(r, 64 * 1024);
