@@ -34,7 +34,20 @@
  *   given back to the driver at once instead of being cached (PR #171662);
  * - galloc_host_empty_cache gives back every cached block (not blocks waiting
  *   on events, not blocks in use). galloc_empty_cache does not touch the host
- *   cache, as torch.cuda.empty_cache() does not.
+ *   cache, as torch.cuda.empty_cache() does not, except for the blocks the
+ *   sleep offload keeps for its next sleep (galloc_sleep.h).
+ *
+ * The sleep offload (galloc_sleep.h) takes its copies' pinned memory from
+ * this cache: blocks of each device block's exact size (not rounded), kept
+ * in the cache by a wake for the next sleep (bytes_host_cached), counted in
+ * these statistics like any block; a kept block may serve a
+ * galloc_host_malloc it fits (a request above pinned_max_round_threshold_mb,
+ * which is not rounded, of at most the block's size in the same bucket), and
+ * pinned_max_cached_size_mb bounds what a wake keeps and what
+ * galloc_sleep_prepare pins. A copy freed while its tag sleeps, or kept by a
+ * wake, is marked kept; one the driver refuses to take back stays cached,
+ * counted here and no longer in bytes_host_cached, until the next sleep,
+ * prepare or wake (or galloc_host_empty_cache) gives it back.
  *
  * Thread-safety: every function below may be called from any thread; the
  * host cache calls take the allocator's lock (as galloc_malloc's locked path
@@ -133,7 +146,7 @@ GALLOC_API galloc_status_t galloc_host_malloc(galloc_allocator_t *a, size_t size
  * GALLOC_E_NOT_OWNED for a pointer that is not a live block (never
  * allocated, freed already, or inside a block), GALLOC_E_DESTROYED, or the
  * backend's status when recording an event failed (the block is then still
- * allocated, its streams kept).
+ * allocated, its streams kept); GALLOC_OK otherwise.
  */
 GALLOC_API galloc_status_t galloc_host_free(galloc_allocator_t *a, void *ptr);
 
@@ -165,12 +178,14 @@ GALLOC_API galloc_status_t galloc_host_empty_cache(galloc_allocator_t *a);
 GALLOC_API galloc_status_t galloc_host_memory_stats(galloc_allocator_t *a, galloc_host_stats_t *out);
 
 /* galloc_host_reset_peak_stats: every peak = current, and the durations' max
- * and min to 0 (torch.cuda.reset_peak_host_memory_stats). */
+ * and min to 0 (torch.cuda.reset_peak_host_memory_stats). GALLOC_OK,
+ * GALLOC_E_INVAL (a NULL), GALLOC_E_DESTROYED. */
 GALLOC_API galloc_status_t galloc_host_reset_peak_stats(galloc_allocator_t *a);
 
 /* galloc_host_reset_accumulated_stats: every allocated and freed to 0, and
  * the durations' total and count to 0 (so num_host_alloc and num_host_free
- * too; torch.cuda.reset_accumulated_host_memory_stats). */
+ * too; torch.cuda.reset_accumulated_host_memory_stats). GALLOC_OK,
+ * GALLOC_E_INVAL (a NULL), GALLOC_E_DESTROYED. */
 GALLOC_API galloc_status_t galloc_host_reset_accumulated_stats(galloc_allocator_t *a);
 
 /*

@@ -10,6 +10,7 @@
 #include "allocators/allocator_ops.h"
 #include "pool/ipc.h"
 #include "pool/ops.h"
+#include "pool/pinned.h"
 #include "pool/pool.h"
 
 const ga_allocator_ops_t ga_allocator_native = {
@@ -63,4 +64,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .stripe_usable_size = ga_pool_stripe_usable_size,
     .segments_visit = ga_pool_segments_visit,
     .memory_reserved = ga_pool_memory_reserved,
+    .attach_host = ga_pool_attach_host,
 };
