@@ -49,6 +49,8 @@ typedef struct ga_oom_rejection {
     size_t device_total;    /* the device's total memory */
 } ga_oom_rejection_t;
 
+struct ga_host; /* host/host.h: the allocator's pinned host cache */
+
 /* One allocator implementation. impl is the state create made. Every failure
  * is recorded in the err sink given to create (util/err.h). */
 typedef struct ga_allocator_ops {
@@ -154,6 +156,11 @@ typedef struct ga_allocator_ops {
      * is unsupported): the expandable reserve class of stream, under the
      * allocator's lock; name NULL or "" clears it. */
     galloc_status_t (*set_reserve_class)(void *impl, galloc_stream_t stream, const char *name);
+    /* Optional (NULL: the implementation pins nothing of its own): the
+     * allocator's pinned host cache (host/host.h), handed over once after
+     * create and valid until destroy returns; the caching pool takes its
+     * sleep offload's pinned copies from it (pool/pinned.c). */
+    void (*attach_host)(void *impl, struct ga_host *host);
 } ga_allocator_ops_t;
 
 #ifdef __cplusplus

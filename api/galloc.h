@@ -6,6 +6,7 @@
 #include <galloc/galloc_backend.h>
 #include <galloc/galloc_device.h>
 #include <galloc/galloc_hooks.h>
+#include <galloc/galloc_host.h>
 #include <galloc/galloc_inspect.h>
 #include <galloc/galloc_ipc.h>
 #include <galloc/galloc_mempool.h>

@@ -296,8 +296,10 @@ typedef struct galloc_settings {
     uint32_t roundup_power2_divisions[16];            /* per interval [2^(20+i), 2^(21+i)) bytes; 0 = off */
     bool expandable_segments;                         /* expandable_segments */
     bool release_lock_on_cudamalloc;                  /* release_lock_on_cudamalloc (or _hipmalloc) */
-    bool pinned_use_cuda_host_register;               /* pinned_use_cuda_host_register (recorded; no pinned pool) */
-    bool pinned_use_background_threads;               /* pinned_use_background_threads (recorded; no pinned pool) */
+    bool pinned_use_cuda_host_register;               /* pinned_use_cuda_host_register: the host cache pins with
+                                                malloc + register (galloc_host.h) */
+    bool pinned_use_background_threads;               /* pinned_use_background_threads (recorded: galloc runs no
+                                                background thread, galloc_host.h) */
     uint32_t pinned_num_register_threads;             /* pinned_num_register_threads */
     char device_backend[32];                          /* device_backend: the backend the config names ("sim" by
                                                 default; galloc_allocator_backend says which one runs) */
@@ -312,6 +314,10 @@ typedef struct galloc_settings {
     bool expandable_segments_reserve_gib;             /* it is GiB ("40G"), else a fraction of device memory */
     char expandable_segments_reserve_by_class[400];   /* expandable_segments_reserve_by_class as the normalized
                                                 string writes it, e.g. "[capture:0.25,serving:40G]"; "" = none */
+    /* The pinned host cache's (galloc_host.h). */
+    uint64_t pinned_reserve_segment_size; /* pinned_reserve_segment_size_mb, in bytes; 0 = no reserve */
+    uint64_t pinned_max_round_threshold;  /* pinned_max_round_threshold_mb, in bytes; UINT64_MAX = always round */
+    uint64_t pinned_max_cached_size;      /* pinned_max_cached_size_mb, in bytes; UINT64_MAX = no cap */
 } galloc_settings_t;
 
 /* galloc_settings_get: copy the effective settings into *out (out->struct_size

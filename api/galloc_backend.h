@@ -237,6 +237,24 @@ typedef struct galloc_backend_ops {
     galloc_status_t (*capture_info)(void *state, galloc_stream_t s, uint64_t *capture_id, uintptr_t *nodes, size_t cap,
                                     size_t *n);
     galloc_status_t (*node_deps)(void *state, uintptr_t node, uintptr_t *deps, size_t cap, size_t *n);
+
+    /* ---- Optional: NULL = not supported (appended for the pinned host cache, galloc_host.h). ---- */
+
+    /* Page-locking of host memory the caller allocated (both, or neither):
+     * with pinned_use_cuda_host_register:True the host cache mallocs a block,
+     * faults its pages in and registers it, as PyTorch's
+     * allocWithCudaHostRegister does, instead of calling host_alloc.
+     * host_register: make [ptr, ptr + bytes) (bytes > 0) pinned memory usable
+     * by this device's copies (cuMemHostRegister_v2 with
+     * CU_MEMHOSTREGISTER_PORTABLE, hipHostRegister with hipHostRegisterDefault,
+     * which HIP makes portable); GALLOC_E_NOMEM when the driver refuses for
+     * lack of memory; GALLOC_E_INVAL for a range that overlaps one registered
+     * already. host_unregister: undo the host_register of that ptr and bytes
+     * (cuMemHostUnregister / hipHostUnregister); the memory stays the
+     * caller's to free; GALLOC_E_INVAL for a range not registered so. Whatever
+     * is still registered at close is unregistered. */
+    galloc_status_t (*host_register)(void *state, void *ptr, size_t bytes);
+    galloc_status_t (*host_unregister)(void *state, void *ptr, size_t bytes);
     /* Append new members here; never insert or reorder. */
 } galloc_backend_ops_t;
 

@@ -122,8 +122,10 @@ GALLOC_API galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags);
  * offload_tags, a pinned host block of the block's size is put in the store
  * that galloc_wake keeps its copies' blocks in, unless one is waiting there
  * already (kept by a wake or pinned by an earlier prepare; one waiting block
- * serves one block of that size). The sleep takes them from the store; blocks
- * allocated after the prepare are pinned by the sleep as before.
+ * serves one block of that size). The store is the allocator's host cache
+ * (galloc_host.h): a block larger than pinned_max_cached_size_mb is not
+ * prepared, since the cache would not keep it. The sleep takes them from the
+ * store; blocks allocated after the prepare are pinned by the sleep as before.
  *
  * A tag in `tags` but not in offload_tags (discarded) gets nothing: its
  * contents are not copied. A tag asleep already gets nothing: its copies
@@ -137,7 +139,8 @@ GALLOC_API galloc_status_t galloc_wake(galloc_allocator_t *a, const char *tags);
  * copies (nothing done; galloc_sleep would refuse the same); GALLOC_E_NOMEM
  * when pinning is refused (or the backend's host_alloc status, with its
  * reason, in galloc_last_error): what this call pinned is given back, the
- * store is as the call found it. Thread safety: the allocator's lock, held
+ * store is as the call found it (galloc_host_memory_stats' accumulated
+ * counters and peaks still count the pins and give-backs made). Thread safety: the allocator's lock, held
  * while it pins.
  */
 GALLOC_API galloc_status_t galloc_sleep_prepare(galloc_allocator_t *a, const char *tags, const char *offload_tags);
@@ -156,8 +159,9 @@ typedef struct galloc_sleep_stats {
     uint64_t bytes_woken;          /* total physical bytes mapped again by wakes */
     uint64_t num_failed;           /* sleep or wake calls that returned a device or memory error */
     uint64_t bytes_host_cached;    /* pinned host memory waiting for the next sleep's copies: kept by
-                                      wakes or pinned ahead by galloc_sleep_prepare (given back by
-                                      galloc_empty_cache and destroy) */
+                                      wakes or pinned ahead by galloc_sleep_prepare in the allocator's
+                                      host cache (galloc_host.h; given back by galloc_empty_cache,
+                                      galloc_host_empty_cache and destroy) */
 } galloc_sleep_stats_t;
 
 /* galloc_sleep_stats: fill *out. GALLOC_E_INVAL for NULL. */

@@ -210,6 +210,26 @@ static inline galloc_status_t ga_backend_host_free(ga_backend_t *b, void *ptr, s
     return b->ops->host_free(b->state, ptr, n);
 }
 
+/* The host cache's register path (pinned_use_cuda_host_register) needs both. */
+static inline int ga_backend_has_host_register(const ga_backend_t *b)
+{
+    return GA_BACKEND_HAS(b->ops, host_register) && GA_BACKEND_HAS(b->ops, host_unregister);
+}
+
+static inline galloc_status_t ga_backend_host_register(ga_backend_t *b, void *ptr, size_t n)
+{
+    if (!ga_backend_has_host_register(b))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->host_register(b->state, ptr, n);
+}
+
+static inline galloc_status_t ga_backend_host_unregister(ga_backend_t *b, void *ptr, size_t n)
+{
+    if (!ga_backend_has_host_register(b))
+        return GALLOC_E_UNSUPPORTED;
+    return b->ops->host_unregister(b->state, ptr, n);
+}
+
 static inline galloc_status_t ga_backend_copy_d2h(ga_backend_t *b, void *dst, uintptr_t src, size_t n)
 {
     if (!GA_BACKEND_HAS(b->ops, copy_d2h))

@@ -41,6 +41,8 @@ typedef enum ga_cu_result {
     GA_CUDA_ERROR_NOT_FOUND = 500,
     GA_CUDA_ERROR_NOT_READY = 600,
     GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+    GA_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    GA_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
     GA_CUDA_ERROR_NOT_SUPPORTED = 801,
     GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
     GA_CUDA_ERROR_CAPTURED_EVENT = 907,
@@ -71,6 +73,8 @@ enum { GA_CU_EVENT_DEFAULT = 0x0, GA_CU_EVENT_DISABLE_TIMING = 0x2 };
  * context, not only the one current at the call (galloc's is the primary
  * context; the framework may make another current while the copy runs). */
 enum { GA_CU_MEMHOSTALLOC_PORTABLE = 0x01 };
+/* cuMemHostRegister flags: PORTABLE, for the same reason as host allocation's. */
+enum { GA_CU_MEMHOSTREGISTER_PORTABLE = 0x01 };
 
 /* Special stream handles (cuda.h: CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). */
 #define GA_CU_STREAM_LEGACY ((ga_cu_stream_t)0x1)
@@ -196,6 +200,8 @@ typedef ga_cu_result_t ga_cuMemPoolGetAttribute_fn(ga_cu_mempool_t pool, ga_cu_m
 typedef ga_cu_result_t ga_cuMemPoolTrimTo_fn(ga_cu_mempool_t pool, size_t min_bytes_to_keep);
 typedef ga_cu_result_t ga_cuMemHostAlloc_fn(void **pp, size_t bytesize, unsigned int flags);
 typedef ga_cu_result_t ga_cuMemFreeHost_fn(void *p);
+typedef ga_cu_result_t ga_cuMemHostRegister_v2_fn(void *p, size_t bytesize, unsigned int flags);
+typedef ga_cu_result_t ga_cuMemHostUnregister_fn(void *p);
 typedef ga_cu_result_t ga_cuMemcpyDtoH_v2_fn(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count);
 typedef ga_cu_result_t ga_cuMemcpyHtoD_v2_fn(ga_cu_deviceptr_t dst_device, const void *src_host, size_t byte_count);
 typedef ga_cu_result_t ga_cuDeviceCanAccessPeer_fn(int *can_access_peer, ga_cu_device_t dev, ga_cu_device_t peer_dev);
@@ -225,8 +231,9 @@ typedef ga_cu_result_t ga_cuGraphNodeGetDependencies_fn(ga_cu_graph_node_t node,
 
 /* GA_CUDA_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by
  * the name the driver exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH).
- * cuda.h maps cuIpcOpenMemHandle to cuIpcOpenMemHandle_v2 by macro. */
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH,
+ * HOSTREG). cuda.h maps cuIpcOpenMemHandle to cuIpcOpenMemHandle_v2 and
+ * cuMemHostRegister to cuMemHostRegister_v2 by macro. */
 #define GA_CUDA_SYMBOLS(X)                                                                                             \
     X(REQUIRED, cuInit)                                                                                                \
     X(REQUIRED, cuDeviceGet)                                                                                           \
@@ -273,7 +280,9 @@ typedef ga_cu_result_t ga_cuGraphNodeGetDependencies_fn(ga_cu_graph_node_t node,
     X(IPC, cuMemExportToShareableHandle)                                                                               \
     X(IPC, cuMemImportFromShareableHandle)                                                                             \
     X(GRAPH, cuStreamGetCaptureInfo_v2)                                                                                \
-    X(GRAPH, cuGraphNodeGetDependencies)
+    X(GRAPH, cuGraphNodeGetDependencies)                                                                               \
+    X(HOSTREG, cuMemHostRegister_v2)                                                                                   \
+    X(HOSTREG, cuMemHostUnregister)
 
 /* The library dlopen'd when no path is configured. */
 #define GA_CUDA_DEFAULT_LIBRARY "libcuda.so.1"

@@ -37,7 +37,8 @@ extern "C" {
 #define GA_DL_PEER 4     /* peer access between devices: galloc_enable_peer_access */
 #define GA_DL_IPC 5      /* sharing memory between processes: ipc_export / ipc_open, export_page / import_pages */
 #define GA_DL_GRAPH 6    /* stream capture graphs: capture_info / node_deps (graph_capture_record_stream_reuse) */
-#define GA_DL_MAX_GROUPS 7
+#define GA_DL_HOSTREG 7  /* page-locking malloc'd memory: host_register (pinned_use_cuda_host_register) */
+#define GA_DL_MAX_GROUPS 8
 
 /* One entry of a symbol table. */
 typedef struct ga_dl_symbol {

@@ -132,6 +132,7 @@ galloc_status_t ga_gpu_open(const ga_gpu_vendor_t *v, const galloc_backend_args_
     ga_addrmap_init(&g->asyncs, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->events, sizeof(ga_gpu_entry_t));
     ga_addrmap_init(&g->hosts, sizeof(ga_gpu_entry_t));
+    ga_addrmap_init(&g->registered, sizeof(ga_gpu_entry_t));
     galloc_status_t st = ga_dl_open(v->lib, path, &g->vs, &g->features, err, errlen);
     if (st != GALLOC_OK)
         goto err_free;
@@ -209,6 +210,7 @@ void ga_gpu_close(void *state)
     ga_addrmap_destroy(&g->asyncs);
     ga_addrmap_destroy(&g->events);
     ga_addrmap_destroy(&g->hosts);
+    ga_addrmap_destroy(&g->registered);
     for (size_t i = 0; i < g->n_resv; i++)
         free(g->resv[i].maps);
     free(g->resv);

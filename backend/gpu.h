@@ -46,7 +46,8 @@ enum {
     GA_GPU_F_HOST = 1u << (GA_DL_HOST - 1),   /* pinned host memory and synchronous copies: galloc_sleep's offload */
     GA_GPU_F_PEER = 1u << (GA_DL_PEER - 1),   /* peer access between devices: enable_peer_access */
     GA_GPU_F_IPC = 1u << (GA_DL_IPC - 1),     /* sharing memory between processes: ipc_*, export_page, import_pages */
-    GA_GPU_F_GRAPH = 1u << (GA_DL_GRAPH - 1)  /* stream capture graphs: capture_info, node_deps */
+    GA_GPU_F_GRAPH = 1u << (GA_DL_GRAPH - 1), /* stream capture graphs: capture_info, node_deps */
+    GA_GPU_F_HOSTREG = 1u << (GA_DL_HOSTREG - 1) /* registering malloc'd host memory: host_register */
 };
 
 /* A stream's capture status, as both vendors number it (CUstreamCaptureStatus,
@@ -74,7 +75,7 @@ typedef enum ga_gpu_pool_attr {
     X(POOL_SET_ATTR) X(POOL_GET_ATTR) X(POOL_TRIM) X(MALLOC_ASYNC) X(FREE_ASYNC) X(HOST_ALLOC)    \
     X(HOST_FREE) X(COPY_D2H) X(COPY_H2D) X(PEER_CAN_ACCESS) X(PEER_CTX_RETAIN) X(PEER_CTX_RELEASE)  \
     X(PEER_ENABLE) X(IPC_GET) X(IPC_OPEN) X(IPC_CLOSE) X(PHYS_EXPORT) X(PHYS_IMPORT)              \
-    X(CAPTURE_INFO) X(NODE_DEPS)
+    X(CAPTURE_INFO) X(NODE_DEPS) X(HOST_REGISTER) X(HOST_UNREGISTER)
 /* clang-format on */
 
 typedef enum ga_gpu_fn {
@@ -187,6 +188,12 @@ typedef struct ga_gpu_vendor {
                                 size_t *n);
     ga_gpu_rc_t (*node_deps)(void *vs, uintptr_t node, uintptr_t *deps, size_t *n);
 
+    /* Registering host memory (GA_GPU_F_HOSTREG): host_register page-locks
+     * [ptr, ptr + bytes) of memory the caller allocated, portable to every
+     * context; host_unregister undoes it. */
+    ga_gpu_rc_t (*host_register)(void *vs, void *ptr, size_t bytes);
+    ga_gpu_rc_t (*host_unregister)(void *vs, void *ptr);
+
     /* Errors: the galloc status of a code (OOM, NOT_READY, NOT_SUPPORTED map to
      * their statuses, the rest is GALLOC_E_DEVICE), and its name and text. */
     galloc_status_t (*status)(ga_gpu_rc_t rc);
@@ -242,6 +249,8 @@ galloc_status_t ga_gpu_import_pages(void *state, const int *fds, size_t n, size_
 galloc_status_t ga_gpu_capture_info(void *state, galloc_stream_t s, uint64_t *capture_id, uintptr_t *nodes, size_t cap,
                                     size_t *n);
 galloc_status_t ga_gpu_node_deps(void *state, uintptr_t node, uintptr_t *deps, size_t cap, size_t *n);
+galloc_status_t ga_gpu_host_register(void *state, void *ptr, size_t bytes);
+galloc_status_t ga_gpu_host_unregister(void *state, void *ptr, size_t bytes);
 
 /* Every member but open, for a vendor's designated initializer. */
 #define GA_GPU_OPS_MEMBERS                                                                                             \
@@ -256,7 +265,8 @@ galloc_status_t ga_gpu_node_deps(void *state, uintptr_t node, uintptr_t *deps, s
     .host_alloc = ga_gpu_host_alloc, .host_free = ga_gpu_host_free, .copy_d2h = ga_gpu_copy_d2h,                       \
     .copy_h2d = ga_gpu_copy_h2d, .enable_peer_access = ga_gpu_enable_peer_access, .ipc_export = ga_gpu_ipc_export,     \
     .ipc_open = ga_gpu_ipc_open, .ipc_close = ga_gpu_ipc_close, .export_page = ga_gpu_export_page,                     \
-    .import_pages = ga_gpu_import_pages, .capture_info = ga_gpu_capture_info, .node_deps = ga_gpu_node_deps
+    .import_pages = ga_gpu_import_pages, .capture_info = ga_gpu_capture_info, .node_deps = ga_gpu_node_deps,           \
+    .host_register = ga_gpu_host_register, .host_unregister = ga_gpu_host_unregister
 
 #ifdef __cplusplus
 }

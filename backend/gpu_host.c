@@ -1,7 +1,9 @@
 /*
  * gpu_host.c: pinned host memory and synchronous copies of the GPU layer (see
  * gpu.h), with which galloc_sleep offloads the contents of tagged memory and
- * galloc_wake restores them (api/galloc_sleep.h).
+ * galloc_wake restores them (api/galloc_sleep.h), and the registering of
+ * host memory the caller allocated, the pinned host cache's
+ * pinned_use_cuda_host_register path (host/, api/galloc_host.h).
  *
  * Host blocks are page-locked (cuMemHostAlloc with CU_MEMHOSTALLOC_PORTABLE,
  * hipHostMalloc with hipHostMallocDefault), so the copies are DMA transfers
@@ -9,6 +11,11 @@
  * has finished, and cuMemcpyHtoD from pinned memory is synchronous with the
  * host. Every live block is tracked, so a foreign pointer or a wrong size is
  * refused before it reaches the driver and close frees what the pool left.
+ * Registered ranges (cuMemHostRegister_v2 with CU_MEMHOSTREGISTER_PORTABLE,
+ * hipHostRegister with hipHostRegisterDefault) are tracked the same way:
+ * an overlap with a live range or an unregister of anything but a live range
+ * with its size is refused here, and close unregisters what is left (the
+ * memory itself is the caller's).
  *
  * Statuses: a refused host allocation is GALLOC_E_NOMEM when the driver says
  * out of memory (host memory ran out, not the device's) and the driver's
@@ -112,8 +119,79 @@ galloc_status_t ga_gpu_copy_h2d(void *state, uintptr_t dst, const void *src, siz
     return copy(state, false, (void *)(uintptr_t)src, dst, bytes);
 }
 
+/* The feature must exist: a driver without it is a clear GALLOC_E_UNSUPPORTED. */
+static galloc_status_t register_ready(ga_gpu_t *g, const char *what)
+{
+    if (g->features & GA_GPU_F_HOSTREG)
+        return GALLOC_OK;
+    return ga_gpu_fail(g, GALLOC_E_UNSUPPORTED,
+                       "%s: registering host memory is unavailable: the %s driver library lacks %s", what, g->v->name,
+                       ga_dl_missing(g->vs, GA_GPU_F_HOSTREG));
+}
+
+galloc_status_t ga_gpu_host_register(void *state, void *ptr, size_t bytes)
+{
+    ga_gpu_t *g = state;
+    uintptr_t a = (uintptr_t)ptr;
+    if (ptr == NULL || bytes == 0 || a + bytes < a)
+        return ga_gpu_fail(g, GALLOC_E_INVAL, "host_register(%p, %zu bytes): %s", ptr, bytes,
+                           ptr == NULL  ? "ptr is NULL"
+                           : bytes == 0 ? "zero bytes"
+                                        : "the range wraps");
+    /* The cold path (a new host cache block): a walk over the live ranges. */
+    for (size_t i = 0; i < g->registered.cap; i++) {
+        const ga_gpu_entry_t *e = ga_addrmap_slot(&g->registered, i);
+        if (e != NULL && e->key < a + bytes && a < e->key + e->value)
+            return ga_gpu_fail(g, GALLOC_E_INVAL, "host_register(%p, %zu bytes): overlaps the registered %#lx + %lu",
+                               ptr, bytes, (unsigned long)e->key, (unsigned long)e->value);
+    }
+    galloc_status_t st = register_ready(g, "host_register");
+    if (st != GALLOC_OK)
+        return st;
+    if (ga_addrmap_reserve(&g->registered, 1) != GALLOC_OK)
+        return ga_gpu_fail(g, GALLOC_E_NOMEM, "host_register: cannot grow the registered range table");
+    uintptr_t prev;
+    st = ga_gpu_enter(g, "host_register", &prev);
+    if (st != GALLOC_OK)
+        return st;
+    ga_gpu_rc_t rc = g->v->host_register(g->vs, ptr, bytes);
+    ga_gpu_leave(g, prev);
+    if (rc != 0) {
+        st = ga_gpu_driver_fail(g, GA_GPU_FN_HOST_REGISTER, rc, "host_register(%p, %zu bytes of host memory)", ptr,
+                                bytes);
+        return st == GALLOC_E_OOM ? GALLOC_E_NOMEM : st;
+    }
+    ga_gpu_put(&g->registered, a, bytes);
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_gpu_host_unregister(void *state, void *ptr, size_t bytes)
+{
+    ga_gpu_t *g = state;
+    const ga_gpu_entry_t *e = ga_addrmap_find(&g->registered, (uintptr_t)ptr);
+    if (ptr == NULL || e == NULL || e->value != bytes)
+        return ga_gpu_fail(g, GALLOC_E_INVAL, "host_unregister(%p, %zu): not a registered range of that size", ptr,
+                           bytes);
+    uintptr_t prev;
+    galloc_status_t st = ga_gpu_enter(g, "host_unregister", &prev);
+    if (st != GALLOC_OK)
+        return st;
+    ga_gpu_rc_t rc = g->v->host_unregister(g->vs, ptr);
+    ga_gpu_leave(g, prev);
+    if (rc != 0) /* still recorded: close tries again */
+        return ga_gpu_driver_fail(g, GA_GPU_FN_HOST_UNREGISTER, rc, "host_unregister(%p, %zu)", ptr, bytes);
+    ga_gpu_del(&g->registered, (uintptr_t)ptr);
+    return GALLOC_OK;
+}
+
 void ga_gpu_host_close(ga_gpu_t *g)
 {
+    for (size_t i = 0; i < g->registered.cap; i++) {
+        const ga_gpu_entry_t *e = ga_addrmap_slot(&g->registered, i);
+        if (e != NULL)
+            (void)GA_GPU_TWICE(g->v->host_unregister(g->vs, (void *)e->key));
+    }
+    ga_addrmap_destroy(&g->registered);
     for (size_t i = 0; i < g->hosts.cap; i++) {
         const ga_gpu_entry_t *e = ga_addrmap_slot(&g->hosts, i);
         if (e != NULL)

@@ -7,7 +7,7 @@
  *
  * Locking: none; the allocator's lock is held for every call into a state.
  * Invariants: every driver resource the state holds is in exactly one of
- * segs, asyncs, events, hosts, resv[].maps, orphans or imports (another
+ * segs, asyncs, events, hosts, registered, resv[].maps, orphans or imports (another
  * process's memory opened here: an ipc_open mapping, or import_pages'
  * reservation with its handles and mappings), so close can release it;
  * resv[i].maps is sorted by address and its entries never overlap.
@@ -89,6 +89,7 @@ typedef struct ga_gpu {
     ga_addrmap_t asyncs;      /* malloc_async ranges: address -> stream (ga_gpu_entry_t) */
     ga_addrmap_t events;      /* live events: handle -> 0 (ga_gpu_entry_t) */
     ga_addrmap_t hosts;       /* live host_alloc blocks: address -> bytes (ga_gpu_entry_t) */
+    ga_addrmap_t registered;  /* live host_register ranges: address -> bytes (ga_gpu_entry_t) */
     ga_gpu_resv_t *resv;      /* live reservations, unordered (one per expandable segment) */
     size_t n_resv, cap_resv;
     ga_gpu_orphan_t *orphans; /* resources left by failed error paths */
@@ -124,7 +125,7 @@ bool ga_gpu_grow(void **array, size_t *cap, size_t need, size_t elem);
 void ga_gpu_vmm_close(ga_gpu_t *g);
 /* gpu_stream.c: events and stream-ordered allocations left at close (context current). */
 void ga_gpu_stream_close(ga_gpu_t *g);
-/* gpu_host.c: pinned host blocks left at close (context current). */
+/* gpu_host.c: pinned host blocks and registered ranges left at close (context current). */
 void ga_gpu_host_close(ga_gpu_t *g);
 /* gpu_ipc.c: other processes' memory left at close (context current). */
 void ga_gpu_ipc_close_all(ga_gpu_t *g);

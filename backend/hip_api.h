@@ -42,6 +42,8 @@ typedef enum ga_hip_error {
     GA_HIP_ERROR_NOT_FOUND = 500,
     GA_HIP_ERROR_NOT_READY = 600,
     GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+    GA_HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    GA_HIP_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
     GA_HIP_ERROR_NOT_SUPPORTED = 801,
     GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
     GA_HIP_ERROR_CAPTURED_EVENT = 907,
@@ -68,6 +70,10 @@ enum { GA_HIP_EVENT_DEFAULT = 0x0, GA_HIP_EVENT_DISABLE_TIMING = 0x2 };
 
 /* hipHostMalloc flags: the default, pinned host memory (hipHostMallocDefault). */
 enum { GA_HIP_HOST_MALLOC_DEFAULT = 0x0 };
+/* hipHostRegister flags: the default, which HIP documents as mapped and
+ * portable (hipHostRegisterDefault), what PyTorch's hipified
+ * cudaHostRegisterDefault becomes. */
+enum { GA_HIP_HOST_REGISTER_DEFAULT = 0x0 };
 
 /* hipStreamPerThread: the per-thread default stream. */
 #define GA_HIP_STREAM_PER_THREAD ((ga_hip_stream_t)2)
@@ -207,6 +213,8 @@ typedef ga_hip_error_t ga_hipMemPoolGetAttribute_fn(ga_hip_mempool_t mem_pool, g
 typedef ga_hip_error_t ga_hipMemPoolTrimTo_fn(ga_hip_mempool_t mem_pool, size_t min_bytes_to_hold);
 typedef ga_hip_error_t ga_hipHostMalloc_fn(void **ptr, size_t size, unsigned int flags);
 typedef ga_hip_error_t ga_hipHostFree_fn(void *ptr);
+typedef ga_hip_error_t ga_hipHostRegister_fn(void *host_ptr, size_t size_bytes, unsigned int flags);
+typedef ga_hip_error_t ga_hipHostUnregister_fn(void *host_ptr);
 /* hipDeviceptr_t is void * on AMD. The source of hipMemcpyHtoD is not const in
  * the headers checked (ROCm 5.2's): the backend casts const away, the runtime
  * only reads it. */
@@ -232,7 +240,7 @@ typedef ga_hip_error_t ga_hipGraphNodeGetDependencies_fn(ga_hip_graph_node_t nod
 
 /* GA_HIP_SYMBOLS(X): X(group, symbol) for every symbol galloc resolves, by the
  * name the runtime exports; group is a backend/dl_table.h group without its
- * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH: ROCm
+ * GA_DL_ prefix (REQUIRED, or the optional VMM, ASYNC, HOST, PEER, IPC, GRAPH, HOSTREG: ROCm
  * added the first two in 5.1 and a runtime may still lack them). */
 #define GA_HIP_SYMBOLS(X)                                                                                              \
     X(REQUIRED, hipInit)                                                                                               \
@@ -279,7 +287,9 @@ typedef ga_hip_error_t ga_hipGraphNodeGetDependencies_fn(ga_hip_graph_node_t nod
     X(IPC, hipMemExportToShareableHandle)                                                                              \
     X(IPC, hipMemImportFromShareableHandle)                                                                            \
     X(GRAPH, hipStreamGetCaptureInfo_v2)                                                                               \
-    X(GRAPH, hipGraphNodeGetDependencies)
+    X(GRAPH, hipGraphNodeGetDependencies)                                                                              \
+    X(HOSTREG, hipHostRegister)                                                                                        \
+    X(HOSTREG, hipHostUnregister)
 
 /* The library dlopen'd when no path is configured (the soname-independent
  * link every ROCm install has, 5.x and 6.x alike). */

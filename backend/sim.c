@@ -282,6 +282,7 @@ static galloc_status_t sim_open(const galloc_backend_args_t *args, void **state,
                    .op_fail_from = o.fail_op_from};
     ga_addrmap_init(&sim->segs, sizeof(seg_t));
     ga_addrmap_init(&sim->host, sizeof(host_t));
+    ga_addrmap_init(&sim->reg, sizeof(host_t));
     *state = sim;
     return GALLOC_OK;
 }
@@ -517,6 +518,8 @@ const galloc_backend_ops_t ga_backend_sim = {
     .copy_d2h = ga_sim_copy_d2h,
     .copy_h2d = ga_sim_copy_h2d,
     .place = ga_sim_place,
+    .host_register = ga_sim_host_register,
+    .host_unregister = ga_sim_host_unregister,
 };
 
 /* ---- Controls for tests and tools (sim.h). ---- */
@@ -559,7 +562,9 @@ galloc_status_t ga_sim_counters(void *state, ga_sim_counters_t *out)
                                .query_calls = sim->query_calls,
                                .op_calls = sim->op_calls,
                                .live_host_allocs = ga_addrmap_count(&sim->host),
-                               .live_host_bytes = sim->host_bytes};
+                               .live_host_bytes = sim->host_bytes,
+                               .live_host_registered = ga_addrmap_count(&sim->reg),
+                               .live_registered_bytes = sim->reg_bytes};
     return GALLOC_OK;
 }
 

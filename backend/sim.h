@@ -50,7 +50,10 @@
  *
  * Host memory and copies (sim_host.c): host_alloc is plain host memory,
  * counted in live_host_allocs / live_host_bytes; host_free must name a live
- * block with its size. copy_d2h / copy_h2d need their device range inside one
+ * block with its size. host_register records a range of the caller's
+ * memory (live_host_registered / live_registered_bytes; one overlapping a
+ * live range is a violation), host_unregister must name a live range with
+ * its size; neither touches the memory. copy_d2h / copy_h2d need their device range inside one
  * live segment or on mapped pages of one reservation (else a violation): in
  * backed mode they copy the bytes, in unbacked mode, which has no contents,
  * they copy nothing. device_synchronize finishes the work of every stream.
@@ -110,21 +113,23 @@ extern const galloc_backend_ops_t ga_backend_sim;
 
 /* What the simulated device has seen since open (ga_sim_counters). */
 typedef struct ga_sim_counters {
-    uint64_t alloc_calls;       /* device allocations (segment_alloc + map calls that passed argument checks),
+    uint64_t alloc_calls;           /* device allocations (segment_alloc + map calls that passed argument checks),
                                    the numbering fail_nth / fail_from refer to */
-    uint64_t faults_injected;   /* calls failed on purpose: allocations (fail_nth / fail_from / fail_above)
+    uint64_t faults_injected;       /* calls failed on purpose: allocations (fail_nth / fail_from / fail_above)
                                    and event waits or queries (ga_sim_set_event_faults) */
-    uint64_t live_segments;     /* segments allocated and not yet freed */
-    uint64_t live_mapped_bytes; /* bytes currently mapped into reservations */
-    uint64_t used_bytes;        /* charged to capacity: live segment bytes + live mapped bytes */
-    uint64_t violations;        /* calls rejected with GALLOC_E_INVAL (caller broke the contract) */
-    uint64_t live_reservations; /* va_reserve ranges not yet released */
-    uint64_t live_events;       /* events created and not yet destroyed */
-    uint64_t sync_calls;        /* event_synchronize calls on live events, the numbering of sync faults */
-    uint64_t query_calls;       /* event_query calls on live events, the numbering of query faults */
-    uint64_t op_calls;          /* calls of the ops ga_sim_set_op_faults covers, its numbering */
-    uint64_t live_host_allocs;  /* host_alloc blocks not yet freed */
-    uint64_t live_host_bytes;   /* their bytes */
+    uint64_t live_segments;         /* segments allocated and not yet freed */
+    uint64_t live_mapped_bytes;     /* bytes currently mapped into reservations */
+    uint64_t used_bytes;            /* charged to capacity: live segment bytes + live mapped bytes */
+    uint64_t violations;            /* calls rejected with GALLOC_E_INVAL (caller broke the contract) */
+    uint64_t live_reservations;     /* va_reserve ranges not yet released */
+    uint64_t live_events;           /* events created and not yet destroyed */
+    uint64_t sync_calls;            /* event_synchronize calls on live events, the numbering of sync faults */
+    uint64_t query_calls;           /* event_query calls on live events, the numbering of query faults */
+    uint64_t op_calls;              /* calls of the ops ga_sim_set_op_faults covers, its numbering */
+    uint64_t live_host_allocs;      /* host_alloc blocks not yet freed */
+    uint64_t live_host_bytes;       /* their bytes */
+    uint64_t live_host_registered;  /* host_register ranges not yet unregistered */
+    uint64_t live_registered_bytes; /* their bytes */
 } ga_sim_counters_t;
 
 /*
@@ -150,13 +155,14 @@ galloc_status_t ga_sim_set_faults(void *state, uint64_t fail_nth, uint64_t fail_
  * ga_sim_set_op_faults: fail the nth call (nth), or every call from the
  * from-th on (from), of any of the memory ops: segment_alloc, segment_free,
  * va_reserve, va_release, map, unmap, host_alloc, host_free, copy_d2h,
- * copy_h2d and device_synchronize, numbered together from open, 1-based,
+ * copy_h2d, device_synchronize, host_register and host_unregister, numbered
+ * together from open, 1-based,
  * counting the calls whose arguments pass the contract checks (read
  * ga_sim_counters' op_calls: the next call is op_calls + 1); 0 = off. This
  * lets a sweep fault each device call of an operation in turn. An injected
  * fault changes nothing but the counters and returns what a driver would:
  * GALLOC_E_OOM for segment_alloc, va_reserve and map, GALLOC_E_NOMEM for
- * host_alloc, GALLOC_E_DEVICE for the others. Independent of
+ * host_alloc and host_register, GALLOC_E_DEVICE for the others. Independent of
  * ga_sim_set_faults (which numbers allocations only).
  */
 galloc_status_t ga_sim_set_op_faults(void *state, uint64_t nth, uint64_t from);

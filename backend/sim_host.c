@@ -41,8 +41,50 @@ galloc_status_t ga_sim_host_free(void *state, void *ptr, size_t bytes)
     return GALLOC_OK;
 }
 
+galloc_status_t ga_sim_host_register(void *state, void *ptr, size_t bytes)
+{
+    sim_t *sim = state;
+    uintptr_t a = (uintptr_t)ptr;
+    if (ptr == NULL || bytes == 0 || a + bytes < a)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "host_register(%p, %zu bytes): %s", ptr, bytes,
+                           ptr == NULL  ? "ptr is NULL"
+                           : bytes == 0 ? "zero bytes"
+                                        : "the range wraps");
+    for (size_t i = 0; i < sim->reg.cap; i++) {
+        const host_t *h = ga_addrmap_slot(&sim->reg, i);
+        if (h != NULL && h->addr < a + bytes && a < h->addr + h->bytes)
+            return ga_sim_fail(sim, GALLOC_E_INVAL, "host_register(%p, %zu bytes): overlaps the registered %p + %zu",
+                               ptr, bytes, (void *)h->addr, h->bytes);
+    }
+    galloc_status_t st = ga_sim_op_fault(sim, "host_register", GALLOC_E_NOMEM);
+    if (st != GALLOC_OK)
+        return st;
+    if (ga_addrmap_reserve(&sim->reg, 1) != GALLOC_OK)
+        return ga_sim_fail(sim, GALLOC_E_NOMEM, "registered range table: cannot grow past %zu entries",
+                           sim->reg.cap / 2);
+    *(host_t *)ga_addrmap_insert(&sim->reg, a) = (host_t){.addr = a, .bytes = bytes};
+    sim->reg_bytes += bytes;
+    return GALLOC_OK;
+}
+
+galloc_status_t ga_sim_host_unregister(void *state, void *ptr, size_t bytes)
+{
+    sim_t *sim = state;
+    host_t *h = ga_addrmap_find(&sim->reg, (uintptr_t)ptr);
+    if (h == NULL || h->bytes != bytes)
+        return ga_sim_fail(sim, GALLOC_E_INVAL, "host_unregister(%p, %zu): %s", ptr, bytes,
+                           h == NULL ? "not a registered range" : "not its size");
+    galloc_status_t st = ga_sim_op_fault(sim, "host_unregister", GALLOC_E_DEVICE);
+    if (st != GALLOC_OK)
+        return st;
+    ga_addrmap_remove(&sim->reg, h);
+    sim->reg_bytes -= bytes;
+    return GALLOC_OK;
+}
+
 void ga_sim_host_close(sim_t *sim)
 {
+    ga_addrmap_destroy(&sim->reg); /* the memory is the caller's */
     for (size_t i = 0; i < sim->host.cap; i++) {
         const host_t *h = ga_addrmap_slot(&sim->host, i);
         if (h != NULL)

@@ -99,10 +99,12 @@ typedef struct sim {
     uint64_t op_fail_nth, op_fail_from; /* op fault injection, 0 = off (ga_sim_set_op_faults) */
     ga_addrmap_t host;                  /* live host_alloc blocks by address (host_t) */
     uint64_t host_bytes;                /* their bytes */
+    ga_addrmap_t reg;                   /* live host_register ranges by address (host_t) */
+    uint64_t reg_bytes;                 /* their bytes */
     char msg[256];                      /* the last failure, for error_string */
 } sim_t;
 
-/* A live host_alloc block, an entry of sim_t.host. */
+/* A live host_alloc block, an entry of sim_t.host; or a registered range, of sim_t.reg. */
 typedef struct host {
     uintptr_t addr; /* the key */
     size_t bytes;
@@ -129,7 +131,9 @@ galloc_status_t ga_sim_host_alloc(void *state, size_t bytes, void **ptr);
 galloc_status_t ga_sim_host_free(void *state, void *ptr, size_t bytes);
 galloc_status_t ga_sim_copy_d2h(void *state, void *dst, uintptr_t src, size_t bytes);
 galloc_status_t ga_sim_copy_h2d(void *state, uintptr_t dst, const void *src, size_t bytes);
-/* Frees whatever host memory is still live (close). */
+galloc_status_t ga_sim_host_register(void *state, void *ptr, size_t bytes);
+galloc_status_t ga_sim_host_unregister(void *state, void *ptr, size_t bytes);
+/* Frees whatever host memory is still live and forgets registered ranges (close). */
 void ga_sim_host_close(sim_t *sim);
 
 /* sim_events.c: the event and stream members of the ops table. */

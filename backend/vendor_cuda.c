@@ -273,6 +273,16 @@ static ga_gpu_rc_t cuda_host_free(void *vs, void *ptr)
     return VS(vs)->cuMemFreeHost(ptr);
 }
 
+static ga_gpu_rc_t cuda_host_register(void *vs, void *ptr, size_t bytes)
+{
+    return VS(vs)->cuMemHostRegister_v2(ptr, bytes, GA_CU_MEMHOSTREGISTER_PORTABLE);
+}
+
+static ga_gpu_rc_t cuda_host_unregister(void *vs, void *ptr)
+{
+    return VS(vs)->cuMemHostUnregister(ptr);
+}
+
 static ga_gpu_rc_t cuda_copy_d2h(void *vs, void *dst, uintptr_t src, size_t bytes)
 {
     return VS(vs)->cuMemcpyDtoH_v2(dst, CUPTR(src), bytes);
@@ -489,7 +499,9 @@ static const ga_gpu_vendor_t cuda_vendor = {
                 [GA_GPU_FN_PHYS_EXPORT] = "cuMemExportToShareableHandle",
                 [GA_GPU_FN_PHYS_IMPORT] = "cuMemImportFromShareableHandle",
                 [GA_GPU_FN_CAPTURE_INFO] = "cuStreamGetCaptureInfo_v2",
-                [GA_GPU_FN_NODE_DEPS] = "cuGraphNodeGetDependencies"},
+                [GA_GPU_FN_NODE_DEPS] = "cuGraphNodeGetDependencies",
+                [GA_GPU_FN_HOST_REGISTER] = "cuMemHostRegister_v2",
+                [GA_GPU_FN_HOST_UNREGISTER] = "cuMemHostUnregister"},
     .init = cuda_init,
     .device_count = cuda_device_count,
     .device_get = cuda_device_get,
@@ -536,6 +548,8 @@ static const ga_gpu_vendor_t cuda_vendor = {
     .phys_import = cuda_phys_import,
     .capture_info = cuda_capture_info,
     .node_deps = cuda_node_deps,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
     .status = cuda_status,
     .describe = cuda_describe,
 };

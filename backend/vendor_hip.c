@@ -294,6 +294,16 @@ static ga_gpu_rc_t hip_free_async(void *vs, uintptr_t addr, uintptr_t stream)
 
 /* ---- Pinned host memory and copies. ---- */
 
+static ga_gpu_rc_t hip_host_register(void *vs, void *ptr, size_t bytes)
+{
+    return VS(vs)->hipHostRegister(ptr, bytes, GA_HIP_HOST_REGISTER_DEFAULT);
+}
+
+static ga_gpu_rc_t hip_host_unregister(void *vs, void *ptr)
+{
+    return VS(vs)->hipHostUnregister(ptr);
+}
+
 static ga_gpu_rc_t hip_host_alloc(void *vs, size_t bytes, void **ptr)
 {
     return VS(vs)->hipHostMalloc(ptr, bytes, GA_HIP_HOST_MALLOC_DEFAULT);
@@ -492,7 +502,9 @@ static const ga_gpu_vendor_t hip_vendor = {
                 [GA_GPU_FN_PHYS_EXPORT] = "hipMemExportToShareableHandle",
                 [GA_GPU_FN_PHYS_IMPORT] = "hipMemImportFromShareableHandle",
                 [GA_GPU_FN_CAPTURE_INFO] = "hipStreamGetCaptureInfo_v2",
-                [GA_GPU_FN_NODE_DEPS] = "hipGraphNodeGetDependencies"},
+                [GA_GPU_FN_NODE_DEPS] = "hipGraphNodeGetDependencies",
+                [GA_GPU_FN_HOST_REGISTER] = "hipHostRegister",
+                [GA_GPU_FN_HOST_UNREGISTER] = "hipHostUnregister"},
     .init = hip_init,
     .device_count = hip_device_count,
     .device_get = hip_device_get,
@@ -539,6 +551,8 @@ static const ga_gpu_vendor_t hip_vendor = {
     .phys_import = hip_phys_import,
     .capture_info = hip_capture_info,
     .node_deps = hip_node_deps,
+    .host_register = hip_host_register,
+    .host_unregister = hip_host_unregister,
     .status = hip_status,
     .describe = hip_describe,
 };

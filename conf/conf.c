@@ -33,10 +33,17 @@
  * callers, so such a string is silently misread there), and hexadecimal
  * numbers, which std::stoull reads as 0, are rejected.
  *
- * Accepted but not stored (PyTorch accepts them; galloc has no pinned pool):
- * pinned_reserve_segment_size_mb (whole number > 0), pinned_free_catch_all
- * (True/False). Their values are still checked, so a string galloc accepts
- * is one PyTorch accepts.
+ * Accepted but not stored (PyTorch accepts it; galloc has no use for it):
+ * pinned_free_catch_all (True/False). Its value is still checked, so a
+ * string galloc accepts is one PyTorch accepts.
+ *
+ * The pinned host cache's keys (host/, docs/host.md) are stored:
+ * pinned_reserve_segment_size_mb (a whole number > 0, as
+ * CUDAAllocatorConfig::parsePinnedReserveSegmentSize checks),
+ * pinned_max_round_threshold_mb and pinned_max_cached_size_mb (PR #171662: any
+ * whole number, read as std::stoull reads it, clamped as max_split_size_mb is;
+ * a threshold below the cap is accepted, as PyTorch accepts it since the
+ * overflow it caused was fixed in get_free_block, PR #192722).
  *
  * expandable_segments_reserve(_by_class) (PyTorch main's parseExpandableSegmentsReserve(ByClass)):
  * reserve.c reads a value; a malformed one, which PyTorch logs and ignores, is refused here. The
@@ -71,6 +78,7 @@ enum {
     K_ROUNDUP,               /* roundup_power2_divisions */
     K_THREADS,               /* pinned_num_register_threads */
     K_POSITIVE_MB,           /* pinned_reserve_segment_size_mb */
+    K_PINNED_MAX_MB,         /* pinned_max_round_threshold_mb, pinned_max_cached_size_mb */
     K_NAME,                  /* device_backend */
     K_RESERVE,               /* expandable_segments_reserve */
     K_RESERVE_CLASSES        /* expandable_segments_reserve_by_class */
@@ -100,7 +108,9 @@ static const ga_conf_key_t keys[] = {
     BOOL("pinned_use_hip_host_register", FIELD(pinned_use_cuda_host_register), GA_CONF_SET_PINNED_REGISTER),
     OWN("pinned_num_register_threads", K_THREADS, GA_CONF_SET_PINNED_THREADS),
     BOOL("pinned_use_background_threads", FIELD(pinned_use_background_threads), GA_CONF_SET_PINNED_BACKGROUND),
-    OWN("pinned_reserve_segment_size_mb", K_POSITIVE_MB, 0),
+    OWN("pinned_reserve_segment_size_mb", K_POSITIVE_MB, GA_CONF_SET_PINNED_RESERVE),
+    OWN("pinned_max_round_threshold_mb", K_PINNED_MAX_MB, GA_CONF_SET_PINNED_ROUND_THRESHOLD),
+    OWN("pinned_max_cached_size_mb", K_PINNED_MAX_MB, GA_CONF_SET_PINNED_MAX_CACHED),
     BOOL("graph_capture_record_stream_reuse", FIELD(graph_capture_record_stream_reuse), GA_CONF_SET_CAPTURE_REUSE),
     BOOL("pinned_free_catch_all", GA_CONF_NOT_STORED, 0),
     BOOL("throw_on_cudamalloc_oom", FIELD(throw_on_cudamalloc_oom), GA_CONF_SET_THROW_ON_OOM),
@@ -417,7 +427,22 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         return GALLOC_OK;
     case K_POSITIVE_MB:
         r = ga_conf_read_stoull(&p->tok, &v, NULL);
-        return r == GA_NUM_OK && v > 0 ? GALLOC_OK : fail_num(p, k->name, "a whole number of MiB > 0", r);
+        if (r != GA_NUM_OK || v == 0)
+            return fail_num(p, k->name, "a whole number of MiB > 0", r);
+        c->pinned_reserve_segment_size = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
+        return GALLOC_OK;
+    case K_PINNED_MAX_MB: {
+        r = ga_conf_read_stoull(&p->tok, &v, NULL);
+        if (r != GA_NUM_OK)
+            return fail_num(p, k->name, "a whole number of MiB", r);
+        /* Unlimited (the default) has no spelling: PyTorch's largest is (2^64 - 1) / 2^20 MiB. */
+        uint64_t bytes = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
+        if (k->set_bit == GA_CONF_SET_PINNED_ROUND_THRESHOLD)
+            c->pinned_max_round_threshold = bytes;
+        else
+            c->pinned_max_cached_size = bytes;
+        return GALLOC_OK;
+    }
     case K_NAME: return apply_name(p, k->name);
     case K_RESERVE:
         if (apply_reserve(p, k->name, &c->es_reserve) != GALLOC_OK)

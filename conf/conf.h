@@ -63,7 +63,10 @@ enum {
     GA_CONF_SET_CAPTURE_REUSE = 1u << 19,
     GA_CONF_SET_THROW_ON_OOM = 1u << 20,
     GA_CONF_SET_ES_RESERVE = 1u << 21,
-    GA_CONF_SET_ES_RESERVE_BY_CLASS = 1u << 22
+    GA_CONF_SET_ES_RESERVE_BY_CLASS = 1u << 22,
+    GA_CONF_SET_PINNED_RESERVE = 1u << 24,
+    GA_CONF_SET_PINNED_ROUND_THRESHOLD = 1u << 25,
+    GA_CONF_SET_PINNED_MAX_CACHED = 1u << 26
 };
 
 /* One expandable-segment reserve value, PyTorch's ExpandableSegmentReserveSpec
@@ -103,9 +106,9 @@ typedef struct ga_conf {
     uint32_t roundup_power2_divisions[GA_CONF_DIVISION_INTERVALS]; /* per interval, 0 = off */
     bool expandable_segments;                                      /* default false */
     bool release_lock_on_cudamalloc;                               /* default false */
-    bool pinned_use_cuda_host_register;                            /* recorded; no pinned pool yet */
+    bool pinned_use_cuda_host_register;                            /* host cache: malloc + register (host/) */
     uint32_t pinned_num_register_threads;                          /* default 1 */
-    bool pinned_use_background_threads;                            /* recorded; no pinned pool yet */
+    bool pinned_use_background_threads;                            /* recorded; galloc runs no background thread */
     /* galloc's own keys. */
     char device_backend[GA_CONF_NAME_MAX]; /* device_backend: sim | cuda | hip | registered name; default "sim" */
     uint32_t set;                          /* GA_CONF_SET_* bits of keys given explicitly */
@@ -133,6 +136,12 @@ typedef struct ga_conf {
     uint32_t n_reserve_classes;   /* entries in reserve_classes (expandable_segments_reserve_by_class) */
     ga_conf_reserve_class_t reserve_classes[GA_CONF_RESERVE_CLASSES]; /* in the order first named; a name given
                                               twice keeps its last value */
+    /* The pinned host cache's keys (host/, docs/host.md). */
+    uint64_t pinned_reserve_segment_size; /* pinned_reserve_segment_size_mb: bytes; 0 (default) = no reserve */
+    uint64_t pinned_max_round_threshold;  /* pinned_max_round_threshold_mb: bytes; UINT64_MAX (default) = always
+                                             round to a power of two */
+    uint64_t pinned_max_cached_size;      /* pinned_max_cached_size_mb: bytes; UINT64_MAX (default) = cache every
+                                             freed block */
     /* The device backend's options: the items no key above claims ("sim_capacity:80GiB",
      * "driver_path:/x.so", a registered backend's own keys). */
     char backend_options[GALLOC_BACKEND_OPTIONS_MAX];     /* each item as written (from its key to the end of

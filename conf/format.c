@@ -184,6 +184,18 @@ static size_t format(const ga_conf_t *c, char *buf, size_t len, bool pytorch)
         put(&o, "expandable_segments_reserve_by_class:");
         class_list(c, &o);
     }
+    if (c->pinned_reserve_segment_size != 0) { /* 0 (none) is the default and cannot be written */
+        mb(v, sizeof(v), c->pinned_reserve_segment_size);
+        item(&o, "pinned_reserve_segment_size_mb", v);
+    }
+    if (c->pinned_max_round_threshold != UINT64_MAX) { /* unlimited has no spelling */
+        mb(v, sizeof(v), c->pinned_max_round_threshold);
+        item(&o, "pinned_max_round_threshold_mb", v);
+    }
+    if (c->pinned_max_cached_size != UINT64_MAX) {
+        mb(v, sizeof(v), c->pinned_max_cached_size);
+        item(&o, "pinned_max_cached_size_mb", v);
+    }
 
     if (pytorch)
         goto out; /* the rest are galloc's own and the device backend's */

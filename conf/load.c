@@ -22,6 +22,8 @@ void ga_conf_defaults(ga_conf_t *c)
     c->garbage_collection_threshold = 0.0;
     c->pinned_num_register_threads = 1;
     c->per_process_memory_fraction = 1.0;
+    c->pinned_max_round_threshold = UINT64_MAX; /* PR #171662: both caps off by default */
+    c->pinned_max_cached_size = UINT64_MAX;
     snprintf(c->device_backend, sizeof(c->device_backend), "sim");
 }
 

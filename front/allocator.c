@@ -113,6 +113,10 @@ galloc_status_t galloc_allocator_create_ex(const char *backend, int device, cons
         st = GALLOC_E_NOMEM;
         goto err_destroy;
     }
+    if ((st = ga_front_host_attach(a)) != GALLOC_OK) {
+        snprintf(msg, sizeof(msg), "out of host memory creating the allocator's host cache");
+        goto err_destroy;
+    }
     a->magic = GA_ALLOCATOR_LIVE;
     *out = a;
     return GALLOC_OK;
@@ -210,6 +214,10 @@ galloc_status_t galloc_allocator_create_user(const galloc_user_allocator_t *user
     a->backend.ops = &no_device;
     a->device = device;
     ga_conf_defaults(&a->conf);
+    if ((st = ga_front_host_attach(a)) != GALLOC_OK) {
+        put_err(err, errlen, "out of host memory creating the allocator's host cache");
+        goto err_destroy;
+    }
     a->magic = GA_ALLOCATOR_LIVE;
     *out = a;
     return GALLOC_OK;
@@ -249,8 +257,10 @@ void galloc_allocator_destroy(galloc_allocator_t *a)
     if (a == NULL || a->magic != GA_ALLOCATOR_LIVE)
         return; /* a second destroy of a kept handle changes nothing */
     a->magic = GA_ALLOCATOR_DEAD;
-    a->ops->destroy(a->impl);
+    a->ops->destroy(a->impl); /* first: the pool gives its sleep copies back to the host cache */
     a->impl = NULL;
+    ga_host_destroy(a->host);
+    a->host = NULL;
     ga_backend_close(&a->backend);
     ga_lock_destroy(&a->lock);
     bury(a);
@@ -467,7 +477,11 @@ galloc_status_t galloc_check(galloc_allocator_t *a)
 {
     GA_LIVE_OR_RETURN(a);
     galloc_status_t st;
-    LOCKED(a, st = a->ops->check(a->impl));
+    LOCKED(a, {
+        st = a->ops->check(a->impl);
+        if (st == GALLOC_OK)
+            st = ga_host_check(a->host);
+    });
     return st;
 }
 
@@ -614,6 +628,9 @@ galloc_status_t galloc_settings_get(galloc_allocator_t *a, galloc_settings_t *ou
         .throw_on_cudamalloc_oom = c->throw_on_cudamalloc_oom,
         .expandable_segments_reserve = c->es_reserve_set ? c->es_reserve.value : 0.0,
         .expandable_segments_reserve_gib = c->es_reserve_set && c->es_reserve.gib,
+        .pinned_reserve_segment_size = c->pinned_reserve_segment_size,
+        .pinned_max_round_threshold = c->pinned_max_round_threshold,
+        .pinned_max_cached_size = c->pinned_max_cached_size,
     };
     _Static_assert(sizeof(v.roundup_power2_divisions) == sizeof(c->roundup_power2_divisions), "16 intervals");
     memcpy(v.roundup_power2_divisions, c->roundup_power2_divisions, sizeof(v.roundup_power2_divisions));

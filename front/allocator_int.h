@@ -17,6 +17,7 @@
 #include "allocators/allocator_ops.h"
 #include "backend/backend.h"
 #include "conf/conf.h"
+#include "host/host.h"
 #include "util/err.h"
 #include "util/lock.h"
 
@@ -41,6 +42,7 @@ struct galloc_allocator {
     const ga_allocator_ops_t *ops;        /* the implementation */
     void *impl;                           /* its state */
     ga_backend_t backend;                 /* the opened device */
+    ga_host_t *host;                      /* its pinned host cache (galloc_host.h, front/host.c) */
     ga_conf_t conf;                       /* effective settings */
     ga_err_t err;                         /* last failure, written under lock */
     int device;                           /* device index */
@@ -83,5 +85,9 @@ static inline void ga_front_unlock_all(galloc_allocator_t *a)
         LOCKED(a, st_ = (a)->ops->member((a)->impl, __VA_ARGS__));                                                     \
         return st_;                                                                                                    \
     } while (0)
+
+/* front/host.c: make the allocator's host cache and hand it to the
+ * implementation (its attach_host, where it has one); GALLOC_E_NOMEM. */
+galloc_status_t ga_front_host_attach(galloc_allocator_t *a);
 
 #endif /* GA_ALLOCATOR_INT_H */

@@ -23,7 +23,7 @@
 #include "conf/conf.h"
 
 /* A new field in ga_conf_t must be compared below: this fails until it is. */
-_Static_assert(sizeof(ga_conf_t) == 2376, "ga_conf_t changed: compare its new fields in same_settings()");
+_Static_assert(sizeof(ga_conf_t) == 2400, "ga_conf_t changed: compare its new fields in same_settings()");
 
 #define CHECK(cond)                                                                                                    \
     do {                                                                                                               \
@@ -75,7 +75,10 @@ static int same_settings(const ga_conf_t *x, const ga_conf_t *y)
            x->large_segment_size == y->large_segment_size &&
            x->per_process_memory_fraction == y->per_process_memory_fraction &&
            x->retry_pool_after_sync == y->retry_pool_after_sync &&
-           x->throw_on_cudamalloc_oom == y->throw_on_cudamalloc_oom && same_reserve(x, y);
+           x->throw_on_cudamalloc_oom == y->throw_on_cudamalloc_oom && same_reserve(x, y) &&
+           x->pinned_reserve_segment_size == y->pinned_reserve_segment_size &&
+           x->pinned_max_round_threshold == y->pinned_max_round_threshold &&
+           x->pinned_max_cached_size == y->pinned_max_cached_size;
 }
 
 /* Settings a user might already have from an earlier layer: every kind of key
@@ -87,7 +90,8 @@ static void start(ga_conf_t *c, int nondefault)
         galloc_status_t st = ga_conf_parse("expandable_segments:True,max_split_size_mb:100,"
                                            "garbage_collection_threshold:0.75,roundup_power2_divisions:[64:8,>:2],"
                                            "sim_capacity:3GiB,sim_fail_above:1MiB,driver_path:/opt/lib.so,"
-                                           "large_segment_size_mb:32,per_process_memory_fraction:0.5",
+                                           "large_segment_size_mb:32,per_process_memory_fraction:0.5,"
+                                           "pinned_reserve_segment_size_mb:8,pinned_max_cached_size_mb:64",
                                            c, NULL, 0);
         CHECK(st == GALLOC_OK);
     }

@@ -48,12 +48,15 @@ galloc_status_t ga_pool_create(const ga_conf_t *conf, ga_backend_t *backend, int
     p->device = device;
     p->device_total = device_total;
     p->err = err;
+    if (ga_pool_host_init(p) != GALLOC_OK) {
+        free(p);
+        return ga_fail(err, GALLOC_E_NOMEM, "out of host memory creating the allocator");
+    }
     ga_trace_init(&p->trace, device);
     ga_pool_blockpool_init(&p->small, true);
     ga_pool_blockpool_init(&p->large, false);
     ga_pool_blockpool_init(&p->asleep_bp, false);
     ga_pool_stripes_init(p);
-    ga_pool_host_spare_init(p);
     ga_stats_init(&p->stats, conf->max_split_size);
     /* per_process_memory_fraction caps the pool from the start. The key is
      * newest main's, whose setMemoryFraction keeps a cap only below 1.0 (an
@@ -89,6 +92,7 @@ void ga_pool_destroy(void *impl)
     ga_pool_hooks_destroy(p);
     ga_pool_tags_destroy(p);
     ga_pool_reserve_destroy(p);
+    ga_pool_host_fini(p);
     ga_pool_capture_destroy(p);
     ga_pool_events_destroy(p);
     ga_pool_private_destroy(p);
@@ -102,7 +106,7 @@ void ga_pool_destroy(void *impl)
 galloc_status_t ga_pool_empty_cache(void *impl)
 {
     ga_pool_t *p = impl;
-    ga_pool_host_spare_release(p); /* pinned host blocks kept for, or pinned ahead of, the next sleep (pinned.c) */
+    ga_pool_host_spare_release(p); /* host blocks kept for, or pinned ahead of, the next sleep (pinned.c) */
     return ga_pool_release_cached_blocks(p);
 }
 

@@ -11,6 +11,7 @@
 #include "pool/hooks.h"
 #include "pool/ipc.h"
 #include "pool/ops.h"
+#include "pool/pinned.h"
 #include "pool/pool.h"
 #include "pool/reject.h"
 #include "pool/reserve.h"
@@ -73,4 +74,5 @@ const ga_allocator_ops_t ga_allocator_native = {
     .hook_stats = ga_pool_hook_stats,
     .take_rejection = ga_pool_take_rejection,
     .set_reserve_class = ga_pool_set_reserve_class,
+    .attach_host = ga_pool_attach_host,
 };

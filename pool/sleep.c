@@ -160,7 +160,7 @@ static void drop_sleep_state(ga_pool_t *p, ga_tag_t *t, bool restore)
         if (restore)
             ga_pool_ptr_insert(p, e->block);
         if (e->host != NULL)
-            ga_pool_host_keep(p, e->host, e->block->size);
+            ga_pool_host_keep(p, e->host);
     }
     ga_addrmap_destroy(&t->held);
     t->bytes_offloaded = 0;
@@ -203,8 +203,8 @@ static galloc_status_t sleep_prepare(ga_pool_t *p, ga_tag_t *t)
         e->host = NULL;
         if (!t->offload)
             continue;
-        e->host = ga_pool_host_take(p, b->size); /* a block kept from an earlier wake, else a new one */
-        galloc_status_t st = e->host != NULL ? GALLOC_OK : ga_backend_host_alloc(p->backend, b->size, &e->host);
+        /* a block kept from an earlier wake, else a new one */
+        galloc_status_t st = ga_pool_host_take(p, b->size, &e->host);
         if (st != GALLOC_OK) {
             /* The backend's status stands (E_NOMEM for a refusal, E_UNSUPPORTED
              * for a driver without pinned memory), with its reason. */

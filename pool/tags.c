@@ -180,7 +180,7 @@ galloc_status_t ga_pool_sleep_stats(void *impl, galloc_sleep_stats_t *out)
     const ga_pool_t *p = impl;
     *out = p->sleep;
     out->tags = out->tags_asleep = out->bytes_asleep = out->bytes_offloaded = 0;
-    out->bytes_host_cached = p->host_spare_bytes;
+    out->bytes_host_cached = ga_pool_host_kept_bytes(p);
     for (const ga_tag_t *t = p->tags; t != NULL; t = t->next) {
         out->tags++;
         out->tags_asleep += t->asleep;
@@ -241,7 +241,7 @@ galloc_status_t ga_pool_free_missing(ga_pool_t *p, void *ptr)
         }
         /* Free, not restored on wake: its copy goes (kept for a later sleep); the device is not touched. */
         if (e->host != NULL) {
-            ga_pool_host_keep(p, e->host, b->size);
+            ga_pool_host_keep(p, e->host);
             t->bytes_offloaded -= b->size;
         }
         GA_ASSERT(t->asleep && b->allocated && t->bytes_offloaded <= SIZE_MAX / 2);
@@ -274,7 +274,7 @@ void ga_pool_tags_destroy(ga_pool_t *p)
         for (size_t i = 0; i < t->held.cap; i++) {
             ga_sleep_entry_t *e = ga_addrmap_slot(&t->held, i);
             if (e != NULL && e->host != NULL)
-                ga_pool_host_drop(p, e->host, e->block->size);
+                ga_pool_host_drop(p, e->host);
         }
         t->pool->tag = NULL;
         ga_pool_tag_forget(p, t);

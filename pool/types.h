@@ -321,10 +321,8 @@ struct ga_pool {
     bool plain_rounding;           /* no roundup_power2_divisions interval above 1 (ga_pool_round) */
     struct ga_tag *tags;           /* sleep tags (sleep.h's ga_tag_t), most recent first */
     galloc_sleep_stats_t sleep;    /* sleep counters (tags, tags_asleep and the bytes now are recounted) */
-    void *host_orphans;            /* host copies whose host_free was refused, retried later (pinned.c) */
-    ga_addrmap_t host_spare;       /* pinned host blocks for the next sleep, by size: kept by a wake or
-                                      pinned ahead by galloc_sleep_prepare (pinned.c) */
-    size_t host_spare_bytes;       /* their bytes (galloc_sleep_stats_t.bytes_host_cached) */
+    struct ga_host *host;          /* sleep's copies' pinned memory: the allocator's host cache (pinned.c) */
+    bool own_host;                 /* host is the pool's own (no allocator handed one over) */
     struct ga_ipc *ipc;            /* exports and blocks of other processes open here (ipc.h); NULL until used */
     ga_blockpool_t asleep_bp;      /* where a route to a sleeping tag leads: no sets, owner the tag's pool */
     /* Stripes (stripe.h). `stripe_path_open` says whether stripe calls may

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <galloc/galloc_host.h>
 #include <galloc/galloc_stats.h>
 
 #ifdef __cplusplus
@@ -81,6 +82,45 @@ static inline void ga_stat_update(galloc_stat_t arr[GALLOC_STAT_POOLS], galloc_s
         ga_stat_decrease(&arr[GALLOC_STAT_ALL], -delta);
         ga_stat_decrease(&arr[pool], -delta);
     }
+}
+
+/* ga_duration_increase: PyTorch's DurationStat::increase (c10's
+ * CachingAllocator): total += us, count += 1, max = max(max, us), min = us
+ * when min is 0 (none yet) else min(min, us). avg is total / count, set by
+ * ga_duration_read for a reader's copy. */
+static inline void ga_duration_increase(galloc_host_duration_t *d, int64_t us)
+{
+    d->total += us;
+    d->count += 1;
+    if (us > d->max)
+        d->max = us;
+    if (d->min == 0 || us < d->min)
+        d->min = us;
+}
+
+/* ga_duration_read: d with avg filled in, for a copy given to a reader. */
+static inline galloc_host_duration_t ga_duration_read(galloc_host_duration_t d)
+{
+    d.avg = d.count > 0 ? d.total / d.count : 0;
+    return d;
+}
+
+/* DurationStat's resets: reset_peak zeroes max and min, reset_accumulated
+ * total and count (host_stats.c). */
+void ga_duration_reset_peak(galloc_host_duration_t *d);
+void ga_duration_reset_accumulated(galloc_host_duration_t *d);
+
+/* ga_stat_reset_peak / ga_stat_reset_accumulated: one Stat's resets
+ * (peak = current; allocated = freed = 0). */
+static inline void ga_stat_reset_peak(galloc_stat_t *s)
+{
+    s->peak = s->current;
+}
+
+static inline void ga_stat_reset_accumulated(galloc_stat_t *s)
+{
+    s->allocated = 0;
+    s->freed = 0;
 }
 
 /* ga_stats_init: all zero, max_split_size as PyTorch reports it (the configured

@@ -41,6 +41,8 @@ CONF = [
      "large_segment_size_mb:64,max_split_size_mb:256,max_non_split_rounding_mb:1024"),
     ("pt_pinned", PARSE, "pinned_use_cuda_host_register:True,pinned_num_register_threads:8,"
      "pinned_use_background_threads:True,pinned_reserve_segment_size_mb:64,pinned_free_catch_all:True"),
+    ("pt_pinned_caps", PARSE_ONTO, "pinned_max_round_threshold_mb:128,pinned_max_cached_size_mb:1024,"
+     "pinned_reserve_segment_size_mb:64,pinned_use_cuda_host_register:True"),
     ("pt_oom_keys", PARSE, "throw_on_cudamalloc_oom:True,release_lock_on_cudamalloc:True,roundup_power2_divisions:4"),
     ("galloc_sim", PARSE,
      "device_backend:sim,sim_capacity:80GiB,retry_pool_after_sync:True,expandable_segments:True"),

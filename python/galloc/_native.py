@@ -25,6 +25,11 @@ STATS_BUFFER = 8192
 _c_int, _sz, _vp, _cp = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
 STATS_VISIT = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _cp, ctypes.c_int64)
 
+# galloc_host_stats_t (api/galloc_host.h) is a uint32 struct_size and then
+# one int64 per key (28 today); a buffer this large holds it after keys are
+# appended too.
+HOST_STATS_BUFFER = 1024
+
 # galloc_sleep_stats_t's members (api/galloc_sleep.h), in order: all uint64.
 # The package's tests check the list against the header.
 SLEEP_STATS_FIELDS = ("tags", "tags_asleep", "bytes_asleep", "bytes_offloaded", "peak_bytes_offloaded", "num_sleep",
@@ -189,6 +194,14 @@ _SIGNATURES = {
     "galloc_hook_add": (_c_int, [_vp, ctypes.POINTER(Hook), ctypes.POINTER(ctypes.c_uint64)]),
     "galloc_hook_remove": (_c_int, [_vp, ctypes.c_uint64]),
     "galloc_hook_stats": (_c_int, [_vp, ctypes.c_uint64, ctypes.POINTER(HookStats)]),
+    "galloc_host_malloc": (_c_int, [_vp, _sz, ctypes.POINTER(_vp)]),
+    "galloc_host_free": (_c_int, [_vp, _vp]),
+    "galloc_host_record_stream": (_c_int, [_vp, _vp, ctypes.c_uint64]),
+    "galloc_host_empty_cache": (_c_int, [_vp]),
+    "galloc_host_memory_stats": (_c_int, [_vp, _vp]),
+    "galloc_host_reset_peak_stats": (_c_int, [_vp]),
+    "galloc_host_reset_accumulated_stats": (_c_int, [_vp]),
+    "galloc_host_stats_foreach": (_sz, [_vp, STATS_VISIT, _vp]),
 }
 
 

@@ -330,6 +330,59 @@ class Allocator(IpcMixin, HooksMixin):
         """The device backend's name ("sim", "cuda", ...)."""
         return _lib.galloc_allocator_backend(self._a()).decode()
 
+    # ---- the pinned host cache (api/galloc_host.h) ----
+
+    def host_malloc(self, size: int) -> int:
+        """size bytes of pinned host memory from the allocator's host cache
+        (PyTorch's CachingHostAllocator: pin_memory()); returns the address
+        (0 for size 0). Rounded up to a power of two unless
+        pinned_max_round_threshold_mb or pinned_max_cached_size_mb says
+        otherwise; a cached block is reused only after the events of every
+        stream it was recorded on completed."""
+        if size < 0:
+            raise ValueError(f"size must be >= 0, not {size}")
+        p = ctypes.c_void_p()
+        self._check(_lib.galloc_host_malloc(self._a(), size, ctypes.byref(p)))
+        return p.value or 0
+
+    def host_free(self, ptr: int) -> None:
+        """Give back a block from host_malloc (0 is a no-op): cached once the
+        events of its recorded streams complete."""
+        self._check(_lib.galloc_host_free(self._a(), ptr or None))
+
+    def host_record_stream(self, ptr: int, stream: int) -> None:
+        """The host block at ptr is used by work queued on stream (what a
+        non_blocking copy records): its free waits for that work."""
+        self._check(_lib.galloc_host_record_stream(self._a(), ptr, stream))
+
+    def host_empty_cache(self) -> None:
+        """Give every cached pinned block back to the driver
+        (torch.accelerator.empty_host_cache); blocks in use or waiting on
+        events stay."""
+        self._check(_lib.galloc_host_empty_cache(self._a()))
+
+    def host_memory_stats(self) -> dict:
+        """torch.cuda.host_memory_stats(): its 28 flattened keys, in its order, int values."""
+        buf = (ctypes.c_int64 * (_native.HOST_STATS_BUFFER // 8))()
+        ctypes.c_uint32.from_buffer(buf).value = _native.HOST_STATS_BUFFER
+        self._check(_lib.galloc_host_memory_stats(self._a(), buf))
+        out = {}
+
+        def visit(_ctx, key, value):
+            out[key.decode()] = value
+            return 0
+
+        _lib.galloc_host_stats_foreach(buf, _native.STATS_VISIT(visit), None)
+        return out
+
+    def reset_peak_host_memory_stats(self) -> None:
+        """torch.cuda.reset_peak_host_memory_stats(): every peak = current."""
+        self._check(_lib.galloc_host_reset_peak_stats(self._a()))
+
+    def reset_accumulated_host_memory_stats(self) -> None:
+        """torch.cuda.reset_accumulated_host_memory_stats(): allocated and freed to 0."""
+        self._check(_lib.galloc_host_reset_accumulated_stats(self._a()))
+
     def memory_stats(self) -> dict:
         """torch.cuda.memory_stats(): the 123 flattened keys, in PyTorch's order, int values."""
         buf = (ctypes.c_int64 * (_native.STATS_BUFFER // 8))()

@@ -50,6 +50,7 @@ using cu_internal_cuGraphNodeGetDependencies = CUresult(CUgraphNode, CUgraphNode
 #define GA_ABI_SIG_HOST GA_ABI_SIG_PUBLIC_
 #define GA_ABI_SIG_PEER GA_ABI_SIG_PUBLIC_
 #define GA_ABI_SIG_IPC GA_ABI_SIG_PUBLIC_
+#define GA_ABI_SIG_HOSTREG GA_ABI_SIG_PUBLIC_
 #define GA_ABI_SIG_GRAPH(sym)                                                                                          \
     static_assert(same_abi<ga_##sym##_fn, cu_internal_##sym>(), #sym ": galloc's declaration differs from cuda.h");
 #define GA_ABI_SIG_(group, sym) GA_ABI_SIG_##group(sym)
@@ -62,6 +63,7 @@ GA_CUDA_SYMBOLS(GA_ABI_SIG_)
 #undef GA_ABI_SIG_HOST
 #undef GA_ABI_SIG_PEER
 #undef GA_ABI_SIG_IPC
+#undef GA_ABI_SIG_HOSTREG
 #undef GA_ABI_SIG_GRAPH
 
 // ---- Types. ----
@@ -90,6 +92,9 @@ GA_ABI_VALUE(GA_CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY)
 GA_ABI_VALUE(GA_CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NOT_SUPPORTED)
 GA_ABI_VALUE(GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
 GA_ABI_VALUE(GA_CUDA_ERROR_CAPTURED_EVENT, CUDA_ERROR_CAPTURED_EVENT)
+GA_ABI_VALUE(GA_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+GA_ABI_VALUE(GA_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+GA_ABI_VALUE(GA_CU_MEMHOSTREGISTER_PORTABLE, CU_MEMHOSTREGISTER_PORTABLE)
 GA_ABI_VALUE(GA_CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN)
 GA_ABI_VALUE(GA_CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
 GA_ABI_VALUE(GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
@@ -170,7 +175,7 @@ TEST(CudaAbi, DeclarationsMatchCudaH)
 
 TEST(CudaAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_cuda_library.count, 46u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH
+    ASSERT_EQ(ga_cuda_library.count, 48u); // 19 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH, 2 HOSTREG
     for (size_t i = 0; i < ga_cuda_library.count; i++)
         for (size_t j = i + 1; j < ga_cuda_library.count; j++)
             EXPECT_STRNE(ga_cuda_library.syms[i].name, ga_cuda_library.syms[j].name);

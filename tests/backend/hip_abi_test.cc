@@ -100,6 +100,9 @@ GA_ABI_VALUE(GA_GPU_CAPTURE_ACTIVE, hipStreamCaptureStatusActive)
 GA_ABI_VALUE(GA_GPU_CAPTURE_INVALIDATED, hipStreamCaptureStatusInvalidated)
 GA_ABI_VALUE(GA_HIP_EVENT_DISABLE_TIMING, hipEventDisableTiming)
 GA_ABI_VALUE(GA_HIP_HOST_MALLOC_DEFAULT, hipHostMallocDefault)
+GA_ABI_VALUE(GA_HIP_HOST_REGISTER_DEFAULT, hipHostRegisterDefault)
+GA_ABI_VALUE(GA_HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED, hipErrorHostMemoryAlreadyRegistered)
+GA_ABI_VALUE(GA_HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, hipErrorHostMemoryNotRegistered)
 GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_INVALID, hipMemAllocationTypeInvalid)
 GA_ABI_VALUE(GA_HIP_MEM_ALLOCATION_TYPE_PINNED, hipMemAllocationTypePinned)
 GA_ABI_VALUE(GA_HIP_MEM_HANDLE_TYPE_NONE, hipMemHandleTypeNone)
@@ -180,7 +183,7 @@ TEST(HipAbi, DeclarationsMatchHipRuntimeApiH)
 
 TEST(HipAbi, TheSymbolTableNamesEveryDeclaredFunctionOnce)
 {
-    ASSERT_EQ(ga_hip_library.count, 45u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH
+    ASSERT_EQ(ga_hip_library.count, 47u); // 18 required, 8 VMM, 6 ASYNC, 4 HOST, 2 PEER, 5 IPC, 2 GRAPH, 2 HOSTREG
     for (size_t i = 0; i < ga_hip_library.count; i++)
         for (size_t j = i + 1; j < ga_hip_library.count; j++)
             EXPECT_STRNE(ga_hip_library.syms[i].name, ga_hip_library.syms[j].name);

@@ -1,8 +1,10 @@
 // host_cases: the GPU backends' pinned host memory and copies (host_alloc,
-// host_free, copy_d2h, copy_h2d: galloc_sleep's offload) on the fake drivers,
-// below the pool: every failure's status and exact message, what stays
-// recorded after a refused free, what close releases, and a library without
-// the HOST symbol group. Written once over a Vendor (vendor_cases.h) and
+// host_free, copy_d2h, copy_h2d: galloc_sleep's offload and the host cache)
+// and registered host memory (host_register, host_unregister: the host
+// cache's pinned_use_cuda_host_register path) on the fake drivers, below the
+// pool: every failure's status and exact message, what stays recorded after
+// a refused free, what close releases, and libraries without the HOST or
+// HOSTREG symbol group. Written once over a Vendor (vendor_cases.h) and
 // instantiated by cuda_host_test.cc and hip_host_test.cc. The byte-exact round
 // trips are the conformance suite's (conformance.cc, run by malloc_cases.cc).
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/backend/backend_opened.h"
 #include "tests/backend/vendor_cases.h"
@@ -136,6 +139,77 @@ TEST_P(Host, ALibraryWithoutTheHostGroupIsUnsupportedAndNamesTheSymbol)
     EXPECT_EQ(ga_backend_segment_alloc(o.b(), 2 * kMiB, 0, &d), GALLOC_OK) << o.Error();
     EXPECT_EQ(ga_backend_segment_free(o.b(), d, 2 * kMiB, 0), GALLOC_OK);
     EXPECT_EQ(f.fake_cuda_calls(v().host_alloc), 0u);
+}
+
+TEST_P(Host, RegisteredRangesAreCheckedRecordedAndReleasedAtClose)
+{
+    FakeCuda f(v().Fake(), v().name);
+    std::vector<char> mem(64 * 1024);
+    {
+        OPEN(f, o);
+        ASSERT_EQ(ga_backend_host_register(o.b(), mem.data(), 32768), GALLOC_OK) << o.Error();
+        EXPECT_EQ(f.Stats().live_host_registered, 1u);
+        EXPECT_EQ(f.Stats().live_registered_bytes, 32768u);
+        // An overlap, an empty range and a NULL pointer are refused before the driver.
+        uint64_t calls = f.fake_cuda_calls(v().host_register);
+        EXPECT_EQ(ga_backend_host_register(o.b(), mem.data() + 4096, 4096), GALLOC_E_INVAL);
+        char at[32];
+        snprintf(at, sizeof at, "%p", static_cast<void *>(mem.data() + 4096));
+        EXPECT_EQ(o.Error().rfind("host_register(" + std::string(at) + ", 4096 bytes): overlaps the registered ", 0),
+                  0u)
+            << o.Error();
+        EXPECT_EQ(ga_backend_host_register(o.b(), mem.data() + 32768, 0), GALLOC_E_INVAL);
+        EXPECT_EQ(ga_backend_host_register(o.b(), nullptr, 4096), GALLOC_E_INVAL);
+        EXPECT_EQ(f.fake_cuda_calls(v().host_register), calls);
+        // Refused by the driver: out of memory is the host's (NOMEM), anything else the driver's.
+        ASSERT_EQ(f.fake_cuda_fail(v().host_register, 1, 0, kOutOfMemory), 0);
+        ASSERT_EQ(f.fake_cuda_fail(v().host_register, 2, 0, kUnknown), 0);
+        char *second = mem.data() + 32768;
+        EXPECT_EQ(ga_backend_host_register(o.b(), second, 8192), GALLOC_E_NOMEM);
+        snprintf(at, sizeof at, "%p", static_cast<void *>(second));
+        const std::string what = "host_register(" + std::string(at) + ", 8192 bytes of host memory): ";
+        EXPECT_EQ(o.Error(), what + DriverWords(v().host_register, kOutOfMemory, v()));
+        EXPECT_EQ(ga_backend_host_register(o.b(), second, 8192), GALLOC_E_DEVICE);
+        EXPECT_EQ(o.Error(), what + DriverWords(v().host_register, kUnknown, v()));
+        EXPECT_EQ(f.Stats().live_host_registered, 1u) << "a refused register records nothing";
+        ASSERT_EQ(ga_backend_host_register(o.b(), second, 8192), GALLOC_OK) << o.Error();
+        // Unregister: only a live range with its size; a refusal keeps it recorded.
+        calls = f.fake_cuda_calls(v().host_unregister);
+        EXPECT_EQ(ga_backend_host_unregister(o.b(), second, 4096), GALLOC_E_INVAL);
+        EXPECT_EQ(ga_backend_host_unregister(o.b(), second + 4096, 4096), GALLOC_E_INVAL);
+        EXPECT_EQ(f.fake_cuda_calls(v().host_unregister), calls);
+        ASSERT_EQ(f.fake_cuda_fail(v().host_unregister, 1, 0, kUnknown), 0);
+        EXPECT_EQ(ga_backend_host_unregister(o.b(), second, 8192), GALLOC_E_DEVICE);
+        snprintf(at, sizeof at, "%p", static_cast<void *>(second));
+        EXPECT_EQ(o.Error(),
+                  "host_unregister(" + std::string(at) + ", 8192): " + DriverWords(v().host_unregister, kUnknown, v()));
+        EXPECT_EQ(f.Stats().live_host_registered, 2u);
+        EXPECT_EQ(ga_backend_host_unregister(o.b(), second, 8192), GALLOC_OK) << "the retry unregisters it";
+        EXPECT_EQ(f.Stats().live_host_registered, 1u);
+        // The first range is left to close, whose first try the driver refuses: the second releases it.
+        ASSERT_EQ(f.fake_cuda_fail(v().host_unregister, 1, 0, kUnknown), 0);
+    }
+    fake_gpu_stats_t s = f.Stats();
+    EXPECT_EQ(s.live_host_registered, 0u);
+    EXPECT_EQ(s.peak_registered_bytes, 32768u + 8192u);
+    EXPECT_EQ(s.leaks, 0u);
+    EXPECT_EQ(s.violations, 0u) << f.Violation();
+}
+
+TEST_P(Host, ALibraryWithoutTheRegisterGroupIsUnsupportedAndNamesTheSymbol)
+{
+    FakeCuda f(v().Fake("_nohostreg"), v().name);
+    OPEN(f, o);
+    EXPECT_TRUE(ga_backend_has_host_register(o.b())) << "the table has the ops; the library decides";
+    std::vector<char> mem(8192);
+    EXPECT_EQ(ga_backend_host_register(o.b(), mem.data(), mem.size()), GALLOC_E_UNSUPPORTED);
+    EXPECT_EQ(o.Error(), std::string("host_register: registering host memory is unavailable: the ") + v().name +
+                             " driver library lacks " + v().host_register);
+    // The pinned allocations of the HOST group still work.
+    void *h = nullptr;
+    ASSERT_EQ(ga_backend_host_alloc(o.b(), 4096, &h), GALLOC_OK) << o.Error();
+    EXPECT_EQ(ga_backend_host_free(o.b(), h, 4096), GALLOC_OK);
+    EXPECT_EQ(f.fake_cuda_calls(v().host_unregister), 0u);
 }
 
 } // namespace cuda_test

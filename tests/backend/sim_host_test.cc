@@ -1,5 +1,6 @@
-// sim_host_test: the sim device's host memory, copies, device_synchronize
-// and op faults (sim.h: "Host memory and copies", ga_sim_set_op_faults).
+// sim_host_test: the sim device's host memory, registered ranges, copies,
+// device_synchronize and op faults (sim.h: "Host memory and copies",
+// ga_sim_set_op_faults).
 #include <cstring>
 
 #include "tests/backend/sim_fixture.h"
@@ -125,6 +126,35 @@ TEST(SimHost, OpFaultsNumberEveryMemoryCallAndChangeNothing)
     EXPECT_EQ(d.unmap(r, kPage), GALLOC_OK);
     EXPECT_EQ(ga_backend_va_release(d.b(), r, 2 * kPage), GALLOC_OK);
     EXPECT_EQ(d.counters().violations, 0u);
+}
+
+TEST(SimHost, RegisteredRangesAreCountedCheckedAndFaultable)
+{
+    Dev d(Args(64 * kMiB));
+    char mem[16384];
+    ASSERT_EQ(ga_backend_host_register(d.b(), mem, 8192), GALLOC_OK) << d.error();
+    EXPECT_EQ(d.counters().live_host_registered, 1u);
+    EXPECT_EQ(d.counters().live_registered_bytes, 8192u);
+    EXPECT_EQ(d.counters().live_host_allocs, 0u); // the memory is the caller's, not a host block
+    // Overlaps, empty and NULL ranges, unregistering what is not a live range with its size: violations.
+    EXPECT_EQ(ga_backend_host_register(d.b(), mem + 4096, 8192), GALLOC_E_INVAL);
+    EXPECT_EQ(ga_backend_host_register(d.b(), mem + 8192, 0), GALLOC_E_INVAL);
+    EXPECT_EQ(ga_backend_host_register(d.b(), nullptr, 64), GALLOC_E_INVAL);
+    EXPECT_EQ(ga_backend_host_unregister(d.b(), mem, 4096), GALLOC_E_INVAL);
+    EXPECT_EQ(ga_backend_host_unregister(d.b(), mem + 8192, 8192), GALLOC_E_INVAL);
+    EXPECT_EQ(d.counters().violations, 5u);
+    // Op faults number register and unregister with the other memory ops:
+    // register fails as host_alloc does (NOMEM), unregister as host_free (DEVICE).
+    ASSERT_EQ(ga_sim_set_op_faults(d.state(), d.counters().op_calls + 1, 0), GALLOC_OK);
+    EXPECT_EQ(ga_backend_host_register(d.b(), mem + 8192, 8192), GALLOC_E_NOMEM);
+    EXPECT_EQ(d.counters().live_host_registered, 1u);
+    ASSERT_EQ(ga_backend_host_register(d.b(), mem + 8192, 8192), GALLOC_OK) << d.error();
+    ASSERT_EQ(ga_sim_set_op_faults(d.state(), d.counters().op_calls + 1, 0), GALLOC_OK);
+    EXPECT_EQ(ga_backend_host_unregister(d.b(), mem, 8192), GALLOC_E_DEVICE);
+    EXPECT_EQ(d.counters().live_host_registered, 2u);
+    ASSERT_EQ(ga_backend_host_unregister(d.b(), mem, 8192), GALLOC_OK);
+    EXPECT_EQ(d.counters().live_registered_bytes, 8192u);
+    // mem + 8192 is left for close, which forgets it
 }
 
 TEST(SimHost, DeviceSynchronizeCompletesEveryStream)

@@ -1,7 +1,7 @@
 // vendor_cases.h: what lets one test body serve both GPU vendors. The cuda
 // and hip backends share the generic GPU layer (backend/gpu_*.c) and differ
 // only in their vendor table, so a scenario that runs the same on both is
-// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc,
+// written once (malloc_cases.cc, vmm_cases.cc, async_cases.cc, host_cases.cc, hostcache_cases.cc,
 // sleep_cases.cc, peer_cases.cc, ipc_cases.cc, graph_cases.cc, compiled into both vendors' test targets) as a value-parameterized test over a Vendor:
 // the names that differ between them (library, backend key, driver / runtime
 // functions injected with faults or counted, the error names and words in
@@ -45,6 +45,8 @@ struct Vendor {
     const char *ipc_open;
     // Stream capture graphs (the backend's capture_info, node_deps); the _nograph fake lacks the first.
     const char *capture_info, *node_deps;
+    // Registering host memory (the host cache's register path); the _nohostreg fake lacks the first.
+    const char *host_register, *host_unregister;
 
     // The fake library of this vendor, optionally a variant ("_noalloc").
     std::string Fake(const std::string &variant = "") const { return "libfake_" + std::string(name) + variant + ".so"; }
@@ -94,6 +96,9 @@ inline const Vendor kCudaVendor = {
     // stream capture graphs
     "cuStreamGetCaptureInfo_v2",
     "cuGraphNodeGetDependencies",
+    // registering host memory
+    "cuMemHostRegister_v2",
+    "cuMemHostUnregister",
 };
 inline const Vendor kHipVendor = {
     "hip",
@@ -137,6 +142,9 @@ inline const Vendor kHipVendor = {
     // stream capture graphs
     "hipStreamGetCaptureInfo_v2",
     "hipGraphNodeGetDependencies",
+    // registering host memory
+    "hipHostRegister",
+    "hipHostUnregister",
 };
 
 // gtest prints a failing test's parameter: the vendor's name, not an address.
@@ -201,7 +209,9 @@ class Async : public VendorTest { // async_cases.cc: backend:<vendor>MallocAsync
 };
 class AsyncPlain : public VendorPlain {};
 
-class Host : public VendorPlain {}; // host_cases.cc: the backend's host memory and copies, no allocator
+class Host : public VendorPlain {};           // host_cases.cc: the backend's host memory and copies, no allocator
+class HostCache : public VendorTest {};       // hostcache_cases.cc: the pinned host cache through the public API
+class HostCacheSweep : public VendorPlain {}; // and its fault sweeps
 
 // sleep_cases.cc: galloc_sleep / galloc_wake through the public API. The
 // tagged workload: tag "weights" (offloaded) holds a 5 MiB and a 3000-byte

@@ -21,6 +21,11 @@ TEST(ConfDefaults, PyTorchAndGallocDefaults)
                  c.pinned_use_background_threads || c.retry_pool_after_sync);
     EXPECT_EQ(c.pinned_num_register_threads, 1u);
     EXPECT_EQ(c.per_process_memory_fraction, 1.0);
+    // The pinned host cache's: no reserve, both caps off (PR #171662's defaults,
+    // SIZE_MAX in AcceleratorAllocatorConfig).
+    EXPECT_EQ(c.pinned_reserve_segment_size, 0u);
+    EXPECT_EQ(c.pinned_max_round_threshold, UINT64_MAX);
+    EXPECT_EQ(c.pinned_max_cached_size, UINT64_MAX);
     EXPECT_STREQ(c.device_backend, "sim");
     EXPECT_STREQ(c.backend_options, "");
     EXPECT_EQ(c.n_options, 0u);
@@ -76,6 +81,18 @@ TEST(ConfKeys, ValidAndBoundaryValues)
         {"pinned_use_background_threads:True", GET(pinned_use_background_threads), 1, GA_CONF_SET_PINNED_BACKGROUND},
         {"retry_pool_after_sync:True", GET(retry_pool_after_sync), 1, GA_CONF_SET_RETRY_POOL},
         {"retry_pool_after_sync:False", GET(retry_pool_after_sync), 0, GA_CONF_SET_RETRY_POOL},
+        // The pinned host cache's keys, in MiB (c10/cuda/CUDAAllocatorConfig.cpp,
+        // parsePinnedReserveSegmentSize: toSizeT, > 0; PR #171662 for the two caps).
+        {"pinned_reserve_segment_size_mb:1", GET(pinned_reserve_segment_size), kMiB, GA_CONF_SET_PINNED_RESERVE},
+        {"pinned_reserve_segment_size_mb:4096", GET(pinned_reserve_segment_size), 4096 * kMiB,
+         GA_CONF_SET_PINNED_RESERVE},
+        {"pinned_max_round_threshold_mb:0", GET(pinned_max_round_threshold), 0, GA_CONF_SET_PINNED_ROUND_THRESHOLD},
+        {"pinned_max_round_threshold_mb:128", GET(pinned_max_round_threshold), 128 * kMiB,
+         GA_CONF_SET_PINNED_ROUND_THRESHOLD},
+        {"pinned_max_round_threshold_mb:-1", GET(pinned_max_round_threshold), 18446744073708503040u,
+         GA_CONF_SET_PINNED_ROUND_THRESHOLD},
+        {"pinned_max_cached_size_mb:0", GET(pinned_max_cached_size), 0, GA_CONF_SET_PINNED_MAX_CACHED},
+        {"pinned_max_cached_size_mb:1024MB", GET(pinned_max_cached_size), 1024 * kMiB, GA_CONF_SET_PINNED_MAX_CACHED},
     };
     for (const U64Case &k : cases) {
         SCOPED_TRACE(k.s);
@@ -203,8 +220,7 @@ TEST(ConfOptions, BackendOptionsHaveALimit)
 // Keys PyTorch accepts that galloc checks but does not store.
 TEST(ConfKeys, AcceptedButNotStored)
 {
-    for (const char *s :
-         {"pinned_reserve_segment_size_mb:1", "pinned_reserve_segment_size_mb:4096", "pinned_free_catch_all:False"}) {
+    for (const char *s : {"pinned_free_catch_all:False", "pinned_free_catch_all:True"}) {
         SCOPED_TRACE(s);
         Parsed p = parse(s);
         ga_conf_t d;
@@ -212,6 +228,23 @@ TEST(ConfKeys, AcceptedButNotStored)
         ASSERT_EQ(p.st, GALLOC_OK) << p.err;
         EXPECT_TRUE(Same(p.c, d));
     }
+}
+
+// A rounding threshold below the cache cap: the configuration whose heap
+// overflow PyTorch fixed in get_free_block (PR #192722, its example
+// pinned_max_round_threshold_mb:128 with pinned_max_cached_size_mb:1024), not by
+// refusing it in the parser, so galloc accepts it too (host/ follows the fix).
+TEST(ConfKeys, PinnedThresholdBelowTheCapIsAccepted)
+{
+    Parsed p = parse("pinned_max_round_threshold_mb:128,pinned_max_cached_size_mb:1024");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.pinned_max_round_threshold, 128 * kMiB);
+    EXPECT_EQ(p.c.pinned_max_cached_size, 1024 * kMiB);
+    EXPECT_EQ(p.c.set, (uint32_t)(GA_CONF_SET_PINNED_ROUND_THRESHOLD | GA_CONF_SET_PINNED_MAX_CACHED));
+    // Each assignment overwrites (the torch_npu port's tests call it "overwrite-assign, not min").
+    p = parse("pinned_max_cached_size_mb:64,pinned_max_cached_size_mb:4096");
+    ASSERT_EQ(p.st, GALLOC_OK) << p.err;
+    EXPECT_EQ(p.c.pinned_max_cached_size, 4096 * kMiB);
 }
 
 // graph_capture_record_stream_reuse is stored (pool/capture.c honours it), off
@@ -330,6 +363,16 @@ TEST(ConfErrors, ExactMessagesNameKeyValueAndOffset)
                                           "\"0\" (offset 28)"},
         {"pinned_reserve_segment_size_mb:0", "pinned_reserve_segment_size_mb: expected a whole number of MiB > 0, got "
                                              "\"0\" (offset 31)"},
+        // PR #171662's caps take any whole number (std::stoull), nothing else.
+        {"pinned_max_round_threshold_mb:abc", "pinned_max_round_threshold_mb: expected a whole number of MiB, got "
+                                              "\"abc\" (offset 30)"},
+        {"pinned_max_cached_size_mb:", "pinned_max_cached_size_mb: expected a value after ':', got the end of the "
+                                       "string (offset 26)"},
+        {"pinned_max_cached_size_mb:0x10", "pinned_max_cached_size_mb: expected a whole number of MiB, got \"0x10\" "
+                                           "(offset 26)"},
+        {"pinned_max_cached_size_mb:99999999999999999999", "pinned_max_cached_size_mb: expected a whole number of "
+                                                           "MiB (this one does not fit in 64 bits), got "
+                                                           "\"99999999999999999999\" (offset 26)"},
         {"graph_capture_record_stream_reuse:maybe", "graph_capture_record_stream_reuse: expected True or False, got "
                                                     "\"maybe\" (offset 34)"},
         {"backend:cudamallocasync", "backend: expected native, cudaMallocAsync or hipMallocAsync, got "

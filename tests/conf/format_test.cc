@@ -38,6 +38,8 @@ TEST(ConfFormat, NormalizedStrings)
         {"pinned_num_register_threads:1,pinned_use_background_threads:False",
          "pinned_num_register_threads:1,pinned_use_background_threads:False"},
         {"max_split_size_mb:18446744073709551615", "max_split_size_mb:17592186044415"},
+        {"pinned_max_cached_size_mb:1024,pinned_reserve_segment_size_mb:64MB,pinned_max_round_threshold_mb:0",
+         "pinned_reserve_segment_size_mb:64,pinned_max_round_threshold_mb:0,pinned_max_cached_size_mb:1024"},
         // The backend's options follow the allocator's keys as given (only the backend knows their
         // spelling), whitespace aside, one item per key in the order of their last mention.
         {"sim_capacity:24576MiB", "sim_capacity:24576MiB"},
@@ -120,6 +122,11 @@ TEST(ConfFormat, RoundTripOverRandomSettings)
             items.push_back("per_process_memory_fraction:" + pick({"0", "1", "0.25", "0.9"}));
         if (rng() % 3 == 0)
             items.push_back("pinned_num_register_threads:" + std::to_string(1u << (rng() % 8)));
+        if (rng() % 4 == 0)
+            items.push_back("pinned_reserve_segment_size_mb:" + num(1, 4096));
+        for (const char *k : {"pinned_max_round_threshold_mb:", "pinned_max_cached_size_mb:"})
+            if (rng() % 4 == 0)
+                items.push_back(std::string(k) + num(0, 4096));
         if (rng() % 3 == 0)
             items.push_back("device_backend:" + pick({"sim", "cuda", "hip", "my_2"}));
         if (rng() % 4 == 0)

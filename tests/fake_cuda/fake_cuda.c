@@ -12,6 +12,7 @@
  *   FAKE_CUDA_NO_ASYNC  omit cuMemAllocAsync
  *   FAKE_CUDA_NO_ALLOC  omit cuMemAlloc_v2 (a required symbol)
  *   FAKE_CUDA_NO_HOST   omit cuMemHostAlloc (the HOST group: no offload)
+ *   FAKE_CUDA_NO_HOSTREG omit cuMemHostRegister_v2 (the HOSTREG group: no register path)
  *   FAKE_CUDA_NO_IPC    omit cuIpcOpenMemHandle_v2 (the IPC group: no sharing between processes)
  *   FAKE_CUDA_NO_GRAPH  omit cuStreamGetCaptureInfo_v2 (the GRAPH group: no capture graphs)
  */
@@ -46,6 +47,8 @@ static ga_cu_result_t cu(fg_rc_t rc)
         [FG_PEER_ALREADY_ENABLED] = GA_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
         [FG_CAPTURE_UNSUPPORTED] = GA_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
         [FG_CAPTURED_EVENT] = GA_CUDA_ERROR_CAPTURED_EVENT,
+        [FG_HOST_ALREADY_REGISTERED] = GA_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        [FG_HOST_NOT_REGISTERED] = GA_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
     };
     return map[rc];
 }
@@ -440,6 +443,24 @@ ga_cu_result_t cuMemFreeHost(void *p)
 {
     ENTER(cuMemFreeHost);
     return cu(fg_host_free(p));
+}
+
+EXPORT ga_cuMemHostUnregister_fn cuMemHostUnregister;
+
+#ifndef FAKE_CUDA_NO_HOSTREG
+EXPORT ga_cuMemHostRegister_v2_fn cuMemHostRegister_v2;
+ga_cu_result_t cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemHostRegister_v2);
+    /* PORTABLE 0x1, DEVICEMAP 0x2, IOMEMORY 0x4, READ_ONLY 0x8. */
+    return cu(fg_host_register(p, bytesize, flags, 0xfu));
+}
+#endif
+
+ga_cu_result_t cuMemHostUnregister(void *p)
+{
+    ENTER(cuMemHostUnregister);
+    return cu(fg_host_unregister(p));
 }
 
 ga_cu_result_t cuMemcpyDtoH_v2(void *dst_host, ga_cu_deviceptr_t src_device, size_t byte_count)

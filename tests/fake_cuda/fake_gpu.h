@@ -54,7 +54,14 @@
  * are gone once it is released. Linear allocations start zeroed.
  *
  * Pinned host memory (host_alloc / host_free, cuMemHostAlloc-style) is real
- * host memory tracked per block; copies (copy_d2h / copy_h2d, synchronous)
+ * host memory tracked per block; host_register (cuMemHostRegister-style)
+ * page-locks a range of the caller's memory (it reads the range's first and
+ * last byte, so a bogus pointer faults as the driver's page walk would), and
+ * refuses, as a violation, a range that is device memory, overlaps a pinned
+ * block or a registered range (FG_HOST_ALREADY_REGISTERED), or is empty;
+ * host_unregister takes the exact start of a live range, else
+ * FG_HOST_NOT_REGISTERED (a violation); ranges are tracked per context, and
+ * one left when the context goes is a leak; copies (copy_d2h / copy_h2d, synchronous)
  * need a live context and a device range of its device that is live linear
  * memory or mapped with the access the copy needs (read for d2h, read-write
  * for h2d), and a host range that is no device memory and, where it starts in
@@ -161,6 +168,9 @@ typedef struct fake_gpu_stats {
     uint64_t live_ipc_opens;                    /* ipc_open mappings not closed (counted in leaks) */
     uint64_t live_reserved_bytes;               /* the sizes of the address ranges not freed */
     uint64_t last_reserved_bytes;               /* the size of the last address range reserved (0: none yet) */
+    uint64_t live_host_registered;              /* host_register ranges not unregistered (counted in leaks) */
+    uint64_t live_registered_bytes;             /* their sizes */
+    uint64_t peak_registered_bytes;             /* high-water of live_registered_bytes since the reset */
 } fake_gpu_stats_t;
 
 /* The bytes of an IPC handle (CU_IPC_HANDLE_SIZE, HIP_IPC_HANDLE_SIZE). */
@@ -177,10 +187,12 @@ typedef enum fg_rc {
     FG_INVALID_HANDLE,
     FG_NOT_READY,
     FG_NOT_SUPPORTED,
-    FG_PEER_UNSUPPORTED,     /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
-    FG_PEER_ALREADY_ENABLED, /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
-    FG_CAPTURE_UNSUPPORTED,  /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, hipErrorStreamCaptureUnsupported */
-    FG_CAPTURED_EVENT        /* CUDA_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent */
+    FG_PEER_UNSUPPORTED,        /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported */
+    FG_PEER_ALREADY_ENABLED,    /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled */
+    FG_CAPTURE_UNSUPPORTED,     /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, hipErrorStreamCaptureUnsupported */
+    FG_CAPTURED_EVENT,          /* CUDA_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent */
+    FG_HOST_ALREADY_REGISTERED, /* CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, hipErrorHostMemoryAlreadyRegistered */
+    FG_HOST_NOT_REGISTERED      /* CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, hipErrorHostMemoryNotRegistered */
 } fg_rc_t;
 
 /* A stream's capture status, as both vendors number it. */
@@ -312,6 +324,10 @@ fg_rc_t fg_host_alloc(void **ptr, size_t bytes);
  * bits the vendor defines) is a violation. */
 fg_rc_t fg_host_alloc_flags(void **ptr, size_t bytes, unsigned flags, unsigned allowed);
 fg_rc_t fg_host_free(void *ptr);
+/* Registering the caller's host memory (see Pinned host memory); flags
+ * outside allowed (the bits the vendor defines) are a violation. */
+fg_rc_t fg_host_register(void *ptr, size_t bytes, unsigned flags, unsigned allowed);
+fg_rc_t fg_host_unregister(void *ptr);
 fg_rc_t fg_copy_d2h(void *dst, uint64_t src, size_t bytes);
 fg_rc_t fg_copy_h2d(uint64_t dst, const void *src, size_t bytes);
 

@@ -353,6 +353,7 @@ void fg_reset(void)
     free(fg.events);
     free(fg.streams);
     free(fg.hosts);
+    free(fg.regs);
     free(fg.ipcs);
     memset(&fg, 0, sizeof(fg));
     ctx_epoch++; /* every thread's current context is forgotten (current()) */
@@ -433,7 +434,10 @@ void fg_stats(fake_gpu_stats_t *out)
                           .peak_host_bytes = fg.peak_host_bytes,
                           .copied_d2h_bytes = fg.copied_d2h,
                           .copied_h2d_bytes = fg.copied_h2d,
-                          .live_ipc_opens = fg.n_ipcs};
+                          .live_ipc_opens = fg.n_ipcs,
+                          .live_host_registered = fg.n_regs,
+                          .live_registered_bytes = fg.reg_bytes,
+                          .peak_registered_bytes = fg.peak_reg_bytes};
     for (size_t i = 0; i < fg.n_allocs; i++) {
         const fg_alloc_t *a = &fg.allocs[i];
         if (a->kind == FG_SEGMENT) {
@@ -460,7 +464,8 @@ void fg_stats(fake_gpu_stats_t *out)
         s.device_used[i] = fg.dev[i].used;
     }
     s.leaks = s.leaked_at_destroy + s.live_segments + s.live_async + s.live_handles + s.live_mappings +
-              s.live_reservations + s.live_events + s.ctx_refs + s.live_host_blocks + s.live_ipc_opens;
+              s.live_reservations + s.live_events + s.ctx_refs + s.live_host_blocks + s.live_ipc_opens +
+              s.live_host_registered;
     FG_UNLOCK();
     *out = s;
 }

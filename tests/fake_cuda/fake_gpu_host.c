@@ -70,6 +70,62 @@ fg_rc_t fg_host_free(void *ptr)
     return rc;
 }
 
+static bool is_device_memory(uint64_t addr, size_t n);
+
+fg_rc_t fg_host_register(void *ptr, size_t bytes, unsigned flags, unsigned allowed)
+{
+    if ((flags & ~allowed) != 0)
+        return fg_violation(FG_INVALID_VALUE, "bad host register flags %#x", flags);
+    FG_LOCK();
+    int device = 0;
+    fg_rc_t rc = fgi_need_ctx(&device);
+    uintptr_t p = (uintptr_t)ptr;
+    if (rc == FG_OK && (ptr == NULL || bytes == 0 || p + bytes < p))
+        rc = fgi_violation(FG_INVALID_VALUE, "host register of %p + %zu: %s", ptr, bytes,
+                           ptr == NULL ? "NULL pointer" : "empty or wrapping range");
+    if (rc == FG_OK && is_device_memory(p, bytes))
+        rc = fgi_violation(FG_INVALID_VALUE, "host register of %p + %zu: device memory", ptr, bytes);
+    for (size_t i = 0; rc == FG_OK && i < fg.n_hosts; i++)
+        if ((uintptr_t)fg.hosts[i].ptr < p + bytes && p < (uintptr_t)fg.hosts[i].ptr + fg.hosts[i].size)
+            rc = fgi_violation(FG_HOST_ALREADY_REGISTERED, "host register of %p + %zu: overlaps pinned block %p", ptr,
+                               bytes, fg.hosts[i].ptr);
+    for (size_t i = 0; rc == FG_OK && i < fg.n_regs; i++)
+        if ((uintptr_t)fg.regs[i].ptr < p + bytes && p < (uintptr_t)fg.regs[i].ptr + fg.regs[i].size)
+            rc = fgi_violation(FG_HOST_ALREADY_REGISTERED, "host register of %p + %zu: overlaps registered %p + %zu",
+                               ptr, bytes, fg.regs[i].ptr, fg.regs[i].size);
+    if (rc == FG_OK && !fgi_grow((void **)&fg.regs, &fg.cap_regs, fg.n_regs + 1, sizeof(fg_reg_t)))
+        rc = FG_OUT_OF_MEMORY;
+    if (rc == FG_OK) {
+        /* The driver walks the pages to lock them: a bad range faults here, in the test. */
+        (void)*(volatile const char *)ptr;
+        (void)*((volatile const char *)ptr + bytes - 1);
+        fg.regs[fg.n_regs++] = (fg_reg_t){.ptr = ptr, .size = bytes, .device = device};
+        fg.reg_bytes += bytes;
+        if (fg.reg_bytes > fg.peak_reg_bytes)
+            fg.peak_reg_bytes = fg.reg_bytes;
+    }
+    FG_UNLOCK();
+    return rc;
+}
+
+fg_rc_t fg_host_unregister(void *ptr)
+{
+    FG_LOCK();
+    int device = 0;
+    fg_rc_t rc = fgi_need_ctx(&device);
+    size_t i = 0;
+    while (rc == FG_OK && i < fg.n_regs && fg.regs[i].ptr != ptr)
+        i++;
+    if (rc == FG_OK && i == fg.n_regs)
+        rc = fgi_violation(FG_HOST_NOT_REGISTERED, "host unregister of %p: not the start of a registered range", ptr);
+    if (rc == FG_OK) {
+        fg.reg_bytes -= fg.regs[i].size;
+        FG_REMOVE(regs, i);
+    }
+    FG_UNLOCK();
+    return rc;
+}
+
 /* Whether [addr, addr + n) overlaps any device memory (linear or reserved). */
 static bool is_device_memory(uint64_t addr, size_t n)
 {
@@ -165,6 +221,15 @@ fg_rc_t fg_copy_h2d(uint64_t dst, const void *src, size_t bytes)
 uint64_t fgi_host_release_all(int device)
 {
     uint64_t live = 0;
+    for (size_t i = 0; i < fg.n_regs;) { /* forgotten: the memory is the caller's */
+        if (device >= 0 && fg.regs[i].device != device) {
+            i++;
+            continue;
+        }
+        live++;
+        fg.reg_bytes -= fg.regs[i].size;
+        FG_REMOVE(regs, i);
+    }
     for (size_t i = 0; i < fg.n_hosts;) {
         if (device >= 0 && fg.hosts[i].device != device) {
             i++;

@@ -147,6 +147,13 @@ typedef struct fg_host {
     int device; /* the context it was allocated in */
 } fg_host_t;
 
+/* A registered range of the caller's host memory. */
+typedef struct fg_reg {
+    void *ptr;   /* its start, as host_register got it */
+    size_t size; /* its bytes */
+    int device;  /* the context it was registered in */
+} fg_reg_t;
+
 /* An ipc_open mapping of another process's linear allocation. */
 typedef struct fg_ipc {
     uint64_t addr;  /* what ipc_open returned (granularity aligned) */
@@ -187,12 +194,14 @@ struct fg_state {
     FG_ARRAY(fg_event_t *, events);
     FG_ARRAY(fg_stream_t *, streams);
     FG_ARRAY(fg_host_t, hosts);
+    FG_ARRAY(fg_reg_t, regs);
     FG_ARRAY(fg_ipc_t, ipcs);
     FG_ARRAY(fg_capture_t *, captures); /* every capture since the reset, ended ones too */
     FG_ARRAY(fg_node_t *, nodes);       /* every node of their graphs */
     uint64_t next_capture_id;
     uint64_t host_bytes, peak_host_bytes, copied_d2h, copied_h2d;
-    uint64_t last_resv_size; /* the size of the last successful va_reserve */
+    uint64_t last_resv_size;            /* the size of the last successful va_reserve */
+    uint64_t reg_bytes, peak_reg_bytes; /* registered bytes now, and their high-water */
     uint64_t next_handle;
     uint64_t calls, faults, violations, leaked_at_destroy, events_with_timing;
     fg_counter_t counters[FG_MAX_COUNTERS];

@@ -1,6 +1,7 @@
 // fake_host_test: the fake driver's contents model and its pinned host memory
 // and copies, through the exported CUDA symbols (cuMemHostAlloc,
-// cuMemFreeHost, cuMemcpyDtoH_v2, cuMemcpyHtoD_v2): bytes survive a round
+// cuMemFreeHost, cuMemcpyDtoH_v2, cuMemcpyHtoD_v2, and registered memory:
+// cuMemHostRegister_v2, cuMemHostUnregister): bytes survive a round
 // trip, new physical memory reads FAKE_GPU_GARBAGE, a handle keeps its bytes
 // until released, the copies' contracts, faults and leak accounting. The
 // sleep tests (tests/backend/sleep_cases.cc) rely on every one of these.
@@ -41,6 +42,8 @@ class FakeHost : public ::testing::Test {
         BIND_(cuMemFreeHost);
         BIND_(cuMemcpyDtoH_v2);
         BIND_(cuMemcpyHtoD_v2);
+        BIND_(cuMemHostRegister_v2);
+        BIND_(cuMemHostUnregister);
 #undef BIND_
         ASSERT_TRUE(f_.ok()) << f_.error();
         ASSERT_EQ(cuInit(0), GA_CUDA_SUCCESS);
@@ -90,6 +93,8 @@ class FakeHost : public ::testing::Test {
     FIELD_(cuMemFreeHost);
     FIELD_(cuMemcpyDtoH_v2);
     FIELD_(cuMemcpyHtoD_v2);
+    FIELD_(cuMemHostRegister_v2);
+    FIELD_(cuMemHostUnregister);
 #undef FIELD_
 };
 
@@ -205,6 +210,55 @@ TEST_F(FakeHost, FaultsReachTheNewCallsAndChangeNothing)
     s = f_.Stats();
     EXPECT_EQ(s.leaked_at_destroy, 1u);
     EXPECT_EQ(s.live_host_blocks, 0u);
+    EXPECT_EQ(s.leaks, 1u);
+}
+
+// cuMemHostRegister_v2 / cuMemHostUnregister as the driver documents them:
+// a range of the caller's memory, never device memory or memory pinned or
+// registered already (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED), unregistered
+// by its start (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED otherwise); counted,
+// faultable, and a leak when its context goes.
+TEST_F(FakeHost, RegisteredRangesFollowTheDriversContract)
+{
+    std::vector<char> mem(64 * 1024);
+    ASSERT_EQ(cuMemHostRegister_v2(mem.data(), 16384, GA_CU_MEMHOSTREGISTER_PORTABLE), GA_CUDA_SUCCESS);
+    fake_gpu_stats_t s = f_.Stats();
+    EXPECT_EQ(s.live_host_registered, 1u);
+    EXPECT_EQ(s.live_registered_bytes, 16384u);
+    EXPECT_EQ(s.leaks, 2u) << "the context's reference, and a live range is the caller's to unregister";
+    EXPECT_EQ(cuMemHostRegister_v2(mem.data() + 8192, 16384, 0), GA_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    void *h = nullptr;
+    ASSERT_EQ(cuMemHostAlloc(&h, 4096, 0), GA_CUDA_SUCCESS);
+    EXPECT_EQ(cuMemHostRegister_v2(h, 4096, 0), GA_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) << "pinned already";
+    ga_cu_deviceptr_t d = 0;
+    ASSERT_EQ(cuMemAlloc_v2(&d, 4096), GA_CUDA_SUCCESS);
+    EXPECT_EQ(cuMemHostRegister_v2(reinterpret_cast<void *>(d), 4096, 0), GA_CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(cuMemHostRegister_v2(mem.data() + 32768, 0, 0), GA_CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(cuMemHostRegister_v2(mem.data() + 32768, 4096, 0x10), GA_CUDA_ERROR_INVALID_VALUE) << "unknown flag";
+    EXPECT_EQ(cuMemHostUnregister(mem.data() + 4096), GA_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    EXPECT_EQ(Violations(), 6u);
+    // An injected failure changes nothing.
+    ASSERT_EQ(f_.fake_cuda_fail("cuMemHostRegister_v2", 1, 0, GA_CUDA_ERROR_OUT_OF_MEMORY), 0);
+    EXPECT_EQ(cuMemHostRegister_v2(mem.data() + 32768, 4096, 0), GA_CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(f_.Stats().live_host_registered, 1u);
+    ASSERT_EQ(f_.fake_cuda_fail("cuMemHostUnregister", 1, 0, GA_CUDA_ERROR_UNKNOWN), 0);
+    EXPECT_EQ(cuMemHostUnregister(mem.data()), GA_CUDA_ERROR_UNKNOWN);
+    EXPECT_EQ(f_.Stats().live_host_registered, 1u);
+    ASSERT_EQ(cuMemHostUnregister(mem.data()), GA_CUDA_SUCCESS);
+    // Copies from a registered range stay inside it, as from a pinned block.
+    ASSERT_EQ(cuMemHostRegister_v2(mem.data() + 32768, 4096, 0), GA_CUDA_SUCCESS);
+    std::memset(mem.data() + 32768, 0x21, 4096);
+    ASSERT_EQ(cuMemcpyHtoD_v2(d, mem.data() + 32768, 4096), GA_CUDA_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<unsigned char *>(d)[4095], 0x21);
+    ASSERT_EQ(cuMemFree_v2(d), GA_CUDA_SUCCESS);
+    ASSERT_EQ(cuMemFreeHost(h), GA_CUDA_SUCCESS);
+    s = f_.Stats();
+    EXPECT_EQ(s.peak_registered_bytes, 16384u) << "never both ranges at once: 16 KiB was gone first";
+    // A range alive when its context is destroyed is a leak the driver forgets.
+    Close();
+    s = f_.Stats();
+    EXPECT_EQ(s.leaked_at_destroy, 1u);
+    EXPECT_EQ(s.live_host_registered, 0u);
     EXPECT_EQ(s.leaks, 1u);
 }
 

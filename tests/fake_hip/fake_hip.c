@@ -21,6 +21,7 @@
  *   FAKE_HIP_NO_ASYNC  omit hipMallocAsync
  *   FAKE_HIP_NO_ALLOC  omit hipMalloc (a required symbol)
  *   FAKE_HIP_NO_HOST   omit hipHostMalloc (the HOST group: no offload)
+ *   FAKE_HIP_NO_HOSTREG omit hipHostRegister (the HOSTREG group: no register path)
  *   FAKE_HIP_NO_IPC    omit hipIpcOpenMemHandle (the IPC group: no sharing between processes)
  *   FAKE_HIP_NO_GRAPH  omit hipStreamGetCaptureInfo_v2 (the GRAPH group: no capture graphs)
  */
@@ -60,6 +61,8 @@ static ga_hip_error_t hip(fg_rc_t rc)
         [FG_PEER_ALREADY_ENABLED] = GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED,
         [FG_CAPTURE_UNSUPPORTED] = GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED,
         [FG_CAPTURED_EVENT] = GA_HIP_ERROR_CAPTURED_EVENT,
+        [FG_HOST_ALREADY_REGISTERED] = GA_HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        [FG_HOST_NOT_REGISTERED] = GA_HIP_ERROR_HOST_MEMORY_NOT_REGISTERED,
     };
     return map[rc];
 }
@@ -448,6 +451,24 @@ ga_hip_error_t hipHostFree(void *ptr)
 {
     ENTER(hipHostFree);
     return hip(fg_host_free(ptr));
+}
+
+EXPORT ga_hipHostUnregister_fn hipHostUnregister;
+
+#ifndef FAKE_HIP_NO_HOSTREG
+EXPORT ga_hipHostRegister_fn hipHostRegister;
+ga_hip_error_t hipHostRegister(void *host_ptr, size_t size_bytes, unsigned int flags)
+{
+    ENTER(hipHostRegister);
+    /* Default 0x0, Portable 0x1, Mapped 0x2, IoMemory 0x4, ReadOnly 0x8. */
+    return hip(fg_host_register(host_ptr, size_bytes, flags, 0xfu));
+}
+#endif
+
+ga_hip_error_t hipHostUnregister(void *host_ptr)
+{
+    ENTER(hipHostUnregister);
+    return hip(fg_host_unregister(host_ptr));
 }
 
 ga_hip_error_t hipMemcpyDtoH(void *dst, void *src, size_t size_bytes)

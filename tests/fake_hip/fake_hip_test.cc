@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -41,6 +42,8 @@ class FakeHip : public ::testing::Test {
         BIND_(hipHostFree);
         BIND_(hipMemcpyDtoH);
         BIND_(hipMemcpyHtoD);
+        BIND_(hipHostRegister);
+        BIND_(hipHostUnregister);
 #undef BIND_
         set_version_ = f_.Sym<decltype(&::fake_hip_set_version)>("fake_hip_set_version");
         ASSERT_TRUE(f_.ok()) << f_.error();
@@ -69,6 +72,8 @@ class FakeHip : public ::testing::Test {
     DECL_(hipHostFree);
     DECL_(hipMemcpyDtoH);
     DECL_(hipMemcpyHtoD);
+    DECL_(hipHostRegister);
+    DECL_(hipHostUnregister);
 #undef DECL_
 };
 
@@ -190,6 +195,26 @@ TEST_F(FakeHip, PinnedHostMemoryAndCopies)
     EXPECT_EQ(hipHostFree(h), GA_HIP_SUCCESS);
     EXPECT_EQ(hipFree(d), GA_HIP_SUCCESS);
     EXPECT_EQ(Violations(), 1u);
+    EXPECT_EQ(f_.Stats().leaks, 0u);
+}
+
+// The core's registered ranges (tests/fake_cuda/fake_host_test.cc) through
+// hipHostRegister / hipHostUnregister, with HIP's result codes.
+TEST_F(FakeHip, RegisteredHostMemorySpeaksHip)
+{
+    ASSERT_EQ(hipInit(0), GA_HIP_SUCCESS);
+    std::vector<char> mem(32768);
+    ASSERT_EQ(hipHostRegister(mem.data(), 8192, GA_HIP_HOST_REGISTER_DEFAULT), GA_HIP_SUCCESS);
+    EXPECT_EQ(hipHostRegister(mem.data() + 4096, 8192, 0), GA_HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT_EQ(hipHostUnregister(mem.data() + 8192), GA_HIP_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    EXPECT_EQ(hipHostRegister(mem.data() + 8192, 8192, 0x10), GA_HIP_ERROR_INVALID_VALUE) << "an unknown flag";
+    fake_gpu_stats_t s = f_.Stats();
+    EXPECT_EQ(s.live_host_registered, 1u);
+    EXPECT_EQ(s.live_registered_bytes, 8192u);
+    ASSERT_EQ(f_.fake_cuda_fail("hipHostRegister", 1, 0, GA_HIP_ERROR_OUT_OF_MEMORY), 0);
+    EXPECT_EQ(hipHostRegister(mem.data() + 8192, 8192, 0), GA_HIP_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(hipHostUnregister(mem.data()), GA_HIP_SUCCESS);
+    EXPECT_EQ(Violations(), 3u);
     EXPECT_EQ(f_.Stats().leaks, 0u);
 }
 

@@ -17,7 +17,7 @@ static uint64_t leaky;                  /* guarded by lock */
 bool simwatch_counters_clean(const ga_sim_counters_t *c)
 {
     return c->live_segments == 0 && c->live_mapped_bytes == 0 && c->used_bytes == 0 && c->live_reservations == 0 &&
-           c->live_events == 0 && c->live_host_allocs == 0 && c->live_host_bytes == 0;
+           c->live_events == 0 && c->live_host_allocs == 0 && c->live_host_bytes == 0 && c->live_host_registered == 0;
 }
 
 static galloc_status_t watch_open(const galloc_backend_args_t *args, void **state, char *err, size_t errlen)
