@@ -52,7 +52,7 @@ typedef enum galloc_stacks { GALLOC_STACKS_PYTHON = 0, GALLOC_STACKS_ALL = 1 } g
 #define GALLOC_SKIP_SNAPSHOT (1u << 7)       /* "snapshot" */
 #define GALLOC_SKIP_OOM (1u << 8)            /* "oom" */
 #define GALLOC_SKIP_ALL                                                                                                \
-    (GALLOC_SKIP_ALLOC | GALLOC_SKIP_FREE_REQUESTED | GALLOC_SKIP_FREE_COMPLETED | GALLOC_SKIP_SEGMENT_ALLOC |          \
+    (GALLOC_SKIP_ALLOC | GALLOC_SKIP_FREE_REQUESTED | GALLOC_SKIP_FREE_COMPLETED | GALLOC_SKIP_SEGMENT_ALLOC |         \
      GALLOC_SKIP_SEGMENT_FREE | GALLOC_SKIP_SNAPSHOT | GALLOC_SKIP_OOM)
 
 typedef struct galloc_history_options {

@@ -9,7 +9,8 @@
 
 /* A skip_actions bit is 1 << the action's ga_trace_action_t, so that
  * ga_trace_push tests it with one shift. */
-_Static_assert(GALLOC_SKIP_ALLOC == 1u << GA_TRACE_ALLOC && GALLOC_SKIP_FREE_REQUESTED == 1u << GA_TRACE_FREE_REQUESTED &&
+_Static_assert(GALLOC_SKIP_ALLOC == 1u << GA_TRACE_ALLOC &&
+                   GALLOC_SKIP_FREE_REQUESTED == 1u << GA_TRACE_FREE_REQUESTED &&
                    GALLOC_SKIP_FREE_COMPLETED == 1u << GA_TRACE_FREE_COMPLETED &&
                    GALLOC_SKIP_SEGMENT_ALLOC == 1u << GA_TRACE_SEGMENT_ALLOC &&
                    GALLOC_SKIP_SEGMENT_FREE == 1u << GA_TRACE_SEGMENT_FREE &&

@@ -71,7 +71,7 @@ TEST_F(SnapshotFields, MetadataIsTheRecordingThreadsUntilChanged)
     ASSERT_EQ(record(0), GALLOC_OK);
     void *p = nullptr, *q = nullptr, *r = nullptr;
     ASSERT_EQ(galloc_set_memory_metadata("step 1"), GALLOC_OK);
-    ASSERT_EQ(galloc_malloc(a, 1000, 0, &p), GALLOC_OK); // segment_alloc, alloc: "step 1"
+    ASSERT_EQ(galloc_malloc(a, 1000, 0, &p), GALLOC_OK);                             // segment_alloc, alloc: "step 1"
     std::thread other([&] { EXPECT_EQ(galloc_malloc(a, 2000, 0, &q), GALLOC_OK); }); // its own: ""
     other.join();
     ASSERT_EQ(galloc_set_memory_metadata("step 2 {\"rank\": 0}"), GALLOC_OK);

@@ -33,7 +33,7 @@ TEST(TorchFields, MetadataChangesBecomeAnnotations)
     std::vector<ga_event_kind_t> kinds;
     for (const ga_event_t &e : r.ev)
         kinds.push_back(e.kind);
-    std::vector<ga_event_kind_t> want = {GA_EV_ANNOTATE, GA_EV_ALLOC, GA_EV_ALLOC, GA_EV_ANNOTATE,
+    std::vector<ga_event_kind_t> want = {GA_EV_ANNOTATE, GA_EV_ALLOC, GA_EV_ALLOC,    GA_EV_ANNOTATE,
                                          GA_EV_FREE,     GA_EV_FREE,  GA_EV_ANNOTATE, GA_EV_ALLOC,
                                          GA_EV_ANNOTATE, GA_EV_ALLOC, GA_EV_FREE};
     ASSERT_EQ(kinds, want);

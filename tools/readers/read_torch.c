@@ -98,12 +98,12 @@ typedef struct torch {
     uint64_t released; /* bytes of the segment_free/unmap run just before an oom entry */
     const char *meta;  /* the last non-annotate entry's str user_metadata in this unit (NULL: none yet) */
     size_t meta_len;
-    size_t meta_done;  /* 1 + the entry whose user_metadata was last compared (0: none) */
+    size_t meta_done; /* 1 + the entry whose user_metadata was last compared (0: none) */
     /* The unit has free_completed entries and no free_requested: recorded with
      * _record_memory_history(skip_actions=["free_requested"]) (PR #168183), so
      * each free_completed is the user's free as well. */
     bool completed_only;
-    annot_t *an;       /* the current unit's device's external_annotations, by time */
+    annot_t *an; /* the current unit's device's external_annotations, by time */
     size_t n_an, an_next;
     const annot_t *open[MAX_OPEN]; /* the ranges started and not ended before the last event read */
     size_t n_open;

@@ -122,11 +122,11 @@ typedef struct ga_torch_entry {
     const char *compile_context; /* compile_context when a str (2.8+: "N/A" outside a compiled region),
                                     else NULL; not NUL-terminated, points into the file */
     size_t compile_context_len;
-    ga_torch_int_t device; /* 'device': no PyTorch builder read writes it (the list's index is the
+    ga_torch_int_t device;            /* 'device': no PyTorch builder read writes it (the list's index is the
                               device); kept when a file has it */
-    bool has_pool_id;      /* 'pool_id' is a pair of ints (pytorch/pytorch PR #177717, TraceEntry's
+    bool has_pool_id;                 /* 'pool_id' is a pair of ints (pytorch/pytorch PR #177717, TraceEntry's
                               mempool_): */
-    int64_t pool_id[2];    /*   it, else (0, 0) */
+    int64_t pool_id[2];               /*   it, else (0, 0) */
     const struct ga_pk_value *frames; /* 'frames' when a non-empty list, else NULL (ga_torch_frame) */
 } ga_torch_entry_t;
 
