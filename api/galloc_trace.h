@@ -38,19 +38,41 @@ typedef enum galloc_context {
  * callback, "python") or the framework's plus galloc's native stack ("all"). */
 typedef enum galloc_stacks { GALLOC_STACKS_PYTHON = 0, GALLOC_STACKS_ALL = 1 } galloc_stacks_t;
 
+/*
+ * Actions left out of the trace (PyTorch's _record_memory_history(skip_actions=
+ * [...]), PR #168183): one bit per action name PyTorch accepts there. The
+ * values are ABI. PyTorch takes no other name (it ignores "segment_map" and
+ * "segment_unmap" silently); galloc refuses other bits instead.
+ */
+#define GALLOC_SKIP_ALLOC (1u << 0)          /* "alloc" */
+#define GALLOC_SKIP_FREE_REQUESTED (1u << 1) /* "free_requested" */
+#define GALLOC_SKIP_FREE_COMPLETED (1u << 2) /* "free_completed" */
+#define GALLOC_SKIP_SEGMENT_ALLOC (1u << 3)  /* "segment_alloc" */
+#define GALLOC_SKIP_SEGMENT_FREE (1u << 4)   /* "segment_free" */
+#define GALLOC_SKIP_SNAPSHOT (1u << 7)       /* "snapshot" */
+#define GALLOC_SKIP_OOM (1u << 8)            /* "oom" */
+#define GALLOC_SKIP_ALL                                                                                                \
+    (GALLOC_SKIP_ALLOC | GALLOC_SKIP_FREE_REQUESTED | GALLOC_SKIP_FREE_COMPLETED | GALLOC_SKIP_SEGMENT_ALLOC |         \
+     GALLOC_SKIP_SEGMENT_FREE | GALLOC_SKIP_SNAPSHOT | GALLOC_SKIP_OOM)
+
 typedef struct galloc_history_options {
     uint32_t struct_size;     /* sizeof(galloc_history_options_t) */
     galloc_history_t enabled; /* NONE stops recording and drops the trace */
     galloc_context_t context;
     galloc_stacks_t stacks;
     size_t max_entries; /* trace ring buffer size; 0 = PyTorch's default (unbounded: galloc uses SIZE_MAX) */
+    /* Appended later (a struct_size that stops before it skips nothing).
+     * GALLOC_SKIP_* bits: those actions are not recorded in the trace from
+     * now on; each call replaces the set (0 records every action). Entries
+     * already recorded stay. */
+    uint32_t skip_actions;
 } galloc_history_options_t;
 
 /*
  * galloc_record_memory_history: start, change or stop recording (opt NULL or
- * enabled NONE stops). Returns GALLOC_OK, GALLOC_E_INVAL (bad struct_size or
- * enum value), GALLOC_E_NOMEM (the ring could not be allocated; recording
- * state unchanged).
+ * enabled NONE stops). Returns GALLOC_OK, GALLOC_E_INVAL (bad struct_size,
+ * enum value or a skip_actions bit outside GALLOC_SKIP_ALL; nothing changed),
+ * GALLOC_E_NOMEM (the ring could not be allocated; recording state unchanged).
  */
 GALLOC_API galloc_status_t galloc_record_memory_history(galloc_allocator_t *a, const galloc_history_options_t *opt);
 
@@ -176,6 +198,32 @@ GALLOC_API galloc_status_t galloc_record_snapshot_entry(galloc_allocator_t *a);
  * GALLOC_E_NOMEM.
  */
 GALLOC_API galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stage, const char *name);
+
+/* The longest user metadata string, in bytes. */
+#define GALLOC_MEMORY_METADATA_MAX 4096
+
+/*
+ * galloc_set_memory_metadata: PyTorch's torch.cuda.memory._set_memory_metadata
+ * (PR #165490): from now on every trace entry the CALLING THREAD records,
+ * on any allocator (any device), carries metadata as its "user_metadata"
+ * in snapshots, until the thread sets another; NULL or "" clears it (entries
+ * then carry "", as PyTorch's do). Other threads are not affected. The
+ * string is copied. Entries recorded before keep theirs. Costs nothing while
+ * no thread has metadata set; otherwise each distinct string is kept in
+ * each recording allocator's string table until it is destroyed.
+ * Returns GALLOC_OK, GALLOC_E_INVAL (longer than GALLOC_MEMORY_METADATA_MAX
+ * bytes; the thread's metadata unchanged). Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_set_memory_metadata(const char *metadata);
+
+/*
+ * galloc_get_memory_metadata: the calling thread's metadata (PyTorch's
+ * _get_memory_metadata; "" when none) into buf (len bytes, NUL-terminated,
+ * truncated if short; buf may be NULL when len is 0). *needed (if non-NULL)
+ * receives its length. Returns GALLOC_OK, GALLOC_E_INVAL (buf NULL with len
+ * > 0). Thread-safe.
+ */
+GALLOC_API galloc_status_t galloc_get_memory_metadata(char *buf, size_t len, size_t *needed);
 
 /*
  * galloc_memory_summary: PyTorch's torch.cuda.memory_summary() table of the

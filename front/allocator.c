@@ -26,6 +26,7 @@
 #include "front/allocator_int.h"
 #include "pool/pool.h"
 #include "trace/summary.h"
+#include "trace/trace.h"
 
 static void put_err(char *err, size_t errlen, const char *msg)
 {
@@ -544,6 +545,28 @@ galloc_status_t galloc_record_annotation(galloc_allocator_t *a, const char *stag
     if (stage == NULL || name == NULL)
         return GALLOC_E_INVAL;
     MEMPOOL_CALL(a, annotate, stage, name);
+}
+
+/* No allocator and no lock: the metadata is the calling thread's (trace/metadata.c). */
+galloc_status_t galloc_set_memory_metadata(const char *metadata)
+{
+    return ga_trace_metadata_set(metadata, metadata != NULL ? strlen(metadata) : 0);
+}
+
+galloc_status_t galloc_get_memory_metadata(char *buf, size_t len, size_t *needed)
+{
+    if (buf == NULL && len > 0)
+        return GALLOC_E_INVAL;
+    size_t n;
+    const char *s = ga_trace_metadata_get(&n);
+    if (needed != NULL)
+        *needed = n;
+    if (len > 0) {
+        size_t k = n < len - 1 ? n : len - 1;
+        memcpy(buf, s, k);
+        buf[k] = '\0';
+    }
+    return GALLOC_OK;
 }
 
 galloc_status_t galloc_set_frames_callback(galloc_allocator_t *a, galloc_frames_fn fn, void *ctx)

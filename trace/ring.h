@@ -64,9 +64,15 @@ typedef struct ga_trace_entry {
     int64_t time_us;       /* microseconds since the Unix epoch (PyTorch's time_us) */
     int64_t mempool_id[2]; /* the pool's MempoolId_t; (0, 0) for the default pool */
     uint32_t stack_id;     /* ga_trace_stacks id, 0 = no frames */
-    uint8_t action;        /* a ga_trace_action_t */
-    uint8_t reserved[3];   /* zero */
+    unsigned action : 8;   /* a ga_trace_action_t */
+    /* user_metadata: the recording thread's string (galloc_set_memory_metadata,
+     * PyTorch's TraceEntry::user_metadata_) as its id in the trace's string
+     * table, 0 = "". 24 bits keep the entry at 64 bytes; an id past
+     * GA_TRACE_METADATA_ID_MAX is recorded as "" (metadata.c counts it). */
+    unsigned metadata : 24;
 } ga_trace_entry_t;
+
+#define GA_TRACE_METADATA_ID_MAX ((1u << 24) - 1)
 
 /* Rings of up to this many slots (64 MiB) are allocated whole when started. */
 #define GA_TRACE_RING_PREALLOC_MAX ((size_t)1 << 20)

@@ -21,7 +21,10 @@
  *   trace entry: action str, then "device_free" int for "oom" or "addr" int
  *     otherwise (never both), size int, stream int, compile_context str
  *     ("N/A" unless a compile context is pushed: record_trace), user_metadata
- *     str, frames list, time_us int.
+ *     str (the recording thread's galloc_set_memory_metadata string, "" when
+ *     none), frames list, time_us int. No device and no pool id: PyTorch's
+ *     TraceEntry holds both (device_, mempool_), its builders write neither
+ *     (docs/trace-format.md, "Trace-entry fields").
  *   frame: name str, filename str, line int.
  *   allocator_settings: PYTORCH_CUDA_ALLOC_CONF str, max_split_size int
  *     (int64_t of size_t: -1 when unlimited), garbage_collection_threshold
@@ -355,7 +358,14 @@ static void write_entry(writer_t *w, const ga_trace_entry_t *t)
     ga_trace_emit_key(e, "compile_context");
     ga_trace_emit_atom(e, "N/A");
     ga_trace_emit_key(e, "user_metadata");
-    ga_trace_emit_atom(e, "");
+    if (t->metadata != 0 && w->s->trace != NULL) {
+        /* The trace's own table also in token mode: the id is never a token. */
+        size_t len;
+        const char *text = ga_trace_strtab_get(&w->s->trace->strings, t->metadata, &len);
+        ga_trace_emit_str(e, text, len);
+    } else {
+        ga_trace_emit_atom(e, "");
+    }
     ga_trace_emit_key(e, "frames");
     write_frames(w, t->stack_id, t->action);
     ga_trace_emit_key(e, "time_us");

@@ -7,9 +7,22 @@
 #include <string.h>
 #include <time.h>
 
+/* A skip_actions bit is 1 << the action's ga_trace_action_t, so that
+ * ga_trace_push tests it with one shift. */
+_Static_assert(GALLOC_SKIP_ALLOC == 1u << GA_TRACE_ALLOC &&
+                   GALLOC_SKIP_FREE_REQUESTED == 1u << GA_TRACE_FREE_REQUESTED &&
+                   GALLOC_SKIP_FREE_COMPLETED == 1u << GA_TRACE_FREE_COMPLETED &&
+                   GALLOC_SKIP_SEGMENT_ALLOC == 1u << GA_TRACE_SEGMENT_ALLOC &&
+                   GALLOC_SKIP_SEGMENT_FREE == 1u << GA_TRACE_SEGMENT_FREE &&
+                   GALLOC_SKIP_SNAPSHOT == 1u << GA_TRACE_SNAPSHOT && GALLOC_SKIP_OOM == 1u << GA_TRACE_OOM,
+               "skip bits follow the action numbers");
+_Static_assert(sizeof(ga_trace_entry_t) == 64, "an entry is one cache line");
+
 void ga_trace_init(ga_trace_t *t, int device)
 {
+    static uint64_t instances; /* 0 is never an instance: metadata.c's "no cache" */
     memset(t, 0, sizeof(*t));
+    t->instance = __atomic_add_fetch(&instances, 1, __ATOMIC_RELAXED);
     t->device = device;
     t->enabled = GALLOC_HISTORY_NONE;
     t->context = GALLOC_CONTEXT_NONE;
@@ -116,11 +129,13 @@ static void stop(ga_trace_t *t)
     t->enabled = GALLOC_HISTORY_NONE;
     t->context = GALLOC_CONTEXT_NONE;
     t->max_entries = 0;
+    t->skip = 0;
 }
 
 const char *ga_trace_configure_why(galloc_status_t st)
 {
-    return st == GALLOC_E_INVAL ? "bad options (struct_size or an enum value out of range)" : galloc_strerror(st);
+    return st == GALLOC_E_INVAL ? "bad options (struct_size, an enum value out of range or an unknown skip_actions bit)"
+                                : galloc_strerror(st);
 }
 
 galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t *opt)
@@ -133,6 +148,12 @@ galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t
         return GALLOC_E_INVAL;
     if ((unsigned)opt->enabled > GALLOC_HISTORY_ALL || (unsigned)opt->context > GALLOC_CONTEXT_ALL ||
         (unsigned)opt->stacks > GALLOC_STACKS_ALL)
+        return GALLOC_E_INVAL;
+    /* skip_actions came later: a caller compiled before it skips nothing. */
+    uint32_t skip = opt->struct_size >= offsetof(galloc_history_options_t, skip_actions) + sizeof(opt->skip_actions)
+                        ? opt->skip_actions
+                        : 0;
+    if ((skip & ~(uint32_t)GALLOC_SKIP_ALL) != 0)
         return GALLOC_E_INVAL;
     if (opt->enabled == GALLOC_HISTORY_NONE) {
         stop(t);
@@ -162,6 +183,7 @@ galloc_status_t ga_trace_configure(ga_trace_t *t, const galloc_history_options_t
         ga_trace_ring_stop(&t->annotations);
     }
     t->enabled = opt->enabled;
+    t->skip = skip; /* replaced, not merged: PyTorch's recordHistory clears the set first */
     t->context = opt->context;
     t->stacks_mode = opt->stacks;
     t->max_entries = want_trace ? max : 0;

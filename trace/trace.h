@@ -70,6 +70,9 @@ typedef struct ga_trace {
     ga_trace_clock_fn clock_fn;   /* NULL = CLOCK_REALTIME */
     void *clock_ctx;              /* clock_fn's argument */
     galloc_trace_source_t source; /* token mode while source.token != NULL (see above); zeroed otherwise */
+    uint32_t skip;                /* 1 << action for each action not recorded (PyTorch's skip_actions) */
+    uint64_t instance;            /* unique per ga_trace_init in the process: metadata.c's cache key */
+    uint64_t metadata_dropped;    /* entries recorded with "" because their metadata could not be interned */
 } ga_trace_t;
 
 /* ga_trace_init: recording off, nothing allocated. */
@@ -174,16 +177,53 @@ static inline bool ga_trace_capture_native(const ga_trace_t *t)
 uint32_t ga_trace_intern(ga_trace_t *t, const ga_trace_raw_stack_t *raw);
 
 /*
+ * User metadata (metadata.c): PyTorch's _set_memory_metadata keeps one string
+ * per thread (DeviceCachingAllocator's static thread_local user_metadata)
+ * that record_trace copies into every entry the thread records, on any
+ * device. galloc keeps the thread's string in thread-local storage and each
+ * entry its id in the recording trace's string table. ga_trace_metadata_users
+ * counts the threads whose string is not "": while it is 0, recording reads
+ * no thread-local storage at all.
+ */
+extern unsigned ga_trace_metadata_users; /* read and written with __atomic builtins only */
+
+/* ga_trace_metadata_set: the calling thread's metadata ("" or NULL clears
+ * it). Returns GALLOC_OK, or GALLOC_E_INVAL (len > GALLOC_MEMORY_METADATA_MAX;
+ * nothing changed). */
+galloc_status_t ga_trace_metadata_set(const char *s, size_t len);
+
+/* ga_trace_metadata_get: the calling thread's metadata (static per thread,
+ * NUL-terminated) and its length. */
+const char *ga_trace_metadata_get(size_t *len);
+
+/* ga_trace_metadata_id: the string-table id of the calling thread's metadata
+ * in t, interning it on first use (cold: once per thread, string and trace);
+ * 0 for "" or when it cannot be interned (counted in t->metadata_dropped). */
+uint32_t ga_trace_metadata_id(ga_trace_t *t);
+
+/* ga_trace_entry_metadata: what a new entry of t records as user_metadata. */
+static inline uint32_t ga_trace_entry_metadata(ga_trace_t *t)
+{
+    if (__atomic_load_n(&ga_trace_metadata_users, __ATOMIC_RELAXED) == 0)
+        return 0;
+    return ga_trace_metadata_id(t);
+}
+
+/*
  * ga_trace_push: append an event to the trace and return it (NULL unless
- * recording). mempool_id: the block's pool id pair, NULL for (0, 0). stack_id
- * is kept only when context >= ALLOC (PyTorch's record_trace). O(1), no
- * allocation once the ring is at max_entries.
+ * recording, or when action is skipped: PyTorch's record_trace leaves an
+ * action of skip_actions out of the ring). mempool_id: the block's pool id
+ * pair, NULL for (0, 0). stack_id is kept only when context >= ALLOC
+ * (PyTorch's record_trace). The entry takes the recording thread's user
+ * metadata. O(1), no allocation once the ring is at max_entries (and the
+ * thread's metadata, if any, is interned).
  */
 static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t action, uint64_t addr, uint64_t size,
                                               uint64_t stream, const int64_t *mempool_id, uint32_t stack_id)
 {
-    if (t->enabled != GALLOC_HISTORY_ALL)
+    if (t->enabled != GALLOC_HISTORY_ALL || ((t->skip >> action) & 1u) != 0)
         return NULL;
+    uint32_t metadata = ga_trace_entry_metadata(t);
     ga_trace_entry_t *e = ga_trace_ring_push(&t->events);
     if (e == NULL)
         return NULL;
@@ -199,8 +239,8 @@ static inline ga_trace_entry_t *ga_trace_push(ga_trace_t *t, ga_trace_action_t a
         e->time_us = t->clock_fn != NULL ? t->clock_fn(t->clock_ctx) : ga_trace_now_us();
         e->stack_id = t->context >= GALLOC_CONTEXT_ALLOC ? stack_id : 0;
     }
-    e->action = (uint8_t)action;
-    e->reserved[0] = e->reserved[1] = e->reserved[2] = 0;
+    e->action = (unsigned)action;
+    e->metadata = metadata;
     return e;
 }
 

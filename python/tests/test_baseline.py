@@ -20,7 +20,7 @@ DIRS = ("examples", "examples/fit", "tests/tools/data", "tests/tools/data/h200")
 # Refused on purpose (tests/tools/data/make_old_snapshots.py): a PyTorch 2.0
 # block with neither its own address nor its segment's, and a list of
 # segments with nothing allocated.
-REFUSED = {"torch20_noaddr.pickle", "torch_segments_idle.pickle"}
+REFUSED = {"torch20_noaddr.pickle", "torch_segments_idle.pickle", "snapshot_bad_device.pickle"}
 NOT_TRACES = ("BUILD", ".md", ".py", ".sh", ".c", ".h", ".cc", ".txt")
 # Timings differ between any two runs; nothing else may.
 TIMINGS = {"seconds", "read_seconds", "events_per_second", "threads"}

@@ -18,7 +18,7 @@ DATA="$RUNFILES/tests/tools/data"
 # Refused on purpose (tests/tools/data/make_old_snapshots.py): a PyTorch 2.0
 # block with neither its own address nor its segment's, and a bare list of
 # segments with no allocated block (nothing to replay).
-REFUSED="torch20_noaddr.pickle torch_segments_idle.pickle"
+REFUSED="torch20_noaddr.pickle torch_segments_idle.pickle snapshot_bad_device.pickle"
 
 # is_trace DIR NAME: whether a file of one of the folders is a trace (the
 # folders also hold their BUILD, README and generators; h200/NAME.json is

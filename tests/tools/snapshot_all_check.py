@@ -40,6 +40,7 @@ MAX_RATIO = 1.5
 REFUSED = {
     "torch20_noaddr.pickle": "expected a live block with int 'size' and 'address'",
     "torch_segments_idle.pickle": "with no allocated block: it holds no trace",
+    "snapshot_bad_device.pickle": "'device' is not the index of its list",
 }
 # Replayed, but their final state is not PyTorch's to compare with: a block
 # that is an empty dict (the start state cannot be rebuilt; seed_test).

@@ -13,6 +13,17 @@
  *    free_completed -> GA_EV_FREE_COMPLETED;
  *  - oom -> GA_EV_OOM (size: the rounded request PyTorch failed to place);
  *  - annotate with a str user_metadata -> GA_EV_ANNOTATE;
+ *  - any other entry whose user_metadata (2.9+, the recording thread's
+ *    _set_memory_metadata string) is a non-empty str that differs from the
+ *    last one seen in the unit -> a GA_EV_ANNOTATE with it, just before the
+ *    entry's own event: the point where the user's label changed ("step 8847")
+ *    is kept as a marker, not repeated on every entry. compile_context is
+ *    read (torch_snapshot.h) but not replayed. An entry's 'device', when a
+ *    file has one, must be its list's index; its 'pool_id' goes with the
+ *    event (ga_event_t.pool_id);
+ *  - a unit with free_completed entries and no free_requested (recorded with
+ *    skip_actions=["free_requested"]): each free_completed -> GA_EV_FREE, and
+ *    the prologue takes them as the frees;
  *  - snapshot -> GA_EV_SNAPSHOT (size: the active bytes it recorded): a
  *    marker, which a replay's recorded history keeps in its place;
  *  - a run of segment_free/unmap not followed by an oom -> GA_EV_EMPTY_CACHE
@@ -85,7 +96,14 @@ typedef struct torch {
     size_t n_pro, pro_next, pro_cap;
     uint64_t place;    /* the address of a segment_alloc or segment_map not yet given to its alloc */
     uint64_t released; /* bytes of the segment_free/unmap run just before an oom entry */
-    annot_t *an;       /* the current unit's device's external_annotations, by time */
+    const char *meta;  /* the last non-annotate entry's str user_metadata in this unit (NULL: none yet) */
+    size_t meta_len;
+    size_t meta_done; /* 1 + the entry whose user_metadata was last compared (0: none) */
+    /* The unit has free_completed entries and no free_requested: recorded with
+     * _record_memory_history(skip_actions=["free_requested"]) (PR #168183), so
+     * each free_completed is the user's free as well. */
+    bool completed_only;
+    annot_t *an; /* the current unit's device's external_annotations, by time */
     size_t n_an, an_next;
     const annot_t *open[MAX_OPEN]; /* the ranges started and not ended before the last event read */
     size_t n_open;
@@ -118,7 +136,8 @@ static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *see
         ga_torch_entry_t e;
         ga_torch_entry(&t->trace, i, &e);
         uint64_t addr, size, stream;
-        bool is_alloc = e.action == GA_ACT_ALLOC, is_free = e.action == GA_ACT_FREE_REQUESTED;
+        bool is_alloc = e.action == GA_ACT_ALLOC;
+        bool is_free = e.action == (t->completed_only ? GA_ACT_FREE_COMPLETED : GA_ACT_FREE_REQUESTED);
         if (!is_alloc && !is_free)
             continue;
         if (!ga_torch_int_get(e.addr, true, 0, &addr) || !ga_torch_int_get(e.size, true, 0, &size) ||
@@ -326,6 +345,10 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
     t->next = 0;
     t->place = 0;
+    t->meta = NULL;
+    t->meta_len = 0;
+    t->meta_done = 0;
+    bool requested = false, completed = false;
     if (load_annotations(r, err, errlen) != 0)
         return -1;
     free(t->pro);
@@ -336,7 +359,12 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
         ga_torch_entry(&t->trace, i, &e);
         if (!e.is_dict)
             return entry_err(r, err, errlen, i, "not a dict");
+        if (e.action == GA_ACT_FREE_REQUESTED)
+            requested = true;
+        else if (e.action == GA_ACT_FREE_COMPLETED)
+            completed = true;
     }
+    t->completed_only = completed && !requested;
     ga_idmap_t live, seen;
     ga_idmap_init(&live);
     ga_idmap_init(&seen);
@@ -413,6 +441,9 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
         ev->device_free = ga_torch_int_get(e->device_free, false, 0, &device_free) ? device_free : 0;
         ev->released = t->released;
         t->released = 0;
+    } else if (e->action == GA_ACT_FREE_COMPLETED && t->completed_only) {
+        ev->kind = GA_EV_FREE; /* its free_requested was skipped: this is the free */
+        ev->stream = GA_STREAM_NONE;
     } else if (e->action == GA_ACT_FREE_COMPLETED) {
         ev->kind = GA_EV_FREE_COMPLETED;
     } else {
@@ -431,6 +462,20 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
     return 1;
 }
 
+/* Whether entry i's user_metadata starts a new non-empty label (compared
+ * once per entry: the entry is read again after its annotation). */
+static bool metadata_changed(torch_t *t, const ga_torch_entry_t *e, size_t i)
+{
+    if (t->meta_done == i + 1 || e->text == NULL)
+        return false;
+    t->meta_done = i + 1;
+    if (t->meta != NULL && e->text_len == t->meta_len && memcmp(e->text, t->meta, t->meta_len) == 0)
+        return false;
+    t->meta = e->text;
+    t->meta_len = e->text_len;
+    return e->text_len > 0; /* cleared: nothing to mark */
+}
+
 static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
     torch_t *t = r->impl;
@@ -446,12 +491,28 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         return 1;
     }
     while (t->next < t->trace.n) {
-        size_t i = t->next++;
+        size_t i = t->next;
         ga_torch_entry_t e;
         ga_torch_entry(&t->trace, i, &e);
-        if (e.action == GA_ACT_NONE)
+        if (e.action == GA_ACT_NONE) {
+            t->next++;
             return entry_err(r, err, errlen, i, "'action' is missing or not a str");
+        }
+        if (e.device.kind == GA_TORCH_WRONG ||
+            (e.device.kind == GA_TORCH_INT && (int64_t)e.device.v != t->devices[r->unit])) {
+            t->next++;
+            return entry_err(r, err, errlen, i, "'device' is not the index of its list in device_traces");
+        }
         ev->where = i;
+        if (e.action != GA_ACT_ANNOTATE && metadata_changed(t, &e, i)) {
+            ev->kind = GA_EV_ANNOTATE; /* the entry itself comes next */
+            ev->text = e.text;
+            ev->text_len = e.text_len;
+            return 1;
+        }
+        t->next++;
+        ev->pool_id[0] = e.pool_id[0];
+        ev->pool_id[1] = e.pool_id[1];
         switch (e.action) {
         case GA_ACT_ANNOTATE:
             if (e.text == NULL)

@@ -152,6 +152,8 @@ typedef struct ga_event {
     uint64_t released;    /* GA_EV_OOM from a snapshot: bytes the traced run's OOM path released just before
                              it (the segment_free / segment_unmap entries it follows) */
     int64_t time_us;      /* when the traced run made the call (microseconds since the epoch), 0 if unknown */
+    int64_t pool_id[2];   /* a snapshot entry's 'pool_id' (its MemPool, pytorch/pytorch PR #177717), (0, 0)
+                             when the entry has none or is the default pool's; not replayed (yet) */
     ga_stack_t stack;     /* GA_EV_ALLOC, GA_EV_OOM: what made the request (kind NONE when the record has
                              nothing; for a GA_EVF_PROLOGUE event, only what the record says of its
                              allocation: a snapshot's final block's frames); valid until the next

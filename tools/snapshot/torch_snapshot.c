@@ -55,6 +55,18 @@ static ga_torch_int_t int_field(const ga_pk_value_t *v)
     return (ga_torch_int_t){GA_TORCH_INT, (uint64_t)v->u.i};
 }
 
+/* A pool id: a tuple of two ints as pickled, a list where the snapshot went
+ * through JSON. */
+static bool pool_pair(const ga_pk_value_t *v, int64_t out[2])
+{
+    if (v == NULL || (v->type != GA_PK_TUPLE && v->type != GA_PK_LIST) || v->u.seq.n != 2 ||
+        v->u.seq.items[0]->type != GA_PK_INT || v->u.seq.items[1]->type != GA_PK_INT)
+        return false;
+    out[0] = v->u.seq.items[0]->u.i;
+    out[1] = v->u.seq.items[1]->u.i;
+    return true;
+}
+
 static ga_torch_list_t list_of(const ga_pk_value_t *v)
 {
     ga_torch_list_t l = {.v = v};
@@ -125,7 +137,7 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
 {
     const ga_pk_value_t *e = trace->v->u.seq.items[i];
     const ga_pk_value_t *action = NULL, *addr = NULL, *size = NULL, *stream = NULL, *dfree = NULL, *meta = NULL,
-                        *time = NULL;
+                        *time = NULL, *cc = NULL, *dev = NULL, *pool = NULL;
     memset(out, 0, sizeof(*out));
     out->is_dict = e->type == GA_PK_DICT;
     for (size_t k = 0; out->is_dict && k < e->u.seq.n / 2; k++) {
@@ -144,6 +156,12 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
             meta = v;
         else if (ga_pk_str_eq(key, "time_us"))
             time = v;
+        else if (ga_pk_str_eq(key, "compile_context"))
+            cc = v;
+        else if (ga_pk_str_eq(key, "device"))
+            dev = v;
+        else if (ga_pk_str_eq(key, "pool_id"))
+            pool = v;
         else if (ga_pk_str_eq(key, "frames") && v->type == GA_PK_LIST && v->u.seq.n > 0)
             out->frames = v;
     }
@@ -158,6 +176,12 @@ void ga_torch_entry(const ga_torch_list_t *trace, size_t i, ga_torch_entry_t *ou
         out->text = meta->u.s.p;
         out->text_len = meta->u.s.n;
     }
+    if (cc != NULL && cc->type == GA_PK_STR) {
+        out->compile_context = cc->u.s.p;
+        out->compile_context_len = cc->u.s.n;
+    }
+    out->device = int_field(dev);
+    out->has_pool_id = pool_pair(pool, out->pool_id);
 }
 
 size_t ga_torch_frames_count(const ga_pk_value_t *frames)
@@ -219,12 +243,7 @@ void ga_torch_segment(const ga_torch_snapshot_t *s, size_t i, ga_torch_segment_t
     out->expandable = ex != NULL && ex->type == GA_PK_BOOL && ex->u.b;
     out->small = ga_pk_str_eq(type, "small");
     out->blocks = list_of(blocks);
-    /* a tuple as pickled; a list where the snapshot went through JSON */
-    if (pool != NULL && (pool->type == GA_PK_TUPLE || pool->type == GA_PK_LIST) && pool->u.seq.n == 2 &&
-        pool->u.seq.items[0]->type == GA_PK_INT && pool->u.seq.items[1]->type == GA_PK_INT) {
-        out->pool_id[0] = pool->u.seq.items[0]->u.i;
-        out->pool_id[1] = pool->u.seq.items[1]->u.i;
-    }
+    (void)pool_pair(pool, out->pool_id); /* (0, 0) unless a pair of ints */
 }
 
 /* The decoded fields of block b, its address as the dict gives it. */

@@ -12,7 +12,8 @@
  *                  "segment_pool_id", "is_expandable", "blocks": [{"address", "size",
  *                  "requested_size", "state"}, ...]}, ...],
  *    "device_traces": [[{"action", "addr", "size", "stream", "device_free",
- *                        "user_metadata"}, ...], ...],        (one list per device)
+ *                        "user_metadata", "compile_context", "time_us",
+ *                        "frames", "device", "pool_id"}, ...], ...], (one list per device)
  *    "allocator_settings": {"expandable_segments", "max_split_size",
  *                           "garbage_collection_threshold",
  *                           "roundup_power2_divisions", "PYTORCH_CUDA_ALLOC_CONF"}}
@@ -114,9 +115,18 @@ typedef struct ga_torch_entry {
     ga_torch_int_t stream;
     ga_torch_int_t device_free; /* oom: the device's free memory then */
     ga_torch_int_t time_us;     /* when (2.2+) */
-    const char *text;           /* user_metadata when a str (annotate entries), else NULL; not
-                                      NUL-terminated, points into the file */
+    const char *text;           /* user_metadata when a str (2.9+: _set_memory_metadata's string on
+                                   every entry, "" when none; the annotate entries' note), else
+                                   NULL; not NUL-terminated, points into the file */
     size_t text_len;
+    const char *compile_context; /* compile_context when a str (2.8+: "N/A" outside a compiled region),
+                                    else NULL; not NUL-terminated, points into the file */
+    size_t compile_context_len;
+    ga_torch_int_t device;            /* 'device': no PyTorch builder read writes it (the list's index is the
+                              device); kept when a file has it */
+    bool has_pool_id;                 /* 'pool_id' is a pair of ints (pytorch/pytorch PR #177717, TraceEntry's
+                              mempool_): */
+    int64_t pool_id[2];               /*   it, else (0, 0) */
     const struct ga_pk_value *frames; /* 'frames' when a non-empty list, else NULL (ga_torch_frame) */
 } ga_torch_entry_t;
 
