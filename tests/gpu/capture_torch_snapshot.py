@@ -19,6 +19,10 @@ It writes:
                            the out-of-memory message (with --fraction)
 PYTORCH_CUDA_ALLOC_CONF must be set by the caller (--conf only records it);
 it is read once, when the process first touches CUDA.
+
+The model and its sizes are module-level (build, D_MODEL, BATCH, SEQS) so
+that python/tests/test_torch113_estimate.py records the same job on the CPU
+(galloc.record) and compares the estimate with the H200 recordings.
 """
 import argparse
 import gzip
@@ -28,6 +32,23 @@ import pickle
 import sys
 
 import torch
+
+
+D_MODEL = 512
+HEADS = 8
+FF = 2048
+LAYERS = 4
+BATCH = 16
+SEQS = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
+
+
+def build(device):
+    """The model and its optimizer on device, after torch.manual_seed(0)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, FF, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, LAYERS).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, opt
 
 
 def step(model, opt, batch, seq, d_model, gen):
@@ -54,19 +75,14 @@ def main():
     if args.start_step < 0:
         torch.cuda.memory._record_memory_history(max_entries=200000)
 
-    torch.manual_seed(0)
+    model, opt = build("cuda")
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
-    d_model = 512
-    layer = torch.nn.TransformerEncoderLayer(d_model, 8, 2048, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, 4).cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    seqs = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
     losses = []
     for i in range(args.steps):
         if i == args.start_step:
             torch.cuda.memory._record_memory_history(max_entries=200000)
-        losses.append(step(model, opt, 16, seqs[i % len(seqs)], d_model, gen))
+        losses.append(step(model, opt, BATCH, SEQS[i % len(SEQS)], D_MODEL, gen))
         if i == args.steps // 2:
             torch.cuda.empty_cache()  # an empty_cache inside the window
     oom = None
