@@ -11,13 +11,14 @@ can say what is estimated rather than recorded (docs/estimate.md).
 Entries of kind "allocation" go through PyTorch's caching allocator (they
 are in allocated and reserved memory and are replayed); kind "outside" is
 device memory the allocator never sees (the CUDA context), which the
-smallest device must hold besides the allocator's reserved peak.
+smallest device must hold besides the allocator's reserved peak; kind
+"stand-in" is a CUDA kernel whose allocations a stand-in makes while the
+step is recorded (kernels.py), only when the recording asks for it.
 
 Known and not added (docs/estimate.md, "Limits"): cuDNN workspaces
-(convolutions: sized by the algorithm cuDNN picks on the device),
-attention kernels' extra outputs (torch >= 2's scaled_dot_product_attention
-on CUDA: logsumexp and dropout seeds; its math path on the CPU records
-the full attention matrix instead), fused optimizer kernels (fused=True).
+(convolutions: sized by the algorithm cuDNN picks on the device), flash
+attention and attention other than nn.MultiheadAttention's common case,
+fused optimizer kernels (fused=True).
 """
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ _SIZES = {
     "cublas_workspace": _cublas_workspace,
     "cublaslt_workspace": lambda cc: 1 << 20,
     "cuda_context": lambda cc: 742 << 20,
+    "efficient_attention": lambda cc: 0,  # sized by the tensors: kernels.py
 }
 
 TABLE = (
@@ -85,6 +87,23 @@ TABLE = (
           "the process with 211.30 + 34.70 MiB reserved by PyTorch, so 742 MiB outside it",
           "torch 2.11 with CUDA 13 on an H200; it varies with the CUDA version, the GPU and the kernels "
           "loaded (lazy loading): a measurement, not a rule"),
+)
+
+
+TABLE = TABLE + (
+    Entry("efficient_attention", "stand-in",
+          "scaled_dot_product_attention's memory-efficient CUDA kernel in torch 2's multi-head attention: "
+          "forward keeps its output and a float32 logsumexp (B, H, L rounded up to 32) instead of the L x L "
+          "matrix, softmax and dropout mask; backward makes four query-sized buffers, grad_out * out, its "
+          "row sums, a (B, H, L) float32 buffer and a workspace of a query's size + 4 KiB",
+          "while recording with attention=\"torch2-efficient\": in each nn.MultiheadAttention call of the "
+          "common case (self-attention, packed in-projection, no masks, need_weights=False)",
+          "measured: tests/tools/data/h200/torch211_h200_full_default.pickle.gz, entries 55-68 (forward of "
+          "the first layer) and 340-351 (its backward), frames at::_ops::scaled_dot_product_attention and "
+          "_scaled_dot_product_efficient_attention_backward; the operators around it: torch 2.11's "
+          "functional.py (_in_projection_packed, multi_head_attention_forward) as its frames show them",
+          "torch 2.11 measured on an H200, float32, dropout 0.1; flash attention (half precision) differs "
+          "(not modelled)"),
 )
 
 

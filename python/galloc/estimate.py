@@ -35,7 +35,7 @@ class Added:
     """One CUDA-only entry as an estimate applied it."""
     name: str
     kind: str             # "allocation" (replayed) or "outside" (added to the smallest device)
-    bytes: int            # each
+    bytes: int            # each (a stand-in: the mean of its allocations)
     count: int            # how many the estimate placed
     what: str
     source: str
@@ -148,6 +148,11 @@ def add_estimated(rec: Recording, capability=(9, 0)):
     if "cublas_workspace" in names:
         fwd, bwd = first(cuda_table.GEMM_OPS, "f")(), first(cuda_table.GEMM_OPS, "b")()
         place("cublas_workspace", lambda: fwd + bwd)
+    n_stand = sum(1 for e in events if e.estimated == "efficient_attention" and e.action == "alloc")
+    if n_stand:
+        en = cuda_table.entry("efficient_attention")
+        sizes = [e.size for e in events if e.estimated == "efficient_attention" and e.action == "alloc"]
+        added.append(Added(en.name, en.kind, sum(sizes) // n_stand, n_stand, en.what, en.source, en.versions))
     if "cuda_context" in names:
         en = cuda_table.entry("cuda_context")
         added.append(Added(en.name, en.kind, en.bytes_for(capability), 1, en.what, en.source, en.versions))
@@ -179,10 +184,11 @@ def _peaks(c):
 
 
 def estimate(step: Callable, *inputs, steps: int = 1, device_memory="80GiB", capability=(9, 0), conf: str = "",
-             host: Sequence = (), foreach: Optional[bool] = None, trace: Optional[str] = None,
+             host: Sequence = (), foreach: Optional[bool] = None, attention: str = "recorded",
+             trace: Optional[str] = None,
              cuda_only: bool = True, **kw_inputs) -> Estimate:
     """Record step(*inputs, **kw_inputs) `steps` times on the CPU (galloc.record.record;
-    host and foreach are its), add the CUDA-only allocations for a GPU of
+    host, foreach and attention are its), add the CUDA-only allocations for a GPU of
     compute capability `capability` (cuda_only=False adds none), and answer
     for a device of device_memory bytes (int or "80GiB") with the job's
     settings conf (PYTORCH_CUDA_ALLOC_CONF syntax, "" PyTorch's defaults).
@@ -192,9 +198,9 @@ def estimate(step: Callable, *inputs, steps: int = 1, device_memory="80GiB", cap
     from . import analysis
     total = _size(device_memory)
     capability = tuple(int(x) for x in capability)
-    rec = record(step, *inputs, steps=steps, host=host, foreach=foreach, **kw_inputs)
-    recorded_n = sum(1 for e in rec.events if e.action == "alloc") + len(rec.prologue)
-    recorded_b = sum(e.size for e in rec.events if e.action == "alloc") + sum(e.size for e in rec.prologue)
+    rec = record(step, *inputs, steps=steps, host=host, foreach=foreach, attention=attention, **kw_inputs)
+    mine = [e for e in rec.events if e.action == "alloc" and not e.estimated] + rec.prologue
+    recorded_n, recorded_b = len(mine), sum(e.size for e in mine)
     added = add_estimated(rec, capability) if cuda_only else ()
     outside = sum(a.bytes * a.count for a in added if a.kind == "outside")
     keep = trace is not None
@@ -271,6 +277,7 @@ def main(argv):
     ap.add_argument("--device-memory", default="80GiB")
     ap.add_argument("--capability", default="9.0", help="the GPU's compute capability (9.0: H100, H200)")
     ap.add_argument("--conf", default="", help="the job's PYTORCH_CUDA_ALLOC_CONF")
+    ap.add_argument("--attention", default="recorded", choices=("recorded", "torch2-efficient"))
     ap.add_argument("--trace", default=None, help="keep the recording as this snapshot pickle")
     ap.add_argument("--json", action="store_true")
     try:
@@ -281,7 +288,7 @@ def main(argv):
         cap = tuple(int(x) for x in args.capability.split("."))
         step, inputs = _load_step(args.script)
         e = estimate(step, *inputs, steps=args.steps, device_memory=args.device_memory, capability=cap,
-                     conf=args.conf, trace=args.trace)
+                     conf=args.conf, trace=args.trace, attention=args.attention)
     except (SystemExit, ValueError, RuntimeError) as err:
         print(str(err), file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ it frees before it returns (on a GPU, CUDA kernels have their own), and
 the CUDA-only allocations of galloc/cuda_table.py, which estimate() adds
 and reports as estimated.
 """
+import contextlib
 import itertools
 import os
 import pickle
@@ -251,6 +252,8 @@ class _Recorder:
         self.net = 0                 # recorded bytes allocated minus freed (the prologue's only freed)
         self.host_net = 0            # the same for the storages left out
         self.on_op = on_op           # on_op(i, "before" | "after"): the tests' probe at op_log's two points
+        self.paused = 0              # > 0 inside unrecorded(): operators run unseen
+        self.label = ""              # inside estimated(name): the name the allocations carry
 
     def new_addr(self):
         return _ADDR_BASE + next(self.addr) * _ADDR_STEP
@@ -303,7 +306,7 @@ class _Recorder:
             # an operator's output, or a storage made during the recording
             # outside any operator (torch.tensor(data), from_numpy)
             e = Event("alloc", addr=self.new_addr(), size=n, op=op or "made outside an operator",
-                      frames=self.stack())
+                      frames=self.stack(), estimated=self.label)
             self.rec.events.append(e)
             self.net += n
         self.live[key] = (self.weak(s), e)
@@ -311,6 +314,8 @@ class _Recorder:
     def dispatch(self, func, args, kwargs):
         from torch.utils._pytree import tree_flatten
         Tensor = self.torch.Tensor
+        if self.paused:
+            return func(*args, **kwargs)
         self.reap()
         for t in tree_flatten((args, kwargs))[0]:
             if isinstance(t, Tensor):
@@ -322,9 +327,12 @@ class _Recorder:
         before, host_before = self.net, self.host_net + wrapped
         if self.on_op is not None:
             self.on_op(len(self.rec.op_log), "before")
-        out = func(*args, **kwargs)
-        self.rec.ops += 1
         op = _op_name(func)
+        try:
+            out = func(*args, **kwargs)
+        except NotImplementedError:
+            out = _foreach_on_meta(self.torch, op, args, kwargs)
+        self.rec.ops += 1
         # record_function's handle (profiler::_record_function_enter, torch
         # 1.13) is a tensor whose data is the profiler's object, no memory
         # of the allocator: the host's, never the device's
@@ -359,12 +367,79 @@ def _wrapped_bytes(func, args, kwargs):
     return n
 
 
+def _foreach_on_meta(torch, op, args, kwargs):
+    """A foreach operator (aten::_foreach_mul_ and the like) on meta tensors,
+    which torch 1.13 has no meta kernels for: the operator on each element,
+    so the outputs (one per element, all live at once) are those the foreach
+    kernel makes. Anything else re-raises."""
+    base = op[len("aten::_foreach_"):]
+    first = args[0] if args else None
+    if not op.startswith("aten::_foreach_") or not isinstance(first, (list, tuple)) or \
+            not all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in first):
+        raise
+    packet = getattr(torch.ops.aten, base)
+    outs = [_call_any_overload(packet, [a[i] if isinstance(a, (list, tuple)) else a for a in args], kwargs)
+            for i in range(len(first))]
+    return None if base.endswith("_") else outs
+
+
+def _call_any_overload(packet, args, kwargs):
+    """packet (torch.ops.aten.mul_) on args under the first overload whose
+    schema takes them, each argument by position or, where the schema makes
+    it keyword-only (addcmul_'s value), by name."""
+    err = None
+    for name in packet.overloads():
+        fn = getattr(packet, name)
+        params = fn._schema.arguments
+        if len(args) > len(params):
+            continue
+        pos = [a for a, p in zip(args, params) if not p.kwarg_only]
+        kw = dict(kwargs, **{p.name: a for a, p in zip(args, params) if p.kwarg_only})
+        try:
+            return fn(*pos, **kw)
+        except (RuntimeError, TypeError) as e:
+            err = e
+    raise err or TypeError(f"no overload of {packet} takes these arguments")
+
+
 def _op_name(func):
     """aten::mm for the OpOverload aten.mm.default."""
     schema = getattr(func, "_schema", None)
     if schema is not None:
         return schema.name
     return str(func)
+
+
+_ACTIVE = []  # the _Recorder of the record() running, innermost last
+
+
+@contextlib.contextmanager
+def unrecorded():
+    """Operators run inside are not recorded (a stand-in's arithmetic:
+    kernels.py); nothing when no recording runs."""
+    r = _ACTIVE[-1] if _ACTIVE else None
+    if r is not None:
+        r.paused += 1
+    try:
+        yield
+    finally:
+        if r is not None:
+            r.paused -= 1
+
+
+@contextlib.contextmanager
+def estimated(name):
+    """The allocations made inside carry name (Event.estimated): what a
+    stand-in for a CUDA kernel allocates is estimated, not recorded."""
+    r = _ACTIVE[-1] if _ACTIVE else None
+    old = r.label if r is not None else ""
+    if r is not None:
+        r.label = name
+    try:
+        yield
+    finally:
+        if r is not None:
+            r.label = old
 
 
 def _live_storages(torch):
@@ -381,6 +456,19 @@ def _live_storages(torch):
     return out
 
 
+def _cuda_dropout(torch, original):
+    """torch.nn.functional.dropout as on CUDA: at::dropout runs the fused
+    native_dropout for a CUDA input (ATen's Dropout.cpp,
+    is_fused_kernel_acceptable: CUDA, 0 < p < 1), which keeps a bool mask,
+    where the CPU runs bernoulli_ into a mask of the input's dtype (four
+    times the bytes in float32). In place or in evaluation: torch's own."""
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if training and not inplace and 0.0 < p < 1.0 and input.numel() > 0:
+            return torch.native_dropout(input, p, True)[0]
+        return original(input, p, training, inplace)
+    return dropout
+
+
 def _optimizers(torch):
     """Every torch.optim.Optimizer Python holds now."""
     import gc
@@ -395,7 +483,8 @@ def _cuda_foreach(torch):
 
 
 def record(step: Callable, *inputs, steps: int = 1, host: Sequence = (), stacks: bool = True,
-           annotate: bool = True, foreach: Optional[bool] = None, _on_op=None, **kw_inputs) -> Recording:
+           annotate: bool = True, foreach: Optional[bool] = None, attention: str = "recorded",
+           cuda_kernels: bool = True, _on_op=None, **kw_inputs) -> Recording:
     """Run step(*inputs, **kw_inputs) `steps` times on the CPU under the
     recorder and return the Recording (module docstring). host: tensors
     the job keeps on the host (left out, as the inputs are). stacks=False
@@ -404,6 +493,12 @@ def record(step: Callable, *inputs, steps: int = 1, host: Sequence = (), stacks:
     open (foreach None): None records what PyTorch would run on CUDA
     (foreach from torch 2 on, where the CPU runs the single-tensor loop),
     True or False forces it; a group that names it keeps its own.
+    cuda_kernels: run the kernel PyTorch picks for CUDA tensors where it
+    picks another on the CPU (_cuda_dropout); False records the CPU's.
+    attention: "recorded" records the attention the torch that runs the
+    step computes; "torch2-efficient" records multi-head attention as torch
+    2 runs it on CUDA (kernels.py: its operators around a stand-in for the
+    memory-efficient kernel, whose allocations are estimated).
     _on_op(i, "before" | "after") is called at the two points of
     op_log[i] (tests compare them with the CPU allocator's own figures). The step must run on the CPU: build the model there (a model
     written for .cuda() needs its device made a parameter)."""
@@ -435,6 +530,16 @@ def record(step: Callable, *inputs, steps: int = 1, host: Sequence = (), stacks:
                 if "foreach" in g and g["foreach"] is None:
                     g["foreach"] = foreach
                     opened.append(g)
+    if attention not in ("recorded", "torch2-efficient"):
+        raise ValueError(f'galloc.record: attention is "recorded" or "torch2-efficient", not {attention!r}')
+    real_mha = torch.nn.functional.multi_head_attention_forward
+    real_dropout = torch.nn.functional.dropout
+    if cuda_kernels:
+        torch.nn.functional.dropout = _cuda_dropout(torch, real_dropout)
+    if attention == "torch2-efficient":
+        from . import kernels
+        torch.nn.functional.multi_head_attention_forward = kernels.mha_forward(torch, real_mha)
+    _ACTIVE.append(recorder)
     # torch.cuda.empty_cache() is a no-op without a GPU: the recording keeps it
     real_empty_cache = torch.cuda.empty_cache
     torch.cuda.empty_cache = lambda: rec.events.append(Event("empty_cache"))
@@ -446,6 +551,9 @@ def record(step: Callable, *inputs, steps: int = 1, host: Sequence = (), stacks:
                 step(*inputs, **kw_inputs)
             recorder.reap()
     finally:
+        _ACTIVE.pop()
+        torch.nn.functional.multi_head_attention_forward = real_mha
+        torch.nn.functional.dropout = real_dropout
         torch.cuda.empty_cache = real_empty_cache
         for g in opened:
             g["foreach"] = None
