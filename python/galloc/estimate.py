@@ -88,7 +88,9 @@ class Estimate:
 
 
 def _gib(n):
-    return "n/a" if n is None else f"{n / (1 << 30):.2f} GiB"
+    if n is None:
+        return "n/a"
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.2f} MiB"
 
 
 def report(e):
@@ -111,7 +113,8 @@ def report(e):
     if e.pytorch_cuda_alloc_conf is None:
         lines.append(f"does not fit {_gib(e.device_memory)} under any setting fit tried")
     else:
-        lines.append(f"PYTORCH_CUDA_ALLOC_CONF={e.pytorch_cuda_alloc_conf}")
+        lines.append(f"PYTORCH_CUDA_ALLOC_CONF={e.pytorch_cuda_alloc_conf}" +
+                     ("   (empty: PyTorch's defaults)" if not e.pytorch_cuda_alloc_conf else ""))
         lines.append(f"smallest device: {_gib(e.min_device_memory)} (the allocator's {_gib(e.min_allocator_memory)}"
                      f" + {_gib(e.outside_bytes)} outside it, estimated)")
     for s in e.advice:
