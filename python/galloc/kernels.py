@@ -90,7 +90,8 @@ def mha_forward(torch, original):
                 **rest):
         common = (query is key and key is value and query.dim() == 3 and not need_weights and attn_mask is None
                   and key_padding_mask is None and bias_k is None and bias_v is None and not add_zero_attn
-                  and not use_separate_proj_weight and static_k is None and static_v is None and not rest)
+                  and not use_separate_proj_weight and static_k is None and static_v is None
+                  and all(k == "is_causal" and not v for k, v in rest.items()))
         if not common:
             return original(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
                             bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,

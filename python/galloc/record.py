@@ -36,6 +36,7 @@ import contextlib
 import itertools
 import os
 import pickle
+import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -218,6 +219,10 @@ def _storage(torch, t):
 
 def _check_torch(torch):
     """The recorder's needs: TorchDispatchMode and StorageWeakRef (torch >= 1.13)."""
+    version = tuple(int(x) for x in re.findall(r"\d+", torch.__version__)[:2])
+    if version < (1, 13):
+        raise RuntimeError(f"galloc.record needs torch >= 1.13 (TorchDispatchMode and StorageWeakRef); "
+                           f"torch {torch.__version__} is older")
     try:
         from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
         from torch.multiprocessing.reductions import StorageWeakRef  # noqa: F401
@@ -330,8 +335,8 @@ class _Recorder:
         op = _op_name(func)
         try:
             out = func(*args, **kwargs)
-        except NotImplementedError:
-            out = _foreach_on_meta(self.torch, op, args, kwargs)
+        except NotImplementedError as err:
+            out = _foreach_on_meta(self.torch, op, args, kwargs, err)
         self.rec.ops += 1
         # record_function's handle (profiler::_record_function_enter, torch
         # 1.13) is a tensor whose data is the profiler's object, no memory
@@ -367,16 +372,16 @@ def _wrapped_bytes(func, args, kwargs):
     return n
 
 
-def _foreach_on_meta(torch, op, args, kwargs):
+def _foreach_on_meta(torch, op, args, kwargs, err):
     """A foreach operator (aten::_foreach_mul_ and the like) on meta tensors,
     which torch 1.13 has no meta kernels for: the operator on each element,
     so the outputs (one per element, all live at once) are those the foreach
-    kernel makes. Anything else re-raises."""
+    kernel makes. Anything else raises err, the operator's own error."""
     base = op[len("aten::_foreach_"):]
     first = args[0] if args else None
     if not op.startswith("aten::_foreach_") or not isinstance(first, (list, tuple)) or \
             not all(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in first):
-        raise
+        raise err
     packet = getattr(torch.ops.aten, base)
     outs = [_call_any_overload(packet, [a[i] if isinstance(a, (list, tuple)) else a for a in args], kwargs)
             for i in range(len(first))]
@@ -500,12 +505,13 @@ def record(step: Callable, *inputs, steps: int = 1, host: Sequence = (), stacks:
     2 runs it on CUDA (kernels.py: its operators around a stand-in for the
     memory-efficient kernel, whose allocations are estimated).
     _on_op(i, "before" | "after") is called at the two points of
-    op_log[i] (tests compare them with the CPU allocator's own figures). The step must run on the CPU: build the model there (a model
-    written for .cuda() needs its device made a parameter)."""
+    op_log[i] (tests compare them with the CPU allocator's own figures).
+    The step must run on the CPU or the meta device: build the model there
+    (a model written for .cuda() needs its device made a parameter)."""
     import torch
+    _check_torch(torch)
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
-    _check_torch(torch)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"galloc.record: steps is an int >= 1, not {steps!r}")
     rec = Recording(torch_version=torch.__version__, steps=steps)

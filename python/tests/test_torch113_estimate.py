@@ -252,6 +252,15 @@ class Semantics(TorchCase):
         self.assertEqual([e.size for e in rec.prologue], [64 * 64 * 4])
         self.assertEqual(rec.prologue[0].op, "live before the recording")
 
+    def test_an_older_torch_is_refused_with_one_message(self):
+        class Old:
+            __version__ = "1.12.1+cu116"
+        with self.assertRaises(RuntimeError) as c:
+            self.R._check_torch(Old)
+        self.assertEqual(str(c.exception), "galloc.record needs torch >= 1.13 (TorchDispatchMode and "
+                                           "StorageWeakRef); torch 1.12.1+cu116 is older")
+        self.R._check_torch(torch)  # Debian's 1.13 passes
+
     def test_host_tensors_are_left_out(self):
         keep = torch.randn(1000)
 
