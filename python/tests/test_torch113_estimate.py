@@ -412,6 +412,16 @@ H200_CONFS = {"default": "", "expandable": "expandable_segments:True",
 
 
 class AgainstH200(TorchCase):
+    def test_build_is_the_model_main_builds(self):
+        import inspect
+        cap = _capture()
+        main = inspect.getsource(cap.main)
+        for text in (f"d_model = {cap.D_MODEL}", f"TransformerEncoderLayer(d_model, {cap.HEADS}, {cap.FF}, "
+                     "batch_first=True)", f"TransformerEncoder(layer, {cap.LAYERS})", "AdamW(model.parameters(), "
+                     "lr=1e-4)", f"seqs = {cap.SEQS}", f"step(model, opt, {cap.BATCH}, "):
+            self.assertIn(text, main)
+        self.assertIn("AdamW(model.parameters(), lr=1e-4)", inspect.getsource(cap.build))
+
     def test_capture_job_recorded_without_a_gpu(self):
         import galloc
         from galloc.estimate import add_estimated

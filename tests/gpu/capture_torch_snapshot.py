@@ -19,10 +19,6 @@ It writes:
                            the out-of-memory message (with --fraction)
 PYTORCH_CUDA_ALLOC_CONF must be set by the caller (--conf only records it);
 it is read once, when the process first touches CUDA.
-
-The model and its sizes are module-level (build, D_MODEL, BATCH, SEQS) so
-that python/tests/test_torch113_estimate.py records the same job on the CPU
-(galloc.record) and compares the estimate with the H200 recordings.
 """
 import argparse
 import gzip
@@ -32,23 +28,6 @@ import pickle
 import sys
 
 import torch
-
-
-D_MODEL = 512
-HEADS = 8
-FF = 2048
-LAYERS = 4
-BATCH = 16
-SEQS = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
-
-
-def build(device):
-    """The model and its optimizer on device, after torch.manual_seed(0)."""
-    torch.manual_seed(0)
-    layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, FF, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, LAYERS).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    return model, opt
 
 
 def step(model, opt, batch, seq, d_model, gen):
@@ -75,14 +54,19 @@ def main():
     if args.start_step < 0:
         torch.cuda.memory._record_memory_history(max_entries=200000)
 
-    model, opt = build("cuda")
+    torch.manual_seed(0)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(0)
+    d_model = 512
+    layer = torch.nn.TransformerEncoderLayer(d_model, 8, 2048, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 4).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    seqs = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
     losses = []
     for i in range(args.steps):
         if i == args.start_step:
             torch.cuda.memory._record_memory_history(max_entries=200000)
-        losses.append(step(model, opt, BATCH, SEQS[i % len(SEQS)], D_MODEL, gen))
+        losses.append(step(model, opt, 16, seqs[i % len(seqs)], d_model, gen))
         if i == args.steps // 2:
             torch.cuda.empty_cache()  # an empty_cache inside the window
     oom = None
@@ -113,6 +97,28 @@ def main():
         json.dump(info, f, indent=1, sort_keys=True)
     print(args.name, "events", sum(len(t) for t in snap["device_traces"]), "segments", len(snap["segments"]),
           "reserved", info["memory_stats"]["reserved_bytes.all.current"], file=sys.stderr)
+
+
+# The job main() runs, for a recording without a GPU: python/tests/
+# test_torch113_estimate.py records it with galloc.record and compares the
+# estimate with the H200 runs. main() keeps its own lines (the recorded
+# snapshots' frames name them: capture_torch_snapshot.py:35 step, :76 main),
+# so the model is written out twice: keep both the same.
+D_MODEL = 512
+HEADS = 8
+FF = 2048
+LAYERS = 4
+BATCH = 16
+SEQS = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
+
+
+def build(device):
+    """main()'s model and optimizer on device, after torch.manual_seed(0)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, FF, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, LAYERS).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, opt
 
 
 if __name__ == "__main__":
