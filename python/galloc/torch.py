@@ -409,6 +409,14 @@ def sleep_stats(device: int | None = None) -> dict:
     return _native.sleep_stats_dict(s)
 
 
+def estimate(step, *inputs, **options):
+    """Before the job runs, without a GPU: record step(*inputs) on the CPU and
+    say whether it fits, under which settings, on which device
+    (galloc.estimate.estimate, whose options these are; docs/estimate.md)."""
+    from .estimate import estimate as run
+    return run(step, *inputs, **options)
+
+
 def _shutdown():
     """Destroy every device allocator and forget the configuration (tests only:
     no pointer PyTorch holds may be used afterwards)."""

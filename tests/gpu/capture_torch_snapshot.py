@@ -99,5 +99,27 @@ def main():
           "reserved", info["memory_stats"]["reserved_bytes.all.current"], file=sys.stderr)
 
 
+# The job main() runs, for a recording without a GPU: python/tests/
+# test_torch113_estimate.py records it with galloc.record and compares the
+# estimate with the H200 runs. main() keeps its own lines (the recorded
+# snapshots' frames name them: capture_torch_snapshot.py:35 step, :76 main),
+# so the model is written out twice: keep both the same.
+D_MODEL = 512
+HEADS = 8
+FF = 2048
+LAYERS = 4
+BATCH = 16
+SEQS = [128, 384, 256, 512, 96, 448, 320, 200, 512, 64]
+
+
+def build(device):
+    """main()'s model and optimizer on device, after torch.manual_seed(0)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(D_MODEL, HEADS, FF, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, LAYERS).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    return model, opt
+
+
 if __name__ == "__main__":
     main()
