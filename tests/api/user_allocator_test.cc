@@ -404,6 +404,31 @@ TEST_F(User, HistoryAndSnapshotRoundTripThroughPython)
     ASSERT_EQ(galloc_free(a_, b), GALLOC_OK);
 }
 
+// galloc_record_snapshot_entry: nothing while no history is recorded; with
+// one, a "snapshot" entry per call, in order with the others.
+TEST_F(User, ASnapshotEntryIsRecordedOnlyWithHistory)
+{
+    Make();
+    void *a = nullptr;
+    ASSERT_EQ(galloc_malloc(a_, 100, 0, &a), GALLOC_OK);
+    EXPECT_EQ(galloc_record_snapshot_entry(a_), GALLOC_OK); // no history: nothing to record
+    galloc_history_options_t opt = {sizeof opt, GALLOC_HISTORY_ALL, GALLOC_CONTEXT_NONE, GALLOC_STACKS_PYTHON, 0};
+    ASSERT_EQ(galloc_record_memory_history(a_, &opt), GALLOC_OK);
+    EXPECT_EQ(galloc_record_snapshot_entry(a_), GALLOC_OK);
+    EXPECT_EQ(galloc_record_snapshot_entry(a_), GALLOC_OK);
+    std::string js = test_tmp_path("user_entries.json");
+    ASSERT_EQ(galloc_snapshot_write(a_, js.c_str(), GALLOC_SNAPSHOT_JSON), GALLOC_OK) << LastError(a_);
+    std::ifstream in(js);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t n = 0;
+    for (size_t at = text.find("\"snapshot\""); at != std::string::npos; at = text.find("\"snapshot\"", at + 1))
+        n++;
+    // The two recorded with history on, the write's own (as PyTorch's snapshot() records
+    // one), none from before.
+    EXPECT_EQ(n, 3u) << text.substr(0, 400);
+    ASSERT_EQ(galloc_free(a_, a), GALLOC_OK);
+}
+
 // Annotations and framework frames reach the history; a trace source set
 // while pointers are live drops their old stack ids, which would otherwise be
 // read as the new source's tokens.

@@ -83,6 +83,21 @@ TEST_P(Async, OneByteReportsThePoolsFigures)
     EXPECT_EQ(PoolAttr(kReservedCurrent), 0u);
 }
 
+// galloc_usable_size: the bytes asked for (the driver pool's USED_MEM counts
+// those); a pointer inside the allocation or freed is not owned.
+TEST_P(Async, UsableSizeIsTheRequest)
+{
+    void *p = Alloc(1000);
+    ASSERT_NE(p, nullptr);
+    size_t n = 0;
+    EXPECT_EQ(galloc_usable_size(a_, p, &n), GALLOC_OK);
+    EXPECT_EQ(n, 1000u);
+    EXPECT_EQ(galloc_usable_size(a_, static_cast<char *>(p) + 8, &n), GALLOC_E_NOT_OWNED);
+    EXPECT_EQ(n, 0u);
+    Free(p);
+    EXPECT_EQ(galloc_usable_size(a_, p, &n), GALLOC_E_NOT_OWNED);
+}
+
 TEST_P(Async, RecordedStreamsAreWaitedForBeforeTheFree)
 {
     uintptr_t s1 = 0, s2 = 0;
