@@ -10,10 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 
-typedef struct key_entry {
-    const char *key; /* flattened PyTorch key */
-    size_t offset;   /* offset of its int64_t in galloc_stats_t */
-} key_entry_t;
+#include "stats/keys.h"
 
 /* Within an array PyTorch's sort puts pools as all, large_pool, small_pool and
  * fields as allocated, current, freed, peak. */
@@ -29,7 +26,7 @@ typedef struct key_entry {
 #define STAT_(name) STAT4_(#name, name)
 #define INT_(name) {#name, offsetof(galloc_stats_t, name)},
 
-static const key_entry_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)};
+static const ga_stat_key_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_)};
 
 #undef STAT4_
 #undef ARRAY_
@@ -38,43 +35,14 @@ static const key_entry_t keys[] = {GALLOC_STATS_FIELDS(ARRAY_, STAT_, INT_, INT_
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == GALLOC_STATS_KEY_COUNT, "PyTorch reports 123 keys");
 
-static int64_t value_at(const galloc_stats_t *s, size_t offset)
-{
-    int64_t v;
-    memcpy(&v, (const char *)s + offset, sizeof(v));
-    return v;
-}
-
 size_t galloc_stats_foreach(const galloc_stats_t *s, galloc_stats_visit_fn fn, void *ctx)
 {
-    if (s == NULL || fn == NULL)
-        return 0;
-    for (size_t i = 0; i < GALLOC_STATS_KEY_COUNT; i++) {
-        if (fn(ctx, keys[i].key, value_at(s, keys[i].offset)) != 0)
-            return i + 1;
-    }
-    return GALLOC_STATS_KEY_COUNT;
+    return ga_stat_keys_foreach(s, keys, GALLOC_STATS_KEY_COUNT, fn, ctx);
 }
 
 galloc_status_t galloc_stats_lookup(const galloc_stats_t *s, const char *key, int64_t *value)
 {
-    if (s == NULL || key == NULL || value == NULL)
-        return GALLOC_E_INVAL;
-    /* The table is sorted (PyTorch's order is strcmp order): binary search. */
-    size_t lo = 0, hi = GALLOC_STATS_KEY_COUNT;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(key, keys[mid].key);
-        if (c == 0) {
-            *value = value_at(s, keys[mid].offset);
-            return GALLOC_OK;
-        }
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return GALLOC_E_INVAL;
+    return ga_stat_keys_lookup(s, keys, GALLOC_STATS_KEY_COUNT, key, value);
 }
 
 void ga_stats_init(galloc_stats_t *s, uint64_t max_split_size)
