@@ -204,7 +204,8 @@ int ga_kineto_range_add(ga_kineto_ranges_t *rs, uint32_t thread, int64_t start, 
         return rc;
     if (added)
         rs->py[idx] = python ? py_split(name, len) : (ga_kineto_pyname_t){0, 0, 0};
-    int64_t end = dur > INT64_MAX - start ? INT64_MAX : start + dur;
+    /* dur >= 0 (the scan keeps no other), so INT64_MAX - dur cannot overflow; start may be negative. */
+    int64_t end = start > INT64_MAX - dur ? INT64_MAX : start + dur;
     th->r[th->n] = (ga_kineto_range_t){.start = start, .end = end, .name = idx, .seq = (uint32_t)th->n};
     th->n++;
     rs->count++;
