@@ -23,8 +23,7 @@ size_t ga_stat_keys_foreach(const void *s, const ga_stat_key_t *keys, size_t n, 
     return n;
 }
 
-galloc_status_t ga_stat_keys_lookup(const void *s, const ga_stat_key_t *keys, size_t n, const char *key,
-                                    int64_t *value)
+galloc_status_t ga_stat_keys_lookup(const void *s, const ga_stat_key_t *keys, size_t n, const char *key, int64_t *value)
 {
     if (s == NULL || key == NULL || value == NULL)
         return GALLOC_E_INVAL;

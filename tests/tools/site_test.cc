@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -432,7 +433,9 @@ TEST(SiteFrames, NothingToName)
     ExpectClass(a.Classify(), Want{GA_SITE_RANGE, "Optimizer.step#AdamW.step", GA_PHASE_OPTIMIZER}, "annotation");
     EXPECT_EQ(a.Classify().frame, 1u);
     // A kind the classifier does not know.
-    Stack u(static_cast<ga_stack_kind_t>(99), {L("x")});
+    Stack u(GA_STACK_FRAMES, {L("x")});
+    const int unknown = 99; // stored as a C caller could: C++ must not load it as the enum
+    std::memcpy(&u.st.kind, &unknown, sizeof(unknown));
     ExpectClass(u.Classify(), Want{GA_SITE_UNKNOWN, "(no Python frame, node or op in the stack)", GA_PHASE_OTHER},
                 "kind 99");
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 
 extern "C" {
 #include "trace/trace.h"
@@ -20,6 +21,14 @@ galloc_history_options_t opts(galloc_history_t enabled, galloc_context_t context
     o.stacks = stacks;
     o.max_entries = max_entries;
     return o;
+}
+
+// Stores v in an enum field as a C caller could, without C++ ever loading an
+// out-of-range enum value (undefined in C++; clang's -fsanitize=enum stops it).
+template <class E> void SetRaw(E *field, int v)
+{
+    static_assert(sizeof(E) == sizeof(int), "an enum field is an int");
+    std::memcpy(field, &v, sizeof(v));
 }
 
 class Trace : public ::testing::Test {
@@ -92,11 +101,14 @@ TEST_F(Trace, ConfigureRejectsBadOptions)
     auto o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
     o.struct_size = 4;
     EXPECT_EQ(ga_trace_configure(&t_, &o), GALLOC_E_INVAL);
-    o = opts((galloc_history_t)7, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
+    o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
+    SetRaw(&o.enabled, 7);
     EXPECT_EQ(ga_trace_configure(&t_, &o), GALLOC_E_INVAL);
-    o = opts(GALLOC_HISTORY_ALL, (galloc_context_t)9, GALLOC_STACKS_ALL, 16);
+    o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
+    SetRaw(&o.context, 9);
     EXPECT_EQ(ga_trace_configure(&t_, &o), GALLOC_E_INVAL);
-    o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, (galloc_stacks_t)2, 16);
+    o = opts(GALLOC_HISTORY_ALL, GALLOC_CONTEXT_ALL, GALLOC_STACKS_ALL, 16);
+    SetRaw(&o.stacks, 2);
     EXPECT_EQ(ga_trace_configure(&t_, &o), GALLOC_E_INVAL);
     EXPECT_EQ(t_.enabled, GALLOC_HISTORY_NONE); // untouched
 }
