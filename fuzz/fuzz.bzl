@@ -10,7 +10,7 @@ def fuzz_target(name, srcs, deps, testonly = False):
     name. testonly: it links test code (tests/reliability:simwatch).
 
     The test is the harness's sources with seeds_main.cc in libFuzzer's place,
-    built as any test is (gcc; ASan and UBSan under --config=asan): every seed
+    built as any test is (gcc; clang's ASan and UBSan under --config=asan): every seed
     must pass the harness's checks, and the corpus must hold at least 10 seeds.
     """
     native.cc_binary(

@@ -11,8 +11,8 @@
  * with both): release builds compile every GA_ASSERT out, the condition is
  * not evaluated and costs nothing. Bazel's default compilation mode,
  * fastbuild, leaves NDEBUG undefined, so GA_ASSERT is on in the tests, in
- * CI's sanitizer stages (--config=asan and --config=tsan only add flags to
- * fastbuild) and in a plain `./bazelw build` or `run`. GA_ASSERT_ON says
+ * CI's sanitizer stages (--config=asan and --config=tsan are fastbuild with
+ * clang and the sanitizers' flags) and in a plain `./bazelw build` or `run`. GA_ASSERT_ON says
  * which; tests/pool/assert_test checks that it is on where the tests run.
  *
  * A failure prints "galloc: file:line: assertion failed: condition" on stderr
