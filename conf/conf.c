@@ -1,6 +1,7 @@
 /*
  * conf.c: the grammar and the key table: one config string
- * ("key:value,key:value") applied onto a ga_conf_t (load.c layers several).
+ * ("key:value,key:value") applied onto a ga_conf_t (load.c layers several;
+ * lists.c reads the values that may be bracketed lists).
  *
  * PyTorch reference (facts restated, no code copied):
  * - Keys, values and messages follow newest main: c10/core/AllocatorConfig.{h,cpp}
@@ -66,6 +67,7 @@
 #include <string.h>
 
 #include "conf/conf_int.h"
+#include "conf/parser.h"
 
 /* The allocator's own kinds, after the ones any table may use (options.h). */
 enum {
@@ -120,37 +122,9 @@ static const ga_conf_key_t keys[] = {
     BOOL("retry_pool_after_sync", FIELD(retry_pool_after_sync), GA_CONF_SET_RETRY_POOL),
 };
 
-/* A *_mb value whose lower bound (large_segment_size_mb) is known only at the end. */
-typedef struct pending {
-    bool given;  /* named in this string */
-    bool cut;    /* bytes after the number were ignored (std::stoull) */
-    size_t off;  /* offset of its value */
-    size_t end;  /* one past its last byte */
-    uint64_t mb; /* the value as read */
-} pending_t;
-
-typedef struct parser {
-    ga_lex_t lx;
-    ga_tok_t tok;              /* the current token */
-    const ga_conf_key_t *keys; /* the table the string's keys are looked up in */
-    size_t n_keys;             /* its rows */
-    void *out;                 /* the struct the generic kinds (options.h) write into */
-    ga_conf_t *c;              /* the copy being filled; NULL when reading a backend's options */
-    char *err;                 /* may be NULL */
-    size_t errlen;
-    bool reset;         /* ga_conf_parse: PyTorch's per-parse resets; false for a ga_conf_load layer */
-    const char *source; /* the string's name, for the origins of backend options (NULL: ga_conf_parse's) */
-    bool roundup_seen;  /* a second roundup key in one string adds to the first, as in PyTorch */
-    pending_t split, nonsplit, large;
-} parser_t;
-
-static void next(parser_t *p)
-{
-    ga_conf_lex_next(&p->lx, &p->tok);
-}
-
 /* Every value error reads "<key>: expected <allowed>, got "<value>" (offset N)". */
-static galloc_status_t say(parser_t *p, const char *key, const char *allowed, const char *value, bool quote, size_t off)
+static galloc_status_t say(ga_conf_parser_t *p, const char *key, const char *allowed, const char *value, bool quote,
+                           size_t off)
 {
     const char *q = quote ? "\"" : "";
     if (p->err != NULL && p->errlen > 0)
@@ -159,7 +133,7 @@ static galloc_status_t say(parser_t *p, const char *key, const char *allowed, co
 }
 
 /* The error about the current token. */
-static galloc_status_t fail(parser_t *p, const char *key, const char *allowed)
+galloc_status_t ga_conf_fail(ga_conf_parser_t *p, const char *key, const char *allowed)
 {
     char shown[256];
     ga_conf_show(p->lx.s, &p->tok, shown, sizeof(shown));
@@ -167,22 +141,17 @@ static galloc_status_t fail(parser_t *p, const char *key, const char *allowed)
 }
 
 /* As fail, adding why a well-formed number was refused. */
-static galloc_status_t fail_num(parser_t *p, const char *key, const char *allowed, ga_num_t why)
+static galloc_status_t fail_num(ga_conf_parser_t *p, const char *key, const char *allowed, ga_num_t why)
 {
     char text[200];
     snprintf(text, sizeof(text), "%s%s", allowed,
              why == GA_NUM_RANGE     ? " (this one does not fit in 64 bits)"
              : why == GA_NUM_INEXACT ? " (this one is not a whole number of bytes)"
                                      : "");
-    return fail(p, key, text);
+    return ga_conf_fail(p, key, text);
 }
 
-static bool is_pow2(uint64_t v)
-{
-    return v != 0 && (v & (v - 1)) == 0;
-}
-
-static void min_mb_text(const parser_t *p, char *buf, size_t len)
+static void min_mb_text(const ga_conf_parser_t *p, char *buf, size_t len)
 {
     uint64_t mb = p->c->large_segment_size / GA_CONF_MIB;
     snprintf(buf, len, "a whole number of MiB >= %" PRIu64 "%s", mb,
@@ -190,7 +159,7 @@ static void min_mb_text(const parser_t *p, char *buf, size_t len)
 }
 
 /* max_split_size_mb, max_non_split_rounding_mb: stored now, range-checked in finish(). */
-static galloc_status_t apply_mb(parser_t *p, const char *key, pending_t *pend, uint64_t *field)
+static galloc_status_t apply_mb(ga_conf_parser_t *p, const char *key, ga_conf_pending_t *pend, uint64_t *field)
 {
     uint64_t mb;
     bool cut;
@@ -200,83 +169,12 @@ static galloc_status_t apply_mb(parser_t *p, const char *key, pending_t *pend, u
         min_mb_text(p, allowed, sizeof(allowed));
         return fail_num(p, key, allowed, r);
     }
-    *pend = (pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = mb};
+    *pend = (ga_conf_pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = mb};
     *field = (mb < GA_CONF_MAX_MB ? mb : GA_CONF_MAX_MB) * GA_CONF_MIB; /* PyTorch's clamp, not an error */
     return GALLOC_OK;
 }
 
-static galloc_status_t apply_divisions(parser_t *p, const char *key, uint64_t *d, bool allow_zero)
-{
-    ga_num_t r = ga_conf_read_stoull(&p->tok, d, NULL);
-    if (r == GA_NUM_OK && ((allow_zero && *d == 0) || (is_pow2(*d) && *d <= GA_CONF_MAX_DIVISIONS)))
-        return GALLOC_OK;
-    return fail(p, key,
-                allow_zero ? "0 or a power of two up to 2147483648 (divisions)"
-                           : "a power of two from 1 to 2147483648, or a list such as "
-                             "[256:1,512:2,1024:4,>:8]");
-}
-
-/* "[b:N, ..., >:N]" with p->tok on '['; leaves p->tok on ']'. */
-static galloc_status_t apply_roundup_list(parser_t *p, const char *key, uint32_t *div)
-{
-    bool first = true;
-    unsigned last = 0; /* index of the last numeric entry */
-    next(p);
-    while (p->tok.kind != GA_TOK_CLOSE) {
-        if (p->tok.kind != GA_TOK_WORD)
-            return fail(p, key, "an interval (a power of two in MiB, or '>') or ']'");
-        bool rest = ga_conf_word_is(&p->tok, ">");
-        uint64_t bound = 0;
-        if (!rest && (ga_conf_read_stoull(&p->tok, &bound, NULL) != GA_NUM_OK || !is_pow2(bound)))
-            return fail(p, key, "an interval: a power of two in MiB, or '>'");
-        next(p);
-        if (p->tok.kind != GA_TOK_COLON)
-            return fail(p, key, "':' after the interval");
-        next(p);
-        uint64_t d;
-        galloc_status_t st = apply_divisions(p, key, &d, true);
-        if (st != GALLOC_OK)
-            return st;
-        if (rest) {
-            for (unsigned i = last + 1; i < GA_CONF_DIVISION_INTERVALS; i++)
-                div[i] = (uint32_t)d;
-        } else {
-            unsigned idx = ga_conf_floor_log2(bound);
-            if (idx > GA_CONF_DIVISION_INTERVALS - 1)
-                idx = GA_CONF_DIVISION_INTERVALS - 1;
-            for (unsigned i = 0; first && i < idx; i++)
-                div[i] = (uint32_t)d;
-            first = false;
-            div[idx] = (uint32_t)d;
-            last = idx;
-        }
-        next(p);
-        if (p->tok.kind == GA_TOK_COMMA)
-            next(p); /* "[64:8,]" is accepted, as PyTorch does */
-        else if (p->tok.kind != GA_TOK_CLOSE)
-            return fail(p, key, "',' or ']' after the entry");
-    }
-    return GALLOC_OK;
-}
-
-static galloc_status_t apply_roundup(parser_t *p, const char *key)
-{
-    uint32_t *div = p->c->roundup_power2_divisions;
-    if (!p->roundup_seen) /* a ga_conf_load layer replaces the whole list it names */
-        memset(p->c->roundup_power2_divisions, 0, sizeof(p->c->roundup_power2_divisions));
-    p->roundup_seen = true;
-    if (p->tok.kind == GA_TOK_OPEN)
-        return apply_roundup_list(p, key, div);
-    uint64_t d;
-    galloc_status_t st = apply_divisions(p, key, &d, false);
-    if (st != GALLOC_OK)
-        return st;
-    for (unsigned i = 0; i < GA_CONF_DIVISION_INTERVALS; i++)
-        div[i] = (uint32_t)d;
-    return GALLOC_OK;
-}
-
-static galloc_status_t apply_name(parser_t *p, const char *key)
+static galloc_status_t apply_name(ga_conf_parser_t *p, const char *key)
 {
     const ga_tok_t *t = &p->tok;
     bool ok = t->len >= 1 && t->len < GA_CONF_NAME_MAX;
@@ -285,61 +183,14 @@ static galloc_status_t apply_name(parser_t *p, const char *key)
         ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
     }
     if (!ok)
-        return fail(p, key, "a backend name of 1 to 31 letters, digits or '_'");
+        return ga_conf_fail(p, key, "a backend name of 1 to 31 letters, digits or '_'");
     memset(p->c->device_backend, 0, sizeof(p->c->device_backend));
     memcpy(p->c->device_backend, t->text, t->len);
     return GALLOC_OK;
 }
 
-#define RESERVE_ALLOWED "a fraction of device memory > 0 (0.5) or GiB with a G suffix (40G)"
-
-static galloc_status_t apply_reserve(parser_t *p, const char *key, ga_conf_reserve_t *out)
-{
-    return ga_conf_read_reserve(&p->tok, out) == GA_NUM_OK ? GALLOC_OK : fail(p, key, RESERVE_ALLOWED);
-}
-
-/* "[name:value, ...]" with p->tok on '['; leaves p->tok on ']'. Replaces
- * the classes in *c (PyTorch publishes a freshly parsed map). */
-static galloc_status_t apply_reserve_classes(parser_t *p, const char *key)
-{
-    ga_conf_t *c = p->c;
-    if (p->tok.kind != GA_TOK_OPEN)
-        return fail(p, key, "a list such as [capture:0.25,serving:40G]");
-    c->n_reserve_classes = 0;
-    memset(c->reserve_classes, 0, sizeof(c->reserve_classes));
-    for (next(p); p->tok.kind != GA_TOK_CLOSE;) {
-        bool ok = p->tok.kind == GA_TOK_WORD && p->tok.len >= 1 && p->tok.len < GA_CONF_NAME_MAX && !p->tok.spaced;
-        for (size_t i = 0; ok && i < p->tok.len; i++) /* printable, no quote or backslash: messages show it as is */
-            ok = p->tok.text[i] > ' ' && p->tok.text[i] < 0x7f && p->tok.text[i] != '"' && p->tok.text[i] != '\\';
-        if (!ok)
-            return fail(p, key, "a reserve class name of 1 to 31 printable bytes, or ']'");
-        uint32_t i = 0;
-        while (i < c->n_reserve_classes && strcmp(c->reserve_classes[i].name, p->tok.text) != 0)
-            i++;
-        if (i == GA_CONF_RESERVE_CLASSES)
-            return fail(p, key, "at most 8 reserve classes");
-        ga_conf_reserve_class_t *e = &c->reserve_classes[i];
-        memcpy(e->name, p->tok.text, p->tok.len);
-        next(p);
-        if (p->tok.kind != GA_TOK_COLON)
-            return fail(p, key, "':' after the reserve class");
-        next(p);
-        galloc_status_t st = apply_reserve(p, key, &e->reserve);
-        if (st != GALLOC_OK)
-            return st;
-        if (i == c->n_reserve_classes)
-            c->n_reserve_classes++;
-        next(p);
-        if (p->tok.kind == GA_TOK_COMMA)
-            next(p);
-        else if (p->tok.kind != GA_TOK_CLOSE)
-            return fail(p, key, "',' or ']' after the entry");
-    }
-    return GALLOC_OK;
-}
-
 /* The kinds any table may use (options.h), stored at k->field of p->out. */
-static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
+static galloc_status_t apply_generic(ga_conf_parser_t *p, const ga_conf_key_t *k)
 {
     const ga_tok_t *t = &p->tok;
     char *field = k->field != GA_CONF_NOT_STORED ? (char *)p->out + k->field : NULL;
@@ -349,14 +200,14 @@ static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
     case GA_CONF_BOOL: {
         bool b = ga_conf_word_is(t, "True");
         if (!b && !ga_conf_word_is(t, "False"))
-            return fail(p, k->name, "True or False");
+            return ga_conf_fail(p, k->name, "True or False");
         if (field != NULL)
             *(bool *)field = b;
         return GALLOC_OK;
     }
     case GA_CONF_PATH:
         if (t->len >= GA_CONF_PATH_MAX || t->spaced) /* "/my lib/x.so" would otherwise become "/mylib/x.so" */
-            return fail(p, k->name, "a path of 1 to 255 bytes without ',', ':', '[', ']' or whitespace");
+            return ga_conf_fail(p, k->name, "a path of 1 to 255 bytes without ',', ':', '[', ']' or whitespace");
         if (field != NULL) {
             memset(field, 0, GA_CONF_PATH_MAX);
             memcpy(field, t->text, t->len);
@@ -370,11 +221,11 @@ static galloc_status_t apply_generic(parser_t *p, const ga_conf_key_t *k)
         if (field != NULL)
             memcpy(field, &v, sizeof(v));
         return GALLOC_OK;
-    default: return fail(p, k->name, "a key of this table's kinds (galloc bug)");
+    default: return ga_conf_fail(p, k->name, "a key of this table's kinds (galloc bug)");
     }
 }
 
-static galloc_status_t apply_double(parser_t *p, const char *key, double *out, bool closed)
+static galloc_status_t apply_double(ga_conf_parser_t *p, const char *key, double *out, bool closed)
 {
     double v = 0;
     bool ok =
@@ -382,13 +233,13 @@ static galloc_status_t apply_double(parser_t *p, const char *key, double *out, b
     if (ok)
         ok = closed ? v >= 0.0 && v <= 1.0 : v > 0.0 && v < 1.0;
     if (!ok)
-        return fail(p, key, closed ? "a number in [0.0, 1.0]" : "a number in (0.0, 1.0), both ends excluded");
+        return ga_conf_fail(p, key, closed ? "a number in [0.0, 1.0]" : "a number in (0.0, 1.0), both ends excluded");
     *out = v;
     return GALLOC_OK;
 }
 
 /* The value of key k, p->tok on its first token; leaves p->tok on its last. */
-static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
+static galloc_status_t apply(ga_conf_parser_t *p, const ga_conf_key_t *k)
 {
     ga_conf_t *c = p->c;
     uint64_t v = 0;
@@ -396,7 +247,7 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
     ga_num_t r;
     if (p->tok.kind != GA_TOK_WORD &&
         !((k->kind == K_ROUNDUP || k->kind == K_RESERVE_CLASSES) && p->tok.kind == GA_TOK_OPEN))
-        return fail(p, k->name, "a value after ':'");
+        return ga_conf_fail(p, k->name, "a value after ':'");
     if (k->kind < GA_CONF_OWN || c == NULL)
         return apply_generic(p, k);
     switch (k->kind) {
@@ -406,7 +257,7 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         else if (ga_conf_word_is(&p->tok, "cudaMallocAsync") || ga_conf_word_is(&p->tok, "hipMallocAsync"))
             c->backend = GA_CONF_BACKEND_ASYNC;
         else
-            return fail(p, k->name, "native, cudaMallocAsync or hipMallocAsync");
+            return ga_conf_fail(p, k->name, "native, cudaMallocAsync or hipMallocAsync");
         return GALLOC_OK;
     case K_SPLIT_MB: return apply_mb(p, k->name, &p->split, &c->max_split_size);
     case K_NONSPLIT_MB: return apply_mb(p, k->name, &p->nonsplit, &c->max_non_split_rounding_size);
@@ -414,15 +265,16 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
         r = ga_conf_read_stoull(&p->tok, &v, &cut);
         if (r != GA_NUM_OK || v <= GA_CONF_MIN_LARGE_ALLOC_MB)
             return fail_num(p, k->name, "a whole number of MiB > 10", r);
-        p->large = (pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = v};
+        p->large = (ga_conf_pending_t){.given = true, .cut = cut, .off = p->tok.off, .end = p->tok.end, .mb = v};
         c->large_segment_size = (v < GA_CONF_MAX_MB ? v : GA_CONF_MAX_MB) * GA_CONF_MIB;
         return GALLOC_OK;
     case K_GC: return apply_double(p, k->name, &c->garbage_collection_threshold, false);
     case K_FRACTION: return apply_double(p, k->name, &c->per_process_memory_fraction, true);
-    case K_ROUNDUP: return apply_roundup(p, k->name);
+    case K_ROUNDUP: return ga_conf_apply_roundup(p, k->name);
     case K_THREADS:
-        if (ga_conf_read_stoull(&p->tok, &v, NULL) != GA_NUM_OK || !is_pow2(v) || v > GA_CONF_MAX_REGISTER_THREADS)
-            return fail(p, k->name, "a power of two from 1 to 128");
+        if (ga_conf_read_stoull(&p->tok, &v, NULL) != GA_NUM_OK || !ga_conf_is_pow2(v) ||
+            v > GA_CONF_MAX_REGISTER_THREADS)
+            return ga_conf_fail(p, k->name, "a power of two from 1 to 128");
         c->pinned_num_register_threads = (uint32_t)v;
         return GALLOC_OK;
     case K_POSITIVE_MB:
@@ -445,16 +297,16 @@ static galloc_status_t apply(parser_t *p, const ga_conf_key_t *k)
     }
     case K_NAME: return apply_name(p, k->name);
     case K_RESERVE:
-        if (apply_reserve(p, k->name, &c->es_reserve) != GALLOC_OK)
+        if (ga_conf_apply_reserve(p, k->name, &c->es_reserve) != GALLOC_OK)
             return GALLOC_E_CONFIG;
         c->es_reserve_set = true;
         return GALLOC_OK;
-    case K_RESERVE_CLASSES: return apply_reserve_classes(p, k->name);
-    default: return fail(p, k->name, "a key conf.c knows (galloc bug)");
+    case K_RESERVE_CLASSES: return ga_conf_apply_reserve_classes(p, k->name);
+    default: return ga_conf_fail(p, k->name, "a key conf.c knows (galloc bug)");
     }
 }
 
-static const ga_conf_key_t *find_key(const parser_t *p)
+static const ga_conf_key_t *find_key(const ga_conf_parser_t *p)
 {
     for (size_t i = 0; i < p->n_keys; i++)
         if (ga_conf_word_is(&p->tok, p->keys[i].name))
@@ -464,7 +316,7 @@ static const ga_conf_key_t *find_key(const parser_t *p)
 
 /* A pending value as the string wrote it, with what was read when std::stoull
  * stopped early: "\"1.5e3\" (read as 1)". */
-static void show_pending(const parser_t *p, const pending_t *pend, char *buf, size_t len)
+static void show_pending(const ga_conf_parser_t *p, const ga_conf_pending_t *pend, char *buf, size_t len)
 {
     ga_tok_t t = {.kind = GA_TOK_WORD, .off = pend->off, .end = pend->end};
     char shown[256];
@@ -477,7 +329,8 @@ static void show_pending(const parser_t *p, const pending_t *pend, char *buf, si
 
 /* A *_mb value below large_segment_size: blame the value if this string gave
  * it, else the large_segment_size_mb that this string raised above it. */
-static galloc_status_t check_min(parser_t *p, const char *key, const pending_t *pend, uint64_t bytes, uint32_t bit)
+static galloc_status_t check_min(ga_conf_parser_t *p, const char *key, const ga_conf_pending_t *pend, uint64_t bytes,
+                                 uint32_t bit)
 {
     ga_conf_t *c = p->c;
     char num[300], allowed[160];
@@ -497,7 +350,7 @@ static galloc_status_t check_min(parser_t *p, const char *key, const pending_t *
     return GALLOC_OK;
 }
 
-static galloc_status_t finish(parser_t *p)
+static galloc_status_t finish(ga_conf_parser_t *p)
 {
     ga_conf_t *c = p->c;
     /* PyTorch sets max_non_split_rounding_size to large_segment_size on every
@@ -516,16 +369,16 @@ static galloc_status_t finish(parser_t *p)
  * backend to read (and refuse). Leaves p->tok on that ',' or the end. A '['
  * left open would swallow whatever items a later source puts after it in
  * backend_options, so it is refused here. */
-static galloc_status_t keep_option(parser_t *p)
+static galloc_status_t keep_option(ga_conf_parser_t *p)
 {
     ga_tok_t item = p->tok; /* the key; its end grows to the item's */
     int depth = 0;          /* a list value ("[1,2]") holds commas */
-    for (next(p); p->tok.kind != GA_TOK_END && !(p->tok.kind == GA_TOK_COMMA && depth == 0); next(p)) {
+    for (ga_conf_next(p); p->tok.kind != GA_TOK_END && !(p->tok.kind == GA_TOK_COMMA && depth == 0); ga_conf_next(p)) {
         depth += p->tok.kind == GA_TOK_OPEN ? 1 : (p->tok.kind == GA_TOK_CLOSE && depth > 0 ? -1 : 0);
         item.end = p->tok.end;
     }
     if (depth > 0)
-        return fail(p, item.text, "']' to close the list");
+        return ga_conf_fail(p, item.text, "']' to close the list");
     if (ga_conf_options_keep(p->c, p->lx.s, item.off, item.end, &item, p->source))
         return GALLOC_OK;
     char shown[256], allowed[96];
@@ -536,19 +389,19 @@ static galloc_status_t keep_option(parser_t *p)
 }
 
 /* item (',' item)* [','], item = key ':' value; empty is fine. */
-static galloc_status_t parse_items(parser_t *p)
+static galloc_status_t parse_items(ga_conf_parser_t *p)
 {
-    next(p);
+    ga_conf_next(p);
     while (p->tok.kind != GA_TOK_END) {
         if (p->tok.kind != GA_TOK_WORD)
-            return fail(p, "config", "a key");
+            return ga_conf_fail(p, "config", "a key");
         const ga_conf_key_t *k = find_key(p);
         if (k == NULL && p->c != NULL) {
             galloc_status_t st = keep_option(p);
             if (st != GALLOC_OK)
                 return st;
             if (p->tok.kind == GA_TOK_COMMA)
-                next(p);
+                ga_conf_next(p);
             continue;
         }
         if (k == NULL) {
@@ -559,20 +412,20 @@ static galloc_status_t parse_items(parser_t *p)
                          p->tok.off);
             return GALLOC_E_CONFIG;
         }
-        next(p);
+        ga_conf_next(p);
         if (p->tok.kind != GA_TOK_COLON)
-            return fail(p, k->name, "':' after the key");
-        next(p);
+            return ga_conf_fail(p, k->name, "':' after the key");
+        ga_conf_next(p);
         galloc_status_t st = apply(p, k);
         if (st != GALLOC_OK)
             return st;
         if (p->c != NULL)
             p->c->set |= k->set_bit;
-        next(p);
+        ga_conf_next(p);
         if (p->tok.kind == GA_TOK_COMMA)
-            next(p); /* a trailing comma is fine (newest main's test "expandable_segments:False,") */
+            ga_conf_next(p); /* a trailing comma is fine (newest main's test "expandable_segments:False,") */
         else if (p->tok.kind != GA_TOK_END)
-            return fail(p, k->name, "',' or the end of the string after the value");
+            return ga_conf_fail(p, k->name, "',' or the end of the string after the value");
     }
     return p->c != NULL ? finish(p) : GALLOC_OK;
 }
@@ -581,14 +434,14 @@ galloc_status_t ga_conf_parse_onto(const char *s, ga_conf_t *c, bool reset, cons
                                    size_t errlen)
 {
     ga_conf_t tmp = *c;
-    parser_t p = {.keys = keys,
-                  .n_keys = sizeof(keys) / sizeof(keys[0]),
-                  .out = &tmp,
-                  .c = &tmp,
-                  .err = err,
-                  .errlen = errlen,
-                  .reset = reset,
-                  .source = source};
+    ga_conf_parser_t p = {.keys = keys,
+                          .n_keys = sizeof(keys) / sizeof(keys[0]),
+                          .out = &tmp,
+                          .c = &tmp,
+                          .err = err,
+                          .errlen = errlen,
+                          .reset = reset,
+                          .source = source};
     if (reset) {
         tmp.max_split_size = UINT64_MAX;
         tmp.garbage_collection_threshold = 0.0;
@@ -614,7 +467,7 @@ galloc_status_t ga_conf_options_parse(const char *options, const ga_conf_key_t *
             snprintf(err, errlen, "ga_conf_options_parse: NULL table or output");
         return GALLOC_E_INVAL;
     }
-    parser_t p = {.keys = table, .n_keys = n, .out = out, .err = err, .errlen = errlen};
+    ga_conf_parser_t p = {.keys = table, .n_keys = n, .out = out, .err = err, .errlen = errlen};
     ga_conf_lex_init(&p.lx, options);
     galloc_status_t st = parse_items(&p);
     if (st == GALLOC_OK && err != NULL && errlen > 0)

@@ -5,7 +5,8 @@
  *
  * Locking: none; every function is pure over its arguments (no globals, no
  * locale, no heap), so the parser can be fuzzed and called from any thread.
- * Files: conf.c (grammar, keys, a backend's options), load.c (defaults, parse, load), value.c
+ * Files: conf.c (grammar, keys, a backend's options), lists.c (the values that may be bracketed
+ * lists; parser.h, the parser's state, is shared by the two), load.c (defaults, parse, load), value.c
  * (tokens, numbers, sizes, decimals), format.c (the normalized string), options.c (backend options
  * kept in a ga_conf_t: adding, showing, pointing a backend's message at its source), reserve.c (the
  * expandable-segment reserve values: reading, writing, resolving to bytes).
