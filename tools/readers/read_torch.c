@@ -53,295 +53,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/grow.h"
 #include "tools/idmap.h"
 #include "tools/readers/reader_int.h"
+#include "tools/readers/torch_int.h"
 #include "tools/snapshot/pickle_read.h"
 #include "tools/snapshot/snapfile.h"
 #include "tools/snapshot/torch_snapshot.h"
 
-typedef struct pro_block {
-    uint64_t addr, size, stream;
-    const ga_pk_value_t *frames; /* a block live at the end: its allocation's stack; NULL if unknown */
-} pro_block_t;
-
-/* A record_function range's start or end (external_annotations), in time order. */
-typedef struct annot {
-    int64_t time_us;
-    size_t idx; /* its place in external_annotations: ties keep the file's order */
-    bool start;
-    const char *name;
-    size_t len;
-} annot_t;
-
-#define MAX_OPEN 16 /* ranges in force at once that an event's stack names (deeper: the outermost kept) */
-
-/* What an event's ga_stack_t reads: the entry's frames, then the ranges in
- * force, innermost (latest started) first. */
-typedef struct stack_data {
-    const ga_pk_value_t *frames;
-    size_t n_frames;
-    size_t n_open;
-    const annot_t *open[MAX_OPEN];
-} stack_data_t;
-
-typedef struct torch {
-    ga_snapfile_t *file;               /* the parsed file (read whole from stdin) */
-    size_t len;                        /* the file's length */
-    ga_torch_snapshot_t snap;          /* its schema walker */
-    int devices[GA_TORCH_MAX_DEVICES]; /* device index of each unit */
-    ga_torch_list_t trace;             /* the current unit's entries (n = 0 when it has none) */
-    size_t next;                       /* next entry of trace */
-    pro_block_t *pro;                  /* the current unit's prologue */
-    size_t n_pro, pro_next, pro_cap;
-    uint64_t place;    /* the address of a segment_alloc or segment_map not yet given to its alloc */
-    uint64_t released; /* bytes of the segment_free/unmap run just before an oom entry */
-    const char *meta;  /* the last non-annotate entry's str user_metadata in this unit (NULL: none yet) */
-    size_t meta_len;
-    size_t meta_done; /* 1 + the entry whose user_metadata was last compared (0: none) */
-    /* The unit has free_completed entries and no free_requested: recorded with
-     * _record_memory_history(skip_actions=["free_requested"]) (PR #168183), so
-     * each free_completed is the user's free as well. */
-    bool completed_only;
-    annot_t *an; /* the current unit's device's external_annotations, by time */
-    size_t n_an, an_next;
-    const annot_t *open[MAX_OPEN]; /* the ranges started and not ended before the last event read */
-    size_t n_open;
-    stack_data_t sd; /* the last event's stack */
-} torch_t;
-
-static int entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
+int ga_torch_rd_entry_err(ga_reader_t *r, char *err, size_t errlen, size_t i, const char *what)
 {
-    torch_t *t = r->impl;
+    ga_torch_rd_t *t = r->impl;
     snprintf(err, errlen, "%s: device_traces[%d][%zu]: %s", r->in.path, t->devices[r->unit], i, what);
     return -1;
 }
 
-static int push_pro(torch_t *t, pro_block_t b)
-{
-    pro_block_t *np = ga_grow(t->pro, &t->pro_cap, t->n_pro, sizeof(*np), 64);
-    if (np == NULL)
-        return -1;
-    t->pro = np;
-    t->pro[t->n_pro++] = b;
-    return 0;
-}
-
-/* Prologue step 1: frees of addresses the trace never allocated before. */
-static int prologue_from_trace(ga_reader_t *r, ga_idmap_t *live, ga_idmap_t *seen, char *err, size_t errlen)
-{
-    torch_t *t = r->impl;
-    ga_idmap_val_t none = {0};
-    for (size_t i = 0; i < t->trace.n; i++) {
-        ga_torch_entry_t e;
-        ga_torch_entry(&t->trace, i, &e);
-        uint64_t addr, size, stream;
-        bool is_alloc = e.action == GA_ACT_ALLOC;
-        bool is_free = e.action == (t->completed_only ? GA_ACT_FREE_COMPLETED : GA_ACT_FREE_REQUESTED);
-        if (!is_alloc && !is_free)
-            continue;
-        if (!ga_torch_int_get(e.addr, true, 0, &addr) || !ga_torch_int_get(e.size, true, 0, &size) ||
-            !ga_torch_int_get(e.stream, false, 0, &stream))
-            return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('addr' and 'size' present)");
-        if (is_alloc) {
-            if (ga_idmap_put(live, addr, none, NULL, NULL) != 0 || ga_idmap_put(seen, addr, none, NULL, NULL) != 0)
-                return entry_err(r, err, errlen, i, "out of host memory");
-            continue;
-        }
-        if (ga_idmap_remove(live, addr, NULL) || ga_idmap_get(seen, addr, NULL))
-            continue;
-        if (ga_idmap_put(seen, addr, none, NULL, NULL) != 0 ||
-            push_pro(t, (pro_block_t){addr, size, stream, NULL}) != 0)
-            return entry_err(r, err, errlen, i, "out of host memory");
-    }
-    return 0;
-}
-
-static const char *int_found(ga_torch_int_t f)
-{
-    return f.kind == GA_TORCH_INT ? "an int" : f.kind == GA_TORCH_MISSING ? "missing" : "not an int";
-}
-
-/* A live block the replay cannot recreate: what was expected, what was found. */
-static int block_err(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, size_t b, const ga_torch_block_t *blk,
-                     char *err, size_t errlen)
-{
-    const char *why = "";
-    if (blk->address.kind == GA_TORCH_MISSING)
-        why = g->address.kind != GA_TORCH_INT ? ", and no int segment 'address'"
-                                              : ", and a block before without int 'size'";
-    else if (blk->requested_size.kind == GA_TORCH_WRONG)
-        why = ", 'requested_size' not an int";
-    snprintf(err, errlen,
-             "%s: segments[%zu].blocks[%zu]: expected a live block with int 'size' and 'address' (PyTorch 2.1+) or "
-             "a segment 'address' to count from (2.0); found 'size' %s, 'address' %s%s",
-             r->in.path, s, b, int_found(blk->size), int_found(blk->address), why);
-    return -1;
-}
-
-/* Prologue step 2, one segment: its live blocks the trace never mentions. */
-static int segment_prologue(ga_reader_t *r, const ga_torch_segment_t *g, size_t s, uint64_t stream,
-                            const ga_idmap_t *seen, char *err, size_t errlen)
-{
-    torch_t *t = r->impl;
-    for (size_t b = 0; b < g->blocks.n; b++) {
-        ga_torch_block_t blk;
-        ga_torch_block(g, b, &blk);
-        uint64_t addr, size, req;
-        if (blk.state != GA_STATE_ALLOCATED && blk.state != GA_STATE_PENDING_FREE)
-            continue;
-        if (!ga_torch_int_get(blk.address, true, 0, &addr) || !ga_torch_int_get(blk.size, true, 0, &size) ||
-            !ga_torch_int_get(blk.requested_size, false, size, &req))
-            return block_err(r, g, s, b, &blk, err, errlen);
-        if (ga_idmap_get(seen, addr, NULL))
-            continue;
-        if (push_pro(t, (pro_block_t){addr, req, stream, blk.frames}) != 0) {
-            snprintf(err, errlen, "%s: out of host memory", r->in.path);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Prologue step 2: blocks live at the end that the trace never mentions. */
-static int prologue_from_segments(ga_reader_t *r, const ga_idmap_t *seen, char *err, size_t errlen)
-{
-    torch_t *t = r->impl;
-    int dev = t->devices[r->unit];
-    /* Python writes every block dict once, so a real file holds fewer blocks
-     * than bytes; more visits mean shared lists, a hostile file's way to make
-     * a small input cost quadratic time. */
-    size_t budget = t->len;
-    for (size_t s = 0; s < t->snap.segments.n; s++) {
-        ga_torch_segment_t g;
-        ga_torch_segment(&t->snap, s, &g);
-        uint64_t sdev, stream;
-        if (!g.is_dict || !ga_torch_int_get(g.device, false, 0, &sdev) ||
-            !ga_torch_int_get(g.stream, false, 0, &stream) || (g.blocks.present && !g.blocks.is_list)) {
-            snprintf(err, errlen, "%s: segments[%zu]: not a segment dict (device, stream, blocks)", r->in.path, s);
-            return -1;
-        }
-        if ((int64_t)sdev != dev || !g.blocks.present)
-            continue;
-        if (g.blocks.n > budget) {
-            snprintf(err, errlen, "%s: segments[%zu]: more blocks than the file can hold (shared lists?)", r->in.path,
-                     s);
-            return -1;
-        }
-        budget -= g.blocks.n;
-        if (segment_prologue(r, &g, s, stream, seen, err, errlen) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int by_time(const void *a, const void *b)
-{
-    const annot_t *x = a, *y = b;
-    if (x->time_us != y->time_us)
-        return x->time_us < y->time_us ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* The device's record_function ranges (external_annotations), by time. A
- * START or END without an int time or a str name is left out; one without a
- * device applies to every device. */
-static int load_annotations(ga_reader_t *r, char *err, size_t errlen)
-{
-    torch_t *t = r->impl;
-    free(t->an);
-    t->an = NULL;
-    t->n_an = t->an_next = t->n_open = 0;
-    if (!t->snap.annotations.is_list || t->snap.annotations.n == 0)
-        return 0;
-    t->an = malloc(t->snap.annotations.n * sizeof(*t->an));
-    if (t->an == NULL) {
-        snprintf(err, errlen, "%s: out of host memory", r->in.path);
-        return -1;
-    }
-    for (size_t i = 0; i < t->snap.annotations.n; i++) {
-        ga_torch_annotation_t a;
-        ga_torch_annotation(&t->snap, i, &a);
-        if (a.stage == GA_STAGE_OTHER || a.name == NULL || a.time_us.kind != GA_TORCH_INT ||
-            (a.device.kind == GA_TORCH_INT && (int64_t)a.device.v != t->devices[r->unit]))
-            continue;
-        t->an[t->n_an++] = (annot_t){(int64_t)a.time_us.v, i, a.stage == GA_STAGE_START, a.name, a.name_len};
-    }
-    if (t->n_an > 0)
-        qsort(t->an, t->n_an, sizeof(*t->an), by_time);
-    return 0;
-}
-
-/* Bring the ranges in force up to time us: a range started at or before it
- * and not ended at or before it. An END closes the latest open range of its
- * name (ranges of one thread nest; an unmatched END is ignored). */
-static void advance_annotations(torch_t *t, int64_t us)
-{
-    while (t->an_next < t->n_an && t->an[t->an_next].time_us <= us) {
-        const annot_t *a = &t->an[t->an_next++];
-        if (a->start) {
-            if (t->n_open == MAX_OPEN) { /* deeper than kept: drop the outermost */
-                memmove(t->open, t->open + 1, (MAX_OPEN - 1) * sizeof(t->open[0]));
-                t->n_open--;
-            }
-            t->open[t->n_open++] = a;
-            continue;
-        }
-        for (size_t k = t->n_open; k-- > 0;)
-            if (t->open[k]->len == a->len && memcmp(t->open[k]->name, a->name, a->len) == 0) {
-                memmove(t->open + k, t->open + k + 1, (t->n_open - k - 1) * sizeof(t->open[0]));
-                t->n_open--;
-                break;
-            }
-    }
-}
-
-static void stack_frame(const void *data, size_t i, ga_frame_t *out)
-{
-    const stack_data_t *d = data;
-    memset(out, 0, sizeof(*out));
-    if (i < d->n_frames) {
-        ga_torch_frame_t f;
-        ga_torch_frame(d->frames, i, &f);
-        *out = (ga_frame_t){f.filename, f.filename_len, f.name, f.name_len, f.line};
-        return;
-    }
-    const annot_t *a = d->open[d->n_open - 1 - (i - d->n_frames)]; /* innermost: the latest started */
-    out->name = a->name;
-    out->name_len = a->len;
-}
-
-/* Frames are shared dicts in PyTorch's pickles (the memo), and a range's
- * name is its own object: pointers tell equal frames apart cheaply. */
-static uintptr_t stack_key(const void *data, size_t i)
-{
-    const stack_data_t *d = data;
-    if (i < d->n_frames)
-        return (uintptr_t)d->frames->u.seq.items[i];
-    return (uintptr_t)d->open[d->n_open - 1 - (i - d->n_frames)]->name;
-}
-
-/* ev's stack: frames (NULL: none) and, at its time, the ranges in force. */
-static void set_stack(torch_t *t, ga_event_t *ev, const ga_pk_value_t *frames, bool timed)
-{
-    stack_data_t *d = &t->sd;
-    d->frames = frames;
-    d->n_frames = ga_torch_frames_count(frames);
-    d->n_open = 0;
-    if (timed) {
-        advance_annotations(t, ev->time_us);
-        d->n_open = t->n_open;
-        memcpy(d->open, t->open, t->n_open * sizeof(t->open[0]));
-    }
-    if (d->n_frames + d->n_open == 0)
-        return;
-    ev->stack = (ga_stack_t){
-        .kind = GA_STACK_FRAMES, .n = d->n_frames + d->n_open, .data = d, .frame = stack_frame, .key = stack_key};
-}
-
 static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
 {
-    torch_t *t = r->impl;
+    ga_torch_rd_t *t = r->impl;
     t->trace = ga_torch_trace(&t->snap, (size_t)t->devices[unit]);
     t->next = 0;
     t->place = 0;
@@ -349,7 +77,7 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     t->meta_len = 0;
     t->meta_done = 0;
     bool requested = false, completed = false;
-    if (load_annotations(r, err, errlen) != 0)
+    if (ga_torch_rd_load_annotations(r, err, errlen) != 0)
         return -1;
     free(t->pro);
     t->pro = NULL;
@@ -358,7 +86,7 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
         ga_torch_entry_t e;
         ga_torch_entry(&t->trace, i, &e);
         if (!e.is_dict)
-            return entry_err(r, err, errlen, i, "not a dict");
+            return ga_torch_rd_entry_err(r, err, errlen, i, "not a dict");
         if (e.action == GA_ACT_FREE_REQUESTED)
             requested = true;
         else if (e.action == GA_ACT_FREE_COMPLETED)
@@ -368,9 +96,9 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
     ga_idmap_t live, seen;
     ga_idmap_init(&live);
     ga_idmap_init(&seen);
-    int rc = prologue_from_trace(r, &live, &seen, err, errlen);
+    int rc = ga_torch_rd_prologue_trace(r, &live, &seen, err, errlen);
     if (rc == 0)
-        rc = prologue_from_segments(r, &seen, err, errlen);
+        rc = ga_torch_rd_prologue_segments(r, &seen, err, errlen);
     ga_idmap_free(&live);
     ga_idmap_free(&seen);
     r->notes.prologue = t->n_pro;
@@ -390,7 +118,7 @@ static int torch_begin(ga_reader_t *r, size_t unit, char *err, size_t errlen)
  * (then PyTorch's allocation could not have failed: empty_cache) or not
  * (then the next malloc's own OOM path reproduces the release).
  */
-static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
+static bool release_run_may_be_empty_cache(ga_torch_rd_t *t, uint64_t *next_segment)
 {
     *next_segment = 0;
     uint64_t released = 0, n;
@@ -418,18 +146,18 @@ static bool release_run_may_be_empty_cache(torch_t *t, uint64_t *next_segment)
 /* An alloc, free_requested, free_completed or oom entry i as its event. */
 static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_event_t *ev, char *err, size_t errlen)
 {
-    torch_t *t = r->impl;
+    ga_torch_rd_t *t = r->impl;
     bool oom = e->action == GA_ACT_OOM;
     if (!ga_torch_int_get(e->addr, !oom, 0, &ev->id) || !ga_torch_int_get(e->size, true, 0, &ev->size) ||
         !ga_torch_int_get(e->stream, false, 0, &ev->stream))
-        return entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
+        return ga_torch_rd_entry_err(r, err, errlen, i, "'addr', 'size' and 'stream' must be ints ('size' present)");
     if ((int64_t)ev->size < 0)
-        return entry_err(r, err, errlen, i, "negative 'size'");
+        return ga_torch_rd_entry_err(r, err, errlen, i, "negative 'size'");
     ev->frames = e->frames; /* the user's code, for the snapshot galloc writes of the replay */
     if (e->time_us.kind == GA_TORCH_INT)
         ev->time_us = (int64_t)e->time_us.v;
     if (e->action == GA_ACT_ALLOC || oom)
-        set_stack(t, ev, e->frames, e->time_us.kind == GA_TORCH_INT);
+        ga_torch_rd_set_stack(t, ev, e->frames, e->time_us.kind == GA_TORCH_INT);
     if (e->action == GA_ACT_ALLOC) {
         ev->kind = GA_EV_ALLOC;
         ev->place = t->place; /* PyTorch records a segment_alloc just before the alloc it serves */
@@ -464,7 +192,7 @@ static int block_event(ga_reader_t *r, const ga_torch_entry_t *e, size_t i, ga_e
 
 /* Whether entry i's user_metadata starts a new non-empty label (compared
  * once per entry: the entry is read again after its annotation). */
-static bool metadata_changed(torch_t *t, const ga_torch_entry_t *e, size_t i)
+static bool metadata_changed(ga_torch_rd_t *t, const ga_torch_entry_t *e, size_t i)
 {
     if (t->meta_done == i + 1 || e->text == NULL)
         return false;
@@ -478,16 +206,16 @@ static bool metadata_changed(torch_t *t, const ga_torch_entry_t *e, size_t i)
 
 static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 {
-    torch_t *t = r->impl;
+    ga_torch_rd_t *t = r->impl;
     memset(ev, 0, sizeof(*ev));
     if (t->pro_next < t->n_pro) {
-        const pro_block_t *p = &t->pro[t->pro_next++];
+        const ga_torch_pro_block_t *p = &t->pro[t->pro_next++];
         ev->kind = GA_EV_ALLOC;
         ev->flags = GA_EVF_PROLOGUE;
         ev->id = p->addr;
         ev->size = p->size;
         ev->stream = p->stream;
-        set_stack(t, ev, p->frames, false); /* live at the end: its allocation's stack */
+        ga_torch_rd_set_stack(t, ev, p->frames, false); /* live at the end: its allocation's stack */
         return 1;
     }
     while (t->next < t->trace.n) {
@@ -496,12 +224,12 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
         ga_torch_entry(&t->trace, i, &e);
         if (e.action == GA_ACT_NONE) {
             t->next++;
-            return entry_err(r, err, errlen, i, "'action' is missing or not a str");
+            return ga_torch_rd_entry_err(r, err, errlen, i, "'action' is missing or not a str");
         }
         if (e.device.kind == GA_TORCH_WRONG ||
             (e.device.kind == GA_TORCH_INT && (int64_t)e.device.v != t->devices[r->unit])) {
             t->next++;
-            return entry_err(r, err, errlen, i, "'device' is not the index of its list in device_traces");
+            return ga_torch_rd_entry_err(r, err, errlen, i, "'device' is not the index of its list in device_traces");
         }
         ev->where = i;
         if (e.action != GA_ACT_ANNOTATE && metadata_changed(t, &e, i)) {
@@ -555,14 +283,14 @@ static int torch_next(ga_reader_t *r, ga_event_t *ev, char *err, size_t errlen)
 
 static double torch_progress(const ga_reader_t *r)
 {
-    const torch_t *t = r->impl;
+    const ga_torch_rd_t *t = r->impl;
     size_t total = t->trace.n + t->n_pro;
     return total ? (double)(t->next + t->pro_next) / (double)total : 1.0;
 }
 
 static void torch_close(ga_reader_t *r)
 {
-    torch_t *t = r->impl;
+    ga_torch_rd_t *t = r->impl;
     if (t == NULL)
         return;
     ga_snapfile_close(t->file);
@@ -574,7 +302,7 @@ static void torch_close(ga_reader_t *r)
 
 static int torch_device(const ga_reader_t *r, size_t unit)
 {
-    const torch_t *t = r->impl;
+    const ga_torch_rd_t *t = r->impl;
     return unit < r->units ? t->devices[unit] : -1;
 }
 
@@ -587,7 +315,7 @@ static const ga_reader_ops_t torch_ops = {.begin = torch_begin,
 /* The decoded snapshot (a file mapped or inflated, stdin read whole): parsed
  * once; the job reads its settings, verify view and start state from it
  * (ga_reader_snapshot). */
-static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
+static int load(ga_reader_t *r, ga_torch_rd_t *t, char *err, size_t errlen)
 {
     int rc;
     if (strcmp(r->in.path, "-") != 0) {
@@ -608,7 +336,7 @@ static int load(ga_reader_t *r, torch_t *t, char *err, size_t errlen)
 
 const ga_torch_snapshot_t *ga_torch_reader_snapshot(const ga_reader_t *r)
 {
-    const torch_t *t = r->impl;
+    const ga_torch_rd_t *t = r->impl;
     return t != NULL && t->file != NULL ? &t->snap : NULL;
 }
 
@@ -671,7 +399,7 @@ static bool has_live_block(const ga_torch_snapshot_t *s)
 
 static int torch_open(ga_reader_t *r, char *err, size_t errlen)
 {
-    torch_t *t = calloc(1, sizeof(*t));
+    ga_torch_rd_t *t = calloc(1, sizeof(*t));
     if (t == NULL) {
         snprintf(err, errlen, "%s: out of host memory", r->in.path);
         return -1;
