@@ -72,23 +72,45 @@ class SleepBase : public ::testing::TestWithParam<bool> {
         EXPECT_EQ(galloc_tag_end(a_, tag), GALLOC_OK) << Err();
         return p;
     }
-    // A pattern that differs per byte, per block and per seed.
+    // A pattern that differs per 8-byte word (each of its bytes too), per
+    // block and per seed, written and checked a word at a time: these tests
+    // fill and check tens of MiB per step, and a call per byte made the suite
+    // spend most of its time here (34 s unoptimized, 70 s under coverage).
+    static uint64_t Word(const void *p, size_t w, unsigned seed)
+    {
+        uint64_t x =
+            ((uint64_t)(uintptr_t)p >> 9) * 0x9e3779b97f4a7c15ull + w * 0xbf58476d1ce4e5b9ull + seed * 0x85ebca6bull;
+        return x ^ (x >> 29);
+    }
     static unsigned char Byte(const void *p, size_t i, unsigned seed)
     {
-        uint64_t x = ((uint64_t)(uintptr_t)p >> 9) * 0x9e3779b97f4a7c15ull + i * 31u + seed * 0x85ebca6bu;
-        return (unsigned char)(x ^ (x >> 29));
+        uint64_t x = Word(p, i / 8, seed);
+        unsigned char b[8];
+        std::memcpy(b, &x, 8); // the word's bytes in memory order, as Fill stores them
+        return b[i % 8];
     }
     static void Fill(void *p, size_t n, unsigned seed)
     {
         unsigned char *c = static_cast<unsigned char *>(p);
-        for (size_t i = 0; i < n; i++)
+        size_t w = 0;
+        for (; (w + 1) * 8 <= n; w++) {
+            uint64_t x = Word(p, w, seed);
+            std::memcpy(c + w * 8, &x, 8);
+        }
+        for (size_t i = w * 8; i < n; i++)
             c[i] = Byte(p, i, seed);
     }
     // The index of the first byte that differs from the pattern, or n.
     static size_t Mismatch(const void *p, size_t n, unsigned seed)
     {
         const unsigned char *c = static_cast<const unsigned char *>(p);
-        for (size_t i = 0; i < n; i++)
+        size_t w = 0;
+        for (; (w + 1) * 8 <= n; w++) {
+            uint64_t x = Word(p, w, seed);
+            if (std::memcmp(c + w * 8, &x, 8) != 0)
+                break;
+        }
+        for (size_t i = w * 8; i < n; i++)
             if (c[i] != Byte(p, i, seed))
                 return i;
         return n;
