@@ -6,10 +6,12 @@
 // messages, no driver leak) are in the script.
 //
 // Under --config=asan the library and the fake carry the ASan runtime, which
-// must be loaded first: the child gets it through LD_PRELOAD (the path this
-// test's own process loaded), and leak detection off, since python3 itself
-// keeps memory at exit.
+// must be loaded first: the child gets it through LD_PRELOAD (the shared
+// runtime of the compiler that built this test: AsanRuntime), and leak
+// detection off, since python3 itself keeps memory at exit.
 #include <gtest/gtest.h>
+
+#include <glob.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -36,17 +38,35 @@ std::string Runfile(const std::string &rel)
 }
 
 #ifdef TORCH_SHIM_ASAN
-// The ASan runtime this process loaded (gcc links it as a shared library).
+// The shared ASan runtime to preload into python3: the one this process
+// loaded (gcc links libasan.so), else, for clang, which links its runtime
+// statically into the test, the shared build of the same runtime that clang
+// ships beside it (libclang_rt.asan-x86_64.so; the instrumented libraries'
+// __asan_* and __ubsan_* calls resolve against either).
 std::string AsanRuntime()
 {
     std::ifstream maps("/proc/self/maps");
     std::string line;
     while (std::getline(maps, line)) {
         size_t at = line.find('/');
-        if (at != std::string::npos && line.find("libasan.so", at) != std::string::npos)
+        if (at != std::string::npos && (line.find("libasan.so", at) != std::string::npos ||
+                                        line.find("libclang_rt.asan", at) != std::string::npos))
             return line.substr(at);
     }
+#if defined(__clang__)
+#define TORCH_SHIM_STR2(x) #x
+#define TORCH_SHIM_STR(x) TORCH_SHIM_STR2(x)
+    glob_t g = {};
+    std::string found;
+    if (glob("/usr/lib/llvm-" TORCH_SHIM_STR(__clang_major__) "/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.so", 0,
+             nullptr, &g) == 0 &&
+        g.gl_pathc > 0)
+        found = g.gl_pathv[0];
+    globfree(&g);
+    return found;
+#else
     return "";
+#endif
 }
 #endif
 
@@ -64,8 +84,8 @@ class TorchShim : public ::testing::TestWithParam<const char *> {
         ASSERT_EQ(setenv("GALLOC_CONF", conf.c_str(), 1), 0);
 #ifdef TORCH_SHIM_ASAN
         std::string rt = AsanRuntime();
-        if (rt.empty()) // clang's static runtime cannot be preloaded
-            GTEST_SKIP() << "no shared ASan runtime to preload into python3";
+        if (rt.empty())
+            GTEST_SKIP() << "no shared ASan runtime to preload into python3 (clang's: libclang-rt-14-dev)";
         ASSERT_EQ(setenv("LD_PRELOAD", rt.c_str(), 1), 0);
         ASSERT_EQ(setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1), 0);
 #endif
