@@ -30,48 +30,10 @@
 
 #include "backend/hip_api.h"
 #include "tests/fake_hip/fake_hip_control.h"
+#include "tests/fake_hip/fake_hip_int.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-static _Atomic int version = FAKE_HIP_DEFAULT_VERSION;
-
-/* Count the call, apply fault rules (an injected failure changes nothing),
- * then give the thread its device's context as the runtime would. */
-#define ENTER(fn)                                                                                                      \
-    do {                                                                                                               \
-        int code_;                                                                                                     \
-        if (fg_enter(#fn, &code_))                                                                                     \
-            return (ga_hip_error_t)code_;                                                                              \
-        fg_rt_bind();                                                                                                  \
-    } while (0)
-
-static ga_hip_error_t hip(fg_rc_t rc)
-{
-    static const ga_hip_error_t map[] = {
-        [FG_OK] = GA_HIP_SUCCESS,
-        [FG_INVALID_VALUE] = GA_HIP_ERROR_INVALID_VALUE,
-        [FG_OUT_OF_MEMORY] = GA_HIP_ERROR_OUT_OF_MEMORY,
-        [FG_NOT_INITIALIZED] = GA_HIP_ERROR_NOT_INITIALIZED,
-        [FG_INVALID_DEVICE] = GA_HIP_ERROR_INVALID_DEVICE,
-        [FG_INVALID_CONTEXT] = GA_HIP_ERROR_INVALID_CONTEXT,
-        [FG_INVALID_HANDLE] = GA_HIP_ERROR_INVALID_HANDLE,
-        [FG_NOT_READY] = GA_HIP_ERROR_NOT_READY,
-        [FG_NOT_SUPPORTED] = GA_HIP_ERROR_NOT_SUPPORTED,
-        [FG_PEER_UNSUPPORTED] = GA_HIP_ERROR_PEER_ACCESS_UNSUPPORTED,
-        [FG_PEER_ALREADY_ENABLED] = GA_HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED,
-        [FG_CAPTURE_UNSUPPORTED] = GA_HIP_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-        [FG_CAPTURED_EVENT] = GA_HIP_ERROR_CAPTURED_EVENT,
-        [FG_HOST_ALREADY_REGISTERED] = GA_HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-        [FG_HOST_NOT_REGISTERED] = GA_HIP_ERROR_HOST_MEMORY_NOT_REGISTERED,
-    };
-    return map[rc];
-}
-
-/* NULL and hipStreamPerThread both mean the device's default stream to the core. */
-static uintptr_t stream_of(ga_hip_stream_t s)
-{
-    return s == GA_HIP_STREAM_PER_THREAD ? 0 : (uintptr_t)s;
-}
+/* The version fake_hip_set_version set: the layouts and flags it implies. */
+_Atomic int fake_hip_version = FAKE_HIP_DEFAULT_VERSION;
 
 /* The allocation properties galloc may pass, in the reported version's
  * layout: pinned memory on a device, no Windows data, no compression or
@@ -85,7 +47,7 @@ static int prop_device(const ga_hip_mem_allocation_prop_t *p, bool *exportable)
     }
     int type, loc_type, handles, id;
     bool clean;
-    if (atomic_load(&version) >= GA_HIP_VERSION_6_0) {
+    if (atomic_load(&fake_hip_version) >= GA_HIP_VERSION_6_0) {
         type = (int)p->type, loc_type = (int)p->location.type, handles = (int)p->requested_handle_types;
         id = p->location.id;
         clean = p->win32_handle_meta_data == NULL && p->alloc_flags.compression_type == 0 &&
@@ -101,7 +63,7 @@ static int prop_device(const ga_hip_mem_allocation_prop_t *p, bool *exportable)
         fg_violation(FG_INVALID_VALUE,
                      "prop (read as HIP %d.x's layout): type %d, location type %d, handle types %d: want pinned "
                      "device memory",
-                     atomic_load(&version) / 10000000, type, loc_type, handles);
+                     atomic_load(&fake_hip_version) / 10000000, type, loc_type, handles);
         return -1;
     }
     if (exportable != NULL)
@@ -152,7 +114,7 @@ ga_hip_error_t hipRuntimeGetVersion(int *runtime_version)
     ENTER(hipRuntimeGetVersion);
     if (runtime_version == NULL)
         return hip(fg_violation(FG_INVALID_VALUE, "runtimeVersion is NULL"));
-    *runtime_version = atomic_load(&version);
+    *runtime_version = atomic_load(&fake_hip_version);
     return GA_HIP_SUCCESS;
 }
 
@@ -503,115 +465,17 @@ ga_hip_error_t hipDeviceEnablePeerAccess(int peer_device_id, unsigned int flags)
     return hip(fg_peer_enable_device(peer_device_id));
 }
 
-/* ---- Sharing between processes. ---- */
-
-EXPORT ga_hipIpcGetMemHandle_fn hipIpcGetMemHandle;
-EXPORT ga_hipIpcCloseMemHandle_fn hipIpcCloseMemHandle;
-EXPORT ga_hipMemExportToShareableHandle_fn hipMemExportToShareableHandle;
-EXPORT ga_hipMemImportFromShareableHandle_fn hipMemImportFromShareableHandle;
-
-ga_hip_error_t hipIpcGetMemHandle(ga_hip_ipc_mem_handle_t *handle, void *dev_ptr)
-{
-    ENTER(hipIpcGetMemHandle);
-    return hip(fg_ipc_get((uintptr_t)dev_ptr, handle != NULL ? handle->reserved : NULL));
-}
-
-#ifndef FAKE_HIP_NO_IPC
-EXPORT ga_hipIpcOpenMemHandle_fn hipIpcOpenMemHandle;
-ga_hip_error_t hipIpcOpenMemHandle(void **dev_ptr, ga_hip_ipc_mem_handle_t handle, unsigned int flags)
-{
-    ENTER(hipIpcOpenMemHandle);
-    /* The runtime takes exactly its own header's hipIpcMemLazyEnablePeerAccess: 0 before ROCm 6, 1 from it. */
-    unsigned want = atomic_load(&version) >= GA_HIP_VERSION_6_0 ? 1u : 0u;
-    if (flags != want)
-        return hip(fg_violation(FG_INVALID_VALUE, "flags %u: this runtime takes only %u", flags, want));
-    uint64_t a = 0;
-    fg_rc_t rc = fg_ipc_open(dev_ptr != NULL ? &a : NULL, handle.reserved, flags);
-    if (rc == FG_OK)
-        *dev_ptr = (void *)(uintptr_t)a;
-    return hip(rc);
-}
-#endif
-
-ga_hip_error_t hipIpcCloseMemHandle(void *dev_ptr)
-{
-    ENTER(hipIpcCloseMemHandle);
-    return hip(fg_ipc_close((uintptr_t)dev_ptr));
-}
-
-/* POSIX file descriptors only: shareable_handle is an int *, os_handle the descriptor cast to a pointer. */
-ga_hip_error_t hipMemExportToShareableHandle(void *shareable_handle, ga_hip_mem_handle_t handle,
-                                             ga_hip_mem_handle_type_t handle_type, unsigned long long flags)
-{
-    ENTER(hipMemExportToShareableHandle);
-    if (handle_type != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || flags != 0)
-        return hip(fg_violation(FG_INVALID_VALUE, "handle type %d, flags %llu: want a POSIX file descriptor, flags 0",
-                                (int)handle_type, flags));
-    return hip(fg_export_fd((uintptr_t)handle, shareable_handle));
-}
-
-ga_hip_error_t hipMemImportFromShareableHandle(ga_hip_mem_handle_t *handle, void *os_handle,
-                                               ga_hip_mem_handle_type_t sh_handle_type)
-{
-    ENTER(hipMemImportFromShareableHandle);
-    if (sh_handle_type != GA_HIP_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-        return hip(fg_violation(FG_INVALID_VALUE, "handle type %d: want a POSIX file descriptor", (int)sh_handle_type));
-    uint64_t h = 0;
-    fg_rc_t rc = fg_import_fd(handle != NULL ? &h : NULL, (int)(uintptr_t)os_handle);
-    if (rc == FG_OK)
-        *handle = (ga_hip_mem_handle_t)(uintptr_t)h;
-    return hip(rc);
-}
-
-/* ---- Stream capture graphs (the core's Capture model). ---- */
-
-#ifndef FAKE_HIP_NO_GRAPH
-EXPORT ga_hipStreamGetCaptureInfo_v2_fn hipStreamGetCaptureInfo_v2;
-/* The optional outputs may be NULL; the frontier array is the core's. */
-ga_hip_error_t hipStreamGetCaptureInfo_v2(ga_hip_stream_t stream, ga_hip_stream_capture_status_t *capture_status_out,
-                                          unsigned long long *id_out, ga_hip_graph_t *graph_out,
-                                          const ga_hip_graph_node_t **dependencies_out, size_t *num_dependencies_out)
-{
-    ENTER(hipStreamGetCaptureInfo_v2);
-    int st = 0;
-    uint64_t id = 0;
-    void *graph = NULL;
-    void *const *deps = NULL;
-    fg_rc_t rc = fg_capture_info(stream_of(stream), capture_status_out != NULL ? &st : NULL, &id,
-                                 graph_out != NULL ? &graph : NULL, dependencies_out != NULL ? &deps : NULL,
-                                 num_dependencies_out);
-    if (rc == FG_OK) {
-        *capture_status_out = (ga_hip_stream_capture_status_t)st;
-        if (id_out != NULL)
-            *id_out = id;
-        if (graph_out != NULL)
-            *graph_out = graph;
-        if (dependencies_out != NULL)
-            *dependencies_out = (const ga_hip_graph_node_t *)deps;
-    }
-    return hip(rc);
-}
-#endif
-
-EXPORT ga_hipGraphNodeGetDependencies_fn hipGraphNodeGetDependencies;
-ga_hip_error_t hipGraphNodeGetDependencies(ga_hip_graph_node_t node, ga_hip_graph_node_t *dependencies,
-                                           size_t *num_dependencies)
-{
-    ENTER(hipGraphNodeGetDependencies);
-    return hip(fg_node_deps(node, (void **)dependencies, num_dependencies));
-}
-
 /* ---- Test controls (fake_hip_control.h). ---- */
 
 EXPORT void fake_hip_reset(void)
 {
     fg_reset();
-    atomic_store(&version, FAKE_HIP_DEFAULT_VERSION);
+    atomic_store(&fake_hip_version, FAKE_HIP_DEFAULT_VERSION);
 }
 
 FAKE_GPU_DEFINE_CONTROLS(fake_hip)
 
 EXPORT void fake_hip_set_version(int v)
 {
-    atomic_store(&version, v);
+    atomic_store(&fake_hip_version, v);
 }
