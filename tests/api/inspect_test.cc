@@ -247,6 +247,11 @@ TEST(InspectUser, UsableSizeIsTheRequestAndThereAreNoSegments)
     int64_t reserved = -1; // no memory_reserved member: the stats' figure
     EXPECT_EQ(galloc_memory_reserved(a, &reserved), GALLOC_OK);
     EXPECT_EQ(reserved, StatsOf(a).reserved_bytes[GALLOC_STAT_ALL].current);
+    // No sleep here (no sleep_stats member): PyTorch's summary alone; needed is optional.
+    std::string sum(8192, '\0');
+    EXPECT_EQ(galloc_memory_summary(a, false, &sum[0], sum.size(), nullptr), GALLOC_OK);
+    EXPECT_NE(sum.find("PyTorch CUDA memory summary, device ID 0"), std::string::npos) << sum.c_str();
+    EXPECT_EQ(sum.find("galloc sleep and wake"), std::string::npos) << sum.c_str();
     EXPECT_EQ(galloc_free(a, p), GALLOC_OK);
     EXPECT_EQ(galloc_usable_size(a, p, &n), GALLOC_E_NOT_OWNED);
     EXPECT_EQ(galloc_check(a), GALLOC_OK);

@@ -106,6 +106,9 @@ TEST_F(SnapshotFields, MetadataGetSetAndLimits)
     EXPECT_EQ(galloc_get_memory_metadata(buf, sizeof buf, &needed), GALLOC_OK);
     EXPECT_STREQ(buf, "a longe"); // truncated, NUL-terminated
     EXPECT_EQ(needed, 15u);
+    buf[0] = '\0';
+    EXPECT_EQ(galloc_get_memory_metadata(buf, sizeof buf, nullptr), GALLOC_OK); // needed is optional
+    EXPECT_STREQ(buf, "a longe");
     EXPECT_EQ(galloc_get_memory_metadata(nullptr, 0, &needed), GALLOC_OK);
     EXPECT_EQ(galloc_get_memory_metadata(nullptr, 4, &needed), GALLOC_E_INVAL);
     std::string longest(GALLOC_MEMORY_METADATA_MAX, 'x');
